@@ -1,1 +1,771 @@
-//! placeholder
+#![doc = include_str!("../README.md")]
+//!
+//! # Entry points
+//!
+//! [`BufferPool::new`], [`BufferPool::read_buffer`] (→ [`PinnedBuffer`]),
+//! [`PinnedBuffer::read`] / [`PinnedBuffer::write`] / [`PinnedBuffer::mark_dirty`],
+//! the bulk operations [`BufferPool::drop_relations`], [`BufferPool::truncate`],
+//! [`BufferPool::drop_database`], [`BufferPool::flush_relations`],
+//! [`BufferPool::flush_database`], [`BufferPool::dirty_pages`],
+//! [`BufferPool::flush_all_dirty`], and [`BufferPool::verify_invariants`] for tests.
+
+mod directory;
+pub mod reference;
+
+use directory::{Directory, Padded};
+use parking_lot::{
+    MappedRwLockReadGuard, MappedRwLockWriteGuard, Mutex, RwLock, RwLockReadGuard,
+    RwLockWriteGuard,
+};
+use rustc_hash::FxHashMap;
+use std::hash::{BuildHasher, Hash};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use strata_page::{PageBuf, PageError};
+use strata_smgr::{Smgr, SmgrError};
+use strata_types::units::{check_range, parse_memory, UnitError};
+use strata_types::{BlockNumber, BufferTag, ForkNumber, Lsn, Oid, RelKey, BLCKSZ};
+use thiserror::Error;
+
+/// Index of a buffer descriptor.
+pub type BufId = u32;
+
+/// Partitions of the mapping table (PostgreSQL's NUM_BUFFER_PARTITIONS).
+pub const MAPPING_PARTITIONS: usize = 128;
+/// Descriptors are allocated in chunks of this many, on first use.
+const CHUNK: usize = 4096;
+/// Maximum clock-sweep usage count (PostgreSQL's BM_MAX_USAGE_COUNT).
+const MAX_USAGE: u8 = 5;
+
+const PIN_MASK: u32 = (1 << 20) - 1;
+const VALID: u32 = 1 << 29;
+const DIRTY: u32 = 1 << 30;
+const IO_IN_PROGRESS: u32 = 1 << 31;
+const _: () = assert!(PIN_MASK & (VALID | DIRTY | IO_IN_PROGRESS) == 0);
+
+/// Smallest and largest `shared_buffers` accepted.
+pub const SHARED_BUFFERS_MIN_BYTES: u64 = 128 << 10;
+pub const SHARED_BUFFERS_MAX_BYTES: u64 = 1 << 40;
+
+/// Parses a `shared_buffers` value (`128MB`, `8GB`, or a count of 8kB buffers) and
+/// checks its range.
+pub fn parse_shared_buffers(value: &str) -> std::result::Result<u64, UnitError> {
+    let bytes = parse_memory("shared_buffers", value, BLCKSZ as u64)?;
+    check_range(
+        "shared_buffers",
+        bytes,
+        SHARED_BUFFERS_MIN_BYTES,
+        SHARED_BUFFERS_MAX_BYTES,
+    )
+}
+
+#[derive(Debug, Error)]
+pub enum BufferError {
+    #[error(transparent)]
+    Smgr(#[from] SmgrError),
+    #[error("invalid page in block {block} of relation \"{path}\" (page LSN {lsn}): {source}")]
+    Corrupt {
+        path: PathBuf,
+        block: BlockNumber,
+        lsn: Lsn,
+        #[source]
+        source: PageError,
+    },
+    #[error("no unpinned buffers available")]
+    NoUnpinnedBuffers,
+    #[error("could not flush WAL to {lsn} before writing a data page: {reason}")]
+    Wal { lsn: Lsn, reason: String },
+}
+
+pub type Result<T> = std::result::Result<T, BufferError>;
+
+/// The write-ahead hook: the WAL layer implements it (README rule 6).
+pub trait WalFlusher: Send + Sync {
+    /// Makes WAL durable at least up to `lsn`.
+    fn flush_wal(&self, lsn: Lsn) -> std::result::Result<(), String>;
+}
+
+/// A hook for a pool with no WAL (tests, benchmarks of the pool alone).
+pub struct NoWal;
+
+impl WalFlusher for NoWal {
+    fn flush_wal(&self, _lsn: Lsn) -> std::result::Result<(), String> {
+        Ok(())
+    }
+}
+
+/// How `read_buffer` fills a page that is not cached.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum ReadMode {
+    /// Read it from disk and verify its checksum.
+    Normal,
+    /// Do not read: the page is new (being extended) or about to be overwritten whole
+    /// (a full-page image). A miss yields a zeroed page; a hit yields the cached page.
+    Zero,
+}
+
+struct BufferDesc {
+    state: AtomicU32,
+    usage: AtomicU8,
+    header: Mutex<Option<BufferTag>>,
+    content: RwLock<Option<Box<PageBuf>>>,
+}
+
+impl BufferDesc {
+    fn new() -> BufferDesc {
+        BufferDesc {
+            state: AtomicU32::new(0),
+            usage: AtomicU8::new(0),
+            header: Mutex::new(None),
+            content: RwLock::new(None),
+        }
+    }
+
+    fn pins(&self) -> u32 {
+        self.state.load(Ordering::Acquire) & PIN_MASK
+    }
+
+    fn pin(&self) -> u32 {
+        let old = self.state.fetch_add(1, Ordering::Acquire);
+        assert!(old & PIN_MASK < PIN_MASK, "pin count overflow");
+        old
+    }
+
+    fn unpin(&self) {
+        let old = self.state.fetch_sub(1, Ordering::Release);
+        debug_assert!(old & PIN_MASK > 0, "unpin of an unpinned buffer");
+    }
+
+    fn bump_usage(&self) {
+        let u = self.usage.load(Ordering::Relaxed);
+        if u < MAX_USAGE {
+            self.usage.store(u + 1, Ordering::Relaxed);
+        }
+    }
+}
+
+pub(crate) fn hash_of<T: Hash>(t: &T) -> u64 {
+    rustc_hash::FxBuildHasher.hash_one(t)
+}
+
+type MappingPartition = Padded<RwLock<FxHashMap<BufferTag, BufId>>>;
+type MappingGuard<'a> = RwLockWriteGuard<'a, FxHashMap<BufferTag, BufId>>;
+
+/// One or two mapping partitions write-locked together (README rule 1's order).
+struct PartitionGuards<'a>((usize, MappingGuard<'a>), Option<(usize, MappingGuard<'a>)>);
+
+impl PartitionGuards<'_> {
+    fn map(&mut self, p: usize) -> &mut FxHashMap<BufferTag, BufId> {
+        if self.0 .0 == p {
+            &mut self.0 .1
+        } else {
+            let second = self.1.as_mut().expect("partition was locked");
+            assert_eq!(second.0, p);
+            &mut second.1
+        }
+    }
+}
+
+/// Counters for tests, benchmarks and monitoring.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct PoolStats {
+    /// Buffers ever given a frame.
+    pub frames_allocated: usize,
+    pub buffers: usize,
+}
+
+/// The shared buffer pool. See the crate README for its rules.
+pub struct BufferPool {
+    nbuffers: usize,
+    chunks: Box<[OnceLock<Box<[BufferDesc]>>]>,
+    mapping: Box<[MappingPartition]>,
+    dir: Directory,
+    free_list: Mutex<Vec<BufId>>,
+    next_unused: AtomicUsize,
+    clock_hand: AtomicUsize,
+    frames_allocated: AtomicUsize,
+    smgr: Arc<Smgr>,
+    wal: Arc<dyn WalFlusher>,
+}
+
+/// A pinned buffer. Dropping it unpins.
+pub struct PinnedBuffer<'a> {
+    pool: &'a BufferPool,
+    id: BufId,
+    tag: BufferTag,
+}
+
+impl BufferPool {
+    /// Creates a pool of `shared_buffers_bytes / 8 KiB` buffers. Nothing per buffer is
+    /// allocated until the buffer is first used.
+    pub fn new(shared_buffers_bytes: u64, smgr: Arc<Smgr>, wal: Arc<dyn WalFlusher>) -> Self {
+        let nbuffers = (shared_buffers_bytes / BLCKSZ as u64) as usize;
+        assert!(nbuffers >= 16, "shared_buffers must be at least 128kB");
+        assert!(nbuffers <= u32::MAX as usize);
+        let per_part = nbuffers / MAPPING_PARTITIONS + nbuffers / MAPPING_PARTITIONS / 4 + 16;
+        BufferPool {
+            nbuffers,
+            chunks: (0..nbuffers.div_ceil(CHUNK)).map(|_| OnceLock::new()).collect(),
+            mapping: (0..MAPPING_PARTITIONS)
+                .map(|_| {
+                    let map = FxHashMap::with_capacity_and_hasher(per_part, Default::default());
+                    Padded(RwLock::new(map))
+                })
+                .collect(),
+            dir: Directory::new(),
+            free_list: Mutex::new(Vec::new()),
+            next_unused: AtomicUsize::new(0),
+            clock_hand: AtomicUsize::new(0),
+            frames_allocated: AtomicUsize::new(0),
+            smgr,
+            wal,
+        }
+    }
+
+    pub fn nbuffers(&self) -> usize {
+        self.nbuffers
+    }
+
+    pub fn smgr(&self) -> &Arc<Smgr> {
+        &self.smgr
+    }
+
+    pub fn stats(&self) -> PoolStats {
+        PoolStats {
+            frames_allocated: self.frames_allocated.load(Ordering::Relaxed),
+            buffers: self.nbuffers,
+        }
+    }
+
+    /// The descriptor of a buffer whose chunk exists (every id handed out has one).
+    fn desc(&self, id: BufId) -> &BufferDesc {
+        let id = id as usize;
+        &self.chunks[id / CHUNK]
+            .get()
+            .expect("descriptor chunk of a used buffer")[id % CHUNK]
+    }
+
+    fn try_desc(&self, id: usize) -> Option<&BufferDesc> {
+        self.chunks[id / CHUNK].get().map(|c| &c[id % CHUNK])
+    }
+
+    fn partition_index(tag: &BufferTag) -> usize {
+        hash_of(tag) as usize % MAPPING_PARTITIONS
+    }
+
+    fn partition(&self, tag: &BufferTag) -> &RwLock<FxHashMap<BufferTag, BufId>> {
+        &self.mapping[Self::partition_index(tag)].0
+    }
+
+    /// Returns the page `tag`, pinned. A hit costs one partition lookup and one atomic
+    /// pin; a miss finds a victim and reads the page (or zeroes it, see [`ReadMode`]).
+    pub fn read_buffer(&self, tag: BufferTag, mode: ReadMode) -> Result<PinnedBuffer<'_>> {
+        {
+            let map = self.partition(&tag).read();
+            if let Some(&id) = map.get(&tag) {
+                let desc = self.desc(id);
+                let old = desc.pin(); // README rule 2: pinned under the partition lock
+                drop(map);
+                desc.bump_usage();
+                let buf = PinnedBuffer {
+                    pool: self,
+                    id,
+                    tag,
+                };
+                if old & VALID != 0 {
+                    return Ok(buf);
+                }
+                self.complete_io(&buf, mode)?;
+                return Ok(buf);
+            }
+        }
+        self.load(tag, mode)
+    }
+
+    /// The miss path: claim a victim, give it the new identity, then fill it.
+    fn load(&self, tag: BufferTag, mode: ReadMode) -> Result<PinnedBuffer<'_>> {
+        loop {
+            let (id, old_tag) = self.get_victim()?;
+            let desc = self.desc(id);
+            if desc.state.load(Ordering::Acquire) & DIRTY != 0 {
+                // Write it out with our pin held, then try again from the top: it may
+                // have been pinned or dirtied again meanwhile.
+                let r = self.flush_pinned(id, old_tag.expect("a dirty buffer has a tag"));
+                desc.unpin();
+                r?;
+                continue;
+            }
+            // README rule 3: both partitions in ascending order, then the header.
+            let new_p = Self::partition_index(&tag);
+            let old_p = old_tag.map(|t| Self::partition_index(&t));
+            let mut maps = self.lock_partitions(new_p, old_p);
+            if let Some(&existing) = maps.map(new_p).get(&tag) {
+                // Someone else loaded the page meanwhile: use theirs.
+                let edesc = self.desc(existing);
+                let old = edesc.pin(); // rule 2: under the partition lock
+                drop(maps);
+                self.release_victim(id, old_tag);
+                edesc.bump_usage();
+                let buf = PinnedBuffer {
+                    pool: self,
+                    id: existing,
+                    tag,
+                };
+                if old & VALID == 0 {
+                    self.complete_io(&buf, mode)?;
+                }
+                return Ok(buf);
+            }
+            let mut header = desc.header.lock();
+            let s = desc.state.load(Ordering::Acquire);
+            if *header != old_tag || s & PIN_MASK != 1 || s & DIRTY != 0 {
+                drop(header);
+                drop(maps);
+                desc.unpin();
+                continue; // someone pinned, dirtied or re-tagged it meanwhile
+            }
+            if let (Some(old), Some(op)) = (old_tag, old_p) {
+                let removed = maps.map(op).remove(&old);
+                debug_assert_eq!(removed, Some(id));
+                self.dir.remove(old, id);
+            }
+            maps.map(new_p).insert(tag, id);
+            *header = Some(tag);
+            desc.state.fetch_and(!(VALID | DIRTY), Ordering::AcqRel);
+            desc.state.fetch_or(IO_IN_PROGRESS, Ordering::AcqRel);
+            desc.usage.store(1, Ordering::Relaxed);
+            self.dir.insert(tag, id);
+            drop(header);
+            drop(maps);
+            let buf = PinnedBuffer {
+                pool: self,
+                id,
+                tag,
+            };
+            self.do_io(&buf, mode)?;
+            return Ok(buf);
+        }
+    }
+
+    /// Write-locks mapping partition `a` and, if different, `b`, in ascending order.
+    fn lock_partitions(&self, a: usize, b: Option<usize>) -> PartitionGuards<'_> {
+        let lock = |p: usize| (p, self.mapping[p].0.write());
+        match b {
+            Some(b) if b < a => {
+                let first = lock(b);
+                PartitionGuards(first, Some(lock(a)))
+            }
+            Some(b) if b > a => {
+                let first = lock(a);
+                PartitionGuards(first, Some(lock(b)))
+            }
+            _ => PartitionGuards(lock(a), None),
+        }
+    }
+
+    /// Gives back a victim claimed by `load` but not used.
+    fn release_victim(&self, id: BufId, old_tag: Option<BufferTag>) {
+        let desc = self.desc(id);
+        desc.unpin();
+        if old_tag.is_none() {
+            self.free_list.lock().push(id);
+        }
+    }
+
+    /// README rule 5: waits for another reader's I/O, or takes it over.
+    fn complete_io(&self, buf: &PinnedBuffer<'_>, mode: ReadMode) -> Result<()> {
+        let desc = self.desc(buf.id);
+        loop {
+            {
+                let _header = desc.header.lock();
+                let s = desc.state.load(Ordering::Acquire);
+                if s & VALID != 0 {
+                    return Ok(());
+                }
+                if s & IO_IN_PROGRESS == 0 {
+                    desc.state.fetch_or(IO_IN_PROGRESS, Ordering::AcqRel);
+                    break;
+                }
+            }
+            std::thread::yield_now();
+        }
+        self.do_io(buf, mode)
+    }
+
+    /// Fills a buffer whose `IO_IN_PROGRESS` we set.
+    fn do_io(&self, buf: &PinnedBuffer<'_>, mode: ReadMode) -> Result<()> {
+        let desc = self.desc(buf.id);
+        let tag = buf.tag;
+        let result = {
+            let mut content = desc.content.write();
+            let frame = content.get_or_insert_with(|| {
+                self.frames_allocated.fetch_add(1, Ordering::Relaxed);
+                new_frame()
+            });
+            match mode {
+                ReadMode::Zero => {
+                    frame.fill(0);
+                    Ok(())
+                }
+                ReadMode::Normal => self
+                    .smgr
+                    .read(tag.rel, tag.fork, tag.block, frame)
+                    .map_err(BufferError::from)
+                    .and_then(|()| {
+                        strata_page::verify(frame, tag.block).map_err(|source| {
+                            BufferError::Corrupt {
+                                path: self.smgr.segment_path(tag.rel, tag.fork, tag.block.segment()),
+                                block: tag.block,
+                                lsn: strata_page::lsn(frame),
+                                source,
+                            }
+                        })
+                    }),
+            }
+        };
+        let _header = desc.header.lock();
+        match result {
+            Ok(()) => {
+                desc.state.fetch_or(VALID, Ordering::AcqRel);
+                desc.state.fetch_and(!IO_IN_PROGRESS, Ordering::AcqRel);
+                Ok(())
+            }
+            Err(e) => {
+                desc.state.fetch_and(!IO_IN_PROGRESS, Ordering::AcqRel);
+                Err(e)
+            }
+        }
+    }
+
+    /// Claims a buffer to reuse, pinned: from the free list, then never-used buffers,
+    /// then the clock sweep. Returns its id and its tag at the time of claiming.
+    fn get_victim(&self) -> Result<(BufId, Option<BufferTag>)> {
+        loop {
+            let Some(id) = self.free_list.lock().pop() else {
+                break;
+            };
+            let desc = self.desc(id);
+            let header = desc.header.lock();
+            if header.is_none() && desc.pins() == 0 {
+                desc.pin();
+                return Ok((id, None));
+            }
+        }
+        if self.next_unused.load(Ordering::Relaxed) < self.nbuffers {
+            let id = self.next_unused.fetch_add(1, Ordering::Relaxed);
+            if id < self.nbuffers {
+                let chunk = self.chunks[id / CHUNK]
+                    .get_or_init(|| (0..CHUNK).map(|_| BufferDesc::new()).collect());
+                let desc = &chunk[id % CHUNK];
+                let _header = desc.header.lock();
+                desc.pin();
+                return Ok((id as BufId, None));
+            }
+        }
+        // Clock sweep: each pass lowers every usage count by one, so after
+        // MAX_USAGE + 1 passes any unpinned buffer has been offered.
+        let limit = self.nbuffers * (MAX_USAGE as usize + 2);
+        for _ in 0..limit {
+            let id = self.clock_hand.fetch_add(1, Ordering::Relaxed) % self.nbuffers;
+            let Some(desc) = self.try_desc(id) else {
+                continue;
+            };
+            if desc.pins() > 0 {
+                continue;
+            }
+            let u = desc.usage.load(Ordering::Relaxed);
+            if u > 0 {
+                desc.usage.store(u - 1, Ordering::Relaxed);
+                continue;
+            }
+            let header = desc.header.lock();
+            if desc.pins() == 0 {
+                desc.pin(); // README rule 2: under the header lock
+                return Ok((id as BufId, *header));
+            }
+        }
+        Err(BufferError::NoUnpinnedBuffers)
+    }
+
+    /// Writes a dirty buffer that we hold pinned (README rule 6). Returns whether it
+    /// wrote.
+    fn flush_pinned(&self, id: BufId, tag: BufferTag) -> Result<bool> {
+        let desc = self.desc(id);
+        let content = desc.content.read();
+        if desc.state.load(Ordering::Acquire) & DIRTY == 0 {
+            return Ok(false);
+        }
+        let mut copy = new_frame();
+        copy.copy_from_slice(content.as_deref().expect("a dirty buffer has a frame"));
+        let lsn = strata_page::lsn(&copy);
+        self.wal
+            .flush_wal(lsn)
+            .map_err(|reason| BufferError::Wal { lsn, reason })?;
+        strata_page::set_checksum(&mut copy, tag.block);
+        self.smgr.write(tag.rel, tag.fork, tag.block, &copy)?;
+        let _header = desc.header.lock();
+        desc.state.fetch_and(!DIRTY, Ordering::AcqRel);
+        self.dir.clear_dirty(tag);
+        Ok(true)
+    }
+
+    /// Pins buffer `id` if it still holds `tag` and is dirty, and writes it.
+    fn flush_if_dirty(&self, tag: BufferTag, id: BufId) -> Result<bool> {
+        let desc = self.desc(id);
+        {
+            let header = desc.header.lock();
+            if *header != Some(tag) || desc.state.load(Ordering::Acquire) & DIRTY == 0 {
+                return Ok(false);
+            }
+            desc.pin(); // README rule 2
+        }
+        let r = self.flush_pinned(id, tag);
+        desc.unpin();
+        r
+    }
+
+    /// Removes buffer `id` from the pool if it still holds `tag`, without writing it
+    /// (README rule 7). Waits for other pins to go.
+    fn invalidate(&self, tag: BufferTag, id: BufId) -> bool {
+        let desc = self.desc(id);
+        loop {
+            let mut map = self.partition(&tag).write();
+            let mut header = desc.header.lock();
+            if *header != Some(tag) {
+                return false; // evicted or re-tagged meanwhile
+            }
+            if desc.pins() > 0 {
+                drop(header);
+                drop(map);
+                std::thread::yield_now();
+                continue;
+            }
+            map.remove(&tag);
+            *header = None;
+            desc.state
+                .fetch_and(!(VALID | DIRTY | IO_IN_PROGRESS), Ordering::AcqRel);
+            desc.usage.store(0, Ordering::Relaxed);
+            // The directory entry was detached by the caller; this is for safety when
+            // a page was re-inserted under the same tag meanwhile.
+            self.dir.remove(tag, id);
+            drop(header);
+            drop(map);
+            self.free_list.lock().push(id);
+            return true;
+        }
+    }
+
+    fn invalidate_all(&self, victims: &[(BufferTag, BufId)]) -> usize {
+        victims
+            .iter()
+            .filter(|(tag, id)| self.invalidate(*tag, *id))
+            .count()
+    }
+
+    /// Forgets every cached page of every fork of `rels`, dirty or not, without writing
+    /// them. O(sum of the cached pages of `rels`). Returns the buffers freed.
+    pub fn drop_relations(&self, rels: &[RelKey]) -> usize {
+        let mut victims = Vec::new();
+        for rel in rels {
+            self.dir.take_relation(*rel, &mut victims);
+        }
+        self.invalidate_all(&victims)
+    }
+
+    /// Forgets the cached pages of each fork at or beyond its new length, in one call.
+    /// O(cached pages beyond the cuts + log(cached pages of `rel`)).
+    pub fn truncate(&self, rel: RelKey, forks: &[(ForkNumber, BlockNumber)]) -> usize {
+        let mut victims = Vec::new();
+        self.dir.take_tail(rel, forks, &mut victims);
+        self.invalidate_all(&victims)
+    }
+
+    /// Forgets every cached page of database `db`, in every tablespace.
+    /// O(cached pages of `db`).
+    pub fn drop_database(&self, db: Oid) -> usize {
+        let rels = self.dir.relations_of(db);
+        self.drop_relations(&rels)
+    }
+
+    fn flush_list(&self, mut list: Vec<(BufferTag, BufId)>) -> Result<usize> {
+        list.sort_unstable();
+        let mut written = 0;
+        for (tag, id) in list {
+            if self.flush_if_dirty(tag, id)? {
+                written += 1;
+            }
+        }
+        Ok(written)
+    }
+
+    /// Writes the dirty pages of `rels`, in file order. O(dirty pages of `rels`).
+    pub fn flush_relations(&self, rels: &[RelKey]) -> Result<usize> {
+        let mut list = Vec::new();
+        for rel in rels {
+            self.dir.dirty_of(*rel, &mut list);
+        }
+        self.flush_list(list)
+    }
+
+    /// Writes the dirty pages of database `db` (before copying it as a template).
+    /// O(dirty pages of `db` + its relations with cached pages).
+    pub fn flush_database(&self, db: Oid) -> Result<usize> {
+        let rels = self.dir.relations_of(db);
+        self.flush_relations(&rels)
+    }
+
+    /// The dirty pages, sorted in file order (tablespace, database, relation, fork,
+    /// block). O(dirty pages · log) — never a pass over the descriptors.
+    pub fn dirty_pages(&self) -> Vec<(BufferTag, BufId)> {
+        let mut list = Vec::new();
+        self.dir.all_dirty(&mut list);
+        list.sort_unstable();
+        list
+    }
+
+    /// Writes every dirty page in file order (a checkpoint's buffer pass).
+    /// O(dirty pages · log).
+    pub fn flush_all_dirty(&self) -> Result<usize> {
+        let list = self.dirty_pages();
+        self.flush_list(list)
+    }
+
+    /// True if `tag` is in the mapping table (tests, benchmarks).
+    pub fn is_cached(&self, tag: BufferTag) -> bool {
+        self.partition(&tag).read().contains_key(&tag)
+    }
+
+    /// Checks README rule 8 over every descriptor. O(pool): for tests only.
+    /// Must run with no concurrent activity.
+    pub fn verify_invariants(&self) {
+        let (dir_cached, dir_dirty) = self.dir.verify();
+        let mut tagged = 0;
+        let mut dirty = 0;
+        for id in 0..self.nbuffers {
+            let Some(desc) = self.try_desc(id) else {
+                continue;
+            };
+            let header = desc.header.lock();
+            let s = desc.state.load(Ordering::Acquire);
+            assert_eq!(s & PIN_MASK, 0, "buffer {id} still pinned");
+            assert_eq!(s & IO_IN_PROGRESS, 0, "buffer {id} has I/O in progress");
+            match *header {
+                None => assert_eq!(s & (VALID | DIRTY), 0, "untagged buffer {id} valid/dirty"),
+                Some(tag) => {
+                    tagged += 1;
+                    assert_eq!(
+                        self.partition(&tag).read().get(&tag),
+                        Some(&(id as BufId)),
+                        "{tag} (buffer {id}) missing from the mapping table"
+                    );
+                    let (dir_id, dir_dirty) = self
+                        .dir
+                        .get(tag)
+                        .unwrap_or_else(|| panic!("{tag} (buffer {id}) missing from the directory"));
+                    assert_eq!(dir_id, id as BufId);
+                    assert_eq!(dir_dirty, s & DIRTY != 0, "dirty set disagrees for {tag}");
+                    if s & DIRTY != 0 {
+                        assert!(s & VALID != 0, "dirty but invalid {tag}");
+                        dirty += 1;
+                    }
+                }
+            }
+        }
+        let mapped: usize = self.mapping.iter().map(|p| p.0.read().len()).sum();
+        assert_eq!(mapped, tagged, "mapping table has entries for untagged buffers");
+        assert_eq!(dir_cached, tagged, "directory has entries for untagged buffers");
+        assert_eq!(dir_dirty, dirty);
+    }
+
+    /// Iterates over the descriptors that exist, with their tags (for `reference`).
+    fn for_each_tagged(&self, mut f: impl FnMut(BufId, BufferTag, bool)) {
+        for id in 0..self.nbuffers {
+            let Some(desc) = self.try_desc(id) else {
+                continue;
+            };
+            let header = desc.header.lock();
+            if let Some(tag) = *header {
+                let dirty = desc.state.load(Ordering::Acquire) & DIRTY != 0;
+                f(id as BufId, tag, dirty);
+            }
+        }
+    }
+
+    /// Detaches a set of (tag, id) pairs from the directory and invalidates them (for
+    /// `reference`, which found them by scanning).
+    fn detach_and_invalidate(&self, victims: &[(BufferTag, BufId)]) -> usize {
+        victims
+            .iter()
+            .filter(|(tag, id)| {
+                self.dir.remove(*tag, *id);
+                self.invalidate(*tag, *id)
+            })
+            .count()
+    }
+}
+
+fn new_frame() -> Box<PageBuf> {
+    vec![0u8; BLCKSZ]
+        .into_boxed_slice()
+        .try_into()
+        .expect("BLCKSZ bytes")
+}
+
+impl<'a> PinnedBuffer<'a> {
+    pub fn tag(&self) -> BufferTag {
+        self.tag
+    }
+
+    pub fn id(&self) -> BufId {
+        self.id
+    }
+
+    fn desc(&self) -> &'a BufferDesc {
+        self.pool.desc(self.id)
+    }
+
+    /// Shares the content lock and returns the page.
+    pub fn read(&self) -> MappedRwLockReadGuard<'a, PageBuf> {
+        RwLockReadGuard::map(self.desc().content.read(), |f| {
+            f.as_deref().expect("a valid buffer has a frame")
+        })
+    }
+
+    /// Takes the content lock exclusively and returns the page for changing.
+    pub fn write(&self) -> MappedRwLockWriteGuard<'a, PageBuf> {
+        RwLockWriteGuard::map(self.desc().content.write(), |f| {
+            f.as_deref_mut().expect("a valid buffer has a frame")
+        })
+    }
+
+    /// Marks the page dirty. The `guard` proves the content lock is held exclusively
+    /// (README rule 4). O(1) if already dirty, else O(log) in the directory.
+    pub fn mark_dirty(&self, guard: &MappedRwLockWriteGuard<'a, PageBuf>) {
+        let _ = guard;
+        let desc = self.desc();
+        if desc.state.load(Ordering::Acquire) & DIRTY != 0 {
+            return; // only we (exclusive lock) or a flusher (not running) change it
+        }
+        let _header = desc.header.lock();
+        debug_assert_eq!(*_header, Some(self.tag));
+        let old = desc.state.fetch_or(DIRTY, Ordering::AcqRel);
+        if old & DIRTY == 0 {
+            self.pool.dir.mark_dirty(self.tag); // rule 1: header → directory
+        }
+    }
+
+    /// True if the buffer is dirty (tests).
+    pub fn is_dirty(&self) -> bool {
+        self.desc().state.load(Ordering::Acquire) & DIRTY != 0
+    }
+}
+
+impl Drop for PinnedBuffer<'_> {
+    fn drop(&mut self) {
+        self.desc().unpin();
+    }
+}
+
+#[cfg(test)]
+mod tests;

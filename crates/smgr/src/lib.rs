@@ -413,7 +413,7 @@ impl Smgr {
         Ok(())
     }
 
-    /// Overwrites one existing block.
+    /// Writes one block; a block at or past the end extends the fork (as `extend`).
     pub fn write(
         &self,
         rel: RelKey,
@@ -422,6 +422,9 @@ impl Smgr {
         buf: &PageBuf,
     ) -> Result<()> {
         self.check_writable()?;
+        if block.0 >= self.nblocks(rel, fork)? {
+            return self.extend(rel, fork, block, buf);
+        }
         let seg = block.segment();
         let path = self.segment_path(rel, fork, seg);
         let f = self

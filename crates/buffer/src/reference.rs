@@ -1,0 +1,64 @@
+//! The PostgreSQL way, kept as the benchmark's reference: each bulk operation as one
+//! pass over every buffer descriptor (DropRelationsAllBuffers, DropDatabaseBuffers,
+//! BufferSync's scan for BM_DIRTY). Not used by the engine.
+//!
+//! Each function does the same work as its `BufferPool` counterpart (the same buffers
+//! end up invalidated, the directory stays consistent) but finds its targets by
+//! visiting all `shared_buffers / 8kB` descriptors, taking each header lock once.
+//! PostgreSQL reads the tag without the lock first, so its per-descriptor cost is
+//! somewhat lower; the growth with the pool size is the same.
+
+use crate::{BufId, BufferPool};
+use rustc_hash::FxHashSet;
+use strata_types::{BlockNumber, BufferTag, ForkNumber, Oid, RelKey};
+
+/// Drops the pages of `rels` after one pass over every descriptor. O(shared_buffers).
+pub fn drop_relations(pool: &BufferPool, rels: &[RelKey]) -> usize {
+    let set: FxHashSet<RelKey> = rels.iter().copied().collect();
+    let mut victims = Vec::new();
+    pool.for_each_tagged(|id, tag, _| {
+        if set.contains(&tag.rel) {
+            victims.push((tag, id));
+        }
+    });
+    pool.detach_and_invalidate(&victims)
+}
+
+/// Truncates all given forks of `rel` in one pass (PostgreSQL 13+). O(shared_buffers).
+pub fn truncate(pool: &BufferPool, rel: RelKey, forks: &[(ForkNumber, BlockNumber)]) -> usize {
+    let mut victims = Vec::new();
+    pool.for_each_tagged(|id, tag, _| {
+        if tag.rel == rel
+            && forks
+                .iter()
+                .any(|(f, cut)| tag.fork == *f && tag.block >= *cut)
+        {
+            victims.push((tag, id));
+        }
+    });
+    pool.detach_and_invalidate(&victims)
+}
+
+/// Drops every page of database `db` in one pass. O(shared_buffers).
+pub fn drop_database(pool: &BufferPool, db: Oid) -> usize {
+    let mut victims = Vec::new();
+    pool.for_each_tagged(|id, tag, _| {
+        if tag.rel.db == db {
+            victims.push((tag, id));
+        }
+    });
+    pool.detach_and_invalidate(&victims)
+}
+
+/// Finds the dirty pages for a checkpoint by scanning every header, then sorts them.
+/// O(shared_buffers).
+pub fn dirty_pages(pool: &BufferPool) -> Vec<(BufferTag, BufId)> {
+    let mut list = Vec::new();
+    pool.for_each_tagged(|id, tag, dirty| {
+        if dirty {
+            list.push((tag, id));
+        }
+    });
+    list.sort_unstable();
+    list
+}
