@@ -413,7 +413,9 @@ impl Smgr {
         Ok(())
     }
 
-    /// Writes one block; a block at or past the end extends the fork (as `extend`).
+    /// Writes one block. A block at or past the end grows the fork (the buffer pool
+    /// writes back pages that were extended in memory); concurrent write-backs past the
+    /// end of one fork are fine: the cached size only grows (smgr rule 3).
     pub fn write(
         &self,
         rel: RelKey,
@@ -422,20 +424,13 @@ impl Smgr {
         buf: &PageBuf,
     ) -> Result<()> {
         self.check_writable()?;
-        if block.0 >= self.nblocks(rel, fork)? {
-            return self.extend(rel, fork, block, buf);
-        }
-        let seg = block.segment();
-        let path = self.segment_path(rel, fork, seg);
-        let f = self
-            .file(rel, fork, seg, false)?
-            .ok_or_else(|| io_err("write", &path, io::ErrorKind::NotFound.into()))?;
-        f.write_all_at(buf, block.offset_in_segment())
-            .map_err(|e| self.fail(io_err("write", &path, e)))
+        let nblocks = self.nblocks(rel, fork)?;
+        self.write_block(rel, fork, block, buf, nblocks)
     }
 
-    /// Writes a block at or past the end of the fork, growing it. Earlier segments are
-    /// padded to their full 1 GiB if the new block starts a later segment.
+    /// Writes a new block at or past the end of the fork, growing it. Earlier segments
+    /// are padded to their full 1 GiB if the new block starts a later segment. Writing
+    /// inside the fork is an error: the caller's idea of the size is wrong.
     pub fn extend(
         &self,
         rel: RelKey,
@@ -452,25 +447,46 @@ impl Smgr {
                 nblocks,
             });
         }
-        let last_seg = if nblocks == 0 {
-            0
-        } else {
-            BlockNumber(nblocks - 1).segment()
-        };
-        for seg in last_seg..block.segment() {
-            let path = self.segment_path(rel, fork, seg);
-            let f = self.file(rel, fork, seg, true)?.expect("created");
-            f.set_len(RELSEG_BYTES)
-                .map_err(|e| self.fail(io_err("extend", &path, e)))?;
-        }
+        self.write_block(rel, fork, block, buf, nblocks)
+    }
+
+    fn write_block(
+        &self,
+        rel: RelKey,
+        fork: ForkNumber,
+        block: BlockNumber,
+        buf: &PageBuf,
+        nblocks: u32,
+    ) -> Result<()> {
         let seg = block.segment();
+        let growing = block.0 >= nblocks;
+        if growing {
+            let last_seg = if nblocks == 0 {
+                0
+            } else {
+                BlockNumber(nblocks - 1).segment()
+            };
+            for s in last_seg..seg {
+                let path = self.segment_path(rel, fork, s);
+                let f = self.file(rel, fork, s, true)?.expect("created");
+                let len = f.len().map_err(|e| io_err("stat", &path, e))?;
+                if len < RELSEG_BYTES {
+                    f.set_len(RELSEG_BYTES)
+                        .map_err(|e| self.fail(io_err("extend", &path, e)))?;
+                }
+            }
+        }
         let path = self.segment_path(rel, fork, seg);
-        let f = self.file(rel, fork, seg, true)?.expect("created");
+        let Some(f) = self.file(rel, fork, seg, growing)? else {
+            return Err(io_err("write", &path, io::ErrorKind::NotFound.into()));
+        };
         f.write_all_at(buf, block.offset_in_segment())
-            .map_err(|e| self.fail(io_err("extend", &path, e)))?;
-        let mut inner = self.inner.lock();
-        let slot = &mut inner.handle(rel).nblocks[fork.index()];
-        *slot = Some(slot.unwrap_or(0).max(block.0 + 1));
+            .map_err(|e| self.fail(io_err("write", &path, e)))?;
+        if growing {
+            let mut inner = self.inner.lock();
+            let slot = &mut inner.handle(rel).nblocks[fork.index()];
+            *slot = Some(slot.unwrap_or(0).max(block.0 + 1));
+        }
         Ok(())
     }
 
