@@ -122,21 +122,25 @@ impl BufferDesc {
         }
     }
 
+    #[inline]
     fn pins(&self) -> u32 {
         self.state.load(Ordering::Acquire) & PIN_MASK
     }
 
+    #[inline]
     fn pin(&self) -> u32 {
         let old = self.state.fetch_add(1, Ordering::Acquire);
         assert!(old & PIN_MASK < PIN_MASK, "pin count overflow");
         old
     }
 
+    #[inline]
     fn unpin(&self) {
         let old = self.state.fetch_sub(1, Ordering::Release);
         debug_assert!(old & PIN_MASK > 0, "unpin of an unpinned buffer");
     }
 
+    #[inline]
     fn bump_usage(&self) {
         let u = self.usage.load(Ordering::Relaxed);
         if u < MAX_USAGE {
@@ -145,6 +149,7 @@ impl BufferDesc {
     }
 }
 
+#[inline]
 pub(crate) fn hash_of<T: Hash>(t: &T) -> u64 {
     rustc_hash::FxBuildHasher.hash_one(t)
 }
@@ -192,6 +197,8 @@ pub struct BufferPool {
 /// A pinned buffer. Dropping it unpins.
 pub struct PinnedBuffer<'a> {
     pool: &'a BufferPool,
+    /// The descriptor, resolved once: unpinning must not look it up again.
+    desc: &'a BufferDesc,
     id: BufId,
     tag: BufferTag,
 }
@@ -239,6 +246,7 @@ impl BufferPool {
     }
 
     /// The descriptor of a buffer whose chunk exists (every id handed out has one).
+    #[inline]
     fn desc(&self, id: BufId) -> &BufferDesc {
         let id = id as usize;
         &self.chunks[id / CHUNK]
@@ -250,16 +258,19 @@ impl BufferPool {
         self.chunks[id / CHUNK].get().map(|c| &c[id % CHUNK])
     }
 
+    #[inline]
     fn partition_index(tag: &BufferTag) -> usize {
         hash_of(tag) as usize % MAPPING_PARTITIONS
     }
 
+    #[inline]
     fn partition(&self, tag: &BufferTag) -> &RwLock<FxHashMap<BufferTag, BufId>> {
         &self.mapping[Self::partition_index(tag)].0
     }
 
     /// Returns the page `tag`, pinned. A hit costs one partition lookup and one atomic
     /// pin; a miss finds a victim and reads the page (or zeroes it, see [`ReadMode`]).
+    #[inline]
     pub fn read_buffer(&self, tag: BufferTag, mode: ReadMode) -> Result<PinnedBuffer<'_>> {
         {
             let map = self.partition(&tag).read();
@@ -270,6 +281,7 @@ impl BufferPool {
                 desc.bump_usage();
                 let buf = PinnedBuffer {
                     pool: self,
+                    desc,
                     id,
                     tag,
                 };
@@ -284,6 +296,9 @@ impl BufferPool {
     }
 
     /// The miss path: claim a victim, give it the new identity, then fill it.
+    /// Kept out of line so the hit path stays small.
+    #[inline(never)]
+    #[cold]
     fn load(&self, tag: BufferTag, mode: ReadMode) -> Result<PinnedBuffer<'_>> {
         loop {
             let (id, old_tag) = self.get_victim()?;
@@ -309,6 +324,7 @@ impl BufferPool {
                 edesc.bump_usage();
                 let buf = PinnedBuffer {
                     pool: self,
+                    desc: edesc,
                     id: existing,
                     tag,
                 };
@@ -340,6 +356,7 @@ impl BufferPool {
             drop(maps);
             let buf = PinnedBuffer {
                 pool: self,
+                desc,
                 id,
                 tag,
             };
@@ -374,6 +391,8 @@ impl BufferPool {
     }
 
     /// README rule 5: waits for another reader's I/O, or takes it over.
+    #[inline(never)]
+    #[cold]
     fn complete_io(&self, buf: &PinnedBuffer<'_>, mode: ReadMode) -> Result<()> {
         let desc = self.desc(buf.id);
         loop {
@@ -713,16 +732,19 @@ fn new_frame() -> Box<PageBuf> {
 }
 
 impl<'a> PinnedBuffer<'a> {
+    #[inline]
     pub fn tag(&self) -> BufferTag {
         self.tag
     }
 
+    #[inline]
     pub fn id(&self) -> BufId {
         self.id
     }
 
+    #[inline]
     fn desc(&self) -> &'a BufferDesc {
-        self.pool.desc(self.id)
+        self.desc
     }
 
     /// Shares the content lock and returns the page.
@@ -762,6 +784,7 @@ impl<'a> PinnedBuffer<'a> {
 }
 
 impl Drop for PinnedBuffer<'_> {
+    #[inline]
     fn drop(&mut self) {
         self.desc().unpin();
     }

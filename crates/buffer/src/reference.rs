@@ -62,3 +62,38 @@ pub fn dirty_pages(pool: &BufferPool) -> Vec<(BufferTag, BufId)> {
     list.sort_unstable();
     list
 }
+
+/// A plain partitioned hash map holding the same `tag → id` entries as a pool: the
+/// reference for the hit path. A hit here is what any PostgreSQL-style buffer manager
+/// must do at least — one partition lookup, then pin and unpin the same descriptor the
+/// pool would — so `BufferPool::read_buffer` on a hit can be compared with it.
+pub struct PlainMap {
+    parts: Vec<parking_lot::RwLock<rustc_hash::FxHashMap<BufferTag, BufId>>>,
+}
+
+impl PlainMap {
+    /// Copies the pool's current mapping (O(pool), setup only).
+    pub fn snapshot(pool: &BufferPool) -> PlainMap {
+        let parts = pool
+            .mapping
+            .iter()
+            .map(|p| parking_lot::RwLock::new(p.0.read().clone()))
+            .collect();
+        PlainMap { parts }
+    }
+
+    /// Looks `tag` up, pins and unpins its descriptor. Returns whether it was found.
+    pub fn hit(&self, pool: &BufferPool, tag: &BufferTag) -> bool {
+        let map = self.parts[crate::hash_of(tag) as usize % self.parts.len()].read();
+        match map.get(tag) {
+            Some(&id) => {
+                let desc = pool.desc(id);
+                desc.pin();
+                drop(map);
+                desc.unpin();
+                true
+            }
+            None => false,
+        }
+    }
+}

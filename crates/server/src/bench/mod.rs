@@ -1,0 +1,81 @@
+//! `strata bench`: benchmarks that report ratios measured within one run.
+//!
+//! Owns: the record format shared by every benchmark (brief §6: one flat JSON record per
+//! figure), the table printer, and process measurements (RSS). Each benchmark lives in
+//! its own module and returns `Vec<Record>`.
+
+mod bufpool;
+
+use clap::Subcommand;
+use serde::Serialize;
+use std::path::PathBuf;
+
+#[derive(Subcommand)]
+pub enum BenchCommand {
+    /// The buffer pool's bulk operations and hit path against the PostgreSQL-style
+    /// full pass and a plain partitioned hash map, at several shared_buffers sizes.
+    Bufpool(bufpool::Args),
+}
+
+pub fn run(cmd: BenchCommand) -> Result<(), String> {
+    match cmd {
+        BenchCommand::Bufpool(args) => {
+            let json = args.json.clone();
+            let records = bufpool::run(&args)?;
+            if let Some(path) = json {
+                write_json(&path, &records)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// One figure (brief §6).
+#[derive(Serialize, Clone, Debug, PartialEq)]
+pub struct Record {
+    pub bench: &'static str,
+    pub case: String,
+    #[serde(rename = "impl")]
+    pub implementation: &'static str,
+    pub shared_buffers: u64,
+    pub metric: &'static str,
+    pub value: f64,
+}
+
+fn write_json(path: &PathBuf, records: &[Record]) -> Result<(), String> {
+    let text = serde_json::to_string_pretty(records).map_err(|e| e.to_string())?;
+    std::fs::write(path, text + "\n")
+        .map_err(|e| format!("could not write \"{}\": {e}", path.display()))
+}
+
+/// Resident set size of this process, in bytes (Linux: /proc/self/statm).
+pub fn rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map(|pages| pages * 4096)
+        .unwrap_or(0)
+}
+
+/// Formats seconds with a unit that keeps three significant digits.
+pub fn format_seconds(s: f64) -> String {
+    if s >= 1.0 {
+        format!("{s:.2} s")
+    } else if s >= 1e-3 {
+        format!("{:.2} ms", s * 1e3)
+    } else if s >= 1e-6 {
+        format!("{:.2} µs", s * 1e6)
+    } else {
+        format!("{:.0} ns", s * 1e9)
+    }
+}
+
+pub fn format_bytes(b: f64) -> String {
+    if b >= (1u64 << 30) as f64 {
+        format!("{:.2} GiB", b / (1u64 << 30) as f64)
+    } else if b >= (1u64 << 20) as f64 {
+        format!("{:.1} MiB", b / (1u64 << 20) as f64)
+    } else {
+        format!("{:.0} KiB", b / 1024.0)
+    }
+}
