@@ -17,7 +17,6 @@ use parking_lot::{
     MappedRwLockReadGuard, MappedRwLockWriteGuard, Mutex, RwLock, RwLockReadGuard,
     RwLockWriteGuard,
 };
-use rustc_hash::FxHashMap;
 use std::hash::{BuildHasher, Hash};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, AtomicU8, AtomicUsize, Ordering};
@@ -154,14 +153,37 @@ pub(crate) fn hash_of<T: Hash>(t: &T) -> u64 {
     rustc_hash::FxBuildHasher.hash_one(t)
 }
 
-type MappingPartition = Padded<RwLock<FxHashMap<BufferTag, BufId>>>;
-type MappingGuard<'a> = RwLockWriteGuard<'a, FxHashMap<BufferTag, BufId>>;
+/// A hasher that passes through the one `u64` a `BufferTag` feeds it (its locality
+/// hash), so the mapping table keeps a relation's neighbouring blocks in adjacent
+/// buckets (see `BufferTag::locality_hash`).
+#[derive(Default)]
+pub(crate) struct PassThroughHasher(u64);
+
+impl std::hash::Hasher for PassThroughHasher {
+    fn write(&mut self, _: &[u8]) {
+        unreachable!("only BufferTag (one write_u64) is hashed with PassThroughHasher");
+    }
+    #[inline]
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// One partition of the mapping table.
+pub(crate) type TagMap =
+    std::collections::HashMap<BufferTag, BufId, std::hash::BuildHasherDefault<PassThroughHasher>>;
+type MappingPartition = Padded<RwLock<TagMap>>;
+type MappingGuard<'a> = RwLockWriteGuard<'a, TagMap>;
 
 /// One or two mapping partitions write-locked together (README rule 1's order).
 struct PartitionGuards<'a>((usize, MappingGuard<'a>), Option<(usize, MappingGuard<'a>)>);
 
 impl PartitionGuards<'_> {
-    fn map(&mut self, p: usize) -> &mut FxHashMap<BufferTag, BufId> {
+    fn map(&mut self, p: usize) -> &mut TagMap {
         if self.0 .0 == p {
             &mut self.0 .1
         } else {
@@ -210,13 +232,13 @@ impl BufferPool {
         let nbuffers = (shared_buffers_bytes / BLCKSZ as u64) as usize;
         assert!(nbuffers >= 16, "shared_buffers must be at least 128kB");
         assert!(nbuffers <= u32::MAX as usize);
-        let per_part = nbuffers / MAPPING_PARTITIONS + nbuffers / MAPPING_PARTITIONS / 4 + 16;
+        let per_part = mapping_partition_capacity(nbuffers);
         BufferPool {
             nbuffers,
             chunks: (0..nbuffers.div_ceil(CHUNK)).map(|_| OnceLock::new()).collect(),
             mapping: (0..MAPPING_PARTITIONS)
                 .map(|_| {
-                    let map = FxHashMap::with_capacity_and_hasher(per_part, Default::default());
+                    let map = TagMap::with_capacity_and_hasher(per_part, Default::default());
                     Padded(RwLock::new(map))
                 })
                 .collect(),
@@ -260,11 +282,13 @@ impl BufferPool {
 
     #[inline]
     fn partition_index(tag: &BufferTag) -> usize {
-        hash_of(tag) as usize % MAPPING_PARTITIONS
+        // Bits 32.. of the locality hash: a whole run of 16 blocks shares a partition,
+        // and the bits hashbrown uses for placement (low) and tags (top 7) are others.
+        (tag.locality_hash() >> 32) as usize % MAPPING_PARTITIONS
     }
 
     #[inline]
-    fn partition(&self, tag: &BufferTag) -> &RwLock<FxHashMap<BufferTag, BufId>> {
+    fn partition(&self, tag: &BufferTag) -> &RwLock<TagMap> {
         &self.mapping[Self::partition_index(tag)].0
     }
 
@@ -561,13 +585,7 @@ impl BufferPool {
                 continue;
             }
             map.remove(&tag);
-            *header = None;
-            desc.state
-                .fetch_and(!(VALID | DIRTY | IO_IN_PROGRESS), Ordering::AcqRel);
-            desc.usage.store(0, Ordering::Relaxed);
-            // The directory entry was detached by the caller; this is for safety when
-            // a page was re-inserted under the same tag meanwhile.
-            self.dir.remove(tag, id);
+            self.clear_identity(desc, &mut header, tag, id);
             drop(header);
             drop(map);
             self.free_list.lock().push(id);
@@ -575,11 +593,91 @@ impl BufferPool {
         }
     }
 
+    /// Invalidates many buffers (README rule 7), O(victims + partitions touched).
+    ///
+    /// Victims are grouped by mapping partition, so each partition is write-locked once;
+    /// within a group a first pass of plain loads (no atomic read-modify-write, so no
+    /// fence) brings the hash buckets and descriptors into cache with their misses
+    /// overlapping, then a second pass removes them. One page at a time, each miss would
+    /// wait for the one before behind a lock: in an 8GB pool that doubles the cost.
     fn invalidate_all(&self, victims: &[(BufferTag, BufId)]) -> usize {
-        victims
+        if victims.len() < 16 {
+            return victims
+                .iter()
+                .filter(|(tag, id)| self.invalidate(*tag, *id))
+                .count();
+        }
+        // Counting sort by partition: O(victims + partitions).
+        let mut starts = [0usize; MAPPING_PARTITIONS + 1];
+        let parts: Vec<u8> = victims
+            .iter()
+            .map(|(tag, _)| Self::partition_index(tag) as u8)
+            .collect();
+        for p in &parts {
+            starts[*p as usize + 1] += 1;
+        }
+        for p in 0..MAPPING_PARTITIONS {
+            starts[p + 1] += starts[p];
+        }
+        let mut fill = starts;
+        let mut sorted = vec![0u32; victims.len()];
+        for (i, p) in parts.iter().enumerate() {
+            sorted[fill[*p as usize]] = i as u32;
+            fill[*p as usize] += 1;
+        }
+        let mut freed = Vec::with_capacity(victims.len());
+        let mut pinned = Vec::new();
+        for p in 0..MAPPING_PARTITIONS {
+            let group = &sorted[starts[p]..starts[p + 1]];
+            if group.is_empty() {
+                continue;
+            }
+            let mut map = self.mapping[p].0.write();
+            for &i in group {
+                let (tag, id) = &victims[i as usize];
+                std::hint::black_box(map.get(tag));
+                std::hint::black_box(self.desc(*id).state.load(Ordering::Relaxed));
+            }
+            for &i in group {
+                let (tag, id) = victims[i as usize];
+                let desc = self.desc(id);
+                let mut header = desc.header.lock();
+                if *header != Some(tag) {
+                    continue; // evicted or re-tagged meanwhile
+                }
+                if desc.pins() > 0 {
+                    pinned.push((tag, id)); // wait for it below, with no lock held
+                    continue;
+                }
+                map.remove(&tag);
+                self.clear_identity(desc, &mut header, tag, id);
+                freed.push(id);
+            }
+        }
+        let n = freed.len();
+        self.free_list.lock().extend(freed);
+        n + pinned
             .iter()
             .filter(|(tag, id)| self.invalidate(*tag, *id))
             .count()
+    }
+
+    /// The common end of an invalidation: the caller holds the partition write lock
+    /// (entry already removed) and the header lock, saw no pins, and has detached the
+    /// page from the directory. With those locks nobody can pin or flag the buffer
+    /// (README rule 2), so its state is written whole rather than read-modify-written.
+    fn clear_identity(
+        &self,
+        desc: &BufferDesc,
+        header: &mut Option<BufferTag>,
+        tag: BufferTag,
+        id: BufId,
+    ) {
+        debug_assert_ne!(self.dir.get(tag).map(|(i, _)| i), Some(id), "not detached");
+        let _ = (tag, id);
+        *header = None;
+        desc.state.store(0, Ordering::Release);
+        desc.usage.store(0, Ordering::Relaxed);
     }
 
     /// Forgets every cached page of every fork of `rels`, dirty or not, without writing
@@ -722,6 +820,12 @@ impl BufferPool {
             })
             .count()
     }
+}
+
+/// Entries each mapping partition is sized for at start-up: its share of the buffers
+/// plus a quarter for uneven hashing, so the tables never grow.
+pub(crate) fn mapping_partition_capacity(nbuffers: usize) -> usize {
+    nbuffers / MAPPING_PARTITIONS + nbuffers / MAPPING_PARTITIONS / 4 + 16
 }
 
 fn new_frame() -> Box<PageBuf> {

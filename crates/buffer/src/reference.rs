@@ -64,7 +64,8 @@ pub fn dirty_pages(pool: &BufferPool) -> Vec<(BufferTag, BufId)> {
 }
 
 /// A plain partitioned hash map holding the same `tag → id` entries as a pool: the
-/// reference for the hit path. A hit here is what any PostgreSQL-style buffer manager
+/// reference for the hit path. It scrambles the tag with FxHash, so entries are placed
+/// at random, as in PostgreSQL's buffer table. A hit here is what any PostgreSQL-style buffer manager
 /// must do at least — one partition lookup, then pin and unpin the same descriptor the
 /// pool would — so `BufferPool::read_buffer` on a hit can be compared with it.
 pub struct PlainMap {
@@ -72,14 +73,23 @@ pub struct PlainMap {
 }
 
 impl PlainMap {
-    /// Copies the pool's current mapping (O(pool), setup only).
+    /// Copies the pool's current mapping (O(pool), setup only), partitioned by its own
+    /// hash.
     pub fn snapshot(pool: &BufferPool) -> PlainMap {
-        let parts = pool
-            .mapping
-            .iter()
-            .map(|p| parking_lot::RwLock::new(p.0.read().clone()))
+        let n = crate::MAPPING_PARTITIONS;
+        // Sized like the pool's own partitions, so both run at the same load factor.
+        let capacity = crate::mapping_partition_capacity(pool.nbuffers());
+        let mut parts: Vec<rustc_hash::FxHashMap<BufferTag, BufId>> = (0..n)
+            .map(|_| rustc_hash::FxHashMap::with_capacity_and_hasher(capacity, Default::default()))
             .collect();
-        PlainMap { parts }
+        for p in pool.mapping.iter() {
+            for (tag, id) in p.0.read().iter() {
+                parts[crate::hash_of(tag) as usize % n].insert(*tag, *id);
+            }
+        }
+        PlainMap {
+            parts: parts.into_iter().map(parking_lot::RwLock::new).collect(),
+        }
     }
 
     /// Looks `tag` up, pins and unpins its descriptor. Returns whether it was found.

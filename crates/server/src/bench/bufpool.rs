@@ -31,7 +31,7 @@ use strata_buffer::{parse_shared_buffers, BufferPool, NoWal, ReadMode};
 use strata_smgr::{Smgr, StdVfs};
 use strata_types::units::format_memory;
 use strata_types::{
-    BlockNumber, BufferTag, ForkNumber, Oid, RelFileNumber, RelKey, BLCKSZ, DEFAULT_TABLESPACE,
+    BlockNumber, BufferTag, ForkNumber, Oid, RelFileNumber, RelKey, DEFAULT_TABLESPACE,
 };
 
 #[derive(clap::Args, Clone)]
@@ -42,6 +42,9 @@ pub struct Args {
     /// Also write the figures as JSON records to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Run only these cases (comma-separated names from the table); all by default.
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
     /// Multiplies the repetitions of every case (e.g. 0.1 for a quick run).
     #[arg(long, default_value_t = 1.0)]
     reps_scale: f64,
@@ -196,148 +199,177 @@ fn run_size(bytes: u64, args: &Args) -> Result<Vec<Record>, String> {
     populate(&pool, &label)?;
     let n = pool.nbuffers();
 
+    let want = |case: &str| args.only.is_empty() || args.only.iter().any(|c| c == case);
+
     // Hits first, while every fill page is cached.
-    let per_thread = ((2_000_000.0 * args.reps_scale) as usize).max(10_000);
-    let plain = PlainMap::snapshot(&pool);
-    let (mut strata_hits, mut plain_hits) = (Vec::new(), Vec::new());
-    // Interleaved rounds, median of each: drift in machine load hits both alike.
-    for _ in 0..5 {
-        strata_hits.push(hits_per_second(n, per_thread, &|t| {
-            let buf = pool.read_buffer(*t, ReadMode::Normal).expect("cached page");
-            std::hint::black_box(buf.id());
-        }));
-        plain_hits.push(hits_per_second(n, per_thread, &|t| {
-            assert!(plain.hit(&pool, t), "cached page");
-        }));
+    if want("hit") {
+        let per_thread = ((2_000_000.0 * args.reps_scale) as usize).max(10_000);
+        let plain = PlainMap::snapshot(&pool);
+        let (mut strata_hits, mut plain_hits) = (Vec::new(), Vec::new());
+        // Interleaved rounds, median of each: drift in machine load hits both alike.
+        for _ in 0..5 {
+            strata_hits.push(hits_per_second(n, per_thread, &|t| {
+                let buf = pool.read_buffer(*t, ReadMode::Normal).expect("cached page");
+                std::hint::black_box(buf.id());
+            }));
+            plain_hits.push(hits_per_second(n, per_thread, &|t| {
+                assert!(plain.hit(&pool, t), "cached page");
+            }));
+        }
+        rec("hit", "strata", "ops_per_second", median(strata_hits));
+        rec("hit", "hashmap", "ops_per_second", median(plain_hits));
     }
-    drop(plain);
-    rec("hit", "strata", "ops_per_second", median(strata_hits));
-    rec("hit", "hashmap", "ops_per_second", median(plain_hits));
 
     let mut fresh = Fresh(1_000_000);
+    let mut next_db = 100_000;
     for implementation in ["strata", "full_scan"] {
-        let strata = implementation == "strata";
-        let r = |n: usize| if strata { reps(n) } else { reps(5).min(5) };
-
-        let t = time_op(
-            r(400),
-            || {
-                let rel = fresh.rel(DEFAULT_TABLESPACE, WORK_DB);
-                load(&pool, rel, ForkNumber::Main, 1).map(|()| rel)
-            },
-            |rel| {
-                let dropped = if strata {
-                    pool.drop_relations(&[rel])
-                } else {
-                    reference::drop_relations(&pool, &[rel])
-                };
-                assert_eq!(dropped, 1);
-            },
-        )?;
-        rec("drop_1page", implementation, "seconds_per_op", t);
-
-        let t = time_op(
-            r(40),
-            || {
-                let rel = fresh.rel(DEFAULT_TABLESPACE, WORK_DB);
-                load(&pool, rel, ForkNumber::Main, 1000).map(|()| rel)
-            },
-            |rel| {
-                let dropped = if strata {
-                    pool.drop_relations(&[rel])
-                } else {
-                    reference::drop_relations(&pool, &[rel])
-                };
-                assert_eq!(dropped, 1000);
-            },
-        )?;
-        rec("drop_1000pages", implementation, "seconds_per_op", t);
-
-        let cuts = [
-            (ForkNumber::Main, BlockNumber(500)),
-            (ForkNumber::Fsm, BlockNumber(1)),
-            (ForkNumber::Vm, BlockNumber(0)),
-        ];
-        let mut truncated = Vec::new();
-        let t = time_op(
-            r(40),
-            || {
-                let rel = fresh.rel(DEFAULT_TABLESPACE, WORK_DB);
-                load_all(
-                    &pool,
-                    &[
-                        (rel, ForkNumber::Main, 1000),
-                        (rel, ForkNumber::Fsm, 3),
-                        (rel, ForkNumber::Vm, 1),
-                    ],
-                )?;
-                truncated.push(rel);
-                Ok(rel)
-            },
-            |rel| {
-                let cut = if strata {
-                    pool.truncate(rel, &cuts)
-                } else {
-                    reference::truncate(&pool, rel, &cuts)
-                };
-                assert_eq!(cut, 503);
-            },
-        )?;
-        rec("truncate_3forks", implementation, "seconds_per_op", t);
-        pool.drop_relations(&truncated);
-
-        let mut db = 100_000 + if strata { 0 } else { 50_000 };
-        let t = time_op(
-            r(20),
-            || {
-                db += 1;
-                let targets: Vec<_> = (0..1000u32)
-                    .map(|i| (fresh.rel(Oid(20_000 + i % 100), Oid(db)), ForkNumber::Main, 1))
-                    .collect();
-                load_all(&pool, &targets)?;
-                Ok(Oid(db))
-            },
-            |db| {
-                let dropped = if strata {
-                    pool.drop_database(db)
-                } else {
-                    reference::drop_database(&pool, db)
-                };
-                assert_eq!(dropped, 1000);
-            },
-        )?;
-        rec("drop_database", implementation, "seconds_per_op", t);
-
-        for (case, ndirty) in [("dirty_enum_0", 0u32), ("dirty_enum_1000", 1000)] {
-            let rels: Vec<RelKey> = (0..ndirty / 10)
-                .map(|_| fresh.rel(DEFAULT_TABLESPACE, WORK_DB))
-                .collect();
-            for rel in &rels {
-                for b in 0..10 {
-                    let buf = pool
-                        .read_buffer(tag(*rel, ForkNumber::Main, b), ReadMode::Zero)
-                        .map_err(|e| e.to_string())?;
-                    let page = buf.write();
-                    buf.mark_dirty(&page);
-                }
+        let mut cx = Cx {
+            pool: &pool,
+            fresh: &mut fresh,
+            strata: implementation == "strata",
+            reps: 0,
+        };
+        let mut case = |name: &str, base_reps: usize, f: &mut dyn FnMut(&mut Cx) -> Result<f64, String>| {
+            if !want(name) {
+                return Ok::<(), String>(());
             }
-            let t = time_op(
-                r(400),
-                || Ok(()),
-                |()| {
-                    let found = if strata {
-                        pool.dirty_pages().len()
-                    } else {
-                        reference::dirty_pages(&pool).len()
-                    };
-                    assert_eq!(found, ndirty as usize);
-                },
-            )?;
-            rec(case, implementation, "seconds_per_op", t);
-            pool.drop_relations(&rels);
-        }
+            cx.reps = if cx.strata { reps(base_reps) } else { 5 };
+            let t = f(&mut cx)?;
+            rec(name, implementation, "seconds_per_op", t);
+            Ok(())
+        };
+        case("drop_1page", 400, &mut |cx| drop_case(cx, 1))?;
+        case("drop_1000pages", 40, &mut |cx| drop_case(cx, 1000))?;
+        case("truncate_3forks", 40, &mut truncate_case)?;
+        case("drop_database", 20, &mut |cx| {
+            next_db += 1000;
+            drop_database_case(cx, next_db)
+        })?;
+        case("dirty_enum_0", 400, &mut |cx| dirty_enum_case(cx, 0))?;
+        case("dirty_enum_1000", 400, &mut |cx| dirty_enum_case(cx, 1000))?;
     }
     Ok(out)
+}
+
+/// What every bulk case needs: the filled pool, fresh relation numbers, which
+/// implementation to time, and how many repetitions.
+struct Cx<'a> {
+    pool: &'a BufferPool,
+    fresh: &'a mut Fresh,
+    strata: bool,
+    reps: usize,
+}
+
+fn drop_case(cx: &mut Cx, pages: u32) -> Result<f64, String> {
+    let (pool, strata) = (cx.pool, cx.strata);
+    let fresh = &mut *cx.fresh;
+    time_op(
+        cx.reps,
+        || {
+            let rel = fresh.rel(DEFAULT_TABLESPACE, WORK_DB);
+            load(pool, rel, ForkNumber::Main, pages).map(|()| rel)
+        },
+        |rel| {
+            let dropped = if strata {
+                pool.drop_relations(&[rel])
+            } else {
+                reference::drop_relations(pool, &[rel])
+            };
+            assert_eq!(dropped, pages as usize);
+        },
+    )
+}
+
+fn truncate_case(cx: &mut Cx) -> Result<f64, String> {
+    let (pool, strata) = (cx.pool, cx.strata);
+    let fresh = &mut *cx.fresh;
+    let cuts = [
+        (ForkNumber::Main, BlockNumber(500)),
+        (ForkNumber::Fsm, BlockNumber(1)),
+        (ForkNumber::Vm, BlockNumber(0)),
+    ];
+    let mut truncated = Vec::new();
+    let t = time_op(
+        cx.reps,
+        || {
+            let rel = fresh.rel(DEFAULT_TABLESPACE, WORK_DB);
+            load_all(
+                pool,
+                &[
+                    (rel, ForkNumber::Main, 1000),
+                    (rel, ForkNumber::Fsm, 3),
+                    (rel, ForkNumber::Vm, 1),
+                ],
+            )?;
+            truncated.push(rel);
+            Ok(rel)
+        },
+        |rel| {
+            let cut = if strata {
+                pool.truncate(rel, &cuts)
+            } else {
+                reference::truncate(pool, rel, &cuts)
+            };
+            assert_eq!(cut, 503);
+        },
+    )?;
+    pool.drop_relations(&truncated);
+    Ok(t)
+}
+
+fn drop_database_case(cx: &mut Cx, first_db: u32) -> Result<f64, String> {
+    let (pool, strata) = (cx.pool, cx.strata);
+    let fresh = &mut *cx.fresh;
+    let mut db = first_db;
+    time_op(
+        cx.reps,
+        || {
+            db += 1;
+            let targets: Vec<_> = (0..1000u32)
+                .map(|i| (fresh.rel(Oid(20_000 + i % 100), Oid(db)), ForkNumber::Main, 1))
+                .collect();
+            load_all(pool, &targets)?;
+            Ok(Oid(db))
+        },
+        |db| {
+            let dropped = if strata {
+                pool.drop_database(db)
+            } else {
+                reference::drop_database(pool, db)
+            };
+            assert_eq!(dropped, 1000);
+        },
+    )
+}
+
+fn dirty_enum_case(cx: &mut Cx, ndirty: u32) -> Result<f64, String> {
+    let (pool, strata) = (cx.pool, cx.strata);
+    let rels: Vec<RelKey> = (0..ndirty / 10)
+        .map(|_| cx.fresh.rel(DEFAULT_TABLESPACE, WORK_DB))
+        .collect();
+    for rel in &rels {
+        for b in 0..10 {
+            let buf = pool
+                .read_buffer(tag(*rel, ForkNumber::Main, b), ReadMode::Zero)
+                .map_err(|e| e.to_string())?;
+            let page = buf.write();
+            buf.mark_dirty(&page);
+        }
+    }
+    let t = time_op(
+        cx.reps,
+        || Ok(()),
+        |()| {
+            let found = if strata {
+                pool.dirty_pages().len()
+            } else {
+                reference::dirty_pages(pool).len()
+            };
+            assert_eq!(found, ndirty as usize);
+        },
+    )?;
+    pool.drop_relations(&rels);
+    Ok(t)
 }
 
 pub fn run(args: &Args) -> Result<Vec<Record>, String> {
@@ -388,6 +420,9 @@ fn print_table(records: &[Record], sizes: &[u64]) {
     let mut worst_strata: f64 = 0.0;
     for case in cases {
         for implementation in ["strata", "full_scan"] {
+            if value(records, case, implementation, first).is_none() {
+                continue; // not run (--only)
+            }
             print!("{case:<18} {implementation:<10}");
             for s in sizes {
                 let v = value(records, case, implementation, *s).unwrap_or(f64::NAN);
@@ -402,7 +437,8 @@ fn print_table(records: &[Record], sizes: &[u64]) {
         }
     }
     let mut worst_hit: f64 = f64::INFINITY;
-    for implementation in ["strata", "hashmap"] {
+    let hits_run = value(records, "hit", "strata", first).is_some();
+    for implementation in ["strata", "hashmap"].into_iter().filter(|_| hits_run) {
         print!("{:<18} {implementation:<10}", "hit (ops/s, 2 thr)");
         for s in sizes {
             let v = value(records, "hit", implementation, *s).unwrap_or(f64::NAN);
@@ -410,14 +446,16 @@ fn print_table(records: &[Record], sizes: &[u64]) {
         }
         println!();
     }
-    print!("{:<18} {:<10}", "hit strata/hashmap", "");
-    for s in sizes {
-        let r = value(records, "hit", "strata", *s).unwrap_or(f64::NAN)
-            / value(records, "hit", "hashmap", *s).unwrap_or(f64::NAN);
-        worst_hit = worst_hit.min(r);
-        print!(" {:>12.3}", r);
+    if hits_run {
+        print!("{:<18} {:<10}", "hit strata/hashmap", "");
+        for s in sizes {
+            let r = value(records, "hit", "strata", *s).unwrap_or(f64::NAN)
+                / value(records, "hit", "hashmap", *s).unwrap_or(f64::NAN);
+            worst_hit = worst_hit.min(r);
+            print!(" {:>12.3}", r);
+        }
+        println!();
     }
-    println!();
     print!("{:<18} {:<10}", "idle_pool RSS", "strata");
     for s in sizes {
         print!(" {:>12}", format_bytes(value(records, "idle_pool", "strata", *s).unwrap_or(0.0)));
@@ -428,9 +466,10 @@ fn print_table(records: &[Record], sizes: &[u64]) {
         "strata bulk operations: worst {ratio_head} time ratio {worst_strata:.2} (target ≤ 1.50): {}",
         if worst_strata <= 1.5 { "met" } else { "NOT met" }
     );
-    println!(
-        "strata hit path: worst throughput relative to the plain hash map {worst_hit:.3} (target ≥ 0.90): {}",
-        if worst_hit >= 0.9 { "met" } else { "NOT met" }
-    );
-    let _ = BLCKSZ;
+    if hits_run {
+        println!(
+            "strata hit path: worst throughput relative to the plain hash map {worst_hit:.3} (target ≥ 0.90): {}",
+            if worst_hit >= 0.9 { "met" } else { "NOT met" }
+        );
+    }
 }
