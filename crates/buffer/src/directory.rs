@@ -42,9 +42,12 @@ struct DirPartition {
 #[derive(Default)]
 pub(crate) struct Padded<T>(pub T);
 
+/// One partition of the database index: database → its relations with cached pages.
+type DbIndex = FxHashMap<Oid, FxHashSet<RelKey>>;
+
 pub(crate) struct Directory {
     parts: Box<[Padded<Mutex<DirPartition>>]>,
-    dbs: Box<[Padded<Mutex<FxHashMap<Oid, FxHashSet<RelKey>>>>]>,
+    dbs: Box<[Padded<Mutex<DbIndex>>]>,
 }
 
 impl Directory {
@@ -59,7 +62,7 @@ impl Directory {
         &self.parts[hash_of(rel) as usize % DIR_PARTITIONS].0
     }
 
-    fn db_part(&self, db: Oid) -> &Mutex<FxHashMap<Oid, FxHashSet<RelKey>>> {
+    fn db_part(&self, db: Oid) -> &Mutex<DbIndex> {
         &self.dbs[db.0 as usize % DB_PARTITIONS].0
     }
 

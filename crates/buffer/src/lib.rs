@@ -14,8 +14,7 @@ pub mod reference;
 
 use directory::{Directory, Padded};
 use parking_lot::{
-    MappedRwLockReadGuard, MappedRwLockWriteGuard, Mutex, RwLock, RwLockReadGuard,
-    RwLockWriteGuard,
+    MappedRwLockReadGuard, MappedRwLockWriteGuard, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard,
 };
 use std::hash::{BuildHasher, Hash};
 use std::path::PathBuf;
@@ -235,7 +234,9 @@ impl BufferPool {
         let per_part = mapping_partition_capacity(nbuffers);
         BufferPool {
             nbuffers,
-            chunks: (0..nbuffers.div_ceil(CHUNK)).map(|_| OnceLock::new()).collect(),
+            chunks: (0..nbuffers.div_ceil(CHUNK))
+                .map(|_| OnceLock::new())
+                .collect(),
             mapping: (0..MAPPING_PARTITIONS)
                 .map(|_| {
                     let map = TagMap::with_capacity_and_hasher(per_part, Default::default());
@@ -458,7 +459,11 @@ impl BufferPool {
                     .and_then(|()| {
                         strata_page::verify(frame, tag.block).map_err(|source| {
                             BufferError::Corrupt {
-                                path: self.smgr.segment_path(tag.rel, tag.fork, tag.block.segment()),
+                                path: self.smgr.segment_path(
+                                    tag.rel,
+                                    tag.fork,
+                                    tag.block.segment(),
+                                ),
                                 block: tag.block,
                                 lsn: strata_page::lsn(frame),
                                 source,
@@ -776,10 +781,9 @@ impl BufferPool {
                         Some(&(id as BufId)),
                         "{tag} (buffer {id}) missing from the mapping table"
                     );
-                    let (dir_id, dir_dirty) = self
-                        .dir
-                        .get(tag)
-                        .unwrap_or_else(|| panic!("{tag} (buffer {id}) missing from the directory"));
+                    let (dir_id, dir_dirty) = self.dir.get(tag).unwrap_or_else(|| {
+                        panic!("{tag} (buffer {id}) missing from the directory")
+                    });
                     assert_eq!(dir_id, id as BufId);
                     assert_eq!(dir_dirty, s & DIRTY != 0, "dirty set disagrees for {tag}");
                     if s & DIRTY != 0 {
@@ -790,8 +794,14 @@ impl BufferPool {
             }
         }
         let mapped: usize = self.mapping.iter().map(|p| p.0.read().len()).sum();
-        assert_eq!(mapped, tagged, "mapping table has entries for untagged buffers");
-        assert_eq!(dir_cached, tagged, "directory has entries for untagged buffers");
+        assert_eq!(
+            mapped, tagged,
+            "mapping table has entries for untagged buffers"
+        );
+        assert_eq!(
+            dir_cached, tagged,
+            "directory has entries for untagged buffers"
+        );
         assert_eq!(dir_dirty, dirty);
     }
 

@@ -13,8 +13,10 @@ struct Env {
 fn env() -> Env {
     let dir = tempfile::tempdir().unwrap();
     let smgr = Arc::new(Smgr::open(dir.path(), Arc::new(StdVfs), 64).unwrap());
-    smgr.create_database_dir(DEFAULT_TABLESPACE, Oid(5)).unwrap();
-    smgr.create_database_dir(DEFAULT_TABLESPACE, Oid(6)).unwrap();
+    smgr.create_database_dir(DEFAULT_TABLESPACE, Oid(5))
+        .unwrap();
+    smgr.create_database_dir(DEFAULT_TABLESPACE, Oid(6))
+        .unwrap();
     Env { _dir: dir, smgr }
 }
 
@@ -89,8 +91,15 @@ fn drop_forgets_pages_without_writing_them() {
         assert!(!pool.is_cached(tag(a, ForkNumber::Main, blk)));
         assert!(pool.is_cached(tag(b, ForkNumber::Main, blk)));
     }
-    assert!(!e.smgr.exists(a, ForkNumber::Main), "dropped dirty pages never written");
-    assert_eq!(pool.flush_all_dirty().unwrap(), 5, "only b's pages remain dirty");
+    assert!(
+        !e.smgr.exists(a, ForkNumber::Main),
+        "dropped dirty pages never written"
+    );
+    assert_eq!(
+        pool.flush_all_dirty().unwrap(),
+        5,
+        "only b's pages remain dirty"
+    );
     pool.verify_invariants();
 }
 
@@ -190,7 +199,10 @@ fn all_pinned_means_no_victim() {
     let pool = BufferPool::new(16 * 8192, e.smgr.clone(), Arc::new(NoWal));
     let r = rel(5, 5);
     let pins: Vec<_> = (0..16)
-        .map(|b| pool.read_buffer(tag(r, ForkNumber::Main, b), ReadMode::Zero).unwrap())
+        .map(|b| {
+            pool.read_buffer(tag(r, ForkNumber::Main, b), ReadMode::Zero)
+                .unwrap()
+        })
         .collect();
     assert!(matches!(
         pool.read_buffer(tag(r, ForkNumber::Main, 16), ReadMode::Zero),
@@ -248,9 +260,19 @@ fn wal_is_flushed_before_data() {
         strata_page::init(&mut page, 0);
         buf.mark_dirty(&page);
     }
-    assert!(matches!(failing.flush_all_dirty(), Err(BufferError::Wal { .. })));
-    assert!(!e.smgr.exists(t2.rel, ForkNumber::Main), "no data before its WAL");
-    assert_eq!(failing.dirty_pages().len(), 1, "still dirty after the failure");
+    assert!(matches!(
+        failing.flush_all_dirty(),
+        Err(BufferError::Wal { .. })
+    ));
+    assert!(
+        !e.smgr.exists(t2.rel, ForkNumber::Main),
+        "no data before its WAL"
+    );
+    assert_eq!(
+        failing.dirty_pages().len(),
+        1,
+        "still dirty after the failure"
+    );
 }
 
 #[test]

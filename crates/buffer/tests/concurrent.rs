@@ -32,17 +32,26 @@ fn readers_are_undisturbed_by_concurrent_drops_and_truncates() {
     let dir = tempfile::tempdir().unwrap();
     let smgr = Arc::new(Smgr::open(dir.path(), Arc::new(StdVfs), 16).unwrap());
     for db in [5, 7] {
-        smgr.create_database_dir(DEFAULT_TABLESPACE, Oid(db)).unwrap();
+        smgr.create_database_dir(DEFAULT_TABLESPACE, Oid(db))
+            .unwrap();
     }
     // 64 buffers for a working set of 120 stable pages plus the churn: eviction of
     // dirty and clean pages happens all the time.
-    let pool = Arc::new(BufferPool::new(64 * BLCKSZ as u64, smgr.clone(), Arc::new(NoWal)));
+    let pool = Arc::new(BufferPool::new(
+        64 * BLCKSZ as u64,
+        smgr.clone(),
+        Arc::new(NoWal),
+    ));
     let stable: Vec<RelKey> = (1..=2)
         .map(|n| RelKey::new(DEFAULT_TABLESPACE, Oid(5), RelFileNumber(n)))
         .collect();
     for rel in &stable {
         for b in 0..STABLE_PAGES {
-            write_page(&pool, BufferTag::new(*rel, ForkNumber::Main, BlockNumber(b)), stable_value(*rel, b));
+            write_page(
+                &pool,
+                BufferTag::new(*rel, ForkNumber::Main, BlockNumber(b)),
+                stable_value(*rel, b),
+            );
         }
     }
     let stop = Arc::new(AtomicBool::new(false));
@@ -62,7 +71,9 @@ fn readers_are_undisturbed_by_concurrent_drops_and_truncates() {
                     let tag = BufferTag::new(rel, ForkNumber::Main, BlockNumber(block));
                     let buf = pool.read_buffer(tag, ReadMode::Normal).unwrap();
                     let page = buf.read();
-                    let v = u64::from_le_bytes(strata_page::item(&page, 0).unwrap().try_into().unwrap());
+                    let v = u64::from_le_bytes(
+                        strata_page::item(&page, 0).unwrap().try_into().unwrap(),
+                    );
                     assert_eq!(v, stable_value(rel, block), "{tag} read wrong");
                     reads += 1;
                 }
@@ -78,15 +89,32 @@ fn readers_are_undisturbed_by_concurrent_drops_and_truncates() {
                 for round in 0..150u64 {
                     let db = if t == 0 { Oid(5) } else { Oid(7) };
                     let rels: Vec<RelKey> = (0..3)
-                        .map(|i| RelKey::new(DEFAULT_TABLESPACE, db, RelFileNumber(1_000 + t * 100_000 + round * 10 + i)))
+                        .map(|i| {
+                            RelKey::new(
+                                DEFAULT_TABLESPACE,
+                                db,
+                                RelFileNumber(1_000 + t * 100_000 + round * 10 + i),
+                            )
+                        })
                         .collect();
                     for rel in &rels {
                         for b in 0..12 {
-                            write_page(&pool, BufferTag::new(*rel, ForkNumber::Main, BlockNumber(b)), 1);
+                            write_page(
+                                &pool,
+                                BufferTag::new(*rel, ForkNumber::Main, BlockNumber(b)),
+                                1,
+                            );
                         }
-                        write_page(&pool, BufferTag::new(*rel, ForkNumber::Fsm, BlockNumber(0)), 1);
+                        write_page(
+                            &pool,
+                            BufferTag::new(*rel, ForkNumber::Fsm, BlockNumber(0)),
+                            1,
+                        );
                     }
-                    let cuts = [(ForkNumber::Main, BlockNumber(5)), (ForkNumber::Fsm, BlockNumber(0))];
+                    let cuts = [
+                        (ForkNumber::Main, BlockNumber(5)),
+                        (ForkNumber::Fsm, BlockNumber(0)),
+                    ];
                     pool.truncate(rels[0], &cuts);
                     smgr.truncate(rels[0], &cuts).unwrap();
                     if round % 3 == 0 {
@@ -137,7 +165,8 @@ fn readers_are_undisturbed_by_concurrent_drops_and_truncates() {
     for rel in &stable {
         for b in 0..STABLE_PAGES {
             let mut buf = Box::new([0u8; BLCKSZ]);
-            smgr.read(*rel, ForkNumber::Main, BlockNumber(b), &mut buf).unwrap();
+            smgr.read(*rel, ForkNumber::Main, BlockNumber(b), &mut buf)
+                .unwrap();
             let v = u64::from_le_bytes(strata_page::item(&buf, 0).unwrap().try_into().unwrap());
             assert_eq!(v, stable_value(*rel, b));
         }

@@ -23,15 +23,41 @@ const MAX_BLOCKS: u32 = 12;
 
 #[derive(Debug, Clone)]
 enum Op {
-    Write { slot: usize, fork: usize, block: u32, value: u64 },
-    Read { slot: usize, fork: usize, block: u32 },
-    Churn { pages: u32 },
-    Drop { slot: usize },
-    DropTwo { a: usize, b: usize },
-    Truncate { slot: usize, main: u32, fsm: u32 },
-    DropDatabase { db: usize },
-    FlushRelation { slot: usize },
-    FlushDatabase { db: usize },
+    Write {
+        slot: usize,
+        fork: usize,
+        block: u32,
+        value: u64,
+    },
+    Read {
+        slot: usize,
+        fork: usize,
+        block: u32,
+    },
+    Churn {
+        pages: u32,
+    },
+    Drop {
+        slot: usize,
+    },
+    DropTwo {
+        a: usize,
+        b: usize,
+    },
+    Truncate {
+        slot: usize,
+        main: u32,
+        fsm: u32,
+    },
+    DropDatabase {
+        db: usize,
+    },
+    FlushRelation {
+        slot: usize,
+    },
+    FlushDatabase {
+        db: usize,
+    },
     Checkpoint,
 }
 
@@ -70,7 +96,11 @@ struct World {
 }
 
 fn slot_key(slot: usize, n: u64) -> RelKey {
-    let spc = if slot % 2 == 1 { SPC } else { DEFAULT_TABLESPACE };
+    let spc = if slot % 2 == 1 {
+        SPC
+    } else {
+        DEFAULT_TABLESPACE
+    };
     RelKey::new(spc, DBS[slot % 2], RelFileNumber(n))
 }
 
@@ -95,7 +125,9 @@ impl World {
         for db in DBS {
             w.create_db_dirs(db);
         }
-        w.smgr.create_database_dir(DEFAULT_TABLESPACE, Oid(9)).unwrap();
+        w.smgr
+            .create_database_dir(DEFAULT_TABLESPACE, Oid(9))
+            .unwrap();
         for s in 0..SLOTS {
             w.renew(s);
         }
@@ -103,7 +135,9 @@ impl World {
     }
 
     fn create_db_dirs(&self, db: Oid) {
-        self.smgr.create_database_dir(DEFAULT_TABLESPACE, db).unwrap();
+        self.smgr
+            .create_database_dir(DEFAULT_TABLESPACE, db)
+            .unwrap();
         self.smgr.create_database_dir(SPC, db).unwrap();
     }
 
@@ -115,7 +149,10 @@ impl World {
 
     fn len(&self, rel: RelKey, fork: ForkNumber) -> u32 {
         self.pages
-            .range(BufferTag::new(rel, fork, BlockNumber(0))..=BufferTag::new(rel, fork, BlockNumber(u32::MAX)))
+            .range(
+                BufferTag::new(rel, fork, BlockNumber(0))
+                    ..=BufferTag::new(rel, fork, BlockNumber(u32::MAX)),
+            )
             .count() as u32
     }
 
@@ -146,20 +183,30 @@ impl World {
                 .read(tag.rel, tag.fork, tag.block, &mut buf)
                 .unwrap_or_else(|e| panic!("{tag} not on disk after flush: {e}"));
             strata_page::verify(&buf, tag.block).unwrap();
-            let on_disk = u64::from_le_bytes(strata_page::item(&buf, 0).unwrap().try_into().unwrap());
+            let on_disk =
+                u64::from_le_bytes(strata_page::item(&buf, 0).unwrap().try_into().unwrap());
             assert_eq!(on_disk, *value, "{tag}: flushed value differs");
         }
     }
 
     fn apply(&mut self, op: &Op) {
         match *op {
-            Op::Write { slot, fork, block, value } => {
+            Op::Write {
+                slot,
+                fork,
+                block,
+                value,
+            } => {
                 let rel = self.rels[slot];
                 let fork = FORKS[fork];
                 let len = self.len(rel, fork);
                 let block = block.min(len); // extend by one at most
                 let tag = BufferTag::new(rel, fork, BlockNumber(block));
-                let mode = if block == len { ReadMode::Zero } else { ReadMode::Normal };
+                let mode = if block == len {
+                    ReadMode::Zero
+                } else {
+                    ReadMode::Normal
+                };
                 let buf = self.pool.read_buffer(tag, mode).unwrap();
                 let mut page = buf.write();
                 if block == len {
@@ -183,7 +230,8 @@ impl World {
             Op::Churn { pages } => {
                 let scratch = RelKey::new(DEFAULT_TABLESPACE, Oid(9), RelFileNumber(1));
                 for _ in 0..pages {
-                    let t = BufferTag::new(scratch, ForkNumber::Main, BlockNumber(self.churn_block));
+                    let t =
+                        BufferTag::new(scratch, ForkNumber::Main, BlockNumber(self.churn_block));
                     self.churn_block += 1;
                     drop(self.pool.read_buffer(t, ReadMode::Zero).unwrap());
                 }
@@ -195,13 +243,19 @@ impl World {
             }
             Op::Truncate { slot, main, fsm } => {
                 let rel = self.rels[slot];
-                let cuts = [(ForkNumber::Main, BlockNumber(main)), (ForkNumber::Fsm, BlockNumber(fsm))];
+                let cuts = [
+                    (ForkNumber::Main, BlockNumber(main)),
+                    (ForkNumber::Fsm, BlockNumber(fsm)),
+                ];
                 self.pool.truncate(rel, &cuts);
                 self.smgr.truncate(rel, &cuts).unwrap();
                 for (fork, cut) in cuts {
                     let tags: Vec<_> = self
                         .pages
-                        .range(BufferTag::new(rel, fork, cut)..=BufferTag::new(rel, fork, BlockNumber(u32::MAX)))
+                        .range(
+                            BufferTag::new(rel, fork, cut)
+                                ..=BufferTag::new(rel, fork, BlockNumber(u32::MAX)),
+                        )
                         .map(|(t, _)| *t)
                         .collect();
                     for t in tags {
@@ -213,7 +267,9 @@ impl World {
             Op::DropDatabase { db } => {
                 let db = DBS[db];
                 self.pool.drop_database(db);
-                self.smgr.remove_database(db, &[DEFAULT_TABLESPACE, SPC]).unwrap();
+                self.smgr
+                    .remove_database(db, &[DEFAULT_TABLESPACE, SPC])
+                    .unwrap();
                 self.create_db_dirs(db);
                 for slot in (0..SLOTS).filter(|s| DBS[s % 2] == db) {
                     self.forget_relation(self.rels[slot]);
@@ -251,7 +307,10 @@ impl World {
     fn check(&self) {
         self.pool.verify_invariants();
         for tag in &self.gone {
-            assert!(!self.pool.is_cached(*tag), "{tag} was dropped or cut off but is cached");
+            assert!(
+                !self.pool.is_cached(*tag),
+                "{tag} was dropped or cut off but is cached"
+            );
         }
     }
 }

@@ -136,7 +136,10 @@ pub fn free_space(p: &PageBuf) -> usize {
     if is_new(p) {
         return 0;
     }
-    let (lower, upper) = (get_u16(p, OFF_LOWER) as usize, get_u16(p, OFF_UPPER) as usize);
+    let (lower, upper) = (
+        get_u16(p, OFF_LOWER) as usize,
+        get_u16(p, OFF_UPPER) as usize,
+    );
     (upper - lower).saturating_sub(ITEM_ID_BYTES)
 }
 
@@ -167,7 +170,11 @@ pub fn add_item(p: &mut PageBuf, data: &[u8]) -> Option<usize> {
     p[upper..upper + data.len()].copy_from_slice(data);
     put_item_id(p, idx, upper, ItemState::Normal, data.len());
     put_u16(p, OFF_UPPER, upper as u16);
-    put_u16(p, OFF_LOWER, (HEADER_BYTES + (idx + 1) * ITEM_ID_BYTES) as u16);
+    put_u16(
+        p,
+        OFF_LOWER,
+        (HEADER_BYTES + (idx + 1) * ITEM_ID_BYTES) as u16,
+    );
     Some(idx)
 }
 

@@ -10,7 +10,11 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "strata", version, about = "Strata: a PostgreSQL-style storage server whose bulk operations cost O(pages touched)")]
+#[command(
+    name = "strata",
+    version,
+    about = "Strata: a PostgreSQL-style storage server whose bulk operations cost O(pages touched)"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -286,7 +286,9 @@ impl Smgr {
             return Err(bad("tablespace location must be an absolute path"));
         }
         if location.starts_with(&self.data_dir) {
-            return Err(bad("tablespace location should not be inside the data directory"));
+            return Err(bad(
+                "tablespace location should not be inside the data directory",
+            ));
         }
         match self.vfs.dir_is_empty(location) {
             Ok(true) => {}
@@ -372,7 +374,7 @@ impl Smgr {
                 break seg * RELSEG_BLOCKS;
             };
             let len = f
-                .len()
+                .size_bytes()
                 .map_err(|e| io_err("stat", &self.segment_path(rel, fork, seg), e))?;
             if len < RELSEG_BYTES {
                 break seg * RELSEG_BLOCKS + (len / BLCKSZ as u64) as u32;
@@ -469,7 +471,7 @@ impl Smgr {
             for s in last_seg..seg {
                 let path = self.segment_path(rel, fork, s);
                 let f = self.file(rel, fork, s, true)?.expect("created");
-                let len = f.len().map_err(|e| io_err("stat", &path, e))?;
+                let len = f.size_bytes().map_err(|e| io_err("stat", &path, e))?;
                 if len < RELSEG_BYTES {
                     f.set_len(RELSEG_BYTES)
                         .map_err(|e| self.fail(io_err("extend", &path, e)))?;
@@ -609,7 +611,8 @@ mod tests {
     fn setup(max_files: usize) -> (tempfile::TempDir, Smgr) {
         let dir = tempfile::tempdir().unwrap();
         let smgr = Smgr::open(dir.path(), Arc::new(StdVfs), max_files).unwrap();
-        smgr.create_database_dir(DEFAULT_TABLESPACE, Oid(5)).unwrap();
+        smgr.create_database_dir(DEFAULT_TABLESPACE, Oid(5))
+            .unwrap();
         (dir, smgr)
     }
 
@@ -655,9 +658,11 @@ mod tests {
         assert!(s
             .extend(r, ForkNumber::Main, BlockNumber(2), &page(0))
             .is_err());
-        s.write(r, ForkNumber::Main, BlockNumber(3), &page(33)).unwrap();
+        s.write(r, ForkNumber::Main, BlockNumber(3), &page(33))
+            .unwrap();
         let mut buf = page(0);
-        s.read(r, ForkNumber::Main, BlockNumber(3), &mut buf).unwrap();
+        s.read(r, ForkNumber::Main, BlockNumber(3), &mut buf)
+            .unwrap();
         assert_eq!(buf[100], 33);
         assert!(matches!(
             s.read(r, ForkNumber::Main, BlockNumber(5), &mut buf),
@@ -675,8 +680,10 @@ mod tests {
         // block in the third segment: the first two are padded to 1 GiB (sparse)
         let far = BlockNumber(2 * RELSEG_BLOCKS + 3);
         s.extend(r, ForkNumber::Main, far, &page(9)).unwrap();
-        s.extend(r, ForkNumber::Fsm, BlockNumber(0), &page(1)).unwrap();
-        s.extend(r, ForkNumber::Fsm, BlockNumber(1), &page(1)).unwrap();
+        s.extend(r, ForkNumber::Fsm, BlockNumber(0), &page(1))
+            .unwrap();
+        s.extend(r, ForkNumber::Fsm, BlockNumber(1), &page(1))
+            .unwrap();
         assert_eq!(s.nblocks(r, ForkNumber::Main).unwrap(), far.0 + 1);
         assert!(dir.path().join("base/5/2.2").exists());
         s.truncate(
@@ -695,7 +702,9 @@ mod tests {
         s.close(r);
         assert_eq!(s.nblocks(r, ForkNumber::Main).unwrap(), 10);
         assert_eq!(
-            std::fs::metadata(dir.path().join("base/5/2")).unwrap().len(),
+            std::fs::metadata(dir.path().join("base/5/2"))
+                .unwrap()
+                .len(),
             10 * BLCKSZ as u64
         );
     }
@@ -720,7 +729,8 @@ mod tests {
         assert!(dir.path().join("base/5/110").exists());
         s.unlink(&rels[..10]).unwrap(); // repeating an unlink (as replay does) is fine
         let t = RelKey::new(Oid(30000), Oid(5), RelFileNumber(1));
-        s.extend(t, ForkNumber::Main, BlockNumber(0), &page(3)).unwrap();
+        s.extend(t, ForkNumber::Main, BlockNumber(0), &page(3))
+            .unwrap();
         s.remove_database(Oid(5), &[DEFAULT_TABLESPACE, Oid(30000)])
             .unwrap();
         assert!(!dir.path().join("base/5").exists());
@@ -732,7 +742,9 @@ mod tests {
     fn bad_tablespace_locations() {
         let (dir, s) = setup(4);
         assert!(s.create_tablespace(Oid(1), Path::new("relative")).is_err());
-        assert!(s.create_tablespace(Oid(1), &dir.path().join("base")).is_err());
+        assert!(s
+            .create_tablespace(Oid(1), &dir.path().join("base"))
+            .is_err());
         let full = tempfile::tempdir().unwrap();
         std::fs::write(full.path().join("x"), b"x").unwrap();
         assert!(s.create_tablespace(Oid(1), full.path()).is_err());
@@ -746,10 +758,17 @@ mod tests {
         let (_d, s) = setup(8);
         for i in 0..2_000 {
             let r = rel(5, 1000 + i);
-            s.extend(r, ForkNumber::Main, BlockNumber(0), &page(1)).unwrap();
+            s.extend(r, ForkNumber::Main, BlockNumber(0), &page(1))
+                .unwrap();
             s.close(r);
         }
-        assert_eq!(s.stats(), SmgrStats { open_handles: 0, open_files: 0 });
+        assert_eq!(
+            s.stats(),
+            SmgrStats {
+                open_handles: 0,
+                open_files: 0
+            }
+        );
     }
 
     /// A file system whose writes fail once armed: checks smgr rule 4.
@@ -771,8 +790,8 @@ mod tests {
             }
             self.inner.write_all_at(b, o)
         }
-        fn len(&self) -> io::Result<u64> {
-            self.inner.len()
+        fn size_bytes(&self) -> io::Result<u64> {
+            self.inner.size_bytes()
         }
         fn set_len(&self, l: u64) -> io::Result<()> {
             self.inner.set_len(l)
@@ -828,7 +847,8 @@ mod tests {
         let s = Smgr::open(dir.path(), Arc::new(vfs), 8).unwrap();
         s.create_database_dir(DEFAULT_TABLESPACE, Oid(5)).unwrap();
         let r = rel(5, 1);
-        s.extend(r, ForkNumber::Main, BlockNumber(0), &page(1)).unwrap();
+        s.extend(r, ForkNumber::Main, BlockNumber(0), &page(1))
+            .unwrap();
         armed.store(true, Ordering::SeqCst);
         assert!(matches!(
             s.write(r, ForkNumber::Main, BlockNumber(0), &page(2)),
@@ -841,7 +861,8 @@ mod tests {
             Err(SmgrError::Failed)
         ));
         let mut buf = page(0);
-        s.read(r, ForkNumber::Main, BlockNumber(0), &mut buf).unwrap();
+        s.read(r, ForkNumber::Main, BlockNumber(0), &mut buf)
+            .unwrap();
         assert_eq!(buf[0], 1, "reads still work");
     }
 }

@@ -18,8 +18,8 @@ use std::sync::Arc;
 pub trait VfsFile: Send + Sync {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize>;
     fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()>;
-    fn len(&self) -> io::Result<u64>;
-    fn set_len(&self, len: u64) -> io::Result<()>;
+    fn size_bytes(&self) -> io::Result<u64>;
+    fn set_len(&self, len_bytes: u64) -> io::Result<()>;
     fn sync(&self) -> io::Result<()>;
 }
 
@@ -62,7 +62,7 @@ impl VfsFile for StdFile {
     fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         self.0.write_all_at(buf, offset)
     }
-    fn len(&self) -> io::Result<u64> {
+    fn size_bytes(&self) -> io::Result<u64> {
         Ok(self.0.metadata()?.len())
     }
     fn set_len(&self, len: u64) -> io::Result<()> {

@@ -243,7 +243,7 @@ mod tests {
     #[test]
     fn tags_sort_in_file_order() {
         let r = |spc, db, rel| RelKey::new(Oid(spc), Oid(db), RelFileNumber(rel));
-        let mut tags = vec![
+        let mut tags = [
             BufferTag::new(r(1663, 5, 10), ForkNumber::Fsm, BlockNumber(0)),
             BufferTag::new(r(1663, 5, 10), ForkNumber::Main, BlockNumber(7)),
             BufferTag::new(r(1663, 4, 99), ForkNumber::Main, BlockNumber(0)),
@@ -265,18 +265,28 @@ mod tests {
         for b in 0..16 {
             let window_of = |h: u64| (h & ((1 << 57) - 1)) >> 4;
             assert_eq!(window_of(h(b)), window_of(h(0)), "one window per run");
-            assert_eq!(h(b).wrapping_sub(h(0)) & 15, b as u64, "in block order, wrapping");
+            assert_eq!(
+                h(b).wrapping_sub(h(0)) & 15,
+                b as u64,
+                "in block order, wrapping"
+            );
         }
         let tops: std::collections::BTreeSet<u64> = (0..16).map(|b| h(b) >> 57).collect();
         assert_eq!(tops.len(), 16, "each block of a run has its own top 7 bits");
-        assert_ne!(h(15) & ((1 << 57) - 1) >> 4, h(16) & ((1 << 57) - 1) >> 4, "the next run lands elsewhere");
+        assert_ne!(
+            h(15) & ((1 << 57) - 1) >> 4,
+            h(16) & ((1 << 57) - 1) >> 4,
+            "the next run lands elsewhere"
+        );
         let other = BufferTag::new(rel, ForkNumber::Fsm, BlockNumber(0)).locality_hash();
         assert_ne!(other >> 4, h(0) >> 4);
         // high bits well spread over many relations: 128 partitions all used
         let mut seen = std::collections::HashSet::new();
         for n in 0..4096u64 {
             let r = RelKey::new(Oid(1663), Oid(5), RelFileNumber(n));
-            seen.insert(BufferTag::new(r, ForkNumber::Main, BlockNumber(0)).locality_hash() >> 32 & 127);
+            seen.insert(
+                BufferTag::new(r, ForkNumber::Main, BlockNumber(0)).locality_hash() >> 32 & 127,
+            );
         }
         assert_eq!(seen.len(), 128);
     }

@@ -86,7 +86,7 @@ pub fn check_range(name: &str, bytes: u64, min: u64, max: u64) -> Result<u64, Un
 /// Prints bytes with the largest unit that divides them exactly, as `SHOW` does.
 pub fn format_memory(bytes: u64) -> String {
     for (unit, m) in UNITS.iter().rev() {
-        if bytes >= *m && bytes % m == 0 {
+        if bytes >= *m && bytes.is_multiple_of(*m) {
             return format!("{}{}", bytes / m, unit);
         }
     }
@@ -113,7 +113,10 @@ mod tests {
         let p = |v| parse_memory("shared_buffers", v, 8192);
         assert!(p("").is_err());
         assert!(p("GB").is_err());
-        assert!(p("12gb").is_err(), "units are case-sensitive, as in PostgreSQL");
+        assert!(
+            p("12gb").is_err(),
+            "units are case-sensitive, as in PostgreSQL"
+        );
         assert!(p("12 parsecs").is_err());
         assert!(p("1.2.3MB").is_err());
         assert!(p("-5MB").is_err());

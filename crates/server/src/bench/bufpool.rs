@@ -195,7 +195,12 @@ fn run_size(bytes: u64, args: &Args) -> Result<Vec<Record>, String> {
 
     let rss_before = rss_bytes();
     let pool = BufferPool::new(bytes, smgr, Arc::new(NoWal));
-    rec("idle_pool", "strata", "peak_rss_bytes", rss_bytes().saturating_sub(rss_before) as f64);
+    rec(
+        "idle_pool",
+        "strata",
+        "peak_rss_bytes",
+        rss_bytes().saturating_sub(rss_before) as f64,
+    );
     populate(&pool, &label)?;
     let n = pool.nbuffers();
 
@@ -229,15 +234,16 @@ fn run_size(bytes: u64, args: &Args) -> Result<Vec<Record>, String> {
             strata: implementation == "strata",
             reps: 0,
         };
-        let mut case = |name: &str, base_reps: usize, f: &mut dyn FnMut(&mut Cx) -> Result<f64, String>| {
-            if !want(name) {
-                return Ok::<(), String>(());
-            }
-            cx.reps = if cx.strata { reps(base_reps) } else { 5 };
-            let t = f(&mut cx)?;
-            rec(name, implementation, "seconds_per_op", t);
-            Ok(())
-        };
+        let mut case =
+            |name: &str, base_reps: usize, f: &mut dyn FnMut(&mut Cx) -> Result<f64, String>| {
+                if !want(name) {
+                    return Ok::<(), String>(());
+                }
+                cx.reps = if cx.strata { reps(base_reps) } else { 5 };
+                let t = f(&mut cx)?;
+                rec(name, implementation, "seconds_per_op", t);
+                Ok(())
+            };
         case("drop_1page", 400, &mut |cx| drop_case(cx, 1))?;
         case("drop_1000pages", 40, &mut |cx| drop_case(cx, 1000))?;
         case("truncate_3forks", 40, &mut truncate_case)?;
@@ -326,7 +332,13 @@ fn drop_database_case(cx: &mut Cx, first_db: u32) -> Result<f64, String> {
         || {
             db += 1;
             let targets: Vec<_> = (0..1000u32)
-                .map(|i| (fresh.rel(Oid(20_000 + i % 100), Oid(db)), ForkNumber::Main, 1))
+                .map(|i| {
+                    (
+                        fresh.rel(Oid(20_000 + i % 100), Oid(db)),
+                        ForkNumber::Main,
+                        1,
+                    )
+                })
                 .collect();
             load_all(pool, &targets)?;
             Ok(Oid(db))
@@ -458,7 +470,10 @@ fn print_table(records: &[Record], sizes: &[u64]) {
     }
     print!("{:<18} {:<10}", "idle_pool RSS", "strata");
     for s in sizes {
-        print!(" {:>12}", format_bytes(value(records, "idle_pool", "strata", *s).unwrap_or(0.0)));
+        print!(
+            " {:>12}",
+            format_bytes(value(records, "idle_pool", "strata", *s).unwrap_or(0.0))
+        );
     }
     println!();
     println!();
