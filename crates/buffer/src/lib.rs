@@ -41,6 +41,10 @@ const VALID: u32 = 1 << 29;
 const DIRTY: u32 = 1 << 30;
 const IO_IN_PROGRESS: u32 = 1 << 31;
 const _: () = assert!(PIN_MASK & (VALID | DIRTY | IO_IN_PROGRESS) == 0);
+const _: () = assert!(
+    std::mem::size_of::<BufferDesc>() == 64,
+    "one cache line per descriptor"
+);
 
 /// Smallest and largest `shared_buffers` accepted.
 pub const SHARED_BUFFERS_MIN_BYTES: u64 = 128 << 10;
@@ -103,6 +107,9 @@ pub enum ReadMode {
     Zero,
 }
 
+/// One buffer's descriptor. Aligned to a cache line: an invalidation or a pin then
+/// touches one line, not two (56 bytes unaligned straddle a line boundary most times).
+#[repr(align(64))]
 struct BufferDesc {
     state: AtomicU32,
     usage: AtomicU8,
