@@ -509,14 +509,14 @@ fn print_table(records: &[Record], sizes: &[u64]) {
         }
         println!();
     }
-    print!("{:<18} {:<10}", "idle_pool RSS", "strata");
-    for s in sizes {
-        print!(
-            " {:>12}",
-            format_bytes(value(records, "idle_pool", "strata", *s).unwrap_or(0.0))
-        );
+    if value(records, "idle_pool", "strata", first).is_some() {
+        print!("{:<18} {:<10}", "idle_pool RSS", "strata");
+        for s in sizes {
+            let v = value(records, "idle_pool", "strata", *s).unwrap_or(f64::NAN);
+            print!(" {:>12}", format_bytes(v));
+        }
+        println!();
     }
-    println!();
     println!();
     if cases
         .iter()
