@@ -2,9 +2,17 @@
 //! which are dirty. See the crate README for the rules; this module owns rule 3's
 //! "directory" half and the dirty sets of rule 8.
 //!
+//! A relation's cached blocks are kept per fork as an ordered map of *runs*: the 16
+//! blocks of an aligned range (`BufferTag::LOCALITY_RUN_BLOCKS`) share one entry with a
+//! slot per block and a dirty bitmap. Tables are read and written in ranges, so a run
+//! usually holds many cached pages: bulk operations walk, split and free one tree entry
+//! per 16 pages, and marking a page dirty flips a bit.
+//!
 //! Invariants (under each partition's lock):
-//! 1. A `RelEntry` exists iff it has at least one cached block.
-//! 2. `dirty[f]` ⊆ keys of `blocks[f]`, and `ndirty` is the sum of their sizes.
+//! 1. A `RelEntry` exists iff it has at least one cached block, and a `Run` exists iff it
+//!    has at least one (its `count` is the number of occupied slots).
+//! 2. A run's dirty bits are a subset of its occupied slots; `dirty_runs[f]` holds
+//!    exactly the runs of fork `f` with a dirty bit; `ndirty` is the number of dirty bits.
 //! 3. `dirty_rels` holds exactly the relations of the partition with `ndirty > 0`.
 //! 4. A database's relation set (in the database index) holds exactly its relations
 //!    that have an entry.
@@ -17,17 +25,81 @@ use strata_types::{BlockNumber, BufferTag, ForkNumber, Oid, RelKey};
 
 pub(crate) const DIR_PARTITIONS: usize = 128;
 const DB_PARTITIONS: usize = 16;
+const RUN_BLOCKS: u32 = BufferTag::LOCALITY_RUN_BLOCKS;
+const NO_BUFFER: BufId = BufId::MAX;
+const _: () = assert!(RUN_BLOCKS == 16, "a run's dirty bitmap is a u16");
+
+/// Up to 16 cached blocks of one aligned range of a fork.
+#[derive(Clone, Copy)]
+struct Run {
+    ids: [BufId; RUN_BLOCKS as usize],
+    dirty: u16,
+    count: u8,
+}
+
+impl Run {
+    const EMPTY: Run = Run {
+        ids: [NO_BUFFER; RUN_BLOCKS as usize],
+        dirty: 0,
+        count: 0,
+    };
+
+    /// Occupied slots in `from..RUN_BLOCKS`, with their dirty bit.
+    fn slots(&self, from: u32) -> impl Iterator<Item = (u32, BufId)> + '_ {
+        (from..RUN_BLOCKS)
+            .map(|s| (s, self.ids[s as usize]))
+            .filter(|(_, id)| *id != NO_BUFFER)
+    }
+}
+
+fn split(block: BlockNumber) -> (u32, usize) {
+    (block.0 / RUN_BLOCKS, (block.0 % RUN_BLOCKS) as usize)
+}
+
+fn block_of(run: u32, slot: u32) -> BlockNumber {
+    BlockNumber(run * RUN_BLOCKS + slot)
+}
 
 #[derive(Default)]
 struct RelEntry {
-    blocks: [BTreeMap<BlockNumber, BufId>; ForkNumber::COUNT],
-    dirty: [BTreeSet<BlockNumber>; ForkNumber::COUNT],
+    runs: [BTreeMap<u32, Run>; ForkNumber::COUNT],
+    dirty_runs: [BTreeSet<u32>; ForkNumber::COUNT],
     ndirty: usize,
 }
 
 impl RelEntry {
     fn is_empty(&self) -> bool {
-        self.blocks.iter().all(|b| b.is_empty())
+        self.runs.iter().all(|r| r.is_empty())
+    }
+
+    /// Sets or clears a page's dirty bit; returns the change in `ndirty` (-1, 0, 1).
+    fn set_dirty(&mut self, tag: BufferTag, dirty: bool) -> isize {
+        let f = tag.fork.index();
+        let (r, slot) = split(tag.block);
+        let Some(run) = self.runs[f].get_mut(&r) else {
+            return 0;
+        };
+        if run.ids[slot] == NO_BUFFER {
+            return 0;
+        }
+        let bit = 1u16 << slot;
+        let was = run.dirty & bit != 0;
+        if was == dirty {
+            return 0;
+        }
+        run.dirty ^= bit;
+        if run.dirty == 0 {
+            self.dirty_runs[f].remove(&r);
+        } else if dirty && run.dirty == bit {
+            self.dirty_runs[f].insert(r);
+        }
+        if dirty {
+            self.ndirty += 1;
+            1
+        } else {
+            self.ndirty -= 1;
+            -1
+        }
     }
 }
 
@@ -35,6 +107,17 @@ impl RelEntry {
 struct DirPartition {
     rels: FxHashMap<RelKey, RelEntry>,
     dirty_rels: FxHashSet<RelKey>,
+}
+
+impl DirPartition {
+    /// Keeps invariant 3 after `rel`'s dirty count changed by `delta`.
+    fn note_dirty(&mut self, rel: RelKey, ndirty: usize, delta: isize) {
+        if delta > 0 && ndirty == 1 {
+            self.dirty_rels.insert(rel);
+        } else if delta < 0 && ndirty == 0 {
+            self.dirty_rels.remove(&rel);
+        }
+    }
 }
 
 /// Cache-line aligned, so neighbouring partition locks do not share a line.
@@ -84,13 +167,19 @@ impl Directory {
         }
     }
 
-    /// Records that buffer `id` now holds `tag` (a miss). O(log cached pages of rel).
+    /// Records that buffer `id` now holds `tag` (a miss). O(log cached runs of rel).
     pub fn insert(&self, tag: BufferTag, id: BufId) {
         let mut part = self.part(&tag.rel).lock();
         let new_entry = !part.rels.contains_key(&tag.rel);
         let entry = part.rels.entry(tag.rel).or_default();
-        let old = entry.blocks[tag.fork.index()].insert(tag.block, id);
-        debug_assert!(old.is_none(), "{tag} was already in the directory");
+        let (r, slot) = split(tag.block);
+        let run = entry.runs[tag.fork.index()].entry(r).or_insert(Run::EMPTY);
+        debug_assert_eq!(
+            run.ids[slot], NO_BUFFER,
+            "{tag} was already in the directory"
+        );
+        run.ids[slot] = id;
+        run.count += 1;
         if new_entry {
             self.db_add(tag.rel); // rule 1: directory partition → database index
         }
@@ -103,18 +192,23 @@ impl Directory {
         let Some(entry) = part.rels.get_mut(&tag.rel) else {
             return; // detached by a bulk operation (README rule 7)
         };
-        let blocks = &mut entry.blocks[tag.fork.index()];
-        if blocks.get(&tag.block) != Some(&id) {
-            return;
+        let f = tag.fork.index();
+        let (r, slot) = split(tag.block);
+        match entry.runs[f].get(&r) {
+            Some(run) if run.ids[slot] == id => {}
+            _ => return,
         }
-        blocks.remove(&tag.block);
-        if entry.dirty[tag.fork.index()].remove(&tag.block) {
-            entry.ndirty -= 1;
-            if entry.ndirty == 0 {
-                part.dirty_rels.remove(&tag.rel);
-            }
+        let delta = entry.set_dirty(tag, false);
+        let ndirty = entry.ndirty;
+        let run = entry.runs[f].get_mut(&r).expect("checked above");
+        run.ids[slot] = NO_BUFFER;
+        run.count -= 1;
+        if run.count == 0 {
+            entry.runs[f].remove(&r);
         }
-        if entry.is_empty() {
+        let empty = entry.is_empty();
+        part.note_dirty(tag.rel, ndirty, delta);
+        if empty {
             part.rels.remove(&tag.rel);
             self.db_remove(tag.rel);
         }
@@ -122,32 +216,23 @@ impl Directory {
 
     /// Records `tag` as dirty (a clean → dirty transition). O(log).
     pub fn mark_dirty(&self, tag: BufferTag) {
-        let mut guard = self.part(&tag.rel).lock();
-        let part = &mut *guard;
-        let Some(entry) = part.rels.get_mut(&tag.rel) else {
-            return;
-        };
-        if entry.dirty[tag.fork.index()].insert(tag.block) {
-            entry.ndirty += 1;
-            if entry.ndirty == 1 {
-                part.dirty_rels.insert(tag.rel);
-            }
-        }
+        self.set_dirty(tag, true)
     }
 
     /// Records `tag` as clean (written). O(log).
     pub fn clear_dirty(&self, tag: BufferTag) {
+        self.set_dirty(tag, false)
+    }
+
+    fn set_dirty(&self, tag: BufferTag, dirty: bool) {
         let mut guard = self.part(&tag.rel).lock();
         let part = &mut *guard;
         let Some(entry) = part.rels.get_mut(&tag.rel) else {
             return;
         };
-        if entry.dirty[tag.fork.index()].remove(&tag.block) {
-            entry.ndirty -= 1;
-            if entry.ndirty == 0 {
-                part.dirty_rels.remove(&tag.rel);
-            }
-        }
+        let delta = entry.set_dirty(tag, dirty);
+        let ndirty = entry.ndirty;
+        part.note_dirty(tag.rel, ndirty, delta);
     }
 
     /// Detaches every cached page of `rel`, returning them. O(cached pages of rel).
@@ -161,18 +246,19 @@ impl Directory {
             self.db_remove(rel);
             entry
         };
-        for (i, blocks) in entry.blocks.into_iter().enumerate() {
+        for (i, runs) in entry.runs.iter().enumerate() {
             let fork = ForkNumber::from_index(i).expect("fork index");
-            out.extend(
-                blocks
-                    .into_iter()
-                    .map(|(b, id)| (BufferTag::new(rel, fork, b), id)),
-            );
+            for (r, run) in runs {
+                out.extend(
+                    run.slots(0)
+                        .map(|(s, id)| (BufferTag::new(rel, fork, block_of(*r, s)), id)),
+                );
+            }
         }
     }
 
     /// Detaches the cached pages of each fork at or beyond its cut.
-    /// O(pages beyond the cuts + log(cached pages of rel)).
+    /// O(pages beyond the cuts + log(cached runs of rel)).
     pub fn take_tail(
         &self,
         rel: RelKey,
@@ -185,13 +271,35 @@ impl Directory {
             return;
         };
         for &(fork, cut) in cuts {
-            let tail = entry.blocks[fork.index()].split_off(&cut);
-            let dirty_tail = entry.dirty[fork.index()].split_off(&cut);
-            entry.ndirty -= dirty_tail.len();
-            out.extend(
-                tail.into_iter()
-                    .map(|(b, id)| (BufferTag::new(rel, fork, b), id)),
-            );
+            let f = fork.index();
+            let (first, keep) = split(cut);
+            let tail = entry.runs[f].split_off(&first);
+            entry.dirty_runs[f].split_off(&first);
+            for (r, run) in tail {
+                let from = if r == first { keep as u32 } else { 0 };
+                if from > 0 {
+                    // The run straddling the cut: its head stays.
+                    let head_mask = (1u16 << from) - 1;
+                    let mut head = run;
+                    for s in from as usize..RUN_BLOCKS as usize {
+                        head.ids[s] = NO_BUFFER;
+                    }
+                    head.dirty &= head_mask;
+                    head.count = run.slots(0).filter(|(s, _)| *s < from).count() as u8;
+                    if head.count > 0 {
+                        if head.dirty != 0 {
+                            entry.dirty_runs[f].insert(r);
+                        }
+                        entry.runs[f].insert(r, head);
+                    }
+                }
+                let cut_bits = run.dirty & !((1u16 << from) - 1);
+                entry.ndirty -= cut_bits.count_ones() as usize;
+                out.extend(
+                    run.slots(from)
+                        .map(|(s, id)| (BufferTag::new(rel, fork, block_of(r, s)), id)),
+                );
+            }
         }
         if entry.ndirty == 0 {
             part.dirty_rels.remove(&rel);
@@ -233,8 +341,10 @@ impl Directory {
     pub fn get(&self, tag: BufferTag) -> Option<(BufId, bool)> {
         let part = self.part(&tag.rel).lock();
         let entry = part.rels.get(&tag.rel)?;
-        let id = *entry.blocks[tag.fork.index()].get(&tag.block)?;
-        Some((id, entry.dirty[tag.fork.index()].contains(&tag.block)))
+        let (r, slot) = split(tag.block);
+        let run = entry.runs[tag.fork.index()].get(&r)?;
+        let id = run.ids[slot];
+        (id != NO_BUFFER).then_some((id, run.dirty & (1 << slot) != 0))
     }
 
     /// Checks invariants 1–4 and returns (cached pages, dirty pages). O(directory).
@@ -247,13 +357,32 @@ impl Directory {
                 assert!(!entry.is_empty(), "empty entry for {rel} (invariant 1)");
                 let mut n = 0;
                 for f in 0..ForkNumber::COUNT {
-                    for b in &entry.dirty[f] {
-                        assert!(entry.blocks[f].contains_key(b), "invariant 2");
+                    for (r, run) in &entry.runs[f] {
+                        let occupied = run.slots(0).count();
+                        assert!(occupied > 0, "empty run {r} of {rel} (invariant 1)");
+                        assert_eq!(occupied, run.count as usize, "run count (invariant 1)");
+                        let mut present = 0u16;
+                        for (s, _) in run.slots(0) {
+                            present |= 1 << s;
+                        }
+                        assert_eq!(
+                            run.dirty & !present,
+                            0,
+                            "dirty bit of an empty slot (invariant 2)"
+                        );
+                        assert_eq!(
+                            entry.dirty_runs[f].contains(r),
+                            run.dirty != 0,
+                            "dirty_runs (invariant 2)"
+                        );
+                        n += run.dirty.count_ones() as usize;
+                        cached += occupied;
                     }
-                    n += entry.dirty[f].len();
-                    cached += entry.blocks[f].len();
+                    for r in &entry.dirty_runs[f] {
+                        assert!(entry.runs[f].contains_key(r), "dirty_runs (invariant 2)");
+                    }
                 }
-                assert_eq!(n, entry.ndirty, "invariant 2 for {rel}");
+                assert_eq!(n, entry.ndirty, "ndirty (invariant 2) for {rel}");
                 assert_eq!(part.dirty_rels.contains(rel), n > 0, "invariant 3");
                 dirty += n;
                 rels_seen.insert(*rel);
@@ -277,11 +406,21 @@ impl Directory {
     }
 }
 
+/// Appends the dirty pages of one relation, in file order. O(its dirty runs and pages).
 fn collect_dirty(rel: RelKey, entry: &RelEntry, out: &mut Vec<(BufferTag, BufId)>) {
-    for (i, set) in entry.dirty.iter().enumerate() {
+    for (i, dirty_runs) in entry.dirty_runs.iter().enumerate() {
         let fork = ForkNumber::from_index(i).expect("fork index");
-        for b in set {
-            out.push((BufferTag::new(rel, fork, *b), entry.blocks[i][b]));
+        for r in dirty_runs {
+            let run = &entry.runs[i][r];
+            let mut bits = run.dirty;
+            while bits != 0 {
+                let s = bits.trailing_zeros();
+                bits &= bits - 1;
+                out.push((
+                    BufferTag::new(rel, fork, block_of(*r, s)),
+                    run.ids[s as usize],
+                ));
+            }
         }
     }
 }

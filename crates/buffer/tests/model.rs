@@ -19,7 +19,8 @@ const SPC: Oid = Oid(50000);
 const DBS: [Oid; 2] = [Oid(5), Oid(6)];
 const SLOTS: usize = 4; // relation slots; slot i lives in DBS[i % 2], odd slots in SPC
 const FORKS: [ForkNumber; 2] = [ForkNumber::Main, ForkNumber::Fsm];
-const MAX_BLOCKS: u32 = 12;
+/// Several directory runs (16 blocks each) per fork, so cuts straddle runs.
+const MAX_BLOCKS: u32 = 40;
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -33,6 +34,12 @@ enum Op {
         slot: usize,
         fork: usize,
         block: u32,
+    },
+    Extend {
+        slot: usize,
+        fork: usize,
+        pages: u32,
+        value: u64,
     },
     Churn {
         pages: u32,
@@ -68,10 +75,12 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(slot, fork, block, value)| Op::Write { slot, fork, block, value }),
         4 => (slot.clone(), 0..2usize, 0..MAX_BLOCKS)
             .prop_map(|(slot, fork, block)| Op::Read { slot, fork, block }),
+        2 => (slot.clone(), 0..2usize, 1..24u32, any::<u64>())
+            .prop_map(|(slot, fork, pages, value)| Op::Extend { slot, fork, pages, value }),
         2 => (1..20u32).prop_map(|pages| Op::Churn { pages }),
         1 => slot.clone().prop_map(|slot| Op::Drop { slot }),
         1 => (slot.clone(), slot.clone()).prop_map(|(a, b)| Op::DropTwo { a, b }),
-        2 => (slot.clone(), 0..MAX_BLOCKS, 0..4u32)
+        2 => (slot.clone(), 0..MAX_BLOCKS, 0..20u32)
             .prop_map(|(slot, main, fsm)| Op::Truncate { slot, main, fsm }),
         1 => (0..2usize).prop_map(|db| Op::DropDatabase { db }),
         1 => slot.prop_map(|slot| Op::FlushRelation { slot }),
@@ -220,6 +229,23 @@ impl World {
                 buf.mark_dirty(&page);
                 self.pages.insert(tag, value);
                 self.gone.remove(&tag);
+            }
+            Op::Extend {
+                slot,
+                fork,
+                pages,
+                value,
+            } => {
+                let rel = self.rels[slot];
+                let len = self.len(rel, FORKS[fork]);
+                for b in len..(len + pages).min(MAX_BLOCKS) {
+                    self.apply(&Op::Write {
+                        slot,
+                        fork,
+                        block: b,
+                        value: value ^ b as u64,
+                    });
+                }
             }
             Op::Read { slot, fork, block } => {
                 let tag = BufferTag::new(self.rels[slot], FORKS[fork], BlockNumber(block));
