@@ -1,0 +1,579 @@
+//! The write-ahead log: an append-only stream of records addressed by LSN (byte
+//! position), stored in fixed-size segment files under `pg_wal/`.
+//!
+//! Entry points: [`Wal::open`] (append after a known end), [`Wal::insert`],
+//! [`Wal::flush`] (group flush; also the buffer pool's [`WalFlusher`]),
+//! [`WalReader`] (replay; stops cleanly at the end of valid WAL and says why),
+//! [`find_end`].
+//!
+//! Record layout (little-endian, every record starts 8-byte aligned; padding is zeros):
+//!
+//! | offset | size | field      | meaning                                            |
+//! |--------|------|------------|----------------------------------------------------|
+//! | 0      | 4    | `len`      | header + payload bytes (unpadded)                  |
+//! | 4      | 4    | `crc`      | CRC32C of every other byte of the record           |
+//! | 8      | 8    | `prev`     | LSN of the previous record                         |
+//! | 16     | 8    | `lsn`      | this record's own LSN                              |
+//! | 24     | 4    | `xid`      | transaction id, 0 if none                          |
+//! | 28     | 1    | `rmgr`     | resource manager id                                |
+//! | 29     | 1    | `info`     | record type within the resource manager            |
+//! | 30     | 2    | reserved   | 0                                                  |
+//! | 32     | len−32 | payload  |                                                    |
+//!
+//! Segment `n` holds LSNs `[n·S, (n+1)·S)` for segment size `S` (16 MiB by default) and
+//! is named as PostgreSQL names it on timeline 1 (`000000010000000000000001`). A record
+//! may cross a segment boundary.
+//!
+//! Rules:
+//! 1. A record is valid only if its length is sane, its CRC matches, its own `lsn` field
+//!    equals where it was read, and its `prev` equals the previous record's LSN. The
+//!    last two reject stale bytes of an older incarnation of the same position, so the
+//!    reader never runs past the real end.
+//! 2. [`Wal::open`] cuts the segment holding the end to the end and removes later
+//!    segments: nothing beyond the end of valid WAL survives to be misread later.
+//! 3. `flush(lsn)` returns only when every record ending at or before `lsn` is on disk
+//!    (written and fsynced). Concurrent callers share one write+fsync (group flush).
+//! 4. After a failed write or fsync the log refuses every further insert and flush
+//!    (latched, never retried), like the storage manager.
+
+use parking_lot::Mutex;
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use strata_buffer::WalFlusher;
+use strata_types::Lsn;
+use thiserror::Error;
+
+/// Default segment size, as PostgreSQL's.
+pub const WAL_SEGMENT_BYTES_DEFAULT: u64 = 16 << 20;
+pub const RECORD_HEADER_BYTES: usize = 32;
+const RECORD_ALIGN: u64 = 8;
+/// Largest record accepted (a sanity bound for the reader).
+pub const RECORD_MAX_BYTES: u32 = 1 << 30;
+/// Inserted bytes buffered before they are written out without waiting for a flush.
+const WAL_BUFFERS_BYTES: usize = 4 << 20;
+
+/// Identifies the resource manager (heap, xact, smgr, ...) that replays a record.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub struct RmgrId(pub u8);
+
+#[derive(Debug, Error)]
+pub enum WalError {
+    #[error("could not {op} WAL file \"{path}\": {source}")]
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("WAL refuses writes after an earlier write or fsync failure; restart the server")]
+    Failed,
+    #[error("WAL flush request {request} is not satisfied: the log ends at {end}")]
+    FlushBeyondEnd { request: Lsn, end: Lsn },
+    #[error("WAL record too long: {0} bytes")]
+    TooLong(usize),
+    #[error("invalid wal_segment_size {0}: must be a power of two from 64kB to 1GB")]
+    SegmentSize(u64),
+}
+
+pub type Result<T> = std::result::Result<T, WalError>;
+
+fn io_err(op: &'static str, path: &Path, source: io::Error) -> WalError {
+    WalError::Io {
+        op,
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+fn check_segment_bytes(seg: u64) -> Result<()> {
+    if seg.is_power_of_two() && (64 << 10..=1 << 30).contains(&seg) {
+        Ok(())
+    } else {
+        Err(WalError::SegmentSize(seg))
+    }
+}
+
+/// File name of segment `segno`, PostgreSQL style, timeline 1.
+pub fn segment_file_name(segno: u64, seg_bytes: u64) -> String {
+    let per_log = 0x1_0000_0000 / seg_bytes;
+    format!("{:08X}{:08X}{:08X}", 1, segno / per_log, segno % per_log)
+}
+
+fn align(n: u64) -> u64 {
+    n.div_ceil(RECORD_ALIGN) * RECORD_ALIGN
+}
+
+/// CRC of a record: every byte but the CRC field itself.
+fn record_crc(bytes: &[u8]) -> u32 {
+    let c = crc32c::crc32c(&bytes[..4]);
+    crc32c::crc32c_append(c, &bytes[8..])
+}
+
+/// One decoded record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    pub lsn: Lsn,
+    /// Where the next record starts.
+    pub end: Lsn,
+    pub prev: Lsn,
+    pub xid: u32,
+    pub rmgr: RmgrId,
+    pub info: u8,
+    pub payload: Vec<u8>,
+}
+
+struct InsertState {
+    /// Bytes inserted but not yet written; `buf[0]` is at LSN `buf_start`.
+    buf: Vec<u8>,
+    buf_start: Lsn,
+    next: Lsn,
+    prev: Lsn,
+}
+
+/// Writes byte ranges of the stream into segment files (under the flush lock).
+struct SegmentWriter {
+    dir: PathBuf,
+    seg_bytes: u64,
+    open: Option<(u64, File)>,
+    /// Segments written since the last fsync.
+    dirty: Vec<u64>,
+}
+
+impl SegmentWriter {
+    fn path(&self, segno: u64) -> PathBuf {
+        self.dir.join(segment_file_name(segno, self.seg_bytes))
+    }
+
+    fn file(&mut self, segno: u64) -> Result<&File> {
+        if self.open.as_ref().map(|(s, _)| *s) != Some(segno) {
+            let path = self.path(segno);
+            let existed = path.exists();
+            let f = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(&path)
+                .map_err(|e| io_err("open", &path, e))?;
+            if !existed {
+                File::open(&self.dir)
+                    .and_then(|d| d.sync_all())
+                    .map_err(|e| io_err("fsync directory of", &self.dir, e))?;
+            }
+            self.open = Some((segno, f));
+        }
+        Ok(&self.open.as_ref().expect("just opened").1)
+    }
+
+    fn write(&mut self, mut lsn: Lsn, mut bytes: &[u8]) -> Result<()> {
+        while !bytes.is_empty() {
+            let segno = lsn.0 / self.seg_bytes;
+            let offset = lsn.0 % self.seg_bytes;
+            let n = ((self.seg_bytes - offset) as usize).min(bytes.len());
+            let path = self.path(segno);
+            self.file(segno)?
+                .write_all_at(&bytes[..n], offset)
+                .map_err(|e| io_err("write", &path, e))?;
+            if self.dirty.last() != Some(&segno) {
+                self.dirty.push(segno);
+            }
+            bytes = &bytes[n..];
+            lsn = Lsn(lsn.0 + n as u64);
+        }
+        Ok(())
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        for segno in std::mem::take(&mut self.dirty) {
+            let path = self.path(segno);
+            self.file(segno)?
+                .sync_data()
+                .map_err(|e| io_err("fsync", &path, e))?;
+        }
+        Ok(())
+    }
+}
+
+/// The log, open for appending. See the module doc for its rules.
+pub struct Wal {
+    seg_bytes: u64,
+    insert: Mutex<InsertState>,
+    writer: Mutex<SegmentWriter>,
+    flushed: AtomicU64,
+    failed: AtomicBool,
+}
+
+impl Wal {
+    /// Opens `data_dir/pg_wal` for appending at `end` (the end of valid WAL, as found by
+    /// [`find_end`] or recovery), `prev` being the LSN of the last valid record (or
+    /// `Lsn::INVALID` for an empty log). Cuts everything beyond `end` (rule 2).
+    pub fn open(data_dir: &Path, seg_bytes: u64, end: Lsn, prev: Lsn) -> Result<Wal> {
+        check_segment_bytes(seg_bytes)?;
+        assert_eq!(end.0 % RECORD_ALIGN, 0, "WAL end {end} not aligned");
+        let dir = data_dir.join("pg_wal");
+        fs::create_dir_all(&dir).map_err(|e| io_err("create directory", &dir, e))?;
+        let end_seg = end.0 / seg_bytes;
+        let entries = fs::read_dir(&dir).map_err(|e| io_err("read directory", &dir, e))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| io_err("read directory", &dir, e))?;
+            let name = entry.file_name();
+            let Some(segno) = parse_segment_name(&name.to_string_lossy(), seg_bytes) else {
+                continue;
+            };
+            let path = entry.path();
+            if segno > end_seg {
+                fs::remove_file(&path).map_err(|e| io_err("remove", &path, e))?;
+            } else if segno == end_seg {
+                let f = OpenOptions::new()
+                    .write(true)
+                    .open(&path)
+                    .map_err(|e| io_err("open", &path, e))?;
+                f.set_len(end.0 % seg_bytes)
+                    .and_then(|()| f.sync_all())
+                    .map_err(|e| io_err("truncate", &path, e))?;
+            }
+        }
+        File::open(&dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| io_err("fsync", &dir, e))?;
+        Ok(Wal {
+            seg_bytes,
+            insert: Mutex::new(InsertState {
+                buf: Vec::with_capacity(64 << 10),
+                buf_start: end,
+                next: end,
+                prev,
+            }),
+            writer: Mutex::new(SegmentWriter {
+                dir,
+                seg_bytes,
+                open: None,
+                dirty: Vec::new(),
+            }),
+            flushed: AtomicU64::new(end.0),
+            failed: AtomicBool::new(false),
+        })
+    }
+
+    pub fn segment_bytes(&self) -> u64 {
+        self.seg_bytes
+    }
+
+    fn check(&self) -> Result<()> {
+        if self.failed.load(Ordering::Acquire) {
+            return Err(WalError::Failed);
+        }
+        Ok(())
+    }
+
+    /// Appends a record; returns `(its LSN, where the next record starts)`. The record
+    /// is durable only after `flush` of its end.
+    pub fn insert(&self, rmgr: RmgrId, info: u8, xid: u32, payload: &[u8]) -> Result<(Lsn, Lsn)> {
+        self.check()?;
+        let len = RECORD_HEADER_BYTES + payload.len();
+        if len > RECORD_MAX_BYTES as usize {
+            return Err(WalError::TooLong(len));
+        }
+        let (lsn, end, spill) = {
+            let mut guard = self.insert.lock();
+            let ins = &mut *guard;
+            let lsn = ins.next;
+            let start = ins.buf.len();
+            ins.buf.extend_from_slice(&(len as u32).to_le_bytes());
+            ins.buf.extend_from_slice(&[0; 4]);
+            ins.buf.extend_from_slice(&ins.prev.0.to_le_bytes());
+            ins.buf.extend_from_slice(&lsn.0.to_le_bytes());
+            ins.buf.extend_from_slice(&xid.to_le_bytes());
+            ins.buf.extend_from_slice(&[rmgr.0, info, 0, 0]);
+            ins.buf.extend_from_slice(payload);
+            let crc = record_crc(&ins.buf[start..]);
+            ins.buf[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
+            let padded = align(len as u64);
+            ins.buf.resize(start + padded as usize, 0);
+            let end = Lsn(lsn.0 + padded);
+            ins.next = end;
+            ins.prev = lsn;
+            (lsn, end, ins.buf.len() > WAL_BUFFERS_BYTES)
+        };
+        if spill {
+            self.write_out(false)?;
+        }
+        Ok((lsn, end))
+    }
+
+    /// LSN where the next record will start.
+    pub fn insert_lsn(&self) -> Lsn {
+        self.insert.lock().next
+    }
+
+    /// Everything before this LSN is durable.
+    pub fn flushed_lsn(&self) -> Lsn {
+        Lsn(self.flushed.load(Ordering::Acquire))
+    }
+
+    /// Makes every record ending at or before `upto` durable (rule 3).
+    pub fn flush(&self, upto: Lsn) -> Result<()> {
+        if self.flushed.load(Ordering::Acquire) >= upto.0 {
+            return Ok(());
+        }
+        self.check()?;
+        let mut writer = self.writer.lock();
+        if self.flushed.load(Ordering::Acquire) >= upto.0 {
+            return Ok(()); // another caller's write+fsync covered us: group flush
+        }
+        self.write_locked(&mut writer, true)?;
+        let end = self.flushed_lsn();
+        if end < upto {
+            // A page LSN or request past anything inserted: a bug or corruption above.
+            return Err(WalError::FlushBeyondEnd { request: upto, end });
+        }
+        Ok(())
+    }
+
+    fn write_out(&self, sync: bool) -> Result<()> {
+        let mut writer = self.writer.lock();
+        self.write_locked(&mut writer, sync)
+    }
+
+    /// Writes every buffered byte (and fsyncs if asked). Caller holds the writer lock,
+    /// so byte ranges reach the files in LSN order.
+    fn write_locked(&self, writer: &mut SegmentWriter, sync: bool) -> Result<()> {
+        let (start, bytes) = {
+            let mut ins = self.insert.lock();
+            let start = ins.buf_start;
+            ins.buf_start = ins.next;
+            (start, std::mem::take(&mut ins.buf))
+        };
+        let end = Lsn(start.0 + bytes.len() as u64);
+        let result =
+            writer
+                .write(start, &bytes)
+                .and_then(|()| if sync { writer.sync() } else { Ok(()) });
+        if let Err(e) = result {
+            self.failed.store(true, Ordering::Release); // rule 4
+            return Err(e);
+        }
+        if sync {
+            self.flushed.fetch_max(end.0, Ordering::AcqRel);
+        }
+        Ok(())
+    }
+}
+
+impl WalFlusher for Wal {
+    fn flush_wal(&self, lsn: Lsn) -> std::result::Result<(), String> {
+        self.flush(lsn).map_err(|e| e.to_string())
+    }
+}
+
+fn parse_segment_name(name: &str, seg_bytes: u64) -> Option<u64> {
+    if name.len() != 24 || !name.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let log = u64::from_str_radix(&name[8..16], 16).ok()?;
+    let seg = u64::from_str_radix(&name[16..24], 16).ok()?;
+    Some(log * (0x1_0000_0000 / seg_bytes) + seg)
+}
+
+/// Why a reader stopped: the end of valid WAL, and what lies there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StopReason {
+    /// Zeros, or the end of the last segment file: a clean end.
+    End,
+    /// The segment file holding the next record does not exist.
+    MissingSegment(u64),
+    /// A record header or payload runs past the end of the written WAL (torn write).
+    Torn,
+    /// The length field is impossible.
+    BadLength(u32),
+    /// The CRC does not match (corruption, or a torn write within a record).
+    BadCrc,
+    /// A well-formed record written at another position (a stale incarnation).
+    WrongLsn(Lsn),
+    /// A well-formed record whose back link does not match the previous record.
+    BadPrev(Lsn),
+}
+
+impl std::fmt::Display for StopReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StopReason::End => write!(f, "end of WAL"),
+            StopReason::MissingSegment(s) => write!(f, "segment {s} missing"),
+            StopReason::Torn => write!(f, "record torn at the end of WAL"),
+            StopReason::BadLength(n) => write!(f, "invalid record length {n}"),
+            StopReason::BadCrc => write!(f, "incorrect record checksum"),
+            StopReason::WrongLsn(l) => write!(f, "record claims LSN {l}"),
+            StopReason::BadPrev(l) => write!(f, "record with incorrect prev-link {l}"),
+        }
+    }
+}
+
+/// Reads records from an LSN onwards; stops at the first invalid one (rule 1).
+pub struct WalReader {
+    dir: PathBuf,
+    seg_bytes: u64,
+    next: Lsn,
+    prev: Lsn,
+    file: Option<(u64, File)>,
+    stop: Option<StopReason>,
+}
+
+enum ReadFail {
+    Missing(u64),
+    Short,
+    Io(WalError),
+}
+
+impl WalReader {
+    /// A reader starting at `start`, expecting the record there to link back to `prev`
+    /// (`Lsn::INVALID` to skip that check for the first record).
+    pub fn new(data_dir: &Path, seg_bytes: u64, start: Lsn, prev: Lsn) -> Result<WalReader> {
+        check_segment_bytes(seg_bytes)?;
+        Ok(WalReader {
+            dir: data_dir.join("pg_wal"),
+            seg_bytes,
+            next: start,
+            prev,
+            file: None,
+            stop: None,
+        })
+    }
+
+    /// Where the next record would start: after the reader stops, the end of valid WAL.
+    pub fn end(&self) -> Lsn {
+        self.next
+    }
+
+    /// LSN of the last valid record read (or the `prev` given at the start).
+    pub fn last_lsn(&self) -> Lsn {
+        self.prev
+    }
+
+    /// Why the reader stopped, once it has.
+    pub fn stop_reason(&self) -> Option<&StopReason> {
+        self.stop.as_ref()
+    }
+
+    fn read_at(&mut self, mut lsn: Lsn, mut buf: &mut [u8]) -> std::result::Result<(), ReadFail> {
+        while !buf.is_empty() {
+            let segno = lsn.0 / self.seg_bytes;
+            let offset = lsn.0 % self.seg_bytes;
+            if self.file.as_ref().map(|(s, _)| *s) != Some(segno) {
+                let path = self.dir.join(segment_file_name(segno, self.seg_bytes));
+                match File::open(&path) {
+                    Ok(f) => self.file = Some((segno, f)),
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                        return Err(ReadFail::Missing(segno))
+                    }
+                    Err(e) => return Err(ReadFail::Io(io_err("open", &path, e))),
+                }
+            }
+            let f = &self.file.as_ref().expect("opened").1;
+            let n = ((self.seg_bytes - offset) as usize).min(buf.len());
+            let mut done = 0;
+            while done < n {
+                match f.read_at(&mut buf[done..n], offset + done as u64) {
+                    Ok(0) => return Err(ReadFail::Short),
+                    Ok(k) => done += k,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        let path = self.dir.join(segment_file_name(segno, self.seg_bytes));
+                        return Err(ReadFail::Io(io_err("read", &path, e)));
+                    }
+                }
+            }
+            buf = &mut buf[n..];
+            lsn = Lsn(lsn.0 + n as u64);
+        }
+        Ok(())
+    }
+
+    fn stop(&mut self, reason: StopReason) -> Result<Option<Record>> {
+        self.stop = Some(reason);
+        Ok(None)
+    }
+
+    /// The next valid record, or `None` at the end of valid WAL (see `stop_reason`).
+    /// I/O errors other than a missing or short file are errors, not an end.
+    pub fn next_record(&mut self) -> Result<Option<Record>> {
+        if self.stop.is_some() {
+            return Ok(None);
+        }
+        let lsn = self.next;
+        let mut header = [0u8; RECORD_HEADER_BYTES];
+        match self.read_at(lsn, &mut header) {
+            Ok(()) => {}
+            Err(ReadFail::Missing(s)) => return self.stop(StopReason::MissingSegment(s)),
+            Err(ReadFail::Short) => {
+                // A clean end if nothing at all was written at `lsn`.
+                let mut first = [0u8; 1];
+                return match self.read_at(lsn, &mut first) {
+                    Err(ReadFail::Short) => self.stop(StopReason::End),
+                    _ => self.stop(StopReason::Torn),
+                };
+            }
+            Err(ReadFail::Io(e)) => return Err(e),
+        }
+        let len = u32::from_le_bytes(header[0..4].try_into().expect("4"));
+        if len == 0 && header.iter().all(|b| *b == 0) {
+            return self.stop(StopReason::End);
+        }
+        if (len as usize) < RECORD_HEADER_BYTES || len > RECORD_MAX_BYTES {
+            return self.stop(StopReason::BadLength(len));
+        }
+        let mut bytes = vec![0u8; len as usize];
+        bytes[..RECORD_HEADER_BYTES].copy_from_slice(&header);
+        match self.read_at(
+            Lsn(lsn.0 + RECORD_HEADER_BYTES as u64),
+            &mut bytes[RECORD_HEADER_BYTES..],
+        ) {
+            Ok(()) => {}
+            Err(ReadFail::Missing(_)) | Err(ReadFail::Short) => return self.stop(StopReason::Torn),
+            Err(ReadFail::Io(e)) => return Err(e),
+        }
+        let crc = u32::from_le_bytes(bytes[4..8].try_into().expect("4"));
+        if crc != record_crc(&bytes) {
+            return self.stop(StopReason::BadCrc);
+        }
+        let prev = Lsn(u64::from_le_bytes(bytes[8..16].try_into().expect("8")));
+        let own = Lsn(u64::from_le_bytes(bytes[16..24].try_into().expect("8")));
+        if own != lsn {
+            return self.stop(StopReason::WrongLsn(own));
+        }
+        if self.prev != Lsn::INVALID && prev != self.prev {
+            return self.stop(StopReason::BadPrev(prev));
+        }
+        let record = Record {
+            lsn,
+            end: Lsn(lsn.0 + align(len as u64)),
+            prev,
+            xid: u32::from_le_bytes(bytes[24..28].try_into().expect("4")),
+            rmgr: RmgrId(bytes[28]),
+            info: bytes[29],
+            payload: bytes[RECORD_HEADER_BYTES..].to_vec(),
+        };
+        self.next = record.end;
+        self.prev = lsn;
+        Ok(Some(record))
+    }
+}
+
+/// Reads from `start` to the end of valid WAL: returns (end, last record's LSN, reason).
+/// O(WAL from `start`).
+pub fn find_end(
+    data_dir: &Path,
+    seg_bytes: u64,
+    start: Lsn,
+    prev: Lsn,
+) -> Result<(Lsn, Lsn, StopReason)> {
+    let mut r = WalReader::new(data_dir, seg_bytes, start, prev)?;
+    while r.next_record()?.is_some() {}
+    let reason = r.stop_reason().cloned().unwrap_or(StopReason::End);
+    Ok((r.end(), r.last_lsn(), reason))
+}
+
+#[cfg(test)]
+mod tests;
