@@ -4,7 +4,8 @@
 //! Entry points: [`Wal::open`] (append after a known end), [`Wal::insert`],
 //! [`Wal::flush`] (group flush; also the buffer pool's [`WalFlusher`]),
 //! [`WalReader`] (replay; stops cleanly at the end of valid WAL and says why),
-//! [`find_end`].
+//! [`find_end`], and [`control::ControlFile`] (`global/pg_control`: where recovery
+//! starts).
 //!
 //! Record layout (little-endian, every record starts 8-byte aligned; padding is zeros):
 //!
@@ -35,6 +36,8 @@
 //!    (written and fsynced). Concurrent callers share one write+fsync (group flush).
 //! 4. After a failed write or fsync the log refuses every further insert and flush
 //!    (latched, never retried), like the storage manager.
+
+pub mod control;
 
 use parking_lot::Mutex;
 use std::fs::{self, File, OpenOptions};
