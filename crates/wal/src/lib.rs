@@ -4,8 +4,8 @@
 //! Entry points: [`Wal::open`] (append after a known end), [`Wal::insert`],
 //! [`Wal::flush`] (group flush; also the buffer pool's [`WalFlusher`]),
 //! [`WalReader`] (replay; stops cleanly at the end of valid WAL and says why),
-//! [`find_end`], and [`control::ControlFile`] (`global/pg_control`: where recovery
-//! starts).
+//! [`find_end`], [`control::ControlFile`] (`global/pg_control`: where recovery
+//! starts) and [`redo::redo`] (the redo loop, with PostgreSQL's log lines).
 //!
 //! Record layout (little-endian, every record starts 8-byte aligned; padding is zeros):
 //!
@@ -38,6 +38,7 @@
 //!    (latched, never retried), like the storage manager.
 
 pub mod control;
+pub mod redo;
 
 use parking_lot::Mutex;
 use std::fs::{self, File, OpenOptions};
