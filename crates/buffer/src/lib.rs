@@ -105,6 +105,10 @@ pub enum ReadMode {
     /// Do not read: the page is new (being extended) or about to be overwritten whole
     /// (a full-page image). A miss yields a zeroed page; a hit yields the cached page.
     Zero,
+    /// Read it; a page that fails verification, or lies past the end of the file, is
+    /// replaced by zeros. For forks whose content is a hint that may be lost (the
+    /// free-space and visibility maps, PostgreSQL's RBM_ZERO_ON_ERROR).
+    ZeroOnError,
 }
 
 /// One buffer's descriptor. Aligned to a cache line: an invalidation or a pin then
@@ -457,6 +461,16 @@ impl BufferPool {
             match mode {
                 ReadMode::Zero => {
                     frame.fill(0);
+                    Ok(())
+                }
+                ReadMode::ZeroOnError => {
+                    let ok = self
+                        .smgr
+                        .read(tag.rel, tag.fork, tag.block, frame)
+                        .is_ok_and(|()| strata_page::verify(frame, tag.block).is_ok());
+                    if !ok {
+                        frame.fill(0);
+                    }
                     Ok(())
                 }
                 ReadMode::Normal => self

@@ -115,6 +115,16 @@ pub fn set_flags(p: &mut PageBuf, flags: u16) {
     put_u16(p, OFF_FLAGS, flags)
 }
 
+/// End of the item-id array (`pd_lower`).
+pub fn lower(p: &PageBuf) -> usize {
+    get_u16(p, OFF_LOWER) as usize
+}
+
+/// Start of tuple data (`pd_upper`); `lower..upper` is the free hole.
+pub fn upper(p: &PageBuf) -> usize {
+    get_u16(p, OFF_UPPER) as usize
+}
+
 pub fn prune_xid(p: &PageBuf) -> u32 {
     get_u32(p, OFF_PRUNE_XID)
 }

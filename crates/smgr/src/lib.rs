@@ -28,6 +28,9 @@
 //! 5. Concurrency: the handle cache is behind one short mutex; no I/O happens under it.
 //!    Callers serialise extension and truncation of one relation (PostgreSQL's
 //!    relation extension lock / AccessExclusiveLock).
+//! 6. Every change to a fork (write, extend, create, truncate) and to a directory's
+//!    entries is remembered until [`Smgr::sync_pending`] fsyncs it: a checkpoint makes
+//!    durable exactly what changed since the previous one, found in O(changes).
 
 pub mod vfs;
 
@@ -158,6 +161,15 @@ pub struct Smgr {
     vfs: Arc<dyn Vfs>,
     inner: Mutex<Inner>,
     failed: AtomicBool,
+    /// Forks written, extended, created or truncated since the last `sync_pending`, and
+    /// directories whose entries changed (smgr rule 6).
+    pending: Mutex<Pending>,
+}
+
+#[derive(Default)]
+struct Pending {
+    forks: FxHashSet<(RelKey, ForkNumber)>,
+    dirs: FxHashSet<PathBuf>,
 }
 
 impl Smgr {
@@ -179,7 +191,41 @@ impl Smgr {
                 files: LruCache::new(cap),
             }),
             failed: AtomicBool::new(false),
+            pending: Mutex::new(Pending::default()),
         })
+    }
+
+    fn note_fork(&self, rel: RelKey, fork: ForkNumber) {
+        self.pending.lock().forks.insert((rel, fork));
+    }
+
+    fn note_dir(&self, dir: PathBuf) {
+        self.pending.lock().dirs.insert(dir);
+    }
+
+    /// fsyncs every fork changed and every directory whose entries changed since the
+    /// last call (a checkpoint's sync phase, smgr rule 6). O(forks changed): never a
+    /// walk of the data directory. Forks removed meanwhile are skipped.
+    pub fn sync_pending(&self) -> Result<usize> {
+        let pending = std::mem::take(&mut *self.pending.lock());
+        let mut synced = 0;
+        let mut forks: Vec<_> = pending.forks.into_iter().collect();
+        forks.sort_unstable();
+        for (rel, fork) in forks {
+            if !self.exists(rel, fork) {
+                continue;
+            }
+            self.sync(rel, fork)?;
+            synced += 1;
+        }
+        for dir in pending.dirs {
+            match self.vfs.sync_dir(&dir) {
+                Ok(()) => synced += 1,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(self.fail(io_err("fsync", &dir, e))),
+            }
+        }
+        Ok(synced)
     }
 
     pub fn data_dir(&self) -> &Path {
@@ -270,7 +316,20 @@ impl Smgr {
         let dir = self.database_dir(spc, db);
         self.vfs
             .create_dir_all(&dir)
-            .map_err(|e| io_err("create directory", &dir, e))
+            .map_err(|e| io_err("create directory", &dir, e))?;
+        if let Some(parent) = dir.parent() {
+            self.note_dir(parent.to_path_buf());
+        }
+        self.note_dir(dir);
+        Ok(())
+    }
+
+    /// Makes database `db`'s directory in `spc` and its entries durable now.
+    pub fn sync_database_dir(&self, spc: Oid, db: Oid) -> Result<()> {
+        let dir = self.database_dir(spc, db);
+        self.vfs
+            .sync_dir(&dir)
+            .map_err(|e| self.fail(io_err("fsync", &dir, e)))
     }
 
     /// Sets up a tablespace: `location` must be absolute, an existing empty directory,
@@ -335,6 +394,8 @@ impl Smgr {
             ));
         }
         self.file(rel, fork, 0, true)?;
+        self.note_fork(rel, fork);
+        self.note_dir(self.database_dir(rel.spc, rel.db));
         let mut inner = self.inner.lock();
         let h = inner.handle(rel);
         if h.nblocks[fork.index()].is_none() {
@@ -484,6 +545,7 @@ impl Smgr {
         };
         f.write_all_at(buf, block.offset_in_segment())
             .map_err(|e| self.fail(io_err("write", &path, e)))?;
+        self.note_fork(rel, fork);
         if growing {
             let mut inner = self.inner.lock();
             let slot = &mut inner.handle(rel).nblocks[fork.index()];
@@ -521,6 +583,8 @@ impl Smgr {
                     .map_err(|e| self.fail(io_err("truncate", &path, e)))?;
             }
             self.inner.lock().handle(rel).nblocks[fork.index()] = Some(new_len.0);
+            self.note_fork(rel, fork);
+            self.note_dir(self.database_dir(rel.spc, rel.db));
         }
         Ok(())
     }
@@ -531,12 +595,21 @@ impl Smgr {
         self.check_writable()?;
         for &rel in rels {
             self.inner.lock().close(rel);
+            {
+                let mut pending = self.pending.lock();
+                for fork in ForkNumber::ALL {
+                    pending.forks.remove(&(rel, fork));
+                }
+            }
             for fork in ForkNumber::ALL {
                 let mut seg = 0;
                 loop {
                     let path = self.segment_path(rel, fork, seg);
                     match self.vfs.remove_file(&path) {
-                        Ok(()) => seg += 1,
+                        Ok(()) => {
+                            seg += 1;
+                            self.note_dir(self.database_dir(rel.spc, rel.db));
+                        }
                         Err(e) if e.kind() == io::ErrorKind::NotFound => break,
                         Err(e) => return Err(self.fail(io_err("remove", &path, e))),
                     }
@@ -564,7 +637,11 @@ impl Smgr {
         for &spc in spcs {
             let dir = self.database_dir(spc, db);
             match self.vfs.remove_dir_all(&dir) {
-                Ok(()) => {}
+                Ok(()) => {
+                    if let Some(parent) = dir.parent() {
+                        self.note_dir(parent.to_path_buf());
+                    }
+                }
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                 Err(e) => return Err(self.fail(io_err("remove directory", &dir, e))),
             }

@@ -208,6 +208,23 @@ impl fmt::Display for BufferTag {
     }
 }
 
+/// A transaction id. 0 is invalid, 1 the bootstrap transaction (always committed),
+/// 2 reserved; normal transactions start at [`Xid::FIRST_NORMAL`], as PostgreSQL's.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Default)]
+pub struct Xid(pub u32);
+
+impl Xid {
+    pub const INVALID: Xid = Xid(0);
+    pub const BOOTSTRAP: Xid = Xid(1);
+    pub const FIRST_NORMAL: Xid = Xid(3);
+}
+
+impl fmt::Display for Xid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
 /// A position in the write-ahead log. Prints as PostgreSQL's `X/X`.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Default)]
 pub struct Lsn(pub u64);

@@ -337,6 +337,39 @@ impl Wal {
         Ok(())
     }
 
+    /// Hands every record inserted so far to the operating system without fsync. Used
+    /// before creating a file whose WAL record must outlive a process crash (SIGKILL):
+    /// the kernel keeps written bytes; only a power loss could lose them (then the
+    /// file's directory entry, not yet fsynced either, is at risk too).
+    pub fn write_through(&self) -> Result<()> {
+        self.check()?;
+        self.write_out(false)
+    }
+
+    /// Removes every segment wholly before `lsn` (a checkpoint's redo point: recovery
+    /// never reads before it). Returns how many were removed. O(files in pg_wal).
+    pub fn remove_segments_before(&self, lsn: Lsn) -> Result<usize> {
+        let keep_from = lsn.0 / self.seg_bytes;
+        let writer = self.writer.lock();
+        let entries =
+            fs::read_dir(&writer.dir).map_err(|e| io_err("read directory", &writer.dir, e))?;
+        let mut removed = 0;
+        for entry in entries {
+            let entry = entry.map_err(|e| io_err("read directory", &writer.dir, e))?;
+            let Some(segno) =
+                parse_segment_name(&entry.file_name().to_string_lossy(), self.seg_bytes)
+            else {
+                continue;
+            };
+            if segno < keep_from {
+                let path = entry.path();
+                fs::remove_file(&path).map_err(|e| io_err("remove", &path, e))?;
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    }
+
     fn write_out(&self, sync: bool) -> Result<()> {
         let mut writer = self.writer.lock();
         self.write_locked(&mut writer, sync)

@@ -68,8 +68,22 @@ pub fn redo(
     seg_bytes: u64,
     start: Lsn,
     prev: Lsn,
+    apply: impl FnMut(&Record) -> Result<(), String>,
+    log: &mut dyn FnMut(&str),
+) -> Result<RedoSummary, RedoError> {
+    redo_named(data_dir, seg_bytes, start, prev, apply, log, &|_, _| "")
+}
+
+/// [`redo`], naming each record type in the statistics lines with `name` (the
+/// resource managers live above this crate).
+pub fn redo_named(
+    data_dir: &Path,
+    seg_bytes: u64,
+    start: Lsn,
+    prev: Lsn,
     mut apply: impl FnMut(&Record) -> Result<(), String>,
     log: &mut dyn FnMut(&str),
+    name: &dyn Fn(RmgrId, u8) -> &'static str,
 ) -> Result<RedoSummary, RedoError> {
     let began = Instant::now();
     let mut reader = WalReader::new(data_dir, seg_bytes, start, prev)?;
@@ -105,8 +119,9 @@ pub fn redo(
     log(&format!("end of WAL at {}: {stop}", reader.end()));
     for ((rmgr, info), s) in &per_type {
         log(&format!(
-            "  rmgr {:>3} info {info:#04x}: {:>10} records, {:.3} s",
+            "  rmgr {:>3} info {info:#04x} {:<26} {:>10} records, {:.3} s",
             rmgr.0,
+            name(*rmgr, *info),
             s.records,
             s.apply_time.as_secs_f64()
         ));

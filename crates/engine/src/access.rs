@@ -1,0 +1,559 @@
+//! Heap, free-space map and visibility map, through the buffer pool; the WAL-logged
+//! page change (engine rule 2).
+//!
+//! Entry points: [`log_block`], [`insert`], [`scan`], [`delete_where`], [`vacuum_rel`],
+//! [`truncate_apply`], and the map helpers used by replay.
+//!
+//! Map forks (not PostgreSQL's tree-shaped FSM: one level is enough here):
+//!
+//! | fork | page content (after the 24-byte header) | per heap block |
+//! |------|------------------------------------------|----------------|
+//! | FSM | one byte per heap block: free bytes / 32 | [`FSM_PER_PAGE`] per page |
+//! | VM  | one bit per heap block: all-visible | [`VM_PER_PAGE`] per page |
+//!
+//! Rules:
+//! 1. The FSM is a hint: it is not WAL-logged, and a page of it that fails its checksum
+//!    reads as zeros. An insert re-checks the page's real free space.
+//! 2. The VM is WAL-logged through the heap records that set (prune) or clear (insert,
+//!    delete) a bit; a VM page's LSN is that of the last such record, so it is never
+//!    written before the record. A VM page that fails its checksum reads as zeros:
+//!    a lost bit only means "not known all-visible", which is always safe.
+//! 3. Extension writes a zero page through the storage manager first (PostgreSQL's
+//!    smgrextend), so the file's length always covers every page in the pool.
+
+use crate::heap::{self, page_tuples, PD_ALL_VISIBLE};
+use crate::records::{
+    BlockRef, HeapBody, HeapDelete, HeapInsert, HeapPrune, SmgrCreate, SmgrTruncate, RM_HEAP,
+    RM_SMGR, SMGR_CREATE, SMGR_TRUNCATE,
+};
+use crate::{corrupt, EngineError, Result, Shared};
+use strata_buffer::{PinnedBuffer, ReadMode};
+use strata_page::{PageBuf, HEADER_BYTES};
+use strata_types::{BlockNumber, BufferTag, ForkNumber, Lsn, RelKey, Xid, BLCKSZ};
+use strata_wal::RmgrId;
+
+pub const MAP_BYTES: usize = BLCKSZ - HEADER_BYTES;
+pub const FSM_PER_PAGE: u32 = MAP_BYTES as u32;
+pub const VM_PER_PAGE: u32 = MAP_BYTES as u32 * 8;
+
+pub static ZERO_PAGE: PageBuf = [0u8; BLCKSZ];
+
+pub fn fsm_len(heap_blocks: u32) -> u32 {
+    heap_blocks.div_ceil(FSM_PER_PAGE)
+}
+pub fn vm_len(heap_blocks: u32) -> u32 {
+    heap_blocks.div_ceil(VM_PER_PAGE)
+}
+
+fn tag(rel: RelKey, fork: ForkNumber, block: u32) -> BufferTag {
+    BufferTag::new(rel, fork, BlockNumber(block))
+}
+
+/// Step 5 of the WAL-logged change (engine rule 2): decides the full-page image under
+/// the redo-pointer lock, inserts the record, sets the page LSN to its end. The caller
+/// holds the page's content lock exclusively and has applied the change and marked the
+/// page dirty. A failed insert here would leave a change without its record, so it
+/// panics (PostgreSQL's critical section); every fallible check comes before.
+#[allow(clippy::too_many_arguments)]
+pub fn log_block(
+    sh: &Shared,
+    t: BufferTag,
+    page: &mut PageBuf,
+    will_init: bool,
+    rmgr: RmgrId,
+    info: u8,
+    xid: Xid,
+    encode: impl FnOnce(&BlockRef) -> Vec<u8>,
+) -> Lsn {
+    let redo = sh.redo_ptr.read();
+    let image = (sh.settings.full_page_writes && !will_init && strata_page::lsn(page) <= *redo)
+        .then(|| Box::new(*page));
+    let bref = BlockRef {
+        tag: t,
+        will_init,
+        image,
+    };
+    let payload = encode(&bref);
+    let (_, end) = match sh.wal().insert(rmgr, info, xid.0, &payload) {
+        Ok(x) => x,
+        Err(e) => panic!("PANIC: could not insert WAL record for {t}: {e}"),
+    };
+    strata_page::set_lsn(page, end);
+    end
+}
+
+/// A visitor of tuples: (block, item index, tuple bytes).
+pub type TupleVisitor<'a> = dyn FnMut(BlockNumber, u16, &[u8]) -> Result<()> + 'a;
+
+/// Visibility for a reader (`my` = None) or for the writer `my`.
+pub fn visible(sh: &Shared, t: &[u8], my: Option<Xid>) -> bool {
+    let xmin = heap::tuple_xmin(t);
+    let xmax = heap::tuple_xmax(t);
+    let mine = |x: Xid| Some(x) == my;
+    if !(mine(xmin) || sh.clog.is_committed(xmin)) {
+        return false;
+    }
+    xmax == Xid::INVALID || !(mine(xmax) || sh.clog.is_committed(xmax))
+}
+
+/// Calls `f(block, item, tuple)` for each tuple visible to `my`. O(pages of `rel`).
+pub fn scan(sh: &Shared, rel: RelKey, my: Option<Xid>, f: &mut TupleVisitor<'_>) -> Result<()> {
+    let n = sh.smgr.nblocks(rel, ForkNumber::Main)?;
+    for b in 0..n {
+        let buf = sh
+            .pool
+            .read_buffer(tag(rel, ForkNumber::Main, b), ReadMode::Normal)?;
+        let g = buf.read();
+        for (off, t) in page_tuples(&g).map_err(corrupt)? {
+            if visible(sh, t, my) {
+                f(BlockNumber(b), off, t)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Inserts a tuple: into the relation's target block, else a block the FSM says has
+/// room, else a new block (rule 3). Returns where it went.
+pub fn insert(sh: &Shared, rel: RelKey, xid: Xid, tuple: &[u8]) -> Result<crate::catalog::Tid> {
+    if tuple.len() > heap::TUPLE_MAX_BYTES {
+        return Err(EngineError::RowTooBig(tuple.len()));
+    }
+    let nblocks = sh.smgr.nblocks(rel, ForkNumber::Main)?;
+    let mut cand = sh
+        .targblock
+        .lock()
+        .get(&rel)
+        .copied()
+        .filter(|b| *b < nblocks)
+        .or(nblocks.checked_sub(1));
+    let mut tries = 0;
+    loop {
+        if let Some(b) = cand {
+            let buf = sh
+                .pool
+                .read_buffer(tag(rel, ForkNumber::Main, b), ReadMode::Normal)?;
+            let g = buf.write();
+            if strata_page::free_space(&g) >= tuple.len() {
+                let off = insert_on(sh, &buf, g, false, xid, tuple)?;
+                sh.targblock.lock().insert(rel, b);
+                return Ok(crate::catalog::Tid {
+                    block: BlockNumber(b),
+                    offset: off,
+                });
+            }
+            let free = strata_page::free_space(&g);
+            drop(g);
+            drop(buf);
+            fsm_set(sh, rel, b, free)?;
+            tries += 1;
+            cand = if tries < 4 {
+                fsm_search(sh, rel, tuple.len() + strata_page::ITEM_ID_BYTES, nblocks)?
+            } else {
+                None
+            };
+            continue;
+        }
+        let b = sh.smgr.nblocks(rel, ForkNumber::Main)?;
+        sh.smgr
+            .extend(rel, ForkNumber::Main, BlockNumber(b), &ZERO_PAGE)?;
+        let buf = sh
+            .pool
+            .read_buffer(tag(rel, ForkNumber::Main, b), ReadMode::Zero)?;
+        let mut g = buf.write();
+        strata_page::init(&mut g, 0);
+        let off = insert_on(sh, &buf, g, true, xid, tuple)?;
+        sh.targblock.lock().insert(rel, b);
+        return Ok(crate::catalog::Tid {
+            block: BlockNumber(b),
+            offset: off,
+        });
+    }
+}
+
+fn insert_on(
+    sh: &Shared,
+    buf: &PinnedBuffer<'_>,
+    mut g: parking_lot::MappedRwLockWriteGuard<'_, PageBuf>,
+    will_init: bool,
+    xid: Xid,
+    tuple: &[u8],
+) -> Result<u16> {
+    let t = buf.tag();
+    let (off, vm_cleared) = heap::page_insert(&mut g, tuple).expect("free space checked");
+    buf.mark_dirty(&g);
+    let body = HeapBody::Insert(HeapInsert {
+        offset: off,
+        vm_cleared,
+        tuple: tuple.to_vec(),
+    });
+    let end = log_block(sh, t, &mut g, will_init, RM_HEAP, body.info(), xid, |b| {
+        body.encode(b)
+    });
+    drop(g);
+    if vm_cleared {
+        vm_change(sh, t.rel, t.block.0, false, end, false)?;
+    }
+    Ok(off)
+}
+
+/// Sets `xmax` on items of one page, as one record.
+pub fn delete_on_page(
+    sh: &Shared,
+    rel: RelKey,
+    block: u32,
+    offsets: &[u16],
+    xid: Xid,
+) -> Result<()> {
+    let buf = sh
+        .pool
+        .read_buffer(tag(rel, ForkNumber::Main, block), ReadMode::Normal)?;
+    let mut g = buf.write();
+    let vm_cleared = heap::page_delete(&mut g, offsets, xid).map_err(corrupt)?;
+    buf.mark_dirty(&g);
+    let body = HeapBody::Delete(HeapDelete {
+        xmax: xid,
+        vm_cleared,
+        offsets: offsets.to_vec(),
+    });
+    let end = log_block(
+        sh,
+        buf.tag(),
+        &mut g,
+        false,
+        RM_HEAP,
+        body.info(),
+        xid,
+        |b| body.encode(b),
+    );
+    drop(g);
+    if vm_cleared {
+        vm_change(sh, rel, block, false, end, false)?;
+    }
+    Ok(())
+}
+
+/// Deletes every tuple visible to `xid` for which `pred` holds: one record per page
+/// changed. O(pages of `rel`).
+pub fn delete_where(
+    sh: &Shared,
+    rel: RelKey,
+    cols: &[heap::Column],
+    xid: Xid,
+    pred: &dyn Fn(&[heap::Value]) -> bool,
+) -> Result<u64> {
+    let n = sh.smgr.nblocks(rel, ForkNumber::Main)?;
+    let mut deleted = 0;
+    for b in 0..n {
+        let offsets = {
+            let buf = sh
+                .pool
+                .read_buffer(tag(rel, ForkNumber::Main, b), ReadMode::Normal)?;
+            let g = buf.read();
+            let mut v = Vec::new();
+            for (off, t) in page_tuples(&g).map_err(corrupt)? {
+                if visible(sh, t, Some(xid))
+                    && pred(&heap::decode_values(cols, t).map_err(corrupt)?)
+                {
+                    v.push(off);
+                }
+            }
+            v
+        };
+        if !offsets.is_empty() {
+            deleted += offsets.len() as u64;
+            delete_on_page(sh, rel, b, &offsets, xid)?;
+        }
+    }
+    Ok(deleted)
+}
+
+/// Creates a map fork of an existing relation if missing (logged, not transactional).
+fn ensure_fork(sh: &Shared, rel: RelKey, fork: ForkNumber) -> Result<()> {
+    if sh.smgr.exists(rel, fork) {
+        return Ok(());
+    }
+    let rec = SmgrCreate {
+        rel,
+        fork,
+        transactional: false,
+    };
+    {
+        let _r = sh.redo_ptr.read();
+        sh.wal().insert(RM_SMGR, SMGR_CREATE, 0, &rec.encode())?;
+    }
+    sh.wal().write_through()?; // engine rule 4
+    sh.smgr.create(rel, fork, false)?;
+    Ok(())
+}
+
+/// Pins map page `page_no` of `fork`, extending the fork with zero pages if `create`.
+/// `None` if the fork or page does not exist and `create` is false.
+fn map_page<'a>(
+    sh: &'a Shared,
+    rel: RelKey,
+    fork: ForkNumber,
+    page_no: u32,
+    create: bool,
+) -> Result<Option<PinnedBuffer<'a>>> {
+    if !sh.smgr.exists(rel, fork) {
+        return Ok(None);
+    }
+    let n = sh.smgr.nblocks(rel, fork)?;
+    if page_no >= n {
+        if !create {
+            return Ok(None);
+        }
+        for p in n..=page_no {
+            sh.smgr.extend(rel, fork, BlockNumber(p), &ZERO_PAGE)?;
+        }
+    }
+    Ok(Some(sh.pool.read_buffer(
+        tag(rel, fork, page_no),
+        ReadMode::ZeroOnError,
+    )?))
+}
+
+fn init_map_page(p: &mut PageBuf) {
+    if strata_page::is_new(p) {
+        strata_page::init(p, MAP_BYTES);
+    }
+}
+
+/// Records a heap page's free space in the FSM (rule 1: not logged).
+pub fn fsm_set(sh: &Shared, rel: RelKey, block: u32, free: usize) -> Result<()> {
+    let Some(buf) = map_page(sh, rel, ForkNumber::Fsm, block / FSM_PER_PAGE, true)? else {
+        return Ok(());
+    };
+    let cat = (free / 32).min(255) as u8;
+    let mut g = buf.write();
+    let i = HEADER_BYTES + (block % FSM_PER_PAGE) as usize;
+    if g[i] != cat {
+        init_map_page(&mut g);
+        g[i] = cat;
+        buf.mark_dirty(&g);
+    }
+    Ok(())
+}
+
+/// A heap block below `nblocks` with at least `need` bytes free, by the FSM.
+/// O(FSM pages).
+fn fsm_search(sh: &Shared, rel: RelKey, need: usize, nblocks: u32) -> Result<Option<u32>> {
+    let want = need.div_ceil(32).min(255) as u8;
+    let pages = if sh.smgr.exists(rel, ForkNumber::Fsm) {
+        sh.smgr.nblocks(rel, ForkNumber::Fsm)?
+    } else {
+        0
+    };
+    for p in 0..pages {
+        let Some(buf) = map_page(sh, rel, ForkNumber::Fsm, p, false)? else {
+            break;
+        };
+        let g = buf.read();
+        if let Some(i) = g[HEADER_BYTES..].iter().position(|c| *c >= want) {
+            let b = p * FSM_PER_PAGE + i as u32;
+            if b < nblocks {
+                return Ok(Some(b));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// Sets (`set`) or clears a heap block's VM bit and raises the VM page's LSN to `lsn`
+/// (rule 2). In replay (`redo`), a VM page already at or past `lsn` is left alone.
+pub fn vm_change(
+    sh: &Shared,
+    rel: RelKey,
+    block: u32,
+    set: bool,
+    lsn: Lsn,
+    redo: bool,
+) -> Result<()> {
+    let Some(buf) = map_page(sh, rel, ForkNumber::Vm, block / VM_PER_PAGE, set)? else {
+        return Ok(());
+    };
+    let mut g = buf.write();
+    if redo && strata_page::lsn(&g) >= lsn {
+        return Ok(());
+    }
+    let bit = block % VM_PER_PAGE;
+    let i = HEADER_BYTES + (bit / 8) as usize;
+    let mask = 1u8 << (bit % 8);
+    let was = g[i] & mask != 0;
+    if was == set && !redo {
+        return Ok(());
+    }
+    init_map_page(&mut g);
+    if set {
+        g[i] |= mask;
+    } else {
+        g[i] &= !mask;
+    }
+    if strata_page::lsn(&g) < lsn {
+        strata_page::set_lsn(&mut g, lsn);
+    }
+    buf.mark_dirty(&g);
+    Ok(())
+}
+
+fn vm_is_set(sh: &Shared, rel: RelKey, block: u32) -> Result<bool> {
+    let Some(buf) = map_page(sh, rel, ForkNumber::Vm, block / VM_PER_PAGE, false)? else {
+        return Ok(false);
+    };
+    let g = buf.read();
+    let bit = block % VM_PER_PAGE;
+    Ok(g[HEADER_BYTES + (bit / 8) as usize] & (1 << (bit % 8)) != 0)
+}
+
+/// Clears the map entries of heap blocks at or past `heap_len` on the last map page
+/// that survives a truncation (pages past it are cut). Replay does the same.
+fn clear_map_tails(sh: &Shared, rel: RelKey, heap_len: u32, lsn: Lsn) -> Result<()> {
+    if !heap_len.is_multiple_of(FSM_PER_PAGE) {
+        if let Some(buf) = map_page(sh, rel, ForkNumber::Fsm, heap_len / FSM_PER_PAGE, false)? {
+            let mut g = buf.write();
+            if !strata_page::is_new(&g) {
+                g[HEADER_BYTES + (heap_len % FSM_PER_PAGE) as usize..].fill(0);
+                buf.mark_dirty(&g);
+            }
+        }
+    }
+    if !heap_len.is_multiple_of(VM_PER_PAGE) {
+        if let Some(buf) = map_page(sh, rel, ForkNumber::Vm, heap_len / VM_PER_PAGE, false)? {
+            let mut g = buf.write();
+            if !strata_page::is_new(&g) {
+                let bit = heap_len % VM_PER_PAGE;
+                let byte = HEADER_BYTES + (bit / 8) as usize;
+                g[byte] &= (1u8 << (bit % 8)) - 1;
+                g[byte + 1..].fill(0);
+                if strata_page::lsn(&g) < lsn {
+                    strata_page::set_lsn(&mut g, lsn);
+                }
+                buf.mark_dirty(&g);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Cuts every fork of `rel` as `rec` says: buffers first, then files (engine rule 3),
+/// then the surviving map pages' tails. The primary and replay both call this.
+pub fn truncate_apply(sh: &Shared, rec: &SmgrTruncate, lsn: Lsn) -> Result<()> {
+    sh.pool.truncate(rec.rel, &rec.forks);
+    sh.smgr.truncate(rec.rel, &rec.forks)?;
+    if let Some((_, n)) = rec.forks.iter().find(|(f, _)| *f == ForkNumber::Main) {
+        clear_map_tails(sh, rec.rel, n.0, lsn)?;
+    }
+    sh.targblock.lock().remove(&rec.rel);
+    Ok(())
+}
+
+/// What a vacuum of one relation did.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct VacuumStats {
+    pub tuples_removed: u64,
+    pub pages_truncated: u64,
+}
+
+/// VACUUM of one relation, by the writer (so no transaction is in progress: a tuple
+/// whose inserter is not committed is dead). O(pages not all-visible + log).
+pub fn vacuum_rel(sh: &Shared, rel: RelKey) -> Result<VacuumStats> {
+    let mut stats = VacuumStats::default();
+    let n = sh.smgr.nblocks(rel, ForkNumber::Main)?;
+    if n == 0 {
+        return Ok(stats);
+    }
+    ensure_fork(sh, rel, ForkNumber::Fsm)?;
+    ensure_fork(sh, rel, ForkNumber::Vm)?;
+    let mut nonempty_end = 0u32;
+    for b in 0..n {
+        if vm_is_set(sh, rel, b)? {
+            nonempty_end = b + 1; // all-visible pages hold tuples (empty ones never get the bit)
+            continue;
+        }
+        let buf = sh
+            .pool
+            .read_buffer(tag(rel, ForkNumber::Main, b), ReadMode::Normal)?;
+        let mut g = buf.write();
+        let mut removed = Vec::new();
+        let mut live = 0usize;
+        let mut all_visible = true;
+        for i in 0..strata_page::item_count(&g) {
+            match strata_page::item(&g, i) {
+                None => removed.push(i as u16),
+                Some(t) => {
+                    if t.len() < heap::TUPLE_HEADER_BYTES {
+                        return Err(corrupt(format!("short tuple in {}", buf.tag())));
+                    }
+                    let (xmin, xmax) = (heap::tuple_xmin(t), heap::tuple_xmax(t));
+                    let dead = !sh.clog.is_committed(xmin)
+                        || (xmax != Xid::INVALID && sh.clog.is_committed(xmax));
+                    if dead {
+                        removed.push(i as u16);
+                    } else {
+                        live += 1;
+                        if xmax != Xid::INVALID {
+                            all_visible = false;
+                        }
+                    }
+                }
+            }
+        }
+        all_visible &= live > 0;
+        let was_visible = strata_page::flags(&g) & PD_ALL_VISIBLE != 0;
+        if !removed.is_empty() || all_visible || was_visible {
+            heap::page_prune(&mut g, &removed, all_visible);
+            buf.mark_dirty(&g);
+            let body = HeapBody::Prune(HeapPrune {
+                all_visible,
+                removed: removed.clone(),
+            });
+            let end = log_block(
+                sh,
+                buf.tag(),
+                &mut g,
+                false,
+                RM_HEAP,
+                body.info(),
+                Xid::INVALID,
+                |r| body.encode(r),
+            );
+            stats.tuples_removed += removed.len() as u64;
+            let free = strata_page::free_space(&g);
+            drop(g);
+            drop(buf);
+            if all_visible || was_visible {
+                vm_change(sh, rel, b, all_visible, end, false)?;
+            }
+            fsm_set(sh, rel, b, free)?;
+        } else {
+            let free = strata_page::free_space(&g);
+            drop(g);
+            drop(buf);
+            fsm_set(sh, rel, b, free)?;
+        }
+        if live > 0 {
+            nonempty_end = b + 1;
+        }
+    }
+    if nonempty_end < n {
+        let mut forks = vec![(ForkNumber::Main, BlockNumber(nonempty_end))];
+        for (fork, len) in [
+            (ForkNumber::Fsm, fsm_len(nonempty_end)),
+            (ForkNumber::Vm, vm_len(nonempty_end)),
+        ] {
+            if sh.smgr.exists(rel, fork) && sh.smgr.nblocks(rel, fork)? > len {
+                forks.push((fork, BlockNumber(len)));
+            }
+        }
+        let rec = SmgrTruncate { rel, forks };
+        // Engine rules 3 and 5: the record is durable before the files shrink, and no
+        // checkpoint starts in between.
+        let _r = sh.redo_ptr.read();
+        let (_, end) = sh.wal().insert(RM_SMGR, SMGR_TRUNCATE, 0, &rec.encode())?;
+        sh.wal().flush(end)?;
+        truncate_apply(sh, &rec, end)?;
+        stats.pages_truncated = (n - nonempty_end) as u64;
+    }
+    Ok(stats)
+}

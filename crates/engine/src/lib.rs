@@ -1,0 +1,474 @@
+//! The engine: transactions, catalog, heap with free-space and visibility maps,
+//! checkpoints and crash recovery, over the buffer pool and the WAL.
+//!
+//! Entry points: [`Engine::init`] (a new cluster, like initdb), [`Engine::open`]
+//! (recovers, then serves), [`Engine::begin`] → [`Txn`] (DDL and DML, then
+//! [`Txn::commit`] or [`Txn::abort`]), [`Engine::scan`], [`Engine::vacuum`],
+//! [`Engine::checkpoint`], [`Engine::close`].
+//!
+//! Module map, in dependency order: `codec` (byte encoding), `records` (WAL record
+//! formats), `heap` (tuples and page operations), `clog` (commit log), `catalog`,
+//! `access` (heap/FSM/VM through the pool, the WAL-logged change), `xact` (transactions
+//! and DDL), `checkpoint`, `recovery` (the resource managers' redo).
+//!
+//! Rules (cited as "engine rule N"):
+//! 1. One writer at a time: a [`Txn`] holds the writer lock from begin to end. Readers
+//!    run concurrently and see committed data only (clog rule 1).
+//! 2. A WAL-logged page change follows PostgreSQL's steps: pin, lock exclusively, apply,
+//!    mark dirty, insert the record (with a full-page image if the page's LSN is at or
+//!    before the redo point), set the page LSN to the record's end, unlock. The FPI
+//!    decision and the insert happen under the redo-pointer lock, so a checkpoint
+//!    cannot start between them.
+//! 3. Files go after the record that makes it so is durable: a commit's drops after its
+//!    commit record is flushed, a truncation after its record is flushed. Buffers are
+//!    dropped before files, so no write-back can recreate a removed file.
+//! 4. A file is created only after its create record has been written to the kernel
+//!    (`Wal::write_through`): after a process crash, every file recovery does not know
+//!    about is one it can find in the WAL, and removes if its transaction never
+//!    committed. Creates made before a checkpoint's redo point by the transaction then
+//!    running travel in the checkpoint record.
+//! 5. Between a commit or truncate record and its file removal, a checkpoint cannot
+//!    begin (the remover holds the redo-pointer lock shared): a crash never leaves a
+//!    durable drop whose files survive because replay started after its record.
+//! 6. Every operation's cost is proportional to the pages and objects it touches:
+//!    nothing here visits every buffer, every relation or every file.
+
+mod access;
+mod catalog;
+mod checkpoint;
+mod clog;
+mod codec;
+mod heap;
+mod records;
+mod recovery;
+mod xact;
+
+pub use catalog::{DbEntry, RelEntry, SpcEntry, POSTGRES_OID, TEMPLATE0_OID, TEMPLATE1_OID};
+pub use checkpoint::CheckpointStats;
+pub use heap::{ColType, Column, Value};
+pub use records::record_name;
+pub use xact::{CreateDbStrategy, Txn};
+
+use catalog::CatalogCache;
+use clog::Clog;
+use parking_lot::{Condvar, Mutex, RecursiveRwLock, RwLock};
+use records::PendingCreate;
+use rustc_hash::FxHashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+use std::thread::JoinHandle;
+use std::time::Duration;
+use strata_buffer::{BufferError, BufferPool, WalFlusher};
+use strata_smgr::{Smgr, SmgrError, StdVfs};
+use strata_types::{Lsn, Oid, RelFileNumber, RelKey, Xid};
+use strata_wal::control::ControlError;
+use strata_wal::redo::RedoError;
+use strata_wal::{Wal, WalError};
+use thiserror::Error;
+
+/// Where log lines go (the server sends them to stderr or `log_directory`).
+pub type LogSink = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// Settings, with PostgreSQL's names (units in the field names).
+#[derive(Clone)]
+pub struct Settings {
+    pub shared_buffers_bytes: u64,
+    pub full_page_writes: bool,
+    pub checkpoint_timeout: Duration,
+    pub max_wal_size_bytes: u64,
+    /// Used by `init` only; an existing cluster keeps the size it was made with.
+    pub wal_segment_bytes: u64,
+    pub max_files_per_process: usize,
+    pub log: LogSink,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings {
+            shared_buffers_bytes: 128 << 20,
+            full_page_writes: true,
+            checkpoint_timeout: Duration::from_secs(300),
+            max_wal_size_bytes: 1 << 30,
+            wal_segment_bytes: strata_wal::WAL_SEGMENT_BYTES_DEFAULT,
+            max_files_per_process: 1000,
+            log: Arc::new(|line: &str| eprintln!("LOG:  {line}")),
+        }
+    }
+}
+
+impl std::fmt::Debug for Settings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Settings")
+            .field("shared_buffers_bytes", &self.shared_buffers_bytes)
+            .field("full_page_writes", &self.full_page_writes)
+            .field("checkpoint_timeout", &self.checkpoint_timeout)
+            .field("max_wal_size_bytes", &self.max_wal_size_bytes)
+            .finish()
+    }
+}
+
+#[derive(Debug, Error)]
+pub enum EngineError {
+    #[error(transparent)]
+    Smgr(#[from] SmgrError),
+    #[error(transparent)]
+    Buffer(#[from] BufferError),
+    #[error(transparent)]
+    Wal(#[from] WalError),
+    #[error(transparent)]
+    Control(#[from] ControlError),
+    #[error(transparent)]
+    Redo(#[from] RedoError),
+    #[error("could not {op} \"{path}\": {source}")]
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("corrupt data: {0}")]
+    Corrupt(String),
+    #[error("\"{0}\" is not a Strata data directory (no global/pg_control); create one with: strata init -D {0}")]
+    NotACluster(PathBuf),
+    #[error("directory \"{0}\" exists but is not empty")]
+    NotEmpty(PathBuf),
+    #[error("relation \"{0}\" does not exist")]
+    UndefinedTable(String),
+    #[error("relation \"{0}\" already exists")]
+    DuplicateTable(String),
+    #[error("database \"{0}\" does not exist")]
+    UndefinedDatabase(String),
+    #[error("database \"{0}\" already exists")]
+    DuplicateDatabase(String),
+    #[error("tablespace \"{0}\" does not exist")]
+    UndefinedTablespace(String),
+    #[error("tablespace \"{0}\" already exists")]
+    DuplicateTablespace(String),
+    #[error("tablespace \"{0}\" is not empty")]
+    TablespaceNotEmpty(String),
+    #[error("{0}")]
+    InvalidTablespaceLocation(String),
+    #[error("{0}")]
+    ObjectInUse(String),
+    #[error("{0}")]
+    DatatypeMismatch(String),
+    #[error("{0}")]
+    InvalidParameter(String),
+    #[error("{0}")]
+    NotSupported(String),
+    #[error("row is too big: size {0}, maximum size {max}", max = heap::TUPLE_MAX_BYTES)]
+    RowTooBig(usize),
+}
+
+impl EngineError {
+    /// The SQLSTATE PostgreSQL reports for this error.
+    pub fn sqlstate(&self) -> &'static str {
+        match self {
+            EngineError::UndefinedTable(_) => "42P01",
+            EngineError::DuplicateTable(_) => "42P07",
+            EngineError::UndefinedDatabase(_) => "3D000",
+            EngineError::DuplicateDatabase(_) => "42P04",
+            EngineError::UndefinedTablespace(_) => "42704",
+            EngineError::DuplicateTablespace(_) => "42710",
+            EngineError::TablespaceNotEmpty(_) => "55000",
+            EngineError::InvalidTablespaceLocation(_) => "42P17",
+            EngineError::ObjectInUse(_) => "55006",
+            EngineError::DatatypeMismatch(_) => "42804",
+            EngineError::InvalidParameter(_) => "22023",
+            EngineError::NotSupported(_) => "0A000",
+            EngineError::RowTooBig(_) => "54000",
+            EngineError::Corrupt(_) => "XX001",
+            EngineError::Smgr(SmgrError::Location { .. }) => "42P17",
+            _ => "58030", // io_error
+        }
+    }
+}
+
+pub type Result<T> = std::result::Result<T, EngineError>;
+
+pub(crate) fn corrupt(e: impl std::fmt::Display) -> EngineError {
+    EngineError::Corrupt(e.to_string())
+}
+
+/// The pool's WAL hook before and after the log is open: during replay every page LSN
+/// points into WAL already on disk, so there is nothing to flush.
+pub(crate) struct LateWal(pub OnceLock<Arc<Wal>>);
+
+impl WalFlusher for LateWal {
+    fn flush_wal(&self, lsn: Lsn) -> std::result::Result<(), String> {
+        match self.0.get() {
+            Some(w) => w.flush(lsn).map_err(|e| e.to_string()),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Counters handed out by the writer and saved in checkpoints.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Counters {
+    pub next_xid: Xid,
+    pub next_oid: Oid,
+    pub next_relfilenumber: RelFileNumber,
+}
+
+#[derive(Default)]
+pub(crate) struct CkptState {
+    pub requested: bool,
+    pub shutdown: bool,
+    /// End of the last checkpoint record: if the log has not moved since, a
+    /// checkpoint has nothing to do.
+    pub last_end: Lsn,
+    pub last_redo: Lsn,
+    pub system_identifier: u64,
+    pub count: u64,
+}
+
+pub(crate) struct Shared {
+    pub dir: PathBuf,
+    pub settings: Settings,
+    pub smgr: Arc<Smgr>,
+    pub pool: BufferPool,
+    /// Set once replay is over; the pool's WAL hook reads the same cell.
+    pub late_wal: Arc<LateWal>,
+    pub clog: Clog,
+    pub catalog: RwLock<CatalogCache>,
+    /// Engine rule 1.
+    pub writer: Mutex<()>,
+    /// The redo point of the checkpoint in progress or last done (engine rules 2, 5).
+    /// Recursive: a thread holding it shared may take it shared again even while the
+    /// checkpointer waits for it.
+    pub redo_ptr: RecursiveRwLock<Lsn>,
+    pub counters: Mutex<Counters>,
+    /// The running writer's xid and creates (for the checkpoint record, rule 4).
+    pub running: Mutex<Option<(Xid, Vec<PendingCreate>)>>,
+    /// Scans hold it shared; removing files takes it exclusively.
+    pub drop_lock: RecursiveRwLock<()>,
+    /// Per relation, the block inserts go to first (PostgreSQL's rd_targblock).
+    pub targblock: Mutex<FxHashMap<RelKey, u32>>,
+    pub ckpt: Mutex<CkptState>,
+    pub ckpt_lock: Mutex<()>,
+    pub ckpt_cv: Condvar,
+}
+
+impl Shared {
+    pub fn log(&self, line: &str) {
+        (self.settings.log)(line)
+    }
+
+    /// The log, open for appending. Replay never inserts, so it never calls this.
+    pub fn wal(&self) -> &Wal {
+        self.late_wal
+            .0
+            .get()
+            .expect("WAL is opened when replay ends")
+    }
+}
+
+/// An open cluster. See the module doc.
+pub struct Engine {
+    sh: Arc<Shared>,
+    checkpointer: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// What recovery did at open.
+#[derive(Debug, Clone, Default)]
+pub struct RecoveryInfo {
+    pub records: u64,
+    pub redo_seconds: f64,
+    pub start: Lsn,
+    pub end: Lsn,
+    pub aborted_unfinished: usize,
+}
+
+impl Engine {
+    /// Creates a cluster in `dir` (which must not exist or be empty), with the
+    /// tablespaces `pg_default` and `pg_global` and the databases `template1`,
+    /// `template0` and `postgres`, as initdb does.
+    pub fn init(dir: &Path, settings: Settings) -> Result<()> {
+        checkpoint::init_cluster(dir, &settings)?;
+        let engine = Engine::open(dir, settings)?;
+        xact::bootstrap(&engine)?;
+        engine.close()
+    }
+
+    /// Opens a cluster: reads the control file, replays the WAL from the last
+    /// checkpoint's redo point (crash recovery), removes what unfinished transactions
+    /// created, writes an end-of-recovery checkpoint and starts the checkpointer.
+    pub fn open(dir: &Path, settings: Settings) -> Result<Engine> {
+        Engine::open_with_info(dir, settings).map(|(e, _)| e)
+    }
+
+    pub fn open_with_info(dir: &Path, settings: Settings) -> Result<(Engine, RecoveryInfo)> {
+        let smgr = Arc::new(Smgr::open(
+            dir,
+            Arc::new(StdVfs),
+            settings.max_files_per_process,
+        )?);
+        let (sh, info) = recovery::startup(dir, settings, smgr)?;
+        let sh = Arc::new(sh);
+        let engine = Engine {
+            checkpointer: Mutex::new(Some(checkpoint::spawn_checkpointer(sh.clone()))),
+            sh,
+        };
+        Ok((engine, info))
+    }
+
+    /// Begins a transaction: waits for the writer lock (engine rule 1).
+    pub fn begin(&self) -> Txn<'_> {
+        Txn::new(&self.sh)
+    }
+
+    /// Runs a checkpoint now. O(dirty pages + files changed since the last one).
+    pub fn checkpoint(&self) -> Result<CheckpointStats> {
+        checkpoint::checkpoint(&self.sh, false, true)
+    }
+
+    /// The committed rows of a table. O(pages of the table).
+    pub fn scan(&self, db: &str, table: &str) -> Result<Vec<Vec<Value>>> {
+        let (dbe, rel) = {
+            let cat = self.sh.catalog.read();
+            let dbe = cat
+                .dbs
+                .get(db)
+                .cloned()
+                .ok_or_else(|| EngineError::UndefinedDatabase(db.into()))?;
+            let rel = cat
+                .rels
+                .get(&dbe.oid)
+                .and_then(|m| m.get(table))
+                .cloned()
+                .ok_or_else(|| EngineError::UndefinedTable(table.into()))?;
+            (dbe, rel)
+        };
+        let _d = self.sh.drop_lock.read();
+        let mut rows = Vec::new();
+        access::scan(&self.sh, rel.key(&dbe), None, &mut |_, _, t| {
+            rows.push(heap::decode_values(&rel.columns, t).map_err(corrupt)?);
+            Ok(())
+        })?;
+        Ok(rows)
+    }
+
+    /// VACUUM: removes dead tuples, sets visibility-map bits, records free space, and
+    /// truncates empty tail pages of every fork with one WAL record. With `table`
+    /// `None`, every table of the database. Returns pages truncated away.
+    pub fn vacuum(&self, db: &str, table: Option<&str>) -> Result<u64> {
+        let txn = self.begin();
+        txn.vacuum(db, table)
+    }
+
+    /// The committed databases.
+    pub fn databases(&self) -> Vec<DbEntry> {
+        let mut v: Vec<DbEntry> = self
+            .sh
+            .catalog
+            .read()
+            .dbs
+            .values()
+            .map(|d| (**d).clone())
+            .collect();
+        v.sort_by_key(|d| d.oid);
+        v
+    }
+
+    /// The committed tablespaces.
+    pub fn tablespaces(&self) -> Vec<SpcEntry> {
+        let mut v: Vec<SpcEntry> = self
+            .sh
+            .catalog
+            .read()
+            .spcs
+            .values()
+            .map(|d| (**d).clone())
+            .collect();
+        v.sort_by_key(|d| d.oid);
+        v
+    }
+
+    /// The committed tables of a database, sorted by name.
+    pub fn tables(&self, db: &str) -> Result<Vec<RelEntry>> {
+        let cat = self.sh.catalog.read();
+        let dbe = cat
+            .dbs
+            .get(db)
+            .ok_or_else(|| EngineError::UndefinedDatabase(db.into()))?;
+        let mut v: Vec<RelEntry> = cat
+            .rels
+            .get(&dbe.oid)
+            .map(|m| m.values().map(|r| (**r).clone()).collect())
+            .unwrap_or_default();
+        v.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(v)
+    }
+
+    /// Storage key of a committed table (tests, tools).
+    pub fn table_key(&self, db: &str, table: &str) -> Result<RelKey> {
+        let cat = self.sh.catalog.read();
+        let dbe = cat
+            .dbs
+            .get(db)
+            .ok_or_else(|| EngineError::UndefinedDatabase(db.into()))?;
+        let rel = cat
+            .rels
+            .get(&dbe.oid)
+            .and_then(|m| m.get(table))
+            .ok_or_else(|| EngineError::UndefinedTable(table.into()))?;
+        Ok(rel.key(dbe))
+    }
+
+    /// Checkpoints completed since open (not counting skipped ones).
+    pub fn checkpoints_done(&self) -> u64 {
+        self.sh.ckpt.lock().count
+    }
+
+    /// The WAL insert position (`pg_current_wal_lsn()`).
+    pub fn current_wal_lsn(&self) -> Lsn {
+        self.sh.wal().insert_lsn()
+    }
+
+    pub fn data_dir(&self) -> &Path {
+        &self.sh.dir
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.sh.settings
+    }
+
+    pub fn pool(&self) -> &BufferPool {
+        &self.sh.pool
+    }
+
+    pub fn smgr(&self) -> &Smgr {
+        &self.sh.smgr
+    }
+
+    fn stop_checkpointer(&self) {
+        {
+            let mut st = self.sh.ckpt.lock();
+            st.shutdown = true;
+            self.sh.ckpt_cv.notify_all();
+        }
+        if let Some(h) = self.checkpointer.lock().take() {
+            let _ = h.join();
+        }
+    }
+
+    /// Shuts down cleanly: stops the checkpointer and writes a shutdown checkpoint.
+    pub fn close(self) -> Result<()> {
+        self.stop_checkpointer();
+        checkpoint::checkpoint(&self.sh, true, true)?;
+        Ok(())
+    }
+
+    /// Stops without a checkpoint and without flushing anything: what is not yet
+    /// durable is lost, as in a crash (tests of recovery in one process).
+    pub fn abandon(self) {
+        self.stop_checkpointer();
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        self.stop_checkpointer();
+    }
+}

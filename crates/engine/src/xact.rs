@@ -1,0 +1,880 @@
+//! Transactions and DDL.
+//!
+//! Entry points: [`Txn`] (from `Engine::begin`): `create_tablespace`,
+//! `drop_tablespace`, `create_database`, `drop_database`, `create_table`,
+//! `drop_table`, `truncate_table`, `insert`, `delete_where`, `scan`, `vacuum`,
+//! [`Txn::commit`], [`Txn::abort`]; [`remove_dropped`] and [`remove_created`], shared
+//! with replay; [`bootstrap`] (initdb's catalog).
+//!
+//! State diagram of a transaction:
+//!
+//! ```text
+//!   begin ──► Idle ──(first change: xid assigned)──► Writing ──commit──► Committed
+//!               │                                       │
+//!               └──────────commit/abort/drop───────────►└──abort/drop──► Aborted
+//! ```
+//!
+//! | transition | function | what happens, in order |
+//! |------------|----------|------------------------|
+//! | Idle → Writing | `Txn::xid` | next xid; published in `running` for checkpoints |
+//! | Writing → Committed | [`Txn::commit`] | commit record (dropped relations, databases with all their tablespaces, tablespaces) inserted and flushed; clog; catalog cache; buffers then files removed (engine rule 3) |
+//! | Writing → Aborted | [`Txn::abort`] or drop | abort record (everything created); clog; created buffers and files removed |
+//!
+//! CREATE DATABASE ... FILE_COPY and the hazard PostgreSQL's two checkpoints guard
+//! against. PostgreSQL checkpoints (1) before copying, so that the template's files on
+//! disk hold every change, and (2) after, so that replay never copies the template
+//! again: by replay time the template's files may hold *later* changes, which would
+//! reach the copy. Here (1) is `flush_relations` of the template's relations only
+//! (O(its dirty pages)); and (2) is replaced by ordering: the copy is written and
+//! fsynced *before* its WAL record, so crash recovery never copies — the record only
+//! says the copy exists (a crash before it leaves a directory that recovery removes,
+//! because the transaction never committed). Copied pages get LSN 0, so their first
+//! change afterwards always carries a full-page image. The test
+//! `file_copy_replay_ignores_later_template_changes` pins this.
+
+use crate::access;
+use crate::catalog::{
+    self, class_columns, database_columns, pg_class, pg_database, pg_tablespace,
+    tablespace_columns, DbEntry, Overlay, RelEntry, SpcEntry, Tid,
+};
+use crate::clog::XidStatus;
+use crate::codec::Enc;
+use crate::heap::{self, Column, Value};
+use crate::records::{
+    AbortRecord, BlockRef, CommitRecord, DbCreateDir, DbFileCopy, PendingCreate, SmgrCreate,
+    TblspcCreate, DBASE_CREATE_DIR, DBASE_FILE_COPY, RM_DBASE, RM_SMGR, RM_TBLSPC, RM_XACT,
+    RM_XLOG, SMGR_CREATE, TBLSPC_CREATE, XACT_ABORT, XACT_COMMIT, XLOG_FPI,
+};
+use crate::{EngineError, Result, Shared};
+use parking_lot::MutexGuard;
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::Arc;
+use strata_buffer::ReadMode;
+use strata_types::{
+    BlockNumber, BufferTag, ForkNumber, Oid, RelFileNumber, RelKey, Xid, DEFAULT_TABLESPACE,
+    GLOBAL_TABLESPACE,
+};
+use strata_wal::RmgrId;
+
+/// How CREATE DATABASE copies its template.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CreateDbStrategy {
+    /// Every page through the WAL (PostgreSQL 15's default).
+    WalLog,
+    /// Files copied, one record (see the module doc for the hazard).
+    FileCopy,
+}
+
+/// A transaction: holds the writer lock (engine rule 1) until commit, abort or drop.
+pub struct Txn<'e> {
+    sh: &'e Shared,
+    _writer: MutexGuard<'e, ()>,
+    xid: Option<Xid>,
+    ov: Overlay,
+    dropped_rels: Vec<RelKey>,
+    dropped_dbs: Vec<(Oid, Vec<Oid>)>,
+    dropped_spcs: Vec<Oid>,
+    created: Vec<PendingCreate>,
+    finished: bool,
+}
+
+impl<'e> Txn<'e> {
+    pub(crate) fn new(sh: &'e Shared) -> Txn<'e> {
+        Txn {
+            sh,
+            _writer: sh.writer.lock(),
+            xid: None,
+            ov: Overlay::default(),
+            dropped_rels: Vec::new(),
+            dropped_dbs: Vec::new(),
+            dropped_spcs: Vec::new(),
+            created: Vec::new(),
+            finished: false,
+        }
+    }
+
+    /// The transaction's id, assigned on first change (Idle → Writing).
+    pub fn xid(&mut self) -> Xid {
+        if let Some(x) = self.xid {
+            return x;
+        }
+        let x = {
+            let mut c = self.sh.counters.lock();
+            let x = c.next_xid;
+            c.next_xid = Xid(x.0 + 1);
+            x
+        };
+        *self.sh.running.lock() = Some((x, Vec::new()));
+        self.xid = Some(x);
+        x
+    }
+
+    fn alloc_oid(&self) -> Oid {
+        let mut c = self.sh.counters.lock();
+        let o = c.next_oid;
+        c.next_oid = Oid(o.0 + 1);
+        o
+    }
+
+    fn alloc_relfilenumber(&self) -> RelFileNumber {
+        let mut c = self.sh.counters.lock();
+        let r = c.next_relfilenumber;
+        c.next_relfilenumber = RelFileNumber(r.0 + 1);
+        r
+    }
+
+    // ---- catalog lookups: the overlay first, then the committed cache ----
+
+    pub fn database(&self, name: &str) -> Result<Arc<DbEntry>> {
+        match self.ov.dbs.get(name) {
+            Some(Some(e)) => Ok(e.clone()),
+            Some(None) => Err(EngineError::UndefinedDatabase(name.into())),
+            None => self
+                .sh
+                .catalog
+                .read()
+                .dbs
+                .get(name)
+                .cloned()
+                .ok_or_else(|| EngineError::UndefinedDatabase(name.into())),
+        }
+    }
+
+    fn tablespace(&self, name: &str) -> Result<Arc<SpcEntry>> {
+        match self.ov.spcs.get(name) {
+            Some(Some(e)) => Ok(e.clone()),
+            Some(None) => Err(EngineError::UndefinedTablespace(name.into())),
+            None => self
+                .sh
+                .catalog
+                .read()
+                .spcs
+                .get(name)
+                .cloned()
+                .ok_or_else(|| EngineError::UndefinedTablespace(name.into())),
+        }
+    }
+
+    fn relation_opt(&self, db: &DbEntry, name: &str) -> Option<Arc<RelEntry>> {
+        match self.ov.rels.get(&(db.oid, name.to_string())) {
+            Some(e) => e.clone(),
+            None => self
+                .sh
+                .catalog
+                .read()
+                .rels
+                .get(&db.oid)
+                .and_then(|m| m.get(name))
+                .cloned(),
+        }
+    }
+
+    pub fn relation(&self, db: &DbEntry, name: &str) -> Result<Arc<RelEntry>> {
+        self.relation_opt(db, name)
+            .ok_or_else(|| EngineError::UndefinedTable(name.into()))
+    }
+
+    /// The relations of database `db` as this transaction sees them.
+    fn relations_of(&self, db: &DbEntry) -> Vec<Arc<RelEntry>> {
+        let mut out: Vec<Arc<RelEntry>> = self
+            .sh
+            .catalog
+            .read()
+            .rels
+            .get(&db.oid)
+            .map(|m| {
+                m.iter()
+                    .filter(|(n, _)| !self.ov.rels.contains_key(&(db.oid, (*n).clone())))
+                    .map(|(_, r)| r.clone())
+                    .collect()
+            })
+            .unwrap_or_default();
+        out.extend(
+            self.ov
+                .rels
+                .iter()
+                .filter(|((d, _), _)| *d == db.oid)
+                .filter_map(|(_, r)| r.clone()),
+        );
+        out
+    }
+
+    // ---- the WAL-logged steps shared by DDL ----
+
+    /// Logs a create and publishes it for checkpoints under the redo-pointer lock,
+    /// then hands the record to the kernel before the caller creates the file
+    /// (engine rule 4).
+    fn log_create(
+        &mut self,
+        what: PendingCreate,
+        rmgr: RmgrId,
+        info: u8,
+        payload: &[u8],
+    ) -> Result<()> {
+        let xid = self.xid();
+        {
+            let _r = self.sh.redo_ptr.read();
+            self.sh.wal().insert(rmgr, info, xid.0, payload)?;
+            if let Some((_, list)) = self.sh.running.lock().as_mut() {
+                list.push(what);
+            }
+        }
+        self.sh.wal().write_through()?;
+        self.created.push(what);
+        Ok(())
+    }
+
+    fn create_rel_file(&mut self, rel: RelKey) -> Result<()> {
+        let rec = SmgrCreate {
+            rel,
+            fork: ForkNumber::Main,
+            transactional: true,
+        };
+        self.log_create(PendingCreate::Rel(rel), RM_SMGR, SMGR_CREATE, &rec.encode())?;
+        self.sh.smgr.create_database_dir(rel.spc, rel.db)?;
+        self.sh.smgr.create(rel, ForkNumber::Main, false)?;
+        Ok(())
+    }
+
+    fn catalog_insert(&mut self, rel: RelKey, cols: &[Column], values: &[Value]) -> Result<Tid> {
+        let xid = self.xid();
+        let tuple = heap::encode_tuple(xid, cols, values);
+        access::insert(self.sh, rel, xid, &tuple)
+    }
+
+    fn catalog_delete(&mut self, rel: RelKey, tid: Option<Tid>) -> Result<()> {
+        let xid = self.xid();
+        let tid = tid.ok_or_else(|| crate::corrupt("catalog entry without a row"))?;
+        access::delete_on_page(self.sh, rel, tid.block.0, &[tid.offset], xid)
+    }
+
+    // ---- tablespaces ----
+
+    /// CREATE TABLESPACE name LOCATION 'location'. The location must be absolute, an
+    /// existing empty directory, and outside the data directory.
+    pub fn create_tablespace(&mut self, name: &str, location: &str) -> Result<()> {
+        if self.tablespace(name).is_ok() {
+            return Err(EngineError::DuplicateTablespace(name.into()));
+        }
+        if name.starts_with("pg_") {
+            return Err(EngineError::InvalidParameter(format!(
+                "unacceptable tablespace name \"{name}\": the prefix \"pg_\" is reserved for system tablespaces"
+            )));
+        }
+        let loc = Path::new(location);
+        let bad = |m: String| Err(EngineError::InvalidTablespaceLocation(m));
+        if !loc.is_absolute() {
+            return bad("tablespace location must be an absolute path".into());
+        }
+        if loc.starts_with(&self.sh.dir) || self.sh.dir.starts_with(loc) {
+            return bad("tablespace location should not be inside the data directory".into());
+        }
+        match std::fs::read_dir(loc) {
+            Ok(mut it) => {
+                if it.next().is_some() {
+                    return bad(format!("directory \"{location}\" is not empty"));
+                }
+            }
+            Err(e) => return bad(format!("could not open directory \"{location}\": {e}")),
+        }
+        let oid = self.alloc_oid();
+        let rec = TblspcCreate {
+            spc: oid,
+            location: location.to_string(),
+        };
+        self.log_create(
+            PendingCreate::Tablespace(oid),
+            RM_TBLSPC,
+            TBLSPC_CREATE,
+            &rec.encode(),
+        )?;
+        self.sh.smgr.create_tablespace(oid, loc)?;
+        let mut e = SpcEntry {
+            oid,
+            name: name.into(),
+            location: location.into(),
+            tid: None,
+        };
+        e.tid = Some(self.catalog_insert(pg_tablespace(), &tablespace_columns(), &e.values())?);
+        self.ov.spcs.insert(name.into(), Some(Arc::new(e)));
+        Ok(())
+    }
+
+    /// DROP TABLESPACE: refused while a database uses it by default or any file is in
+    /// it. The directory goes at commit.
+    pub fn drop_tablespace(&mut self, name: &str) -> Result<()> {
+        let spc = self.tablespace(name)?;
+        if spc.oid == DEFAULT_TABLESPACE || spc.oid == GLOBAL_TABLESPACE {
+            return Err(EngineError::ObjectInUse(format!(
+                "cannot drop tablespace \"{name}\" because it is required by the database system"
+            )));
+        }
+        let used_by_db = {
+            let cat = self.sh.catalog.read();
+            cat.dbs
+                .values()
+                .any(|d| d.spc == spc.oid && self.ov.dbs.get(&d.name).is_none_or(|o| o.is_some()))
+        } || self.ov.dbs.values().flatten().any(|d| d.spc == spc.oid);
+        if used_by_db || !tablespace_is_empty(&self.sh.smgr.tablespace_dir(spc.oid)) {
+            return Err(EngineError::TablespaceNotEmpty(name.into()));
+        }
+        self.catalog_delete(pg_tablespace(), spc.tid)?;
+        self.ov.spcs.insert(name.into(), None);
+        self.dropped_spcs.push(spc.oid);
+        Ok(())
+    }
+
+    // ---- databases ----
+
+    /// CREATE DATABASE name TEMPLATE template [TABLESPACE spc] STRATEGY strategy.
+    pub fn create_database(
+        &mut self,
+        name: &str,
+        template: &str,
+        spc: Option<&str>,
+        strategy: CreateDbStrategy,
+    ) -> Result<()> {
+        if self.database(name).is_ok() {
+            return Err(EngineError::DuplicateDatabase(name.into()));
+        }
+        let tmpl = self.database(template)?;
+        let dst_spc = match spc {
+            Some(s) => {
+                let e = self.tablespace(s)?;
+                if e.oid == GLOBAL_TABLESPACE {
+                    return Err(EngineError::InvalidParameter(
+                        "pg_global cannot be used as default tablespace".into(),
+                    ));
+                }
+                e.oid
+            }
+            None => tmpl.spc,
+        };
+        let oid = self.alloc_oid();
+        // The template's storage: its pg_class and every relation, each fork present.
+        let mut src: Vec<RelKey> = vec![tmpl.pg_class()];
+        src.extend(self.relations_of(&tmpl).iter().map(|r| r.key(&tmpl)));
+        let map_spc = |s: Oid| if s == tmpl.spc { dst_spc } else { s };
+        let dirs: BTreeSet<(Oid, Oid)> = src.iter().map(|k| (k.spc, map_spc(k.spc))).collect();
+        for &(_, d) in &dirs {
+            let rec = DbCreateDir { spc: d, db: oid };
+            self.log_create(
+                PendingCreate::DbDir { spc: d, db: oid },
+                RM_DBASE,
+                DBASE_CREATE_DIR,
+                &rec.encode(),
+            )?;
+            self.sh.smgr.create_database_dir(d, oid)?;
+        }
+        match strategy {
+            CreateDbStrategy::WalLog => {
+                for k in &src {
+                    let dst = RelKey::new(map_spc(k.spc), oid, k.rel);
+                    for fork in [ForkNumber::Main, ForkNumber::Fsm, ForkNumber::Vm] {
+                        if self.sh.smgr.exists(*k, fork) {
+                            self.copy_fork_wal_log(*k, dst, fork)?;
+                        }
+                    }
+                }
+            }
+            CreateDbStrategy::FileCopy => {
+                // PostgreSQL's first checkpoint, reduced to the template's dirty pages.
+                self.sh.pool.flush_relations(&src)?;
+                for k in &src {
+                    let dst = RelKey::new(map_spc(k.spc), oid, k.rel);
+                    for fork in [ForkNumber::Main, ForkNumber::Fsm, ForkNumber::Vm] {
+                        if self.sh.smgr.exists(*k, fork) {
+                            copy_fork_files(self.sh, *k, dst, fork)?;
+                        }
+                    }
+                }
+                for &(_, d) in &dirs {
+                    self.sh.smgr.sync_database_dir(d, oid)?;
+                }
+                // Only now the record: the copy is durable before it (module doc).
+                let rec = DbFileCopy {
+                    src_db: tmpl.oid,
+                    dst_db: oid,
+                    dirs: dirs.iter().copied().collect(),
+                };
+                let xid = self.xid();
+                self.sh
+                    .wal()
+                    .insert(RM_DBASE, DBASE_FILE_COPY, xid.0, &rec.encode())?;
+            }
+        }
+        let mut e = DbEntry {
+            oid,
+            name: name.into(),
+            spc: dst_spc,
+            is_template: false,
+            allow_conn: true,
+            tid: None,
+        };
+        e.tid = Some(self.catalog_insert(pg_database(), &database_columns(), &e.values())?);
+        // The copy's pg_class is the template's, byte for byte: same rows, same tids.
+        for r in self.relations_of(&tmpl) {
+            self.ov.rels.insert((oid, r.name.clone()), Some(r));
+        }
+        self.ov.dbs.insert(name.into(), Some(Arc::new(e)));
+        Ok(())
+    }
+
+    /// Copies one fork page by page through the WAL: each page one full-page-image
+    /// record (WAL_LOG strategy). All-zero pages are not logged.
+    fn copy_fork_wal_log(&mut self, src: RelKey, dst: RelKey, fork: ForkNumber) -> Result<()> {
+        let xid = self.xid();
+        let rec = SmgrCreate {
+            rel: dst,
+            fork,
+            transactional: false, // the database directory's removal covers it
+        };
+        {
+            let _r = self.sh.redo_ptr.read();
+            self.sh
+                .wal()
+                .insert(RM_SMGR, SMGR_CREATE, xid.0, &rec.encode())?;
+        }
+        self.sh.wal().write_through()?;
+        self.sh.smgr.create(dst, fork, false)?;
+        let n = self.sh.smgr.nblocks(src, fork)?;
+        let mode = if fork == ForkNumber::Main {
+            ReadMode::Normal
+        } else {
+            ReadMode::ZeroOnError
+        };
+        for b in 0..n {
+            let image: Box<strata_page::PageBuf> = {
+                let buf = self
+                    .sh
+                    .pool
+                    .read_buffer(BufferTag::new(src, fork, BlockNumber(b)), mode)?;
+                let g = buf.read();
+                Box::new(*g)
+            };
+            self.sh
+                .smgr
+                .extend(dst, fork, BlockNumber(b), &access::ZERO_PAGE)?;
+            if strata_page::is_new(&image) {
+                continue;
+            }
+            let t = BufferTag::new(dst, fork, BlockNumber(b));
+            let buf = self.sh.pool.read_buffer(t, ReadMode::Zero)?;
+            let mut g = buf.write();
+            g.copy_from_slice(&image[..]);
+            buf.mark_dirty(&g);
+            let mut e = Enc::new();
+            BlockRef {
+                tag: t,
+                will_init: false,
+                image: Some(image),
+            }
+            .encode(&mut e);
+            let _r = self.sh.redo_ptr.read();
+            let (_, end) = self.sh.wal().insert(RM_XLOG, XLOG_FPI, xid.0, &e.0)?;
+            strata_page::set_lsn(&mut g, end);
+        }
+        Ok(())
+    }
+
+    /// DROP DATABASE: one commit record names the database and every tablespace
+    /// holding a directory of it; the directories go at commit.
+    pub fn drop_database(&mut self, name: &str) -> Result<()> {
+        let db = self.database(name)?;
+        if db.is_template {
+            return Err(EngineError::ObjectInUse(format!(
+                "cannot drop a template database \"{name}\""
+            )));
+        }
+        let mut spcs: BTreeSet<Oid> = self
+            .relations_of(&db)
+            .iter()
+            .map(|r| r.key(&db).spc)
+            .collect();
+        spcs.insert(db.spc);
+        for c in &self.created {
+            if let PendingCreate::DbDir { spc, db: d } = c {
+                if *d == db.oid {
+                    spcs.insert(*spc);
+                }
+            }
+        }
+        self.catalog_delete(pg_database(), db.tid)?;
+        self.ov.dbs.insert(name.into(), None);
+        let oid = db.oid;
+        self.ov.rels.retain(|(d, _), _| *d != oid);
+        self.dropped_dbs.push((db.oid, spcs.into_iter().collect()));
+        Ok(())
+    }
+
+    // ---- tables ----
+
+    /// CREATE TABLE in database `db`, in tablespace `spc` (default: the database's).
+    pub fn create_table(
+        &mut self,
+        db: &str,
+        name: &str,
+        columns: &[Column],
+        spc: Option<&str>,
+    ) -> Result<()> {
+        let dbe = self.database(db)?;
+        if self.relation_opt(&dbe, name).is_some() {
+            return Err(EngineError::DuplicateTable(name.into()));
+        }
+        for (i, c) in columns.iter().enumerate() {
+            if columns[..i].iter().any(|o| o.name == c.name) {
+                return Err(EngineError::InvalidParameter(format!(
+                    "column \"{}\" specified more than once",
+                    c.name
+                )));
+            }
+        }
+        let spc_oid = match spc {
+            Some(s) => {
+                let e = self.tablespace(s)?;
+                if e.oid == GLOBAL_TABLESPACE {
+                    return Err(EngineError::InvalidParameter(
+                        "only shared relations can be placed in pg_global tablespace".into(),
+                    ));
+                }
+                e.oid
+            }
+            None => dbe.spc,
+        };
+        let mut e = RelEntry {
+            oid: self.alloc_oid(),
+            name: name.into(),
+            relfilenumber: self.alloc_relfilenumber(),
+            reltablespace: if spc_oid == dbe.spc { Oid(0) } else { spc_oid },
+            columns: columns.to_vec(),
+            tid: None,
+        };
+        self.create_rel_file(e.key(&dbe))?;
+        e.tid = Some(self.catalog_insert(dbe.pg_class(), &class_columns(), &e.values())?);
+        self.ov
+            .rels
+            .insert((dbe.oid, name.into()), Some(Arc::new(e)));
+        Ok(())
+    }
+
+    /// DROP TABLE: the files go when the commit record is durable.
+    pub fn drop_table(&mut self, db: &str, name: &str) -> Result<()> {
+        let dbe = self.database(db)?;
+        let rel = self.relation(&dbe, name)?;
+        self.catalog_delete(dbe.pg_class(), rel.tid)?;
+        self.ov.rels.insert((dbe.oid, name.into()), None);
+        self.dropped_rels.push(rel.key(&dbe));
+        Ok(())
+    }
+
+    /// TRUNCATE: a new, empty relation file number; the old files go at commit.
+    pub fn truncate_table(&mut self, db: &str, name: &str) -> Result<()> {
+        let dbe = self.database(db)?;
+        let rel = self.relation(&dbe, name)?;
+        let mut e = (*rel).clone();
+        e.relfilenumber = self.alloc_relfilenumber();
+        self.create_rel_file(e.key(&dbe))?;
+        self.catalog_delete(dbe.pg_class(), rel.tid)?;
+        e.tid = Some(self.catalog_insert(dbe.pg_class(), &class_columns(), &e.values())?);
+        self.ov
+            .rels
+            .insert((dbe.oid, name.into()), Some(Arc::new(e)));
+        self.dropped_rels.push(rel.key(&dbe));
+        Ok(())
+    }
+
+    /// Column definitions of a table, as this transaction sees it.
+    pub fn columns(&self, db: &str, table: &str) -> Result<Vec<Column>> {
+        let dbe = self.database(db)?;
+        Ok(self.relation(&dbe, table)?.columns.clone())
+    }
+
+    /// INSERT of rows; each must match the table's columns in number and type.
+    pub fn insert(&mut self, db: &str, table: &str, rows: &[Vec<Value>]) -> Result<u64> {
+        let dbe = self.database(db)?;
+        let rel = self.relation(&dbe, table)?;
+        for row in rows {
+            if row.len() != rel.columns.len() {
+                return Err(EngineError::DatatypeMismatch(format!(
+                    "INSERT has {} expressions but table \"{table}\" has {} columns",
+                    row.len(),
+                    rel.columns.len()
+                )));
+            }
+            for (v, c) in row.iter().zip(&rel.columns) {
+                if !v.type_matches(c.ty) {
+                    return Err(EngineError::DatatypeMismatch(format!(
+                        "column \"{}\" is of type {} but expression is {v:?}",
+                        c.name,
+                        c.ty.name()
+                    )));
+                }
+            }
+        }
+        let xid = self.xid();
+        let key = rel.key(&dbe);
+        for row in rows {
+            let tuple = heap::encode_tuple(xid, &rel.columns, row);
+            access::insert(self.sh, key, xid, &tuple)?;
+        }
+        Ok(rows.len() as u64)
+    }
+
+    /// DELETE of the rows for which `pred` holds. Returns how many.
+    pub fn delete_where(
+        &mut self,
+        db: &str,
+        table: &str,
+        pred: &dyn Fn(&[Value]) -> bool,
+    ) -> Result<u64> {
+        let dbe = self.database(db)?;
+        let rel = self.relation(&dbe, table)?;
+        let xid = self.xid();
+        let _d = self.sh.drop_lock.read();
+        access::delete_where(self.sh, rel.key(&dbe), &rel.columns, xid, pred)
+    }
+
+    /// The rows of a table as this transaction sees them.
+    pub fn scan(&self, db: &str, table: &str) -> Result<Vec<Vec<Value>>> {
+        let dbe = self.database(db)?;
+        let rel = self.relation(&dbe, table)?;
+        let mut rows = Vec::new();
+        let _d = self.sh.drop_lock.read();
+        access::scan(self.sh, rel.key(&dbe), self.xid, &mut |_, _, t| {
+            rows.push(heap::decode_values(&rel.columns, t).map_err(crate::corrupt)?);
+            Ok(())
+        })?;
+        Ok(rows)
+    }
+
+    /// VACUUM of one table or of every table of `db` (no transaction is in progress:
+    /// the writer lock is held and no xid assigned). Returns pages truncated.
+    pub fn vacuum(self, db: &str, table: Option<&str>) -> Result<u64> {
+        if self.xid.is_some() {
+            return Err(EngineError::NotSupported(
+                "VACUUM cannot run inside a transaction block".into(),
+            ));
+        }
+        let dbe = self.database(db)?;
+        let rels: Vec<Arc<RelEntry>> = match table {
+            Some(t) => vec![self.relation(&dbe, t)?],
+            None => self.relations_of(&dbe),
+        };
+        let mut truncated = 0;
+        for r in rels {
+            truncated += access::vacuum_rel(self.sh, r.key(&dbe))?.pages_truncated;
+        }
+        Ok(truncated)
+    }
+
+    /// Commits: the commit record is made durable, then the catalog changes become
+    /// visible and the dropped files go (engine rules 3 and 5).
+    pub fn commit(mut self) -> Result<()> {
+        let Some(xid) = self.xid else {
+            self.finished = true;
+            return Ok(());
+        };
+        let rec = CommitRecord {
+            dropped_rels: std::mem::take(&mut self.dropped_rels),
+            dropped_dbs: std::mem::take(&mut self.dropped_dbs),
+            dropped_spcs: std::mem::take(&mut self.dropped_spcs),
+        };
+        let _r = self.sh.redo_ptr.read();
+        let (_, end) = self
+            .sh
+            .wal()
+            .insert(RM_XACT, XACT_COMMIT, xid.0, &rec.encode())?;
+        self.finished = true;
+        if let Err(e) = self.sh.wal().flush(end) {
+            // Whether the commit is durable is unknown: PostgreSQL PANICs here too.
+            panic!("PANIC: could not flush commit record of transaction {xid}: {e}");
+        }
+        self.sh.clog.set(xid, XidStatus::Committed);
+        std::mem::take(&mut self.ov).apply(&mut self.sh.catalog.write());
+        *self.sh.running.lock() = None;
+        if let Err(e) = remove_dropped(self.sh, &rec) {
+            self.sh.log(&format!(
+                "WARNING:  could not remove dropped files after commit: {e}"
+            ));
+        }
+        Ok(())
+    }
+
+    /// Aborts: everything created is removed; nothing dropped is touched.
+    pub fn abort(mut self) -> Result<()> {
+        self.do_abort()
+    }
+
+    fn do_abort(&mut self) -> Result<()> {
+        self.finished = true;
+        let Some(xid) = self.xid else {
+            return Ok(());
+        };
+        let rec = AbortRecord {
+            created: std::mem::take(&mut self.created),
+        };
+        let inserted = {
+            let _r = self.sh.redo_ptr.read();
+            self.sh
+                .wal()
+                .insert(RM_XACT, XACT_ABORT, xid.0, &rec.encode())
+        };
+        self.sh.clog.set(xid, XidStatus::Aborted);
+        *self.sh.running.lock() = None;
+        // Without the record, recovery still removes what was created: the
+        // transaction never committed.
+        let removed = remove_created(self.sh, &rec.created);
+        inserted?;
+        removed
+    }
+}
+
+impl Drop for Txn<'_> {
+    fn drop(&mut self) {
+        if !self.finished {
+            if let Err(e) = self.do_abort() {
+                self.sh
+                    .log(&format!("WARNING:  error while aborting transaction: {e}"));
+            }
+        }
+    }
+}
+
+fn tablespace_is_empty(dir: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return true;
+    };
+    entries.flatten().all(|e| {
+        std::fs::read_dir(e.path())
+            .map(|mut d| d.next().is_none())
+            .unwrap_or(false)
+    })
+}
+
+/// Copies one fork file page by page, setting each page's LSN to 0 (so its first
+/// change afterwards carries a full-page image), then fsyncs it (FILE_COPY).
+fn copy_fork_files(sh: &Shared, src: RelKey, dst: RelKey, fork: ForkNumber) -> Result<()> {
+    sh.smgr.create(dst, fork, false)?;
+    let n = sh.smgr.nblocks(src, fork)?;
+    let mut page = Box::new(access::ZERO_PAGE);
+    for b in 0..n {
+        let block = BlockNumber(b);
+        sh.smgr.read(src, fork, block, &mut page)?;
+        if !strata_page::is_new(&page) {
+            strata_page::set_lsn(&mut page, strata_types::Lsn::INVALID);
+            strata_page::set_checksum(&mut page, block);
+        }
+        sh.smgr.extend(dst, fork, block, &page)?;
+    }
+    sh.smgr.sync(dst, fork)?;
+    Ok(())
+}
+
+/// After a commit record is durable (or in its replay): forget the buffers, then
+/// remove the files, of everything it dropped (engine rule 3). O(cached pages and
+/// files of what was dropped).
+pub(crate) fn remove_dropped(sh: &Shared, rec: &CommitRecord) -> Result<()> {
+    if rec.dropped_rels.is_empty() && rec.dropped_dbs.is_empty() && rec.dropped_spcs.is_empty() {
+        return Ok(());
+    }
+    let _d = sh.drop_lock.write();
+    sh.pool.drop_relations(&rec.dropped_rels);
+    sh.smgr.unlink(&rec.dropped_rels)?;
+    {
+        let mut t = sh.targblock.lock();
+        for r in &rec.dropped_rels {
+            t.remove(r);
+        }
+    }
+    for (db, spcs) in &rec.dropped_dbs {
+        sh.pool.drop_database(*db);
+        sh.smgr.remove_database(*db, spcs)?;
+    }
+    for spc in &rec.dropped_spcs {
+        sh.smgr.drop_tablespace(*spc)?;
+    }
+    Ok(())
+}
+
+/// After an abort (or for a transaction recovery finds unfinished): remove what it
+/// created — relations, database directories, tablespaces, in that order.
+pub(crate) fn remove_created(sh: &Shared, created: &[PendingCreate]) -> Result<()> {
+    if created.is_empty() {
+        return Ok(());
+    }
+    let _d = sh.drop_lock.write();
+    let rels: Vec<RelKey> = created
+        .iter()
+        .filter_map(|c| match c {
+            PendingCreate::Rel(r) => Some(*r),
+            _ => None,
+        })
+        .collect();
+    sh.pool.drop_relations(&rels);
+    sh.smgr.unlink(&rels)?;
+    {
+        let mut t = sh.targblock.lock();
+        for r in &rels {
+            t.remove(r);
+        }
+    }
+    for c in created {
+        if let PendingCreate::DbDir { spc, db } = c {
+            sh.pool.drop_database(*db);
+            sh.smgr.remove_database(*db, &[*spc])?;
+        }
+    }
+    for c in created {
+        if let PendingCreate::Tablespace(spc) = c {
+            sh.smgr.drop_tablespace(*spc)?;
+        }
+    }
+    Ok(())
+}
+
+/// initdb's catalog: `pg_tablespace` with `pg_default` and `pg_global`,
+/// `pg_database` with `template1`, `template0` and `postgres`, each with its
+/// `pg_class`.
+pub(crate) fn bootstrap(engine: &crate::Engine) -> Result<()> {
+    let mut t = engine.begin();
+    for rel in [pg_tablespace(), pg_database()] {
+        t.create_rel_file(rel)?;
+    }
+    for mut s in catalog::CatalogCache::builtin_spcs() {
+        s.tid = Some(t.catalog_insert(pg_tablespace(), &tablespace_columns(), &s.values())?);
+        t.ov.spcs.insert(s.name.clone(), Some(Arc::new(s)));
+    }
+    for (oid, name, is_template, allow_conn) in [
+        (catalog::TEMPLATE1_OID, "template1", true, true),
+        (catalog::TEMPLATE0_OID, "template0", true, false),
+        (catalog::POSTGRES_OID, "postgres", false, true),
+    ] {
+        let rec = DbCreateDir {
+            spc: DEFAULT_TABLESPACE,
+            db: oid,
+        };
+        t.log_create(
+            PendingCreate::DbDir {
+                spc: DEFAULT_TABLESPACE,
+                db: oid,
+            },
+            RM_DBASE,
+            DBASE_CREATE_DIR,
+            &rec.encode(),
+        )?;
+        t.sh.smgr.create_database_dir(DEFAULT_TABLESPACE, oid)?;
+        t.create_rel_file(pg_class(DEFAULT_TABLESPACE, oid))?;
+        let mut e = DbEntry {
+            oid,
+            name: name.into(),
+            spc: DEFAULT_TABLESPACE,
+            is_template,
+            allow_conn,
+            tid: None,
+        };
+        e.tid = Some(t.catalog_insert(pg_database(), &database_columns(), &e.values())?);
+        t.ov.dbs.insert(name.into(), Some(Arc::new(e)));
+    }
+    t.commit()
+}
