@@ -1,12 +1,16 @@
 //! The `strata` binary: the command line.
 //!
-//! Owns: argument parsing (clap) and dispatch. Subcommands today: `bench bufpool`.
-//! `init`, `start`, `stop` arrive with the engine and the server (issues 3 and 4).
-//! Errors are printed once, here, with a non-zero exit status.
+//! Owns: argument parsing (clap) and dispatch. Subcommands: `init` (a new cluster,
+//! like initdb), `bench` (benchmarks, `bufpool`, `crash`, `replay`), and the hidden
+//! `debug crash-worker` used by the crash tests. `start` and `stop` arrive with the
+//! server (issue 4). Errors are printed once, here, with a non-zero exit status.
 
 mod bench;
+mod config;
+mod crash;
 
 use clap::{Parser, Subcommand};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -22,17 +26,57 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Create a new cluster (databases template1, template0, postgres), like initdb.
+    Init {
+        /// The data directory to create; must not exist or be empty.
+        #[arg(short = 'D', long = "pgdata", default_value = "strata-data")]
+        data: PathBuf,
+        /// A setting, name=value (wal_segment_size is fixed here for the cluster's life).
+        #[arg(short = 'c', value_name = "NAME=VALUE")]
+        settings: Vec<String>,
+    },
     /// Run a benchmark; results as a table, and as JSON records with --json.
     Bench {
         #[command(subcommand)]
         which: bench::BenchCommand,
+    },
+    /// Internal tools for tests.
+    #[command(hide = true)]
+    Debug {
+        #[command(subcommand)]
+        which: DebugCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum DebugCommand {
+    /// Recover a cluster, then run random transactions until killed (crash tests).
+    CrashWorker {
+        #[arg(short = 'D')]
+        data: PathBuf,
+        #[arg(long)]
+        seed: u64,
+        #[arg(long)]
+        id_base: i64,
+        #[arg(short = 'c', value_name = "NAME=VALUE")]
+        settings: Vec<String>,
     },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Init { data, settings } => init(&data, &settings),
         Command::Bench { which } => bench::run(which),
+        Command::Debug {
+            which:
+                DebugCommand::CrashWorker {
+                    data,
+                    seed,
+                    id_base,
+                    settings,
+                },
+        } => config::settings_from(&settings).and_then(|s| crash::worker(&data, s, seed, id_base)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -41,4 +85,18 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+fn init(data: &std::path::Path, settings: &[String]) -> Result<(), String> {
+    let s = config::settings_from(settings)?;
+    let s = strata_engine::Settings {
+        log: std::sync::Arc::new(|_: &str| {}),
+        ..s
+    };
+    strata_engine::Engine::init(data, s).map_err(|e| e.to_string())?;
+    println!(
+        "Success. The cluster is in \"{}\" with databases template1, template0 and postgres.",
+        data.display()
+    );
+    Ok(())
 }

@@ -15,6 +15,27 @@ pub enum BenchCommand {
     /// The buffer pool's bulk operations and hit path against the PostgreSQL-style
     /// full pass and a plain partitioned hash map, at several shared_buffers sizes.
     Bufpool(bufpool::Args),
+    /// SIGKILL a worker running random transactions at random moments, recover, and
+    /// check every committed transaction; prints "N crashes, L lost".
+    Crash(CrashArgs),
+}
+
+#[derive(clap::Args)]
+pub struct CrashArgs {
+    /// How many crashes.
+    #[arg(long, default_value_t = 100)]
+    pub iterations: u64,
+    /// Seed of the run (printed; the same seed makes the same choices).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// A setting for the cluster, name=value (e.g. shared_buffers=1MB).
+    #[arg(short = 'c', value_name = "NAME=VALUE")]
+    pub settings: Vec<String>,
+    /// One line per crash on stderr.
+    #[arg(long)]
+    pub verbose: bool,
+    #[arg(long)]
+    pub json: Option<PathBuf>,
 }
 
 pub fn run(cmd: BenchCommand) -> Result<(), String> {
@@ -26,6 +47,36 @@ pub fn run(cmd: BenchCommand) -> Result<(), String> {
                 write_json(&path, &records)?;
             }
             Ok(())
+        }
+        BenchCommand::Crash(args) => {
+            let seed = args.seed.unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_nanos() as u64)
+                    .unwrap_or(1)
+            });
+            println!("crash run: seed {seed}, {} iterations", args.iterations);
+            let s = crate::crash::run(&crate::crash::CrashRun {
+                iterations: args.iterations,
+                seed,
+                settings_args: args.settings.clone(),
+                verbose: args.verbose,
+            })?;
+            if let Some(path) = &args.json {
+                write_json(path, &s.records)?;
+            }
+            println!(
+                "{} crashes, {} lost ({} commits checked)",
+                s.crashes, s.lost, s.commits
+            );
+            if s.problems.is_empty() {
+                Ok(())
+            } else {
+                Err(format!(
+                    "crash run failed (seed {seed}):\n{}",
+                    s.problems.join("\n")
+                ))
+            }
         }
     }
 }
