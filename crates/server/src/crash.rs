@@ -308,16 +308,10 @@ pub struct CrashCheck {
     pub in_doubt_committed: Option<bool>,
 }
 
-fn read_state(
-    e: &Engine,
-) -> Result<
-    (
-        BTreeMap<String, BTreeSet<i32>>,
-        BTreeSet<String>,
-        Vec<String>,
-    ),
-    String,
-> {
+/// Tables (with row ids) of `postgres` and the extra databases.
+type State = (BTreeMap<String, BTreeSet<i32>>, BTreeSet<String>);
+
+fn read_state(e: &Engine) -> Result<(State, Vec<String>), String> {
     let mut problems = Vec::new();
     let mut tables = BTreeMap::new();
     for r in e.tables(DB).map_err(|e| e.to_string())? {
@@ -341,10 +335,10 @@ fn read_state(
         .map(|d| d.name)
         .filter(|n| n.starts_with("cdb_"))
         .collect();
-    Ok((tables, dbs, problems))
+    Ok(((tables, dbs), problems))
 }
 
-fn model_state(m: &Model) -> (BTreeMap<String, BTreeSet<i32>>, BTreeSet<String>) {
+fn model_state(m: &Model) -> State {
     (
         m.tables
             .iter()
@@ -455,14 +449,13 @@ fn check(
     in_doubt: Option<(u64, Vec<Op>)>,
 ) -> Result<CrashCheck, String> {
     let e = Engine::open(dir, settings.clone()).map_err(|e| format!("recovery failed: {e}"))?;
-    let (tables, dbs, mut problems) = read_state(&e)?;
+    let (actual, mut problems) = read_state(&e)?;
     let mut result = CrashCheck::default();
     let with = in_doubt.as_ref().map(|(seq, ops)| {
         let mut m = model.clone();
         m.apply(*seq, ops);
         m
     });
-    let actual = (tables, dbs);
     if actual == model_state(model) {
         result.in_doubt_committed = in_doubt.as_ref().map(|_| false);
     } else if let Some(m) = with.filter(|m| actual == model_state(m)) {
