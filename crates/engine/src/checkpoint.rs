@@ -17,9 +17,9 @@
 //! 1. A crash at any step leaves the previous checkpoint in the control file, and all
 //!    WAL from its redo point still there: segments go only after the new control
 //!    file is durable.
-//! 2. A checkpoint with no WAL inserted since the previous one has nothing to do and
-//!    returns at once (PostgreSQL skips such checkpoints unless forced; a forced one
-//!    would only rewrite the same state).
+//! 2. A timed or size-triggered checkpoint with no WAL inserted since the previous one
+//!    has nothing to do and returns at once, as PostgreSQL skips it; a requested one
+//!    (the CHECKPOINT command) always runs.
 //! 3. Triggers: `checkpoint_timeout` since the last one, `max_wal_size` of WAL since
 //!    its redo point, a request (`Engine::checkpoint`), shutdown.
 
@@ -100,16 +100,17 @@ pub fn init_cluster(dir: &Path, settings: &Settings) -> Result<()> {
     Ok(())
 }
 
-/// Runs one checkpoint (module doc). `shutdown` marks the cluster shut down; `log`
-/// writes PostgreSQL's "checkpoint complete" line.
-pub fn checkpoint(sh: &Shared, shutdown: bool, log: bool) -> Result<CheckpointStats> {
+/// Runs one checkpoint (module doc). `shutdown` marks the cluster shut down; `force`
+/// runs it even with no WAL since the last one (the CHECKPOINT command, rule 2);
+/// `log` writes PostgreSQL's "checkpoint complete" line.
+pub fn checkpoint(sh: &Shared, shutdown: bool, force: bool, log: bool) -> Result<CheckpointStats> {
     let _one = sh.ckpt_lock.lock();
     let started = Instant::now();
     let (last_end, sysid) = {
         let st = sh.ckpt.lock();
         (st.last_end, st.system_identifier)
     };
-    if !shutdown && sh.wal().insert_lsn() == last_end {
+    if !shutdown && !force && sh.wal().insert_lsn() == last_end {
         return Ok(CheckpointStats {
             skipped: true,
             ..Default::default()
@@ -216,7 +217,7 @@ pub fn spawn_checkpointer(sh: Arc<Shared>) -> JoinHandle<()> {
                 };
                 if due {
                     last = Instant::now();
-                    match checkpoint(&sh, false, false) {
+                    match checkpoint(&sh, false, false, false) {
                         Ok(s) if !s.skipped => sh.log(&format!(
                             "checkpoint complete ({reason}): wrote {} buffers; total={:.3} s",
                             s.buffers_written, s.seconds

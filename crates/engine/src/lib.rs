@@ -318,9 +318,10 @@ impl Engine {
         Txn::new(&self.sh)
     }
 
-    /// Runs a checkpoint now. O(dirty pages + files changed since the last one).
+    /// Runs a checkpoint now, as the CHECKPOINT command does (even if idle).
+    /// O(dirty pages + files changed since the last one).
     pub fn checkpoint(&self) -> Result<CheckpointStats> {
-        checkpoint::checkpoint(&self.sh, false, true)
+        checkpoint::checkpoint(&self.sh, false, true, true)
     }
 
     /// The committed rows of a table. O(pages of the table).
@@ -456,7 +457,7 @@ impl Engine {
     /// Shuts down cleanly: stops the checkpointer and writes a shutdown checkpoint.
     pub fn close(self) -> Result<()> {
         self.stop_checkpointer();
-        checkpoint::checkpoint(&self.sh, true, true)?;
+        checkpoint::checkpoint(&self.sh, true, true, true)?;
         Ok(())
     }
 

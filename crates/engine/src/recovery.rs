@@ -160,7 +160,7 @@ pub fn startup(dir: &Path, settings: Settings, smgr: Arc<Smgr>) -> Result<(Share
         unreachable!("the WAL is opened once");
     }
     load_catalog(&sh)?;
-    checkpoint::checkpoint(&sh, false, true)?; // end-of-recovery checkpoint
+    checkpoint::checkpoint(&sh, false, true, true)?; // end-of-recovery checkpoint
     log("database system is ready to accept connections");
     let info = RecoveryInfo {
         records: summary.records,

@@ -61,6 +61,26 @@ enum DebugCommand {
         #[arg(short = 'c', value_name = "NAME=VALUE")]
         settings: Vec<String>,
     },
+    /// Set up and run one replay-bench workload, print its figures, wait for SIGKILL.
+    ReplayPrimary {
+        #[arg(short = 'D')]
+        data: PathBuf,
+        #[arg(long)]
+        workload: String,
+        #[arg(long)]
+        scale: f64,
+        #[arg(long)]
+        spc_root: PathBuf,
+        #[arg(short = 'c', value_name = "NAME=VALUE")]
+        settings: Vec<String>,
+    },
+    /// Recover a cluster, logging to stderr; print RSS figures.
+    Recover {
+        #[arg(short = 'D')]
+        data: PathBuf,
+        #[arg(short = 'c', value_name = "NAME=VALUE")]
+        settings: Vec<String>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -68,15 +88,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Init { data, settings } => init(&data, &settings),
         Command::Bench { which } => bench::run(which),
-        Command::Debug {
-            which:
-                DebugCommand::CrashWorker {
-                    data,
-                    seed,
-                    id_base,
-                    settings,
-                },
-        } => config::settings_from(&settings).and_then(|s| crash::worker(&data, s, seed, id_base)),
+        Command::Debug { which } => debug(which),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -84,6 +96,40 @@ fn main() -> ExitCode {
             eprintln!("strata: error: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+fn debug(which: DebugCommand) -> Result<(), String> {
+    match which {
+        DebugCommand::CrashWorker {
+            data,
+            seed,
+            id_base,
+            settings,
+        } => crash::worker(&data, config::settings_from(&settings)?, seed, id_base),
+        DebugCommand::ReplayPrimary {
+            data,
+            workload,
+            scale,
+            spc_root,
+            settings,
+        } => bench::replay::primary(
+            &data,
+            quiet(config::settings_from(&settings)?),
+            &workload,
+            scale,
+            &spc_root,
+        ),
+        DebugCommand::Recover { data, settings } => {
+            bench::replay::recover(&data, config::settings_from(&settings)?)
+        }
+    }
+}
+
+fn quiet(s: strata_engine::Settings) -> strata_engine::Settings {
+    strata_engine::Settings {
+        log: std::sync::Arc::new(|_: &str| {}),
+        ..s
     }
 }
 

@@ -111,7 +111,7 @@ pub fn redo_named(
         log("redo is not required");
     } else {
         log(&format!(
-            "redo done at {} system usage: elapsed: {:.3} s",
+            "redo done at {} system usage: elapsed: {:.6} s",
             reader.last_lsn(),
             elapsed.as_secs_f64()
         ));

@@ -5,6 +5,7 @@
 //! its own module and returns `Vec<Record>`.
 
 mod bufpool;
+pub mod replay;
 
 use clap::Subcommand;
 use serde::Serialize;
@@ -18,6 +19,9 @@ pub enum BenchCommand {
     /// SIGKILL a worker running random transactions at random moments, recover, and
     /// check every committed transaction; prints "N crashes, L lost".
     Crash(CrashArgs),
+    /// Workloads A–G of the brief through the engine: primary time, WAL bytes, replay
+    /// time after a SIGKILL (from the `redo done` line), restart time, peak RSS.
+    Replay(replay::Args),
 }
 
 #[derive(clap::Args)]
@@ -45,6 +49,13 @@ pub fn run(cmd: BenchCommand) -> Result<(), String> {
             let records = bufpool::run(&args)?;
             if let Some(path) = json {
                 write_json(&path, &records)?;
+            }
+            Ok(())
+        }
+        BenchCommand::Replay(args) => {
+            let records = replay::run(&args)?;
+            if let Some(path) = &args.json {
+                write_json(path, &records)?;
             }
             Ok(())
         }
