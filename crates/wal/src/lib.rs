@@ -456,7 +456,14 @@ pub struct WalReader {
     prev: Lsn,
     file: Option<(u64, File)>,
     stop: Option<StopReason>,
+    /// Read-ahead: bytes of the log from `cache_start`, as read from the file (only
+    /// what was there: a log that grows later is read again past the cached end).
+    cache: Vec<u8>,
+    cache_start: u64,
 }
+
+/// Bytes read ahead at once (one `pread` serves many records).
+const READ_AHEAD_BYTES: usize = 1 << 20;
 
 enum ReadFail {
     Missing(u64),
@@ -476,6 +483,8 @@ impl WalReader {
             prev,
             file: None,
             stop: None,
+            cache: Vec::new(),
+            cache_start: 0,
         })
     }
 
@@ -494,34 +503,55 @@ impl WalReader {
         self.stop.as_ref()
     }
 
+    /// Fills the read-ahead cache from `lsn` to at most the end of its segment.
+    fn refill(&mut self, lsn: Lsn) -> std::result::Result<(), ReadFail> {
+        let segno = lsn.0 / self.seg_bytes;
+        let offset = lsn.0 % self.seg_bytes;
+        if self.file.as_ref().map(|(s, _)| *s) != Some(segno) {
+            let path = self.dir.join(segment_file_name(segno, self.seg_bytes));
+            match File::open(&path) {
+                Ok(f) => self.file = Some((segno, f)),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    return Err(ReadFail::Missing(segno))
+                }
+                Err(e) => return Err(ReadFail::Io(io_err("open", &path, e))),
+            }
+        }
+        let f = &self.file.as_ref().expect("opened").1;
+        let want = ((self.seg_bytes - offset) as usize).min(READ_AHEAD_BYTES);
+        self.cache.resize(want, 0);
+        let mut got = 0;
+        while got < want {
+            match f.read_at(&mut self.cache[got..want], offset + got as u64) {
+                Ok(0) => break,
+                Ok(k) => got += k,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    let path = self.dir.join(segment_file_name(segno, self.seg_bytes));
+                    self.cache.clear();
+                    return Err(ReadFail::Io(io_err("read", &path, e)));
+                }
+            }
+        }
+        self.cache.truncate(got);
+        self.cache_start = lsn.0;
+        if got == 0 {
+            return Err(ReadFail::Short);
+        }
+        Ok(())
+    }
+
+    /// Reads `buf.len()` bytes of the log at `lsn`, through the read-ahead cache.
     fn read_at(&mut self, mut lsn: Lsn, mut buf: &mut [u8]) -> std::result::Result<(), ReadFail> {
         while !buf.is_empty() {
-            let segno = lsn.0 / self.seg_bytes;
-            let offset = lsn.0 % self.seg_bytes;
-            if self.file.as_ref().map(|(s, _)| *s) != Some(segno) {
-                let path = self.dir.join(segment_file_name(segno, self.seg_bytes));
-                match File::open(&path) {
-                    Ok(f) => self.file = Some((segno, f)),
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                        return Err(ReadFail::Missing(segno))
-                    }
-                    Err(e) => return Err(ReadFail::Io(io_err("open", &path, e))),
-                }
+            let cached_end = self.cache_start + self.cache.len() as u64;
+            if lsn.0 < self.cache_start || lsn.0 >= cached_end {
+                self.refill(lsn)?;
+                continue;
             }
-            let f = &self.file.as_ref().expect("opened").1;
-            let n = ((self.seg_bytes - offset) as usize).min(buf.len());
-            let mut done = 0;
-            while done < n {
-                match f.read_at(&mut buf[done..n], offset + done as u64) {
-                    Ok(0) => return Err(ReadFail::Short),
-                    Ok(k) => done += k,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => {
-                        let path = self.dir.join(segment_file_name(segno, self.seg_bytes));
-                        return Err(ReadFail::Io(io_err("read", &path, e)));
-                    }
-                }
-            }
+            let from = (lsn.0 - self.cache_start) as usize;
+            let n = (self.cache.len() - from).min(buf.len());
+            buf[..n].copy_from_slice(&self.cache[from..from + n]);
             buf = &mut buf[n..];
             lsn = Lsn(lsn.0 + n as u64);
         }
@@ -561,22 +591,19 @@ impl WalReader {
         if (len as usize) < RECORD_HEADER_BYTES || len > RECORD_MAX_BYTES {
             return self.stop(StopReason::BadLength(len));
         }
-        let mut bytes = vec![0u8; len as usize];
-        bytes[..RECORD_HEADER_BYTES].copy_from_slice(&header);
-        match self.read_at(
-            Lsn(lsn.0 + RECORD_HEADER_BYTES as u64),
-            &mut bytes[RECORD_HEADER_BYTES..],
-        ) {
+        let mut payload = vec![0u8; len as usize - RECORD_HEADER_BYTES];
+        match self.read_at(Lsn(lsn.0 + RECORD_HEADER_BYTES as u64), &mut payload) {
             Ok(()) => {}
             Err(ReadFail::Missing(_)) | Err(ReadFail::Short) => return self.stop(StopReason::Torn),
             Err(ReadFail::Io(e)) => return Err(e),
         }
-        let crc = u32::from_le_bytes(bytes[4..8].try_into().expect("4"));
-        if crc != record_crc(&bytes) {
+        let crc = u32::from_le_bytes(header[4..8].try_into().expect("4"));
+        let computed = crc32c::crc32c_append(record_crc(&header), &payload);
+        if crc != computed {
             return self.stop(StopReason::BadCrc);
         }
-        let prev = Lsn(u64::from_le_bytes(bytes[8..16].try_into().expect("8")));
-        let own = Lsn(u64::from_le_bytes(bytes[16..24].try_into().expect("8")));
+        let prev = Lsn(u64::from_le_bytes(header[8..16].try_into().expect("8")));
+        let own = Lsn(u64::from_le_bytes(header[16..24].try_into().expect("8")));
         if own != lsn {
             return self.stop(StopReason::WrongLsn(own));
         }
@@ -587,10 +614,10 @@ impl WalReader {
             lsn,
             end: Lsn(lsn.0 + align(len as u64)),
             prev,
-            xid: u32::from_le_bytes(bytes[24..28].try_into().expect("4")),
-            rmgr: RmgrId(bytes[28]),
-            info: bytes[29],
-            payload: bytes[RECORD_HEADER_BYTES..].to_vec(),
+            xid: u32::from_le_bytes(header[24..28].try_into().expect("4")),
+            rmgr: RmgrId(header[28]),
+            info: header[29],
+            payload,
         };
         self.next = record.end;
         self.prev = lsn;

@@ -343,6 +343,9 @@ fn run_one(workload: &str, sb: &str, scale: f64, bar: &ProgressBar) -> Result<Fi
         wal_bytes: parse_kv(&result, "wal_bytes").ok_or("no wal_bytes")?,
         ..Default::default()
     };
+    if workload == "F" {
+        return Ok(f); // CHECKPOINT is measured on the primary only (brief §5)
+    }
     bar.set_message(format!("{workload} at {sb}: recovery"));
     let out = Command::new(&exe)
         .args(["debug", "recover", "-D"])
@@ -366,7 +369,7 @@ fn run_one(workload: &str, sb: &str, scale: f64, bar: &ProgressBar) -> Result<Fi
     f.rss_after = parse_kv(line, "rss_after").unwrap_or(0.0);
     f.peak_rss = parse_kv(line, "peak_rss").unwrap_or(0.0);
     f.replay_seconds = redo_seconds(&log);
-    if f.replay_seconds.is_none() && workload != "F" {
+    if f.replay_seconds.is_none() {
         return Err(format!(
             "workload {workload} at {sb}: no \"redo done\" line in the log:\n{log}"
         ));
@@ -431,8 +434,16 @@ pub fn run(args: &Args) -> Result<Vec<Record>, String> {
             f.replay_seconds
                 .map(format_seconds)
                 .unwrap_or_else(|| "-".into()),
-            format_seconds(f.restart_seconds),
-            format_bytes(f.peak_rss)
+            if *w == "F" {
+                "-".into()
+            } else {
+                format_seconds(f.restart_seconds)
+            },
+            if *w == "F" {
+                "-".into()
+            } else {
+                format_bytes(f.peak_rss)
+            }
         );
         let mut push = |metric: &'static str, value: f64| {
             records.push(Record {
@@ -449,8 +460,10 @@ pub fn run(args: &Args) -> Result<Vec<Record>, String> {
         if let Some(r) = f.replay_seconds {
             push("replay_seconds", r);
         }
-        push("restart_seconds", f.restart_seconds);
-        push("peak_rss_bytes", f.peak_rss);
+        if w != "F" {
+            push("restart_seconds", f.restart_seconds);
+            push("peak_rss_bytes", f.peak_rss);
+        }
     }
     // The checks, as measured in this run.
     println!();
