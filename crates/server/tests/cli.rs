@@ -116,3 +116,64 @@ fn bad_settings_are_refused_clearly() {
         assert!(stderr.contains(expect), "{value}: {stderr}");
     }
 }
+
+/// `strata bench replay` at a small scale: every workload runs on a fresh cluster, the
+/// primary is SIGKILLed, recovery's `redo done` line is read, and the JSON has every
+/// figure (F: the primary only; M: replay memory at the largest size).
+#[test]
+fn replay_bench_runs_every_workload_and_reads_the_redo_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("replay.json");
+    let out = strata()
+        .args([
+            "bench",
+            "replay",
+            "--scale",
+            "0.005",
+            "--shared-buffers",
+            "1MB,4MB",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let records: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let has = |case: &str, size: u64, metric: &str| {
+        records.iter().any(|r| {
+            r["bench"] == "replay"
+                && r["case"] == case
+                && r["shared_buffers"] == size
+                && r["metric"] == metric
+        })
+    };
+    for size in [1u64 << 20, 4 << 20] {
+        for case in ["A", "B", "C", "D", "E", "G"] {
+            for metric in [
+                "primary_seconds",
+                "wal_bytes",
+                "replay_seconds",
+                "restart_seconds",
+                "peak_rss_bytes",
+            ] {
+                assert!(has(case, size, metric), "{case} {size} {metric}\n{stdout}");
+            }
+        }
+        assert!(has("F", size, "primary_seconds") && !has("F", size, "replay_seconds"));
+    }
+    assert!(has("M", 4 << 20, "rss_growth_bytes") && !has("M", 1 << 20, "replay_seconds"));
+    assert!(stdout.contains("B at 1MB: replay"), "{stdout}");
+    // Nonsense is refused.
+    let bad = strata()
+        .args(["bench", "replay", "--only", "Z"])
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown workload \"Z\""));
+}
