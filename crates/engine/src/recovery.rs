@@ -51,14 +51,11 @@ pub fn startup(dir: &Path, settings: Settings, smgr: Arc<Smgr>) -> Result<(Share
     }
     let control = ControlFile::read(dir)?;
     let log = settings.log.clone();
+    let when = utc_timestamp(control.checkpoint_time_unix_s);
     match control.state {
-        ClusterState::ShutDown => log(&format!(
-            "database system was shut down at {} (unix time)",
-            control.checkpoint_time_unix_s
-        )),
+        ClusterState::ShutDown => log(&format!("database system was shut down at {when}")),
         _ => log(&format!(
-            "database system was interrupted; last known up at {} (unix time)",
-            control.checkpoint_time_unix_s
+            "database system was interrupted; last known up at {when}"
         )),
     }
     let seg = control.wal_segment_bytes;
@@ -170,6 +167,27 @@ pub fn startup(dir: &Path, settings: Settings, smgr: Arc<Smgr>) -> Result<(Share
         aborted_unfinished,
     };
     Ok((sh, info))
+}
+
+/// `YYYY-MM-DD HH:MM:SS UTC` of a Unix time (the civil-from-days algorithm).
+fn utc_timestamp(unix_s: u64) -> String {
+    let days = (unix_s / 86_400) as i64;
+    let secs = unix_s % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
 }
 
 /// Reads the catalog heaps into the cache. O(catalog rows): start-up only.
@@ -443,5 +461,18 @@ impl Redo<'_> {
         strata_page::set_lsn(&mut g, r.end);
         buf.mark_dirty(&g);
         Ok(Some(true))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn timestamps_print_as_utc_dates() {
+        assert_eq!(super::utc_timestamp(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(super::utc_timestamp(951_782_400), "2000-02-29 00:00:00 UTC");
+        assert_eq!(
+            super::utc_timestamp(1_795_374_007),
+            "2026-11-22 19:00:07 UTC"
+        );
     }
 }
