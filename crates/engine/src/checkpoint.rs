@@ -135,10 +135,14 @@ pub fn checkpoint(sh: &Shared, shutdown: bool, force: bool, log: bool) -> Result
     let files_synced = sh.smgr.sync_pending()?;
     // Step 4.
     let c = *sh.counters.lock();
+    // OIDs up to the last NEXTOID record may have been handed out after the redo
+    // point without another record: recovery must start beyond them (as PostgreSQL's
+    // online checkpoints add oidCount).
+    let next_oid = Oid(c.next_oid.0.max(c.oid_logged_upto.0));
     let rec = CheckpointRecord {
         redo,
         next_xid: c.next_xid,
-        next_oid: c.next_oid,
+        next_oid,
         next_relfilenumber: c.next_relfilenumber,
         shutdown,
         running,
@@ -157,7 +161,7 @@ pub fn checkpoint(sh: &Shared, shutdown: bool, force: bool, log: bool) -> Result
         checkpoint: lsn,
         redo,
         next_xid: c.next_xid.0,
-        next_oid: c.next_oid.0,
+        next_oid: next_oid.0,
         next_relfilenumber: c.next_relfilenumber,
         wal_segment_bytes: sh.wal().segment_bytes(),
         checkpoint_time_unix_s: unix_now(),

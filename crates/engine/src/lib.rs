@@ -209,6 +209,9 @@ pub(crate) struct Counters {
     pub next_xid: Xid,
     pub next_oid: Oid,
     pub next_relfilenumber: RelFileNumber,
+    /// OIDs below this are covered by a NEXTOID record (PostgreSQL's way: OIDs appear
+    /// in no other record, so recovery learns how far they went from it).
+    pub oid_logged_upto: Oid,
 }
 
 #[derive(Default)]
@@ -326,6 +329,8 @@ impl Engine {
 
     /// The committed rows of a table. O(pages of the table).
     pub fn scan(&self, db: &str, table: &str) -> Result<Vec<Vec<Value>>> {
+        // Shared before the lookup: the files cannot go between lookup and scan.
+        let _d = self.sh.drop_lock.read();
         let (dbe, rel) = {
             let cat = self.sh.catalog.read();
             let dbe = cat
@@ -341,7 +346,6 @@ impl Engine {
                 .ok_or_else(|| EngineError::UndefinedTable(table.into()))?;
             (dbe, rel)
         };
-        let _d = self.sh.drop_lock.read();
         let mut rows = Vec::new();
         access::scan(&self.sh, rel.key(&dbe), None, &mut |_, _, t| {
             rows.push(heap::decode_values(&rel.columns, t).map_err(corrupt)?);

@@ -6,6 +6,7 @@
 //! | rmgr | id | info | record | replay |
 //! |------|----|------|--------|--------|
 //! | XLOG | 0 | 0x00 | [`CheckpointRecord`] | seeds counters and unfinished creates |
+//! | XLOG | 0 | 0x20 | NEXTOID: u32, OIDs below are handed out | raise the OID counter |
 //! | XLOG | 0 | 0x30 | full-page image ([`BlockRef`] only) | restore the page |
 //! | XACT | 1 | 0x00 | [`CommitRecord`] | clog; drop buffers, then files |
 //! | XACT | 1 | 0x20 | [`AbortRecord`] | clog; remove what the xact created |
@@ -36,6 +37,7 @@ pub const RM_TBLSPC: RmgrId = RmgrId(5);
 pub const RM_HEAP: RmgrId = RmgrId(10);
 
 pub const XLOG_CHECKPOINT: u8 = 0x00;
+pub const XLOG_NEXTOID: u8 = 0x20;
 pub const XLOG_FPI: u8 = 0x30;
 pub const XACT_COMMIT: u8 = 0x00;
 pub const XACT_ABORT: u8 = 0x20;
@@ -52,6 +54,7 @@ pub const HEAP_PRUNE: u8 = 0x20;
 pub fn record_name(rmgr: RmgrId, info: u8) -> &'static str {
     match (rmgr, info) {
         (RM_XLOG, XLOG_CHECKPOINT) => "XLOG/CHECKPOINT",
+        (RM_XLOG, XLOG_NEXTOID) => "XLOG/NEXTOID",
         (RM_XLOG, XLOG_FPI) => "XLOG/FPI",
         (RM_XACT, XACT_COMMIT) => "Transaction/COMMIT",
         (RM_XACT, XACT_ABORT) => "Transaction/ABORT",

@@ -99,6 +99,7 @@ pub fn startup(dir: &Path, settings: Settings, smgr: Arc<Smgr>) -> Result<(Share
             next_relfilenumber: RelFileNumber(
                 ckpt.next_relfilenumber.0.max(control.next_relfilenumber.0),
             ),
+            oid_logged_upto: Oid(0),
         }),
         running: Mutex::new(None),
         drop_lock: RecursiveRwLock::new(()),
@@ -288,6 +289,14 @@ impl Redo<'_> {
                 self.max_rel = self
                     .max_rel
                     .max(RelFileNumber(c.next_relfilenumber.0.saturating_sub(1)));
+            }
+            (RM_XLOG, XLOG_NEXTOID) => {
+                let b: [u8; 4] = r.payload[..]
+                    .try_into()
+                    .map_err(|_| corrupt("NEXTOID record of wrong length"))?;
+                self.max_oid = self
+                    .max_oid
+                    .max(Oid(u32::from_le_bytes(b).saturating_sub(1)));
             }
             (RM_XLOG, XLOG_FPI) => {
                 let mut d = Dec::new(&r.payload, "FPI record");

@@ -43,7 +43,7 @@ use crate::heap::{self, Column, Value};
 use crate::records::{
     AbortRecord, BlockRef, CommitRecord, DbCreateDir, DbFileCopy, PendingCreate, SmgrCreate,
     TblspcCreate, DBASE_CREATE_DIR, DBASE_FILE_COPY, RM_DBASE, RM_SMGR, RM_TBLSPC, RM_XACT,
-    RM_XLOG, SMGR_CREATE, TBLSPC_CREATE, XACT_ABORT, XACT_COMMIT, XLOG_FPI,
+    RM_XLOG, SMGR_CREATE, TBLSPC_CREATE, XACT_ABORT, XACT_COMMIT, XLOG_FPI, XLOG_NEXTOID,
 };
 use crate::{EngineError, Result, Shared};
 use parking_lot::MutexGuard;
@@ -56,6 +56,9 @@ use strata_types::{
     GLOBAL_TABLESPACE,
 };
 use strata_wal::RmgrId;
+
+/// OIDs covered by one NEXTOID record.
+const OID_BATCH: u32 = 8192;
 
 /// How CREATE DATABASE copies its template.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -110,11 +113,20 @@ impl<'e> Txn<'e> {
         x
     }
 
-    fn alloc_oid(&self) -> Oid {
+    /// The next OID; every 8,192 a NEXTOID record covers the next batch, so that
+    /// no OID handed out before a crash is handed out again after it.
+    fn alloc_oid(&self) -> Result<Oid> {
         let mut c = self.sh.counters.lock();
         let o = c.next_oid;
+        if o >= c.oid_logged_upto {
+            let upto = Oid(o.0 + OID_BATCH);
+            self.sh
+                .wal()
+                .insert(RM_XLOG, XLOG_NEXTOID, 0, &upto.0.to_le_bytes())?;
+            c.oid_logged_upto = upto;
+        }
         c.next_oid = Oid(o.0 + 1);
-        o
+        Ok(o)
     }
 
     fn alloc_relfilenumber(&self) -> RelFileNumber {
@@ -278,7 +290,7 @@ impl<'e> Txn<'e> {
             }
             Err(e) => return bad(format!("could not open directory \"{location}\": {e}")),
         }
-        let oid = self.alloc_oid();
+        let oid = self.alloc_oid()?;
         let rec = TblspcCreate {
             spc: oid,
             location: location.to_string(),
@@ -351,7 +363,7 @@ impl<'e> Txn<'e> {
             }
             None => tmpl.spc,
         };
-        let oid = self.alloc_oid();
+        let oid = self.alloc_oid()?;
         // The template's storage: its pg_class and every relation, each fork present.
         let mut src: Vec<RelKey> = vec![tmpl.pg_class()];
         src.extend(self.relations_of(&tmpl).iter().map(|r| r.key(&tmpl)));
@@ -543,7 +555,7 @@ impl<'e> Txn<'e> {
             None => dbe.spc,
         };
         let mut e = RelEntry {
-            oid: self.alloc_oid(),
+            oid: self.alloc_oid()?,
             name: name.into(),
             relfilenumber: self.alloc_relfilenumber(),
             reltablespace: if spc_oid == dbe.spc { Oid(0) } else { spc_oid },

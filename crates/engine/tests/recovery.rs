@@ -589,3 +589,33 @@ fn checkpoints_remove_old_wal_and_max_wal_size_triggers_them() {
     let e = Engine::open(&c.dir, settings).unwrap();
     assert_eq!(e.scan("postgres", "g").unwrap().len(), 20_000);
 }
+
+#[test]
+fn oids_and_relfilenumbers_are_never_handed_out_twice_across_a_crash() {
+    let c = Cluster::new();
+    let mut seen_oids = BTreeSet::new();
+    let mut seen_rels = BTreeSet::new();
+    for round in 0..4 {
+        let e = c.open();
+        let mut t = e.begin();
+        t.create_table("postgres", &format!("r{round}"), &cols(), None)
+            .unwrap();
+        t.commit().unwrap();
+        if round == 1 {
+            e.checkpoint().unwrap();
+            let mut t = e.begin();
+            t.create_table("postgres", "after_ckpt", &cols(), None)
+                .unwrap();
+            t.commit().unwrap();
+        }
+        for r in e.tables("postgres").unwrap() {
+            seen_oids.insert((r.name.clone(), r.oid));
+            seen_rels.insert((r.name.clone(), r.relfilenumber));
+        }
+        e.abandon();
+    }
+    let oids: BTreeSet<_> = seen_oids.iter().map(|(_, o)| *o).collect();
+    let rels: BTreeSet<_> = seen_rels.iter().map(|(_, r)| *r).collect();
+    assert_eq!(oids.len(), 5, "{seen_oids:?}");
+    assert_eq!(rels.len(), 5, "{seen_rels:?}");
+}
