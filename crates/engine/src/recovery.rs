@@ -10,8 +10,10 @@
 //! 2. Block redo: a full-page image is restored whatever the page holds; a `will_init`
 //!    record starts from an empty page; otherwise the change is applied only if the
 //!    page's LSN is before the record's end. A record for a relation whose file no
-//!    longer exists, or a block past the file's end, belongs to a relation dropped or
-//!    truncated later in the WAL, and is skipped.
+//!    longer exists, or a block past the file's end, must belong to a relation dropped
+//!    or truncated later in the WAL: it is skipped and remembered, the later drop or
+//!    truncation forgets it, and anything still remembered at the end stops recovery
+//!    ("WAL contains references to invalid pages", as PostgreSQL).
 //! 3. Drops and truncations replay with the buffer pool's bulk operations, in time
 //!    proportional to the pages they touch: nothing visits every buffer.
 //! 4. Creates are tracked per transaction (seeded from the checkpoint record's running
@@ -39,7 +41,8 @@ use strata_buffer::{BufferPool, ReadMode};
 use strata_page::PageBuf;
 use strata_smgr::Smgr;
 use strata_types::{
-    BlockNumber, ForkNumber, Lsn, Oid, RelFileNumber, Xid, DEFAULT_TABLESPACE, GLOBAL_TABLESPACE,
+    BlockNumber, ForkNumber, Lsn, Oid, RelFileNumber, RelKey, Xid, DEFAULT_TABLESPACE,
+    GLOBAL_TABLESPACE,
 };
 use strata_wal::control::{ClusterState, ControlFile};
 use strata_wal::{Record, Wal, WalReader};
@@ -119,6 +122,7 @@ pub fn startup(dir: &Path, settings: Settings, smgr: Arc<Smgr>) -> Result<(Share
         max_rel: RelFileNumber(0),
         max_oid: Oid(0),
         skipped_blocks: 0,
+        invalid: FxHashMap::default(),
     };
     if let Some((xid, creates)) = &ckpt.running {
         ctx.unfinished.insert(*xid, creates.clone());
@@ -137,8 +141,23 @@ pub fn startup(dir: &Path, settings: Settings, smgr: Arc<Smgr>) -> Result<(Share
     let unfinished = std::mem::take(&mut ctx.unfinished);
     let aborted_unfinished = unfinished.len();
     for (xid, creates) in unfinished {
+        ctx.forget_created(&creates);
         remove_created(&sh, &creates)?;
         sh.clog.set(xid, XidStatus::Aborted);
+    }
+    if !ctx.invalid.is_empty() {
+        // Rule 2's promise broken: a skipped page whose relation was never dropped or
+        // truncated below it (PostgreSQL PANICs with the same words).
+        let mut list: Vec<String> = ctx
+            .invalid
+            .iter()
+            .map(|((rel, fork), b)| format!("{rel} {fork} block {}", b.0))
+            .collect();
+        list.sort();
+        return Err(corrupt(format!(
+            "WAL contains references to invalid pages: {}",
+            list.join(", ")
+        )));
     }
     {
         let mut c = sh.counters.lock();
@@ -257,9 +276,40 @@ struct Redo<'a> {
     max_rel: RelFileNumber,
     max_oid: Oid,
     skipped_blocks: u64,
+    /// Pages skipped because their file or block did not exist, by fork: the lowest
+    /// block skipped. Each must be explained by a later drop or truncation (rule 2),
+    /// which forgets it; what remains at the end is corruption.
+    invalid: FxHashMap<(RelKey, ForkNumber), BlockNumber>,
 }
 
 impl Redo<'_> {
+    fn note_invalid(&mut self, rel: RelKey, fork: ForkNumber, block: BlockNumber) {
+        self.skipped_blocks += 1;
+        let e = self.invalid.entry((rel, fork)).or_insert(block);
+        *e = (*e).min(block);
+    }
+
+    fn forget_rels(&mut self, rels: &[RelKey]) {
+        if self.invalid.is_empty() {
+            return;
+        }
+        let set: rustc_hash::FxHashSet<RelKey> = rels.iter().copied().collect();
+        self.invalid.retain(|(r, _), _| !set.contains(r));
+    }
+
+    fn forget_created(&mut self, created: &[PendingCreate]) {
+        if self.invalid.is_empty() {
+            return;
+        }
+        for c in created {
+            match *c {
+                PendingCreate::Rel(r) => self.forget_rels(&[r]),
+                PendingCreate::DbDir { db, .. } => self.invalid.retain(|(r, _), _| r.db != db),
+                PendingCreate::Tablespace(spc) => self.invalid.retain(|(r, _), _| r.spc != spc),
+            }
+        }
+    }
+
     fn track(&mut self, xid: Xid, what: PendingCreate) {
         self.unfinished.entry(xid).or_default().push(what);
     }
@@ -306,12 +356,19 @@ impl Redo<'_> {
             (RM_XACT, XACT_COMMIT) => {
                 let c = CommitRecord::decode(&r.payload).map_err(corrupt)?;
                 sh.clog.set(xid, XidStatus::Committed);
+                self.forget_rels(&c.dropped_rels);
+                if !self.invalid.is_empty() {
+                    for (db, _) in &c.dropped_dbs {
+                        self.invalid.retain(|(r, _), _| r.db != *db);
+                    }
+                }
                 remove_dropped(sh, &c)?;
                 self.unfinished.remove(&xid);
             }
             (RM_XACT, XACT_ABORT) => {
                 let a = AbortRecord::decode(&r.payload).map_err(corrupt)?;
                 sh.clog.set(xid, XidStatus::Aborted);
+                self.forget_created(&a.created);
                 remove_created(sh, &a.created)?;
                 self.unfinished.remove(&xid);
             }
@@ -328,6 +385,11 @@ impl Redo<'_> {
             }
             (RM_SMGR, SMGR_TRUNCATE) => {
                 let t = SmgrTruncate::decode(&r.payload).map_err(corrupt)?;
+                for (fork, len) in &t.forks {
+                    if self.invalid.get(&(t.rel, *fork)).is_some_and(|b| b >= len) {
+                        self.invalid.remove(&(t.rel, *fork));
+                    }
+                }
                 if self.spc_available(t.rel.spc) && sh.smgr.exists(t.rel, ForkNumber::Main) {
                     access::truncate_apply(sh, &t, r.end)?;
                 }
@@ -436,7 +498,7 @@ impl Redo<'_> {
         let sh = self.sh;
         let t = b.tag;
         if !self.spc_available(t.rel.spc) || !sh.smgr.exists(t.rel, t.fork) {
-            self.skipped_blocks += 1;
+            self.note_invalid(t.rel, t.fork, BlockNumber(0));
             return Ok(None);
         }
         if b.image.is_some() || b.will_init {
@@ -458,7 +520,7 @@ impl Redo<'_> {
             return Ok(Some(true));
         }
         if t.block.0 >= sh.smgr.nblocks(t.rel, t.fork)? {
-            self.skipped_blocks += 1;
+            self.note_invalid(t.rel, t.fork, t.block);
             return Ok(None);
         }
         let buf = sh.pool.read_buffer(t, ReadMode::Normal)?;

@@ -619,3 +619,30 @@ fn oids_and_relfilenumbers_are_never_handed_out_twice_across_a_crash() {
     assert_eq!(oids.len(), 5, "{seen_oids:?}");
     assert_eq!(rels.len(), 5, "{seen_rels:?}");
 }
+
+#[test]
+fn a_missing_file_that_no_later_drop_explains_stops_recovery() {
+    let c = Cluster::new();
+    let e = c.open();
+    let mut t = e.begin();
+    t.create_table("postgres", "t", &cols(), None).unwrap();
+    t.insert("postgres", "t", &rows(0..10)).unwrap();
+    t.commit().unwrap();
+    e.checkpoint().unwrap();
+    let mut t = e.begin();
+    t.insert("postgres", "t", &rows(10..20)).unwrap();
+    t.commit().unwrap();
+    let path = e
+        .smgr()
+        .segment_path(e.table_key("postgres", "t").unwrap(), ForkNumber::Main, 0);
+    e.abandon();
+    std::fs::remove_file(&path).unwrap();
+    let err = Engine::open(&c.dir, c.settings())
+        .err()
+        .expect("must not start");
+    assert!(
+        err.to_string()
+            .contains("WAL contains references to invalid pages"),
+        "{err}"
+    );
+}
