@@ -47,6 +47,7 @@ pub use catalog::{DbEntry, RelEntry, SpcEntry, POSTGRES_OID, TEMPLATE0_OID, TEMP
 pub use checkpoint::CheckpointStats;
 pub use heap::{ColType, Column, Value};
 pub use records::record_name;
+pub use recovery::utc_timestamp;
 pub use xact::{CreateDbStrategy, Txn};
 
 use catalog::CatalogCache;
@@ -388,6 +389,25 @@ impl Engine {
             .collect();
         v.sort_by_key(|d| d.oid);
         v
+    }
+
+    /// One committed database, if it exists. O(1).
+    pub fn database(&self, name: &str) -> Option<DbEntry> {
+        self.sh.catalog.read().dbs.get(name).map(|d| (**d).clone())
+    }
+
+    /// One committed table of a database. O(1) in the number of tables.
+    pub fn table(&self, db: &str, table: &str) -> Result<RelEntry> {
+        let cat = self.sh.catalog.read();
+        let dbe = cat
+            .dbs
+            .get(db)
+            .ok_or_else(|| EngineError::UndefinedDatabase(db.into()))?;
+        cat.rels
+            .get(&dbe.oid)
+            .and_then(|m| m.get(table))
+            .map(|r| (**r).clone())
+            .ok_or_else(|| EngineError::UndefinedTable(table.into()))
     }
 
     /// The committed tables of a database, sorted by name.

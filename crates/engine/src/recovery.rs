@@ -190,7 +190,7 @@ pub fn startup(dir: &Path, settings: Settings, smgr: Arc<Smgr>) -> Result<(Share
 }
 
 /// `YYYY-MM-DD HH:MM:SS UTC` of a Unix time (the civil-from-days algorithm).
-fn utc_timestamp(unix_s: u64) -> String {
+pub fn utc_timestamp(unix_s: u64) -> String {
     let days = (unix_s / 86_400) as i64;
     let secs = unix_s % 86_400;
     let z = days + 719_468;

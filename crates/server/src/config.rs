@@ -10,6 +10,13 @@
 //! | `max_wal_size` | MB or memory units | 1GB | 2MB .. 1TB |
 //! | `wal_segment_size` | bytes or memory units (init only) | 16MB | 64kB .. 1GB, power of two |
 //! | `max_files_per_process` | count | 1000 | 64 .. 1,000,000 |
+//! | `listen_addresses` | comma-separated hosts, `*` for all | localhost | |
+//! | `port` | TCP port | 5433 | 1 .. 65535 |
+//! | `max_connections` | count | 100 | 1 .. 10,000 |
+//! | `log_directory` | directory (relative to the data directory) | (stderr) | |
+//!
+//! The server reads `strata.conf` in the data directory (PostgreSQL's `name = value`
+//! lines, `#` comments, optional single quotes), then applies `-c` flags over it.
 
 use std::time::Duration;
 use strata_engine::Settings;
@@ -98,6 +105,240 @@ pub fn apply(s: &mut Settings, name: &str, value: &str) -> Result<(), String> {
         _ => return Err(format!("unrecognized configuration parameter \"{name}\"")),
     }
     Ok(())
+}
+
+/// The whole server's configuration: the engine's settings and the server's own.
+#[derive(Clone)]
+pub struct ServerConfig {
+    pub engine: Settings,
+    pub listen_addresses: String,
+    pub port: u16,
+    pub max_connections: usize,
+    pub log_directory: Option<String>,
+    /// Every setting given, as written (for SHOW).
+    pub given: Vec<(String, String)>,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            engine: Settings::default(),
+            listen_addresses: "localhost".into(),
+            port: 5433,
+            max_connections: 100,
+            log_directory: None,
+            given: Vec::new(),
+        }
+    }
+}
+
+/// Parses `strata.conf` text into (name, value) pairs, with line numbers in errors.
+pub fn parse_conf(text: &str, file: &str) -> Result<Vec<(String, String)>, String> {
+    let mut out = Vec::new();
+    for (n, raw) in text.lines().enumerate() {
+        let line = match raw.find('#') {
+            // A '#' inside quotes is part of the value.
+            Some(i) if raw[..i].matches('\'').count() % 2 == 0 => &raw[..i],
+            _ => raw,
+        }
+        .trim();
+        if line.is_empty() {
+            continue;
+        }
+        let (name, value) = match line.split_once('=') {
+            Some((a, b)) => (a.trim(), b.trim()),
+            None => match line.split_once(char::is_whitespace) {
+                Some((a, b)) => (a.trim(), b.trim()),
+                None => {
+                    return Err(format!(
+                        "syntax error in file \"{file}\" line {}, near end of line",
+                        n + 1
+                    ))
+                }
+            },
+        };
+        let value = value
+            .strip_prefix('\'')
+            .and_then(|v| v.strip_suffix('\''))
+            .unwrap_or(value);
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(format!(
+                "syntax error in file \"{file}\" line {}, near token \"{name}\"",
+                n + 1
+            ));
+        }
+        out.push((name.to_ascii_lowercase(), value.to_string()));
+    }
+    Ok(out)
+}
+
+impl ServerConfig {
+    /// Applies one setting.
+    pub fn apply(&mut self, name: &str, value: &str) -> Result<(), String> {
+        match name {
+            "listen_addresses" => self.listen_addresses = value.trim().to_string(),
+            "port" => {
+                self.port = value
+                    .trim()
+                    .parse()
+                    .ok()
+                    .filter(|p: &u16| *p > 0)
+                    .ok_or_else(|| invalid(name, value, ""))?
+            }
+            "max_connections" => {
+                let n: usize = value.trim().parse().map_err(|_| invalid(name, value, ""))?;
+                if !(1..=10_000).contains(&n) {
+                    return Err(format!(
+                        "{n} is outside the valid range for parameter \"{name}\" (1 .. 10000)"
+                    ));
+                }
+                self.max_connections = n;
+            }
+            "log_directory" => {
+                self.log_directory = Some(value.trim().to_string()).filter(|v| !v.is_empty())
+            }
+            _ => apply(&mut self.engine, name, value)?,
+        }
+        self.given.retain(|(n, _)| n != name);
+        self.given
+            .push((name.to_string(), value.trim().to_string()));
+        Ok(())
+    }
+
+    /// The configuration file (if it exists), then the `-c name=value` flags.
+    pub fn from_flags(
+        conf: Option<&std::path::Path>,
+        flags: &[String],
+    ) -> Result<ServerConfig, String> {
+        let mut c = ServerConfig::default();
+        if let Some(path) = conf {
+            match std::fs::read_to_string(path) {
+                Ok(text) => {
+                    for (n, v) in parse_conf(&text, &path.display().to_string())? {
+                        c.apply(&n, &v)
+                            .map_err(|e| format!("{e} (in \"{}\")", path.display()))?;
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(format!("could not read \"{}\": {e}", path.display())),
+            }
+        }
+        for p in flags {
+            let (n, v) = p
+                .split_once('=')
+                .ok_or_else(|| format!("-c {p}: expected name=value"))?;
+            c.apply(n.trim(), v.trim())?;
+        }
+        Ok(c)
+    }
+
+    /// The addresses to listen on.
+    pub fn listen_addrs(&self) -> Result<Vec<String>, String> {
+        let mut v = Vec::new();
+        for a in self.listen_addresses.split(',') {
+            let a = a.trim();
+            match a {
+                "" => {}
+                "*" => v.push("0.0.0.0".to_string()),
+                "localhost" => v.push("127.0.0.1".to_string()),
+                other => v.push(other.to_string()),
+            }
+        }
+        if v.is_empty() {
+            return Err("listen_addresses is empty: the server would accept no connections".into());
+        }
+        Ok(v)
+    }
+
+    /// (name, value, description) of every server setting, for SHOW.
+    pub fn show_list(&self, data: &std::path::Path) -> Vec<(String, String, String)> {
+        let given = |n: &str, default: String| {
+            self.given
+                .iter()
+                .find(|(g, _)| g == n)
+                .map(|(_, v)| v.clone())
+                .unwrap_or(default)
+        };
+        let mem = |b: u64| {
+            if b.is_multiple_of(1 << 30) {
+                format!("{}GB", b >> 30)
+            } else if b.is_multiple_of(1 << 20) {
+                format!("{}MB", b >> 20)
+            } else {
+                format!("{}kB", b >> 10)
+            }
+        };
+        let e = &self.engine;
+        vec![
+            (
+                "shared_buffers".into(),
+                given("shared_buffers", mem(e.shared_buffers_bytes)),
+                "Sets the number of shared memory buffers used by the server.".into(),
+            ),
+            (
+                "full_page_writes".into(),
+                given(
+                    "full_page_writes",
+                    if e.full_page_writes { "on" } else { "off" }.into(),
+                ),
+                "Writes full pages to WAL when first modified after a checkpoint.".into(),
+            ),
+            (
+                "checkpoint_timeout".into(),
+                given(
+                    "checkpoint_timeout",
+                    format!("{}s", e.checkpoint_timeout.as_secs()),
+                ),
+                "Sets the maximum time between automatic WAL checkpoints.".into(),
+            ),
+            (
+                "max_wal_size".into(),
+                given("max_wal_size", mem(e.max_wal_size_bytes)),
+                "Sets the WAL size that triggers a checkpoint.".into(),
+            ),
+            (
+                "wal_segment_size".into(),
+                given("wal_segment_size", mem(e.wal_segment_bytes)),
+                "Shows the size of write ahead log segments.".into(),
+            ),
+            (
+                "max_files_per_process".into(),
+                given("max_files_per_process", e.max_files_per_process.to_string()),
+                "Sets the maximum number of simultaneously open files for each server process."
+                    .into(),
+            ),
+            (
+                "listen_addresses".into(),
+                self.listen_addresses.clone(),
+                "Sets the host name or IP address(es) to listen to.".into(),
+            ),
+            (
+                "port".into(),
+                self.port.to_string(),
+                "Sets the TCP port the server listens on.".into(),
+            ),
+            (
+                "max_connections".into(),
+                self.max_connections.to_string(),
+                "Sets the maximum number of concurrent connections.".into(),
+            ),
+            (
+                "log_directory".into(),
+                self.log_directory.clone().unwrap_or_default(),
+                "Sets the destination directory for log files (empty: stderr).".into(),
+            ),
+            (
+                "data_directory".into(),
+                data.display().to_string(),
+                "Sets the server's data directory.".into(),
+            ),
+            (
+                "fsync".into(),
+                "on".into(),
+                "Forces synchronization of updates to disk (always on in Strata).".into(),
+            ),
+        ]
+    }
 }
 
 /// Settings from a list of `name=value` strings.

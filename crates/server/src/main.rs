@@ -1,13 +1,16 @@
 //! The `strata` binary: the command line.
 //!
-//! Owns: argument parsing (clap) and dispatch. Subcommands: `init` (a new cluster,
-//! like initdb), `bench` (benchmarks, `bufpool`, `crash`, `replay`), and the hidden
-//! `debug crash-worker` used by the crash tests. `start` and `stop` arrive with the
-//! server (issue 4). Errors are printed once, here, with a non-zero exit status.
+//! Owns: argument parsing (clap) and dispatch. Subcommands: `start` and `stop` (the
+//! server), `init` (a new cluster, like initdb), `bench` (benchmarks: `bufpool`,
+//! `crash`, `replay`), and the hidden `debug` tools used by tests and benchmarks.
+//! Errors are printed once, here, with a non-zero exit status.
 
 mod bench;
 mod config;
 mod crash;
+mod pg;
+mod server;
+mod sql;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -26,6 +29,26 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Start the server (creating the cluster on first start); stops on SIGINT/SIGTERM.
+    Start {
+        /// The data directory.
+        #[arg(short = 'D', long = "pgdata", default_value = "strata-data")]
+        data: PathBuf,
+        /// A setting, name=value (over those of DIR/strata.conf).
+        #[arg(short = 'c', value_name = "NAME=VALUE")]
+        settings: Vec<String>,
+    },
+    /// Stop the server running on a data directory.
+    Stop {
+        #[arg(short = 'D', long = "pgdata", default_value = "strata-data")]
+        data: PathBuf,
+        /// fast: end sessions, checkpoint, exit; immediate: SIGKILL (recovery at next start).
+        #[arg(short = 'm', long = "mode", default_value = "fast")]
+        mode: String,
+        /// Seconds to wait for the server to exit.
+        #[arg(short = 't', long = "timeout", default_value_t = 60)]
+        timeout: u64,
+    },
     /// Create a new cluster (databases template1, template0, postgres), like initdb.
     Init {
         /// The data directory to create; must not exist or be empty.
@@ -34,6 +57,10 @@ enum Command {
         /// A setting, name=value (wal_segment_size is fixed here for the cluster's life).
         #[arg(short = 'c', value_name = "NAME=VALUE")]
         settings: Vec<String>,
+        /// A file whose first line is the password of role "strata" (SCRAM-SHA-256
+        /// authentication is then required of every connection).
+        #[arg(long)]
+        pwfile: Option<PathBuf>,
     },
     /// Run a benchmark; results as a table, and as JSON records with --json.
     Bench {
@@ -86,7 +113,17 @@ enum DebugCommand {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Init { data, settings } => init(&data, &settings),
+        Command::Start { data, settings } => server::start(&data, &settings),
+        Command::Stop {
+            data,
+            mode,
+            timeout,
+        } => server::stop(&data, &mode, timeout),
+        Command::Init {
+            data,
+            settings,
+            pwfile,
+        } => init(&data, &settings, pwfile.as_deref()),
         Command::Bench { which } => bench::run(which),
         Command::Debug { which } => debug(which),
     };
@@ -133,13 +170,31 @@ fn quiet(s: strata_engine::Settings) -> strata_engine::Settings {
     }
 }
 
-fn init(data: &std::path::Path, settings: &[String]) -> Result<(), String> {
+fn init(
+    data: &std::path::Path,
+    settings: &[String],
+    pwfile: Option<&std::path::Path>,
+) -> Result<(), String> {
+    let password = match pwfile {
+        Some(p) => Some(
+            std::fs::read_to_string(p)
+                .map_err(|e| format!("could not read password file \"{}\": {e}", p.display()))?
+                .lines()
+                .next()
+                .unwrap_or("")
+                .to_string(),
+        ),
+        None => None,
+    };
     let s = config::settings_from(settings)?;
     let s = strata_engine::Settings {
         log: std::sync::Arc::new(|_: &str| {}),
         ..s
     };
     strata_engine::Engine::init(data, s).map_err(|e| e.to_string())?;
+    if let Some(pw) = password {
+        pg::auth::AuthStore::load(data)?.set_password("strata", Some(&pw))?;
+    }
     println!(
         "Success. The cluster is in \"{}\" with databases template1, template0 and postgres.",
         data.display()

@@ -1,0 +1,667 @@
+//! The PostgreSQL wire protocol (with `pgwire`): connections, their backend threads,
+//! and the encoding of results.
+//!
+//! Owns, per connection: a [`Conn`] (created when the socket is accepted), its
+//! backend thread (created when the startup message names a database), and the
+//! pgwire handlers for the simple and extended query protocols.
+//!
+//! Invariants:
+//! 1. Each session runs on its own OS thread; the async side only forwards requests
+//!    and awaits replies, so a statement that waits for the writer lock (engine rule
+//!    1) or does disk I/O never blocks another connection.
+//! 2. When a connection ends, for whatever reason, its backend aborts any open
+//!    transaction and leaves the registry (`Conn`'s `Drop`).
+//! 3. A malformed message or a panic in one backend ends that connection only.
+
+pub mod auth;
+
+use crate::sql::session::{Described, Executed, Output, Refused, ServerState, Session};
+use crate::sql::{self, Datum, SqlError, SqlResult, SqlType, Stmt};
+use async_trait::async_trait;
+use bytes::{BufMut, BytesMut};
+use futures::sink::Sink;
+use futures::SinkExt;
+use pgwire::api::portal::{Format, Portal};
+use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
+use pgwire::api::results::{FieldInfo, QueryResponse, Response, Tag};
+use pgwire::api::stmt::QueryParser;
+use pgwire::api::store::PortalStore;
+use pgwire::api::{ClientInfo, ClientPortalStore, PgWireServerHandlers, Type};
+use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use pgwire::messages::response::NoticeResponse;
+use pgwire::messages::PgWireBackendMessage;
+use pgwire::types::format::FormatOptions;
+use pgwire::types::ToSqlText;
+use postgres_types::{IsNull, ToSql};
+use std::fmt::Debug;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, OnceLock};
+use strata_engine::Engine;
+use tokio::sync::oneshot;
+
+/// A request to a backend thread.
+enum Request {
+    Simple(String, oneshot::Sender<Vec<SqlResult<Executed>>>),
+    Prepare(String, oneshot::Sender<SqlResult<Prepared>>),
+    Execute(
+        Arc<Prepared>,
+        Vec<Datum>,
+        oneshot::Sender<SqlResult<Executed>>,
+    ),
+    /// Abort any transaction and end (the connection closed, or was terminated).
+    End,
+}
+
+/// A parsed, described statement of the extended protocol.
+#[derive(Debug)]
+pub struct Prepared {
+    stmt: Option<Stmt>,
+    described: Described,
+}
+
+/// One connection.
+pub struct Conn {
+    engine: Arc<Engine>,
+    server: Arc<ServerState>,
+    max_connections: usize,
+    tx: OnceLock<mpsc::Sender<Request>>,
+    terminated: Arc<AtomicBool>,
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        if let Some(tx) = self.tx.get() {
+            let _ = tx.send(Request::End);
+        }
+    }
+}
+
+fn error_info(e: &SqlError) -> ErrorInfo {
+    let mut info = ErrorInfo::new(
+        if e.fatal { "FATAL" } else { "ERROR" }.to_string(),
+        e.code.to_string(),
+        e.message.clone(),
+    );
+    info.hint = e.hint.clone();
+    info
+}
+
+fn user_error(e: SqlError) -> PgWireError {
+    PgWireError::UserError(Box::new(error_info(&e)))
+}
+
+pub(crate) fn fatal(e: SqlError) -> PgWireError {
+    user_error(SqlError { fatal: true, ..e })
+}
+
+fn terminated() -> SqlError {
+    SqlError {
+        fatal: true,
+        ..SqlError::new(
+            "57P01",
+            "terminating connection due to administrator command",
+        )
+    }
+}
+
+impl Conn {
+    /// Registers the session and starts its backend thread.
+    fn start_session(&self, db: &str) -> SqlResult<()> {
+        let (tx, rx) = mpsc::channel::<Request>();
+        let term_flag = self.terminated.clone();
+        let term_tx = tx.clone();
+        let id = self
+            .server
+            .registry
+            .register(
+                &self.engine,
+                db,
+                self.max_connections,
+                Box::new(move || {
+                    term_flag.store(true, Ordering::SeqCst);
+                    let _ = term_tx.send(Request::End);
+                }),
+            )
+            .map_err(|r| match r {
+                Refused::TooMany => SqlError::new("53300", "sorry, too many clients already"),
+                Refused::NoDatabase => {
+                    SqlError::new("3D000", format!("database \"{db}\" does not exist"))
+                }
+                Refused::NotAccepting => SqlError::new(
+                    "55000",
+                    format!("database \"{db}\" is not currently accepting connections"),
+                ),
+            })?;
+        let engine = self.engine.clone();
+        let server = self.server.clone();
+        let db = db.to_string();
+        let spawned = std::thread::Builder::new()
+            .name(format!("backend {id}"))
+            .spawn(move || {
+                // Leaves the registry however the thread ends, panics included.
+                struct Leave(Arc<ServerState>, u64);
+                impl Drop for Leave {
+                    fn drop(&mut self) {
+                        self.0.registry.unregister(self.1);
+                    }
+                }
+                let _leave = Leave(server.clone(), id);
+                let mut s = Session::new(&engine, &server, &db, id);
+                backend_loop(&mut s, rx);
+                s.close();
+            });
+        if let Err(e) = spawned {
+            self.server.registry.unregister(id);
+            return Err(SqlError::new(
+                "53000",
+                format!("could not start a backend: {e}"),
+            ));
+        }
+        let _ = self.tx.set(tx);
+        Ok(())
+    }
+
+    /// Sends a request to the backend and awaits its reply.
+    async fn ask<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> Request) -> SqlResult<T> {
+        if self.terminated.load(Ordering::SeqCst) {
+            return Err(terminated());
+        }
+        let Some(tx) = self.tx.get() else {
+            return Err(SqlError::new("08P01", "no session (startup not complete)"));
+        };
+        let (rtx, rrx) = oneshot::channel();
+        if tx.send(make(rtx)).is_err() {
+            return Err(terminated());
+        }
+        match rrx.await {
+            Ok(v) => Ok(v),
+            Err(_) if self.terminated.load(Ordering::SeqCst) => Err(terminated()),
+            Err(_) => Err(SqlError {
+                fatal: true,
+                ..SqlError::new("XX000", "the backend of this connection failed")
+            }),
+        }
+    }
+}
+
+fn backend_loop(s: &mut Session<'_>, rx: mpsc::Receiver<Request>) {
+    while let Ok(req) = rx.recv() {
+        match req {
+            Request::Simple(sql, reply) => {
+                let mut out = Vec::new();
+                match sql::parse(&sql) {
+                    Err(e) => out.push(Err(e)),
+                    Ok(stmts) => {
+                        for st in &stmts {
+                            let r = s.execute(st, &[]);
+                            let failed = r.is_err();
+                            out.push(r);
+                            if failed {
+                                break;
+                            }
+                        }
+                    }
+                }
+                let _ = reply.send(out);
+            }
+            Request::Prepare(sql, reply) => {
+                let r = sql::parse(&sql).and_then(|mut v| match v.len() {
+                    0 => Ok(Prepared {
+                        stmt: None,
+                        described: Described {
+                            params: vec![],
+                            columns: vec![],
+                        },
+                    }),
+                    1 => {
+                        let st = v.remove(0);
+                        let described = s.describe(&st)?;
+                        Ok(Prepared {
+                            stmt: Some(st),
+                            described,
+                        })
+                    }
+                    _ => Err(SqlError::syntax(
+                        "cannot insert multiple commands into a prepared statement",
+                    )),
+                });
+                let _ = reply.send(r);
+            }
+            Request::Execute(p, params, reply) => {
+                let r = match &p.stmt {
+                    Some(st) => s.execute(st, &params),
+                    None => Ok(Executed {
+                        output: Output::Command(String::new()),
+                        notices: vec![],
+                    }),
+                };
+                let _ = reply.send(r);
+            }
+            Request::End => break,
+        }
+    }
+}
+
+// ---- encoding ----
+
+fn pg_type(t: SqlType) -> Type {
+    match t {
+        SqlType::Int4 => Type::INT4,
+        SqlType::Int8 => Type::INT8,
+        SqlType::Text | SqlType::Unknown => Type::TEXT,
+        SqlType::Bool => Type::BOOL,
+        SqlType::Lsn => Type::PG_LSN,
+        SqlType::Numeric => Type::NUMERIC,
+    }
+}
+
+/// A value on the wire, in text or binary format.
+#[derive(Debug)]
+struct Wire<'a>(&'a Datum);
+
+impl ToSql for Wire<'_> {
+    fn to_sql(
+        &self,
+        _ty: &Type,
+        out: &mut BytesMut,
+    ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        match self.0 {
+            Datum::Null => return Ok(IsNull::Yes),
+            Datum::Int4(v) => out.put_i32(*v),
+            Datum::Int8(v) => out.put_i64(*v),
+            Datum::Text(s) => out.put_slice(s.as_bytes()),
+            Datum::Bool(b) => out.put_u8(u8::from(*b)),
+            Datum::Lsn(l) => out.put_u64(*l),
+            Datum::Numeric(n) => encode_numeric(*n, out),
+        }
+        Ok(IsNull::No)
+    }
+
+    fn accepts(_ty: &Type) -> bool {
+        true
+    }
+
+    postgres_types::to_sql_checked!();
+}
+
+impl ToSqlText for Wire<'_> {
+    fn to_sql_text(
+        &self,
+        _ty: &Type,
+        out: &mut BytesMut,
+        _opts: &FormatOptions,
+    ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        match self.0.to_text() {
+            None => Ok(IsNull::Yes),
+            Some(s) => {
+                out.put_slice(s.as_bytes());
+                Ok(IsNull::No)
+            }
+        }
+    }
+}
+
+/// PostgreSQL's binary numeric: base-10000 digits, most significant first.
+fn encode_numeric(n: i128, out: &mut BytesMut) {
+    let mut digits = Vec::new();
+    let mut v = n.unsigned_abs();
+    while v > 0 {
+        digits.push((v % 10_000) as i16);
+        v /= 10_000;
+    }
+    digits.reverse();
+    let weight = digits.len() as i16 - 1;
+    while digits.last() == Some(&0) {
+        digits.pop();
+    }
+    out.put_i16(digits.len() as i16);
+    out.put_i16(if digits.is_empty() { 0 } else { weight });
+    out.put_u16(if n < 0 { 0x4000 } else { 0 });
+    out.put_i16(0);
+    for d in digits {
+        out.put_i16(d);
+    }
+}
+
+fn decode_numeric(b: &[u8]) -> Option<i128> {
+    let rd = |i: usize| -> Option<i16> { Some(i16::from_be_bytes([*b.get(i)?, *b.get(i + 1)?])) };
+    let n = rd(0)? as usize;
+    let weight = rd(2)?;
+    let sign = rd(4)? as u16;
+    if rd(6)? != 0 {
+        return None; // fractional digits: Strata's numeric is integral
+    }
+    let mut v: i128 = 0;
+    for k in 0..n {
+        v = v
+            .checked_mul(10_000)?
+            .checked_add(i128::from(rd(8 + 2 * k)?))?;
+    }
+    let scale = i32::from(weight) + 1 - n as i32;
+    for _ in 0..scale.max(0) {
+        v = v.checked_mul(10_000)?;
+    }
+    Some(if sign == 0x4000 { -v } else { v })
+}
+
+fn fields(cols: &[(String, SqlType)], format: &Format) -> Vec<FieldInfo> {
+    cols.iter()
+        .enumerate()
+        .map(|(i, (n, t))| FieldInfo::new(n.clone(), None, None, pg_type(*t), format.format_for(i)))
+        .collect()
+}
+
+fn rows_response(
+    columns: &[(String, SqlType)],
+    rows: Vec<Vec<Datum>>,
+    format: &Format,
+) -> Response {
+    let schema = Arc::new(fields(columns, format));
+    let mut enc = pgwire::api::results::DataRowEncoder::new(schema.clone());
+    let mut out = Vec::with_capacity(rows.len());
+    for r in &rows {
+        let mut ok = Ok(());
+        for d in r {
+            if let Err(e) = enc.encode_field(&Wire(d)) {
+                ok = Err(e);
+                break;
+            }
+        }
+        out.push(ok.map(|()| enc.take_row()));
+    }
+    Response::Query(QueryResponse::new(schema, futures::stream::iter(out)))
+}
+
+fn response(ex: Executed, format: &Format) -> Response {
+    match ex.output {
+        Output::Rows { columns, rows, .. } => rows_response(&columns, rows, format),
+        Output::Command(tag) if tag.is_empty() => Response::EmptyQuery,
+        Output::Command(tag) => Response::Execution(Tag::new(&tag)),
+        Output::TxnStart(tag) => Response::TransactionStart(Tag::new(&tag)),
+        Output::TxnEnd(tag) => Response::TransactionEnd(Tag::new(&tag)),
+    }
+}
+
+async fn send_notices<C>(client: &mut C, notices: &[(&'static str, String)]) -> PgWireResult<()>
+where
+    C: Sink<PgWireBackendMessage> + Unpin + Send,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    for (sev, msg) in notices {
+        let code = if *sev == "WARNING" { "25P01" } else { "00000" };
+        let info = ErrorInfo::new(sev.to_string(), code.to_string(), msg.clone());
+        client
+            .feed(PgWireBackendMessage::NoticeResponse(NoticeResponse::from(
+                info,
+            )))
+            .await?;
+    }
+    Ok(())
+}
+
+/// Decodes one bound parameter of type `t`.
+fn decode_param(bytes: Option<&[u8]>, binary: bool, t: SqlType) -> SqlResult<Datum> {
+    let Some(b) = bytes else {
+        return Ok(Datum::Null);
+    };
+    let bad = || {
+        SqlError::new(
+            "22P03",
+            format!(
+                "incorrect binary data format in bind parameter of type {}",
+                t.name()
+            ),
+        )
+    };
+    if !binary {
+        let s = std::str::from_utf8(b)
+            .map_err(|_| SqlError::new("22021", "invalid byte sequence for encoding \"UTF8\""))?;
+        return sql::bind::text_to(s, t);
+    }
+    Ok(match t {
+        SqlType::Int4 => Datum::Int4(i32::from_be_bytes(b.try_into().map_err(|_| bad())?)),
+        SqlType::Int8 => Datum::Int8(i64::from_be_bytes(b.try_into().map_err(|_| bad())?)),
+        SqlType::Bool => match b {
+            [v] => Datum::Bool(*v != 0),
+            _ => return Err(bad()),
+        },
+        SqlType::Lsn => Datum::Lsn(u64::from_be_bytes(b.try_into().map_err(|_| bad())?)),
+        SqlType::Numeric => Datum::Numeric(decode_numeric(b).ok_or_else(bad)?),
+        SqlType::Text | SqlType::Unknown => {
+            Datum::Text(String::from_utf8(b.to_vec()).map_err(|_| {
+                SqlError::new("22021", "invalid byte sequence for encoding \"UTF8\"")
+            })?)
+        }
+    })
+}
+
+/// The type a client declared for a parameter, in Strata's terms.
+fn client_type(t: &Type) -> Option<SqlType> {
+    Some(match *t {
+        Type::INT4 => SqlType::Int4,
+        Type::INT8 => SqlType::Int8,
+        Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME => SqlType::Text,
+        Type::BOOL => SqlType::Bool,
+        Type::PG_LSN => SqlType::Lsn,
+        Type::NUMERIC => SqlType::Numeric,
+        _ => return None,
+    })
+}
+
+// ---- pgwire handlers ----
+
+/// The handlers of one connection.
+pub struct Handlers {
+    conn: Arc<Conn>,
+    startup: Arc<auth::Startup>,
+    query: Arc<Query>,
+}
+
+pub struct Query {
+    conn: Arc<Conn>,
+}
+
+impl Handlers {
+    pub fn new(engine: Arc<Engine>, server: Arc<ServerState>, max_connections: usize) -> Handlers {
+        let conn = Arc::new(Conn {
+            engine,
+            server,
+            max_connections,
+            tx: OnceLock::new(),
+            terminated: Arc::new(AtomicBool::new(false)),
+        });
+        Handlers {
+            startup: Arc::new(auth::Startup::new(conn.clone())),
+            query: Arc::new(Query { conn: conn.clone() }),
+            conn,
+        }
+    }
+}
+
+impl PgWireServerHandlers for Handlers {
+    fn simple_query_handler(&self) -> Arc<impl SimpleQueryHandler> {
+        self.query.clone()
+    }
+    fn extended_query_handler(&self) -> Arc<impl ExtendedQueryHandler> {
+        self.query.clone()
+    }
+    fn startup_handler(&self) -> Arc<impl pgwire::api::auth::StartupHandler> {
+        let _ = &self.conn;
+        self.startup.clone()
+    }
+}
+
+#[async_trait]
+impl SimpleQueryHandler for Query {
+    async fn do_query<C>(&self, client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let results = self
+            .conn
+            .ask(|r| Request::Simple(query.to_string(), r))
+            .await
+            .map_err(user_error)?;
+        let mut out = Vec::new();
+        for r in results {
+            match r {
+                Ok(ex) => {
+                    send_notices(client, &ex.notices).await?;
+                    out.push(response(ex, &Format::UnifiedText));
+                }
+                Err(e) if e.fatal => return Err(user_error(e)),
+                Err(e) => out.push(Response::Error(Box::new(error_info(&e)))),
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[async_trait]
+impl QueryParser for Query {
+    type Statement = Arc<Prepared>;
+
+    async fn parse_sql<C>(
+        &self,
+        _client: &C,
+        sql: &str,
+        types: &[Option<Type>],
+    ) -> PgWireResult<Option<Self::Statement>>
+    where
+        C: ClientInfo + Unpin + Send + Sync,
+    {
+        let mut p = self
+            .conn
+            .ask(|r| Request::Prepare(sql.to_string(), r))
+            .await
+            .map_err(user_error)?
+            .map_err(user_error)?;
+        for (i, t) in types.iter().enumerate() {
+            if let Some(t) = t {
+                if *t == Type::UNKNOWN {
+                    continue;
+                }
+                let st = client_type(t).ok_or_else(|| {
+                    user_error(SqlError::unsupported(format!("parameters of type {t}")))
+                })?;
+                if let Some(slot) = p.described.params.get_mut(i) {
+                    *slot = st;
+                }
+            }
+        }
+        Ok(Some(Arc::new(p)))
+    }
+
+    fn get_parameter_types(&self, stmt: &Self::Statement) -> PgWireResult<Vec<Type>> {
+        Ok(stmt.described.params.iter().map(|t| pg_type(*t)).collect())
+    }
+
+    fn get_result_schema(
+        &self,
+        stmt: &Self::Statement,
+        column_format: Option<&Format>,
+    ) -> PgWireResult<Vec<FieldInfo>> {
+        Ok(fields(
+            &stmt.described.columns,
+            column_format.unwrap_or(&Format::UnifiedText),
+        ))
+    }
+}
+
+#[async_trait]
+impl ExtendedQueryHandler for Query {
+    type Statement = Arc<Prepared>;
+    type QueryParser = Query;
+
+    fn query_parser(&self) -> Arc<Self::QueryParser> {
+        Arc::new(Query {
+            conn: self.conn.clone(),
+        })
+    }
+
+    async fn do_query<C>(
+        &self,
+        client: &mut C,
+        portal: &Portal<Self::Statement>,
+        _max_rows: usize,
+    ) -> PgWireResult<Response>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let p = portal.statement.statement.clone();
+        let mut params = Vec::with_capacity(portal.parameters.len());
+        for (i, b) in portal.parameters.iter().enumerate() {
+            let t = p.described.params.get(i).copied().unwrap_or(SqlType::Text);
+            params.push(
+                decode_param(b.as_deref(), portal.parameter_format.is_binary(i), t)
+                    .map_err(user_error)?,
+            );
+        }
+        let ex = self
+            .conn
+            .ask(|r| Request::Execute(p, params, r))
+            .await
+            .map_err(user_error)?
+            .map_err(user_error)?;
+        send_notices(client, &ex.notices).await?;
+        Ok(response(ex, &portal.result_column_format))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numeric_binary_round_trips() {
+        for n in [
+            0i128,
+            1,
+            -1,
+            9_999,
+            10_000,
+            123_456_789,
+            -10_000_000_000,
+            i64::MAX as i128 * 7,
+        ] {
+            let mut b = BytesMut::new();
+            encode_numeric(n, &mut b);
+            assert_eq!(decode_numeric(&b), Some(n), "{n}");
+        }
+    }
+
+    #[test]
+    fn params_decode_in_text_and_binary() {
+        assert_eq!(
+            decode_param(Some(b"42"), false, SqlType::Int4).unwrap(),
+            Datum::Int4(42)
+        );
+        assert_eq!(
+            decode_param(Some(&7i64.to_be_bytes()), true, SqlType::Int8).unwrap(),
+            Datum::Int8(7)
+        );
+        assert_eq!(
+            decode_param(None, true, SqlType::Int8).unwrap(),
+            Datum::Null
+        );
+        assert_eq!(
+            decode_param(Some(b"x"), false, SqlType::Int4)
+                .unwrap_err()
+                .code,
+            "22P02"
+        );
+        assert_eq!(
+            decode_param(Some(&[1, 2]), true, SqlType::Int4)
+                .unwrap_err()
+                .code,
+            "22P03"
+        );
+    }
+}

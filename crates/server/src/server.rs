@@ -1,0 +1,296 @@
+//! `strata start` and `strata stop`: the server process.
+//!
+//! Owns the server's life: the data directory (created on first start), its
+//! configuration (`strata.conf`, then `-c` flags), the lock file `postmaster.pid`,
+//! the listening socket, logging, and shutdown on SIGINT/SIGTERM.
+//!
+//! Invariants:
+//! 1. One server per data directory: `postmaster.pid` is created exclusively and
+//!    holds the pid; a file left by a dead process is replaced, one of a live one
+//!    refuses the start.
+//! 2. A clean shutdown terminates the sessions (their transactions abort), writes a
+//!    shutdown checkpoint, and only then removes the lock file; `strata stop` waits
+//!    for that removal.
+//! 3. Startup recovery happens before the socket is bound: no client sees a
+//!    database that is still replaying.
+
+use crate::config::{self, ServerConfig};
+use crate::pg::{auth::AuthStore, Handlers};
+use crate::sql::session::{Registry, ServerState};
+use parking_lot::Mutex;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use strata_engine::{Engine, LogSink};
+
+/// The lock file's name, as PostgreSQL's.
+pub const LOCK_FILE: &str = "postmaster.pid";
+
+fn now_stamp() -> String {
+    let s = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    strata_engine::utc_timestamp(s)
+}
+
+/// A log line as PostgreSQL writes it: time, severity, message.
+fn format_line(line: &str) -> String {
+    let has_severity = [
+        "LOG:", "WARNING:", "ERROR:", "FATAL:", "PANIC:", "NOTICE:", "HINT:", "DETAIL:",
+    ]
+    .iter()
+    .any(|p| line.starts_with(p));
+    if has_severity {
+        format!("{} {line}", now_stamp())
+    } else {
+        format!("{} LOG:  {line}", now_stamp())
+    }
+}
+
+fn log_sink(data: &Path, cfg: &ServerConfig) -> Result<LogSink, String> {
+    match &cfg.log_directory {
+        None => Ok(Arc::new(|line: &str| eprintln!("{}", format_line(line)))),
+        Some(d) => {
+            let dir = if Path::new(d).is_absolute() {
+                PathBuf::from(d)
+            } else {
+                data.join(d)
+            };
+            std::fs::create_dir_all(&dir).map_err(|e| {
+                format!("could not create log directory \"{}\": {e}", dir.display())
+            })?;
+            let path = dir.join("strata.log");
+            let f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .map_err(|e| format!("could not open log file \"{}\": {e}", path.display()))?;
+            let f = Mutex::new(f);
+            Ok(Arc::new(move |line: &str| {
+                let _ = writeln!(f.lock(), "{}", format_line(line));
+            }))
+        }
+    }
+}
+
+/// Whether a process is running (a zombie, exited but not yet reaped, is not).
+fn pid_alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => s
+            .rsplit_once(") ")
+            .map(|(_, rest)| !rest.starts_with('Z') && !rest.starts_with('X'))
+            .unwrap_or(false),
+        Err(_) => false,
+    }
+}
+
+/// Creates the lock file, or says which server holds the directory.
+fn take_lock(data: &Path, port: u16) -> Result<PathBuf, String> {
+    let path = data.join(LOCK_FILE);
+    for _ in 0..2 {
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(mut f) => {
+                let text = format!(
+                    "{}\n{}\n{}\n{}\n",
+                    std::process::id(),
+                    data.display(),
+                    SystemTime::now()
+                        .duration_since(UNIX_EPOCH)
+                        .map(|d| d.as_secs())
+                        .unwrap_or(0),
+                    port
+                );
+                f.write_all(text.as_bytes())
+                    .and_then(|()| f.sync_all())
+                    .map_err(|e| {
+                        format!("could not write lock file \"{}\": {e}", path.display())
+                    })?;
+                return Ok(path);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                let pid = read_pid(data);
+                match pid {
+                    Some(p) if p != std::process::id() as i32 && pid_alive(p) => {
+                        return Err(format!(
+                            "lock file \"{}\" already exists\nHINT:  Is another server (PID {p}) running in data directory \"{}\"?",
+                            path.display(),
+                            data.display()
+                        ))
+                    }
+                    _ => {
+                        // Stale: its process is gone (a crash). Replace it.
+                        let _ = std::fs::remove_file(&path);
+                    }
+                }
+            }
+            Err(e) => {
+                return Err(format!(
+                    "could not create lock file \"{}\": {e}",
+                    path.display()
+                ))
+            }
+        }
+    }
+    Err(format!("could not create lock file \"{}\"", path.display()))
+}
+
+/// The pid in a data directory's lock file.
+pub fn read_pid(data: &Path) -> Option<i32> {
+    std::fs::read_to_string(data.join(LOCK_FILE))
+        .ok()?
+        .lines()
+        .next()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// `strata start`: creates the cluster if needed, recovers, serves until a signal.
+pub fn start(data: &Path, flags: &[String]) -> Result<(), String> {
+    if !data.join("global").join("pg_control").exists() {
+        let mut s = config::ServerConfig::from_flags(None, flags)?.engine;
+        s.log = Arc::new(|_: &str| {});
+        Engine::init(data, s).map_err(|e| e.to_string())?;
+        eprintln!(
+            "{} LOG:  created a new cluster in \"{}\" (databases template1, template0, postgres)",
+            now_stamp(),
+            data.display()
+        );
+    }
+    let data = data
+        .canonicalize()
+        .map_err(|e| format!("data directory \"{}\": {e}", data.display()))?;
+    let conf = data.join("strata.conf");
+    let cfg = ServerConfig::from_flags(Some(&conf), flags)?;
+    let lock = take_lock(&data, cfg.port)?;
+    let result = serve(&data, cfg);
+    let _ = std::fs::remove_file(&lock);
+    result
+}
+
+fn serve(data: &Path, cfg: ServerConfig) -> Result<(), String> {
+    let sink = log_sink(data, &cfg)?;
+    let mut settings = cfg.engine.clone();
+    settings.log = sink.clone();
+    let engine = Arc::new(Engine::open(data, settings).map_err(|e| e.to_string())?);
+    let server = Arc::new(ServerState {
+        registry: Registry::default(),
+        settings: cfg.show_list(data),
+        auth: AuthStore::load(data)?,
+    });
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("could not start the runtime: {e}"))?;
+    let max_connections = cfg.max_connections;
+    let served: Result<(), String> = rt.block_on(async {
+        let mut listeners = Vec::new();
+        for addr in cfg.listen_addrs()? {
+            let l = tokio::net::TcpListener::bind((addr.as_str(), cfg.port))
+                .await
+                .map_err(|e| format!("could not bind to \"{addr}\", port {}: {e}", cfg.port))?;
+            sink(&format!("listening on {addr}, port {}", cfg.port));
+            listeners.push(l);
+        }
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .map_err(|e| e.to_string())?;
+        let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+            .map_err(|e| e.to_string())?;
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        for l in listeners {
+            let engine = engine.clone();
+            let server = server.clone();
+            let mut stop = stop_rx.clone();
+            tokio::spawn(async move {
+                loop {
+                    tokio::select! {
+                        _ = stop.changed() => break,
+                        acc = l.accept() => {
+                            let Ok((sock, _)) = acc else { continue };
+                            let _ = sock.set_nodelay(true);
+                            let h = Handlers::new(engine.clone(), server.clone(), max_connections);
+                            tokio::spawn(async move {
+                                let _ = pgwire::tokio::process_socket(sock, None, h).await;
+                            });
+                        }
+                    }
+                }
+            });
+        }
+        tokio::select! {
+            _ = term.recv() => sink("received fast shutdown request"),
+            _ = int.recv() => sink("received fast shutdown request"),
+        }
+        let _ = stop_tx.send(true);
+        Ok(())
+    });
+    // Fast shutdown: end the sessions (their transactions abort), then checkpoint.
+    server.registry.terminate_all();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while server.registry.count() > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    rt.shutdown_timeout(Duration::from_secs(1));
+    served?;
+    sink("shutting down");
+    match Arc::try_unwrap(engine) {
+        Ok(e) => e.close().map_err(|e| e.to_string())?,
+        Err(e) => {
+            // A backend is stuck: checkpoint anyway; recovery covers the rest.
+            e.checkpoint().map_err(|e| e.to_string())?;
+        }
+    }
+    sink("database system is shut down");
+    Ok(())
+}
+
+/// `strata stop`: signals the server of a data directory and waits for it to exit.
+pub fn stop(data: &Path, mode: &str, wait_secs: u64) -> Result<(), String> {
+    let Some(pid) = read_pid(data) else {
+        return Err(format!(
+            "PID file \"{}\" does not exist\nIs server running?",
+            data.join(LOCK_FILE).display()
+        ));
+    };
+    if !pid_alive(pid) {
+        let _ = std::fs::remove_file(data.join(LOCK_FILE));
+        return Err(format!("no server running (stale PID {pid} removed)"));
+    }
+    let sig = match mode {
+        "fast" | "smart" => "-TERM",
+        "immediate" => "-KILL",
+        other => {
+            return Err(format!(
+                "unrecognized shutdown mode \"{other}\" (fast, immediate)"
+            ))
+        }
+    };
+    let st = std::process::Command::new("kill")
+        .arg(sig)
+        .arg(pid.to_string())
+        .status()
+        .map_err(|e| format!("could not run kill: {e}"))?;
+    if !st.success() {
+        return Err(format!("could not send stop signal (PID: {pid})"));
+    }
+    eprintln!("waiting for server to shut down...");
+    let deadline = Instant::now() + Duration::from_secs(wait_secs);
+    while pid_alive(pid) {
+        if Instant::now() > deadline {
+            return Err(format!("server (PID {pid}) does not shut down"));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    if mode == "immediate" {
+        let _ = std::fs::remove_file(data.join(LOCK_FILE));
+    }
+    eprintln!("server stopped");
+    Ok(())
+}

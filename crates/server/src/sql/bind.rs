@@ -1,0 +1,1367 @@
+//! Binding and evaluation: sqlparser expressions and queries resolved against a scope
+//! of columns into typed [`Expr`] trees and [`SelectPlan`]s, and their evaluation.
+//!
+//! Invariants:
+//! 1. Every bound expression has a static type known before any row is read, so the
+//!    extended protocol can describe a statement's parameters and result columns.
+//! 2. Untyped inputs (string literals, `$n` parameters, NULL) take their type from
+//!    context, as PostgreSQL's unknown-type resolution does: the other operand of a
+//!    comparison or arithmetic, the target column of an INSERT; otherwise text.
+//! 3. Evaluation follows SQL's three-valued logic: NULL in, NULL out; WHERE keeps a
+//!    row only when its condition is true. Integer overflow is 22003, never a wrap.
+
+use super::{object_name, parse_lsn, Datum, SqlError, SqlResult, SqlType};
+use sqlparser::ast;
+use std::cmp::Ordering;
+
+/// What expression evaluation may ask of the server.
+pub trait Env {
+    fn current_database(&self) -> String;
+    fn current_wal_lsn(&self) -> u64;
+    /// `pg_relation_filepath`: the path of a table's main fork, relative to the data
+    /// directory; `None` if there is no such table.
+    fn relation_filepath(&self, table: &str) -> Option<String>;
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinOp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    And,
+    Or,
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Mod,
+    Concat,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Func {
+    Version,
+    CurrentDatabase,
+    CurrentWalLsn,
+    WalLsnDiff,
+    RelationFilepath,
+    Length,
+    Lower,
+    Upper,
+    Abs,
+}
+
+/// A bound expression.
+#[derive(Clone, Debug)]
+pub enum Expr {
+    Const(Datum),
+    Col(usize),
+    Param(usize),
+    Bin(Box<Expr>, BinOp, Box<Expr>),
+    Not(Box<Expr>),
+    Neg(Box<Expr>),
+    IsNull(Box<Expr>, bool),
+    InList(Box<Expr>, Vec<Expr>, bool),
+    Cast(Box<Expr>, SqlType),
+    Call(Func, Vec<Expr>),
+    /// The value of aggregate number n (aggregate queries only).
+    Agg(usize),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AggFunc {
+    CountStar,
+    Count,
+    Sum,
+    Min,
+    Max,
+}
+
+#[derive(Clone, Debug)]
+pub struct Agg {
+    pub func: AggFunc,
+    pub arg: Option<Expr>,
+    pub ty: SqlType,
+}
+
+/// The input columns an expression may name.
+#[derive(Clone, Debug, Default)]
+pub struct Scope {
+    /// The names the columns may be qualified with (table name or alias).
+    pub qualifiers: Vec<String>,
+    pub cols: Vec<(String, SqlType)>,
+}
+
+/// Gives a table's columns (name, type), or the error that it has none.
+pub type ScopeOf<'a> = dyn Fn(&str) -> SqlResult<Vec<(String, SqlType)>> + 'a;
+
+/// The state of binding one statement: the parameter types found so far.
+#[derive(Debug, Default)]
+pub struct Binder {
+    pub params: Vec<SqlType>,
+}
+
+/// A bound SELECT.
+#[derive(Clone, Debug)]
+pub struct SelectPlan {
+    pub from: From,
+    pub filter: Option<Expr>,
+    pub items: Vec<Expr>,
+    pub aggs: Vec<Agg>,
+    pub order: Vec<(SortKey, bool)>,
+    pub limit: Option<Expr>,
+    pub offset: Option<Expr>,
+    pub columns: Vec<(String, SqlType)>,
+}
+
+#[derive(Clone, Debug)]
+pub enum From {
+    /// One row, no columns.
+    None,
+    Table(String),
+    /// generate_series(start, stop[, step]) of int4 or int8.
+    Series(Expr, Expr, Option<Expr>, SqlType),
+}
+
+#[derive(Clone, Debug)]
+pub enum SortKey {
+    Output(usize),
+    Input(Expr),
+}
+
+fn mismatch(op: &str, a: SqlType, b: SqlType) -> SqlError {
+    SqlError::new(
+        "42883",
+        format!("operator does not exist: {} {op} {}", a.name(), b.name()),
+    )
+    .with_hint("No operator matches the given name and argument types.")
+}
+
+fn int_rank(t: SqlType) -> u8 {
+    match t {
+        SqlType::Int4 => 1,
+        SqlType::Int8 => 2,
+        SqlType::Numeric => 3,
+        _ => 0,
+    }
+}
+
+/// Parses text as a value of type `t` (22P02 on bad input), as a cast from an
+/// unknown literal does.
+pub fn text_to(s: &str, t: SqlType) -> SqlResult<Datum> {
+    let bad = || {
+        SqlError::new(
+            "22P02",
+            format!("invalid input syntax for type {}: \"{s}\"", t.name()),
+        )
+    };
+    let v = s.trim();
+    Ok(match t {
+        SqlType::Text | SqlType::Unknown => Datum::Text(s.to_string()),
+        SqlType::Int4 => Datum::Int4(v.parse().map_err(|_| {
+            if v.parse::<i128>().is_ok() {
+                out_of_range("integer")
+            } else {
+                bad()
+            }
+        })?),
+        SqlType::Int8 => Datum::Int8(v.parse().map_err(|_| {
+            if v.parse::<i128>().is_ok() {
+                out_of_range("bigint")
+            } else {
+                bad()
+            }
+        })?),
+        SqlType::Numeric => Datum::Numeric(v.parse().map_err(|_| bad())?),
+        SqlType::Bool => match v.to_ascii_lowercase().as_str() {
+            "t" | "true" | "yes" | "on" | "1" | "y" => Datum::Bool(true),
+            "f" | "false" | "no" | "off" | "0" | "n" => Datum::Bool(false),
+            _ => return Err(bad()),
+        },
+        SqlType::Lsn => Datum::Lsn(parse_lsn(v).ok_or_else(bad)?),
+    })
+}
+
+fn out_of_range(t: &str) -> SqlError {
+    SqlError::new("22003", format!("{t} out of range"))
+}
+
+impl Binder {
+    /// Gives an untyped expression (literal, parameter, NULL) the type `to`, or casts
+    /// between types that convert implicitly (integer widening).
+    pub fn coerce(&mut self, e: Expr, from: SqlType, to: SqlType) -> SqlResult<Expr> {
+        if from == to || to == SqlType::Unknown {
+            return Ok(e);
+        }
+        match (&e, from) {
+            (Expr::Const(Datum::Null), _) => Ok(e),
+            (Expr::Const(Datum::Text(s)), SqlType::Unknown) => Ok(Expr::Const(text_to(s, to)?)),
+            (Expr::Param(n), SqlType::Unknown) => {
+                self.params[*n] = to;
+                Ok(e)
+            }
+            _ if int_rank(from) > 0 && int_rank(to) >= int_rank(from) => {
+                Ok(Expr::Cast(Box::new(e), to))
+            }
+            _ => Err(SqlError::new(
+                "42804",
+                format!(
+                    "expression is of type {} but {} is expected",
+                    from.name(),
+                    to.name()
+                ),
+            )
+            .with_hint("You will need to rewrite or cast the expression.")),
+        }
+    }
+
+    /// Gives any still-untyped expression the type text (at the top of a projection).
+    fn settle(&mut self, e: Expr, t: SqlType) -> (Expr, SqlType) {
+        match (&e, t) {
+            (Expr::Param(n), SqlType::Unknown) => {
+                self.params[*n] = SqlType::Text;
+                (e, SqlType::Text)
+            }
+            (_, SqlType::Unknown) => (e, SqlType::Text),
+            _ => (e, t),
+        }
+    }
+
+    pub fn expr(&mut self, scope: &Scope, e: &ast::Expr) -> SqlResult<(Expr, SqlType)> {
+        self.expr_in(scope, e, &mut None)
+    }
+
+    /// Binds `e`; with `aggs` Some, aggregate calls are allowed and collected there.
+    fn expr_in(
+        &mut self,
+        scope: &Scope,
+        e: &ast::Expr,
+        aggs: &mut Option<&mut Vec<Agg>>,
+    ) -> SqlResult<(Expr, SqlType)> {
+        use ast::Expr as E;
+        match e {
+            E::Value(v) => self.value(&v.value),
+            E::Identifier(i) => column(scope, None, i),
+            E::CompoundIdentifier(parts) => match parts.as_slice() {
+                [q, c] => column(scope, Some(q), c),
+                [s, q, c] if s.value.eq_ignore_ascii_case("public") => column(scope, Some(q), c),
+                _ => Err(SqlError::unsupported(format!("the name \"{e}\""))),
+            },
+            E::Nested(inner) => self.expr_in(scope, inner, aggs),
+            E::UnaryOp { op, expr } => {
+                let (x, t) = self.expr_in(scope, expr, aggs)?;
+                match op {
+                    ast::UnaryOperator::Not => {
+                        let x = self.coerce(x, t, SqlType::Bool)?;
+                        if t != SqlType::Bool && t != SqlType::Unknown {
+                            return Err(SqlError::new(
+                                "42804",
+                                format!(
+                                    "argument of NOT must be type boolean, not type {}",
+                                    t.name()
+                                ),
+                            ));
+                        }
+                        Ok((Expr::Not(Box::new(x)), SqlType::Bool))
+                    }
+                    ast::UnaryOperator::Minus => {
+                        if let Expr::Const(Datum::Int4(v)) = x {
+                            return Ok((Expr::Const(Datum::Int4(-v)), t));
+                        }
+                        if let Expr::Const(Datum::Int8(v)) = x {
+                            // -2147483648 is an int4 literal in PostgreSQL.
+                            return Ok(match i32::try_from(-v) {
+                                Ok(v4) => (Expr::Const(Datum::Int4(v4)), SqlType::Int4),
+                                Err(_) => (Expr::Const(Datum::Int8(-v)), t),
+                            });
+                        }
+                        let x = self.coerce(x, t, SqlType::Int4)?;
+                        let t = if t == SqlType::Unknown {
+                            SqlType::Int4
+                        } else {
+                            t
+                        };
+                        if !t.is_int() {
+                            return Err(SqlError::new(
+                                "42883",
+                                format!("operator does not exist: - {}", t.name()),
+                            ));
+                        }
+                        Ok((Expr::Neg(Box::new(x)), t))
+                    }
+                    ast::UnaryOperator::Plus => Ok((x, t)),
+                    other => Err(SqlError::unsupported(format!("the operator {other}"))),
+                }
+            }
+            E::BinaryOp { left, op, right } => {
+                let op = match op {
+                    ast::BinaryOperator::Eq => BinOp::Eq,
+                    ast::BinaryOperator::NotEq => BinOp::Ne,
+                    ast::BinaryOperator::Lt => BinOp::Lt,
+                    ast::BinaryOperator::LtEq => BinOp::Le,
+                    ast::BinaryOperator::Gt => BinOp::Gt,
+                    ast::BinaryOperator::GtEq => BinOp::Ge,
+                    ast::BinaryOperator::And => BinOp::And,
+                    ast::BinaryOperator::Or => BinOp::Or,
+                    ast::BinaryOperator::Plus => BinOp::Add,
+                    ast::BinaryOperator::Minus => BinOp::Sub,
+                    ast::BinaryOperator::Multiply => BinOp::Mul,
+                    ast::BinaryOperator::Divide => BinOp::Div,
+                    ast::BinaryOperator::Modulo => BinOp::Mod,
+                    ast::BinaryOperator::StringConcat => BinOp::Concat,
+                    other => return Err(SqlError::unsupported(format!("the operator {other}"))),
+                };
+                let (l, lt) = self.expr_in(scope, left, aggs)?;
+                let (r, rt) = self.expr_in(scope, right, aggs)?;
+                self.binop(l, lt, op, r, rt)
+            }
+            E::IsNull(x) | E::IsNotNull(x) => {
+                let (x, t) = self.expr_in(scope, x, aggs)?;
+                let (x, _) = self.settle(x, t);
+                Ok((
+                    Expr::IsNull(Box::new(x), matches!(e, E::IsNotNull(_))),
+                    SqlType::Bool,
+                ))
+            }
+            E::InList {
+                expr,
+                list,
+                negated,
+            } => {
+                let (x, xt) = self.expr_in(scope, expr, aggs)?;
+                let mut t = xt;
+                let mut items = Vec::new();
+                for i in list {
+                    items.push(self.expr_in(scope, i, aggs)?);
+                }
+                if t == SqlType::Unknown {
+                    t = items
+                        .iter()
+                        .map(|(_, t)| *t)
+                        .find(|t| *t != SqlType::Unknown)
+                        .unwrap_or(SqlType::Text);
+                }
+                let x = self.coerce(x, xt, t)?;
+                let mut bound = Vec::new();
+                for (i, it) in items {
+                    bound.push(self.unify_to(i, it, t, "=")?);
+                }
+                Ok((Expr::InList(Box::new(x), bound, *negated), SqlType::Bool))
+            }
+            E::Between {
+                expr,
+                negated,
+                low,
+                high,
+            } => {
+                let (x, xt) = self.expr_in(scope, expr, aggs)?;
+                let (lo, lot) = self.expr_in(scope, low, aggs)?;
+                let (hi, hit) = self.expr_in(scope, high, aggs)?;
+                let (a, _) = self.binop(x.clone(), xt, BinOp::Ge, lo, lot)?;
+                let (b, _) = self.binop(x, xt, BinOp::Le, hi, hit)?;
+                let both = Expr::Bin(Box::new(a), BinOp::And, Box::new(b));
+                Ok((
+                    if *negated {
+                        Expr::Not(Box::new(both))
+                    } else {
+                        both
+                    },
+                    SqlType::Bool,
+                ))
+            }
+            E::Cast {
+                expr, data_type, ..
+            } => {
+                let to = SqlType::from_ast(data_type)?;
+                let (x, from) = self.expr_in(scope, expr, aggs)?;
+                self.cast(x, from, to)
+            }
+            E::TypedString(ts) => {
+                let to = SqlType::from_ast(&ts.data_type)?;
+                let (x, from) = self.value(&ts.value.value)?;
+                self.cast(x, from, to)
+            }
+            E::Function(f) => self.function(scope, f, aggs),
+            other => Err(SqlError::unsupported(format!("the expression \"{other}\""))),
+        }
+    }
+
+    fn unify_to(&mut self, e: Expr, t: SqlType, to: SqlType, op: &str) -> SqlResult<Expr> {
+        if t == to || t == SqlType::Unknown {
+            self.coerce(e, t, to)
+        } else if t.is_int() && to.is_int() {
+            Ok(e) // integers of any width compare by value
+        } else {
+            Err(mismatch(op, to, t))
+        }
+    }
+
+    fn value(&mut self, v: &ast::Value) -> SqlResult<(Expr, SqlType)> {
+        use ast::Value as V;
+        Ok(match v {
+            V::Number(n, _) => {
+                if let Ok(i) = n.parse::<i32>() {
+                    (Expr::Const(Datum::Int4(i)), SqlType::Int4)
+                } else if let Ok(i) = n.parse::<i64>() {
+                    (Expr::Const(Datum::Int8(i)), SqlType::Int8)
+                } else if let Ok(i) = n.parse::<i128>() {
+                    (Expr::Const(Datum::Numeric(i)), SqlType::Numeric)
+                } else {
+                    return Err(SqlError::unsupported(format!(
+                        "the non-integral number {n}"
+                    )));
+                }
+            }
+            V::SingleQuotedString(s) | V::EscapedStringLiteral(s) => {
+                (Expr::Const(Datum::Text(s.clone())), SqlType::Unknown)
+            }
+            V::DollarQuotedString(d) => {
+                (Expr::Const(Datum::Text(d.value.clone())), SqlType::Unknown)
+            }
+            V::Boolean(b) => (Expr::Const(Datum::Bool(*b)), SqlType::Bool),
+            V::Null => (Expr::Const(Datum::Null), SqlType::Unknown),
+            V::Placeholder(p) => {
+                let n: usize = p
+                    .strip_prefix('$')
+                    .and_then(|d| d.parse().ok())
+                    .filter(|n| *n >= 1)
+                    .ok_or_else(|| SqlError::syntax(format!("syntax error at or near \"{p}\"")))?;
+                if self.params.len() < n {
+                    self.params.resize(n, SqlType::Unknown);
+                }
+                let t = self.params[n - 1];
+                (Expr::Param(n - 1), t)
+            }
+            other => return Err(SqlError::unsupported(format!("the literal {other}"))),
+        })
+    }
+
+    fn cast(&mut self, x: Expr, from: SqlType, to: SqlType) -> SqlResult<(Expr, SqlType)> {
+        match (&x, from) {
+            (
+                Expr::Const(Datum::Text(_)) | Expr::Const(Datum::Null) | Expr::Param(_),
+                SqlType::Unknown,
+            ) => Ok((self.coerce(x, from, to)?, to)),
+            _ => {
+                let ok = from == to
+                    || to == SqlType::Text
+                    || from == SqlType::Text
+                    || (from.is_int() && to.is_int())
+                    || (from.is_int() && to == SqlType::Bool && from == SqlType::Int4)
+                    || (from == SqlType::Bool && to == SqlType::Int4);
+                if !ok {
+                    return Err(SqlError::new(
+                        "42846",
+                        format!("cannot cast type {} to {}", from.name(), to.name()),
+                    ));
+                }
+                Ok((Expr::Cast(Box::new(x), to), to))
+            }
+        }
+    }
+
+    fn binop(
+        &mut self,
+        l: Expr,
+        lt: SqlType,
+        op: BinOp,
+        r: Expr,
+        rt: SqlType,
+    ) -> SqlResult<(Expr, SqlType)> {
+        let sym = match op {
+            BinOp::Eq => "=",
+            BinOp::Ne => "<>",
+            BinOp::Lt => "<",
+            BinOp::Le => "<=",
+            BinOp::Gt => ">",
+            BinOp::Ge => ">=",
+            BinOp::And => "AND",
+            BinOp::Or => "OR",
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+            BinOp::Mod => "%",
+            BinOp::Concat => "||",
+        };
+        let mk = |l: Expr, r: Expr| Expr::Bin(Box::new(l), op, Box::new(r));
+        match op {
+            BinOp::And | BinOp::Or => {
+                for t in [lt, rt] {
+                    if t != SqlType::Bool && t != SqlType::Unknown {
+                        return Err(SqlError::new(
+                            "42804",
+                            format!(
+                                "argument of {sym} must be type boolean, not type {}",
+                                t.name()
+                            ),
+                        ));
+                    }
+                }
+                let l = self.coerce(l, lt, SqlType::Bool)?;
+                let r = self.coerce(r, rt, SqlType::Bool)?;
+                Ok((mk(l, r), SqlType::Bool))
+            }
+            BinOp::Concat => {
+                let l = self.settle(l, lt).0;
+                let r = self.settle(r, rt).0;
+                let l = if lt == SqlType::Text || lt == SqlType::Unknown {
+                    l
+                } else {
+                    Expr::Cast(Box::new(l), SqlType::Text)
+                };
+                let r = if rt == SqlType::Text || rt == SqlType::Unknown {
+                    r
+                } else {
+                    Expr::Cast(Box::new(r), SqlType::Text)
+                };
+                Ok((mk(l, r), SqlType::Text))
+            }
+            _ => {
+                // Resolve the operand types: unknown takes the other side's type.
+                let t = match (lt, rt) {
+                    (SqlType::Unknown, SqlType::Unknown) => {
+                        if op == BinOp::Eq || op == BinOp::Ne || is_cmp(op) {
+                            SqlType::Text
+                        } else {
+                            SqlType::Int4
+                        }
+                    }
+                    (SqlType::Unknown, t) | (t, SqlType::Unknown) => t,
+                    (a, b) if a.is_int() && b.is_int() => {
+                        if int_rank(a) >= int_rank(b) {
+                            a
+                        } else {
+                            b
+                        }
+                    }
+                    (a, b) if a == b => a,
+                    (a, b) => return Err(mismatch(sym, a, b)),
+                };
+                let l = self.coerce(l, lt, t)?;
+                let r = self.coerce(r, rt, t)?;
+                if is_cmp(op) {
+                    return Ok((mk(l, r), SqlType::Bool));
+                }
+                if t == SqlType::Lsn && op == BinOp::Sub {
+                    return Ok((mk(l, r), SqlType::Numeric));
+                }
+                if !t.is_int() {
+                    return Err(mismatch(sym, t, t));
+                }
+                Ok((mk(l, r), t))
+            }
+        }
+    }
+
+    fn function(
+        &mut self,
+        scope: &Scope,
+        f: &ast::Function,
+        aggs: &mut Option<&mut Vec<Agg>>,
+    ) -> SqlResult<(Expr, SqlType)> {
+        let name = object_name(&f.name)?;
+        let (args, star) = function_args(f)?;
+        let agg = match name.as_str() {
+            "count" if star => Some(AggFunc::CountStar),
+            "count" => Some(AggFunc::Count),
+            "sum" => Some(AggFunc::Sum),
+            "min" => Some(AggFunc::Min),
+            "max" => Some(AggFunc::Max),
+            _ => None,
+        };
+        if let Some(func) = agg {
+            let Some(list) = aggs.as_deref_mut() else {
+                return Err(SqlError::new(
+                    "42803",
+                    format!("aggregate functions are not allowed here ({name})"),
+                ));
+            };
+            let (arg, ty) = match (func, args.as_slice()) {
+                (AggFunc::CountStar, []) => (None, SqlType::Int8),
+                (_, [a]) => {
+                    let (a, t) = self.expr_in(scope, a, &mut None)?;
+                    let (a, t) = self.settle(a, t);
+                    let ty = match func {
+                        AggFunc::Count => SqlType::Int8,
+                        AggFunc::Sum if t == SqlType::Int4 => SqlType::Int8,
+                        AggFunc::Sum if t.is_int() => SqlType::Numeric,
+                        AggFunc::Sum => {
+                            return Err(SqlError::new(
+                                "42883",
+                                format!("function sum({}) does not exist", t.name()),
+                            ))
+                        }
+                        _ => t,
+                    };
+                    (Some(a), ty)
+                }
+                _ => {
+                    return Err(SqlError::new(
+                        "42883",
+                        format!(
+                            "function {name} with {} arguments does not exist",
+                            args.len()
+                        ),
+                    ))
+                }
+            };
+            list.push(Agg { func, arg, ty });
+            return Ok((Expr::Agg(list.len() - 1), ty));
+        }
+        if star {
+            return Err(SqlError::syntax(format!(
+                "{name}(*) is only valid for count"
+            )));
+        }
+        let mut bound = Vec::new();
+        for a in &args {
+            bound.push(self.expr_in(scope, a, aggs)?);
+        }
+        let (func, params, ret): (Func, &[SqlType], SqlType) = match name.as_str() {
+            "version" => (Func::Version, &[], SqlType::Text),
+            "current_database" => (Func::CurrentDatabase, &[], SqlType::Text),
+            "pg_current_wal_lsn" | "pg_current_wal_insert_lsn" | "pg_current_wal_flush_lsn" => {
+                (Func::CurrentWalLsn, &[], SqlType::Lsn)
+            }
+            "pg_wal_lsn_diff" => (
+                Func::WalLsnDiff,
+                &[SqlType::Lsn, SqlType::Lsn],
+                SqlType::Numeric,
+            ),
+            "pg_relation_filepath" => (Func::RelationFilepath, &[SqlType::Text], SqlType::Text),
+            "length" | "char_length" => (Func::Length, &[SqlType::Text], SqlType::Int4),
+            "lower" => (Func::Lower, &[SqlType::Text], SqlType::Text),
+            "upper" => (Func::Upper, &[SqlType::Text], SqlType::Text),
+            "abs" => {
+                let t = bound.first().map(|b| b.1).unwrap_or(SqlType::Int4);
+                let t = if t.is_int() { t } else { SqlType::Int4 };
+                let ps: &[SqlType] = match t {
+                    SqlType::Int8 => &[SqlType::Int8],
+                    SqlType::Numeric => &[SqlType::Numeric],
+                    _ => &[SqlType::Int4],
+                };
+                (Func::Abs, ps, t)
+            }
+            "generate_series" => {
+                return Err(SqlError::unsupported(
+                    "generate_series outside FROM (write FROM generate_series(a, b) g)",
+                ))
+            }
+            _ => {
+                return Err(
+                    SqlError::new("42883", format!("function {name}() does not exist"))
+                        .with_hint("Strata implements a small set of functions; see the README."),
+                )
+            }
+        };
+        if bound.len() != params.len() {
+            return Err(SqlError::new(
+                "42883",
+                format!(
+                    "function {name} takes {} arguments, {} given",
+                    params.len(),
+                    bound.len()
+                ),
+            ));
+        }
+        let mut out = Vec::new();
+        for ((e, t), p) in bound.into_iter().zip(params) {
+            if t != *p && t != SqlType::Unknown && !(t.is_int() && p.is_int()) {
+                return Err(SqlError::new(
+                    "42883",
+                    format!("function {name}({}) does not exist", t.name()),
+                )
+                .with_hint("You might need to add explicit type casts."));
+            }
+            out.push(self.coerce(e, t, *p)?);
+        }
+        Ok((Expr::Call(func, out), ret))
+    }
+
+    /// Binds a query (SELECT) into a plan; `scope_of` gives a table's columns.
+    pub fn select(&mut self, q: &ast::Query, scope_of: &ScopeOf<'_>) -> SqlResult<SelectPlan> {
+        if q.with.is_some() {
+            return Err(SqlError::unsupported("WITH"));
+        }
+        if q.fetch.is_some() || !q.locks.is_empty() {
+            return Err(SqlError::unsupported("FETCH or FOR UPDATE"));
+        }
+        let sel = match &*q.body {
+            ast::SetExpr::Select(s) => s,
+            ast::SetExpr::Query(inner) => return self.select(inner, scope_of),
+            ast::SetExpr::Values(_) => return Err(SqlError::unsupported("VALUES as a query")),
+            other => {
+                return Err(SqlError::unsupported(format!(
+                    "this query form ({})",
+                    other.to_string().chars().take(40).collect::<String>()
+                )))
+            }
+        };
+        if sel.distinct.is_some() {
+            return Err(SqlError::unsupported("DISTINCT"));
+        }
+        if sel.having.is_some() {
+            return Err(SqlError::unsupported("HAVING"));
+        }
+        match &sel.group_by {
+            ast::GroupByExpr::Expressions(v, m) if v.is_empty() && m.is_empty() => {}
+            _ => return Err(SqlError::unsupported("GROUP BY")),
+        }
+        if sel.into.is_some() {
+            return Err(SqlError::unsupported("SELECT INTO"));
+        }
+        // FROM
+        let (from, scope) = match sel.from.as_slice() {
+            [] => (From::None, Scope::default()),
+            [twj] => {
+                if !twj.joins.is_empty() {
+                    return Err(SqlError::unsupported("JOIN"));
+                }
+                self.bind_from_item(&twj.relation, scope_of)?
+            }
+            _ => return Err(SqlError::unsupported("FROM with several tables (joins)")),
+        };
+        let filter = match &sel.selection {
+            Some(w) => {
+                let (e, t) = self.expr(&scope, w)?;
+                if t != SqlType::Bool && t != SqlType::Unknown {
+                    return Err(SqlError::new(
+                        "42804",
+                        format!(
+                            "argument of WHERE must be type boolean, not type {}",
+                            t.name()
+                        ),
+                    ));
+                }
+                Some(self.coerce(e, t, SqlType::Bool)?)
+            }
+            None => None,
+        };
+        // Projection
+        let mut aggs = Vec::new();
+        let mut items = Vec::new();
+        let mut columns = Vec::new();
+        for it in &sel.projection {
+            match it {
+                ast::SelectItem::Wildcard(_) => {
+                    if scope.cols.is_empty() {
+                        return Err(SqlError::syntax(
+                            "SELECT * with no tables specified is not valid",
+                        ));
+                    }
+                    for (i, c) in scope.cols.iter().enumerate() {
+                        items.push(Expr::Col(i));
+                        columns.push(c.clone());
+                    }
+                }
+                ast::SelectItem::QualifiedWildcard(..) => {
+                    for (i, c) in scope.cols.iter().enumerate() {
+                        items.push(Expr::Col(i));
+                        columns.push(c.clone());
+                    }
+                }
+                ast::SelectItem::ExprWithAliases { .. } => {
+                    return Err(SqlError::unsupported("several aliases for one expression"))
+                }
+                ast::SelectItem::UnnamedExpr(e)
+                | ast::SelectItem::ExprWithAlias { expr: e, .. } => {
+                    let (b, t) = self.expr_in(&scope, e, &mut Some(&mut aggs))?;
+                    let (b, t) = self.settle(b, t);
+                    let name = match it {
+                        ast::SelectItem::ExprWithAlias { alias, .. } => super::ident_name(alias),
+                        _ => default_name(e),
+                    };
+                    items.push(b);
+                    columns.push((name, t));
+                }
+            }
+        }
+        if !aggs.is_empty() {
+            for (it, e) in items.iter().zip(&sel.projection) {
+                if uses_columns(it) {
+                    return Err(SqlError::new(
+                        "42803",
+                        format!(
+                            "column in \"{e}\" must appear in the GROUP BY clause or be used in an aggregate function"
+                        ),
+                    ));
+                }
+            }
+        }
+        // ORDER BY
+        let mut order = Vec::new();
+        if let Some(ob) = &q.order_by {
+            let exprs = match &ob.kind {
+                ast::OrderByKind::Expressions(v) => v,
+                ast::OrderByKind::All(_) => return Err(SqlError::unsupported("ORDER BY ALL")),
+            };
+            for o in exprs {
+                let desc = matches!(o.options.sort, Some(ast::OrderBySort::Desc));
+                let key = match &o.expr {
+                    ast::Expr::Value(v) if matches!(v.value, ast::Value::Number(..)) => {
+                        let ast::Value::Number(n, _) = &v.value else {
+                            unreachable!()
+                        };
+                        let k: usize = n.parse().unwrap_or(0);
+                        if k == 0 || k > columns.len() {
+                            return Err(SqlError::new(
+                                "42P10",
+                                format!("ORDER BY position {n} is not in select list"),
+                            ));
+                        }
+                        SortKey::Output(k - 1)
+                    }
+                    ast::Expr::Identifier(i)
+                        if columns.iter().any(|(n, _)| *n == super::ident_name(i)) =>
+                    {
+                        let n = super::ident_name(i);
+                        SortKey::Output(columns.iter().position(|(c, _)| *c == n).unwrap_or(0))
+                    }
+                    e => {
+                        if !aggs.is_empty() {
+                            return Err(SqlError::unsupported(
+                                "ORDER BY an expression in an aggregate query",
+                            ));
+                        }
+                        let (b, t) = self.expr(&scope, e)?;
+                        self.settle(b.clone(), t);
+                        SortKey::Input(b)
+                    }
+                };
+                order.push((key, desc));
+            }
+        }
+        // LIMIT / OFFSET
+        let (mut limit, mut offset) = (None, None);
+        if let Some(lc) = &q.limit_clause {
+            match lc {
+                ast::LimitClause::LimitOffset {
+                    limit: l,
+                    offset: o,
+                    limit_by,
+                } => {
+                    if !limit_by.is_empty() {
+                        return Err(SqlError::unsupported("LIMIT BY"));
+                    }
+                    if let Some(l) = l {
+                        limit = Some(self.count_expr(l)?);
+                    }
+                    if let Some(o) = o {
+                        offset = Some(self.count_expr(&o.value)?);
+                    }
+                }
+                ast::LimitClause::OffsetCommaLimit {
+                    offset: o,
+                    limit: l,
+                } => {
+                    limit = Some(self.count_expr(l)?);
+                    offset = Some(self.count_expr(o)?);
+                }
+            }
+        }
+        Ok(SelectPlan {
+            from,
+            filter,
+            items,
+            aggs,
+            order,
+            limit,
+            offset,
+            columns,
+        })
+    }
+
+    fn count_expr(&mut self, e: &ast::Expr) -> SqlResult<Expr> {
+        if let ast::Expr::Value(v) = e {
+            if matches!(v.value, ast::Value::Null) {
+                return Ok(Expr::Const(Datum::Null));
+            }
+        }
+        let (b, t) = self.expr(&Scope::default(), e)?;
+        self.coerce(b, t, SqlType::Int8)
+            .map_err(|_| SqlError::new("42804", "argument of LIMIT must be type bigint"))
+    }
+
+    fn bind_from_item(
+        &mut self,
+        tf: &ast::TableFactor,
+        scope_of: &ScopeOf<'_>,
+    ) -> SqlResult<(From, Scope)> {
+        let ast::TableFactor::Table {
+            name, alias, args, ..
+        } = tf
+        else {
+            return Err(SqlError::unsupported(format!("FROM {tf}")));
+        };
+        let tname = object_name(name)?;
+        let alias_name = alias.as_ref().map(|a| super::ident_name(&a.name));
+        let alias_cols: Vec<String> = alias
+            .as_ref()
+            .map(|a| {
+                a.columns
+                    .iter()
+                    .map(|c| super::ident_name(&c.name))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if let Some(args) = args {
+            if tname != "generate_series" {
+                return Err(SqlError::new(
+                    "42883",
+                    format!("function {tname}() does not exist"),
+                ));
+            }
+            let mut bound = Vec::new();
+            for a in &args.args {
+                match a {
+                    ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => {
+                        bound.push(self.expr(&Scope::default(), e)?)
+                    }
+                    other => return Err(SqlError::unsupported(format!("the argument {other}"))),
+                }
+            }
+            if !(2..=3).contains(&bound.len()) {
+                return Err(SqlError::new(
+                    "42883",
+                    "generate_series takes 2 or 3 integer arguments",
+                ));
+            }
+            let t = if bound
+                .iter()
+                .all(|(_, t)| *t == SqlType::Int4 || *t == SqlType::Unknown)
+            {
+                SqlType::Int4
+            } else {
+                SqlType::Int8
+            };
+            let mut es = Vec::new();
+            for (e, et) in bound {
+                if !(et.is_int() || et == SqlType::Unknown) || et == SqlType::Numeric {
+                    return Err(SqlError::new(
+                        "42883",
+                        format!("function generate_series({}) does not exist", et.name()),
+                    ));
+                }
+                es.push(self.coerce(e, et, SqlType::Int8)?);
+            }
+            let mut it = es.into_iter();
+            let (a, b, c) = (it.next(), it.next(), it.next());
+            let col = alias_cols
+                .first()
+                .cloned()
+                .or_else(|| alias_name.clone())
+                .unwrap_or_else(|| "generate_series".into());
+            let scope = Scope {
+                qualifiers: vec![alias_name.unwrap_or_else(|| "generate_series".into())],
+                cols: vec![(col, t)],
+            };
+            return Ok((
+                From::Series(
+                    a.unwrap_or(Expr::Const(Datum::Null)),
+                    b.unwrap_or(Expr::Const(Datum::Null)),
+                    c,
+                    t,
+                ),
+                scope,
+            ));
+        }
+        let mut cols = scope_of(&tname)?;
+        for (i, n) in alias_cols.iter().enumerate() {
+            if let Some(c) = cols.get_mut(i) {
+                c.0 = n.clone();
+            }
+        }
+        Ok((
+            From::Table(tname.clone()),
+            Scope {
+                qualifiers: vec![alias_name.unwrap_or(tname)],
+                cols,
+            },
+        ))
+    }
+}
+
+fn is_cmp(op: BinOp) -> bool {
+    matches!(
+        op,
+        BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge
+    )
+}
+
+fn function_args(f: &ast::Function) -> SqlResult<(Vec<ast::Expr>, bool)> {
+    match &f.args {
+        ast::FunctionArguments::None => Ok((vec![], false)),
+        ast::FunctionArguments::Subquery(_) => Err(SqlError::unsupported("subqueries")),
+        ast::FunctionArguments::List(l) => {
+            if l.duplicate_treatment.is_some() || !l.clauses.is_empty() {
+                return Err(SqlError::unsupported(format!("the call {f}")));
+            }
+            let mut out = Vec::new();
+            let mut star = false;
+            for a in &l.args {
+                match a {
+                    ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => out.push(e.clone()),
+                    ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard) => star = true,
+                    other => return Err(SqlError::unsupported(format!("the argument {other}"))),
+                }
+            }
+            Ok((out, star))
+        }
+    }
+}
+
+fn column(scope: &Scope, q: Option<&ast::Ident>, c: &ast::Ident) -> SqlResult<(Expr, SqlType)> {
+    let name = super::ident_name(c);
+    if let Some(q) = q {
+        let qn = super::ident_name(q);
+        if !scope.qualifiers.contains(&qn) {
+            return Err(SqlError::new(
+                "42P01",
+                format!("missing FROM-clause entry for table \"{qn}\""),
+            ));
+        }
+    }
+    let hits: Vec<usize> = scope
+        .cols
+        .iter()
+        .enumerate()
+        .filter(|(_, (n, _))| *n == name)
+        .map(|(i, _)| i)
+        .collect();
+    match hits.as_slice() {
+        [i] => Ok((Expr::Col(*i), scope.cols[*i].1)),
+        [] => Err(SqlError::new(
+            "42703",
+            format!("column \"{name}\" does not exist"),
+        )),
+        _ => Err(SqlError::new(
+            "42702",
+            format!("column reference \"{name}\" is ambiguous"),
+        )),
+    }
+}
+
+fn uses_columns(e: &Expr) -> bool {
+    match e {
+        Expr::Col(_) => true,
+        Expr::Const(_) | Expr::Param(_) | Expr::Agg(_) => false,
+        Expr::Bin(a, _, b) => uses_columns(a) || uses_columns(b),
+        Expr::Not(a) | Expr::Neg(a) | Expr::IsNull(a, _) | Expr::Cast(a, _) => uses_columns(a),
+        Expr::InList(a, l, _) => uses_columns(a) || l.iter().any(uses_columns),
+        Expr::Call(_, args) => args.iter().any(uses_columns),
+    }
+}
+
+/// PostgreSQL's name for an unaliased result column.
+fn default_name(e: &ast::Expr) -> String {
+    match e {
+        ast::Expr::Identifier(i) => super::ident_name(i),
+        ast::Expr::CompoundIdentifier(v) => v.last().map(super::ident_name).unwrap_or_default(),
+        ast::Expr::Function(f) => f
+            .name
+            .0
+            .last()
+            .and_then(|p| p.as_ident())
+            .map(super::ident_name)
+            .unwrap_or_else(|| "?column?".into()),
+        ast::Expr::Cast {
+            expr, data_type, ..
+        } => match &**expr {
+            ast::Expr::Value(_) => data_type.to_string().to_ascii_lowercase(),
+            inner => default_name(inner),
+        },
+        ast::Expr::Nested(inner) => default_name(inner),
+        _ => "?column?".into(),
+    }
+}
+
+// ---- evaluation ----
+
+/// The row and parameters an expression is evaluated against.
+pub struct Row<'a> {
+    pub cols: &'a [Datum],
+    pub params: &'a [Datum],
+    pub aggs: &'a [Datum],
+    pub env: &'a dyn Env,
+}
+
+fn int_of(d: &Datum) -> Option<i128> {
+    match d {
+        Datum::Int4(v) => Some(i128::from(*v)),
+        Datum::Int8(v) => Some(i128::from(*v)),
+        Datum::Numeric(v) => Some(*v),
+        _ => None,
+    }
+}
+
+/// Converts an integer result to type `t`, or 22003.
+fn int_as(v: i128, t: SqlType) -> SqlResult<Datum> {
+    match t {
+        SqlType::Int4 => i32::try_from(v)
+            .map(Datum::Int4)
+            .map_err(|_| out_of_range("integer")),
+        SqlType::Int8 => i64::try_from(v)
+            .map(Datum::Int8)
+            .map_err(|_| out_of_range("bigint")),
+        _ => Ok(Datum::Numeric(v)),
+    }
+}
+
+/// Compares two non-NULL values of compatible types.
+pub fn compare(a: &Datum, b: &Datum) -> Ordering {
+    match (a, b) {
+        (Datum::Text(x), Datum::Text(y)) => x.as_bytes().cmp(y.as_bytes()),
+        (Datum::Bool(x), Datum::Bool(y)) => x.cmp(y),
+        (Datum::Lsn(x), Datum::Lsn(y)) => x.cmp(y),
+        (Datum::Null, Datum::Null) => Ordering::Equal,
+        // NULLs sort last, as in PostgreSQL's default ascending order.
+        (Datum::Null, _) => Ordering::Greater,
+        (_, Datum::Null) => Ordering::Less,
+        _ => int_of(a).cmp(&int_of(b)),
+    }
+}
+
+fn type_of(d: &Datum) -> SqlType {
+    match d {
+        Datum::Null => SqlType::Unknown,
+        Datum::Int4(_) => SqlType::Int4,
+        Datum::Int8(_) => SqlType::Int8,
+        Datum::Text(_) => SqlType::Text,
+        Datum::Bool(_) => SqlType::Bool,
+        Datum::Lsn(_) => SqlType::Lsn,
+        Datum::Numeric(_) => SqlType::Numeric,
+    }
+}
+
+pub fn cast_datum(d: Datum, to: SqlType) -> SqlResult<Datum> {
+    if d.is_null() || type_of(&d) == to || to == SqlType::Unknown {
+        return Ok(d);
+    }
+    match (&d, to) {
+        (_, SqlType::Text) => Ok(Datum::Text(d.to_text().unwrap_or_default())),
+        (Datum::Text(s), t) => text_to(s, t),
+        (Datum::Bool(b), SqlType::Int4) => Ok(Datum::Int4(i32::from(*b))),
+        (Datum::Int4(v), SqlType::Bool) => Ok(Datum::Bool(*v != 0)),
+        _ => match int_of(&d) {
+            Some(v) => int_as(v, to),
+            None => Err(SqlError::new(
+                "42846",
+                format!("cannot cast type {} to {}", type_of(&d).name(), to.name()),
+            )),
+        },
+    }
+}
+
+pub fn eval(e: &Expr, r: &Row<'_>) -> SqlResult<Datum> {
+    Ok(match e {
+        Expr::Const(d) => d.clone(),
+        Expr::Col(i) => r.cols[*i].clone(),
+        Expr::Param(i) => r.params.get(*i).cloned().unwrap_or(Datum::Null),
+        Expr::Agg(i) => r.aggs[*i].clone(),
+        Expr::Not(x) => match eval(x, r)? {
+            Datum::Bool(b) => Datum::Bool(!b),
+            _ => Datum::Null,
+        },
+        Expr::Neg(x) => match eval(x, r)? {
+            Datum::Null => Datum::Null,
+            d => int_as(-int_of(&d).unwrap_or(0), type_of(&d))?,
+        },
+        Expr::IsNull(x, negated) => Datum::Bool(eval(x, r)?.is_null() != *negated),
+        Expr::Cast(x, t) => cast_datum(eval(x, r)?, *t)?,
+        Expr::InList(x, list, negated) => {
+            let v = eval(x, r)?;
+            if v.is_null() {
+                return Ok(Datum::Null);
+            }
+            let mut saw_null = false;
+            for i in list {
+                let w = eval(i, r)?;
+                if w.is_null() {
+                    saw_null = true;
+                } else if compare(&v, &w) == Ordering::Equal {
+                    return Ok(Datum::Bool(!negated));
+                }
+            }
+            if saw_null {
+                Datum::Null
+            } else {
+                Datum::Bool(*negated)
+            }
+        }
+        Expr::Bin(a, op, b) => {
+            let x = eval(a, r)?;
+            match op {
+                BinOp::And => {
+                    if x == Datum::Bool(false) {
+                        return Ok(x);
+                    }
+                    let y = eval(b, r)?;
+                    return Ok(match (x, y) {
+                        (_, Datum::Bool(false)) => Datum::Bool(false),
+                        (Datum::Bool(true), Datum::Bool(true)) => Datum::Bool(true),
+                        _ => Datum::Null,
+                    });
+                }
+                BinOp::Or => {
+                    if x == Datum::Bool(true) {
+                        return Ok(x);
+                    }
+                    let y = eval(b, r)?;
+                    return Ok(match (x, y) {
+                        (_, Datum::Bool(true)) => Datum::Bool(true),
+                        (Datum::Bool(false), Datum::Bool(false)) => Datum::Bool(false),
+                        _ => Datum::Null,
+                    });
+                }
+                _ => {}
+            }
+            let y = eval(b, r)?;
+            if x.is_null() || y.is_null() {
+                return Ok(Datum::Null);
+            }
+            match op {
+                BinOp::Eq => Datum::Bool(compare(&x, &y) == Ordering::Equal),
+                BinOp::Ne => Datum::Bool(compare(&x, &y) != Ordering::Equal),
+                BinOp::Lt => Datum::Bool(compare(&x, &y) == Ordering::Less),
+                BinOp::Le => Datum::Bool(compare(&x, &y) != Ordering::Greater),
+                BinOp::Gt => Datum::Bool(compare(&x, &y) == Ordering::Greater),
+                BinOp::Ge => Datum::Bool(compare(&x, &y) != Ordering::Less),
+                BinOp::Concat => Datum::Text(format!(
+                    "{}{}",
+                    x.to_text().unwrap_or_default(),
+                    y.to_text().unwrap_or_default()
+                )),
+                _ => {
+                    if let (Datum::Lsn(p), Datum::Lsn(q)) = (&x, &y) {
+                        return Ok(Datum::Numeric(i128::from(*p) - i128::from(*q)));
+                    }
+                    let t = if int_rank(type_of(&x)) >= int_rank(type_of(&y)) {
+                        type_of(&x)
+                    } else {
+                        type_of(&y)
+                    };
+                    let (p, q) = (int_of(&x).unwrap_or(0), int_of(&y).unwrap_or(0));
+                    let v = match op {
+                        BinOp::Add => p.checked_add(q),
+                        BinOp::Sub => p.checked_sub(q),
+                        BinOp::Mul => p.checked_mul(q),
+                        BinOp::Div | BinOp::Mod => {
+                            if q == 0 {
+                                return Err(SqlError::new("22012", "division by zero"));
+                            }
+                            if *op == BinOp::Div {
+                                p.checked_div(q)
+                            } else {
+                                p.checked_rem(q)
+                            }
+                        }
+                        _ => unreachable!("comparison and logic handled above"),
+                    };
+                    int_as(v.ok_or_else(|| out_of_range("numeric"))?, t)?
+                }
+            }
+        }
+        Expr::Call(f, args) => {
+            let vals: Vec<Datum> = args.iter().map(|a| eval(a, r)).collect::<SqlResult<_>>()?;
+            if vals.iter().any(Datum::is_null) {
+                return Ok(Datum::Null);
+            }
+            match f {
+                Func::Version => Datum::Text(version_string()),
+                Func::CurrentDatabase => Datum::Text(r.env.current_database()),
+                Func::CurrentWalLsn => Datum::Lsn(r.env.current_wal_lsn()),
+                Func::WalLsnDiff => match (&vals[0], &vals[1]) {
+                    (Datum::Lsn(a), Datum::Lsn(b)) => {
+                        Datum::Numeric(i128::from(*a) - i128::from(*b))
+                    }
+                    _ => Datum::Null,
+                },
+                Func::RelationFilepath => match &vals[0] {
+                    Datum::Text(t) => {
+                        r.env.relation_filepath(t).map(Datum::Text).ok_or_else(|| {
+                            SqlError::new("42P01", format!("relation \"{t}\" does not exist"))
+                        })?
+                    }
+                    _ => Datum::Null,
+                },
+                Func::Length => match &vals[0] {
+                    Datum::Text(t) => Datum::Int4(t.chars().count() as i32),
+                    _ => Datum::Null,
+                },
+                Func::Lower => Datum::Text(vals[0].to_text().unwrap_or_default().to_lowercase()),
+                Func::Upper => Datum::Text(vals[0].to_text().unwrap_or_default().to_uppercase()),
+                Func::Abs => {
+                    let v = int_of(&vals[0]).unwrap_or(0);
+                    int_as(v.abs(), type_of(&vals[0]))?
+                }
+            }
+        }
+    })
+}
+
+/// `version()`: says what answers, in PostgreSQL's shape so tools that parse it work.
+pub fn version_string() -> String {
+    format!(
+        "PostgreSQL 15.0 (Strata {}) on {}-linux, compiled by rustc, 64-bit",
+        env!("CARGO_PKG_VERSION"),
+        std::env::consts::ARCH
+    )
+}
+
+/// WHERE semantics: only true keeps the row.
+pub fn is_true(d: &Datum) -> bool {
+    matches!(d, Datum::Bool(true))
+}
+
+/// Accumulates one aggregate.
+pub fn agg_step(a: &Agg, acc: &mut Datum, v: Option<Datum>) -> SqlResult<()> {
+    match a.func {
+        AggFunc::CountStar => {
+            if let Datum::Int8(n) = acc {
+                *n += 1;
+            } else {
+                *acc = Datum::Int8(1);
+            }
+        }
+        AggFunc::Count => {
+            if v.as_ref().is_some_and(|d| !d.is_null()) {
+                if let Datum::Int8(n) = acc {
+                    *n += 1;
+                } else {
+                    *acc = Datum::Int8(1);
+                }
+            }
+        }
+        AggFunc::Sum => {
+            if let Some(d) = v.filter(|d| !d.is_null()) {
+                let s = int_of(acc).unwrap_or(0) + int_of(&d).unwrap_or(0);
+                *acc = int_as(s, a.ty)?;
+            }
+        }
+        AggFunc::Min | AggFunc::Max => {
+            if let Some(d) = v.filter(|d| !d.is_null()) {
+                let better = acc.is_null()
+                    || match a.func {
+                        AggFunc::Min => compare(&d, acc) == Ordering::Less,
+                        _ => compare(&d, acc) == Ordering::Greater,
+                    };
+                if better {
+                    *acc = d;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The starting value of an aggregate (count is 0 over no rows, the others NULL).
+pub fn agg_init(a: &Agg) -> Datum {
+    match a.func {
+        AggFunc::CountStar | AggFunc::Count => Datum::Int8(0),
+        _ => Datum::Null,
+    }
+}

@@ -1,0 +1,1043 @@
+//! The SQL subset: parsing (with `sqlparser`, PostgreSQL dialect), values and errors.
+//!
+//! Owns the statement forms Strata accepts ([`Stmt`]), the SQL value and type model
+//! ([`Datum`], [`SqlType`]) and SQL errors with their SQLSTATE ([`SqlError`]).
+//! Binding to the catalog and execution live in [`bind`] and [`session`].
+//!
+//! Invariants:
+//! 1. Parsing never touches the engine: a [`Stmt`] is the text's meaning only, so a
+//!    multi-statement query is parsed once and each statement bound just before it
+//!    runs (a `CREATE TABLE t; INSERT INTO t ...` string works).
+//! 2. Every failure is a [`SqlError`] with PostgreSQL's SQLSTATE: 42601 for what does
+//!    not parse, 0A000 naming what parses but Strata does not support.
+//! 3. Utility statements sqlparser does not know in PostgreSQL's form (CREATE/DROP
+//!    DATABASE and TABLESPACE, VACUUM, CHECKPOINT, SET, SHOW, ALTER ROLE ... PASSWORD)
+//!    are parsed here from sqlparser's tokens; the rest by sqlparser itself.
+
+pub mod bind;
+pub mod session;
+
+use sqlparser::ast;
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::parser::Parser;
+use sqlparser::tokenizer::{Token, Tokenizer};
+use std::fmt;
+use strata_engine::{ColType, Column};
+use strata_engine::{CreateDbStrategy, EngineError};
+
+/// An error as the client sees it: severity, SQLSTATE, message, optional hint.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SqlError {
+    pub fatal: bool,
+    pub code: &'static str,
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+impl SqlError {
+    pub fn new(code: &'static str, message: impl Into<String>) -> SqlError {
+        SqlError {
+            fatal: false,
+            code,
+            message: message.into(),
+            hint: None,
+        }
+    }
+    pub fn syntax(message: impl Into<String>) -> SqlError {
+        SqlError::new("42601", message)
+    }
+    pub fn unsupported(what: impl fmt::Display) -> SqlError {
+        SqlError::new("0A000", format!("{what} is not supported by Strata"))
+    }
+    pub fn with_hint(mut self, hint: impl Into<String>) -> SqlError {
+        self.hint = Some(hint.into());
+        self
+    }
+}
+
+impl fmt::Display for SqlError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.message, self.code)
+    }
+}
+
+impl From<EngineError> for SqlError {
+    fn from(e: EngineError) -> SqlError {
+        SqlError::new(e.sqlstate(), e.to_string())
+    }
+}
+
+pub type SqlResult<T> = Result<T, SqlError>;
+
+/// The SQL types of results and expressions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SqlType {
+    Int4,
+    Int8,
+    Text,
+    Bool,
+    /// `pg_lsn`: a WAL position.
+    Lsn,
+    /// `numeric`, integral values only (what `pg_wal_lsn_diff` returns).
+    Numeric,
+    /// A NULL literal or a parameter whose type nothing determines.
+    Unknown,
+}
+
+impl SqlType {
+    pub fn of_col(t: ColType) -> SqlType {
+        match t {
+            ColType::Int4 => SqlType::Int4,
+            ColType::Int8 => SqlType::Int8,
+            ColType::Text => SqlType::Text,
+            ColType::Bool => SqlType::Bool,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            SqlType::Int4 => "integer",
+            SqlType::Int8 => "bigint",
+            SqlType::Text => "text",
+            SqlType::Bool => "boolean",
+            SqlType::Lsn => "pg_lsn",
+            SqlType::Numeric => "numeric",
+            SqlType::Unknown => "unknown",
+        }
+    }
+    pub fn is_int(self) -> bool {
+        matches!(self, SqlType::Int4 | SqlType::Int8 | SqlType::Numeric)
+    }
+    /// A type name as written in SQL (`int`, `bigint`, `varchar(20)`, ...).
+    pub fn from_ast(t: &ast::DataType) -> SqlResult<SqlType> {
+        let s = t.to_string().to_ascii_lowercase();
+        let base = s.split('(').next().unwrap_or("").trim();
+        Ok(match base {
+            "int" | "integer" | "int4" => SqlType::Int4,
+            "bigint" | "int8" => SqlType::Int8,
+            "text" | "varchar" | "character varying" | "char" | "character" | "name" => {
+                SqlType::Text
+            }
+            "bool" | "boolean" => SqlType::Bool,
+            "pg_lsn" => SqlType::Lsn,
+            "numeric" | "decimal" => SqlType::Numeric,
+            _ => {
+                return Err(SqlError::new(
+                    "42704",
+                    format!("type \"{s}\" is not supported by Strata"),
+                )
+                .with_hint("Column types are int4, int8, text and bool."))
+            }
+        })
+    }
+    pub fn to_col(self) -> SqlResult<ColType> {
+        match self {
+            SqlType::Int4 => Ok(ColType::Int4),
+            SqlType::Int8 => Ok(ColType::Int8),
+            SqlType::Text => Ok(ColType::Text),
+            SqlType::Bool => Ok(ColType::Bool),
+            other => Err(SqlError::new(
+                "0A000",
+                format!(
+                    "columns of type {} are not supported by Strata",
+                    other.name()
+                ),
+            )),
+        }
+    }
+}
+
+/// A SQL value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Datum {
+    Null,
+    Int4(i32),
+    Int8(i64),
+    Text(String),
+    Bool(bool),
+    Lsn(u64),
+    Numeric(i128),
+}
+
+impl Datum {
+    pub fn is_null(&self) -> bool {
+        matches!(self, Datum::Null)
+    }
+    /// The value as text, as PostgreSQL prints it (`None` for NULL).
+    pub fn to_text(&self) -> Option<String> {
+        Some(match self {
+            Datum::Null => return None,
+            Datum::Int4(v) => v.to_string(),
+            Datum::Int8(v) => v.to_string(),
+            Datum::Numeric(v) => v.to_string(),
+            Datum::Text(s) => s.clone(),
+            Datum::Bool(b) => (if *b { "t" } else { "f" }).to_string(),
+            Datum::Lsn(l) => format_lsn(*l),
+        })
+    }
+}
+
+pub fn format_lsn(l: u64) -> String {
+    format!("{:X}/{:X}", l >> 32, l & 0xFFFF_FFFF)
+}
+
+pub fn parse_lsn(s: &str) -> Option<u64> {
+    let (hi, lo) = s.trim().split_once('/')?;
+    let hi = u32::from_str_radix(hi, 16).ok()?;
+    let lo = u32::from_str_radix(lo, 16).ok()?;
+    Some((u64::from(hi) << 32) | u64::from(lo))
+}
+
+/// Where INSERT's rows come from.
+#[derive(Clone, Debug)]
+pub enum InsertSource {
+    Values(Vec<Vec<ast::Expr>>),
+    Query(Box<ast::Query>),
+}
+
+/// One parsed statement.
+#[derive(Clone, Debug)]
+#[allow(clippy::large_enum_variant)] // one per statement, short-lived
+pub enum Stmt {
+    Empty,
+    Begin,
+    Commit,
+    Rollback,
+    CreateTablespace {
+        name: String,
+        location: String,
+    },
+    DropTablespace {
+        name: String,
+        if_exists: bool,
+    },
+    CreateDatabase {
+        name: String,
+        template: Option<String>,
+        tablespace: Option<String>,
+        strategy: Option<CreateDbStrategy>,
+    },
+    DropDatabase {
+        name: String,
+        if_exists: bool,
+        force: bool,
+    },
+    CreateTable {
+        name: String,
+        if_not_exists: bool,
+        columns: Vec<Column>,
+        tablespace: Option<String>,
+    },
+    DropTable {
+        names: Vec<String>,
+        if_exists: bool,
+    },
+    Truncate {
+        names: Vec<String>,
+    },
+    Insert {
+        table: String,
+        columns: Option<Vec<String>>,
+        source: InsertSource,
+    },
+    Delete {
+        table: String,
+        selection: Option<ast::Expr>,
+    },
+    Select(Box<ast::Query>),
+    Vacuum {
+        table: Option<String>,
+    },
+    Checkpoint,
+    /// `SET name = value`; `None` for `DEFAULT` (and RESET).
+    Set {
+        name: String,
+        value: Option<String>,
+    },
+    Show {
+        name: String,
+    },
+    AlterRolePassword {
+        role: String,
+        password: Option<String>,
+    },
+}
+
+impl Stmt {
+    /// The command tag's verb, for errors about where a statement may run.
+    pub fn verb(&self) -> &'static str {
+        match self {
+            Stmt::Empty => "",
+            Stmt::Begin => "BEGIN",
+            Stmt::Commit => "COMMIT",
+            Stmt::Rollback => "ROLLBACK",
+            Stmt::CreateTablespace { .. } => "CREATE TABLESPACE",
+            Stmt::DropTablespace { .. } => "DROP TABLESPACE",
+            Stmt::CreateDatabase { .. } => "CREATE DATABASE",
+            Stmt::DropDatabase { .. } => "DROP DATABASE",
+            Stmt::CreateTable { .. } => "CREATE TABLE",
+            Stmt::DropTable { .. } => "DROP TABLE",
+            Stmt::Truncate { .. } => "TRUNCATE TABLE",
+            Stmt::Insert { .. } => "INSERT",
+            Stmt::Delete { .. } => "DELETE",
+            Stmt::Select(_) => "SELECT",
+            Stmt::Vacuum { .. } => "VACUUM",
+            Stmt::Checkpoint => "CHECKPOINT",
+            Stmt::Set { .. } => "SET",
+            Stmt::Show { .. } => "SHOW",
+            Stmt::AlterRolePassword { .. } => "ALTER ROLE",
+        }
+    }
+}
+
+/// Parses a query string into its statements (empty ones dropped).
+pub fn parse(sql: &str) -> SqlResult<Vec<Stmt>> {
+    let dialect = PostgreSqlDialect {};
+    let tokens = Tokenizer::new(&dialect, sql)
+        .tokenize()
+        .map_err(|e| SqlError::syntax(e.to_string()))?;
+    let mut out = Vec::new();
+    let mut cur: Vec<Token> = Vec::new();
+    for t in tokens.into_iter().chain(std::iter::once(Token::SemiColon)) {
+        if t == Token::SemiColon {
+            let stmt = parse_one(std::mem::take(&mut cur))?;
+            if !matches!(stmt, Stmt::Empty) {
+                out.push(stmt);
+            }
+        } else {
+            cur.push(t);
+        }
+    }
+    Ok(out)
+}
+
+/// The significant tokens of one statement, with a cursor, for the forms parsed here.
+struct Toks {
+    t: Vec<Token>,
+    i: usize,
+}
+
+impl Toks {
+    fn new(all: &[Token]) -> Toks {
+        Toks {
+            t: all
+                .iter()
+                .filter(|t| !matches!(t, Token::Whitespace(_)))
+                .cloned()
+                .collect(),
+            i: 0,
+        }
+    }
+    fn peek(&self) -> Option<&Token> {
+        self.t.get(self.i)
+    }
+    fn peek_word(&self, n: usize) -> Option<String> {
+        match self.t.get(self.i + n) {
+            Some(Token::Word(w)) if w.quote_style.is_none() => Some(w.value.to_ascii_uppercase()),
+            _ => None,
+        }
+    }
+    fn at_end(&self) -> bool {
+        self.i >= self.t.len()
+    }
+    fn word(&mut self, kw: &str) -> bool {
+        if self.peek_word(0).as_deref() == Some(kw) {
+            self.i += 1;
+            true
+        } else {
+            false
+        }
+    }
+    fn words(&mut self, kws: &[&str]) -> bool {
+        if kws
+            .iter()
+            .enumerate()
+            .all(|(n, k)| self.peek_word(n).as_deref() == Some(*k))
+        {
+            self.i += kws.len();
+            true
+        } else {
+            false
+        }
+    }
+    fn tok(&mut self, t: &Token) -> bool {
+        if self.peek() == Some(t) {
+            self.i += 1;
+            true
+        } else {
+            false
+        }
+    }
+    fn near(&self) -> SqlError {
+        match self.peek() {
+            Some(t) => SqlError::syntax(format!("syntax error at or near \"{t}\"")),
+            None => SqlError::syntax("syntax error at end of input"),
+        }
+    }
+    fn expect_word(&mut self, kw: &str) -> SqlResult<()> {
+        if self.word(kw) {
+            Ok(())
+        } else {
+            Err(self.near())
+        }
+    }
+    /// An identifier: unquoted ones fold to lower case, as in PostgreSQL.
+    fn ident(&mut self) -> SqlResult<String> {
+        match self.peek() {
+            Some(Token::Word(w)) => {
+                let v = if w.quote_style.is_some() {
+                    w.value.clone()
+                } else {
+                    w.value.to_ascii_lowercase()
+                };
+                self.i += 1;
+                Ok(v)
+            }
+            _ => Err(self.near()),
+        }
+    }
+    fn string(&mut self) -> SqlResult<String> {
+        match self.peek() {
+            Some(Token::SingleQuotedString(s)) | Some(Token::EscapedStringLiteral(s)) => {
+                let s = s.clone();
+                self.i += 1;
+                Ok(s)
+            }
+            _ => Err(self.near()),
+        }
+    }
+    /// A setting value: a word, a string or a number (with its unit, `8GB`).
+    fn value(&mut self) -> SqlResult<String> {
+        let v = match self.peek() {
+            Some(Token::Word(w)) => w.value.clone(),
+            Some(Token::SingleQuotedString(s)) => s.clone(),
+            Some(Token::Number(n, _)) => {
+                let mut n = n.clone();
+                if let Some(Token::Word(w)) = self.t.get(self.i + 1) {
+                    n.push_str(&w.value);
+                    self.i += 1;
+                }
+                n
+            }
+            Some(Token::Minus) => {
+                self.i += 1;
+                return Ok(format!("-{}", self.value()?));
+            }
+            _ => return Err(self.near()),
+        };
+        self.i += 1;
+        Ok(v)
+    }
+    fn end(&self) -> SqlResult<()> {
+        if self.at_end() {
+            Ok(())
+        } else {
+            Err(self.near())
+        }
+    }
+}
+
+fn parse_one(tokens: Vec<Token>) -> SqlResult<Stmt> {
+    let mut k = Toks::new(&tokens);
+    if k.at_end() {
+        return Ok(Stmt::Empty);
+    }
+    let w0 = k.peek_word(0).unwrap_or_default();
+    let w1 = k.peek_word(1).unwrap_or_default();
+    match (w0.as_str(), w1.as_str()) {
+        ("CREATE", "TABLESPACE") => parse_create_tablespace(&mut k),
+        ("DROP", "TABLESPACE") => {
+            k.i += 2;
+            let if_exists = k.words(&["IF", "EXISTS"]);
+            let name = k.ident()?;
+            k.end()?;
+            Ok(Stmt::DropTablespace { name, if_exists })
+        }
+        ("CREATE", "DATABASE") => parse_create_database(&mut k),
+        ("DROP", "DATABASE") => parse_drop_database(&mut k),
+        ("VACUUM", _) => {
+            k.i += 1;
+            if k.peek() == Some(&Token::LParen) {
+                while !k.at_end() && !k.tok(&Token::RParen) {
+                    k.i += 1;
+                }
+            }
+            for opt in ["FULL", "FREEZE", "VERBOSE", "ANALYZE"] {
+                if k.word(opt) {
+                    return Err(SqlError::unsupported(format!("VACUUM {opt}")));
+                }
+            }
+            let table = if k.at_end() { None } else { Some(k.ident()?) };
+            k.end()?;
+            Ok(Stmt::Vacuum { table })
+        }
+        ("CHECKPOINT", _) => {
+            k.i += 1;
+            k.end()?;
+            Ok(Stmt::Checkpoint)
+        }
+        ("SET", _) | ("RESET", _) => parse_set(&mut k),
+        ("SHOW", _) => {
+            k.i += 1;
+            let name = if k.word("ALL") {
+                "all".into()
+            } else if k.words(&["TRANSACTION", "ISOLATION", "LEVEL"]) {
+                "transaction_isolation".into()
+            } else {
+                k.ident()?
+            };
+            k.end()?;
+            Ok(Stmt::Show { name })
+        }
+        ("ALTER", "ROLE") | ("ALTER", "USER") => {
+            k.i += 2;
+            let role = k.ident()?;
+            k.word("WITH");
+            k.expect_word("PASSWORD")?;
+            let password = if k.word("NULL") {
+                None
+            } else {
+                Some(k.string()?)
+            };
+            k.end()?;
+            Ok(Stmt::AlterRolePassword { role, password })
+        }
+        ("BEGIN", _) | ("START", "TRANSACTION") => {
+            k.i += if w0 == "BEGIN" { 1 } else { 2 };
+            let _ = k.word("WORK") || k.word("TRANSACTION");
+            parse_txn_modes(&mut k)?;
+            Ok(Stmt::Begin)
+        }
+        ("COMMIT", _) | ("END", _) => {
+            k.i += 1;
+            let _ = k.word("WORK") || k.word("TRANSACTION");
+            k.end()?;
+            Ok(Stmt::Commit)
+        }
+        ("ROLLBACK", _) | ("ABORT", _) => {
+            k.i += 1;
+            let _ = k.word("WORK") || k.word("TRANSACTION");
+            if k.word("TO") {
+                return Err(SqlError::unsupported("ROLLBACK TO SAVEPOINT"));
+            }
+            k.end()?;
+            Ok(Stmt::Rollback)
+        }
+        ("VALUES", _) => parse_with_sqlparser(tokens),
+        ("SELECT", _)
+        | ("WITH", _)
+        | ("INSERT", _)
+        | ("DELETE", _)
+        | ("CREATE", _)
+        | ("DROP", _)
+        | ("TRUNCATE", _)
+        | ("TABLE", _) => parse_with_sqlparser(tokens),
+        _ => {
+            // Parse it anyway, for a precise 42601, else name it as unsupported.
+            let verb = if w1.is_empty() || !k.t.get(1).is_some_and(is_plain_word) {
+                w0.clone()
+            } else {
+                format!("{w0} {w1}")
+            };
+            match parse_with_sqlparser(tokens) {
+                Err(e) if e.code == "42601" => Err(e),
+                _ if verb.is_empty() => Err(k.near()),
+                _ => Err(SqlError::unsupported(verb)),
+            }
+        }
+    }
+}
+
+fn is_plain_word(t: &Token) -> bool {
+    matches!(t, Token::Word(w) if w.quote_style.is_none())
+}
+
+fn parse_txn_modes(k: &mut Toks) -> SqlResult<()> {
+    while !k.at_end() {
+        if k.words(&["ISOLATION", "LEVEL"]) {
+            if !(k.words(&["READ", "COMMITTED"]) || k.words(&["READ", "UNCOMMITTED"])) {
+                return Err(SqlError::unsupported(
+                    "isolation levels other than READ COMMITTED",
+                ));
+            }
+        } else if k.words(&["READ", "WRITE"]) {
+        } else if k.words(&["READ", "ONLY"]) {
+            return Err(SqlError::unsupported("READ ONLY transactions"));
+        } else if !k.tok(&Token::Comma) {
+            return Err(k.near());
+        }
+    }
+    Ok(())
+}
+
+fn parse_create_tablespace(k: &mut Toks) -> SqlResult<Stmt> {
+    k.i += 2;
+    let name = k.ident()?;
+    if k.word("OWNER") {
+        k.ident()?;
+    }
+    k.expect_word("LOCATION")?;
+    let location = k.string()?;
+    if k.word("WITH") {
+        return Err(SqlError::unsupported(
+            "CREATE TABLESPACE ... WITH (options)",
+        ));
+    }
+    k.end()?;
+    Ok(Stmt::CreateTablespace { name, location })
+}
+
+fn parse_create_database(k: &mut Toks) -> SqlResult<Stmt> {
+    k.i += 2;
+    let name = k.ident()?;
+    let (mut template, mut tablespace, mut strategy) = (None, None, None);
+    k.word("WITH");
+    while !k.at_end() {
+        let opt = k.peek_word(0).ok_or_else(|| k.near())?;
+        k.i += 1;
+        k.tok(&Token::Eq);
+        match opt.as_str() {
+            "TEMPLATE" => template = Some(k.ident()?),
+            "TABLESPACE" => tablespace = Some(k.ident()?),
+            "STRATEGY" => {
+                let s = k.value()?;
+                strategy = Some(match s.to_ascii_lowercase().as_str() {
+                    "wal_log" => CreateDbStrategy::WalLog,
+                    "file_copy" => CreateDbStrategy::FileCopy,
+                    _ => {
+                        return Err(SqlError::new(
+                            "22023",
+                            format!("invalid create database strategy \"{s}\""),
+                        )
+                        .with_hint("Valid strategies are \"wal_log\", and \"file_copy\"."))
+                    }
+                });
+            }
+            // Accepted and ignored: Strata has one owner, UTF8 and the C locale.
+            "OWNER" | "ENCODING" | "LOCALE" | "LC_COLLATE" | "LC_CTYPE" | "CONNECTION"
+            | "ALLOW_CONNECTIONS" | "IS_TEMPLATE" | "LOCALE_PROVIDER" | "ICU_LOCALE" => {
+                if opt == "CONNECTION" {
+                    k.expect_word("LIMIT")?;
+                    k.tok(&Token::Eq);
+                }
+                k.value()?;
+            }
+            _ => {
+                k.i -= 1;
+                return Err(k.near());
+            }
+        }
+    }
+    Ok(Stmt::CreateDatabase {
+        name,
+        template,
+        tablespace,
+        strategy,
+    })
+}
+
+fn parse_drop_database(k: &mut Toks) -> SqlResult<Stmt> {
+    k.i += 2;
+    let if_exists = k.words(&["IF", "EXISTS"]);
+    let name = k.ident()?;
+    let mut force = false;
+    if !k.at_end() {
+        k.word("WITH");
+        if !k.tok(&Token::LParen) {
+            return Err(k.near());
+        }
+        loop {
+            k.expect_word("FORCE")?;
+            force = true;
+            if !k.tok(&Token::Comma) {
+                break;
+            }
+        }
+        if !k.tok(&Token::RParen) {
+            return Err(k.near());
+        }
+    }
+    k.end()?;
+    Ok(Stmt::DropDatabase {
+        name,
+        if_exists,
+        force,
+    })
+}
+
+fn parse_set(k: &mut Toks) -> SqlResult<Stmt> {
+    if k.word("RESET") {
+        let name = if k.word("ALL") {
+            "all".into()
+        } else {
+            k.ident()?
+        };
+        k.end()?;
+        return Ok(Stmt::Set { name, value: None });
+    }
+    k.i += 1;
+    if k.word("LOCAL") {
+        return Err(SqlError::unsupported("SET LOCAL"));
+    }
+    k.word("SESSION");
+    if k.words(&["CHARACTERISTICS", "AS", "TRANSACTION"]) || k.word("TRANSACTION") {
+        parse_txn_modes(k)?;
+        return Ok(Stmt::Empty);
+    }
+    let name = if k.words(&["TIME", "ZONE"]) {
+        "timezone".to_string()
+    } else {
+        let mut n = k.ident()?;
+        while k.tok(&Token::Period) {
+            n.push('.');
+            n.push_str(&k.ident()?);
+        }
+        n
+    };
+    if !(k.tok(&Token::Eq) || k.word("TO")) && name != "timezone" {
+        return Err(k.near());
+    }
+    let value = if k.word("DEFAULT") {
+        None
+    } else {
+        let mut parts = vec![k.value()?];
+        while k.tok(&Token::Comma) {
+            parts.push(k.value()?);
+        }
+        Some(parts.join(", "))
+    };
+    k.end()?;
+    Ok(Stmt::Set { name, value })
+}
+
+fn ident_name(i: &ast::Ident) -> String {
+    if i.quote_style.is_some() {
+        i.value.clone()
+    } else {
+        i.value.to_ascii_lowercase()
+    }
+}
+
+/// An object name: `name` or `public.name` (Strata has one schema).
+pub fn object_name(n: &ast::ObjectName) -> SqlResult<String> {
+    let parts: Vec<String> =
+        n.0.iter()
+            .map(|p| match p.as_ident() {
+                Some(i) => Ok(ident_name(i)),
+                None => Err(SqlError::syntax(format!("invalid name \"{n}\""))),
+            })
+            .collect::<SqlResult<_>>()?;
+    match parts.as_slice() {
+        [t] => Ok(t.clone()),
+        [s, t] if s == "public" => Ok(t.clone()),
+        _ => Err(SqlError::new(
+            "3F000",
+            format!("schema of \"{n}\" does not exist (Strata has only \"public\")"),
+        )),
+    }
+}
+
+fn parse_with_sqlparser(tokens: Vec<Token>) -> SqlResult<Stmt> {
+    let dialect = PostgreSqlDialect {};
+    let mut p = Parser::new(&dialect).with_tokens(tokens);
+    let st = p.parse_statement().map_err(|e| {
+        let m = e.to_string();
+        let m = m
+            .strip_prefix("sql parser error: ")
+            .unwrap_or(&m)
+            .to_string();
+        // PostgreSQL's form: syntax error at or near "token" (sqlparser's detail as hint).
+        match m.split_once("found: ") {
+            Some((_, rest)) => {
+                let tok = rest.split(" at Line:").next().unwrap_or(rest).trim();
+                if tok == "EOF" {
+                    SqlError::syntax("syntax error at end of input").with_hint(m.clone())
+                } else {
+                    SqlError::syntax(format!("syntax error at or near \"{tok}\""))
+                        .with_hint(m.clone())
+                }
+            }
+            None => SqlError::syntax(format!("syntax error: {m}")),
+        }
+    })?;
+    if p.peek_token().token != Token::EOF {
+        return Err(SqlError::syntax(format!(
+            "syntax error at or near \"{}\"",
+            p.peek_token().token
+        )));
+    }
+    convert(st)
+}
+
+fn convert(st: ast::Statement) -> SqlResult<Stmt> {
+    use ast::Statement as S;
+    match st {
+        S::Query(q) => Ok(Stmt::Select(q)),
+        S::CreateTable(ct) => convert_create_table(ct),
+        S::Drop {
+            object_type,
+            if_exists,
+            names,
+            ..
+        } => match object_type {
+            ast::ObjectType::Table => Ok(Stmt::DropTable {
+                names: names.iter().map(object_name).collect::<SqlResult<_>>()?,
+                if_exists,
+            }),
+            other => Err(SqlError::unsupported(format!("DROP {other}"))),
+        },
+        S::Truncate(t) => {
+            if t.partitions.is_some() {
+                return Err(SqlError::unsupported("TRUNCATE ... PARTITION"));
+            }
+            Ok(Stmt::Truncate {
+                names: t
+                    .table_names
+                    .iter()
+                    .map(|t| object_name(&t.name))
+                    .collect::<SqlResult<_>>()?,
+            })
+        }
+        S::Insert(ins) => {
+            let table = match &ins.table {
+                ast::TableObject::TableName(n) => object_name(n)?,
+                _ => return Err(SqlError::unsupported("INSERT INTO a table function")),
+            };
+            if ins.on.is_some() {
+                return Err(SqlError::unsupported("INSERT ... ON CONFLICT"));
+            }
+            if ins.returning.is_some() {
+                return Err(SqlError::unsupported("RETURNING"));
+            }
+            let columns = if ins.columns.is_empty() {
+                None
+            } else {
+                Some(
+                    ins.columns
+                        .iter()
+                        .map(|c| match c.0.as_slice() {
+                            [p] => p
+                                .as_ident()
+                                .map(ident_name)
+                                .ok_or_else(|| SqlError::syntax(format!("invalid column \"{c}\""))),
+                            _ => Err(SqlError::syntax(format!("invalid column \"{c}\""))),
+                        })
+                        .collect::<SqlResult<_>>()?,
+                )
+            };
+            let Some(q) = ins.source else {
+                return Err(SqlError::unsupported("INSERT ... DEFAULT VALUES"));
+            };
+            let source = match (&*q.body, &q.with, &q.order_by, &q.limit_clause) {
+                (ast::SetExpr::Values(v), None, None, None) => {
+                    InsertSource::Values(v.rows.iter().map(|r| r.content.clone()).collect())
+                }
+                _ => InsertSource::Query(q),
+            };
+            Ok(Stmt::Insert {
+                table,
+                columns,
+                source,
+            })
+        }
+        S::Delete(d) => {
+            if d.using.is_some() || d.returning.is_some() || d.limit.is_some() {
+                return Err(SqlError::unsupported(
+                    "DELETE with USING, RETURNING or LIMIT",
+                ));
+            }
+            let tables = match &d.from {
+                ast::FromTable::WithFromKeyword(t) | ast::FromTable::WithoutKeyword(t) => t,
+            };
+            let [t] = tables.as_slice() else {
+                return Err(SqlError::unsupported("DELETE from several tables"));
+            };
+            if !t.joins.is_empty() {
+                return Err(SqlError::unsupported("DELETE with a join"));
+            }
+            let table = match &t.relation {
+                ast::TableFactor::Table {
+                    name, alias: None, ..
+                } => object_name(name)?,
+                _ => return Err(SqlError::unsupported("DELETE from this kind of table")),
+            };
+            Ok(Stmt::Delete {
+                table,
+                selection: d.selection,
+            })
+        }
+        other => {
+            let text = other.to_string();
+            let verb: Vec<&str> = text.split_whitespace().take(2).collect();
+            Err(SqlError::unsupported(verb.join(" ")))
+        }
+    }
+}
+
+fn convert_create_table(ct: ast::CreateTable) -> SqlResult<Stmt> {
+    if ct.query.is_some() {
+        return Err(SqlError::unsupported("CREATE TABLE ... AS"));
+    }
+    if ct.temporary {
+        return Err(SqlError::unsupported("temporary tables"));
+    }
+    if !ct.constraints.is_empty() {
+        return Err(SqlError::unsupported("table constraints"));
+    }
+    let name = object_name(&ct.name)?;
+    let mut columns = Vec::new();
+    for c in &ct.columns {
+        let ty = SqlType::from_ast(&c.data_type)?.to_col()?;
+        for o in &c.options {
+            match &o.option {
+                ast::ColumnOption::Null => {}
+                other => {
+                    return Err(SqlError::unsupported(format!(
+                        "column option \"{other}\" (column constraints)"
+                    )))
+                }
+            }
+        }
+        let cname = ident_name(&c.name);
+        if columns.iter().any(|x: &Column| x.name == cname) {
+            return Err(SqlError::new(
+                "42701",
+                format!("column \"{cname}\" specified more than once"),
+            ));
+        }
+        columns.push(Column::new(&cname, ty));
+    }
+    let mut tablespace = None;
+    let text = ct.to_string();
+    // sqlparser keeps PostgreSQL's trailing TABLESPACE clause among the options.
+    if let Some(pos) = text.to_ascii_uppercase().rfind(" TABLESPACE ") {
+        let rest = text[pos + 12..].trim();
+        let spc: String = rest
+            .trim_matches('"')
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        if spc.is_empty() {
+            return Err(SqlError::syntax("syntax error at or near \"TABLESPACE\""));
+        }
+        tablespace = Some(if rest.starts_with('"') {
+            spc
+        } else {
+            spc.to_ascii_lowercase()
+        });
+    }
+    Ok(Stmt::CreateTable {
+        name,
+        if_not_exists: ct.if_not_exists,
+        columns,
+        tablespace,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(sql: &str) -> Stmt {
+        let mut v = parse(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+        assert_eq!(v.len(), 1, "{sql}");
+        v.remove(0)
+    }
+
+    #[test]
+    fn utility_statements_parse_in_postgres_form() {
+        match one(
+            "CREATE DATABASE d1 WITH TEMPLATE = template0 STRATEGY = FILE_COPY TABLESPACE ts1",
+        ) {
+            Stmt::CreateDatabase {
+                name,
+                template,
+                tablespace,
+                strategy,
+            } => {
+                assert_eq!(name, "d1");
+                assert_eq!(template.as_deref(), Some("template0"));
+                assert_eq!(tablespace.as_deref(), Some("ts1"));
+                assert_eq!(strategy, Some(CreateDbStrategy::FileCopy));
+            }
+            s => panic!("{s:?}"),
+        }
+        assert!(matches!(
+            one("drop database if exists \"X\" with (force)"),
+            Stmt::DropDatabase { name, if_exists: true, force: true } if name == "X"
+        ));
+        assert!(matches!(
+            one("CREATE TABLESPACE ts LOCATION '/tmp/x'"),
+            Stmt::CreateTablespace { name, location } if name == "ts" && location == "/tmp/x"
+        ));
+        assert!(matches!(one("vacuum T1"), Stmt::Vacuum { table: Some(t) } if t == "t1"));
+        assert!(matches!(one("checkpoint;"), Stmt::Checkpoint));
+        assert!(matches!(
+            one("set work_mem = '64MB'"),
+            Stmt::Set { name, value: Some(v) } if name == "work_mem" && v == "64MB"
+        ));
+        assert!(
+            matches!(one("show shared_buffers"), Stmt::Show { name } if name == "shared_buffers")
+        );
+        assert!(matches!(one("begin"), Stmt::Begin));
+        assert!(matches!(one("end"), Stmt::Commit));
+    }
+
+    #[test]
+    fn table_statements_parse() {
+        match one("CREATE TABLE IF NOT EXISTS Test1 (id int, name varchar(20), ok boolean, big bigint) TABLESPACE ts9") {
+            Stmt::CreateTable {
+                name,
+                if_not_exists,
+                columns,
+                tablespace,
+            } => {
+                assert_eq!(name, "test1");
+                assert!(if_not_exists);
+                assert_eq!(
+                    columns.iter().map(|c| c.ty).collect::<Vec<_>>(),
+                    vec![ColType::Int4, ColType::Text, ColType::Bool, ColType::Int8]
+                );
+                assert_eq!(tablespace.as_deref(), Some("ts9"));
+            }
+            s => panic!("{s:?}"),
+        }
+        assert!(matches!(
+            one("DROP TABLE IF EXISTS a, public.b"),
+            Stmt::DropTable { names, if_exists: true } if names == ["a", "b"]
+        ));
+        assert!(matches!(
+            one("insert into t select g from generate_series(1, 10) g"),
+            Stmt::Insert {
+                source: InsertSource::Query(_),
+                ..
+            }
+        ));
+        assert!(matches!(
+            one("insert into t (a) values (1), (2)"),
+            Stmt::Insert { source: InsertSource::Values(v), columns: Some(_), .. } if v.len() == 2
+        ));
+        assert_eq!(parse("select 1; select 2;; ").unwrap().len(), 2);
+    }
+
+    #[test]
+    fn bad_sql_gets_42601_and_unknown_sql_0a000() {
+        for s in [
+            "selec 1",
+            "create table (",
+            "select 1 +",
+            "drop database",
+        ] {
+            assert_eq!(parse(s).unwrap_err().code, "42601", "{s}");
+        }
+        for s in [
+            "create index i on t (a)",
+            "update t set a = 1",
+            "create table t (a int primary key)",
+            "create table t (a float)",
+            "grant all on t to x",
+        ] {
+            let e = parse(s).unwrap_err();
+            assert!(e.code == "0A000" || e.code == "42704", "{s}: {e}");
+        }
+    }
+}
