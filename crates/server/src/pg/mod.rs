@@ -453,7 +453,6 @@ fn client_type(t: &Type) -> Option<SqlType> {
 
 /// The handlers of one connection.
 pub struct Handlers {
-    conn: Arc<Conn>,
     startup: Arc<auth::Startup>,
     query: Arc<Query>,
 }
@@ -473,8 +472,7 @@ impl Handlers {
         });
         Handlers {
             startup: Arc::new(auth::Startup::new(conn.clone())),
-            query: Arc::new(Query { conn: conn.clone() }),
-            conn,
+            query: Arc::new(Query { conn }),
         }
     }
 }
@@ -487,8 +485,32 @@ impl PgWireServerHandlers for Handlers {
         self.query.clone()
     }
     fn startup_handler(&self) -> Arc<impl pgwire::api::auth::StartupHandler> {
-        let _ = &self.conn;
         self.startup.clone()
+    }
+    fn error_handler(&self) -> Arc<impl pgwire::api::ErrorHandler> {
+        Arc::new(Errors)
+    }
+}
+
+/// Rewrites pgwire's own errors into PostgreSQL's words, and logs the fatal ones.
+struct Errors;
+
+impl pgwire::api::ErrorHandler for Errors {
+    fn on_error<C>(&self, client: &C, error: &mut PgWireError)
+    where
+        C: ClientInfo,
+    {
+        if let PgWireError::InvalidPassword(_) = error {
+            let user = client
+                .metadata()
+                .get(pgwire::api::METADATA_USER)
+                .cloned()
+                .unwrap_or_default();
+            *error = fatal(SqlError::new(
+                "28P01",
+                format!("password authentication failed for user \"{user}\""),
+            ));
+        }
     }
 }
 

@@ -1021,12 +1021,7 @@ mod tests {
 
     #[test]
     fn bad_sql_gets_42601_and_unknown_sql_0a000() {
-        for s in [
-            "selec 1",
-            "create table (",
-            "select 1 +",
-            "drop database",
-        ] {
+        for s in ["selec 1", "create table (", "select 1 +", "drop database"] {
             assert_eq!(parse(s).unwrap_err().code, "42601", "{s}");
         }
         for s in [

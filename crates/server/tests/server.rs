@@ -1,0 +1,755 @@
+//! The server end to end, through real clients: psql (PostgreSQL 15's, at /usr/bin/psql)
+//! and tokio-postgres, against `strata start` on a free port in a temporary directory.
+//! The reports' own scripts run through `psql -f`; crash tests SIGKILL the server
+//! process and check every committed table, every dropped one and their files.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const PSQL: &str = "/usr/bin/psql";
+
+struct Server {
+    child: Option<Child>,
+    port: u16,
+    data: PathBuf,
+    log: PathBuf,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl Server {
+    fn start(data: &Path, extra: &[&str]) -> Server {
+        Server::start_on(data, free_port(), extra)
+    }
+
+    fn start_on(data: &Path, port: u16, extra: &[&str]) -> Server {
+        let log = data.with_extension(format!("log{}", port));
+        let logf = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_strata"));
+        cmd.arg("start").arg("-D").arg(data);
+        cmd.args([
+            "-c",
+            &format!("port={port}"),
+            "-c",
+            "listen_addresses=127.0.0.1",
+        ]);
+        for e in extra {
+            cmd.args(["-c", e]);
+        }
+        let child = cmd
+            .stdout(Stdio::null())
+            .stderr(logf)
+            .spawn()
+            .expect("spawn strata start");
+        let s = Server {
+            child: Some(child),
+            port,
+            data: data.to_path_buf(),
+            log,
+        };
+        s.wait_ready();
+        s
+    }
+
+    fn wait_ready(&self) {
+        let t0 = Instant::now();
+        while TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            assert!(
+                t0.elapsed() < Duration::from_secs(60),
+                "server did not start:\n{}",
+                self.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            c.kill().unwrap(); // SIGKILL
+            c.wait().unwrap();
+        }
+    }
+
+    fn psql(&self, db: &str, args: &[&str]) -> Output {
+        psql_as(self.port, db, args, None)
+    }
+
+    /// psql with ON_ERROR_STOP; panics with its output unless it succeeds.
+    fn psql_ok(&self, db: &str, args: &[&str]) -> String {
+        let out = self.psql(db, args);
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(
+            out.status.success(),
+            "psql {args:?} failed:\n{stdout}\n{}\nserver log:\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            self.log_text()
+        );
+        stdout
+    }
+
+    async fn client(&self, db: &str) -> tokio_postgres::Client {
+        let (c, conn) = tokio_postgres::connect(
+            &format!("host=127.0.0.1 port={} user=strata dbname={db}", self.port),
+            tokio_postgres::NoTls,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("connect to {db}: {e}\n{}", self.log_text()));
+        tokio::spawn(conn);
+        c
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+fn psql_as(port: u16, db: &str, args: &[&str], password: Option<&str>) -> Output {
+    assert!(
+        Path::new(PSQL).exists(),
+        "psql not found at {PSQL}: install it with `apt-get install -y postgresql-client-15`"
+    );
+    let mut cmd = Command::new(PSQL);
+    cmd.args([
+        "-X",
+        "-q",
+        "-A",
+        "-t",
+        "-v",
+        "ON_ERROR_STOP=1",
+        "-h",
+        "127.0.0.1",
+    ])
+    .args(["-p", &port.to_string(), "-U", "strata", "-d", db])
+    .args(args)
+    .env_remove("PGPASSWORD")
+    .env("PGCONNECT_TIMEOUT", "30");
+    if let Some(p) = password {
+        cmd.env("PGPASSWORD", p);
+    }
+    cmd.output().unwrap()
+}
+
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(files_under(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+fn code_of(e: &tokio_postgres::Error) -> String {
+    e.code()
+        .map(|c| c.code().to_string())
+        .unwrap_or_else(|| format!("no SQLSTATE: {e}"))
+}
+
+#[test]
+fn psql_answers_version_and_the_basic_statements() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(&dir.path().join("d"), &[]);
+    let v = s.psql_ok("postgres", &["-c", "select version()"]);
+    assert!(v.contains("Strata"), "{v}");
+    let out = s.psql_ok(
+        "postgres",
+        &[
+            "-c",
+            "create table t (id int, name text, big bigint, ok boolean)",
+            "-c",
+            "insert into t values (1, 'one', 10000000000, true), (2, NULL, -1, false)",
+            "-c",
+            "insert into t select g, 'x' || g, g::bigint * 1000000000, g % 2 = 0 from generate_series(3, 6) g",
+            "-c",
+            "select id, name, big, ok from t where id <> 4 order by id desc limit 3",
+            "-c",
+            "select count(*), sum(id), min(name), max(big) from t",
+            "-c",
+            "delete from t where id >= 5 or name is null",
+            "-c",
+            "select count(*) from t",
+            "-c",
+            "select current_database()",
+        ],
+    );
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        vec![
+            "6|x6|6000000000|t",
+            "5|x5|5000000000|f",
+            "3|x3|3000000000|f",
+            "6|21|one|10000000000",
+            "3",
+            "postgres"
+        ],
+        "{out}"
+    );
+    // \c to another database, made from a template with FILE_COPY.
+    let out = s.psql_ok(
+        "postgres",
+        &[
+            "-c",
+            "create database d2 with template = template1 strategy = file_copy",
+            "-c",
+            "\\c d2",
+            "-c",
+            "select current_database()",
+        ],
+    );
+    assert_eq!(out.trim(), "d2", "{out}");
+}
+
+#[test]
+fn reports_scripts_run_through_psql_f() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    let s = Server::start(&data, &[]);
+    let base = data.join("base/5");
+    let before = files_under(&base).len();
+    let create: String = (1..=1000)
+        .map(|i| format!("CREATE TABLE IF NOT EXISTS test{i} (id int);\n"))
+        .collect();
+    let drop: String = (1..=1000)
+        .map(|i| format!("DROP TABLE IF EXISTS test{i};\n"))
+        .collect();
+    let (cf, df) = (dir.path().join("create.sql"), dir.path().join("drop.sql"));
+    std::fs::write(&cf, &create).unwrap();
+    std::fs::write(&df, &drop).unwrap();
+    s.psql_ok("postgres", &["-f", cf.to_str().unwrap()]);
+    assert_eq!(
+        files_under(&base).len(),
+        before + 1000,
+        "one main fork per table"
+    );
+    // Running it twice is harmless (IF NOT EXISTS).
+    let out = s.psql("postgres", &["-f", cf.to_str().unwrap()]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("already exists, skipping"));
+    let path = s.psql_ok(
+        "postgres",
+        &["-c", "select pg_relation_filepath('test500')"],
+    );
+    assert!(data.join(path.trim()).exists(), "{path}");
+    s.psql_ok("postgres", &["-f", df.to_str().unwrap()]);
+    assert_eq!(
+        files_under(&base).len(),
+        before,
+        "every dropped table's files are gone"
+    );
+    assert!(!data.join(path.trim()).exists());
+    let out = s.psql("postgres", &["-c", "select * from test1"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("relation \"test1\" does not exist"));
+}
+
+#[test]
+fn one_transaction_drops_fifty_tables_or_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    let s = Server::start(&data, &[]);
+    let mut setup = String::new();
+    for i in 0..60 {
+        setup.push_str(&format!(
+            "create table t{i} (a int); insert into t{i} select g from generate_series(1, 100) g;\n"
+        ));
+    }
+    let f = dir.path().join("setup.sql");
+    std::fs::write(&f, setup).unwrap();
+    s.psql_ok("postgres", &["-f", f.to_str().unwrap()]);
+    let paths: Vec<PathBuf> = (0..60)
+        .map(|i| {
+            let p = s.psql_ok(
+                "postgres",
+                &["-c", &format!("select pg_relation_filepath('t{i}')")],
+            );
+            data.join(p.trim())
+        })
+        .collect();
+    let drops: String = (0..50).map(|i| format!("drop table t{i};\n")).collect();
+    // Rolled back: nothing goes.
+    let rb = dir.path().join("rb.sql");
+    std::fs::write(&rb, format!("begin;\n{drops}rollback;\n")).unwrap();
+    s.psql_ok("postgres", &["-f", rb.to_str().unwrap()]);
+    assert!(paths.iter().all(|p| p.exists()));
+    assert_eq!(
+        s.psql_ok("postgres", &["-c", "select count(*) from t7"])
+            .trim(),
+        "100"
+    );
+    // Committed: all fifty go, at commit.
+    let cm = dir.path().join("cm.sql");
+    std::fs::write(&cm, format!("begin;\n{drops}commit;\n")).unwrap();
+    s.psql_ok("postgres", &["-f", cm.to_str().unwrap()]);
+    for (i, p) in paths.iter().enumerate() {
+        assert_eq!(p.exists(), i >= 50, "t{i}: {}", p.display());
+    }
+    assert_eq!(
+        s.psql_ok("postgres", &["-c", "select count(*) from t55"])
+            .trim(),
+        "100"
+    );
+}
+
+#[test]
+fn database_over_many_tablespaces_survives_sigkill() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    let mut s = Server::start(&data, &[]);
+    let n = 20;
+    let mut script = String::new();
+    let mut locs = Vec::new();
+    for i in 0..n {
+        let loc = dir.path().join(format!("spc{i}"));
+        std::fs::create_dir(&loc).unwrap();
+        script.push_str(&format!(
+            "create tablespace ts{i} location '{}';\n",
+            loc.display()
+        ));
+        locs.push(loc);
+    }
+    script.push_str("create database many;\n\\c many\n");
+    for i in 0..n {
+        script.push_str(&format!(
+            "create table m{i} (a int, b text) tablespace ts{i};\ninsert into m{i} select g, 'v' || g from generate_series(1, 50) g;\n"
+        ));
+    }
+    script.push_str(
+        "\\c postgres\ncreate table kept (a int);\ninsert into kept values (1), (2), (3);\n",
+    );
+    let f = dir.path().join("many.sql");
+    std::fs::write(&f, script).unwrap();
+    s.psql_ok("postgres", &["-f", f.to_str().unwrap()]);
+    for l in &locs {
+        assert!(!files_under(l).is_empty(), "{} holds a table", l.display());
+    }
+    assert_eq!(
+        s.psql_ok("many", &["-c", "select count(*) from m7"]).trim(),
+        "50"
+    );
+    s.psql_ok(
+        "postgres",
+        &[
+            "-c",
+            "drop database many",
+            "-c",
+            "create table after (a int)",
+            "-c",
+            "insert into after values (42)",
+        ],
+    );
+    for l in &locs {
+        assert!(
+            files_under(l).is_empty(),
+            "{}: {:?}",
+            l.display(),
+            files_under(l)
+        );
+    }
+    // An open transaction at the moment of the crash: its table must not survive.
+    let base5 = data.join("base/5");
+    let before = files_under(&base5);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let c = s.client("postgres").await;
+        c.batch_execute(
+            "begin; create table uncommitted (a int); insert into uncommitted values (1);",
+        )
+        .await
+        .unwrap();
+        std::mem::forget(c); // keep the transaction open until the SIGKILL
+    });
+    let created: Vec<PathBuf> = files_under(&base5)
+        .into_iter()
+        .filter(|p| !before.contains(p))
+        .collect();
+    assert!(
+        !created.is_empty(),
+        "the open transaction's table has a file"
+    );
+    s.kill9();
+    let s = Server::start(&data, &[]);
+    assert!(s.log_text().contains("redo done at"), "{}", s.log_text());
+    assert_eq!(
+        s.psql_ok("postgres", &["-c", "select a from kept order by a"])
+            .trim(),
+        "1\n2\n3"
+    );
+    assert_eq!(
+        s.psql_ok("postgres", &["-c", "select a from after"]).trim(),
+        "42"
+    );
+    let out = s.psql("many", &["-c", "select 1"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("database \"many\" does not exist"));
+    let out = s.psql("postgres", &["-c", "select * from uncommitted"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));
+    for p in &created {
+        assert!(
+            !p.exists(),
+            "{} of the uncommitted table survived",
+            p.display()
+        );
+    }
+    for l in &locs {
+        assert!(files_under(l).is_empty(), "{} after recovery", l.display());
+    }
+}
+
+#[test]
+fn errors_carry_postgres_sqlstates_and_the_session_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(&dir.path().join("d"), &[]);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let c = s.client("postgres").await;
+        let err = |sql: &'static str| {
+            let c = &c;
+            async move { code_of(&c.batch_execute(sql).await.expect_err(sql)) }
+        };
+        assert_eq!(err("select * from missing").await, "42P01");
+        c.batch_execute("create table t (a int)").await.unwrap();
+        assert_eq!(err("create table t (a int)").await, "42P07");
+        assert_eq!(err("create database postgres").await, "42P04");
+        assert_eq!(err("selec 1").await, "42601");
+        assert_eq!(err("create index i on t (a)").await, "0A000");
+        assert_eq!(err("update t set a = 1").await, "0A000");
+        assert_eq!(err("drop database nosuch").await, "3D000");
+        assert_eq!(err("insert into t values ('x')").await, "22P02");
+        // 25P02: an error in a block, then every statement is refused until ROLLBACK.
+        c.batch_execute("begin").await.unwrap();
+        assert_eq!(err("select * from missing").await, "42P01");
+        assert_eq!(err("select 1").await, "25P02");
+        c.batch_execute("rollback").await.unwrap();
+        assert_eq!(
+            c.query_one("select 1", &[]).await.unwrap().get::<_, i32>(0),
+            1
+        );
+        // 55006: another session is connected to the database being dropped.
+        c.batch_execute("create database busy").await.unwrap();
+        let other = s.client("busy").await;
+        assert_eq!(err("drop database busy").await, "55006");
+        assert_eq!(err("begin; drop database busy").await, "25001");
+        c.batch_execute("rollback").await.unwrap();
+        c.batch_execute("drop database busy with (force)")
+            .await
+            .unwrap();
+        let e = other
+            .simple_query("select 1")
+            .await
+            .expect_err("terminated");
+        assert_eq!(code_of(&e), "57P01");
+        // 3D000 at connection time.
+        let e = tokio_postgres::connect(
+            &format!("host=127.0.0.1 port={} user=strata dbname=busy", s.port),
+            tokio_postgres::NoTls,
+        )
+        .await
+        .err()
+        .expect("no such database");
+        assert_eq!(code_of(&e), "3D000");
+    });
+}
+
+#[test]
+fn extended_protocol_binds_typed_parameters() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(&dir.path().join("d"), &[]);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let c = s.client("postgres").await;
+        c.batch_execute("create table p (id int, name text, big bigint, ok bool)")
+            .await
+            .unwrap();
+        let ins = c
+            .prepare("insert into p (id, name, big, ok) values ($1, $2, $3, $4)")
+            .await
+            .unwrap();
+        for i in 0..20i32 {
+            let name = format!("n{i}");
+            let n = c
+                .execute(&ins, &[&i, &name, &(i64::from(i) << 33), &(i % 3 == 0)])
+                .await
+                .unwrap();
+            assert_eq!(n, 1);
+        }
+        let rows = c
+            .query(
+                "select id, name, big, ok from p where id >= $1 and ok order by id",
+                &[&10i32],
+            )
+            .await
+            .unwrap();
+        let got: Vec<(i32, String, i64, bool)> = rows
+            .iter()
+            .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (12, "n12".into(), 12i64 << 33, true),
+                (15, "n15".into(), 15i64 << 33, true),
+                (18, "n18".into(), 18i64 << 33, true)
+            ]
+        );
+        let n: i64 = c
+            .query_one("select count(*) from p", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(n, 20);
+        let wal: i64 = c
+            .query_one(
+                "select pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert!(wal > 0);
+        let deleted = c
+            .execute("delete from p where name = $1", &[&"n3"])
+            .await
+            .unwrap();
+        assert_eq!(deleted, 1);
+        // Transactions through the driver.
+        let mut c = c;
+        let tx = c.transaction().await.unwrap();
+        tx.execute("insert into p (id) values (100)", &[])
+            .await
+            .unwrap();
+        tx.rollback().await.unwrap();
+        let n: i64 = c
+            .query_one("select count(*) from p", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(n, 19);
+    });
+}
+
+#[test]
+fn a_malformed_message_ends_only_its_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(&dir.path().join("d"), &[]);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let good = s.client("postgres").await;
+        // A startup packet, then a message of an unknown type with a bogus length.
+        let mut raw = TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+        raw.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let params = b"user\0strata\0database\0postgres\0\0";
+        let mut startup = Vec::new();
+        startup.extend_from_slice(&((8 + params.len()) as i32).to_be_bytes());
+        startup.extend_from_slice(&196608i32.to_be_bytes());
+        startup.extend_from_slice(params);
+        raw.write_all(&startup).unwrap();
+        let mut buf = vec![0u8; 4096];
+        let mut seen = Vec::new();
+        while !seen.contains(&b'Z') {
+            let n = raw.read(&mut buf).unwrap();
+            assert!(n > 0, "closed during startup");
+            seen.extend_from_slice(&buf[..n]);
+        }
+        raw.write_all(&[b'\x01', 0xff, 0xff, 0xff, 0xf0, 1, 2, 3])
+            .unwrap();
+        let mut rest = Vec::new();
+        raw.read_to_end(&mut rest)
+            .expect("the server closes this connection (not a read timeout)");
+        // The other connection, and new ones, carry on.
+        assert_eq!(
+            good.query_one("select 1", &[])
+                .await
+                .unwrap()
+                .get::<_, i32>(0),
+            1
+        );
+        let again = s.client("postgres").await;
+        assert_eq!(
+            again
+                .query_one("select 2", &[])
+                .await
+                .unwrap()
+                .get::<_, i32>(0),
+            2
+        );
+    });
+}
+
+#[test]
+fn stop_checkpoints_and_one_server_per_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    let port = free_port();
+    // First start creates the cluster; strata.conf is read on the next.
+    let mut s = Server::start_on(&data, port, &[]);
+    s.psql_ok(
+        "postgres",
+        &[
+            "-c",
+            "create table t (a int)",
+            "-c",
+            "insert into t values (7)",
+        ],
+    );
+    // A second server on the same directory is refused.
+    let second = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(["start", "-D"])
+        .arg(&data)
+        .args(["-c", &format!("port={}", free_port())])
+        .output()
+        .unwrap();
+    assert!(!second.status.success());
+    assert!(String::from_utf8_lossy(&second.stderr).contains("lock file"));
+    // strata stop: clean shutdown, lock file removed.
+    let stop = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(["stop", "-D"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(
+        stop.status.success(),
+        "{}",
+        String::from_utf8_lossy(&stop.stderr)
+    );
+    let st = s.child.take().unwrap().wait().unwrap();
+    assert!(st.success(), "server exit status {st}\n{}", s.log_text());
+    assert!(!data.join("postmaster.pid").exists());
+    assert!(s.log_text().contains("database system is shut down"));
+    // Settings from strata.conf.
+    let port2 = free_port();
+    std::fs::write(
+        data.join("strata.conf"),
+        format!("# a comment\nport = {port2}\nshared_buffers = '16MB'\nmax_connections = 3\n"),
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(["start", "-D"])
+        .arg(&data)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port2)).is_err() {
+        assert!(t0.elapsed() < Duration::from_secs(60));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = psql_as(
+        port2,
+        "postgres",
+        &["-c", "show shared_buffers", "-c", "select a from t"],
+        None,
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "16MB\n7");
+    // max_connections = 3: the fourth is refused with 53300.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let mut held = Vec::new();
+        for _ in 0..3 {
+            let (c, conn) = tokio_postgres::connect(
+                &format!("host=127.0.0.1 port={port2} user=strata dbname=postgres"),
+                tokio_postgres::NoTls,
+            )
+            .await
+            .unwrap();
+            tokio::spawn(conn);
+            held.push(c);
+        }
+        let e = tokio_postgres::connect(
+            &format!("host=127.0.0.1 port={port2} user=strata dbname=postgres"),
+            tokio_postgres::NoTls,
+        )
+        .await
+        .err()
+        .expect("refused");
+        assert_eq!(code_of(&e), "53300");
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+#[test]
+fn scram_password_when_one_is_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    let pw = dir.path().join("pw");
+    std::fs::write(&pw, "s3cret\n").unwrap();
+    let init = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(["init", "-D"])
+        .arg(&data)
+        .arg("--pwfile")
+        .arg(&pw)
+        .output()
+        .unwrap();
+    assert!(
+        init.status.success(),
+        "{}",
+        String::from_utf8_lossy(&init.stderr)
+    );
+    let s = Server::start(&data, &[]);
+    let ok = psql_as(s.port, "postgres", &["-c", "select 1"], Some("s3cret"));
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let bad = psql_as(s.port, "postgres", &["-w", "-c", "select 1"], Some("wrong"));
+    assert!(!bad.status.success());
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("password authentication failed"),
+        "{}",
+        String::from_utf8_lossy(&bad.stderr)
+    );
+    // The driver negotiates SCRAM-SHA-256 too; ALTER ROLE changes the password.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let (c, conn) = tokio_postgres::connect(
+            &format!(
+                "host=127.0.0.1 port={} user=strata password=s3cret dbname=postgres",
+                s.port
+            ),
+            tokio_postgres::NoTls,
+        )
+        .await
+        .unwrap();
+        tokio::spawn(conn);
+        c.batch_execute("alter role strata password 'n3w'")
+            .await
+            .unwrap();
+    });
+    assert!(!psql_as(
+        s.port,
+        "postgres",
+        &["-w", "-c", "select 1"],
+        Some("s3cret")
+    )
+    .status
+    .success());
+    assert!(
+        psql_as(s.port, "postgres", &["-c", "select 1"], Some("n3w"))
+            .status
+            .success()
+    );
+}
