@@ -14,7 +14,6 @@ const PSQL: &str = "/usr/bin/psql";
 struct Server {
     child: Option<Child>,
     port: u16,
-    data: PathBuf,
     log: PathBuf,
 }
 
@@ -57,7 +56,6 @@ impl Server {
         let s = Server {
             child: Some(child),
             port,
-            data: data.to_path_buf(),
             log,
         };
         s.wait_ready();
