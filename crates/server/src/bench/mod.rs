@@ -5,7 +5,9 @@
 //! its own module and returns `Vec<Record>`.
 
 mod bufpool;
+mod plot;
 pub mod replay;
+pub mod seeds;
 
 use clap::Subcommand;
 use serde::Serialize;
@@ -22,6 +24,9 @@ pub enum BenchCommand {
     /// Workloads A–G of the brief through the engine: primary time, WAL bytes, replay
     /// time after a SIGKILL (from the `redo done` line), restart time, peak RSS.
     Replay(replay::Args),
+    /// Workloads A–G side by side against PostgreSQL 15: the same SQL through the same
+    /// client, the same shared_buffers, crashed and recovered the same way.
+    Seeds(seeds::Args),
 }
 
 #[derive(clap::Args)]
@@ -54,6 +59,13 @@ pub fn run(cmd: BenchCommand) -> Result<(), String> {
         }
         BenchCommand::Replay(args) => {
             let records = replay::run(&args)?;
+            if let Some(path) = &args.json {
+                write_json(path, &records)?;
+            }
+            Ok(())
+        }
+        BenchCommand::Seeds(args) => {
+            let records = seeds::run(&args)?;
             if let Some(path) = &args.json {
                 write_json(path, &records)?;
             }

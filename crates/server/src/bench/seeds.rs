@@ -1,0 +1,1157 @@
+//! `strata bench seeds`: workloads A–G of the brief, side by side against PostgreSQL 15,
+//! through the same SQL and the same client (tokio-postgres, simple protocol), with the
+//! same shared_buffers, crashed and recovered the same way, in one run.
+//!
+//! Owns: the workloads' SQL (generated once, sent to both engines), the clusters'
+//! lives (a fresh one per engine, size and workload: `strata start` or PostgreSQL's
+//! `initdb` and `postgres`, run as the `postgres` OS user when we are root), the
+//! measurements and the floor.
+//!
+//! Method, per workload (as the reports measured it): set-up, CHECKPOINT, the timed
+//! workload (primary seconds), WAL bytes by `pg_wal_lsn_diff`, then a crash (SIGKILL
+//! for Strata; SIGQUIT to the postmaster, which is `pg_ctl stop -m immediate`, for
+//! PostgreSQL), a restart timed until the server accepts connections, the `redo done
+//! ... elapsed` of the log, and the peak RSS of the recovering process (Strata's server;
+//! PostgreSQL's startup process, sampled while it lives). After recovery the data is
+//! checked against what the workload committed. The floor is the bare file-system
+//! operations the workload implies (files unlinked, truncated, copied), timed in the
+//! same run.
+
+use super::{format_bytes, format_seconds, Record};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use tokio_postgres::{Client, NoTls};
+
+#[derive(clap::Args, Clone)]
+pub struct Args {
+    /// Engines to run, comma-separated: strata, postgres.
+    #[arg(long, default_value = "strata,postgres")]
+    pub engines: String,
+    /// shared_buffers sizes, PostgreSQL units, comma-separated.
+    #[arg(long, default_value = "128MB,8GB")]
+    pub shared_buffers: String,
+    /// `full` (the reports' sizes), `small` (1/100, for tests) or a factor.
+    #[arg(long, default_value = "full")]
+    pub scale: String,
+    /// Run only these workloads (comma-separated ids); all by default.
+    #[arg(long)]
+    pub only: Option<String>,
+    /// Write the records (brief §6) to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Write PNG charts of replay time against shared_buffers to this directory.
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
+    /// PostgreSQL's bin directory (initdb, postgres).
+    #[arg(long, default_value = "/usr/lib/postgresql/15/bin")]
+    pub pg_bin: PathBuf,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Strata,
+    Postgres,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Strata => "strata",
+            Kind::Postgres => "postgres",
+        }
+    }
+    fn user(self) -> &'static str {
+        match self {
+            Kind::Strata => "strata",
+            Kind::Postgres => "postgres",
+        }
+    }
+}
+
+const WORKLOADS: [&str; 7] = ["A", "B", "C", "D", "E", "F", "G"];
+
+fn count(base: usize, scale: f64) -> usize {
+    ((base as f64 * scale).round() as usize).max(1)
+}
+
+/// One workload's SQL: set-up scripts (each one message; `(db, sql)`), then the timed
+/// statements (each one message, to the `postgres` database).
+struct Workload {
+    setup: Vec<(String, String)>,
+    work: Vec<String>,
+    /// Tablespace directories the set-up needs (created empty, owned by the server).
+    spc_dirs: Vec<PathBuf>,
+}
+
+fn batches(stmts: impl Iterator<Item = String>, per: usize) -> Vec<String> {
+    let all: Vec<String> = stmts.collect();
+    all.chunks(per)
+        .map(|c| format!("BEGIN;\n{}COMMIT;", c.concat()))
+        .collect()
+}
+
+fn workload(id: &str, scale: f64, spc_root: &Path) -> Workload {
+    let pg = |s: Vec<String>| s.into_iter().map(|x| ("postgres".to_string(), x)).collect();
+    match id {
+        "A" => {
+            let n = count(1000, scale);
+            let spc_dirs: Vec<PathBuf> = (0..n).map(|i| spc_root.join(format!("ts{i}"))).collect();
+            let mut setup: Vec<(String, String)> =
+                vec![("postgres".into(), "CREATE DATABASE a_db".into())];
+            for (i, d) in spc_dirs.iter().enumerate() {
+                setup.push((
+                    "postgres".into(),
+                    format!("CREATE TABLESPACE ts{i} LOCATION '{}'", d.display()),
+                ));
+            }
+            for b in batches(
+                (0..n).map(|i| {
+                    format!("CREATE TABLE t{i} (a int) TABLESPACE ts{i};\nINSERT INTO t{i} VALUES (1);\n")
+                }),
+                100,
+            ) {
+                setup.push(("a_db".into(), b));
+            }
+            Workload {
+                setup,
+                work: vec!["DROP DATABASE a_db".into()],
+                spc_dirs,
+            }
+        }
+        "B" => {
+            let n = count(20_000, scale);
+            Workload {
+                setup: pg(batches(
+                    (0..n).map(|i| {
+                        format!("CREATE TABLE b{i} (a int);\nINSERT INTO b{i} VALUES (1);\n")
+                    }),
+                    500,
+                )),
+                work: (0..n).map(|i| format!("DROP TABLE b{i}")).collect(),
+                spc_dirs: vec![],
+            }
+        }
+        "C" => {
+            let n = count(100_000, scale);
+            let k = 50.min(n);
+            let drops: String = (0..k).map(|i| format!("DROP TABLE c{i};\n")).collect();
+            Workload {
+                setup: pg(batches(
+                    (0..n).map(|i| format!("CREATE TABLE c{i} (a int);\n")),
+                    1000,
+                )),
+                work: vec![format!("BEGIN;\n{drops}COMMIT;")],
+                spc_dirs: vec![],
+            }
+        }
+        "D" => {
+            let n = count(2000, scale);
+            let mut setup = pg(batches(
+                (0..n).map(|i| {
+                    format!(
+                        "CREATE TABLE d{i} (a int, b text);\nINSERT INTO d{i} SELECT g, 'row ' || g FROM generate_series(1, 2000) g;\n"
+                    )
+                }),
+                50,
+            ));
+            setup.push(("postgres".into(), "VACUUM".into()));
+            let mut work: Vec<String> = (0..n).map(|i| format!("DELETE FROM d{i}")).collect();
+            work.push("VACUUM".into());
+            Workload {
+                setup,
+                work,
+                spc_dirs: vec![],
+            }
+        }
+        "E" => {
+            let n = count(500, scale);
+            let mut work: Vec<String> = (0..n)
+                .map(|i| format!("CREATE DATABASE e_fc{i} STRATEGY = FILE_COPY"))
+                .collect();
+            work.extend((0..n).map(|i| format!("CREATE DATABASE e_wl{i} STRATEGY = WAL_LOG")));
+            Workload {
+                setup: vec![],
+                work,
+                spc_dirs: vec![],
+            }
+        }
+        "F" => {
+            let n = count(100_000, scale);
+            Workload {
+                setup: pg(vec![format!(
+                    "CREATE TABLE f0 (a int, b text);\nINSERT INTO f0 SELECT g, 'row ' || g FROM generate_series(1, {n}) g;"
+                )]),
+                work: vec!["CHECKPOINT".into()],
+                spc_dirs: vec![],
+            }
+        }
+        "G" => {
+            let n = count(200, scale);
+            Workload {
+                setup: pg(vec!["CREATE TABLE g0 (a int, b text)".into()]),
+                work: (0..n)
+                    .map(|k| {
+                        format!(
+                            "INSERT INTO g0 SELECT g, 'row ' || g FROM generate_series({}, {}) g",
+                            k * 1000,
+                            k * 1000 + 999
+                        )
+                    })
+                    .collect(),
+                spc_dirs: vec![],
+            }
+        }
+        other => unreachable!("workload {other}"),
+    }
+}
+
+fn am_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(1).map(|u| u == "0"))
+        })
+        .unwrap_or(false)
+}
+
+/// A process's `VmHWM` (peak RSS) in bytes.
+fn vm_hwm(pid: u32) -> Option<u64> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()?
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse::<u64>()
+        .ok()
+        .map(|kb| kb * 1024)
+}
+
+fn pid_alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit_once(") ").map(|(_, r)| !r.starts_with('Z')))
+        .unwrap_or(false)
+}
+
+/// PostgreSQL's startup process under `postmaster` (the one replaying), if alive.
+fn startup_child(postmaster: u32) -> Option<u32> {
+    for e in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let ppid = stat
+            .rsplit_once(") ")
+            .and_then(|(_, r)| r.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        if ppid != Some(postmaster) {
+            continue;
+        }
+        let cmd = std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        if cmd.contains("startup") {
+            return Some(pid);
+        }
+    }
+    None
+}
+
+/// A cluster of one engine on a free port.
+struct Cluster {
+    kind: Kind,
+    data: PathBuf,
+    log: PathBuf,
+    port: u16,
+    sb: String,
+    pg_bin: PathBuf,
+    as_postgres: bool,
+    child: Option<Child>,
+    strata_bin: PathBuf,
+}
+
+fn free_port() -> Result<u16, String> {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| format!("no free port: {e}"))
+}
+
+fn run_ok(mut c: Command, what: &str) -> Result<(), String> {
+    let out = c.output().map_err(|e| format!("{what}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{what} failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(())
+}
+
+/// What a (re)start measured.
+struct Started {
+    seconds: f64,
+    peak_rss: Option<u64>,
+}
+
+impl Cluster {
+    fn command(&self, prog: &Path) -> Command {
+        if self.as_postgres {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(prog);
+            c
+        } else {
+            Command::new(prog)
+        }
+    }
+
+    fn chown(&self, p: &Path) -> Result<(), String> {
+        if self.as_postgres {
+            let mut c = Command::new("chown");
+            c.args(["-R", "postgres:postgres"]).arg(p);
+            run_ok(c, "chown")?;
+        }
+        Ok(())
+    }
+
+    fn create(kind: Kind, root: &Path, sb: &str, args: &Args) -> Result<Cluster, String> {
+        let as_postgres = kind == Kind::Postgres && am_root();
+        let c = Cluster {
+            kind,
+            data: root.join("data"),
+            log: root.join("server.log"),
+            port: free_port()?,
+            sb: sb.to_string(),
+            pg_bin: args.pg_bin.clone(),
+            as_postgres,
+            child: None,
+            strata_bin: std::env::current_exe().map_err(|e| e.to_string())?,
+        };
+        c.chown(root)?;
+        match kind {
+            Kind::Strata => {
+                let mut cmd = Command::new(&c.strata_bin);
+                cmd.arg("init").arg("-D").arg(&c.data);
+                run_ok(cmd, "strata init")?;
+            }
+            Kind::Postgres => {
+                let mut cmd = c.command(&c.pg_bin.join("initdb"));
+                cmd.arg("-D").arg(&c.data).args([
+                    "-U",
+                    "postgres",
+                    "--auth=trust",
+                    "-E",
+                    "UTF8",
+                    "--locale=C",
+                ]);
+                run_ok(cmd, "initdb")?;
+            }
+        }
+        Ok(c)
+    }
+
+    /// Starts the server and waits until it accepts connections.
+    fn start(&mut self) -> Result<Started, String> {
+        let logf = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .map_err(|e| e.to_string())?;
+        if self.as_postgres {
+            self.chown(&self.log)?;
+        }
+        let port = self.port.to_string();
+        let sb = format!("shared_buffers={}", self.sb);
+        let mut cmd = match self.kind {
+            Kind::Strata => {
+                let mut c = Command::new(&self.strata_bin);
+                c.arg("start").arg("-D").arg(&self.data);
+                for s in [
+                    format!("port={port}"),
+                    "listen_addresses=127.0.0.1".into(),
+                    sb,
+                    "checkpoint_timeout=1h".into(),
+                    "max_wal_size=100GB".into(),
+                ] {
+                    c.arg("-c").arg(s);
+                }
+                c
+            }
+            Kind::Postgres => {
+                let mut c = self.command(&self.pg_bin.join("postgres"));
+                c.arg("-D").arg(&self.data);
+                for s in [
+                    format!("port={port}"),
+                    "listen_addresses=127.0.0.1".into(),
+                    format!("unix_socket_directories={}", self.data.display()),
+                    sb,
+                    "checkpoint_timeout=1h".into(),
+                    "max_wal_size=100GB".into(),
+                    "fsync=on".into(),
+                    "autovacuum=off".into(),
+                    "max_locks_per_transaction=1024".into(),
+                    "logging_collector=off".into(),
+                ] {
+                    c.arg("-c").arg(s);
+                }
+                c
+            }
+        };
+        let log_from = self.log_len();
+        let t0 = Instant::now();
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(logf)
+            .spawn()
+            .map_err(|e| format!("could not start {}: {e}", self.kind.name()))?;
+        self.child = Some(child);
+        let mut peak: Option<u64> = None;
+        loop {
+            // Ready: the log says so (PostgreSQL accepts sockets while starting up,
+            // answering 57P03) and the port answers.
+            if self.logged_since(log_from, "ready to accept connections")
+                && std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok()
+            {
+                break;
+            }
+            if let Some(c) = self.child.as_mut() {
+                if let Ok(Some(st)) = c.try_wait() {
+                    return Err(format!(
+                        "{} exited during start ({st}); log:\n{}",
+                        self.kind.name(),
+                        tail(&self.log)
+                    ));
+                }
+            }
+            if self.kind == Kind::Postgres {
+                if let Some(pm) = self.postmaster_pid() {
+                    if let Some(sp) = startup_child(pm) {
+                        if let Some(h) = vm_hwm(sp) {
+                            peak = Some(peak.unwrap_or(0).max(h));
+                        }
+                    }
+                }
+            }
+            if t0.elapsed() > Duration::from_secs(3600) {
+                return Err(format!("{} did not start within an hour", self.kind.name()));
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let seconds = t0.elapsed().as_secs_f64();
+        if self.kind == Kind::Strata {
+            peak = self.child.as_ref().and_then(|c| vm_hwm(c.id()));
+        }
+        Ok(Started {
+            seconds,
+            peak_rss: peak,
+        })
+    }
+
+    fn postmaster_pid(&self) -> Option<u32> {
+        std::fs::read_to_string(self.data.join("postmaster.pid"))
+            .ok()?
+            .lines()
+            .next()?
+            .trim()
+            .parse()
+            .ok()
+    }
+
+    /// The server's main pid (Strata's process; PostgreSQL's postmaster).
+    fn main_pid(&self) -> Option<u32> {
+        match self.kind {
+            Kind::Strata => self.child.as_ref().map(|c| c.id()),
+            Kind::Postgres => self.postmaster_pid(),
+        }
+    }
+
+    /// Crashes the server: SIGKILL (Strata), SIGQUIT to the postmaster (PostgreSQL's
+    /// immediate shutdown: no checkpoint, recovery at the next start).
+    fn crash(&mut self) -> Result<(), String> {
+        let sig = match self.kind {
+            Kind::Strata => "-KILL",
+            Kind::Postgres => "-QUIT",
+        };
+        self.signal(sig)
+    }
+
+    /// A clean stop (SIGTERM: Strata's shutdown; PostgreSQL's smart shutdown is
+    /// too slow with clients gone, so SIGINT, its fast one).
+    fn stop(&mut self) -> Result<(), String> {
+        let sig = match self.kind {
+            Kind::Strata => "-TERM",
+            Kind::Postgres => "-INT",
+        };
+        self.signal(sig)
+    }
+
+    fn signal(&mut self, sig: &str) -> Result<(), String> {
+        let Some(pid) = self.main_pid() else {
+            return Ok(());
+        };
+        let mut c = Command::new("kill");
+        c.arg(sig).arg(pid.to_string());
+        run_ok(c, "kill")?;
+        let t0 = Instant::now();
+        while pid_alive(pid) {
+            if t0.elapsed() > Duration::from_secs(600) {
+                return Err(format!("{} (pid {pid}) did not exit", self.kind.name()));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        if let Some(mut c) = self.child.take() {
+            let _ = c.wait();
+        }
+        // PostgreSQL's children leave after the postmaster; wait for the lock file.
+        if self.kind == Kind::Postgres {
+            let t0 = Instant::now();
+            while sig != "-QUIT" && self.data.join("postmaster.pid").exists() {
+                if t0.elapsed() > Duration::from_secs(60) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+        Ok(())
+    }
+
+    fn logged_since(&self, from: u64, what: &str) -> bool {
+        std::fs::read(&self.log)
+            .map(|t| String::from_utf8_lossy(&t[(from as usize).min(t.len())..]).contains(what))
+            .unwrap_or(false)
+    }
+
+    fn log_len(&self) -> u64 {
+        std::fs::metadata(&self.log).map(|m| m.len()).unwrap_or(0)
+    }
+
+    /// `elapsed` of the last `redo done` line logged after byte `from`.
+    fn redo_seconds(&self, from: u64) -> Option<f64> {
+        let text = std::fs::read(&self.log).ok()?;
+        let text = String::from_utf8_lossy(&text[(from as usize).min(text.len())..]).to_string();
+        text.lines()
+            .rev()
+            .find(|l| l.contains("redo done at"))
+            .and_then(|l| l.split("elapsed: ").nth(1))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+    }
+
+    async fn client(&self, db: &str) -> Result<Client, String> {
+        let (c, conn) = tokio_postgres::connect(
+            &format!(
+                "host=127.0.0.1 port={} user={} dbname={db} connect_timeout=60",
+                self.port,
+                self.kind.user()
+            ),
+            NoTls,
+        )
+        .await
+        .map_err(|e| {
+            format!(
+                "connect to {} database {db}: {}",
+                self.kind.name(),
+                sql_err(e)
+            )
+        })?;
+        tokio::spawn(conn);
+        Ok(c)
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        if self.main_pid().is_some_and(pid_alive) {
+            let _ = self.crash();
+        }
+    }
+}
+
+fn tail(p: &Path) -> String {
+    let t = std::fs::read_to_string(p).unwrap_or_default();
+    let lines: Vec<&str> = t.lines().collect();
+    lines[lines.len().saturating_sub(20)..].join("\n")
+}
+
+fn sql_err(e: tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(d) => format!("{} ({})", d.message(), d.code().code()),
+        None => e.to_string(),
+    }
+}
+
+/// Figures of one engine, workload and size.
+#[derive(Clone, Debug, Default)]
+pub struct Figures {
+    pub primary: f64,
+    pub wal_bytes: f64,
+    pub replay: Option<f64>,
+    pub restart: Option<f64>,
+    pub peak_rss: Option<u64>,
+}
+
+/// Checks, after recovery, that the data is what the workload committed.
+async fn verify(c: &Cluster, id: &str, scale: f64) -> Result<(), String> {
+    let pg = c.client("postgres").await?;
+    let gone = |t: String| {
+        let pg = &pg;
+        async move {
+            match pg.simple_query(&format!("SELECT count(*) FROM {t}")).await {
+                Err(e) if e.code().map(|c| c.code()) == Some("42P01") => Ok(()),
+                Err(e) => Err(format!("{t}: {}", sql_err(e))),
+                Ok(_) => Err(format!(
+                    "{t} exists after recovery, but its drop was committed"
+                )),
+            }
+        }
+    };
+    let rows = |t: String| {
+        let pg = &pg;
+        async move {
+            let r = pg
+                .query_one(&format!("SELECT count(*)::bigint FROM {t}"), &[])
+                .await
+                .map_err(|e| format!("{t}: {}", sql_err(e)))?;
+            Ok::<i64, String>(r.get(0))
+        }
+    };
+    match id {
+        "A" if c.client("a_db").await.is_ok() => {
+            return Err("database a_db exists after recovery".into());
+        }
+        "B" => {
+            let n = count(20_000, scale);
+            for i in [0, n / 2, n - 1] {
+                gone(format!("b{i}")).await?;
+            }
+        }
+        "C" => {
+            let n = count(100_000, scale);
+            for i in 0..50.min(n) {
+                gone(format!("c{i}")).await?;
+            }
+            if n > 50 && rows(format!("c{}", n - 1)).await? != 0 {
+                return Err("a table C kept has rows".into());
+            }
+        }
+        "D" => {
+            let n = count(2000, scale);
+            for i in [0, n - 1] {
+                let r = rows(format!("d{i}")).await?;
+                if r != 0 {
+                    return Err(format!("d{i} has {r} rows after recovery, expected 0"));
+                }
+            }
+        }
+        "E" => {
+            let n = count(500, scale);
+            for db in [format!("e_fc{}", n - 1), format!("e_wl{}", n - 1)] {
+                let cl = c.client(&db).await?;
+                cl.simple_query("SELECT 1").await.map_err(sql_err)?;
+            }
+        }
+        "F" => {
+            let n = count(100_000, scale) as i64;
+            let r = rows("f0".into()).await?;
+            if r != n {
+                return Err(format!("f0 has {r} rows, expected {n}"));
+            }
+        }
+        "G" => {
+            let n = count(200, scale) as i64 * 1000;
+            let r = rows("g0".into()).await?;
+            if r != n {
+                return Err(format!("g0 has {r} rows after recovery, expected {n}"));
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+async fn run_one(
+    kind: Kind,
+    id: &str,
+    sb: &str,
+    scale: f64,
+    args: &Args,
+    bar: &ProgressBar,
+) -> Result<Figures, String> {
+    let root = tempfile::Builder::new()
+        .prefix(&format!("strata-seeds-{}-{id}-", kind.name()))
+        .tempdir()
+        .map_err(|e| e.to_string())?;
+    let spc_root = root.path().join("spc");
+    std::fs::create_dir_all(&spc_root).map_err(|e| e.to_string())?;
+    let w = workload(id, scale, &spc_root);
+    for d in &w.spc_dirs {
+        std::fs::create_dir_all(d).map_err(|e| e.to_string())?;
+    }
+    let mut c = Cluster::create(kind, root.path(), sb, args)?;
+    c.chown(&spc_root)?;
+    c.start()?;
+    bar.set_length(w.setup.len() as u64);
+    bar.set_position(0);
+    bar.set_message(format!("{id} {} {sb}: set-up", kind.name()));
+    let mut clients: Vec<(String, Client)> = Vec::new();
+    for (db, sql) in &w.setup {
+        if !clients.iter().any(|(d, _)| d == db) {
+            clients.push((db.clone(), c.client(db).await?));
+        }
+        let cl = &clients
+            .iter()
+            .find(|(d, _)| d == db)
+            .map(|(_, c)| c)
+            .ok_or("client")?;
+        cl.batch_execute(sql)
+            .await
+            .map_err(|e| format!("{id} set-up on {}: {}", kind.name(), sql_err(e)))?;
+        bar.inc(1);
+    }
+    drop(clients);
+    let pg = c.client("postgres").await?;
+    pg.batch_execute("CHECKPOINT").await.map_err(sql_err)?;
+    let lsn0: String = pg
+        .query_one("SELECT pg_current_wal_lsn()::text", &[])
+        .await
+        .map(|r| r.get(0))
+        .map_err(sql_err)?;
+    bar.set_length(w.work.len() as u64);
+    bar.set_position(0);
+    bar.set_message(format!("{id} {} {sb}: workload", kind.name()));
+    let mut primary;
+    if id == "F" {
+        let mut times = Vec::new();
+        for _ in 0..5 {
+            let t = Instant::now();
+            pg.batch_execute("CHECKPOINT").await.map_err(sql_err)?;
+            times.push(t.elapsed().as_secs_f64());
+        }
+        times.sort_by(f64::total_cmp);
+        primary = times[2];
+    } else {
+        let t0 = Instant::now();
+        for (k, s) in w.work.iter().enumerate() {
+            pg.batch_execute(s)
+                .await
+                .map_err(|e| format!("{id} on {}: {s}: {}", kind.name(), sql_err(e)))?;
+            if k % 64 == 0 {
+                bar.set_position(k as u64);
+            }
+        }
+        primary = t0.elapsed().as_secs_f64();
+    }
+    let wal: f64 = {
+        let r = pg
+            .query_one(
+                &format!("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '{lsn0}')::bigint"),
+                &[],
+            )
+            .await
+            .map_err(sql_err)?;
+        r.get::<_, i64>(0) as f64
+    };
+    drop(pg);
+    if id == "F" {
+        c.stop()?;
+        primary = primary.max(0.0);
+        return Ok(Figures {
+            primary,
+            wal_bytes: wal,
+            ..Figures::default()
+        });
+    }
+    bar.set_message(format!("{id} {} {sb}: crash and recovery", kind.name()));
+    c.crash()?;
+    let from = c.log_len();
+    let started = c.start()?;
+    let replay = c.redo_seconds(from).ok_or_else(|| {
+        format!(
+            "{id} on {}: no \"redo done\" line after the crash; log:\n{}",
+            kind.name(),
+            tail(&c.log)
+        )
+    })?;
+    verify(&c, id, scale)
+        .await
+        .map_err(|e| format!("{id} on {} after recovery: {e}", kind.name()))?;
+    c.stop()?;
+    Ok(Figures {
+        primary,
+        wal_bytes: wal,
+        replay: Some(replay),
+        restart: Some(started.seconds),
+        peak_rss: started.peak_rss,
+    })
+}
+
+/// The bare file-system operations a workload implies, timed: files unlinked (A, B,
+/// C), truncated (D), copied (E: the template database's files, once per CREATE
+/// DATABASE), written (G), or one fsync (F). No fsync except F's.
+fn floor(id: &str, scale: f64, template: Option<&Path>) -> Result<f64, String> {
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let d = dir.path();
+    let io = |e: std::io::Error| e.to_string();
+    let page = vec![0u8; 8192];
+    let mk = |p: &Path, bytes: usize| -> Result<(), String> {
+        std::fs::write(p, vec![0u8; bytes]).map_err(io)
+    };
+    let t;
+    match id {
+        "A" => {
+            let n = count(1000, scale);
+            for i in 0..n {
+                std::fs::create_dir(d.join(format!("s{i}"))).map_err(io)?;
+                mk(&d.join(format!("s{i}/f")), 8192)?;
+            }
+            t = Instant::now();
+            for i in 0..n {
+                std::fs::remove_file(d.join(format!("s{i}/f"))).map_err(io)?;
+                std::fs::remove_dir(d.join(format!("s{i}"))).map_err(io)?;
+            }
+        }
+        "B" | "C" => {
+            let n = if id == "B" {
+                count(20_000, scale)
+            } else {
+                50.min(count(100_000, scale))
+            };
+            for i in 0..n {
+                mk(&d.join(format!("f{i}")), 8192)?;
+            }
+            t = Instant::now();
+            for i in 0..n {
+                std::fs::remove_file(d.join(format!("f{i}"))).map_err(io)?;
+            }
+        }
+        "D" => {
+            let n = count(2000, scale);
+            for i in 0..n {
+                mk(&d.join(format!("f{i}")), 13 * 8192)?;
+                mk(&d.join(format!("f{i}_fsm")), 3 * 8192)?;
+                mk(&d.join(format!("f{i}_vm")), 8192)?;
+            }
+            t = Instant::now();
+            for i in 0..n {
+                for s in ["", "_fsm", "_vm"] {
+                    let f = std::fs::OpenOptions::new()
+                        .write(true)
+                        .open(d.join(format!("f{i}{s}")))
+                        .map_err(io)?;
+                    f.set_len(0).map_err(io)?;
+                }
+            }
+        }
+        "E" => {
+            // Timed on up to 20 copies, scaled to the workload's count (copying 1,000
+            // templates would only measure the same thing 50 times longer).
+            let n = 2 * count(500, scale);
+            let sample = n.min(20);
+            let files: Vec<PathBuf> = match template {
+                Some(tp) => std::fs::read_dir(tp)
+                    .map_err(io)?
+                    .flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.is_file())
+                    .collect(),
+                None => vec![],
+            };
+            let t0 = Instant::now();
+            for i in 0..sample {
+                let to = d.join(format!("db{i}"));
+                std::fs::create_dir(&to).map_err(io)?;
+                for f in &files {
+                    std::fs::copy(f, to.join(f.file_name().unwrap_or_default())).map_err(io)?;
+                }
+            }
+            return Ok(t0.elapsed().as_secs_f64() * n as f64 / sample as f64);
+        }
+        "F" => {
+            t = Instant::now();
+            let mut f = std::fs::File::create(d.join("control")).map_err(io)?;
+            std::io::Write::write_all(&mut f, &page).map_err(io)?;
+            f.sync_all().map_err(io)?;
+        }
+        "G" => {
+            let rows = count(200, scale) * 1000;
+            let bytes = rows * 40;
+            t = Instant::now();
+            let mut f = std::fs::File::create(d.join("heap")).map_err(io)?;
+            for _ in 0..bytes.div_ceil(8192) {
+                std::io::Write::write_all(&mut f, &page).map_err(io)?;
+            }
+        }
+        _ => return Ok(0.0),
+    }
+    Ok(t.elapsed().as_secs_f64())
+}
+
+fn parse_scale(s: &str) -> Result<f64, String> {
+    match s {
+        "full" => Ok(1.0),
+        "small" => Ok(0.01),
+        f => f
+            .parse::<f64>()
+            .ok()
+            .filter(|v| *v > 0.0 && *v <= 10.0)
+            .ok_or_else(|| format!("--scale: \"{f}\" is not full, small or a factor in (0, 10]")),
+    }
+}
+
+pub fn run(args: &Args) -> Result<Vec<Record>, String> {
+    let scale = parse_scale(&args.scale)?;
+    let mut kinds = Vec::new();
+    for e in args
+        .engines
+        .split(',')
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+    {
+        match e {
+            "strata" => kinds.push(Kind::Strata),
+            "postgres" => {
+                if args.pg_bin.join("postgres").exists() && args.pg_bin.join("initdb").exists() {
+                    kinds.push(Kind::Postgres);
+                } else {
+                    eprintln!(
+                        "PostgreSQL 15 not found in {} (no postgres/initdb there): running Strata alone.\n\
+                         Install it with `apt-get install -y postgresql-15`, or point --pg-bin at its bin directory.",
+                        args.pg_bin.display()
+                    );
+                }
+            }
+            other => return Err(format!("unknown engine \"{other}\" (strata, postgres)")),
+        }
+    }
+    if kinds.is_empty() {
+        return Err("no engine to run".into());
+    }
+    let sizes: Vec<(String, u64)> = args
+        .shared_buffers
+        .split(',')
+        .map(|s| {
+            let s = s.trim();
+            strata_buffer::parse_shared_buffers(s)
+                .map(|b| (s.to_string(), b))
+                .map_err(|e| e.to_string())
+        })
+        .collect::<Result<_, _>>()?;
+    let only: Vec<String> = match &args.only {
+        Some(o) => o
+            .split(',')
+            .map(|s| s.trim().to_ascii_uppercase())
+            .collect(),
+        None => WORKLOADS.iter().map(|s| s.to_string()).collect(),
+    };
+    for o in &only {
+        if !WORKLOADS.contains(&o.as_str()) {
+            return Err(format!("unknown workload \"{o}\" (A-G)"));
+        }
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let bar = ProgressBar::new(0);
+    bar.set_style(
+        ProgressStyle::with_template("{msg:40} [{bar:30}] {pos}/{len} {elapsed}")
+            .map_err(|e| e.to_string())?
+            .progress_chars("=> "),
+    );
+    let mut records = Vec::new();
+    let mut results: Vec<Row> = Vec::new();
+    let mut floors: Vec<(String, u64, f64)> = Vec::new();
+    println!(
+        "{:<3} {:>6} {:<9} {:>11} {:>10} {:>11} {:>11} {:>10} {:>12}",
+        "id", "size", "engine", "primary", "WAL", "replay", "restart", "peak RSS", "replay/floor"
+    );
+    for id in WORKLOADS.iter().filter(|w| only.iter().any(|o| o == *w)) {
+        for (sb, sb_bytes) in &sizes {
+            let mut figs = Vec::new();
+            for &k in &kinds {
+                let f = rt.block_on(run_one(k, id, sb, scale, args, &bar))?;
+                figs.push((k, f));
+            }
+            // E's floor copies PostgreSQL's template1 when it runs (the reports'
+            // workload), else Strata's.
+            let tdir = tempfile::tempdir().map_err(|e| e.to_string())?;
+            let template = if *id == "E" {
+                let k = if kinds.contains(&Kind::Postgres) {
+                    Kind::Postgres
+                } else {
+                    Kind::Strata
+                };
+                let c = Cluster::create(k, tdir.path(), sb, args)?;
+                Some(c.data.join("base/1"))
+            } else {
+                None
+            };
+            let fl = floor(id, scale, template.as_deref())?;
+            floors.push((id.to_string(), *sb_bytes, fl));
+            bar.set_message(String::new());
+            bar.set_position(0);
+            for (k, f) in &figs {
+                let line = format!(
+                    "{:<3} {:>6} {:<9} {:>11} {:>10} {:>11} {:>11} {:>10} {:>12}",
+                    id,
+                    sb,
+                    k.name(),
+                    format_seconds(f.primary),
+                    format_bytes(f.wal_bytes),
+                    f.replay.map(fmt_replay).unwrap_or_else(|| "-".into()),
+                    f.restart.map(format_seconds).unwrap_or_else(|| "-".into()),
+                    f.peak_rss
+                        .map(|b| format_bytes(b as f64))
+                        .unwrap_or_else(|| "-".into()),
+                    f.replay
+                        .filter(|r| fl > 0.0 && *r > 0.0)
+                        .map(|r| fmt_ratio(r / fl))
+                        .unwrap_or_else(|| "-".into()),
+                );
+                bar.suspend(|| println!("{line}"));
+                let mut rec = |metric: &'static str, value: f64| {
+                    records.push(Record {
+                        bench: "seeds",
+                        case: id.to_string(),
+                        implementation: k.name(),
+                        shared_buffers: *sb_bytes,
+                        metric,
+                        value,
+                    })
+                };
+                rec("primary_seconds", f.primary);
+                rec("wal_bytes", f.wal_bytes);
+                if let Some(r) = f.replay {
+                    rec("replay_seconds", r);
+                }
+                if let Some(r) = f.restart {
+                    rec("restart_seconds", r);
+                }
+                if let Some(r) = f.peak_rss {
+                    rec("peak_rss_bytes", r as f64);
+                }
+                results.push((id.to_string(), sb.clone(), *sb_bytes, *k, f.clone()));
+            }
+            let get = |k: Kind| figs.iter().find(|(x, _)| *x == k).map(|(_, f)| f);
+            if let (Some(s), Some(p)) = (get(Kind::Strata), get(Kind::Postgres)) {
+                let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+                    (Some(a), Some(b)) if b > 0.0 && a > 0.0 => fmt_ratio(a / b),
+                    _ => "-".into(),
+                };
+                let line = format!(
+                    "{:<3} {:>6} {:<9} {:>11} {:>10} {:>11}   (PostgreSQL / Strata)",
+                    id,
+                    sb,
+                    "ratio",
+                    ratio(Some(p.primary), Some(s.primary)),
+                    "",
+                    ratio(p.replay, s.replay)
+                );
+                bar.suspend(|| println!("{line}"));
+            }
+            let line = format!(
+                "{:<3} {:>6} {:<9} {:>11}",
+                id,
+                sb,
+                "floor",
+                if *id == "F" || *id == "G" || fl > 0.0 {
+                    format_seconds(fl)
+                } else {
+                    "-".into()
+                }
+            );
+            bar.suspend(|| println!("{line}"));
+            records.push(Record {
+                bench: "seeds",
+                case: id.to_string(),
+                implementation: "floor",
+                shared_buffers: *sb_bytes,
+                metric: "replay_seconds",
+                value: fl,
+            });
+        }
+    }
+    bar.finish_and_clear();
+    print_checks(&results, &sizes);
+    if let Some(dir) = &args.plot {
+        super::plot::replay_charts(dir, &results, &sizes)?;
+        println!("charts written to {}", dir.display());
+    }
+    Ok(records)
+}
+
+/// A replay time; PostgreSQL prints `elapsed` to 10 ms, so 0 means "under 10 ms".
+fn fmt_replay(s: f64) -> String {
+    if s == 0.0 {
+        "<10 ms".into()
+    } else {
+        format_seconds(s)
+    }
+}
+
+fn fmt_ratio(r: f64) -> String {
+    if r >= 10.0 {
+        format!("{r:.0}x")
+    } else if r >= 0.1 {
+        format!("{r:.1}x")
+    } else {
+        format!("{r:.3}x")
+    }
+}
+
+/// (workload, size name, size in bytes, engine, figures).
+pub type Row = (String, String, u64, Kind, Figures);
+
+fn print_checks(results: &[Row], sizes: &[(String, u64)]) {
+    let find = |id: &str, sb: u64, k: Kind| {
+        results
+            .iter()
+            .find(|(i, _, b, kk, _)| i == id && *b == sb && *kk == k)
+            .map(|r| &r.4)
+    };
+    let Some(big) = sizes.iter().map(|s| s.1).max() else {
+        return;
+    };
+    let small = sizes.iter().map(|s| s.1).min().unwrap_or(big);
+    let big_name = sizes
+        .iter()
+        .find(|s| s.1 == big)
+        .map(|s| s.0.clone())
+        .unwrap_or_default();
+    println!();
+    for id in WORKLOADS {
+        if let (Some(s), Some(p)) = (find(id, big, Kind::Strata), find(id, big, Kind::Postgres)) {
+            let pr = p.primary / s.primary.max(1e-9);
+            let rr = match (p.replay, s.replay) {
+                (Some(a), Some(b)) if b > 0.0 && a > 0.0 => fmt_ratio(a / b),
+                (Some(0.0), Some(_)) => {
+                    "- (PostgreSQL's replay is below its 10 ms resolution)".into()
+                }
+                _ => "-".into(),
+            };
+            println!(
+                "{id} at {big_name}: PostgreSQL / Strata = {pr:.1}x on the primary, {rr} in replay"
+            );
+        }
+    }
+    if big != small {
+        for id in WORKLOADS {
+            if let (Some(b), Some(s)) = (find(id, big, Kind::Strata), find(id, small, Kind::Strata))
+            {
+                let p = b.primary / s.primary.max(1e-9);
+                let r = match (b.replay, s.replay) {
+                    (Some(x), Some(y)) if y > 0.0 => format!("{:.2}", x / y),
+                    _ => "-".into(),
+                };
+                println!("{id}: Strata at {big_name} / smallest size: primary {p:.2}, replay {r}");
+            }
+        }
+    }
+}
