@@ -30,8 +30,11 @@
 //!    equals where it was read, and its `prev` equals the previous record's LSN. The
 //!    last two reject stale bytes of an older incarnation of the same position, so the
 //!    reader never runs past the real end.
-//! 2. [`Wal::open`] cuts the segment holding the end to the end and removes later
+//! 2. [`Wal::open`] zeroes the segment holding the end from the end on and removes later
 //!    segments: nothing beyond the end of valid WAL survives to be misread later.
+//! 5. A segment is created whole, zero-filled and fsynced under a temporary name, then
+//!    renamed (as PostgreSQL's `wal_init_zero`): commits then write into allocated
+//!    blocks, so their fsync flushes data only, never the file's size or block map.
 //! 3. `flush(lsn)` returns only when every record ending at or before `lsn` is on disk
 //!    (written and fsynced). Concurrent callers share one write+fsync (group flush).
 //! 4. After a failed write or fsync the log refuses every further insert and flush
@@ -154,19 +157,14 @@ impl SegmentWriter {
     fn file(&mut self, segno: u64) -> Result<&File> {
         if self.open.as_ref().map(|(s, _)| *s) != Some(segno) {
             let path = self.path(segno);
-            let existed = path.exists();
+            if !path.exists() {
+                create_zeroed(&self.dir, &path, self.seg_bytes)?;
+            }
             let f = OpenOptions::new()
                 .read(true)
                 .write(true)
-                .create(true)
-                .truncate(false)
                 .open(&path)
                 .map_err(|e| io_err("open", &path, e))?;
-            if !existed {
-                File::open(&self.dir)
-                    .and_then(|d| d.sync_all())
-                    .map_err(|e| io_err("fsync directory of", &self.dir, e))?;
-            }
             self.open = Some((segno, f));
         }
         Ok(&self.open.as_ref().expect("just opened").1)
@@ -224,10 +222,15 @@ impl Wal {
         for entry in entries {
             let entry = entry.map_err(|e| io_err("read directory", &dir, e))?;
             let name = entry.file_name();
+            let path = entry.path();
+            if name.to_string_lossy().ends_with(".tmp") {
+                // A segment whose creation a crash interrupted (rule 5).
+                fs::remove_file(&path).map_err(|e| io_err("remove", &path, e))?;
+                continue;
+            }
             let Some(segno) = parse_segment_name(&name.to_string_lossy(), seg_bytes) else {
                 continue;
             };
-            let path = entry.path();
             if segno > end_seg {
                 fs::remove_file(&path).map_err(|e| io_err("remove", &path, e))?;
             } else if segno == end_seg {
@@ -235,9 +238,9 @@ impl Wal {
                     .write(true)
                     .open(&path)
                     .map_err(|e| io_err("open", &path, e))?;
-                f.set_len(end.0 % seg_bytes)
+                zero_from(&f, end.0 % seg_bytes, seg_bytes)
                     .and_then(|()| f.sync_all())
-                    .map_err(|e| io_err("truncate", &path, e))?;
+                    .map_err(|e| io_err("zero the tail of", &path, e))?;
             }
         }
         File::open(&dir)
@@ -404,6 +407,36 @@ impl WalFlusher for Wal {
     fn flush_wal(&self, lsn: Lsn) -> std::result::Result<(), String> {
         self.flush(lsn).map_err(|e| e.to_string())
     }
+}
+
+/// Writes zeros over `[from, len)` of `f` (real writes, not a hole: rule 5).
+fn zero_from(f: &File, from: u64, len: u64) -> io::Result<()> {
+    let zeros = vec![0u8; 1 << 20];
+    let mut off = from;
+    while off < len {
+        let n = ((len - off) as usize).min(zeros.len());
+        f.write_all_at(&zeros[..n], off)?;
+        off += n as u64;
+    }
+    f.set_len(len)
+}
+
+/// Creates a whole, zero-filled, fsynced segment at `path` (rule 5).
+fn create_zeroed(dir: &Path, path: &Path, seg_bytes: u64) -> Result<()> {
+    let tmp = path.with_extension("tmp");
+    let f = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&tmp)
+        .map_err(|e| io_err("create", &tmp, e))?;
+    zero_from(&f, 0, seg_bytes)
+        .and_then(|()| f.sync_all())
+        .map_err(|e| io_err("zero-fill", &tmp, e))?;
+    fs::rename(&tmp, path).map_err(|e| io_err("rename", &tmp, e))?;
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| io_err("fsync directory of", path, e))
 }
 
 fn parse_segment_name(name: &str, seg_bytes: u64) -> Option<u64> {
