@@ -76,7 +76,7 @@ fn log_sink(data: &Path, cfg: &ServerConfig) -> Result<LogSink, String> {
 }
 
 /// Whether a process is running (a zombie, exited but not yet reaped, is not).
-fn pid_alive(pid: i32) -> bool {
+pub(crate) fn pid_alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(s) => s
             .rsplit_once(") ")

@@ -232,10 +232,7 @@ fn vm_hwm(pid: u32) -> Option<u64> {
 }
 
 fn pid_alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| s.rsplit_once(") ").map(|(_, r)| !r.starts_with('Z')))
-        .unwrap_or(false)
+    i32::try_from(pid).is_ok_and(crate::server::pid_alive)
 }
 
 /// PostgreSQL's startup process under `postmaster` (the one replaying), if alive.
@@ -455,13 +452,8 @@ impl Cluster {
     }
 
     fn postmaster_pid(&self) -> Option<u32> {
-        std::fs::read_to_string(self.data.join("postmaster.pid"))
-            .ok()?
-            .lines()
-            .next()?
-            .trim()
-            .parse()
-            .ok()
+        // PostgreSQL's lock file has the same first line as Strata's.
+        crate::server::read_pid(&self.data).and_then(|p| u32::try_from(p).ok())
     }
 
     /// The server's main pid (Strata's process; PostgreSQL's postmaster).

@@ -230,6 +230,21 @@ impl Binder {
         }
     }
 
+    /// A condition (WHERE): boolean, or untyped and made boolean.
+    pub fn condition(&mut self, scope: &Scope, e: &ast::Expr, clause: &str) -> SqlResult<Expr> {
+        let (x, t) = self.expr(scope, e)?;
+        if t != SqlType::Bool && t != SqlType::Unknown {
+            return Err(SqlError::new(
+                "42804",
+                format!(
+                    "argument of {clause} must be type boolean, not type {}",
+                    t.name()
+                ),
+            ));
+        }
+        self.coerce(x, t, SqlType::Bool)
+    }
+
     pub fn expr(&mut self, scope: &Scope, e: &ast::Expr) -> SqlResult<(Expr, SqlType)> {
         self.expr_in(scope, e, &mut None)
     }
@@ -726,19 +741,7 @@ impl Binder {
             _ => return Err(SqlError::unsupported("FROM with several tables (joins)")),
         };
         let filter = match &sel.selection {
-            Some(w) => {
-                let (e, t) = self.expr(&scope, w)?;
-                if t != SqlType::Bool && t != SqlType::Unknown {
-                    return Err(SqlError::new(
-                        "42804",
-                        format!(
-                            "argument of WHERE must be type boolean, not type {}",
-                            t.name()
-                        ),
-                    ));
-                }
-                Some(self.coerce(e, t, SqlType::Bool)?)
-            }
+            Some(w) => Some(self.condition(&scope, w, "WHERE")?),
             None => None,
         };
         // Projection

@@ -286,19 +286,7 @@ impl<'e> Session<'e> {
                     cols: cols.clone(),
                 };
                 let pred = match selection {
-                    Some(w) => {
-                        let (e, t) = b.expr(&scope, w)?;
-                        if t != SqlType::Bool && t != SqlType::Unknown {
-                            return Err(SqlError::new(
-                                "42804",
-                                format!(
-                                    "argument of WHERE must be type boolean, not type {}",
-                                    t.name()
-                                ),
-                            ));
-                        }
-                        Some(b.coerce(e, t, SqlType::Bool)?)
-                    }
+                    Some(w) => Some(b.condition(&scope, w, "WHERE")?),
                     None => None,
                 };
                 Bound::Delete {
@@ -453,34 +441,24 @@ impl<'e> Session<'e> {
                     Block::Failed => return Err(aborted()),
                 });
             }
-            Stmt::Commit => {
+            Stmt::Commit | Stmt::Rollback => {
+                let commit = matches!(stmt, Stmt::Commit);
+                let tag = |ok: bool| Output::TxnEnd(if ok { "COMMIT" } else { "ROLLBACK" }.into());
                 return Ok(match std::mem::replace(&mut self.block, Block::Idle) {
                     Block::Idle => {
                         notices.push(("WARNING", "there is no transaction in progress".into()));
-                        Output::TxnEnd("COMMIT".into())
+                        tag(commit)
                     }
                     Block::Open(t) => {
-                        if let Some(t) = t {
-                            t.commit()?;
+                        match t {
+                            Some(t) if commit => t.commit()?,
+                            Some(t) => t.abort()?,
+                            None => {}
                         }
-                        Output::TxnEnd("COMMIT".into())
+                        tag(commit)
                     }
-                    Block::Failed => Output::TxnEnd("ROLLBACK".into()),
-                });
-            }
-            Stmt::Rollback => {
-                return Ok(match std::mem::replace(&mut self.block, Block::Idle) {
-                    Block::Idle => {
-                        notices.push(("WARNING", "there is no transaction in progress".into()));
-                        Output::TxnEnd("ROLLBACK".into())
-                    }
-                    Block::Open(t) => {
-                        if let Some(t) = t {
-                            t.abort()?;
-                        }
-                        Output::TxnEnd("ROLLBACK".into())
-                    }
-                    Block::Failed => Output::TxnEnd("ROLLBACK".into()),
+                    // A failed block ends in a rollback whatever the client said.
+                    Block::Failed => tag(false),
                 });
             }
             _ => {}
