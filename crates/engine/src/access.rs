@@ -120,11 +120,8 @@ pub fn insert(sh: &Shared, rel: RelKey, xid: Xid, tuple: &[u8]) -> Result<crate:
         return Err(EngineError::RowTooBig(tuple.len()));
     }
     let nblocks = sh.smgr.nblocks(rel, ForkNumber::Main)?;
-    let mut cand = sh
-        .targblock
-        .lock()
-        .get(&rel)
-        .copied()
+    let cand_was_target = sh.targblock.lock().get(&rel).copied();
+    let mut cand = cand_was_target
         .filter(|b| *b < nblocks)
         .or(nblocks.checked_sub(1));
     let mut tries = 0;
@@ -136,7 +133,9 @@ pub fn insert(sh: &Shared, rel: RelKey, xid: Xid, tuple: &[u8]) -> Result<crate:
             let g = buf.write();
             if strata_page::free_space(&g) >= tuple.len() {
                 let off = insert_on(sh, &buf, g, false, xid, tuple)?;
-                sh.targblock.lock().insert(rel, b);
+                if cand_was_target != Some(b) {
+                    sh.targblock.lock().insert(rel, b);
+                }
                 return Ok(crate::catalog::Tid {
                     block: BlockNumber(b),
                     offset: off,

@@ -496,7 +496,17 @@ impl HeapBody {
     }
 
     pub fn encode(&self, block: &BlockRef) -> Vec<u8> {
-        let mut e = Enc::new();
+        // Sized once: one allocation per record on the insert path.
+        let body = match self {
+            HeapBody::Insert(r) => 3 + r.tuple.len(),
+            HeapBody::Delete(r) => 9 + 2 * r.offsets.len(),
+            HeapBody::Prune(r) => 5 + 2 * r.removed.len(),
+        };
+        let image = block
+            .image
+            .as_ref()
+            .map_or(0, |_| std::mem::size_of::<PageBuf>());
+        let mut e = Enc(Vec::with_capacity(64 + image + body));
         block.encode(&mut e);
         match self {
             HeapBody::Insert(r) => {

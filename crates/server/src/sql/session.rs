@@ -656,12 +656,15 @@ impl<'e> Session<'e> {
                     BoundSource::Query(plan) => self.run_select(plan, params)?,
                 };
                 let mut rows = Vec::with_capacity(srcs.len());
-                for src in srcs {
+                for mut src in srcs {
                     let mut row = Vec::with_capacity(map.len());
                     for (ci, m) in map.iter().enumerate() {
-                        // Columns without a value (a short VALUES row) get NULL.
-                        let d = match m.and_then(|k| src.get(k)) {
-                            Some(v) => bind::cast_datum(v.clone(), col_types[ci])?,
+                        // Columns without a value (a short VALUES row) get NULL. Each
+                        // source position feeds one column (42701 above), so it is taken.
+                        let d = match m.and_then(|k| src.get_mut(k)) {
+                            Some(v) => {
+                                bind::cast_datum(std::mem::replace(v, Datum::Null), col_types[ci])?
+                            }
                             None => Datum::Null,
                         };
                         row.push(to_value(d));
