@@ -675,18 +675,15 @@ async fn run_one(
     scale: f64,
     args: &Args,
     bar: &ProgressBar,
+    root: &Path,
 ) -> Result<Figures, String> {
-    let root = tempfile::Builder::new()
-        .prefix(&format!("strata-seeds-{}-{id}-", kind.name()))
-        .tempdir()
-        .map_err(|e| e.to_string())?;
-    let spc_root = root.path().join("spc");
+    let spc_root = root.join("spc");
     std::fs::create_dir_all(&spc_root).map_err(|e| e.to_string())?;
     let w = workload(id, scale, &spc_root);
     for d in &w.spc_dirs {
         std::fs::create_dir_all(d).map_err(|e| e.to_string())?;
     }
-    let mut c = Cluster::create(kind, root.path(), sb, args)?;
+    let mut c = Cluster::create(kind, root, sb, args)?;
     c.chown(&spc_root)?;
     c.start()?;
     bar.set_length(w.setup.len() as u64);
@@ -958,6 +955,11 @@ pub fn run(args: &Args) -> Result<Vec<Record>, String> {
             .progress_chars("=> "),
     );
     let mut records = Vec::new();
+    // Every cluster stays on disk until the run ends. ext4 skips inodes freed in the
+    // last minutes when it allocates new ones (`recently_deleted`), so removing one
+    // run's clusters (PostgreSQL's E leaves 300,000 files) would make the next run's
+    // file creations pay for it, by the order the runs happen to come in.
+    let mut kept: Vec<tempfile::TempDir> = Vec::new();
     let mut results: Vec<Row> = Vec::new();
     let mut floors: Vec<(String, u64, f64)> = Vec::new();
     println!(
@@ -968,8 +970,13 @@ pub fn run(args: &Args) -> Result<Vec<Record>, String> {
         for (sb, sb_bytes) in &sizes {
             let mut figs = Vec::new();
             for &k in &kinds {
-                let f = rt.block_on(run_one(k, id, sb, scale, args, &bar))?;
+                let root = tempfile::Builder::new()
+                    .prefix(&format!("strata-seeds-{}-{id}-", k.name()))
+                    .tempdir()
+                    .map_err(|e| e.to_string())?;
+                let f = rt.block_on(run_one(k, id, sb, scale, args, &bar, root.path()))?;
                 figs.push((k, f));
+                kept.push(root);
             }
             // E's floor copies PostgreSQL's template1 when it runs (the reports'
             // workload), else Strata's.
@@ -986,6 +993,7 @@ pub fn run(args: &Args) -> Result<Vec<Record>, String> {
                 None
             };
             let fl = floor(id, scale, template.as_deref())?;
+            kept.push(tdir);
             floors.push((id.to_string(), *sb_bytes, fl));
             bar.set_message(String::new());
             bar.set_position(0);
@@ -1071,6 +1079,8 @@ pub fn run(args: &Args) -> Result<Vec<Record>, String> {
         }
     }
     bar.finish_and_clear();
+    eprintln!("removing the {} clusters of this run", kept.len());
+    drop(kept);
     print_checks(&results, &sizes);
     if let Some(dir) = &args.plot {
         super::plot::replay_charts(dir, &results, &sizes)?;
