@@ -32,13 +32,13 @@
 //!    reader never runs past the real end.
 //! 2. [`Wal::open`] zeroes the segment holding the end from the end on and removes later
 //!    segments: nothing beyond the end of valid WAL survives to be misread later.
-//! 5. A segment is created whole, zero-filled and fsynced under a temporary name, then
-//!    renamed (as PostgreSQL's `wal_init_zero`): commits then write into allocated
-//!    blocks, so their fsync flushes data only, never the file's size or block map.
 //! 3. `flush(lsn)` returns only when every record ending at or before `lsn` is on disk
 //!    (written and fsynced). Concurrent callers share one write+fsync (group flush).
 //! 4. After a failed write or fsync the log refuses every further insert and flush
 //!    (latched, never retried), like the storage manager.
+//! 5. A segment is created whole, zero-filled and fsynced under a temporary name, then
+//!    renamed (as PostgreSQL's `wal_init_zero`): commits then write into allocated
+//!    blocks, so their fsync flushes data only, never the file's size or block map.
 
 pub mod control;
 pub mod redo;
