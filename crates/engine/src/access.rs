@@ -17,7 +17,10 @@
 //! 2. The VM is WAL-logged through the heap records that set (prune) or clear (insert,
 //!    delete) a bit; a VM page's LSN is that of the last such record, so it is never
 //!    written before the record. A VM page that fails its checksum reads as zeros:
-//!    a lost bit only means "not known all-visible", which is always safe.
+//!    a lost bit only means "not known all-visible", which is always safe. A bit is
+//!    cleared inside the heap change that clears it: the VM page is pinned before the
+//!    change, locked with the heap page across the record, and gets the record's LSN
+//!    before either lock is released (PostgreSQL's visibilitymap_clear in heap_insert).
 //! 3. Extension writes a zero page through the storage manager first (PostgreSQL's
 //!    smgrextend), so the file's length always covers every page in the pool.
 
@@ -52,8 +55,9 @@ fn tag(rel: RelKey, fork: ForkNumber, block: u32) -> BufferTag {
 /// Step 5 of the WAL-logged change (engine rule 2): decides the full-page image under
 /// the redo-pointer lock, inserts the record, sets the page LSN to its end. The caller
 /// holds the page's content lock exclusively and has applied the change and marked the
-/// page dirty. A failed insert here would leave a change without its record, so it
-/// panics (PostgreSQL's critical section); every fallible check comes before.
+/// page dirty. A failed insert here would leave a change without its record, so it is
+/// a PANIC (PostgreSQL's critical section, engine rule 7): the engine latches and no
+/// page is written again; every fallible check comes before.
 #[allow(clippy::too_many_arguments)]
 pub fn log_block(
     sh: &Shared,
@@ -64,7 +68,7 @@ pub fn log_block(
     info: u8,
     xid: Xid,
     encode: impl FnOnce(&BlockRef) -> Vec<u8>,
-) -> Lsn {
+) -> Result<Lsn> {
     let redo = sh.redo_ptr.read();
     let image = (sh.settings.full_page_writes && !will_init && strata_page::lsn(page) <= *redo)
         .then(|| Box::new(*page));
@@ -74,12 +78,9 @@ pub fn log_block(
         image,
     };
     let payload = encode(&bref);
-    let (_, end) = match sh.wal().insert(rmgr, info, xid.0, &payload) {
-        Ok(x) => x,
-        Err(e) => panic!("PANIC: could not insert WAL record for {t}: {e}"),
-    };
+    let (_, end) = sh.wal_insert(rmgr, info, xid.0, &payload)?;
     strata_page::set_lsn(page, end);
-    end
+    Ok(end)
 }
 
 /// A visitor of tuples: (block, item index, tuple bytes).
@@ -179,8 +180,14 @@ fn insert_on(
     tuple: &[u8],
 ) -> Result<u16> {
     let t = buf.tag();
+    let vm = vm_pin_if_visible(sh, t.rel, t.block.0, &g)?; // fallible: before the change
+    let mut vm_g = vm.as_ref().map(|b| b.write());
     let (off, vm_cleared) = heap::page_insert(&mut g, tuple).expect("free space checked");
     buf.mark_dirty(&g);
+    if let (Some(vb), Some(vg)) = (&vm, &mut vm_g) {
+        vm_clear_bit(vg, t.block.0);
+        vb.mark_dirty(vg);
+    }
     let body = HeapBody::Insert(HeapInsert {
         offset: off,
         vm_cleared,
@@ -188,15 +195,44 @@ fn insert_on(
     });
     let end = log_block(sh, t, &mut g, will_init, RM_HEAP, body.info(), xid, |b| {
         body.encode(b)
-    });
-    drop(g);
-    if vm_cleared {
-        vm_change(sh, t.rel, t.block.0, false, end, false)?;
+    })?;
+    if let Some(vg) = &mut vm_g {
+        raise_lsn(vg, end);
     }
     Ok(off)
 }
 
-/// Sets `xmax` on items of one page, as one record.
+/// The VM page of a heap block, pinned (not locked) if the heap page is all-visible:
+/// a change to the page will clear the block's bit (rule 2). Pinned before the
+/// change, since pinning may read from disk and fail.
+fn vm_pin_if_visible<'a>(
+    sh: &'a Shared,
+    rel: RelKey,
+    block: u32,
+    heap_page: &PageBuf,
+) -> Result<Option<PinnedBuffer<'a>>> {
+    if strata_page::flags(heap_page) & PD_ALL_VISIBLE == 0 {
+        return Ok(None);
+    }
+    map_page(sh, rel, ForkNumber::Vm, block / VM_PER_PAGE, false)
+}
+
+/// Clears a heap block's bit on its (locked) VM page.
+fn vm_clear_bit(g: &mut PageBuf, block: u32) {
+    let bit = block % VM_PER_PAGE;
+    if !strata_page::is_new(g) {
+        g[HEADER_BYTES + (bit / 8) as usize] &= !(1u8 << (bit % 8));
+    }
+}
+
+fn raise_lsn(g: &mut PageBuf, lsn: Lsn) {
+    if strata_page::lsn(g) < lsn {
+        strata_page::set_lsn(g, lsn);
+    }
+}
+
+/// Sets `xmax` on items of one page, as one record. If the page was all-visible, its
+/// VM bit is cleared inside the same change (rule 2).
 pub fn delete_on_page(
     sh: &Shared,
     rel: RelKey,
@@ -208,8 +244,14 @@ pub fn delete_on_page(
         .pool
         .read_buffer(tag(rel, ForkNumber::Main, block), ReadMode::Normal)?;
     let mut g = buf.write();
+    let vm = vm_pin_if_visible(sh, rel, block, &g)?;
+    let mut vm_g = vm.as_ref().map(|b| b.write());
     let vm_cleared = heap::page_delete(&mut g, offsets, xid).map_err(corrupt)?;
     buf.mark_dirty(&g);
+    if let (Some(vb), Some(vg)) = (&vm, &mut vm_g) {
+        vm_clear_bit(vg, block);
+        vb.mark_dirty(vg);
+    }
     let body = HeapBody::Delete(HeapDelete {
         xmax: xid,
         vm_cleared,
@@ -224,10 +266,9 @@ pub fn delete_on_page(
         body.info(),
         xid,
         |b| body.encode(b),
-    );
-    drop(g);
-    if vm_cleared {
-        vm_change(sh, rel, block, false, end, false)?;
+    )?;
+    if let Some(vg) = &mut vm_g {
+        raise_lsn(vg, end);
     }
     Ok(())
 }
@@ -279,9 +320,9 @@ fn ensure_fork(sh: &Shared, rel: RelKey, fork: ForkNumber) -> Result<()> {
     };
     {
         let _r = sh.redo_ptr.read();
-        sh.wal().insert(RM_SMGR, SMGR_CREATE, 0, &rec.encode())?;
+        sh.wal_insert(RM_SMGR, SMGR_CREATE, 0, &rec.encode())?;
     }
-    sh.wal().write_through()?; // engine rule 4
+    sh.wal_write_through()?; // engine rule 4
     sh.smgr.create(rel, fork, false)?;
     Ok(())
 }
@@ -516,7 +557,7 @@ pub fn vacuum_rel(sh: &Shared, rel: RelKey) -> Result<VacuumStats> {
                 body.info(),
                 Xid::INVALID,
                 |r| body.encode(r),
-            );
+            )?;
             stats.tuples_removed += removed.len() as u64;
             let free = strata_page::free_space(&g);
             drop(g);
@@ -549,8 +590,8 @@ pub fn vacuum_rel(sh: &Shared, rel: RelKey) -> Result<VacuumStats> {
         // Engine rules 3 and 5: the record is durable before the files shrink, and no
         // checkpoint starts in between.
         let _r = sh.redo_ptr.read();
-        let (_, end) = sh.wal().insert(RM_SMGR, SMGR_TRUNCATE, 0, &rec.encode())?;
-        sh.wal().flush(end)?;
+        let (_, end) = sh.wal_insert(RM_SMGR, SMGR_TRUNCATE, 0, &rec.encode())?;
+        sh.wal_flush(end)?;
         truncate_apply(sh, &rec, end)?;
         stats.pages_truncated = (n - nonempty_end) as u64;
     }

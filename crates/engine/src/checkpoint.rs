@@ -22,6 +22,10 @@
 //!    (the CHECKPOINT command) always runs.
 //! 3. Triggers: `checkpoint_timeout` since the last one, `max_wal_size` of WAL since
 //!    its redo point, a request (`Engine::checkpoint`), shutdown.
+//! 4. Any failure of a step is a PANIC (engine rule 7), and a PANIC latches: after a
+//!    failed write or sync no later checkpoint can run, so none can move the redo
+//!    point past changes that never reached the disk, or remove the WAL that holds
+//!    them. Restart recovers them from WAL.
 
 use crate::records::{CheckpointRecord, RM_XLOG, XLOG_CHECKPOINT};
 use crate::{EngineError, Result, Settings, Shared};
@@ -69,7 +73,8 @@ pub fn init_cluster(dir: &Path, settings: &Settings) -> Result<()> {
         std::fs::create_dir_all(&p).map_err(|e| io("create directory", &p, e))?;
     }
     let seg = settings.wal_segment_bytes;
-    let wal = Wal::open(dir, seg, Lsn(seg), Lsn::INVALID)?;
+    let vfs = &settings.vfs;
+    let wal = Wal::open(vfs, dir, seg, Lsn(seg), Lsn::INVALID)?;
     let first = Lsn(seg);
     let rec = CheckpointRecord {
         redo: first,
@@ -96,15 +101,29 @@ pub fn init_cluster(dir: &Path, settings: &Settings) -> Result<()> {
         wal_segment_bytes: seg,
         checkpoint_time_unix_s: unix_now(),
     }
-    .write(dir)?;
+    .write(&**vfs, dir)?;
     Ok(())
 }
 
 /// Runs one checkpoint (module doc). `shutdown` marks the cluster shut down; `force`
 /// runs it even with no WAL since the last one (the CHECKPOINT command, rule 2);
-/// `log` writes PostgreSQL's "checkpoint complete" line.
+/// `log` writes PostgreSQL's "checkpoint complete" line. Any failure is a PANIC
+/// (rule 4, engine rule 7).
 pub fn checkpoint(sh: &Shared, shutdown: bool, force: bool, log: bool) -> Result<CheckpointStats> {
+    sh.fatal().check()?;
     let _one = sh.ckpt_lock.lock();
+    checkpoint_locked(sh, shutdown, force, log).map_err(|e| match e {
+        EngineError::Fatal(_) => e,
+        other => sh.fatal().raise(format!("checkpoint failed: {other}")),
+    })
+}
+
+fn checkpoint_locked(
+    sh: &Shared,
+    shutdown: bool,
+    force: bool,
+    log: bool,
+) -> Result<CheckpointStats> {
     let started = Instant::now();
     let (last_end, sysid) = {
         let st = sh.ckpt.lock();
@@ -124,14 +143,10 @@ pub fn checkpoint(sh: &Shared, shutdown: bool, force: bool, log: bool) -> Result
         (redo, sh.running.lock().clone())
     };
     // Step 2.
-    sh.wal().flush(redo)?;
+    sh.wal_flush(redo)?;
     let buffers_written = sh.pool.flush_all_dirty()?;
     // Step 3.
-    sh.clog.write_dirty().map_err(|e| EngineError::Io {
-        op: "write",
-        path: sh.dir.join("pg_xact"),
-        source: e,
-    })?;
+    sh.clog.write_dirty(&*sh.settings.vfs)?;
     let files_synced = sh.smgr.sync_pending()?;
     // Step 4.
     let c = *sh.counters.lock();
@@ -147,10 +162,8 @@ pub fn checkpoint(sh: &Shared, shutdown: bool, force: bool, log: bool) -> Result
         shutdown,
         running,
     };
-    let (lsn, end) = sh
-        .wal()
-        .insert(RM_XLOG, XLOG_CHECKPOINT, 0, &rec.encode())?;
-    sh.wal().flush(end)?;
+    let (lsn, end) = sh.wal_insert(RM_XLOG, XLOG_CHECKPOINT, 0, &rec.encode())?;
+    sh.wal_flush(end)?;
     ControlFile {
         state: if shutdown {
             ClusterState::ShutDown
@@ -166,7 +179,7 @@ pub fn checkpoint(sh: &Shared, shutdown: bool, force: bool, log: bool) -> Result
         wal_segment_bytes: sh.wal().segment_bytes(),
         checkpoint_time_unix_s: unix_now(),
     }
-    .write(&sh.dir)?;
+    .write(&*sh.settings.vfs, &sh.dir)?;
     let segments_removed = sh.wal().remove_segments_before(redo)?; // rule 1
     {
         let mut st = sh.ckpt.lock();

@@ -12,13 +12,13 @@
 //!    commit and abort records.
 //! 3. Xids below [`Xid::FIRST_NORMAL`] (bootstrap) are always committed.
 
+use crate::{EngineError, Result};
 use parking_lot::RwLock;
 use std::collections::BTreeSet;
-use std::fs::{self, File, OpenOptions};
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use strata_types::{Xid, BLCKSZ};
+use strata_vfs::Vfs;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum XidStatus {
@@ -39,14 +39,20 @@ pub struct Clog {
 
 impl Clog {
     /// Reads `pg_xact/0000` (creating the directory if missing).
-    pub fn load(data_dir: &Path) -> io::Result<Clog> {
+    pub fn load(vfs: &dyn Vfs, data_dir: &Path) -> Result<Clog> {
         let dir = data_dir.join("pg_xact");
-        fs::create_dir_all(&dir)?;
+        let io = |op, path: &Path, source| EngineError::Io {
+            op,
+            path: path.to_path_buf(),
+            source,
+        };
+        vfs.create_dir_all(&dir)
+            .map_err(|e| io("create directory", &dir, e))?;
         let path = dir.join("0000");
-        let bytes = match fs::read(&path) {
+        let bytes = match strata_vfs::read_file(vfs, &path) {
             Ok(b) => b,
             Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => return Err(e),
+            Err(e) => return Err(io("read", &path, e)),
         };
         Ok(Clog {
             path,
@@ -94,8 +100,9 @@ impl Clog {
     }
 
     /// Writes the pages changed since the last call and fsyncs (rule 2).
-    /// O(pages changed).
-    pub fn write_dirty(&self) -> io::Result<usize> {
+    /// O(pages changed). On a failure the pages stay dirty: nothing is forgotten (and
+    /// the checkpoint that called this PANICs, engine rule 7).
+    pub fn write_dirty(&self, vfs: &dyn Vfs) -> Result<usize> {
         let (pages, data): (Vec<usize>, Vec<Vec<u8>>) = {
             let mut inner = self.inner.write();
             let pages: Vec<usize> = std::mem::take(&mut inner.dirty_pages).into_iter().collect();
@@ -108,17 +115,21 @@ impl Clog {
         if pages.is_empty() {
             return Ok(0);
         }
-        let f = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&self.path)?;
-        for (p, d) in pages.iter().zip(&data) {
-            f.write_all_at(d, (p * BLCKSZ) as u64)?;
-        }
-        f.sync_all()?;
-        if let Some(dir) = self.path.parent() {
-            File::open(dir)?.sync_all()?;
+        let written = (|| -> io::Result<()> {
+            let f = vfs.open(&self.path, true)?;
+            for (p, d) in pages.iter().zip(&data) {
+                f.write_all_at(d, (p * BLCKSZ) as u64)?;
+            }
+            f.sync()?;
+            vfs.sync_dir(self.path.parent().unwrap_or(Path::new(".")))
+        })();
+        if let Err(e) = written {
+            self.inner.write().dirty_pages.extend(pages);
+            return Err(EngineError::Io {
+                op: "write",
+                path: self.path.clone(),
+                source: e,
+            });
         }
         Ok(pages.len())
     }
@@ -127,17 +138,18 @@ impl Clog {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use strata_vfs::StdVfs;
 
     #[test]
     fn statuses_survive_write_and_reload() {
         let dir = tempfile::tempdir().unwrap();
-        let c = Clog::load(dir.path()).unwrap();
+        let c = Clog::load(&StdVfs, dir.path()).unwrap();
         c.set(Xid(3), XidStatus::Committed);
         c.set(Xid(4), XidStatus::Aborted);
         c.set(Xid(100_000), XidStatus::Committed);
-        assert_eq!(c.write_dirty().unwrap(), 2);
-        assert_eq!(c.write_dirty().unwrap(), 0, "nothing changed since");
-        let c = Clog::load(dir.path()).unwrap();
+        assert_eq!(c.write_dirty(&StdVfs).unwrap(), 2);
+        assert_eq!(c.write_dirty(&StdVfs).unwrap(), 0, "nothing changed since");
+        let c = Clog::load(&StdVfs, dir.path()).unwrap();
         assert_eq!(c.status(Xid(3)), XidStatus::Committed);
         assert_eq!(c.status(Xid(4)), XidStatus::Aborted);
         assert_eq!(c.status(Xid(5)), XidStatus::InProgress);

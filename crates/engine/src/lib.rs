@@ -32,6 +32,13 @@
 //!    durable drop whose files survive because replay started after its record.
 //! 6. Every operation's cost is proportional to the pages and objects it touches:
 //!    nothing here visits every buffer, every relation or every file.
+//! 7. A failure after which durability is unknown is a PANIC, never an ERROR: a failed
+//!    insert, write or flush of WAL (a change may already be in a page; a commit may or
+//!    may not be durable), any failure of a checkpoint (data writes, the commit log,
+//!    fsyncs, the control file), and a failed fsync anywhere (PostgreSQL's
+//!    data_sync_retry = off: the kernel may have dropped the dirty pages and will not
+//!    say so twice). It is logged, latched ([`Fatal`]), and the settings' `on_fatal`
+//!    ends the process; restart recovers from WAL. Nothing retries.
 
 mod access;
 mod catalog;
@@ -56,19 +63,35 @@ use parking_lot::{Condvar, Mutex, RecursiveRwLock, RwLock};
 use records::PendingCreate;
 use rustc_hash::FxHashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 use strata_buffer::{BufferError, BufferPool, WalFlusher};
-use strata_smgr::{Smgr, SmgrError, StdVfs};
+use strata_smgr::{Smgr, SmgrError};
 use strata_types::{Lsn, Oid, RelFileNumber, RelKey, Xid};
+use strata_vfs::{StdVfs, Vfs};
 use strata_wal::control::ControlError;
 use strata_wal::redo::RedoError;
-use strata_wal::{Wal, WalError};
+use strata_wal::{RmgrId, Wal, WalError};
 use thiserror::Error;
 
 /// Where log lines go (the server sends them to stderr or `log_directory`).
 pub type LogSink = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// Called after a PANIC has been logged (engine rule 7). The server's ends the process;
+/// the default aborts it. A test's may return: the engine then stays latched failed.
+pub type FatalHook = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// How crash recovery first makes the data directory durable (PostgreSQL's
+/// `recovery_init_sync_method`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecoverySyncMethod {
+    /// fsync every file, one by one.
+    Fsync,
+    /// syncfs() each file system the data directory and its tablespaces live on.
+    Syncfs,
+}
 
 /// Settings, with PostgreSQL's names (units in the field names).
 #[derive(Clone)]
@@ -80,7 +103,11 @@ pub struct Settings {
     /// Used by `init` only; an existing cluster keeps the size it was made with.
     pub wal_segment_bytes: u64,
     pub max_files_per_process: usize,
+    pub recovery_init_sync_method: RecoverySyncMethod,
     pub log: LogSink,
+    pub on_fatal: FatalHook,
+    /// The file system under every durable file (engine rule 7's seam for tests).
+    pub vfs: Arc<dyn Vfs>,
 }
 
 impl Default for Settings {
@@ -92,7 +119,10 @@ impl Default for Settings {
             max_wal_size_bytes: 1 << 30,
             wal_segment_bytes: strata_wal::WAL_SEGMENT_BYTES_DEFAULT,
             max_files_per_process: 1000,
+            recovery_init_sync_method: RecoverySyncMethod::Fsync,
             log: Arc::new(|line: &str| eprintln!("LOG:  {line}")),
+            on_fatal: Arc::new(|_: &str| std::process::abort()),
+            vfs: StdVfs::arc(),
         }
     }
 }
@@ -104,6 +134,7 @@ impl std::fmt::Debug for Settings {
             .field("full_page_writes", &self.full_page_writes)
             .field("checkpoint_timeout", &self.checkpoint_timeout)
             .field("max_wal_size_bytes", &self.max_wal_size_bytes)
+            .field("recovery_init_sync_method", &self.recovery_init_sync_method)
             .finish()
     }
 }
@@ -159,6 +190,10 @@ pub enum EngineError {
     NotSupported(String),
     #[error("row is too big: size {0}, maximum size {max}", max = heap::TUPLE_MAX_BYTES)]
     RowTooBig(usize),
+    /// A failure that leaves durability unknown (engine rule 7): logged as PANIC; the
+    /// engine refuses all further work until restarted.
+    #[error("PANIC: {0}")]
+    Fatal(String),
 }
 
 impl EngineError {
@@ -179,6 +214,7 @@ impl EngineError {
             EngineError::NotSupported(_) => "0A000",
             EngineError::RowTooBig(_) => "54000",
             EngineError::Corrupt(_) => "XX001",
+            EngineError::Fatal(_) => "XX000",
             EngineError::Smgr(SmgrError::Location { .. }) => "42P17",
             _ => "58030", // io_error
         }
@@ -191,14 +227,65 @@ pub(crate) fn corrupt(e: impl std::fmt::Display) -> EngineError {
     EngineError::Corrupt(e.to_string())
 }
 
+/// The PANIC latch (engine rule 7): set by the first failure after which durability
+/// is unknown; from then on the engine refuses work.
+pub(crate) struct Fatal {
+    failed: AtomicBool,
+    log: LogSink,
+    hook: FatalHook,
+    smgr: Arc<Smgr>,
+}
+
+impl Fatal {
+    pub fn new(settings: &Settings, smgr: Arc<Smgr>) -> Fatal {
+        Fatal {
+            failed: AtomicBool::new(false),
+            log: settings.log.clone(),
+            hook: settings.on_fatal.clone(),
+            smgr,
+        }
+    }
+
+    /// Logs `PANIC:  what`, latches, and calls the hook (which normally ends the
+    /// process). Returns the error for callers whose hook returned.
+    pub fn raise(&self, what: impl std::fmt::Display) -> EngineError {
+        let msg = what.to_string();
+        self.smgr.latch_failed(); // no page is written from now on
+        let first = !self.failed.swap(true, Ordering::SeqCst);
+        if first {
+            (self.log)(&format!("PANIC:  {msg}"));
+            (self.hook)(&msg);
+        }
+        EngineError::Fatal(msg)
+    }
+
+    /// Err once a PANIC has been raised.
+    pub fn check(&self) -> Result<()> {
+        if self.failed.load(Ordering::SeqCst) {
+            return Err(EngineError::Fatal(
+                "the engine stopped after an earlier PANIC; restart the server to recover".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// The pool's WAL hook before and after the log is open: during replay every page LSN
-/// points into WAL already on disk, so there is nothing to flush.
-pub(crate) struct LateWal(pub OnceLock<Arc<Wal>>);
+/// points into WAL already on disk, so there is nothing to flush. A failed flush is a
+/// PANIC (engine rule 7).
+pub(crate) struct LateWal {
+    pub wal: OnceLock<Arc<Wal>>,
+    pub fatal: Arc<Fatal>,
+}
 
 impl WalFlusher for LateWal {
     fn flush_wal(&self, lsn: Lsn) -> std::result::Result<(), String> {
-        match self.0.get() {
-            Some(w) => w.flush(lsn).map_err(|e| e.to_string()),
+        match self.wal.get() {
+            Some(w) => w.flush(lsn).map_err(|e| {
+                self.fatal
+                    .raise(format!("could not flush WAL: {e}"))
+                    .to_string()
+            }),
             None => Ok(()),
         }
     }
@@ -262,9 +349,43 @@ impl Shared {
     /// The log, open for appending. Replay never inserts, so it never calls this.
     pub fn wal(&self) -> &Wal {
         self.late_wal
-            .0
+            .wal
             .get()
             .expect("WAL is opened when replay ends")
+    }
+
+    pub fn fatal(&self) -> &Fatal {
+        &self.late_wal.fatal
+    }
+
+    /// Inserts a WAL record; a failure is a PANIC (engine rule 7: the change it logs
+    /// may already be in a page, and the log refuses writes from now on).
+    pub fn wal_insert(
+        &self,
+        rmgr: RmgrId,
+        info: u8,
+        xid: u32,
+        payload: &[u8],
+    ) -> Result<(Lsn, Lsn)> {
+        self.fatal().check()?;
+        self.wal().insert(rmgr, info, xid, payload).map_err(|e| {
+            self.fatal()
+                .raise(format!("could not insert WAL record: {e}"))
+        })
+    }
+
+    /// Flushes the WAL up to `lsn`; a failure is a PANIC (engine rule 7).
+    pub fn wal_flush(&self, lsn: Lsn) -> Result<()> {
+        self.wal()
+            .flush(lsn)
+            .map_err(|e| self.fatal().raise(format!("could not flush WAL: {e}")))
+    }
+
+    /// Hands the WAL to the kernel (engine rule 4); a failure is a PANIC.
+    pub fn wal_write_through(&self) -> Result<()> {
+        self.wal()
+            .write_through()
+            .map_err(|e| self.fatal().raise(format!("could not write WAL: {e}")))
     }
 }
 
@@ -305,7 +426,7 @@ impl Engine {
     pub fn open_with_info(dir: &Path, settings: Settings) -> Result<(Engine, RecoveryInfo)> {
         let smgr = Arc::new(Smgr::open(
             dir,
-            Arc::new(StdVfs),
+            settings.vfs.clone(),
             settings.max_files_per_process,
         )?);
         let (sh, info) = recovery::startup(dir, settings, smgr)?;

@@ -21,6 +21,13 @@
 //!    is removed, and the transaction is marked aborted.
 //! 5. Replay keeps no per-object state once a transaction ends, so memory returns to
 //!    its baseline after any number of drops.
+//! 6. Bookkeeping costs what it touches: forgetting the skipped pages of dropped
+//!    relations visits only their entries (indexed by relation, database, tablespace).
+//! 7. After a crash (the control file does not say "shut down"), the data directory is
+//!    made durable first (PostgreSQL's SyncDataDirectory): replay must not trust
+//!    bytes that only the page cache holds.
+//! 8. The WAL must reach past the checkpoint record recovery starts from; if it ends
+//!    before, that is corruption, reported with both LSNs — never a cut.
 
 use crate::access;
 use crate::catalog::{self, CatalogCache, DbEntry, RelEntry, SpcEntry, Tid};
@@ -30,11 +37,11 @@ use crate::heap;
 use crate::records::*;
 use crate::xact::{remove_created, remove_dropped};
 use crate::{
-    checkpoint, corrupt, CkptState, Counters, EngineError, LateWal, RecoveryInfo, Result, Settings,
-    Shared,
+    checkpoint, corrupt, CkptState, Counters, EngineError, Fatal, LateWal, RecoveryInfo,
+    RecoverySyncMethod, Result, Settings, Shared,
 };
 use parking_lot::{Condvar, Mutex, RecursiveRwLock, RwLock};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 use strata_buffer::{BufferPool, ReadMode};
@@ -52,19 +59,23 @@ pub fn startup(dir: &Path, settings: Settings, smgr: Arc<Smgr>) -> Result<(Share
     if !dir.join("global").join("pg_control").exists() {
         return Err(EngineError::NotACluster(dir.to_path_buf()));
     }
-    let control = ControlFile::read(dir)?;
+    let vfs = settings.vfs.clone();
+    let control = ControlFile::read(&*vfs, dir)?;
     let log = settings.log.clone();
     let when = utc_timestamp(control.checkpoint_time_unix_s);
     match control.state {
         ClusterState::ShutDown => log(&format!("database system was shut down at {when}")),
-        _ => log(&format!(
-            "database system was interrupted; last known up at {when}"
-        )),
+        _ => {
+            log(&format!(
+                "database system was interrupted; last known up at {when}"
+            ));
+            sync_data_directory(&settings, dir)?; // rule 7
+        }
     }
     let seg = control.wal_segment_bytes;
     // The checkpoint record the control file names.
-    let ckpt = {
-        let mut r = WalReader::new(dir, seg, control.checkpoint, Lsn::INVALID)?;
+    let (ckpt, ckpt_end) = {
+        let mut r = WalReader::new(&vfs, dir, seg, control.checkpoint, Lsn::INVALID)?;
         let rec = r.next_record()?.ok_or_else(|| {
             corrupt(format!(
                 "could not locate a valid checkpoint record at {}",
@@ -77,14 +88,16 @@ pub fn startup(dir: &Path, settings: Settings, smgr: Arc<Smgr>) -> Result<(Share
                 control.checkpoint
             )));
         }
-        CheckpointRecord::decode(&rec.payload).map_err(corrupt)?
+        (
+            CheckpointRecord::decode(&rec.payload).map_err(corrupt)?,
+            rec.end,
+        )
     };
-    let clog = Clog::load(dir).map_err(|e| EngineError::Io {
-        op: "read",
-        path: dir.join("pg_xact"),
-        source: e,
-    })?;
-    let late = Arc::new(LateWal(OnceLock::new()));
+    let clog = Clog::load(&*vfs, dir)?;
+    let late = Arc::new(LateWal {
+        wal: OnceLock::new(),
+        fatal: Arc::new(Fatal::new(&settings, smgr.clone())),
+    });
     let pool = BufferPool::new(settings.shared_buffers_bytes, smgr.clone(), late.clone());
     let sh = Shared {
         dir: dir.to_path_buf(),
@@ -122,21 +135,26 @@ pub fn startup(dir: &Path, settings: Settings, smgr: Arc<Smgr>) -> Result<(Share
         max_rel: RelFileNumber(0),
         max_oid: Oid(0),
         skipped_blocks: 0,
-        invalid: FxHashMap::default(),
+        invalid: InvalidPages::default(),
     };
     if let Some((xid, creates)) = &ckpt.running {
         ctx.unfinished.insert(*xid, creates.clone());
     }
     let mut log_line = |l: &str| log(l);
     let summary = strata_wal::redo::redo_named(
-        dir,
-        seg,
-        ckpt.redo,
-        Lsn::INVALID,
+        WalReader::new(&vfs, dir, seg, ckpt.redo, Lsn::INVALID)?,
         |r| ctx.apply(r).map_err(|e| e.to_string()),
         &mut log_line,
         &record_name,
     )?;
+    if summary.end < ckpt_end {
+        // Rule 8: the log must reach past the checkpoint recovery started from; cutting
+        // it there would throw the checkpoint away with everything after it.
+        return Err(corrupt(format!(
+            "WAL ends at {} ({}), before the end of the checkpoint record at {} that recovery started from",
+            summary.end, summary.stop, control.checkpoint
+        )));
+    }
     // Rule 4: transactions that never finished.
     let unfinished = std::mem::take(&mut ctx.unfinished);
     let aborted_unfinished = unfinished.len();
@@ -148,12 +166,7 @@ pub fn startup(dir: &Path, settings: Settings, smgr: Arc<Smgr>) -> Result<(Share
     if !ctx.invalid.is_empty() {
         // Rule 2's promise broken: a skipped page whose relation was never dropped or
         // truncated below it (PostgreSQL PANICs with the same words).
-        let mut list: Vec<String> = ctx
-            .invalid
-            .iter()
-            .map(|((rel, fork), b)| format!("{rel} {fork} block {}", b.0))
-            .collect();
-        list.sort();
+        let list = ctx.invalid.describe();
         return Err(corrupt(format!(
             "WAL contains references to invalid pages: {}",
             list.join(", ")
@@ -172,8 +185,8 @@ pub fn startup(dir: &Path, settings: Settings, smgr: Arc<Smgr>) -> Result<(Share
             "{skipped} block references skipped: their relations are dropped or truncated later in the WAL"
         ));
     }
-    let wal = Arc::new(Wal::open(dir, seg, summary.end, summary.last_record)?);
-    if sh.late_wal.0.set(wal).is_err() {
+    let wal = Arc::new(Wal::open(&vfs, dir, seg, summary.end, summary.last_record)?);
+    if sh.late_wal.wal.set(wal).is_err() {
         unreachable!("the WAL is opened once");
     }
     load_catalog(&sh)?;
@@ -187,6 +200,33 @@ pub fn startup(dir: &Path, settings: Settings, smgr: Arc<Smgr>) -> Result<(Share
         aborted_unfinished,
     };
     Ok((sh, info))
+}
+
+/// Rule 7 (PostgreSQL's SyncDataDirectory): before replaying after a crash, make
+/// durable what the crashed process wrote but never fsynced — it is still in the
+/// kernel's page cache, so replay would read it, trust it, and never write it again;
+/// a power loss later would take it. O(files in the cluster), or one syncfs per file
+/// system with `recovery_init_sync_method = syncfs`.
+fn sync_data_directory(settings: &Settings, dir: &Path) -> Result<()> {
+    let started = std::time::Instant::now();
+    let err = |source| EngineError::Io {
+        op: "sync the data directory",
+        path: dir.to_path_buf(),
+        source,
+    };
+    let files = match settings.recovery_init_sync_method {
+        RecoverySyncMethod::Fsync => strata_vfs::sync_tree(&*settings.vfs, dir).map_err(err)?,
+        RecoverySyncMethod::Syncfs => {
+            strata_vfs::sync_filesystems(&*settings.vfs, dir).map_err(err)?;
+            0
+        }
+    };
+    (settings.log)(&format!(
+        "syncing data directory ({:?}), elapsed time: {:.3} s, {files} files",
+        settings.recovery_init_sync_method,
+        started.elapsed().as_secs_f64()
+    ));
+    Ok(())
 }
 
 /// `YYYY-MM-DD HH:MM:SS UTC` of a Unix time (the civil-from-days algorithm).
@@ -276,25 +316,107 @@ struct Redo<'a> {
     max_rel: RelFileNumber,
     max_oid: Oid,
     skipped_blocks: u64,
-    /// Pages skipped because their file or block did not exist, by fork: the lowest
-    /// block skipped. Each must be explained by a later drop or truncation (rule 2),
-    /// which forgets it; what remains at the end is corruption.
-    invalid: FxHashMap<(RelKey, ForkNumber), BlockNumber>,
+    /// Pages skipped because their file or block did not exist (rule 2).
+    invalid: InvalidPages,
+}
+
+/// Pages replay skipped because their file or block did not exist: per relation and
+/// fork, the lowest block skipped, indexed by database and tablespace too. Each must be
+/// explained by a later drop or truncation (rule 2), which forgets it in time
+/// proportional to the entries it forgets (rule 6); what remains at the end is
+/// corruption.
+#[derive(Default)]
+struct InvalidPages {
+    by_rel: FxHashMap<RelKey, [Option<BlockNumber>; ForkNumber::COUNT]>,
+    by_db: FxHashMap<Oid, FxHashSet<RelKey>>,
+    by_spc: FxHashMap<Oid, FxHashSet<RelKey>>,
+}
+
+impl InvalidPages {
+    fn is_empty(&self) -> bool {
+        self.by_rel.is_empty()
+    }
+
+    fn note(&mut self, rel: RelKey, fork: ForkNumber, block: BlockNumber) {
+        let forks = self.by_rel.entry(rel).or_insert_with(|| {
+            self.by_db.entry(rel.db).or_default().insert(rel);
+            self.by_spc.entry(rel.spc).or_default().insert(rel);
+            [None; ForkNumber::COUNT]
+        });
+        let e = &mut forks[fork.index()];
+        *e = Some(e.map_or(block, |b| b.min(block)));
+    }
+
+    /// O(1).
+    fn forget_rel(&mut self, rel: RelKey) {
+        if self.by_rel.remove(&rel).is_some() {
+            for (index, key) in [(&mut self.by_db, rel.db), (&mut self.by_spc, rel.spc)] {
+                if let Some(set) = index.get_mut(&key) {
+                    set.remove(&rel);
+                    if set.is_empty() {
+                        index.remove(&key);
+                    }
+                }
+            }
+        }
+    }
+
+    /// O(entries of the database).
+    fn forget_db(&mut self, db: Oid) {
+        for rel in self.by_db.remove(&db).unwrap_or_default() {
+            self.forget_rel(rel);
+        }
+    }
+
+    /// O(entries of the tablespace).
+    fn forget_spc(&mut self, spc: Oid) {
+        for rel in self.by_spc.remove(&spc).unwrap_or_default() {
+            self.forget_rel(rel);
+        }
+    }
+
+    /// A fork truncated to `len` blocks explains skipped blocks at or past `len`.
+    fn truncated(&mut self, rel: RelKey, fork: ForkNumber, len: BlockNumber) {
+        let Some(forks) = self.by_rel.get_mut(&rel) else {
+            return;
+        };
+        if forks[fork.index()].is_some_and(|b| b >= len) {
+            forks[fork.index()] = None;
+        }
+        if forks.iter().all(Option::is_none) {
+            self.forget_rel(rel);
+        }
+    }
+
+    fn describe(&self) -> Vec<String> {
+        let mut list: Vec<String> = self
+            .by_rel
+            .iter()
+            .flat_map(|(rel, forks)| {
+                ForkNumber::ALL.into_iter().filter_map(move |f| {
+                    forks[f.index()].map(|b| format!("{rel} {f} block {}", b.0))
+                })
+            })
+            .collect();
+        list.sort();
+        list
+    }
 }
 
 impl Redo<'_> {
     fn note_invalid(&mut self, rel: RelKey, fork: ForkNumber, block: BlockNumber) {
         self.skipped_blocks += 1;
-        let e = self.invalid.entry((rel, fork)).or_insert(block);
-        *e = (*e).min(block);
+        self.invalid.note(rel, fork, block);
     }
 
+    /// O(rels).
     fn forget_rels(&mut self, rels: &[RelKey]) {
         if self.invalid.is_empty() {
             return;
         }
-        let set: rustc_hash::FxHashSet<RelKey> = rels.iter().copied().collect();
-        self.invalid.retain(|(r, _), _| !set.contains(r));
+        for &r in rels {
+            self.invalid.forget_rel(r);
+        }
     }
 
     fn forget_created(&mut self, created: &[PendingCreate]) {
@@ -303,9 +425,9 @@ impl Redo<'_> {
         }
         for c in created {
             match *c {
-                PendingCreate::Rel(r) => self.forget_rels(&[r]),
-                PendingCreate::DbDir { db, .. } => self.invalid.retain(|(r, _), _| r.db != db),
-                PendingCreate::Tablespace(spc) => self.invalid.retain(|(r, _), _| r.spc != spc),
+                PendingCreate::Rel(r) => self.invalid.forget_rel(r),
+                PendingCreate::DbDir { db, .. } => self.invalid.forget_db(db),
+                PendingCreate::Tablespace(spc) => self.invalid.forget_spc(spc),
             }
         }
     }
@@ -357,10 +479,8 @@ impl Redo<'_> {
                 let c = CommitRecord::decode(&r.payload).map_err(corrupt)?;
                 sh.clog.set(xid, XidStatus::Committed);
                 self.forget_rels(&c.dropped_rels);
-                if !self.invalid.is_empty() {
-                    for (db, _) in &c.dropped_dbs {
-                        self.invalid.retain(|(r, _), _| r.db != *db);
-                    }
+                for (db, _) in &c.dropped_dbs {
+                    self.invalid.forget_db(*db);
                 }
                 remove_dropped(sh, &c)?;
                 self.unfinished.remove(&xid);
@@ -386,9 +506,7 @@ impl Redo<'_> {
             (RM_SMGR, SMGR_TRUNCATE) => {
                 let t = SmgrTruncate::decode(&r.payload).map_err(corrupt)?;
                 for (fork, len) in &t.forks {
-                    if self.invalid.get(&(t.rel, *fork)).is_some_and(|b| b >= len) {
-                        self.invalid.remove(&(t.rel, *fork));
-                    }
+                    self.invalid.truncated(t.rel, *fork, *len);
                 }
                 if self.spc_available(t.rel.spc) && sh.smgr.exists(t.rel, ForkNumber::Main) {
                     access::truncate_apply(sh, &t, r.end)?;

@@ -227,12 +227,12 @@ impl<'e> Txn<'e> {
         let xid = self.xid();
         {
             let _r = self.sh.redo_ptr.read();
-            self.sh.wal().insert(rmgr, info, xid.0, payload)?;
+            self.sh.wal_insert(rmgr, info, xid.0, payload)?;
             if let Some((_, list)) = self.sh.running.lock().as_mut() {
                 list.push(what);
             }
         }
-        self.sh.wal().write_through()?;
+        self.sh.wal_write_through()?;
         self.created.push(what);
         Ok(())
     }
@@ -448,7 +448,7 @@ impl<'e> Txn<'e> {
                 .wal()
                 .insert(RM_SMGR, SMGR_CREATE, xid.0, &rec.encode())?;
         }
-        self.sh.wal().write_through()?;
+        self.sh.wal_write_through()?;
         self.sh.smgr.create(dst, fork, false)?;
         let n = self.sh.smgr.nblocks(src, fork)?;
         let mode = if fork == ForkNumber::Main {
@@ -484,7 +484,7 @@ impl<'e> Txn<'e> {
             }
             .encode(&mut e);
             let _r = self.sh.redo_ptr.read();
-            let (_, end) = self.sh.wal().insert(RM_XLOG, XLOG_FPI, xid.0, &e.0)?;
+            let (_, end) = self.sh.wal_insert(RM_XLOG, XLOG_FPI, xid.0, &e.0)?;
             strata_page::set_lsn(&mut g, end);
         }
         Ok(())
@@ -693,15 +693,15 @@ impl<'e> Txn<'e> {
             dropped_spcs: std::mem::take(&mut self.dropped_spcs),
         };
         let _r = self.sh.redo_ptr.read();
+        // From here on the commit cannot become an abort (engine rule 7): if the record
+        // cannot be inserted or flushed, whether it is durable is unknown, so it is a
+        // PANIC — never the abort path, which would remove files a durable commit
+        // record still needs.
+        self.finished = true;
         let (_, end) = self
             .sh
-            .wal()
-            .insert(RM_XACT, XACT_COMMIT, xid.0, &rec.encode())?;
-        self.finished = true;
-        if let Err(e) = self.sh.wal().flush(end) {
-            // Whether the commit is durable is unknown: PostgreSQL PANICs here too.
-            panic!("PANIC: could not flush commit record of transaction {xid}: {e}");
-        }
+            .wal_insert(RM_XACT, XACT_COMMIT, xid.0, &rec.encode())?;
+        self.sh.wal_flush(end)?;
         self.sh.clog.set(xid, XidStatus::Committed);
         std::mem::take(&mut self.ov).apply(&mut self.sh.catalog.write());
         *self.sh.running.lock() = None;
@@ -729,8 +729,7 @@ impl<'e> Txn<'e> {
         let inserted = {
             let _r = self.sh.redo_ptr.read();
             self.sh
-                .wal()
-                .insert(RM_XACT, XACT_ABORT, xid.0, &rec.encode())
+                .wal_insert(RM_XACT, XACT_ABORT, xid.0, &rec.encode())
         };
         self.sh.clog.set(xid, XidStatus::Aborted);
         *self.sh.running.lock() = None;

@@ -32,8 +32,6 @@
 //!    entries is remembered until [`Smgr::sync_pending`] fsyncs it: a checkpoint makes
 //!    durable exactly what changed since the previous one, found in O(changes).
 
-pub mod vfs;
-
 use lru::LruCache;
 use parking_lot::Mutex;
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -47,8 +45,9 @@ use strata_types::{
     BlockNumber, ForkNumber, Oid, RelKey, BLCKSZ, DEFAULT_TABLESPACE, GLOBAL_TABLESPACE,
     RELSEG_BLOCKS, RELSEG_BYTES,
 };
+pub use strata_vfs as vfs;
+pub use strata_vfs::{StdVfs, Vfs, VfsFile};
 use thiserror::Error;
-pub use vfs::{StdVfs, Vfs, VfsFile};
 
 /// Name of the per-version directory inside a tablespace location.
 pub const TABLESPACE_VERSION_DIR: &str = "STRATA_1";
@@ -205,27 +204,47 @@ impl Smgr {
 
     /// fsyncs every fork changed and every directory whose entries changed since the
     /// last call (a checkpoint's sync phase, smgr rule 6). O(forks changed): never a
-    /// walk of the data directory. Forks removed meanwhile are skipped.
+    /// walk of the data directory. Forks removed meanwhile are skipped. On a failure
+    /// nothing is forgotten: what was not synced stays pending (and the manager is
+    /// latched failed, smgr rule 4), so no later call can report it durable.
     pub fn sync_pending(&self) -> Result<usize> {
         let pending = std::mem::take(&mut *self.pending.lock());
-        let mut synced = 0;
-        let mut forks: Vec<_> = pending.forks.into_iter().collect();
+        let mut forks: Vec<_> = pending.forks.iter().copied().collect();
         forks.sort_unstable();
-        for (rel, fork) in forks {
+        let mut dirs: Vec<_> = pending.dirs.iter().cloned().collect();
+        dirs.sort_unstable();
+        let result = self.sync_all_of(&forks, &dirs);
+        if result.is_err() {
+            let mut p = self.pending.lock();
+            p.forks.extend(pending.forks);
+            p.dirs.extend(pending.dirs);
+        }
+        result
+    }
+
+    fn sync_all_of(&self, forks: &[(RelKey, ForkNumber)], dirs: &[PathBuf]) -> Result<usize> {
+        self.check_writable()?;
+        let mut synced = 0;
+        for &(rel, fork) in forks {
             if !self.exists(rel, fork) {
                 continue;
             }
             self.sync(rel, fork)?;
             synced += 1;
         }
-        for dir in pending.dirs {
-            match self.vfs.sync_dir(&dir) {
+        for dir in dirs {
+            match self.vfs.sync_dir(dir) {
                 Ok(()) => synced += 1,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                Err(e) => return Err(self.fail(io_err("fsync", &dir, e))),
+                Err(e) => return Err(self.fail(io_err("fsync", dir, e))),
             }
         }
         Ok(synced)
+    }
+
+    /// The file system beneath (for the layers that share it).
+    pub fn vfs(&self) -> &Arc<dyn Vfs> {
+        &self.vfs
     }
 
     pub fn data_dir(&self) -> &Path {
@@ -271,6 +290,12 @@ impl Smgr {
     fn fail(&self, e: SmgrError) -> SmgrError {
         self.failed.store(true, Ordering::Release);
         e
+    }
+
+    /// Refuses every further change from now on (smgr rule 4), as after a failure: the
+    /// engine's PANIC latch, so that no page is written after durability became unknown.
+    pub fn latch_failed(&self) {
+        self.failed.store(true, Ordering::Release);
     }
 
     pub fn is_failed(&self) -> bool {
@@ -848,90 +873,21 @@ mod tests {
         );
     }
 
-    /// A file system whose writes fail once armed: checks smgr rule 4.
-    struct FailingVfs {
-        inner: StdVfs,
-        armed: Arc<AtomicBool>,
-    }
-    struct FailingFile {
-        inner: Arc<dyn VfsFile>,
-        armed: Arc<AtomicBool>,
-    }
-    impl VfsFile for FailingFile {
-        fn read_at(&self, b: &mut [u8], o: u64) -> io::Result<usize> {
-            self.inner.read_at(b, o)
-        }
-        fn write_all_at(&self, b: &[u8], o: u64) -> io::Result<()> {
-            if self.armed.load(Ordering::SeqCst) {
-                return Err(io::Error::other("injected EIO"));
-            }
-            self.inner.write_all_at(b, o)
-        }
-        fn size_bytes(&self) -> io::Result<u64> {
-            self.inner.size_bytes()
-        }
-        fn set_len(&self, l: u64) -> io::Result<()> {
-            self.inner.set_len(l)
-        }
-        fn sync(&self) -> io::Result<()> {
-            self.inner.sync()
-        }
-    }
-    impl Vfs for FailingVfs {
-        fn open(&self, p: &Path, c: bool) -> io::Result<Arc<dyn VfsFile>> {
-            Ok(Arc::new(FailingFile {
-                inner: self.inner.open(p, c)?,
-                armed: self.armed.clone(),
-            }))
-        }
-        fn remove_file(&self, p: &Path) -> io::Result<()> {
-            self.inner.remove_file(p)
-        }
-        fn create_dir(&self, p: &Path) -> io::Result<()> {
-            self.inner.create_dir(p)
-        }
-        fn create_dir_all(&self, p: &Path) -> io::Result<()> {
-            self.inner.create_dir_all(p)
-        }
-        fn remove_dir_all(&self, p: &Path) -> io::Result<()> {
-            self.inner.remove_dir_all(p)
-        }
-        fn symlink(&self, t: &Path, l: &Path) -> io::Result<()> {
-            self.inner.symlink(t, l)
-        }
-        fn read_link(&self, l: &Path) -> io::Result<PathBuf> {
-            self.inner.read_link(l)
-        }
-        fn exists(&self, p: &Path) -> bool {
-            self.inner.exists(p)
-        }
-        fn dir_is_empty(&self, p: &Path) -> io::Result<bool> {
-            self.inner.dir_is_empty(p)
-        }
-        fn sync_dir(&self, p: &Path) -> io::Result<()> {
-            self.inner.sync_dir(p)
-        }
-    }
-
     #[test]
     fn failed_write_latches() {
+        use strata_vfs::sim::{Fault, SimVfs};
         let dir = tempfile::tempdir().unwrap();
-        let armed = Arc::new(AtomicBool::new(false));
-        let vfs = FailingVfs {
-            inner: StdVfs,
-            armed: armed.clone(),
-        };
-        let s = Smgr::open(dir.path(), Arc::new(vfs), 8).unwrap();
+        let vfs = SimVfs::new(None, false).unwrap();
+        let s = Smgr::open(dir.path(), Arc::new(vfs.clone()), 8).unwrap();
         s.create_database_dir(DEFAULT_TABLESPACE, Oid(5)).unwrap();
         let r = rel(5, 1);
         s.extend(r, ForkNumber::Main, BlockNumber(0), &page(1))
             .unwrap();
-        armed.store(true, Ordering::SeqCst);
+        vfs.arm(Fault::parse("data:write:eio:0").unwrap());
         assert!(matches!(
             s.write(r, ForkNumber::Main, BlockNumber(0), &page(2)),
             Err(SmgrError::Io { .. })
         ));
-        armed.store(false, Ordering::SeqCst);
         // the disk works again, but the manager must not believe it (smgr rule 4)
         assert!(matches!(
             s.write(r, ForkNumber::Main, BlockNumber(0), &page(2)),
@@ -941,5 +897,24 @@ mod tests {
         s.read(r, ForkNumber::Main, BlockNumber(0), &mut buf)
             .unwrap();
         assert_eq!(buf[0], 1, "reads still work");
+    }
+
+    #[test]
+    fn failed_sync_is_never_forgotten() {
+        use strata_vfs::sim::{Fault, SimVfs};
+        let dir = tempfile::tempdir().unwrap();
+        let vfs = SimVfs::new(None, false).unwrap();
+        let s = Smgr::open(dir.path(), Arc::new(vfs.clone()), 8).unwrap();
+        s.create_database_dir(DEFAULT_TABLESPACE, Oid(5)).unwrap();
+        for n in 1..=3 {
+            s.extend(rel(5, n), ForkNumber::Main, BlockNumber(0), &page(1))
+                .unwrap();
+        }
+        vfs.arm(Fault::parse("data:sync:eio:1").unwrap());
+        assert!(s.sync_pending().is_err());
+        // The kernel dropped a fork's pages and will not say so again: the next
+        // checkpoint's sync must not succeed as if everything were durable.
+        assert!(s.sync_pending().is_err());
+        assert!(s.is_failed());
     }
 }

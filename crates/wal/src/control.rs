@@ -27,10 +27,9 @@
 //!    names the file: recovery never starts from a control file it cannot trust.
 
 use crate::WalError;
-use std::fs::{self, File};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use strata_types::{Lsn, RelFileNumber, BLCKSZ};
+use strata_vfs::Vfs;
 use thiserror::Error;
 
 const MAGIC: &[u8; 8] = b"STRATACF";
@@ -152,34 +151,29 @@ impl ControlFile {
     }
 
     /// Reads and verifies `global/pg_control` (rule 2).
-    pub fn read(data_dir: &Path) -> Result<ControlFile, ControlError> {
+    pub fn read(vfs: &dyn Vfs, data_dir: &Path) -> Result<ControlFile, ControlError> {
         let path = path_of(data_dir);
-        let bytes = fs::read(&path).map_err(|source| ControlError::Io {
+        let bytes = strata_vfs::read_file(vfs, &path).map_err(|source| ControlError::Io {
             path: path.clone(),
             source,
         })?;
         ControlFile::decode(&bytes, &path)
     }
 
-    /// Writes `global/pg_control` atomically (rule 1).
-    pub fn write(&self, data_dir: &Path) -> Result<(), WalError> {
-        let dir = data_dir.join("global");
+    /// Writes `global/pg_control` atomically (rule 1). A failure is fatal to the
+    /// caller: whether the old or the new file survives a crash is then unknown.
+    pub fn write(&self, vfs: &dyn Vfs, data_dir: &Path) -> Result<(), WalError> {
         let path = path_of(data_dir);
-        let tmp = dir.join("pg_control.tmp");
-        let mut f = File::create(&tmp).map_err(|e| crate::io_err("create", &tmp, e))?;
-        f.write_all(&self.encode())
-            .map_err(|e| crate::io_err("write", &tmp, e))?;
-        f.sync_all().map_err(|e| crate::io_err("fsync", &tmp, e))?;
-        fs::rename(&tmp, &path).map_err(|e| crate::io_err("rename", &path, e))?;
-        File::open(&dir)
-            .and_then(|d| d.sync_all())
-            .map_err(|e| crate::io_err("fsync", &dir, e))
+        strata_vfs::write_atomic(vfs, &path, &self.encode())
+            .map_err(|e| crate::io_err("write", &path, e))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
+    use strata_vfs::StdVfs;
 
     fn sample() -> ControlFile {
         ControlFile {
@@ -204,15 +198,15 @@ mod tests {
     #[test]
     fn round_trip_and_overwrite() {
         let dir = setup();
-        sample().write(dir.path()).unwrap();
-        assert_eq!(ControlFile::read(dir.path()).unwrap(), sample());
+        sample().write(&StdVfs, dir.path()).unwrap();
+        assert_eq!(ControlFile::read(&StdVfs, dir.path()).unwrap(), sample());
         let later = ControlFile {
             state: ClusterState::ShutDown,
             checkpoint: Lsn(0x2_0000_0000),
             ..sample()
         };
-        later.write(dir.path()).unwrap();
-        assert_eq!(ControlFile::read(dir.path()).unwrap(), later);
+        later.write(&StdVfs, dir.path()).unwrap();
+        assert_eq!(ControlFile::read(&StdVfs, dir.path()).unwrap(), later);
         assert!(!dir.path().join("global/pg_control.tmp").exists());
     }
 
@@ -221,10 +215,10 @@ mod tests {
         let dir = setup();
         let path = dir.path().join("global/pg_control");
         assert!(matches!(
-            ControlFile::read(dir.path()),
+            ControlFile::read(&StdVfs, dir.path()),
             Err(ControlError::Io { .. })
         ));
-        sample().write(dir.path()).unwrap();
+        sample().write(&StdVfs, dir.path()).unwrap();
         let good = fs::read(&path).unwrap();
         let cases: Vec<(Vec<u8>, &str)> = vec![
             (good[..100].to_vec(), "bytes"),
@@ -247,7 +241,9 @@ mod tests {
         ];
         for (bytes, expect) in cases {
             fs::write(&path, &bytes).unwrap();
-            let err = ControlFile::read(dir.path()).unwrap_err().to_string();
+            let err = ControlFile::read(&StdVfs, dir.path())
+                .unwrap_err()
+                .to_string();
             assert!(err.contains(expect) && err.contains("pg_control"), "{err}");
         }
     }
@@ -255,9 +251,9 @@ mod tests {
     #[test]
     fn a_leftover_temporary_file_is_ignored() {
         let dir = setup();
-        sample().write(dir.path()).unwrap();
+        sample().write(&StdVfs, dir.path()).unwrap();
         // a crash between writing the temporary file and the rename
         fs::write(dir.path().join("global/pg_control.tmp"), b"half").unwrap();
-        assert_eq!(ControlFile::read(dir.path()).unwrap(), sample());
+        assert_eq!(ControlFile::read(&StdVfs, dir.path()).unwrap(), sample());
     }
 }

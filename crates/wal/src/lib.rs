@@ -39,18 +39,23 @@
 //! 5. A segment is created whole, zero-filled and fsynced under a temporary name, then
 //!    renamed (as PostgreSQL's `wal_init_zero`): commits then write into allocated
 //!    blocks, so their fsync flushes data only, never the file's size or block map.
+//! 6. Every byte counted flushed has been fsynced by this process: [`Wal::open`] fsyncs
+//!    the segments it keeps, since a crashed predecessor may have left written but
+//!    unsynced WAL in the page cache, which a power loss would still take.
+//! 7. Every WAL file goes through the [`Vfs`] (`strata_vfs`), so tests can fail or lose
+//!    its writes and syncs.
 
 pub mod control;
 pub mod redo;
 
 use parking_lot::Mutex;
-use std::fs::{self, File, OpenOptions};
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use strata_buffer::WalFlusher;
 use strata_types::Lsn;
+use strata_vfs::{Vfs, VfsFile};
 use thiserror::Error;
 
 /// Default segment size, as PostgreSQL's.
@@ -142,9 +147,10 @@ struct InsertState {
 
 /// Writes byte ranges of the stream into segment files (under the flush lock).
 struct SegmentWriter {
+    vfs: Arc<dyn Vfs>,
     dir: PathBuf,
     seg_bytes: u64,
-    open: Option<(u64, File)>,
+    open: Option<(u64, Arc<dyn VfsFile>)>,
     /// Segments written since the last fsync.
     dirty: Vec<u64>,
 }
@@ -154,16 +160,15 @@ impl SegmentWriter {
         self.dir.join(segment_file_name(segno, self.seg_bytes))
     }
 
-    fn file(&mut self, segno: u64) -> Result<&File> {
+    fn file(&mut self, segno: u64) -> Result<&Arc<dyn VfsFile>> {
         if self.open.as_ref().map(|(s, _)| *s) != Some(segno) {
             let path = self.path(segno);
-            if !path.exists() {
-                create_zeroed(&self.dir, &path, self.seg_bytes)?;
+            if !self.vfs.exists(&path) {
+                create_zeroed(&*self.vfs, &self.dir, &path, self.seg_bytes)?;
             }
-            let f = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .open(&path)
+            let f = self
+                .vfs
+                .open(&path, false)
                 .map_err(|e| io_err("open", &path, e))?;
             self.open = Some((segno, f));
         }
@@ -211,41 +216,53 @@ pub struct Wal {
 impl Wal {
     /// Opens `data_dir/pg_wal` for appending at `end` (the end of valid WAL, as found by
     /// [`find_end`] or recovery), `prev` being the LSN of the last valid record (or
-    /// `Lsn::INVALID` for an empty log). Cuts everything beyond `end` (rule 2).
-    pub fn open(data_dir: &Path, seg_bytes: u64, end: Lsn, prev: Lsn) -> Result<Wal> {
+    /// `Lsn::INVALID` for an empty log). Cuts everything beyond `end` (rule 2), and
+    /// fsyncs every segment it keeps before counting them flushed (rule 6).
+    /// O(segments in pg_wal).
+    pub fn open(
+        vfs: &Arc<dyn Vfs>,
+        data_dir: &Path,
+        seg_bytes: u64,
+        end: Lsn,
+        prev: Lsn,
+    ) -> Result<Wal> {
         check_segment_bytes(seg_bytes)?;
         assert_eq!(end.0 % RECORD_ALIGN, 0, "WAL end {end} not aligned");
         let dir = data_dir.join("pg_wal");
-        fs::create_dir_all(&dir).map_err(|e| io_err("create directory", &dir, e))?;
+        vfs.create_dir_all(&dir)
+            .map_err(|e| io_err("create directory", &dir, e))?;
         let end_seg = end.0 / seg_bytes;
-        let entries = fs::read_dir(&dir).map_err(|e| io_err("read directory", &dir, e))?;
+        let entries = vfs
+            .list_dir(&dir)
+            .map_err(|e| io_err("read directory", &dir, e))?;
         for entry in entries {
-            let entry = entry.map_err(|e| io_err("read directory", &dir, e))?;
-            let name = entry.file_name();
-            let path = entry.path();
-            if name.to_string_lossy().ends_with(".tmp") {
+            let path = dir.join(&entry.name);
+            if entry.name.ends_with(".tmp") {
                 // A segment whose creation a crash interrupted (rule 5).
-                fs::remove_file(&path).map_err(|e| io_err("remove", &path, e))?;
+                vfs.remove_file(&path)
+                    .map_err(|e| io_err("remove", &path, e))?;
                 continue;
             }
-            let Some(segno) = parse_segment_name(&name.to_string_lossy(), seg_bytes) else {
+            let Some(segno) = parse_segment_name(&entry.name, seg_bytes) else {
                 continue;
             };
             if segno > end_seg {
-                fs::remove_file(&path).map_err(|e| io_err("remove", &path, e))?;
-            } else if segno == end_seg {
-                let f = OpenOptions::new()
-                    .write(true)
-                    .open(&path)
-                    .map_err(|e| io_err("open", &path, e))?;
-                zero_from(&f, end.0 % seg_bytes, seg_bytes)
-                    .and_then(|()| f.sync_all())
+                vfs.remove_file(&path)
+                    .map_err(|e| io_err("remove", &path, e))?;
+                continue;
+            }
+            let f = vfs
+                .open(&path, false)
+                .map_err(|e| io_err("open", &path, e))?;
+            if segno == end_seg {
+                zero_from(&*f, end.0 % seg_bytes, seg_bytes)
                     .map_err(|e| io_err("zero the tail of", &path, e))?;
             }
+            // Rule 6: bytes a crashed process left in the page cache are not durable
+            // until this returns.
+            f.sync().map_err(|e| io_err("fsync", &path, e))?;
         }
-        File::open(&dir)
-            .and_then(|d| d.sync_all())
-            .map_err(|e| io_err("fsync", &dir, e))?;
+        vfs.sync_dir(&dir).map_err(|e| io_err("fsync", &dir, e))?;
         Ok(Wal {
             seg_bytes,
             insert: Mutex::new(InsertState {
@@ -255,6 +272,7 @@ impl Wal {
                 prev,
             }),
             writer: Mutex::new(SegmentWriter {
+                vfs: vfs.clone(),
                 dir,
                 seg_bytes,
                 open: None,
@@ -352,21 +370,24 @@ impl Wal {
     /// Removes every segment wholly before `lsn` (a checkpoint's redo point: recovery
     /// never reads before it). Returns how many were removed. O(files in pg_wal).
     pub fn remove_segments_before(&self, lsn: Lsn) -> Result<usize> {
+        self.check()?;
         let keep_from = lsn.0 / self.seg_bytes;
         let writer = self.writer.lock();
-        let entries =
-            fs::read_dir(&writer.dir).map_err(|e| io_err("read directory", &writer.dir, e))?;
+        let entries = writer
+            .vfs
+            .list_dir(&writer.dir)
+            .map_err(|e| io_err("read directory", &writer.dir, e))?;
         let mut removed = 0;
         for entry in entries {
-            let entry = entry.map_err(|e| io_err("read directory", &writer.dir, e))?;
-            let Some(segno) =
-                parse_segment_name(&entry.file_name().to_string_lossy(), self.seg_bytes)
-            else {
+            let Some(segno) = parse_segment_name(&entry.name, self.seg_bytes) else {
                 continue;
             };
             if segno < keep_from {
-                let path = entry.path();
-                fs::remove_file(&path).map_err(|e| io_err("remove", &path, e))?;
+                let path = writer.dir.join(&entry.name);
+                writer
+                    .vfs
+                    .remove_file(&path)
+                    .map_err(|e| io_err("remove", &path, e))?;
                 removed += 1;
             }
         }
@@ -410,7 +431,7 @@ impl WalFlusher for Wal {
 }
 
 /// Writes zeros over `[from, len)` of `f` (real writes, not a hole: rule 5).
-fn zero_from(f: &File, from: u64, len: u64) -> io::Result<()> {
+fn zero_from(f: &dyn VfsFile, from: u64, len: u64) -> io::Result<()> {
     let zeros = vec![0u8; 1 << 20];
     let mut off = from;
     while off < len {
@@ -418,24 +439,26 @@ fn zero_from(f: &File, from: u64, len: u64) -> io::Result<()> {
         f.write_all_at(&zeros[..n], off)?;
         off += n as u64;
     }
-    f.set_len(len)
+    if f.size_bytes()? != len {
+        f.set_len(len)?;
+    }
+    Ok(())
 }
 
 /// Creates a whole, zero-filled, fsynced segment at `path` (rule 5).
-fn create_zeroed(dir: &Path, path: &Path, seg_bytes: u64) -> Result<()> {
+fn create_zeroed(vfs: &dyn Vfs, dir: &Path, path: &Path, seg_bytes: u64) -> Result<()> {
     let tmp = path.with_extension("tmp");
-    let f = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&tmp)
+    let f = vfs
+        .open(&tmp, true)
         .map_err(|e| io_err("create", &tmp, e))?;
-    zero_from(&f, 0, seg_bytes)
-        .and_then(|()| f.sync_all())
+    f.set_len(0)
+        .and_then(|()| zero_from(&*f, 0, seg_bytes))
+        .and_then(|()| f.sync())
         .map_err(|e| io_err("zero-fill", &tmp, e))?;
-    fs::rename(&tmp, path).map_err(|e| io_err("rename", &tmp, e))?;
-    File::open(dir)
-        .and_then(|d| d.sync_all())
+    drop(f);
+    vfs.rename(&tmp, path)
+        .map_err(|e| io_err("rename", &tmp, e))?;
+    vfs.sync_dir(dir)
         .map_err(|e| io_err("fsync directory of", path, e))
 }
 
@@ -483,11 +506,12 @@ impl std::fmt::Display for StopReason {
 
 /// Reads records from an LSN onwards; stops at the first invalid one (rule 1).
 pub struct WalReader {
+    vfs: Arc<dyn Vfs>,
     dir: PathBuf,
     seg_bytes: u64,
     next: Lsn,
     prev: Lsn,
-    file: Option<(u64, File)>,
+    file: Option<(u64, Arc<dyn VfsFile>)>,
     stop: Option<StopReason>,
     /// Read-ahead: bytes of the log from `cache_start`, as read from the file (only
     /// what was there: a log that grows later is read again past the cached end).
@@ -507,9 +531,16 @@ enum ReadFail {
 impl WalReader {
     /// A reader starting at `start`, expecting the record there to link back to `prev`
     /// (`Lsn::INVALID` to skip that check for the first record).
-    pub fn new(data_dir: &Path, seg_bytes: u64, start: Lsn, prev: Lsn) -> Result<WalReader> {
+    pub fn new(
+        vfs: &Arc<dyn Vfs>,
+        data_dir: &Path,
+        seg_bytes: u64,
+        start: Lsn,
+        prev: Lsn,
+    ) -> Result<WalReader> {
         check_segment_bytes(seg_bytes)?;
         Ok(WalReader {
+            vfs: vfs.clone(),
             dir: data_dir.join("pg_wal"),
             seg_bytes,
             next: start,
@@ -542,7 +573,7 @@ impl WalReader {
         let offset = lsn.0 % self.seg_bytes;
         if self.file.as_ref().map(|(s, _)| *s) != Some(segno) {
             let path = self.dir.join(segment_file_name(segno, self.seg_bytes));
-            match File::open(&path) {
+            match self.vfs.open(&path, false) {
                 Ok(f) => self.file = Some((segno, f)),
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {
                     return Err(ReadFail::Missing(segno))
@@ -661,12 +692,13 @@ impl WalReader {
 /// Reads from `start` to the end of valid WAL: returns (end, last record's LSN, reason).
 /// O(WAL from `start`).
 pub fn find_end(
+    vfs: &Arc<dyn Vfs>,
     data_dir: &Path,
     seg_bytes: u64,
     start: Lsn,
     prev: Lsn,
 ) -> Result<(Lsn, Lsn, StopReason)> {
-    let mut r = WalReader::new(data_dir, seg_bytes, start, prev)?;
+    let mut r = WalReader::new(vfs, data_dir, seg_bytes, start, prev)?;
     while r.next_record()?.is_some() {}
     let reason = r.stop_reason().cloned().unwrap_or(StopReason::End);
     Ok((r.end(), r.last_lsn(), reason))

@@ -21,7 +21,6 @@
 
 use crate::{Record, RmgrId, StopReason, WalReader};
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::time::{Duration, Instant};
 use strata_types::Lsn;
 use thiserror::Error;
@@ -60,33 +59,27 @@ pub struct RedoSummary {
     pub per_type: BTreeMap<(RmgrId, u8), TypeStats>,
 }
 
-/// Replays from `start` (whose record links back to `prev`, or `Lsn::INVALID` to not
-/// check) to the end of valid WAL, calling `apply` for each record, and `log` with each
-/// log line. O(records replayed) plus what `apply` costs.
+/// Replays with `reader` (positioned at the first record to replay) to the end of valid
+/// WAL, calling `apply` for each record, and `log` with each log line. O(records
+/// replayed) plus what `apply` costs.
 pub fn redo(
-    data_dir: &Path,
-    seg_bytes: u64,
-    start: Lsn,
-    prev: Lsn,
+    reader: WalReader,
     apply: impl FnMut(&Record) -> Result<(), String>,
     log: &mut dyn FnMut(&str),
 ) -> Result<RedoSummary, RedoError> {
-    redo_named(data_dir, seg_bytes, start, prev, apply, log, &|_, _| "")
+    redo_named(reader, apply, log, &|_, _| "")
 }
 
 /// [`redo`], naming each record type in the statistics lines with `name` (the
 /// resource managers live above this crate).
 pub fn redo_named(
-    data_dir: &Path,
-    seg_bytes: u64,
-    start: Lsn,
-    prev: Lsn,
+    mut reader: WalReader,
     mut apply: impl FnMut(&Record) -> Result<(), String>,
     log: &mut dyn FnMut(&str),
     name: &dyn Fn(RmgrId, u8) -> &'static str,
 ) -> Result<RedoSummary, RedoError> {
     let began = Instant::now();
-    let mut reader = WalReader::new(data_dir, seg_bytes, start, prev)?;
+    let start = reader.end();
     let mut per_type: BTreeMap<(RmgrId, u8), TypeStats> = BTreeMap::new();
     let mut records = 0u64;
     while let Some(record) = reader.next_record()? {
@@ -141,13 +134,22 @@ pub fn redo_named(
 mod tests {
     use super::*;
     use crate::Wal;
+    use std::sync::Arc;
 
     const SEG: u64 = 64 << 10;
+
+    fn vfs() -> Arc<dyn strata_vfs::Vfs> {
+        strata_vfs::StdVfs::arc()
+    }
+
+    fn reader(dir: &std::path::Path) -> WalReader {
+        WalReader::new(&vfs(), dir, SEG, Lsn(SEG), Lsn::INVALID).unwrap()
+    }
 
     #[test]
     fn replays_in_order_counts_types_and_logs_like_postgres() {
         let dir = tempfile::tempdir().unwrap();
-        let wal = Wal::open(dir.path(), SEG, Lsn(SEG), Lsn::INVALID).unwrap();
+        let wal = Wal::open(&vfs(), dir.path(), SEG, Lsn(SEG), Lsn::INVALID).unwrap();
         let mut lsns = Vec::new();
         for i in 0..300u32 {
             let (lsn, end) = wal
@@ -159,10 +161,7 @@ mod tests {
         let mut seen = Vec::new();
         let mut lines = Vec::new();
         let summary = redo(
-            dir.path(),
-            SEG,
-            Lsn(SEG),
-            Lsn::INVALID,
+            reader(dir.path()),
             |r| {
                 seen.push(r.xid);
                 Ok(())
@@ -201,16 +200,11 @@ mod tests {
     #[test]
     fn nothing_to_replay_is_said_so() {
         let dir = tempfile::tempdir().unwrap();
-        let _wal = Wal::open(dir.path(), SEG, Lsn(SEG), Lsn::INVALID).unwrap();
+        let _wal = Wal::open(&vfs(), dir.path(), SEG, Lsn(SEG), Lsn::INVALID).unwrap();
         let mut lines = Vec::new();
-        let s = redo(
-            dir.path(),
-            SEG,
-            Lsn(SEG),
-            Lsn::INVALID,
-            |_| Ok(()),
-            &mut |l| lines.push(l.to_string()),
-        )
+        let s = redo(reader(dir.path()), |_| Ok(()), &mut |l| {
+            lines.push(l.to_string())
+        })
         .unwrap();
         assert_eq!(s.records, 0);
         assert_eq!(lines[0], "redo is not required");
@@ -219,7 +213,7 @@ mod tests {
     #[test]
     fn a_record_that_cannot_be_applied_stops_recovery_and_is_named() {
         let dir = tempfile::tempdir().unwrap();
-        let wal = Wal::open(dir.path(), SEG, Lsn(SEG), Lsn::INVALID).unwrap();
+        let wal = Wal::open(&vfs(), dir.path(), SEG, Lsn(SEG), Lsn::INVALID).unwrap();
         let mut bad = Lsn::INVALID;
         for i in 0..10u32 {
             let (lsn, _) = wal.insert(RmgrId(7), 0x20, i, b"").unwrap();
@@ -230,10 +224,7 @@ mod tests {
         wal.flush(wal.insert_lsn()).unwrap();
         let mut applied = 0;
         let err = redo(
-            dir.path(),
-            SEG,
-            Lsn(SEG),
-            Lsn::INVALID,
+            reader(dir.path()),
             |r| {
                 if r.xid == 4 {
                     return Err("relation 5/1 missing".into());

@@ -2,9 +2,14 @@
 //! tail can end (clean, torn, corrupt, zeroed, stale), concurrency, and the pool hook.
 
 use super::*;
+use std::fs::{self, OpenOptions};
 use std::sync::Arc;
 
 const SEG: u64 = 64 << 10; // small segments: records cross boundaries often
+
+fn vfs() -> Arc<dyn Vfs> {
+    strata_vfs::StdVfs::arc()
+}
 
 fn payload(i: u64) -> Vec<u8> {
     let n = (i * 7919 % 3000) as usize;
@@ -12,7 +17,7 @@ fn payload(i: u64) -> Vec<u8> {
 }
 
 fn fill(dir: &Path, n: u64) -> (Wal, Vec<(Lsn, Lsn)>) {
-    let wal = Wal::open(dir, SEG, Lsn(SEG), Lsn::INVALID).unwrap();
+    let wal = Wal::open(&vfs(), dir, SEG, Lsn(SEG), Lsn::INVALID).unwrap();
     let mut pos = Vec::new();
     for i in 0..n {
         pos.push(
@@ -25,7 +30,7 @@ fn fill(dir: &Path, n: u64) -> (Wal, Vec<(Lsn, Lsn)>) {
 }
 
 fn read_all(dir: &Path, start: Lsn) -> (Vec<Record>, WalReader) {
-    let mut r = WalReader::new(dir, SEG, start, Lsn::INVALID).unwrap();
+    let mut r = WalReader::new(&vfs(), dir, SEG, start, Lsn::INVALID).unwrap();
     let mut out = Vec::new();
     while let Some(rec) = r.next_record().unwrap() {
         out.push(rec);
@@ -44,7 +49,7 @@ fn names_match_postgres() {
     assert_eq!(segment_file_name(256, s), "000000010000000100000000");
     assert_eq!(parse_segment_name("000000010000000100000003", s), Some(259));
     assert_eq!(parse_segment_name("00000001000000010000000G", s), None);
-    assert!(Wal::open(Path::new("/nonexistent"), 3000, Lsn(0), Lsn(0)).is_err());
+    assert!(Wal::open(&vfs(), Path::new("/nonexistent"), 3000, Lsn(0), Lsn(0)).is_err());
 }
 
 #[test]
@@ -78,9 +83,9 @@ fn reopen_at_the_end_continues_the_chain() {
     let dir = tempfile::tempdir().unwrap();
     let (wal, pos) = fill(dir.path(), 100);
     drop(wal);
-    let (end, last, reason) = find_end(dir.path(), SEG, Lsn(SEG), Lsn::INVALID).unwrap();
+    let (end, last, reason) = find_end(&vfs(), dir.path(), SEG, Lsn(SEG), Lsn::INVALID).unwrap();
     assert_eq!((end, last, reason), (pos[99].1, pos[99].0, StopReason::End));
-    let wal = Wal::open(dir.path(), SEG, end, last).unwrap();
+    let wal = Wal::open(&vfs(), dir.path(), SEG, end, last).unwrap();
     let (l, e) = wal.insert(RmgrId(9), 0, 0, b"after restart").unwrap();
     wal.flush(e).unwrap();
     let (recs, _) = read_all(dir.path(), Lsn(SEG));
@@ -100,10 +105,10 @@ fn torn_tail_ends_at_the_last_whole_record_and_is_cut_on_open() {
         .open(segment_path(dir.path(), last))
         .unwrap();
     f.set_len(last.0 % SEG + 20).unwrap();
-    let (end, prev, reason) = find_end(dir.path(), SEG, Lsn(SEG), Lsn::INVALID).unwrap();
+    let (end, prev, reason) = find_end(&vfs(), dir.path(), SEG, Lsn(SEG), Lsn::INVALID).unwrap();
     assert_eq!((end, prev, reason), (last, pos[198].0, StopReason::Torn));
     // Reopen there, append: the torn bytes are gone, the chain is whole.
-    let wal = Wal::open(dir.path(), SEG, end, prev).unwrap();
+    let wal = Wal::open(&vfs(), dir.path(), SEG, end, prev).unwrap();
     let (_, e) = wal.insert(RmgrId(1), 0, 0, b"x").unwrap();
     wal.flush(e).unwrap();
     let (recs, r) = read_all(dir.path(), Lsn(SEG));
@@ -140,14 +145,14 @@ fn zeroed_tail_is_a_clean_end() {
         .open(segment_path(dir.path(), end))
         .unwrap();
     f.set_len(end.0 % SEG + 8192).unwrap(); // preallocated zeros after the end
-    let (e, _, reason) = find_end(dir.path(), SEG, Lsn(SEG), Lsn::INVALID).unwrap();
+    let (e, _, reason) = find_end(&vfs(), dir.path(), SEG, Lsn(SEG), Lsn::INVALID).unwrap();
     assert_eq!((e, reason), (end, StopReason::End));
 }
 
 #[test]
 fn stale_record_at_the_wrong_position_is_not_replayed() {
     let dir = tempfile::tempdir().unwrap();
-    let wal = Wal::open(dir.path(), SEG, Lsn(SEG), Lsn::INVALID).unwrap();
+    let wal = Wal::open(&vfs(), dir.path(), SEG, Lsn(SEG), Lsn::INVALID).unwrap();
     let mut pos = Vec::new();
     for i in 0..10u8 {
         pos.push(wal.insert(RmgrId(1), i, 0, &[i; 40]).unwrap());
@@ -186,7 +191,7 @@ fn missing_segment_ends_the_log() {
 #[test]
 fn concurrent_inserts_form_one_chain() {
     let dir = tempfile::tempdir().unwrap();
-    let wal = Arc::new(Wal::open(dir.path(), SEG, Lsn(SEG), Lsn::INVALID).unwrap());
+    let wal = Arc::new(Wal::open(&vfs(), dir.path(), SEG, Lsn(SEG), Lsn::INVALID).unwrap());
     let threads: Vec<_> = (0..2u32)
         .map(|t| {
             let wal = wal.clone();
@@ -231,7 +236,7 @@ fn buffer_pool_flushes_wal_before_writing_a_page() {
         BlockNumber, BufferTag, ForkNumber, Oid, RelFileNumber, RelKey, DEFAULT_TABLESPACE,
     };
     let dir = tempfile::tempdir().unwrap();
-    let wal = Arc::new(Wal::open(dir.path(), SEG, Lsn(SEG), Lsn::INVALID).unwrap());
+    let wal = Arc::new(Wal::open(&vfs(), dir.path(), SEG, Lsn(SEG), Lsn::INVALID).unwrap());
     let smgr = Arc::new(Smgr::open(dir.path(), Arc::new(StdVfs), 16).unwrap());
     smgr.create_database_dir(DEFAULT_TABLESPACE, Oid(5))
         .unwrap();
