@@ -22,11 +22,14 @@
 //! 3. Files go after the record that makes it so is durable: a commit's drops after its
 //!    commit record is flushed, a truncation after its record is flushed. Buffers are
 //!    dropped before files, so no write-back can recreate a removed file.
-//! 4. A file is created only after its create record has been written to the kernel
-//!    (`Wal::write_through`): after a process crash, every file recovery does not know
-//!    about is one it can find in the WAL, and removes if its transaction never
-//!    committed. Creates made before a checkpoint's redo point by the transaction then
-//!    running travel in the checkpoint record.
+//! 4. A file a transaction creates is created only after its create record is durable
+//!    (flushed, not merely written: a power loss can take unsynced WAL yet keep the new
+//!    directory entry). So every file recovery does not know about is one it finds in
+//!    the WAL, and removes if its transaction never committed. Forks and copies that
+//!    a durable create covers (a map fork of an existing relation, files inside a new
+//!    database's directory) need only reach the kernel (`Wal::write_through`). Creates
+//!    made before a checkpoint's redo point by the transaction then running travel in
+//!    the checkpoint record.
 //! 5. Between a commit or truncate record and its file removal, a checkpoint cannot
 //!    begin (the remover holds the redo-pointer lock shared): a crash never leaves a
 //!    durable drop whose files survive because replay started after its record.

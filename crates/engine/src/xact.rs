@@ -225,14 +225,17 @@ impl<'e> Txn<'e> {
         payload: &[u8],
     ) -> Result<()> {
         let xid = self.xid();
-        {
+        let end = {
             let _r = self.sh.redo_ptr.read();
-            self.sh.wal_insert(rmgr, info, xid.0, payload)?;
+            let (_, end) = self.sh.wal_insert(rmgr, info, xid.0, payload)?;
             if let Some((_, list)) = self.sh.running.lock().as_mut() {
                 list.push(what);
             }
-        }
-        self.sh.wal_write_through()?;
+            end
+        };
+        // Engine rule 4: durable before the file exists, so that even a power loss
+        // cannot keep a file whose create record it took.
+        self.sh.wal_flush(end)?;
         self.created.push(what);
         Ok(())
     }
@@ -445,8 +448,7 @@ impl<'e> Txn<'e> {
         {
             let _r = self.sh.redo_ptr.read();
             self.sh
-                .wal()
-                .insert(RM_SMGR, SMGR_CREATE, xid.0, &rec.encode())?;
+                .wal_insert(RM_SMGR, SMGR_CREATE, xid.0, &rec.encode())?;
         }
         self.sh.wal_write_through()?;
         self.sh.smgr.create(dst, fork, false)?;
