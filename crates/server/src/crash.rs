@@ -34,8 +34,10 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use strata_engine::{ColType, Column, CreateDbStrategy, Engine, Settings, Value};
+use strata_vfs::sim::SimVfs;
 
 const DB: &str = "postgres";
 
@@ -161,8 +163,48 @@ fn emit(out: &mut impl Write, line: &str) -> Result<(), String> {
         .map_err(|e| format!("could not write to stdout: {e}"))
 }
 
-/// The worker: recovers `dir`, then runs random transactions until killed.
-pub fn worker(dir: &Path, settings: Settings, seed: u64, id_base: i64) -> Result<(), String> {
+/// The simulated disk over `journal` (power-loss runs), as the worker and the
+/// checker both use it: every sync either makes is recorded (sim rule 1).
+fn sim_settings(settings: &Settings, journal: &Path) -> Result<(Settings, SimVfs), String> {
+    let sim = SimVfs::new(Some(journal), false)
+        .map_err(|e| format!("simulated disk {}: {e}", journal.display()))?;
+    let s = Settings {
+        vfs: Arc::new(sim.clone()),
+        ..settings.clone()
+    };
+    Ok((s, sim))
+}
+
+/// With a simulated disk: a thread waits for `POWERLOSS <seed>` on stdin, then loses
+/// power and ends the process at once.
+fn listen_for_power_loss(sim: SimVfs) {
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines() {
+            let Ok(line) = line else { return };
+            if let Some(seed) = line.strip_prefix("POWERLOSS ") {
+                sim.power_loss_and_exit(seed.trim().parse().unwrap_or(0));
+            }
+        }
+    });
+}
+
+/// The worker: recovers `dir`, then runs random transactions until killed (or until
+/// it loses power, with a `journal` for the simulated disk).
+pub fn worker(
+    dir: &Path,
+    settings: Settings,
+    seed: u64,
+    id_base: i64,
+    journal: Option<&Path>,
+) -> Result<(), String> {
+    let settings = match journal {
+        Some(j) => {
+            let (s, sim) = sim_settings(&settings, j)?;
+            listen_for_power_loss(sim);
+            s
+        }
+        None => settings,
+    };
     let engine = Engine::open(dir, settings).map_err(|e| e.to_string())?;
     let mut out = std::io::stdout().lock();
     emit(&mut out, "READY")?;
@@ -417,14 +459,19 @@ pub fn check_checksums(dir: &Path, problems: &mut Vec<String>) {
         let Ok(bytes) = std::fs::read(&path) else {
             continue;
         };
-        if bytes.len() % 8192 != 0 {
+        let whole = bytes.len() / 8192 * 8192;
+        if bytes[whole..].iter().any(|b| *b != 0) {
+            // A partial block of zeros is the trace of an extension torn by a power
+            // loss (the smgr counts whole blocks only, and the next extension
+            // overwrites it, as PostgreSQL's mdnblocks); anything else is damage.
             problems.push(format!(
-                "{}: {} bytes, not whole pages",
+                "{}: {} bytes, a partial last block with data",
                 path.display(),
                 bytes.len()
             ));
             continue;
         }
+        let bytes = &bytes[..whole];
         let seg: u32 = name
             .split('.')
             .nth(1)
@@ -527,6 +574,8 @@ pub struct CrashRun {
     pub seed: u64,
     pub settings_args: Vec<String>,
     pub verbose: bool,
+    /// Lose power (simulated disk) instead of SIGKILL.
+    pub power_loss: bool,
 }
 
 /// Summary of a crash run.
@@ -543,6 +592,214 @@ enum Event {
     Eof,
 }
 
+/// A running worker process and the lines it printed.
+struct Worker {
+    child: std::process::Child,
+    rx: mpsc::Receiver<Event>,
+    reader: std::thread::JoinHandle<()>,
+    log_path: std::path::PathBuf,
+}
+
+fn spawn_worker(
+    opts: &CrashRun,
+    dir: &Path,
+    tmp: &Path,
+    it: u64,
+    worker_seed: u64,
+) -> Result<Worker, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let log_path = tmp.join(format!("worker-{it}.log"));
+    let log_file = std::fs::File::create(&log_path).map_err(|e| e.to_string())?;
+    let mut cmd = Command::new(&exe);
+    cmd.args(["debug", "crash-worker", "-D"])
+        .arg(dir)
+        .args(["--seed", &worker_seed.to_string()])
+        .args(["--id-base", &((it as i64 + 1) * 10_000_000).to_string()]);
+    for s in &opts.settings_args {
+        cmd.args(["-c", s]);
+    }
+    if opts.power_loss {
+        cmd.arg("--journal").arg(tmp.join("sim.journal"));
+    }
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(log_file)
+        .spawn()
+        .map_err(|e| format!("could not start the worker: {e}"))?;
+    let stdout = child.stdout.take().expect("piped");
+    let (tx, rx) = mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            match line {
+                Ok(l) => {
+                    if tx.send(Event::Line(l)).is_err() {
+                        return;
+                    }
+                }
+                Err(_) => break,
+            }
+        }
+        let _ = tx.send(Event::Eof);
+    });
+    Ok(Worker {
+        child,
+        rx,
+        reader,
+        log_path,
+    })
+}
+
+/// Where one crash happens: sometimes during the worker's own recovery, otherwise after
+/// a number of commits plus a delay (mid-transaction, mid-commit, mid-checkpoint,
+/// mid-vacuum).
+struct CrashPoint {
+    during_startup: bool,
+    want_commits: u64,
+    delay: Duration,
+    startup_delay: Duration,
+    power_seed: u64,
+}
+
+impl CrashPoint {
+    fn draw(rng: &mut XorShiftRng) -> CrashPoint {
+        CrashPoint {
+            during_startup: rng.random_bool(0.1),
+            want_commits: rng.random_range(0..25u64),
+            delay: Duration::from_micros(rng.random_range(0..15_000)),
+            startup_delay: Duration::from_micros(rng.random_range(0..30_000)),
+            power_seed: rng.random_range(0..u64::MAX),
+        }
+    }
+}
+
+/// Waits for the crash point, then SIGKILLs the worker or makes it lose power.
+/// Returns the lines the worker printed, and its commits before the crash.
+fn crash_worker(
+    w: Worker,
+    at: &CrashPoint,
+    power_loss: bool,
+    it: u64,
+) -> Result<(Vec<String>, u64), String> {
+    let Worker {
+        mut child,
+        rx,
+        reader,
+        log_path,
+    } = w;
+    let mut lines = Vec::new();
+    let mut commits = 0u64;
+    let mut exited_early = false;
+    if at.during_startup {
+        std::thread::sleep(at.startup_delay);
+    } else {
+        let mut ready = false;
+        loop {
+            match rx.recv_timeout(Duration::from_secs(120)) {
+                Ok(Event::Line(l)) => {
+                    ready |= l == "READY";
+                    commits += u64::from(l.starts_with("C "));
+                    lines.push(l);
+                    if ready && commits >= at.want_commits {
+                        break;
+                    }
+                }
+                Ok(Event::Eof) => {
+                    exited_early = true;
+                    break;
+                }
+                Err(_) => return Err(format!("crash iteration {it}: worker silent for 120 s")),
+            }
+        }
+        std::thread::sleep(at.delay);
+    }
+    let lost_power = power_loss && !exited_early && lose_power(&mut child, at.power_seed);
+    if !lost_power {
+        let _ = child.kill(); // SIGKILL
+    }
+    let status = child.wait().map_err(|e| e.to_string())?;
+    let _ = reader.join();
+    while let Ok(ev) = rx.try_recv() {
+        if let Event::Line(l) = ev {
+            lines.push(l);
+        }
+    }
+    let killed_by_us = lost_power || !status.success() || at.during_startup;
+    if exited_early || !killed_by_us {
+        let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+        return Err(format!(
+            "crash iteration {it}: the worker stopped by itself ({status}):\n{log}"
+        ));
+    }
+    Ok((lines, commits))
+}
+
+/// Asks the worker to lose power; true if it did so within 30 s.
+fn lose_power(child: &mut std::process::Child, seed: u64) -> bool {
+    let Some(stdin) = child.stdin.as_mut() else {
+        return false;
+    };
+    if writeln!(stdin, "POWERLOSS {seed}")
+        .and_then(|()| stdin.flush())
+        .is_err()
+    {
+        return false;
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    false
+}
+
+/// Replays the worker's protocol lines into the model; returns the transaction in
+/// doubt, if any.
+fn replay_lines(
+    lines: &[String],
+    model: &mut Model,
+    summary: &mut CrashSummary,
+) -> Result<Option<(u64, Vec<Op>)>, String> {
+    let mut pending: BTreeMap<u64, Vec<Op>> = BTreeMap::new();
+    for l in lines {
+        let mut parts = l.splitn(3, ' ');
+        let kind = parts.next().unwrap_or("");
+        let seq: u64 = match parts.next().and_then(|s| s.parse().ok()) {
+            Some(s) => s,
+            None => continue, // READY
+        };
+        match kind {
+            "B" => {
+                let ops = parts
+                    .next()
+                    .unwrap_or("")
+                    .split(';')
+                    .filter(|s| !s.is_empty())
+                    .map(Op::parse)
+                    .collect::<Result<Vec<_>, _>>()?;
+                pending.insert(seq, ops);
+            }
+            "C" => {
+                let ops = pending
+                    .remove(&seq)
+                    .ok_or_else(|| format!("C {seq} without B"))?;
+                model.apply(seq, &ops);
+                summary.commits += 1;
+            }
+            "A" => {
+                pending.remove(&seq);
+            }
+            _ => return Err(format!("unexpected worker line \"{l}\"")),
+        }
+    }
+    if pending.len() > 1 {
+        return Err(format!("more than one transaction in doubt: {pending:?}"));
+    }
+    Ok(pending.into_iter().next())
+}
+
 /// Runs `iterations` crash cycles on a fresh cluster in a temporary directory.
 pub fn run(opts: &CrashRun) -> Result<CrashSummary, String> {
     let settings = crate::config::settings_from(&opts.settings_args)?;
@@ -553,7 +810,7 @@ pub fn run(opts: &CrashRun) -> Result<CrashSummary, String> {
     let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
     let dir = tmp.path().join("data");
     Engine::init(&dir, quiet.clone()).map_err(|e| e.to_string())?;
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let journal = tmp.path().join("sim.journal");
     let mut rng = XorShiftRng::seed_from_u64(opts.seed);
     let mut model = Model::default();
     let mut summary = CrashSummary {
@@ -565,124 +822,19 @@ pub fn run(opts: &CrashRun) -> Result<CrashSummary, String> {
     };
     for it in 0..opts.iterations {
         let worker_seed = rng.random_range(0..u64::MAX);
-        let log_path = tmp.path().join(format!("worker-{it}.log"));
-        let log_file = std::fs::File::create(&log_path).map_err(|e| e.to_string())?;
-        let mut cmd = Command::new(&exe);
-        cmd.args(["debug", "crash-worker", "-D"])
-            .arg(&dir)
-            .args(["--seed", &worker_seed.to_string()])
-            .args(["--id-base", &((it as i64 + 1) * 10_000_000).to_string()]);
-        for s in &opts.settings_args {
-            cmd.args(["-c", s]);
-        }
-        let mut child = cmd
-            .stdout(Stdio::piped())
-            .stderr(log_file)
-            .spawn()
-            .map_err(|e| format!("could not start the worker: {e}"))?;
-        let stdout = child.stdout.take().expect("piped");
-        let (tx, rx) = mpsc::channel();
-        let reader = std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                match line {
-                    Ok(l) => {
-                        if tx.send(Event::Line(l)).is_err() {
-                            return;
-                        }
-                    }
-                    Err(_) => break,
-                }
-            }
-            let _ = tx.send(Event::Eof);
-        });
-        // Where to kill: sometimes during the worker's own recovery, otherwise after a
-        // random number of commits plus a random delay (mid-transaction, mid-commit,
-        // mid-checkpoint, mid-vacuum).
-        let during_startup = rng.random_bool(0.1);
-        let want_commits = rng.random_range(0..25u64);
-        let delay = Duration::from_micros(rng.random_range(0..15_000));
-        let mut lines = Vec::new();
-        let mut commits = 0u64;
-        let mut ready = false;
+        let at = CrashPoint::draw(&mut rng);
+        let w = spawn_worker(opts, &dir, tmp.path(), it, worker_seed)?;
+        let log_path = w.log_path.clone();
         let started = Instant::now();
-        let mut exited_early = false;
-        if during_startup {
-            std::thread::sleep(Duration::from_micros(rng.random_range(0..30_000)));
+        let (lines, commits) = crash_worker(w, &at, opts.power_loss, it)?;
+        let in_doubt = replay_lines(&lines, &mut model, &mut summary)?;
+        // The checker runs on the same simulated disk, so its syncs count too.
+        let check_settings = if opts.power_loss {
+            sim_settings(&quiet, &journal)?.0
         } else {
-            loop {
-                match rx.recv_timeout(Duration::from_secs(120)) {
-                    Ok(Event::Line(l)) => {
-                        if l == "READY" {
-                            ready = true;
-                        } else if l.starts_with("C ") {
-                            commits += 1;
-                        }
-                        lines.push(l);
-                        if ready && commits >= want_commits {
-                            break;
-                        }
-                    }
-                    Ok(Event::Eof) => {
-                        exited_early = true;
-                        break;
-                    }
-                    Err(_) => return Err(format!("crash iteration {it}: worker silent for 120 s")),
-                }
-            }
-            std::thread::sleep(delay);
-        }
-        let _ = child.kill(); // SIGKILL
-        let status = child.wait().map_err(|e| e.to_string())?;
-        let _ = reader.join();
-        while let Ok(ev) = rx.try_recv() {
-            if let Event::Line(l) = ev {
-                lines.push(l);
-            }
-        }
-        if exited_early || (status.success() && !during_startup) {
-            let log = std::fs::read_to_string(&log_path).unwrap_or_default();
-            return Err(format!(
-                "crash iteration {it}: the worker stopped by itself ({status}):\n{log}"
-            ));
-        }
-        // Replay the protocol into the model.
-        let mut pending: BTreeMap<u64, Vec<Op>> = BTreeMap::new();
-        for l in &lines {
-            let mut parts = l.splitn(3, ' ');
-            let kind = parts.next().unwrap_or("");
-            let seq: u64 = match parts.next().and_then(|s| s.parse().ok()) {
-                Some(s) => s,
-                None => continue, // READY
-            };
-            match kind {
-                "B" => {
-                    let ops = parts
-                        .next()
-                        .unwrap_or("")
-                        .split(';')
-                        .filter(|s| !s.is_empty())
-                        .map(Op::parse)
-                        .collect::<Result<Vec<_>, _>>()?;
-                    pending.insert(seq, ops);
-                }
-                "C" => {
-                    let ops = pending
-                        .remove(&seq)
-                        .ok_or_else(|| format!("C {seq} without B"))?;
-                    model.apply(seq, &ops);
-                    summary.commits += 1;
-                }
-                "A" => {
-                    pending.remove(&seq);
-                }
-                _ => return Err(format!("unexpected worker line \"{l}\"")),
-            }
-        }
-        if pending.len() > 1 {
-            return Err(format!("more than one transaction in doubt: {pending:?}"));
-        }
-        let in_doubt = pending.into_iter().next();
-        let c = check(&dir, &quiet, &mut model, in_doubt)?;
+            quiet.clone()
+        };
+        let c = check(&dir, &check_settings, &mut model, in_doubt)?;
         summary.crashes += 1;
         summary.lost += c.lost_transactions;
         summary.records.push(Record {
@@ -695,9 +847,18 @@ pub fn run(opts: &CrashRun) -> Result<CrashSummary, String> {
         });
         if opts.verbose {
             eprintln!(
-                "crash {it}: killed after {:.0} ms, {commits} commits{}, in doubt: {:?}, {} problems",
+                "crash {it}: {} after {:.0} ms, {commits} commits{}, in doubt: {:?}, {} problems",
+                if opts.power_loss {
+                    "power lost"
+                } else {
+                    "killed"
+                },
                 started.elapsed().as_secs_f64() * 1e3,
-                if during_startup { " (kill at a random time from start)" } else { "" },
+                if at.during_startup {
+                    " (at a random time from start)"
+                } else {
+                    ""
+                },
                 c.in_doubt_committed,
                 c.problems.len()
             );

@@ -87,6 +87,10 @@ enum DebugCommand {
         id_base: i64,
         #[arg(short = 'c', value_name = "NAME=VALUE")]
         settings: Vec<String>,
+        /// Run on the simulated disk with this journal; `POWERLOSS <seed>` on stdin
+        /// loses power.
+        #[arg(long)]
+        journal: Option<PathBuf>,
     },
     /// Set up and run one replay-bench workload, print its figures, wait for SIGKILL.
     ReplayPrimary {
@@ -143,7 +147,14 @@ fn debug(which: DebugCommand) -> Result<(), String> {
             seed,
             id_base,
             settings,
-        } => crash::worker(&data, config::settings_from(&settings)?, seed, id_base),
+            journal,
+        } => crash::worker(
+            &data,
+            config::settings_from(&settings)?,
+            seed,
+            id_base,
+            journal.as_deref(),
+        ),
         DebugCommand::ReplayPrimary {
             data,
             workload,

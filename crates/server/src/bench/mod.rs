@@ -43,6 +43,10 @@ pub struct CrashArgs {
     /// One line per crash on stderr.
     #[arg(long)]
     pub verbose: bool,
+    /// Lose power instead of SIGKILL: the worker runs on a simulated disk and, at the
+    /// chosen moment, drops or tears a random subset of the writes it had not synced.
+    #[arg(long)]
+    pub power_loss: bool,
     #[arg(long)]
     pub json: Option<PathBuf>,
 }
@@ -84,6 +88,7 @@ pub fn run(cmd: BenchCommand) -> Result<(), String> {
                 seed,
                 settings_args: args.settings.clone(),
                 verbose: args.verbose,
+                power_loss: args.power_loss,
             })?;
             if let Some(path) = &args.json {
                 write_json(path, &s.records)?;
