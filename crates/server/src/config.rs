@@ -14,13 +14,16 @@
 //! | `port` | TCP port | 5433 | 1 .. 65535 |
 //! | `max_connections` | count | 100 | 1 .. 10,000 |
 //! | `log_directory` | directory (relative to the data directory) | (stderr) | |
+//! | `recovery_init_sync_method` | `fsync` or `syncfs` | fsync | |
+//! | `debug_io_fault` | `kind:op:errno:after` (tests only) | (none) | see `strata_vfs::sim::Fault` |
 //!
 //! The server reads `strata.conf` in the data directory (PostgreSQL's `name = value`
 //! lines, `#` comments, optional single quotes), then applies `-c` flags over it.
 
 use std::time::Duration;
-use strata_engine::Settings;
+use strata_engine::{RecoverySyncMethod, Settings};
 use strata_types::units::{check_range, parse_memory};
+use strata_vfs::sim::{Fault, SimVfs};
 
 fn invalid(name: &str, value: &str, hint: &str) -> String {
     format!("invalid value for parameter \"{name}\": \"{value}\"{hint}")
@@ -101,6 +104,32 @@ pub fn apply(s: &mut Settings, name: &str, value: &str) -> Result<(), String> {
                 ));
             }
             s.max_files_per_process = n;
+        }
+        "recovery_init_sync_method" => {
+            s.recovery_init_sync_method = match value.trim().to_ascii_lowercase().as_str() {
+                "fsync" => RecoverySyncMethod::Fsync,
+                "syncfs" => RecoverySyncMethod::Syncfs,
+                _ => {
+                    return Err(invalid(
+                        name,
+                        value,
+                        "\nHINT:  Available values: fsync, syncfs.",
+                    ))
+                }
+            }
+        }
+        "debug_io_fault" => {
+            // A test seam: the server runs on the simulated disk with this fault armed.
+            let fault = Fault::parse(value.trim()).ok_or_else(|| {
+                invalid(
+                    name,
+                    value,
+                    "\nHINT:  kind:op:errno:after, e.g. wal:sync:eio:3 (kinds data, wal, xact, control, authid; ops write, sync; errno eio, enospc, panic).",
+                )
+            })?;
+            let sim = SimVfs::new(None, true).map_err(|e| e.to_string())?;
+            sim.arm(fault);
+            s.vfs = std::sync::Arc::new(sim);
         }
         _ => return Err(format!("unrecognized configuration parameter \"{name}\"")),
     }
@@ -326,6 +355,15 @@ impl ServerConfig {
                 "log_directory".into(),
                 self.log_directory.clone().unwrap_or_default(),
                 "Sets the destination directory for log files (empty: stderr).".into(),
+            ),
+            (
+                "recovery_init_sync_method".into(),
+                given(
+                    "recovery_init_sync_method",
+                    format!("{:?}", e.recovery_init_sync_method).to_lowercase(),
+                ),
+                "Sets the method for synchronizing the data directory before crash recovery."
+                    .into(),
             ),
             (
                 "data_directory".into(),

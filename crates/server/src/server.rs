@@ -178,6 +178,18 @@ fn serve(data: &Path, cfg: ServerConfig) -> Result<(), String> {
     let sink = log_sink(data, &cfg)?;
     let mut settings = cfg.engine.clone();
     settings.log = sink.clone();
+    // Engine rule 7: after a PANIC (logged by the engine) the process ends; the next
+    // start recovers from WAL. A panic anywhere is treated the same way: it may have
+    // left pages locked or a change half applied, so no thread may carry on.
+    settings.on_fatal = Arc::new(|_: &str| std::process::exit(3));
+    let panic_sink = sink.clone();
+    std::panic::set_hook(Box::new(move |info| {
+        panic_sink(&format!(
+            "PANIC:  {info}; terminating the server (restart recovers from WAL)\n{}",
+            std::backtrace::Backtrace::force_capture()
+        ));
+        std::process::abort();
+    }));
     let engine = Arc::new(Engine::open(data, settings).map_err(|e| e.to_string())?);
     let server = Arc::new(ServerState {
         registry: Registry::default(),

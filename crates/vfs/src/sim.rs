@@ -46,11 +46,13 @@ pub enum FaultOp {
     Sync,
 }
 
-/// The error a fault returns.
+/// The error a fault returns (or, for `Panic`, a panic in the middle of the I/O: a
+/// bug while engine state is held).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FaultErrno {
     Eio,
     Enospc,
+    Panic,
 }
 
 impl FaultErrno {
@@ -58,6 +60,7 @@ impl FaultErrno {
         match self {
             FaultErrno::Eio => io::Error::from_raw_os_error(5),
             FaultErrno::Enospc => io::Error::from_raw_os_error(28),
+            FaultErrno::Panic => panic!("injected panic in the middle of an I/O"),
         }
     }
 }
@@ -73,7 +76,8 @@ pub struct Fault {
 }
 
 impl Fault {
-    /// Parses `kind:op:errno:after`, e.g. `wal:sync:eio:3`.
+    /// Parses `kind:op:errno:after`, e.g. `wal:sync:eio:3` (errno: `eio`, `enospc`,
+    /// `panic`).
     pub fn parse(s: &str) -> Option<Fault> {
         let p: Vec<&str> = s.split(':').collect();
         let [kind, op, errno, after] = p.as_slice() else {
@@ -89,6 +93,7 @@ impl Fault {
             errno: match *errno {
                 "eio" => FaultErrno::Eio,
                 "enospc" => FaultErrno::Enospc,
+                "panic" => FaultErrno::Panic,
                 _ => return None,
             },
             after: after.parse().ok()?,

@@ -11,7 +11,9 @@
 //!    1) or does disk I/O never blocks another connection.
 //! 2. When a connection ends, for whatever reason, its backend aborts any open
 //!    transaction and leaves the registry (`Conn`'s `Drop`).
-//! 3. A malformed message or a panic in one backend ends that connection only.
+//! 3. A malformed message ends that connection only; a panic anywhere ends the server
+//!    (it may hold engine state: pages locked, a change half applied), and the next
+//!    start recovers from WAL (engine rule 7).
 
 pub mod auth;
 
