@@ -86,19 +86,76 @@ pub fn log_block(
 /// A visitor of tuples: (block, item index, tuple bytes).
 pub type TupleVisitor<'a> = dyn FnMut(BlockNumber, u16, &[u8]) -> Result<()> + 'a;
 
-/// Visibility for a reader (`my` = None) or for the writer `my`.
-pub fn visible(sh: &Shared, t: &[u8], my: Option<Xid>) -> bool {
+/// Which transactions a scan counts as committed: those committed when it began
+/// (engine rule 9). With one writer at a time, that is every xid below `xmax` but the
+/// one running then. Registered while it lives, so VACUUM keeps what it may still see.
+pub struct Snapshot<'a> {
+    sh: &'a Shared,
+    xmax: Xid,
+    running: Option<Xid>,
+}
+
+impl<'a> Snapshot<'a> {
+    /// Taken under the counters lock, which `Txn::xid` holds while it assigns an xid
+    /// and marks it running: no xid can be assigned but not yet running here.
+    pub fn take(sh: &'a Shared) -> Snapshot<'a> {
+        let c = sh.counters.lock();
+        let running = sh.running.lock().as_ref().map(|(x, _)| *x);
+        let snap = Snapshot {
+            sh,
+            xmax: c.next_xid,
+            running,
+        };
+        *sh.snapshots.lock().entry(snap.horizon()).or_default() += 1;
+        snap
+    }
+
+    /// Every xid below this is, for this snapshot, as committed or aborted as it is now.
+    fn horizon(&self) -> Xid {
+        self.running.unwrap_or(self.xmax)
+    }
+
+    fn committed(&self, x: Xid) -> bool {
+        x < self.xmax && Some(x) != self.running && self.sh.clog.is_committed(x)
+    }
+}
+
+impl Drop for Snapshot<'_> {
+    fn drop(&mut self) {
+        let mut m = self.sh.snapshots.lock();
+        let h = self.horizon();
+        if let Some(n) = m.get_mut(&h) {
+            *n -= 1;
+            if *n == 0 {
+                m.remove(&h);
+            }
+        }
+    }
+}
+
+/// The oldest horizon of any live snapshot (or the next xid): a tuple whose deleter
+/// committed below it is invisible to every scan, now and later. O(log snapshots).
+fn removal_horizon(sh: &Shared) -> Xid {
+    let next = sh.counters.lock().next_xid;
+    let oldest = sh.snapshots.lock().keys().next().copied();
+    oldest.map_or(next, |h| h.min(next))
+}
+
+/// Visibility for a reader (`my` = None) or for the writer `my`, as of `snap`.
+pub fn visible(snap: &Snapshot<'_>, t: &[u8], my: Option<Xid>) -> bool {
     let xmin = heap::tuple_xmin(t);
     let xmax = heap::tuple_xmax(t);
     let mine = |x: Xid| Some(x) == my;
-    if !(mine(xmin) || sh.clog.is_committed(xmin)) {
+    if !(mine(xmin) || snap.committed(xmin)) {
         return false;
     }
-    xmax == Xid::INVALID || !(mine(xmax) || sh.clog.is_committed(xmax))
+    xmax == Xid::INVALID || !(mine(xmax) || snap.committed(xmax))
 }
 
-/// Calls `f(block, item, tuple)` for each tuple visible to `my`. O(pages of `rel`).
+/// Calls `f(block, item, tuple)` for each tuple visible to `my` as of the scan's start
+/// (engine rule 9). O(pages of `rel`).
 pub fn scan(sh: &Shared, rel: RelKey, my: Option<Xid>, f: &mut TupleVisitor<'_>) -> Result<()> {
+    let snap = Snapshot::take(sh);
     let n = sh.smgr.nblocks(rel, ForkNumber::Main)?;
     for b in 0..n {
         let buf = sh
@@ -106,7 +163,7 @@ pub fn scan(sh: &Shared, rel: RelKey, my: Option<Xid>, f: &mut TupleVisitor<'_>)
             .read_buffer(tag(rel, ForkNumber::Main, b), ReadMode::Normal)?;
         let g = buf.read();
         for (off, t) in page_tuples(&g).map_err(corrupt)? {
-            if visible(sh, t, my) {
+            if visible(&snap, t, my) {
                 f(BlockNumber(b), off, t)?;
             }
         }
@@ -282,6 +339,7 @@ pub fn delete_where(
     xid: Xid,
     pred: &dyn Fn(&[heap::Value]) -> bool,
 ) -> Result<u64> {
+    let snap = Snapshot::take(sh);
     let n = sh.smgr.nblocks(rel, ForkNumber::Main)?;
     let mut deleted = 0;
     for b in 0..n {
@@ -292,7 +350,7 @@ pub fn delete_where(
             let g = buf.read();
             let mut v = Vec::new();
             for (off, t) in page_tuples(&g).map_err(corrupt)? {
-                if visible(sh, t, Some(xid))
+                if visible(&snap, t, Some(xid))
                     && pred(&heap::decode_values(cols, t).map_err(corrupt)?)
                 {
                     v.push(off);
@@ -506,6 +564,7 @@ pub fn vacuum_rel(sh: &Shared, rel: RelKey) -> Result<VacuumStats> {
     ensure_fork(sh, rel, ForkNumber::Fsm)?;
     ensure_fork(sh, rel, ForkNumber::Vm)?;
     let mut nonempty_end = 0u32;
+    let horizon = removal_horizon(sh);
     for b in 0..n {
         if vm_is_set(sh, rel, b)? {
             nonempty_end = b + 1; // all-visible pages hold tuples (empty ones never get the bit)
@@ -526,8 +585,10 @@ pub fn vacuum_rel(sh: &Shared, rel: RelKey) -> Result<VacuumStats> {
                         return Err(corrupt(format!("short tuple in {}", buf.tag())));
                     }
                     let (xmin, xmax) = (heap::tuple_xmin(t), heap::tuple_xmax(t));
+                    // Engine rule 9: a deleted tuple goes only once no snapshot can
+                    // still see it.
                     let dead = !sh.clog.is_committed(xmin)
-                        || (xmax != Xid::INVALID && sh.clog.is_committed(xmax));
+                        || (xmax != Xid::INVALID && xmax < horizon && sh.clog.is_committed(xmax));
                     if dead {
                         removed.push(i as u16);
                     } else {
@@ -588,8 +649,10 @@ pub fn vacuum_rel(sh: &Shared, rel: RelKey) -> Result<VacuumStats> {
         }
         let rec = SmgrTruncate { rel, forks };
         // Engine rules 3 and 5: the record is durable before the files shrink, and no
-        // checkpoint starts in between.
+        // checkpoint starts in between. Engine rule 8: no scan runs while buffers are dropped
+        // and files shrink (the drop lock, taken as commit's file removal takes it).
         let _r = sh.redo_ptr.read();
+        let _d = sh.drop_lock.write();
         let (_, end) = sh.wal_insert(RM_SMGR, SMGR_TRUNCATE, 0, &rec.encode())?;
         sh.wal_flush(end)?;
         truncate_apply(sh, &rec, end)?;

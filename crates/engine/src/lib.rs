@@ -40,8 +40,17 @@
 //!    may not be durable), any failure of a checkpoint (data writes, the commit log,
 //!    fsyncs, the control file), and a failed fsync anywhere (PostgreSQL's
 //!    data_sync_retry = off: the kernel may have dropped the dirty pages and will not
-//!    say so twice). It is logged, latched ([`Fatal`]), and the settings' `on_fatal`
+//!    say so twice). It is logged, latched (`Fatal`), and the settings' `on_fatal`
 //!    ends the process; restart recovers from WAL. Nothing retries.
+//! 8. Scans hold the drop lock shared from the relation's lookup to their last page;
+//!    dropping files and truncating a relation (VACUUM) hold it exclusively, taken
+//!    after the redo-pointer lock. A scan therefore never reads a page past a cut, nor
+//!    a stale on-disk version of a page whose buffer a truncation dropped.
+//! 9. A scan sees the database as of its start (a snapshot): the transactions
+//!    committed then, never part of one that commits while it runs. With one writer,
+//!    the snapshot is two numbers: the next xid and the running xid (`Snapshot`).
+//!    Live snapshots are registered; VACUUM removes a deleted tuple only when its
+//!    deleter committed below the oldest of them.
 
 mod access;
 mod catalog;
@@ -337,6 +346,8 @@ pub(crate) struct Shared {
     pub running: Mutex<Option<(Xid, Vec<PendingCreate>)>>,
     /// Scans hold it shared; removing files takes it exclusively.
     pub drop_lock: RecursiveRwLock<()>,
+    /// Live scan snapshots by horizon, with counts (engine rule 9).
+    pub snapshots: Mutex<std::collections::BTreeMap<Xid, usize>>,
     /// Per relation, the block inserts go to first (PostgreSQL's rd_targblock).
     pub targblock: Mutex<FxHashMap<RelKey, u32>>,
     pub ckpt: Mutex<CkptState>,

@@ -119,6 +119,7 @@ pub fn startup(dir: &Path, settings: Settings, smgr: Arc<Smgr>) -> Result<(Share
         }),
         running: Mutex::new(None),
         drop_lock: RecursiveRwLock::new(()),
+        snapshots: Mutex::new(Default::default()),
         targblock: Mutex::new(FxHashMap::default()),
         ckpt: Mutex::new(CkptState {
             system_identifier: control.system_identifier,

@@ -103,12 +103,13 @@ impl<'e> Txn<'e> {
             return x;
         }
         let x = {
+            // Engine rule 9: assigned and running under one lock (see Snapshot::take).
             let mut c = self.sh.counters.lock();
             let x = c.next_xid;
             c.next_xid = Xid(x.0 + 1);
+            *self.sh.running.lock() = Some((x, Vec::new()));
             x
         };
-        *self.sh.running.lock() = Some((x, Vec::new()));
         self.xid = Some(x);
         x
     }
@@ -405,7 +406,10 @@ impl<'e> Txn<'e> {
                     }
                 }
                 for &(_, d) in &dirs {
-                    self.sh.smgr.sync_database_dir(d, oid)?;
+                    self.sh
+                        .smgr
+                        .sync_database_dir(d, oid)
+                        .map_err(|e| self.sh.fatal().raise(e))?; // engine rule 7
                 }
                 // Only now the record: the copy is durable before it (module doc).
                 let rec = DbFileCopy {
@@ -780,7 +784,7 @@ fn copy_fork_files(sh: &Shared, src: RelKey, dst: RelKey, fork: ForkNumber) -> R
         }
         sh.smgr.extend(dst, fork, block, &page)?;
     }
-    sh.smgr.sync(dst, fork)?;
+    sh.smgr.sync(dst, fork).map_err(|e| sh.fatal().raise(e))?; // engine rule 7: never retried
     Ok(())
 }
 
