@@ -331,6 +331,8 @@ struct InvalidPages {
     by_rel: FxHashMap<RelKey, [Option<BlockNumber>; ForkNumber::COUNT]>,
     by_db: FxHashMap<Oid, FxHashSet<RelKey>>,
     by_spc: FxHashMap<Oid, FxHashSet<RelKey>>,
+    /// Entries forgotten so far: what the forgetting cost (tests hold it to rule 6).
+    forgotten: u64,
 }
 
 impl InvalidPages {
@@ -351,6 +353,7 @@ impl InvalidPages {
     /// O(1).
     fn forget_rel(&mut self, rel: RelKey) {
         if self.by_rel.remove(&rel).is_some() {
+            self.forgotten += 1;
             for (index, key) in [(&mut self.by_db, rel.db), (&mut self.by_spc, rel.spc)] {
                 if let Some(set) = index.get_mut(&key) {
                     set.remove(&rel);
@@ -664,5 +667,31 @@ mod tests {
             super::utc_timestamp(1_795_374_007),
             "2026-11-22 19:00:07 UTC"
         );
+    }
+
+    #[test]
+    fn forgetting_skipped_pages_costs_the_entries_forgotten() {
+        use strata_types::{BlockNumber, ForkNumber, Oid, RelFileNumber, RelKey};
+        let mut inv = super::InvalidPages::default();
+        let rel = |db: u32, n: u64| RelKey::new(Oid(1663), Oid(db), RelFileNumber(n));
+        for n in 0..100_000 {
+            inv.note(rel(5, n), ForkNumber::Main, BlockNumber(0));
+        }
+        for n in 0..10 {
+            inv.note(rel(7, n), ForkNumber::Fsm, BlockNumber(3));
+        }
+        // 100,000 commits each dropping one relation: each forgets one entry (a pass
+        // over all entries per commit would be quadratic).
+        for n in 0..100_000 {
+            inv.forget_rel(rel(5, n));
+            assert_eq!(inv.forgotten, n + 1);
+        }
+        inv.truncated(rel(7, 0), ForkNumber::Fsm, BlockNumber(5)); // below the cut: kept
+        inv.truncated(rel(7, 1), ForkNumber::Fsm, BlockNumber(2)); // explained
+        assert_eq!(inv.describe().len(), 9);
+        inv.forget_db(Oid(7));
+        assert!(inv.is_empty());
+        assert_eq!(inv.forgotten, 100_010);
+        assert!(inv.by_db.is_empty() && inv.by_spc.is_empty());
     }
 }
