@@ -29,6 +29,7 @@
 
 use crate::records::{CheckpointRecord, RM_XLOG, XLOG_CHECKPOINT};
 use crate::{EngineError, Result, Settings, Shared};
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -56,7 +57,8 @@ fn unix_now() -> u64 {
 }
 
 /// Lays out a new data directory with an empty WAL holding one shutdown checkpoint
-/// record, and a control file naming it.
+/// record, and a control file naming it. The directory is made 0700, as initdb makes
+/// it (files are 0600: vfs rule 4).
 pub fn init_cluster(dir: &Path, settings: &Settings) -> Result<()> {
     let io = |op, path: &Path, source| EngineError::Io {
         op,
@@ -68,12 +70,17 @@ pub fn init_cluster(dir: &Path, settings: &Settings) -> Result<()> {
             return Err(EngineError::NotEmpty(dir.to_path_buf()));
         }
     }
+    let vfs = &settings.vfs;
+    vfs.create_dir_all(dir)
+        .map_err(|e| io("create directory", dir, e))?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(strata_vfs::DIR_MODE))
+        .map_err(|e| io("set permissions of", dir, e))?;
     for sub in ["global", "base", "pg_tblspc", "pg_wal", "pg_xact"] {
         let p = dir.join(sub);
-        std::fs::create_dir_all(&p).map_err(|e| io("create directory", &p, e))?;
+        vfs.create_dir_all(&p)
+            .map_err(|e| io("create directory", &p, e))?;
     }
     let seg = settings.wal_segment_bytes;
-    let vfs = &settings.vfs;
     let wal = Wal::open(vfs, dir, seg, Lsn(seg), Lsn::INVALID)?;
     let first = Lsn(seg);
     let rec = CheckpointRecord {

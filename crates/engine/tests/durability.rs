@@ -348,3 +348,35 @@ fn wal_ending_before_the_checkpoint_stops_recovery_without_cutting() {
     );
     assert_eq!(std::fs::read(&path).unwrap(), bytes, "the WAL was not cut");
 }
+
+/// Every directory of a cluster is 0700 and every file 0600, as PostgreSQL's
+/// (vfs rule 4): nothing a cluster writes is readable by group or others.
+#[test]
+fn cluster_files_are_private_to_their_owner() {
+    use std::os::unix::fs::PermissionsExt;
+    let c = Cluster::new();
+    let e = c.open(strata_vfs::StdVfs::arc());
+    let mut txn = e.begin();
+    txn.create_table("postgres", "t", &cols(), None).unwrap();
+    txn.insert("postgres", "t", &rows(0..100)).unwrap();
+    txn.commit().unwrap();
+    e.checkpoint().unwrap();
+    e.close().unwrap();
+    let mut stack = vec![c.dir.clone()];
+    let mut files = 0;
+    while let Some(d) = stack.pop() {
+        let mode = std::fs::metadata(&d).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700, "{}", d.display());
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let p = entry.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+                assert_eq!(mode, 0o600, "{}", p.display());
+                files += 1;
+            }
+        }
+    }
+    assert!(files >= 8, "{files} files");
+}
