@@ -13,6 +13,8 @@
 //! | `listen_addresses` | comma-separated hosts, `*` for all | localhost | |
 //! | `port` | TCP port | 5433 | 1 .. 65535 |
 //! | `max_connections` | count | 100 | 1 .. 10,000 |
+//! | `superuser_reserved_connections` | count | 3 | 0 .. 10,000, below `max_connections` |
+//! | `authentication_timeout` | s (or `ms`, `s`, `min`, ...) | 1min | 1s .. 10min |
 //! | `log_directory` | directory (relative to the data directory) | (stderr) | |
 //! | `recovery_init_sync_method` | `fsync` or `syncfs` | fsync | |
 //! | `debug_io_fault` | `kind:op:errno:after` (tests only) | (none) | see `strata_vfs::sim::Fault` |
@@ -143,6 +145,10 @@ pub struct ServerConfig {
     pub listen_addresses: String,
     pub port: u16,
     pub max_connections: usize,
+    /// Of `max_connections`, the last slots left to superusers.
+    pub superuser_reserved_connections: usize,
+    /// Time from accept to authentication (serve rule 3).
+    pub authentication_timeout: Duration,
     pub log_directory: Option<String>,
     /// Every setting given, as written (for SHOW).
     pub given: Vec<(String, String)>,
@@ -155,6 +161,8 @@ impl Default for ServerConfig {
             listen_addresses: "localhost".into(),
             port: 5433,
             max_connections: 100,
+            superuser_reserved_connections: 3,
+            authentication_timeout: Duration::from_secs(60),
             log_directory: None,
             given: Vec::new(),
         }
@@ -223,6 +231,24 @@ impl ServerConfig {
                 }
                 self.max_connections = n;
             }
+            "superuser_reserved_connections" => {
+                let n: usize = value.trim().parse().map_err(|_| invalid(name, value, ""))?;
+                if n > 10_000 {
+                    return Err(format!(
+                        "{n} is outside the valid range for parameter \"{name}\" (0 .. 10000)"
+                    ));
+                }
+                self.superuser_reserved_connections = n;
+            }
+            "authentication_timeout" => {
+                let ms = parse_time_ms(name, value, 1000)?;
+                if !(1000..=600_000).contains(&ms) {
+                    return Err(format!(
+                        "{ms} ms is outside the valid range for parameter \"{name}\" (1s .. 10min)"
+                    ));
+                }
+                self.authentication_timeout = Duration::from_millis(ms);
+            }
             "log_directory" => {
                 self.log_directory = Some(value.trim().to_string()).filter(|v| !v.is_empty())
             }
@@ -257,6 +283,12 @@ impl ServerConfig {
                 .split_once('=')
                 .ok_or_else(|| format!("-c {p}: expected name=value"))?;
             c.apply(n.trim(), v.trim())?;
+        }
+        if c.superuser_reserved_connections >= c.max_connections {
+            return Err(format!(
+                "superuser_reserved_connections ({}) must be less than max_connections ({})",
+                c.superuser_reserved_connections, c.max_connections
+            ));
         }
         Ok(c)
     }
@@ -350,6 +382,19 @@ impl ServerConfig {
                 "max_connections".into(),
                 self.max_connections.to_string(),
                 "Sets the maximum number of concurrent connections.".into(),
+            ),
+            (
+                "superuser_reserved_connections".into(),
+                self.superuser_reserved_connections.to_string(),
+                "Sets the number of connection slots reserved for superusers.".into(),
+            ),
+            (
+                "authentication_timeout".into(),
+                given(
+                    "authentication_timeout",
+                    format!("{}s", self.authentication_timeout.as_secs()),
+                ),
+                "Sets the maximum allowed time to complete client authentication.".into(),
             ),
             (
                 "log_directory".into(),

@@ -198,13 +198,15 @@ fn init(
         None => None,
     };
     let s = config::settings_from(settings)?;
+    server::private_files();
+    server::make_data_dir(data)?;
     let s = strata_engine::Settings {
         log: std::sync::Arc::new(|_: &str| {}),
         ..s
     };
     strata_engine::Engine::init(data, s).map_err(|e| e.to_string())?;
     if let Some(pw) = password {
-        pg::auth::AuthStore::load(data)?.set_password("strata", Some(&pw))?;
+        pg::auth::AuthStore::load(data)?.set_password(pg::auth::BOOTSTRAP_SUPERUSER, Some(&pw))?;
     }
     println!(
         "Success. The cluster is in \"{}\" with databases template1, template0 and postgres.",

@@ -15,6 +15,7 @@
 //!    database that is still replaying.
 
 use crate::config::{self, ServerConfig};
+use crate::pg::serve::{serve_socket, Unauthenticated};
 use crate::pg::{auth::AuthStore, Handlers};
 use crate::sql::session::{Registry, ServerState};
 use parking_lot::Mutex;
@@ -151,9 +152,53 @@ pub fn read_pid(data: &Path) -> Option<i32> {
         .ok()
 }
 
+/// Makes every file and directory this process creates private to its owner
+/// (umask 0077, PostgreSQL's `PG_MODE_MASK_OWNER`): directories 0700, files 0600,
+/// whichever crate creates them.
+pub fn private_files() {
+    rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
+}
+
+/// Creates the data directory 0700, or makes an existing one 0700 (as initdb
+/// "fixing permissions on existing directory").
+pub fn make_data_dir(data: &Path) -> Result<(), String> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    let err = |e: std::io::Error| format!("could not create directory \"{}\": {e}", data.display());
+    if data.is_dir() {
+        let empty = std::fs::read_dir(data).map_err(err)?.next().is_none();
+        if !empty {
+            return Ok(()); // not ours to change: init refuses a non-empty directory
+        }
+        std::fs::set_permissions(data, std::fs::Permissions::from_mode(0o700)).map_err(err)
+    } else {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(data)
+            .map_err(err)
+    }
+}
+
+/// Refuses a data directory that group may write or others may access at all
+/// (PostgreSQL's `checkDataDir`: mode & 0027 must be 0).
+pub fn check_data_dir_permissions(data: &Path) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(data)
+        .map_err(|e| format!("could not read permissions of directory \"{}\": {e}", data.display()))?;
+    if meta.permissions().mode() & 0o027 != 0 {
+        return Err(format!(
+            "data directory \"{}\" has invalid permissions\nDETAIL:  Permissions should be u=rwx (0700) or u=rwx,g=rx (0750).",
+            data.display()
+        ));
+    }
+    Ok(())
+}
+
 /// `strata start`: creates the cluster if needed, recovers, serves until a signal.
 pub fn start(data: &Path, flags: &[String]) -> Result<(), String> {
+    private_files();
     if !data.join("global").join("pg_control").exists() {
+        make_data_dir(data)?;
         let mut s = config::ServerConfig::from_flags(None, flags)?.engine;
         s.log = Arc::new(|_: &str| {});
         Engine::init(data, s).map_err(|e| e.to_string())?;
@@ -166,6 +211,7 @@ pub fn start(data: &Path, flags: &[String]) -> Result<(), String> {
     let data = data
         .canonicalize()
         .map_err(|e| format!("data directory \"{}\": {e}", data.display()))?;
+    check_data_dir_permissions(&data)?;
     let conf = data.join("strata.conf");
     let cfg = ServerConfig::from_flags(Some(&conf), flags)?;
     let lock = take_lock(&data, cfg.port)?;
@@ -195,6 +241,8 @@ fn serve(data: &Path, cfg: ServerConfig) -> Result<(), String> {
         registry: Registry::default(),
         settings: cfg.show_list(data),
         auth: AuthStore::load(data)?,
+        log: sink.clone(),
+        reserved_connections: cfg.superuser_reserved_connections,
     });
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -216,25 +264,17 @@ fn serve(data: &Path, cfg: ServerConfig) -> Result<(), String> {
         let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
             .map_err(|e| e.to_string())?;
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let waiting = Unauthenticated::new(unauthenticated_capacity(max_connections));
         for l in listeners {
-            let engine = engine.clone();
-            let server = server.clone();
-            let mut stop = stop_rx.clone();
-            tokio::spawn(async move {
-                loop {
-                    tokio::select! {
-                        _ = stop.changed() => break,
-                        acc = l.accept() => {
-                            let Ok((sock, _)) = acc else { continue };
-                            let _ = sock.set_nodelay(true);
-                            let h = Handlers::new(engine.clone(), server.clone(), max_connections);
-                            tokio::spawn(async move {
-                                let _ = pgwire::tokio::process_socket(sock, None, h).await;
-                            });
-                        }
-                    }
-                }
-            });
+            let accept = Acceptor {
+                engine: engine.clone(),
+                server: server.clone(),
+                waiting: waiting.clone(),
+                max_connections,
+                auth_timeout: cfg.authentication_timeout,
+                log: sink.clone(),
+            };
+            tokio::spawn(accept.run(l, stop_rx.clone()));
         }
         tokio::select! {
             _ = term.recv() => sink("received fast shutdown request"),
@@ -261,6 +301,64 @@ fn serve(data: &Path, cfg: ServerConfig) -> Result<(), String> {
     }
     sink("database system is shut down");
     Ok(())
+}
+
+/// How many sockets may wait to authenticate at once (serve rule 2): enough that
+/// every slot could be mid-handshake twice over, at least 64.
+fn unauthenticated_capacity(max_connections: usize) -> usize {
+    (2 * max_connections).max(64)
+}
+
+/// The accept loop of one listening socket.
+struct Acceptor {
+    engine: Arc<Engine>,
+    server: Arc<ServerState>,
+    waiting: Arc<Unauthenticated>,
+    max_connections: usize,
+    auth_timeout: Duration,
+    log: LogSink,
+}
+
+/// Whether an accept error means the process or system is out of descriptors or
+/// memory (then waiting helps; retrying at once would spin).
+fn out_of_resources(e: &std::io::Error) -> bool {
+    // EMFILE 24, ENFILE 23, ENOBUFS 105, ENOMEM 12 (Linux).
+    matches!(e.raw_os_error(), Some(24 | 23 | 105 | 12))
+}
+
+impl Acceptor {
+    /// Accepts until `stop` changes. Out of file descriptors, it sleeps 100 ms
+    /// between tries and logs once per episode, instead of spinning.
+    async fn run(self, l: tokio::net::TcpListener, mut stop: tokio::sync::watch::Receiver<bool>) {
+        let mut starved = false;
+        loop {
+            let acc = tokio::select! {
+                _ = stop.changed() => break,
+                acc = l.accept() => acc,
+            };
+            let sock = match acc {
+                Ok((sock, _)) => sock,
+                Err(e) => {
+                    if out_of_resources(&e) {
+                        if !starved {
+                            (self.log)(&format!("LOG:  could not accept new connection: {e}"));
+                            starved = true;
+                        }
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                    continue;
+                }
+            };
+            if starved {
+                (self.log)("LOG:  accepting new connections again");
+                starved = false;
+            }
+            let _ = sock.set_nodelay(true);
+            let ticket = self.waiting.admit();
+            let h = Handlers::new(self.engine.clone(), self.server.clone(), self.max_connections);
+            tokio::spawn(serve_socket(sock, h, ticket, self.auth_timeout, self.log.clone()));
+        }
+    }
 }
 
 /// `strata stop`: signals the server of a data directory and waits for it to exit.

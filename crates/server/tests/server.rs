@@ -640,7 +640,8 @@ fn stop_checkpoints_and_one_server_per_directory() {
     let port2 = free_port();
     std::fs::write(
         data.join("strata.conf"),
-        format!("# a comment\nport = {port2}\nshared_buffers = '16MB'\nmax_connections = 3\n"),
+        // superuser_reserved_connections (3) must be below max_connections, as in PostgreSQL.
+        format!("# a comment\nport = {port2}\nshared_buffers = '16MB'\nmax_connections = 3\nsuperuser_reserved_connections = 1\n"),
     )
     .unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))

@@ -369,11 +369,16 @@ impl Smgr {
         if !location.is_absolute() {
             return Err(bad("tablespace location must be an absolute path"));
         }
-        if location.starts_with(&self.data_dir) {
+        // Checked on the resolved path: `..` and symbolic links cannot lead back
+        // into the data directory.
+        let resolved = std::fs::canonicalize(location).unwrap_or_else(|_| location.to_path_buf());
+        let data_dir = std::fs::canonicalize(&self.data_dir).unwrap_or_else(|_| self.data_dir.clone());
+        if resolved.starts_with(&data_dir) || location.starts_with(&self.data_dir) {
             return Err(bad(
                 "tablespace location should not be inside the data directory",
             ));
         }
+        let location = resolved.as_path();
         match self.vfs.dir_is_empty(location) {
             Ok(true) => {}
             Ok(false) => return Err(bad("directory is not empty")),

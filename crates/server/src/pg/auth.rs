@@ -12,29 +12,49 @@
 //!    is refused (28P01).
 //! 2. The file is replaced atomically (write, fsync, rename, fsync of the directory):
 //!    a crash leaves the old set of passwords or the new one, never a mix.
-//! 3. The database and `max_connections` are checked when the startup message
-//!    arrives, before authentication, as PostgreSQL does; the refusal is FATAL.
+//! 3. A connection takes a slot (`max_connections`, `superuser_reserved_connections`)
+//!    and its database is checked only once it has authenticated, as PostgreSQL
+//!    checks the database after authentication; so connections that never finish
+//!    authenticating lock nobody out. The refusal is FATAL.
+//! 4. Role names cannot be probed: an unknown role goes through the same SCRAM
+//!    exchange as a known one, with a salt derived from its name and a server
+//!    secret (`global/pg_mock_nonce`, PostgreSQL's `scram_mock_salt`), and fails
+//!    with the same 28P01 message as a wrong password. The log says which it was.
+//! 5. Files here are created 0600.
 
 use super::{fatal, Conn};
 use async_trait::async_trait;
 use futures::sink::Sink;
 use parking_lot::RwLock;
+use pgwire::api::auth::driver::AuthOutcome;
+use pgwire::api::auth::mechanism::AuthMechanismFactory;
 use pgwire::api::auth::sasl::scram::{gen_salted_password, ScramAuth, ScramSecret};
-use pgwire::api::auth::sasl::SASLAuthStartupHandler;
+use pgwire::api::auth::sasl::{SaslMechanismFactory, SaslMechanisms};
 use pgwire::api::auth::{
-    finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata, AuthSource,
+    protocol_negotiation, save_startup_parameters_to_metadata, AuthDriver, AuthSource,
     DefaultServerParameterProvider, LoginInfo, Password, StartupHandler,
 };
-use pgwire::api::{ClientInfo, PidSecretKeyGenerator, RandomPidSecretKeyGenerator};
+use pgwire::api::ClientInfo;
 use pgwire::error::{PgWireError, PgWireResult};
+use pgwire::messages::startup::Authentication;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 const ITERATIONS: usize = 4096;
+
+/// The role `strata init` creates (PostgreSQL's bootstrap superuser). Every other
+/// role is an ordinary role: it may change only its own password, and may not take
+/// the `superuser_reserved_connections` slots.
+pub const BOOTSTRAP_SUPERUSER: &str = "strata";
+
+/// Whether `role` is a superuser.
+pub fn is_superuser(role: &str) -> bool {
+    role == BOOTSTRAP_SUPERUSER
+}
 
 #[derive(Clone)]
 struct Verifier {
@@ -48,6 +68,40 @@ struct Verifier {
 pub struct AuthStore {
     path: PathBuf,
     roles: RwLock<BTreeMap<String, Verifier>>,
+    /// The server secret behind mock salts (rule 4).
+    mock_nonce: Vec<u8>,
+}
+
+/// Creates (or truncates) a file readable by its owner only.
+pub(crate) fn create_private(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+}
+
+/// Reads the mock nonce, creating it (32 random bytes, 0600) on first use.
+fn load_mock_nonce(global: &Path) -> Result<Vec<u8>, String> {
+    let path = global.join("pg_mock_nonce");
+    match std::fs::read(&path) {
+        Ok(b) if b.len() == 32 => return Ok(b),
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(format!("could not read \"{}\": {e}", path.display())),
+    }
+    let nonce: [u8; 32] = rand::random();
+    let tmp = path.with_extension("tmp");
+    let write = || -> std::io::Result<()> {
+        let mut f = create_private(&tmp)?;
+        f.write_all(&nonce)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, &path)
+    };
+    write().map_err(|e| format!("could not write \"{}\": {e}", path.display()))?;
+    Ok(nonce.to_vec())
 }
 
 impl AuthStore {
@@ -77,9 +131,11 @@ impl AuthStore {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(format!("could not read \"{}\": {e}", path.display())),
         }
+        let global = path.parent().unwrap_or(data_dir).to_path_buf();
         Ok(AuthStore {
             path,
             roles: RwLock::new(roles),
+            mock_nonce: load_mock_nonce(&global)?,
         })
     }
 
@@ -134,7 +190,7 @@ impl AuthStore {
         }
         let tmp = self.path.with_extension("tmp");
         let write = || -> std::io::Result<()> {
-            let mut f = std::fs::File::create(&tmp)?;
+            let mut f = create_private(&tmp)?;
             f.write_all(text.as_bytes())?;
             f.sync_all()?;
             std::fs::rename(&tmp, &self.path)?;
@@ -148,13 +204,33 @@ impl AuthStore {
         Ok(())
     }
 
-    fn secret(&self, role: &str) -> Option<ScramSecret> {
-        self.roles.read().get(role).map(|v| ScramSecret::Verifier {
-            salt: v.salt.clone(),
-            iterations: v.iterations,
-            stored_key: v.stored_key.clone(),
-            server_key: v.server_key.clone(),
-        })
+    /// Whether `role` has a password.
+    pub fn has_role(&self, role: &str) -> bool {
+        self.roles.read().contains_key(role)
+    }
+
+    /// The role's verifier, or for an unknown role a mock one (rule 4): its salt is
+    /// a keyed hash of the name (stable, so repeated tries look like a real role),
+    /// its keys are random, so no proof matches them.
+    fn secret_or_mock(&self, role: &str) -> ScramSecret {
+        if let Some(v) = self.roles.read().get(role) {
+            return ScramSecret::Verifier {
+                salt: v.salt.clone(),
+                iterations: v.iterations,
+                stored_key: v.stored_key.clone(),
+                server_key: v.server_key.clone(),
+            };
+        }
+        let mut salt = gen_salted_password(role, &self.mock_nonce, 1);
+        salt.truncate(16);
+        let stored_key: [u8; 32] = rand::random();
+        let server_key: [u8; 32] = rand::random();
+        ScramSecret::Verifier {
+            salt,
+            iterations: ITERATIONS,
+            stored_key: stored_key.to_vec(),
+            server_key: server_key.to_vec(),
+        }
     }
 }
 
@@ -176,12 +252,11 @@ impl AuthSource for StoreSource {
         ))
     }
 
+    /// A known role's verifier; for an unknown one, a mock that no proof matches
+    /// (rule 4), so the exchange runs to its end either way.
     async fn get_scram_secret(&self, login: &LoginInfo) -> PgWireResult<(ScramSecret, Option<()>)> {
         let user = login.user().unwrap_or_default();
-        match self.0.auth.secret(user) {
-            Some(s) => Ok((s, None)),
-            None => Err(PgWireError::InvalidPassword(user.to_owned())),
-        }
+        Ok((self.0.auth.secret_or_mock(user), None))
     }
 }
 
@@ -196,7 +271,10 @@ pub fn parameters() -> DefaultServerParameterProvider {
 /// The per-connection startup handler.
 pub struct Startup {
     pub(super) conn: Arc<Conn>,
-    scram: SASLAuthStartupHandler<DefaultServerParameterProvider>,
+    driver: AuthDriver<DefaultServerParameterProvider>,
+    scram: Arc<ScramAuth>,
+    /// (user, database) from the startup message.
+    login: OnceLock<(String, String)>,
 }
 
 impl Startup {
@@ -204,9 +282,41 @@ impl Startup {
         let mut scram = ScramAuth::new(Arc::new(StoreSource(conn.server.clone())));
         scram.set_iterations(ITERATIONS);
         Startup {
-            scram: SASLAuthStartupHandler::new(Arc::new(parameters())).with_scram(scram),
+            driver: AuthDriver::new(parameters()),
+            scram: Arc::new(scram),
             conn,
+            login: OnceLock::new(),
         }
+    }
+
+    /// Authentication succeeded: take a connection slot and start the session,
+    /// then tell the client (rule 3). A refusal is FATAL.
+    async fn admit<C>(&self, client: &mut C, final_message: Option<Authentication>) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let (user, db) = self.login.get().cloned().unwrap_or_default();
+        self.conn.start_session(&db, &user).map_err(fatal)?;
+        self.driver.complete_authentication(client, final_message).await
+    }
+
+    /// Logs a failed authentication with PostgreSQL's DETAIL (the client sees only
+    /// the message, the same for every cause: rule 4).
+    fn log_failure(&self, e: &PgWireError) {
+        let PgWireError::InvalidPassword(_) = e else {
+            return;
+        };
+        let user = self.login.get().map(|l| l.0.as_str()).unwrap_or_default();
+        let detail = if self.conn.server.auth.has_role(user) {
+            format!("Password does not match for user \"{user}\".")
+        } else {
+            format!("Role \"{user}\" does not exist.")
+        };
+        (self.conn.server.log)(&format!(
+            "FATAL:  28P01: password authentication failed for user \"{user}\"\nDETAIL:  {detail}"
+        ));
     }
 }
 
@@ -222,23 +332,39 @@ impl StartupHandler for Startup {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        if let PgWireFrontendMessage::Startup(ref s) = message {
-            let user = s.parameters.get("user").cloned().unwrap_or_default();
-            let db = s
-                .parameters
-                .get("database")
-                .filter(|d| !d.is_empty())
-                .cloned()
-                .unwrap_or_else(|| user.clone());
-            self.conn.start_session(&db).map_err(fatal)?;
-            if !self.conn.server.auth.required() {
+        let outcome = match message {
+            PgWireFrontendMessage::Startup(ref s) => {
                 protocol_negotiation(client, s).await?;
                 save_startup_parameters_to_metadata(client, s);
-                let (pid, key) = RandomPidSecretKeyGenerator::default().generate(client);
-                client.set_pid_and_secret_key(pid, key);
-                return finish_authentication(client, &parameters()).await;
+                let user = s.parameters.get("user").cloned().unwrap_or_default();
+                let db = s
+                    .parameters
+                    .get("database")
+                    .filter(|d| !d.is_empty())
+                    .cloned()
+                    .unwrap_or_else(|| user.clone());
+                let _ = self.login.set((user, db));
+                if !self.conn.server.auth.required() {
+                    return self.admit(client, None).await;
+                }
+                let scram: Arc<dyn SaslMechanismFactory> = self.scram.clone();
+                let mechanism = SaslMechanisms::new(vec![scram]).create();
+                self.driver.begin_authentication(client, mechanism).await
+            }
+            PgWireFrontendMessage::PasswordMessageFamily(m) => {
+                self.driver.advance_authentication(client, m).await
+            }
+            _ => return Ok(()),
+        };
+        match outcome {
+            Ok(AuthOutcome::InProgress) => Ok(()),
+            Ok(AuthOutcome::Authenticated { final_message, .. }) => {
+                self.admit(client, final_message).await
+            }
+            Err(e) => {
+                self.log_failure(&e);
+                Err(e)
             }
         }
-        self.scram.on_startup(client, message).await
     }
 }

@@ -16,8 +16,10 @@
 //!    start recovers from WAL (engine rule 7).
 
 pub mod auth;
+pub mod frames;
+pub mod serve;
 
-use crate::sql::session::{Described, Executed, Output, Refused, ServerState, Session};
+use crate::sql::session::{Described, Executed, Output, Refused, ServerState, Session, Slots};
 use crate::sql::{self, Datum, SqlError, SqlResult, SqlType, Stmt};
 use async_trait::async_trait;
 use bytes::{BufMut, BytesMut};
@@ -108,8 +110,9 @@ fn terminated() -> SqlError {
 }
 
 impl Conn {
-    /// Registers the session and starts its backend thread.
-    fn start_session(&self, db: &str) -> SqlResult<()> {
+    /// Registers the session and starts its backend thread (after authentication:
+    /// auth rule 3).
+    fn start_session(&self, db: &str, user: &str) -> SqlResult<()> {
         let (tx, rx) = mpsc::channel::<Request>();
         let term_flag = self.terminated.clone();
         let term_tx = tx.clone();
@@ -119,7 +122,11 @@ impl Conn {
             .register(
                 &self.engine,
                 db,
-                self.max_connections,
+                Slots {
+                    max: self.max_connections,
+                    reserved: self.server.reserved_connections,
+                    superuser: auth::is_superuser(user),
+                },
                 Box::new(move || {
                     term_flag.store(true, Ordering::SeqCst);
                     let _ = term_tx.send(Request::End);
@@ -127,6 +134,10 @@ impl Conn {
             )
             .map_err(|r| match r {
                 Refused::TooMany => SqlError::new("53300", "sorry, too many clients already"),
+                Refused::Reserved => SqlError::new(
+                    "53300",
+                    "remaining connection slots are reserved for non-replication superuser connections",
+                ),
                 Refused::NoDatabase => {
                     SqlError::new("3D000", format!("database \"{db}\" does not exist"))
                 }
@@ -138,8 +149,10 @@ impl Conn {
         let engine = self.engine.clone();
         let server = self.server.clone();
         let db = db.to_string();
+        let user = user.to_string();
         let spawned = std::thread::Builder::new()
             .name(format!("backend {id}"))
+            .stack_size(sql::BACKEND_STACK_BYTES)
             .spawn(move || {
                 // Leaves the registry however the thread ends, panics included.
                 struct Leave(Arc<ServerState>, u64);
@@ -149,7 +162,7 @@ impl Conn {
                     }
                 }
                 let _leave = Leave(server.clone(), id);
-                let mut s = Session::new(&engine, &server, &db, id);
+                let mut s = Session::new(&engine, &server, &db, &user, id);
                 backend_loop(&mut s, rx);
                 s.close();
             });

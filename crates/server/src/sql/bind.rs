@@ -9,8 +9,14 @@
 //!    comparison or arithmetic, the target column of an INSERT; otherwise text.
 //! 3. Evaluation follows SQL's three-valued logic: NULL in, NULL out; WHERE keeps a
 //!    row only when its condition is true. Integer overflow is 22003, never a wrap.
+//! 4. Every recursion is bounded: binding counts nesting levels ([`MAX_EXPR_DEPTH`],
+//!    then 54001), evaluation counts again ([`MAX_EVAL_DEPTH`]); the walks over a
+//!    bound tree (`uses_columns`) and over the source (`default_name`) are loops.
+//!    Parameter numbers are at most [`MAX_PARAM`] (42P02 beyond).
 
-use super::{object_name, parse_lsn, Datum, SqlError, SqlResult, SqlType};
+use super::{
+    object_name, parse_lsn, too_deep, Datum, SqlError, SqlResult, SqlType, MAX_EXPR_DEPTH,
+};
 use sqlparser::ast;
 use std::cmp::Ordering;
 
@@ -98,11 +104,22 @@ pub struct Scope {
 /// Gives a table's columns (name, type), or the error that it has none.
 pub type ScopeOf<'a> = dyn Fn(&str) -> SqlResult<Vec<(String, SqlType)>> + 'a;
 
-/// The state of binding one statement: the parameter types found so far.
+/// The state of binding one statement: the parameter types found so far, and the
+/// depth of expression nesting being bound (bounded by [`MAX_EXPR_DEPTH`]).
 #[derive(Debug, Default)]
 pub struct Binder {
     pub params: Vec<SqlType>,
+    depth: usize,
 }
+
+/// The highest parameter number, `$65535`: the Bind message counts parameters in
+/// 16 bits, so no client can supply more.
+pub const MAX_PARAM: usize = u16::MAX as usize;
+
+/// How deep a bound expression may be evaluated: binding bounds the tree at
+/// [`MAX_EXPR_DEPTH`] source levels, and each level adds at most a few bound nodes
+/// (a cast, BETWEEN's AND of two comparisons), so this never fires for a bound plan.
+const MAX_EVAL_DEPTH: usize = 4 * MAX_EXPR_DEPTH;
 
 /// A bound SELECT.
 #[derive(Clone, Debug)]
@@ -250,7 +267,23 @@ impl Binder {
     }
 
     /// Binds `e`; with `aggs` Some, aggregate calls are allowed and collected there.
+    /// Counts the nesting depth (rule 4).
     fn expr_in(
+        &mut self,
+        scope: &Scope,
+        e: &ast::Expr,
+        aggs: &mut Option<&mut Vec<Agg>>,
+    ) -> SqlResult<(Expr, SqlType)> {
+        if self.depth >= MAX_EXPR_DEPTH {
+            return Err(too_deep());
+        }
+        self.depth += 1;
+        let r = self.expr_node(scope, e, aggs);
+        self.depth -= 1;
+        r
+    }
+
+    fn expr_node(
         &mut self,
         scope: &Scope,
         e: &ast::Expr,
@@ -439,11 +472,17 @@ impl Binder {
             V::Boolean(b) => (Expr::Const(Datum::Bool(*b)), SqlType::Bool),
             V::Null => (Expr::Const(Datum::Null), SqlType::Unknown),
             V::Placeholder(p) => {
-                let n: usize = p
+                let digits = p
                     .strip_prefix('$')
-                    .and_then(|d| d.parse().ok())
-                    .filter(|n| *n >= 1)
+                    .filter(|d| !d.is_empty() && d.bytes().all(|c| c.is_ascii_digit()))
                     .ok_or_else(|| SqlError::syntax(format!("syntax error at or near \"{p}\"")))?;
+                let n = digits
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|n| (1..=MAX_PARAM).contains(n))
+                    .ok_or_else(|| {
+                        SqlError::new("42P02", format!("there is no parameter {p}"))
+                    })?;
                 if self.params.len() < n {
                     self.params.resize(n, SqlType::Unknown);
                 }
@@ -1048,19 +1087,34 @@ fn column(scope: &Scope, q: Option<&ast::Ident>, c: &ast::Ident) -> SqlResult<(E
     }
 }
 
+/// Whether `e` reads a column (a loop over an explicit stack: rule 4).
 fn uses_columns(e: &Expr) -> bool {
-    match e {
-        Expr::Col(_) => true,
-        Expr::Const(_) | Expr::Param(_) | Expr::Agg(_) => false,
-        Expr::Bin(a, _, b) => uses_columns(a) || uses_columns(b),
-        Expr::Not(a) | Expr::Neg(a) | Expr::IsNull(a, _) | Expr::Cast(a, _) => uses_columns(a),
-        Expr::InList(a, l, _) => uses_columns(a) || l.iter().any(uses_columns),
-        Expr::Call(_, args) => args.iter().any(uses_columns),
+    let mut todo = vec![e];
+    while let Some(e) = todo.pop() {
+        match e {
+            Expr::Col(_) => return true,
+            Expr::Const(_) | Expr::Param(_) | Expr::Agg(_) => {}
+            Expr::Bin(a, _, b) => todo.extend([&**a, &**b]),
+            Expr::Not(a) | Expr::Neg(a) | Expr::IsNull(a, _) | Expr::Cast(a, _) => todo.push(a),
+            Expr::InList(a, l, _) => {
+                todo.push(a);
+                todo.extend(l.iter());
+            }
+            Expr::Call(_, args) => todo.extend(args.iter()),
+        }
     }
+    false
 }
 
-/// PostgreSQL's name for an unaliased result column.
-fn default_name(e: &ast::Expr) -> String {
+/// PostgreSQL's name for an unaliased result column (a loop: rule 4).
+fn default_name(mut e: &ast::Expr) -> String {
+    loop {
+        match e {
+            ast::Expr::Nested(inner) => e = inner,
+            ast::Expr::Cast { expr, .. } if !matches!(**expr, ast::Expr::Value(_)) => e = expr,
+            _ => break,
+        }
+    }
     match e {
         ast::Expr::Identifier(i) => super::ident_name(i),
         ast::Expr::CompoundIdentifier(v) => v.last().map(super::ident_name).unwrap_or_default(),
@@ -1071,13 +1125,7 @@ fn default_name(e: &ast::Expr) -> String {
             .and_then(|p| p.as_ident())
             .map(super::ident_name)
             .unwrap_or_else(|| "?column?".into()),
-        ast::Expr::Cast {
-            expr, data_type, ..
-        } => match &**expr {
-            ast::Expr::Value(_) => data_type.to_string().to_ascii_lowercase(),
-            inner => default_name(inner),
-        },
-        ast::Expr::Nested(inner) => default_name(inner),
+        ast::Expr::Cast { data_type, .. } => data_type.to_string().to_ascii_lowercase(),
         _ => "?column?".into(),
     }
 }
@@ -1159,30 +1207,40 @@ pub fn cast_datum(d: Datum, to: SqlType) -> SqlResult<Datum> {
     }
 }
 
+/// Evaluates a bound expression against a row.
 pub fn eval(e: &Expr, r: &Row<'_>) -> SqlResult<Datum> {
+    eval_at(e, r, 0)
+}
+
+/// Evaluates `e` at nesting `depth` (rule 4).
+fn eval_at(e: &Expr, r: &Row<'_>, depth: usize) -> SqlResult<Datum> {
+    if depth >= MAX_EVAL_DEPTH {
+        return Err(too_deep());
+    }
+    let sub = |x: &Expr| eval_at(x, r, depth + 1);
     Ok(match e {
         Expr::Const(d) => d.clone(),
         Expr::Col(i) => r.cols[*i].clone(),
         Expr::Param(i) => r.params.get(*i).cloned().unwrap_or(Datum::Null),
         Expr::Agg(i) => r.aggs[*i].clone(),
-        Expr::Not(x) => match eval(x, r)? {
+        Expr::Not(x) => match sub(x)? {
             Datum::Bool(b) => Datum::Bool(!b),
             _ => Datum::Null,
         },
-        Expr::Neg(x) => match eval(x, r)? {
+        Expr::Neg(x) => match sub(x)? {
             Datum::Null => Datum::Null,
             d => int_as(-int_of(&d).unwrap_or(0), type_of(&d))?,
         },
-        Expr::IsNull(x, negated) => Datum::Bool(eval(x, r)?.is_null() != *negated),
-        Expr::Cast(x, t) => cast_datum(eval(x, r)?, *t)?,
+        Expr::IsNull(x, negated) => Datum::Bool(sub(x)?.is_null() != *negated),
+        Expr::Cast(x, t) => cast_datum(sub(x)?, *t)?,
         Expr::InList(x, list, negated) => {
-            let v = eval(x, r)?;
+            let v = sub(x)?;
             if v.is_null() {
                 return Ok(Datum::Null);
             }
             let mut saw_null = false;
             for i in list {
-                let w = eval(i, r)?;
+                let w = sub(i)?;
                 if w.is_null() {
                     saw_null = true;
                 } else if compare(&v, &w) == Ordering::Equal {
@@ -1195,113 +1253,121 @@ pub fn eval(e: &Expr, r: &Row<'_>) -> SqlResult<Datum> {
                 Datum::Bool(*negated)
             }
         }
-        Expr::Bin(a, op, b) => {
-            let x = eval(a, r)?;
-            match op {
-                BinOp::And => {
-                    if x == Datum::Bool(false) {
-                        return Ok(x);
-                    }
-                    let y = eval(b, r)?;
-                    return Ok(match (x, y) {
-                        (_, Datum::Bool(false)) => Datum::Bool(false),
-                        (Datum::Bool(true), Datum::Bool(true)) => Datum::Bool(true),
-                        _ => Datum::Null,
-                    });
-                }
-                BinOp::Or => {
-                    if x == Datum::Bool(true) {
-                        return Ok(x);
-                    }
-                    let y = eval(b, r)?;
-                    return Ok(match (x, y) {
-                        (_, Datum::Bool(true)) => Datum::Bool(true),
-                        (Datum::Bool(false), Datum::Bool(false)) => Datum::Bool(false),
-                        _ => Datum::Null,
-                    });
-                }
-                _ => {}
-            }
-            let y = eval(b, r)?;
-            if x.is_null() || y.is_null() {
-                return Ok(Datum::Null);
-            }
-            match op {
-                BinOp::Eq => Datum::Bool(compare(&x, &y) == Ordering::Equal),
-                BinOp::Ne => Datum::Bool(compare(&x, &y) != Ordering::Equal),
-                BinOp::Lt => Datum::Bool(compare(&x, &y) == Ordering::Less),
-                BinOp::Le => Datum::Bool(compare(&x, &y) != Ordering::Greater),
-                BinOp::Gt => Datum::Bool(compare(&x, &y) == Ordering::Greater),
-                BinOp::Ge => Datum::Bool(compare(&x, &y) != Ordering::Less),
-                BinOp::Concat => Datum::Text(format!(
-                    "{}{}",
-                    x.to_text().unwrap_or_default(),
-                    y.to_text().unwrap_or_default()
-                )),
-                _ => {
-                    if let (Datum::Lsn(p), Datum::Lsn(q)) = (&x, &y) {
-                        return Ok(Datum::Numeric(i128::from(*p) - i128::from(*q)));
-                    }
-                    let t = if int_rank(type_of(&x)) >= int_rank(type_of(&y)) {
-                        type_of(&x)
-                    } else {
-                        type_of(&y)
-                    };
-                    let (p, q) = (int_of(&x).unwrap_or(0), int_of(&y).unwrap_or(0));
-                    let v = match op {
-                        BinOp::Add => p.checked_add(q),
-                        BinOp::Sub => p.checked_sub(q),
-                        BinOp::Mul => p.checked_mul(q),
-                        BinOp::Div | BinOp::Mod => {
-                            if q == 0 {
-                                return Err(SqlError::new("22012", "division by zero"));
-                            }
-                            if *op == BinOp::Div {
-                                p.checked_div(q)
-                            } else {
-                                p.checked_rem(q)
-                            }
-                        }
-                        _ => unreachable!("comparison and logic handled above"),
-                    };
-                    int_as(v.ok_or_else(|| out_of_range("numeric"))?, t)?
-                }
-            }
-        }
+        Expr::Bin(a, op, b) => eval_bin(a, *op, b, r, depth + 1)?,
         Expr::Call(f, args) => {
-            let vals: Vec<Datum> = args.iter().map(|a| eval(a, r)).collect::<SqlResult<_>>()?;
+            let vals: Vec<Datum> = args.iter().map(sub).collect::<SqlResult<_>>()?;
             if vals.iter().any(Datum::is_null) {
                 return Ok(Datum::Null);
             }
-            match f {
-                Func::Version => Datum::Text(version_string()),
-                Func::CurrentDatabase => Datum::Text(r.env.current_database()),
-                Func::CurrentWalLsn => Datum::Lsn(r.env.current_wal_lsn()),
-                Func::WalLsnDiff => match (&vals[0], &vals[1]) {
-                    (Datum::Lsn(a), Datum::Lsn(b)) => {
-                        Datum::Numeric(i128::from(*a) - i128::from(*b))
-                    }
-                    _ => Datum::Null,
-                },
-                Func::RelationFilepath => match &vals[0] {
-                    Datum::Text(t) => {
-                        r.env.relation_filepath(t).map(Datum::Text).ok_or_else(|| {
-                            SqlError::new("42P01", format!("relation \"{t}\" does not exist"))
-                        })?
-                    }
-                    _ => Datum::Null,
-                },
-                Func::Length => match &vals[0] {
-                    Datum::Text(t) => Datum::Int4(t.chars().count() as i32),
-                    _ => Datum::Null,
-                },
-                Func::Lower => Datum::Text(vals[0].to_text().unwrap_or_default().to_lowercase()),
-                Func::Upper => Datum::Text(vals[0].to_text().unwrap_or_default().to_uppercase()),
-                Func::Abs => {
-                    let v = int_of(&vals[0]).unwrap_or(0);
-                    int_as(v.abs(), type_of(&vals[0]))?
-                }
+            call(*f, &vals, r)?
+        }
+    })
+}
+
+/// A binary operator: AND and OR short-circuit in three-valued logic; the others
+/// are NULL on a NULL operand.
+fn eval_bin(a: &Expr, op: BinOp, b: &Expr, r: &Row<'_>, depth: usize) -> SqlResult<Datum> {
+    let x = eval_at(a, r, depth)?;
+    match op {
+        BinOp::And => {
+            if x == Datum::Bool(false) {
+                return Ok(x);
             }
+            let y = eval_at(b, r, depth)?;
+            return Ok(match (x, y) {
+                (_, Datum::Bool(false)) => Datum::Bool(false),
+                (Datum::Bool(true), Datum::Bool(true)) => Datum::Bool(true),
+                _ => Datum::Null,
+            });
+        }
+        BinOp::Or => {
+            if x == Datum::Bool(true) {
+                return Ok(x);
+            }
+            let y = eval_at(b, r, depth)?;
+            return Ok(match (x, y) {
+                (_, Datum::Bool(true)) => Datum::Bool(true),
+                (Datum::Bool(false), Datum::Bool(false)) => Datum::Bool(false),
+                _ => Datum::Null,
+            });
+        }
+        _ => {}
+    }
+    let y = eval_at(b, r, depth)?;
+    if x.is_null() || y.is_null() {
+        return Ok(Datum::Null);
+    }
+    Ok(match op {
+        BinOp::Eq => Datum::Bool(compare(&x, &y) == Ordering::Equal),
+        BinOp::Ne => Datum::Bool(compare(&x, &y) != Ordering::Equal),
+        BinOp::Lt => Datum::Bool(compare(&x, &y) == Ordering::Less),
+        BinOp::Le => Datum::Bool(compare(&x, &y) != Ordering::Greater),
+        BinOp::Gt => Datum::Bool(compare(&x, &y) == Ordering::Greater),
+        BinOp::Ge => Datum::Bool(compare(&x, &y) != Ordering::Less),
+        BinOp::Concat => Datum::Text(format!(
+            "{}{}",
+            x.to_text().unwrap_or_default(),
+            y.to_text().unwrap_or_default()
+        )),
+        _ => arith(op, &x, &y)?,
+    })
+}
+
+/// Integer arithmetic (and pg_lsn minus pg_lsn), overflow-checked.
+fn arith(op: BinOp, x: &Datum, y: &Datum) -> SqlResult<Datum> {
+    if let (Datum::Lsn(p), Datum::Lsn(q)) = (x, y) {
+        return Ok(Datum::Numeric(i128::from(*p) - i128::from(*q)));
+    }
+    let t = if int_rank(type_of(x)) >= int_rank(type_of(y)) {
+        type_of(x)
+    } else {
+        type_of(y)
+    };
+    let (p, q) = (int_of(x).unwrap_or(0), int_of(y).unwrap_or(0));
+    let v = match op {
+        BinOp::Add => p.checked_add(q),
+        BinOp::Sub => p.checked_sub(q),
+        BinOp::Mul => p.checked_mul(q),
+        BinOp::Div | BinOp::Mod => {
+            if q == 0 {
+                return Err(SqlError::new("22012", "division by zero"));
+            }
+            if op == BinOp::Div {
+                p.checked_div(q)
+            } else {
+                p.checked_rem(q)
+            }
+        }
+        _ => unreachable!("comparison and logic handled by eval_bin"),
+    };
+    int_as(v.ok_or_else(|| out_of_range("numeric"))?, t)
+}
+
+/// A function call on non-NULL arguments (checked in number and type by binding).
+fn call(f: Func, vals: &[Datum], r: &Row<'_>) -> SqlResult<Datum> {
+    Ok(match f {
+        Func::Version => Datum::Text(version_string()),
+        Func::CurrentDatabase => Datum::Text(r.env.current_database()),
+        Func::CurrentWalLsn => Datum::Lsn(r.env.current_wal_lsn()),
+        Func::WalLsnDiff => match (&vals[0], &vals[1]) {
+            (Datum::Lsn(a), Datum::Lsn(b)) => Datum::Numeric(i128::from(*a) - i128::from(*b)),
+            _ => Datum::Null,
+        },
+        Func::RelationFilepath => match &vals[0] {
+            Datum::Text(t) => r.env.relation_filepath(t).map(Datum::Text).ok_or_else(|| {
+                SqlError::new("42P01", format!("relation \"{t}\" does not exist"))
+            })?,
+            _ => Datum::Null,
+        },
+        Func::Length => match &vals[0] {
+            Datum::Text(t) => Datum::Int4(t.chars().count() as i32),
+            _ => Datum::Null,
+        },
+        Func::Lower => Datum::Text(vals[0].to_text().unwrap_or_default().to_lowercase()),
+        Func::Upper => Datum::Text(vals[0].to_text().unwrap_or_default().to_uppercase()),
+        Func::Abs => {
+            let v = int_of(&vals[0]).unwrap_or(0);
+            int_as(v.abs(), type_of(&vals[0]))?
         }
     })
 }

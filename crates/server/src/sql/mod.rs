@@ -69,6 +69,25 @@ impl From<EngineError> for SqlError {
 
 pub type SqlResult<T> = Result<T, SqlError>;
 
+/// The deepest expression nesting a statement may have, in parsing (sqlparser's
+/// recursion limit and the operator-chain bound in [`check_complexity`]), binding
+/// and evaluation (their depth counters). PostgreSQL bounds the same recursion by
+/// stack bytes (`max_stack_depth`); Strata counts levels and sizes the backend
+/// thread's stack for them ([`BACKEND_STACK_BYTES`]).
+pub const MAX_EXPR_DEPTH: usize = 1000;
+
+/// The stack of a backend thread: room for [`MAX_EXPR_DEPTH`] levels of parsing,
+/// binding, evaluation and dropping, with a wide margin (measured in the
+/// `deep_expressions_fit_the_backend_stack` test). Only touched pages cost memory.
+pub const BACKEND_STACK_BYTES: usize = 64 << 20;
+
+/// PostgreSQL's error for too deep a recursion (54001).
+pub fn too_deep() -> SqlError {
+    SqlError::new("54001", "stack depth limit exceeded").with_hint(format!(
+        "Strata bounds expression nesting at {MAX_EXPR_DEPTH} levels (PostgreSQL's \"max_stack_depth\"); simplify the expression."
+    ))
+}
+
 /// The SQL types of results and expressions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SqlType {
@@ -299,6 +318,7 @@ pub fn parse(sql: &str) -> SqlResult<Vec<Stmt>> {
     let mut cur: Vec<Token> = Vec::new();
     for t in tokens.into_iter().chain(std::iter::once(Token::SemiColon)) {
         if t == Token::SemiColon {
+            check_complexity(&cur)?;
             let stmt = parse_one(std::mem::take(&mut cur))?;
             if !matches!(stmt, Stmt::Empty) {
                 out.push(stmt);
@@ -308,6 +328,64 @@ pub fn parse(sql: &str) -> SqlResult<Vec<Stmt>> {
         }
     }
     Ok(out)
+}
+
+/// sqlparser's recursion limit (nested parentheses, subqueries, prefix operators):
+/// each level costs several parser frames, so it is well below [`MAX_EXPR_DEPTH`].
+pub const PARSER_RECURSION_LIMIT: usize = 250;
+
+/// Bounds what sqlparser's recursion limit does not see: a chain of infix
+/// operators (`1+1+...`, `a OR b OR ...`, `x::int::int`) is parsed by a loop into
+/// a tree as deep as the chain, which binding, printing and dropping then recurse
+/// over. An upper bound of the tree's depth is the number of tokens in one
+/// comma-separated item, summed over the enclosing parentheses; past
+/// 4 x [`MAX_EXPR_DEPTH`] (every operator brings at least one operand token) the
+/// statement is refused before sqlparser builds anything. O(tokens).
+fn check_complexity(tokens: &[Token]) -> SqlResult<()> {
+    /// One parenthesized group: depth bound of the current item, of its deepest
+    /// item, and of the enclosing groups at its start.
+    #[derive(Clone, Copy)]
+    struct Group {
+        item: usize,
+        deepest: usize,
+        base: usize,
+    }
+    let limit = 4 * MAX_EXPR_DEPTH;
+    let mut stack = vec![Group {
+        item: 0,
+        deepest: 0,
+        base: 0,
+    }];
+    let grow = |g: &mut Group, by: usize| -> SqlResult<()> {
+        g.item += by;
+        g.deepest = g.deepest.max(g.item);
+        if g.base + g.item > limit {
+            return Err(too_deep());
+        }
+        Ok(())
+    };
+    for t in tokens {
+        let top = stack.len() - 1;
+        match t {
+            Token::Whitespace(_) => {}
+            Token::LParen | Token::LBracket => {
+                let g = stack[top];
+                stack.push(Group {
+                    item: 0,
+                    deepest: 0,
+                    base: g.base + g.item + 1,
+                });
+            }
+            Token::RParen | Token::RBracket if top > 0 => {
+                let child = stack[top];
+                stack.pop();
+                grow(&mut stack[top - 1], child.deepest + 1)?;
+            }
+            Token::Comma => stack[top].item = 0,
+            _ => grow(&mut stack[top], 1)?,
+        }
+    }
+    Ok(())
 }
 
 /// The significant tokens of one statement, with a cursor, for the forms parsed here.
@@ -738,8 +816,13 @@ pub fn object_name(n: &ast::ObjectName) -> SqlResult<String> {
 
 fn parse_with_sqlparser(tokens: Vec<Token>) -> SqlResult<Stmt> {
     let dialect = PostgreSqlDialect {};
-    let mut p = Parser::new(&dialect).with_tokens(tokens);
+    let mut p = Parser::new(&dialect)
+        .with_recursion_limit(PARSER_RECURSION_LIMIT)
+        .with_tokens(tokens);
     let st = p.parse_statement().map_err(|e| {
+        if let sqlparser::parser::ParserError::RecursionLimitExceeded = e {
+            return too_deep();
+        }
         let m = e.to_string();
         let m = m
             .strip_prefix("sql parser error: ")

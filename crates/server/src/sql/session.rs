@@ -69,10 +69,23 @@ struct RegistryInner {
     dropping: Vec<String>,
 }
 
+/// The connection slots a new session may take.
+#[derive(Clone, Copy, Debug)]
+pub struct Slots {
+    /// `max_connections`.
+    pub max: usize,
+    /// `superuser_reserved_connections`.
+    pub reserved: usize,
+    /// Whether the connecting role is a superuser (may take a reserved slot).
+    pub superuser: bool,
+}
+
 /// Why a connection was refused at startup.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Refused {
     TooMany,
+    /// Only the reserved (superuser) slots are left.
+    Reserved,
     NoDatabase,
     NotAccepting,
 }
@@ -80,16 +93,22 @@ pub enum Refused {
 impl Registry {
     /// Registers a session on `db` unless the server is full or `db` cannot be
     /// connected to; `terminate` asks the session to end (DROP DATABASE ... FORCE).
+    ///
+    /// Slots: `max` in all, of which the last `reserved` are for superusers only
+    /// (PostgreSQL's `superuser_reserved_connections` rule).
     pub fn register(
         &self,
         engine: &Engine,
         db: &str,
-        max: usize,
+        slots: Slots,
         terminate: Box<dyn Fn() + Send>,
     ) -> Result<u64, Refused> {
         let mut g = self.inner.lock();
-        if g.sessions.len() >= max {
+        if g.sessions.len() >= slots.max {
             return Err(Refused::TooMany);
+        }
+        if !slots.superuser && g.sessions.len() + slots.reserved >= slots.max {
+            return Err(Refused::Reserved);
         }
         if g.dropping.iter().any(|d| d == db) {
             return Err(Refused::NoDatabase);
@@ -144,6 +163,10 @@ pub struct ServerState {
     /// Server settings as SHOW prints them (name, value, description).
     pub settings: Vec<(String, String, String)>,
     pub auth: crate::pg::auth::AuthStore,
+    /// The server log.
+    pub log: strata_engine::LogSink,
+    /// `superuser_reserved_connections`.
+    pub reserved_connections: usize,
 }
 
 enum Block<'e> {
@@ -157,6 +180,8 @@ pub struct Session<'e> {
     engine: &'e Engine,
     server: &'e ServerState,
     db: String,
+    /// The authenticated role.
+    user: String,
     id: u64,
     block: Block<'e>,
     vars: BTreeMap<String, String>,
@@ -245,11 +270,18 @@ enum BoundSource {
 }
 
 impl<'e> Session<'e> {
-    pub fn new(engine: &'e Engine, server: &'e ServerState, db: &str, id: u64) -> Session<'e> {
+    pub fn new(
+        engine: &'e Engine,
+        server: &'e ServerState,
+        db: &str,
+        user: &str,
+        id: u64,
+    ) -> Session<'e> {
         Session {
             engine,
             server,
             db: db.to_string(),
+            user: user.to_string(),
             id,
             block: Block::Idle,
             vars: BTreeMap::new(),
@@ -513,6 +545,13 @@ impl<'e> Session<'e> {
                 Ok(Output::Command("VACUUM".into()))
             }
             Stmt::AlterRolePassword { role, password } => {
+                if *role != self.user && !crate::pg::auth::is_superuser(&self.user) {
+                    return Err(SqlError::new("42501", "permission denied to alter role")
+                        .with_hint(format!(
+                            "Only the role itself or the superuser \"{}\" may change the password of role \"{role}\".",
+                            crate::pg::auth::BOOTSTRAP_SUPERUSER
+                        )));
+                }
                 self.server
                     .auth
                     .set_password(role, password.as_deref())

@@ -1,0 +1,281 @@
+//! One connection's message loop, from accept to close, and the bound on
+//! connections that have not authenticated yet.
+//!
+//! Entry points: [`serve_socket`] (run per accepted socket), [`Unauthenticated`]
+//! (the pre-authentication set, one per server).
+//!
+//! Rules:
+//! 1. Every byte from the client goes through [`frames::Guarded`] (frames rule 1-4);
+//!    a violation is reported FATAL with its SQLSTATE, logged, and the connection
+//!    closes.
+//! 2. Until it authenticates, a connection holds no connection slot (the session
+//!    registers after authentication, see `auth`), only a place in
+//!    [`Unauthenticated`]: at most `capacity` sockets are there; admitting one more
+//!    closes the oldest, so a flood of idle sockets costs bounded memory and file
+//!    descriptors and cannot keep a real client (which authenticates in
+//!    milliseconds) out.
+//! 3. `authentication_timeout` bounds the time from accept to authentication.
+//!    A connection that sent no startup packet is closed silently; one in the
+//!    middle of authentication gets PostgreSQL's FATAL 57014 "canceling
+//!    authentication due to timeout", which is logged.
+//! 4. A FATAL error ends the connection after it is sent, and is logged with its
+//!    SQLSTATE (PostgreSQL's `log_error_verbosity = verbose` form).
+
+use super::frames::{self, Guarded};
+use super::Handlers;
+use futures::{SinkExt, StreamExt};
+use parking_lot::Mutex;
+use pgwire::api::{ClientInfo, DefaultClient, PgWireConnectionState};
+use pgwire::error::{ErrorInfo, PgWireError};
+use pgwire::messages::response::{GssEncResponse, SslResponse};
+use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage, SslNegotiationMetaMessage};
+use pgwire::tokio::server::{process_error, process_message, PgWireMessageServerCodec};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use strata_engine::LogSink;
+use tokio::net::TcpStream;
+use tokio::sync::Notify;
+use tokio_util::codec::Framed;
+
+/// The connections accepted but not yet authenticated (rule 2).
+pub struct Unauthenticated {
+    capacity: usize,
+    inner: Mutex<(u64, BTreeMap<u64, Arc<Notify>>)>,
+}
+
+/// A place in [`Unauthenticated`]; leaving it (drop) frees the place.
+pub struct Ticket {
+    set: Arc<Unauthenticated>,
+    id: u64,
+    evicted: Arc<Notify>,
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        self.set.inner.lock().1.remove(&self.id);
+    }
+}
+
+impl Unauthenticated {
+    pub fn new(capacity: usize) -> Arc<Unauthenticated> {
+        assert!(capacity > 0);
+        Arc::new(Unauthenticated {
+            capacity,
+            inner: Mutex::new((0, BTreeMap::new())),
+        })
+    }
+
+    /// Admits a new connection, closing the oldest waiting one if the set is full.
+    /// O(log n).
+    pub fn admit(self: &Arc<Self>) -> Ticket {
+        let mut g = self.inner.lock();
+        while g.1.len() >= self.capacity {
+            if let Some((_, oldest)) = g.1.pop_first() {
+                oldest.notify_one(); // stores a permit: the loop sees it even if not waiting yet
+            }
+        }
+        g.0 += 1;
+        let id = g.0;
+        let evicted = Arc::new(Notify::new());
+        g.1.insert(id, evicted.clone());
+        assert!(g.1.len() <= self.capacity);
+        Ticket {
+            set: self.clone(),
+            id,
+            evicted,
+        }
+    }
+
+    /// How many connections are waiting to authenticate.
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.inner.lock().1.len()
+    }
+}
+
+type Socket = Framed<Guarded<TcpStream>, PgWireMessageServerCodec<Arc<super::Prepared>>>;
+
+fn before_auth(state: PgWireConnectionState) -> bool {
+    matches!(
+        state,
+        PgWireConnectionState::AwaitingSslRequest
+            | PgWireConnectionState::AwaitingStartup
+            | PgWireConnectionState::AuthenticationInProgress
+    )
+}
+
+/// Sends a FATAL error, logs it, and flushes (the caller then closes).
+async fn send_fatal(socket: &mut Socket, log: &LogSink, code: &str, message: &str) {
+    log(&format!("FATAL:  {code}: {message}"));
+    let info = ErrorInfo::new("FATAL".into(), code.into(), message.into());
+    let _ = socket
+        .send(PgWireBackendMessage::ErrorResponse(info.into()))
+        .await;
+}
+
+/// What ended the wait for the next message.
+enum Next {
+    Message(PgWireFrontendMessage),
+    Violation(frames::Violation),
+    Closed,
+    TimedOut,
+}
+
+async fn next_message(
+    socket: &mut Socket,
+    ticket: &Option<Ticket>,
+    deadline: &mut std::pin::Pin<&mut tokio::time::Sleep>,
+) -> Next {
+    let read = async {
+        match socket.next().await {
+            Some(Ok(m)) => Next::Message(m),
+            Some(Err(PgWireError::IoError(e))) => match frames::violation_of(&e) {
+                Some(v) => Next::Violation(v.clone()),
+                None => Next::Closed,
+            },
+            Some(Err(e)) => Next::Violation(frames::Violation {
+                code: "08P01",
+                message: format!("invalid message: {e}"),
+            }),
+            None => Next::Closed,
+        }
+    };
+    match ticket {
+        Some(t) => tokio::select! {
+            _ = deadline.as_mut() => Next::TimedOut,
+            _ = t.evicted.notified() => Next::Closed,
+            n = read => n,
+        },
+        None => read.await,
+    }
+}
+
+/// Answers SSLRequest / GSSENCRequest with "no" (Strata speaks plain TCP).
+async fn negotiate(socket: &mut Socket, m: SslNegotiationMetaMessage) -> bool {
+    let reply = match m {
+        SslNegotiationMetaMessage::PostgresSsl(_) => {
+            PgWireBackendMessage::SslResponse(SslResponse::Refuse)
+        }
+        SslNegotiationMetaMessage::PostgresGss(_) => {
+            PgWireBackendMessage::GssEncResponse(GssEncResponse::Refuse)
+        }
+        SslNegotiationMetaMessage::None => {
+            socket.set_state(PgWireConnectionState::AwaitingStartup);
+            return true;
+        }
+    };
+    socket.send(reply).await.is_ok()
+}
+
+/// Serves one accepted socket until it closes (rules 1-4).
+pub async fn serve_socket(
+    sock: TcpStream,
+    handlers: Handlers,
+    ticket: Ticket,
+    auth_timeout: Duration,
+    log: LogSink,
+) {
+    let Ok(addr) = sock.peer_addr() else { return };
+    let authenticated = Arc::new(AtomicBool::new(false));
+    let codec = PgWireMessageServerCodec::new(DefaultClient::new(addr, false));
+    let mut socket: Socket = Framed::new(Guarded::new(sock, authenticated.clone()), codec);
+    socket.set_state(PgWireConnectionState::AwaitingSslRequest);
+    let deadline = tokio::time::sleep(auth_timeout);
+    tokio::pin!(deadline);
+    let mut ticket = Some(ticket);
+    let startup = handlers.startup.clone();
+    let query = handlers.query.clone();
+    let noop = Arc::new(pgwire::api::NoopHandler);
+    loop {
+        if ticket.is_some() && !before_auth(socket.state()) {
+            authenticated.store(true, Ordering::Release);
+            ticket = None; // rule 2: no longer waiting to authenticate
+        }
+        let msg = match next_message(&mut socket, &ticket, &mut deadline).await {
+            Next::Message(m) => m,
+            Next::Closed => break,
+            Next::Violation(v) => {
+                send_fatal(&mut socket, &log, v.code, &v.message).await;
+                break;
+            }
+            Next::TimedOut => {
+                if matches!(
+                    socket.state(),
+                    PgWireConnectionState::AuthenticationInProgress
+                ) {
+                    let m = "canceling authentication due to timeout";
+                    send_fatal(&mut socket, &log, "57014", m).await;
+                }
+                break;
+            }
+        };
+        let is_extended = msg.is_extended_query();
+        match msg {
+            PgWireFrontendMessage::Terminate(_) => break,
+            PgWireFrontendMessage::SslNegotiation(m) => {
+                if !negotiate(&mut socket, m).await {
+                    break;
+                }
+                continue;
+            }
+            PgWireFrontendMessage::CancelRequest(_) => break,
+            _ => {}
+        }
+        let r = process_message(
+            msg,
+            &mut socket,
+            startup.clone(),
+            query.clone(),
+            query.clone(),
+            noop.clone(),
+            noop.clone(),
+        )
+        .await;
+        if let Err(mut e) = r {
+            pgwire::api::ErrorHandler::on_error(&super::Errors, &socket, &mut e);
+            let info = ErrorInfo::from(e);
+            let fatal = info.is_fatal();
+            if fatal {
+                log(&format!("FATAL:  {}: {}", info.code, info.message));
+            }
+            let r = process_error(&mut socket, PgWireError::UserError(Box::new(info)), is_extended);
+            if r.await.is_err() || fatal {
+                break;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn admitting_past_capacity_evicts_the_oldest() {
+        let set = Unauthenticated::new(2);
+        let a = set.admit();
+        let b = set.admit();
+        assert_eq!(set.len(), 2);
+        let c = set.admit();
+        assert_eq!(set.len(), 2);
+        // a was told to leave (a stored permit), b and c were not.
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            tokio::time::timeout(Duration::from_millis(100), a.evicted.notified())
+                .await
+                .expect("oldest evicted");
+            assert!(
+                tokio::time::timeout(Duration::from_millis(20), b.evicted.notified())
+                    .await
+                    .is_err()
+            );
+        });
+        drop((a, b, c));
+        assert_eq!(set.len(), 0);
+    }
+}
