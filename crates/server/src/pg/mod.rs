@@ -577,6 +577,10 @@ impl QueryParser for Query {
             .await
             .map_err(user_error)?
             .map_err(user_error)?;
+        // Parse may declare more parameters than the text uses (PostgreSQL keeps them).
+        if p.described.params.len() < types.len() {
+            p.described.params.resize(types.len(), SqlType::Text);
+        }
         for (i, t) in types.iter().enumerate() {
             if let Some(t) = t {
                 if *t == Type::UNKNOWN {
@@ -633,6 +637,17 @@ impl ExtendedQueryHandler for Query {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let p = portal.statement.statement.clone();
+        if portal.parameters.len() != p.described.params.len() {
+            return Err(user_error(SqlError::new(
+                "08P01",
+                format!(
+                    "bind message supplies {} parameters, but prepared statement \"{}\" requires {}",
+                    portal.parameters.len(),
+                    portal.statement.id,
+                    p.described.params.len()
+                ),
+            )));
+        }
         let mut params = Vec::with_capacity(portal.parameters.len());
         for (i, b) in portal.parameters.iter().enumerate() {
             let t = p.described.params.get(i).copied().unwrap_or(SqlType::Text);

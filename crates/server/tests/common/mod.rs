@@ -1,0 +1,316 @@
+//! Shared by the hardening and fuzz tests: a `strata start` process on a free port,
+//! psql, and a raw wire-protocol client that can send any bytes.
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub const PSQL: &str = "/usr/bin/psql";
+
+pub struct Server {
+    pub child: Option<Child>,
+    pub port: u16,
+    pub log: PathBuf,
+}
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl Server {
+    /// `strata start -D data -c port=.. -c extra...`; `shell_prefix` (e.g.
+    /// `ulimit -n 128;`) runs it through `sh -c` first.
+    pub fn start_with(data: &Path, extra: &[&str], shell_prefix: Option<&str>) -> Server {
+        let port = free_port();
+        let log = data.with_extension(format!("log{port}"));
+        let logf = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .unwrap();
+        let mut args: Vec<String> = vec!["start".into(), "-D".into(), data.display().to_string()];
+        for c in [format!("port={port}"), "listen_addresses=127.0.0.1".into()]
+            .into_iter()
+            .chain(extra.iter().map(|s| s.to_string()))
+        {
+            args.push("-c".into());
+            args.push(c);
+        }
+        let bin = env!("CARGO_BIN_EXE_strata");
+        let mut cmd = match shell_prefix {
+            None => {
+                let mut c = Command::new(bin);
+                c.args(&args);
+                c
+            }
+            Some(pre) => {
+                let quoted: Vec<String> = args.iter().map(|a| format!("'{a}'")).collect();
+                let mut c = Command::new("sh");
+                c.arg("-c")
+                    .arg(format!("{pre} exec '{bin}' {}", quoted.join(" ")));
+                c
+            }
+        };
+        let child = cmd
+            .stdout(Stdio::null())
+            .stderr(logf)
+            .spawn()
+            .expect("spawn strata start");
+        let s = Server {
+            child: Some(child),
+            port,
+            log,
+        };
+        s.wait_ready();
+        s
+    }
+
+    pub fn start(data: &Path, extra: &[&str]) -> Server {
+        Server::start_with(data, extra, None)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map(|c| c.id()).unwrap_or(0)
+    }
+
+    fn wait_ready(&self) {
+        let t0 = Instant::now();
+        while TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            assert!(
+                t0.elapsed() < Duration::from_secs(60),
+                "server did not start:\n{}",
+                self.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Whether the server process is still running.
+    pub fn alive(&mut self) -> bool {
+        match self.child.as_mut() {
+            Some(c) => c.try_wait().map(|s| s.is_none()).unwrap_or(false),
+            None => false,
+        }
+    }
+
+    pub fn psql(&self, user: &str, args: &[&str], password: Option<&str>) -> Output {
+        psql_as(self.port, user, args, password)
+    }
+
+    /// Runs `select 1` through psql as strata; whether it answered `1`.
+    pub fn answers(&self, password: Option<&str>) -> bool {
+        let out = self.psql("strata", &["-c", "select 1"], password);
+        String::from_utf8_lossy(&out.stdout).trim() == "1"
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+pub fn psql_as(port: u16, user: &str, args: &[&str], password: Option<&str>) -> Output {
+    assert!(Path::new(PSQL).exists(), "psql not found at {PSQL}");
+    let mut cmd = Command::new(PSQL);
+    cmd.args([
+        "-X",
+        "-q",
+        "-A",
+        "-t",
+        "-v",
+        "ON_ERROR_STOP=1",
+        "-h",
+        "127.0.0.1",
+    ])
+    .args(["-p", &port.to_string(), "-U", user, "-d", "postgres"])
+    .args(args)
+    .env_remove("PGPASSWORD")
+    .env("PGCONNECT_TIMEOUT", "20");
+    if let Some(p) = password {
+        cmd.env("PGPASSWORD", p);
+    }
+    cmd.output().unwrap()
+}
+
+/// `strata init -D data [--pwfile]` with the password `pw`.
+pub fn init(data: &Path, pw: Option<&str>) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_strata"));
+    cmd.args(["init", "-D"]).arg(data);
+    if let Some(pw) = pw {
+        let f = data.with_extension("pw");
+        std::fs::write(&f, format!("{pw}\n")).unwrap();
+        cmd.arg("--pwfile").arg(&f);
+    }
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+pub async fn connect(port: u16, user: &str, pw: Option<&str>) -> Result<tokio_postgres::Client, tokio_postgres::Error> {
+    let mut conf = format!("host=127.0.0.1 port={port} user={user} dbname=postgres");
+    if let Some(pw) = pw {
+        conf.push_str(&format!(" password={pw}"));
+    }
+    let (c, conn) = tokio_postgres::connect(&conf, tokio_postgres::NoTls).await?;
+    tokio::spawn(conn);
+    Ok(c)
+}
+
+pub fn code_of(e: &tokio_postgres::Error) -> String {
+    e.code()
+        .map(|c| c.code().to_string())
+        .unwrap_or_else(|| format!("no SQLSTATE: {e}"))
+}
+
+// ---- raw protocol ----
+
+/// A typed frontend message.
+pub fn frame(t: u8, body: &[u8]) -> Vec<u8> {
+    let mut v = vec![t];
+    v.extend_from_slice(&((body.len() + 4) as i32).to_be_bytes());
+    v.extend_from_slice(body);
+    v
+}
+
+/// A startup packet (protocol 3.0) for `user` on database postgres.
+pub fn startup_packet(user: &str) -> Vec<u8> {
+    let mut body = Vec::new();
+    body.extend_from_slice(&196_608i32.to_be_bytes());
+    for s in ["user", user, "database", "postgres"] {
+        body.extend_from_slice(s.as_bytes());
+        body.push(0);
+    }
+    body.push(0);
+    let mut v = ((body.len() + 4) as i32).to_be_bytes().to_vec();
+    v.extend_from_slice(&body);
+    v
+}
+
+pub fn cstr(s: &str) -> Vec<u8> {
+    let mut v = s.as_bytes().to_vec();
+    v.push(0);
+    v
+}
+
+/// A raw connection that reads backend messages as (type, body).
+pub struct Raw {
+    pub s: TcpStream,
+}
+
+impl Raw {
+    pub fn connect(port: u16) -> Raw {
+        let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        Raw { s }
+    }
+
+    /// Connects and completes a trust startup as `user`.
+    pub fn ready(port: u16, user: &str) -> Raw {
+        let mut r = Raw::connect(port);
+        r.send(&startup_packet(user));
+        let msgs = r.until_ready();
+        assert!(
+            msgs.iter().any(|(t, _)| *t == b'Z'),
+            "no ReadyForQuery: {msgs:?}"
+        );
+        r
+    }
+
+    pub fn send(&mut self, b: &[u8]) {
+        let _ = self.s.write_all(b);
+    }
+
+    /// The next message, or None at EOF / timeout.
+    pub fn read_msg(&mut self) -> Option<(u8, Vec<u8>)> {
+        let mut head = [0u8; 5];
+        self.s.read_exact(&mut head).ok()?;
+        let len = i32::from_be_bytes([head[1], head[2], head[3], head[4]]);
+        let mut body = vec![0u8; (len as usize).saturating_sub(4)];
+        self.s.read_exact(&mut body).ok()?;
+        Some((head[0], body))
+    }
+
+    /// Messages up to and including ReadyForQuery, or up to EOF.
+    pub fn until_ready(&mut self) -> Vec<(u8, Vec<u8>)> {
+        let mut out = Vec::new();
+        while let Some(m) = self.read_msg() {
+            let done = m.0 == b'Z';
+            out.push(m);
+            if done {
+                break;
+            }
+        }
+        out
+    }
+
+    /// Whether the server closed the connection (EOF within the read timeout).
+    pub fn closed(&mut self) -> bool {
+        let mut b = [0u8; 1];
+        loop {
+            match self.s.read(&mut b) {
+                Ok(0) => return true,
+                Ok(_) => continue, // drain whatever was still sent
+                Err(e) => {
+                    return e.kind() == std::io::ErrorKind::ConnectionReset;
+                }
+            }
+        }
+    }
+}
+
+/// The SQLSTATE field of an ErrorResponse body.
+pub fn sqlstate(body: &[u8]) -> String {
+    field(body, b'C')
+}
+
+/// A field of an ErrorResponse / NoticeResponse body.
+pub fn field(body: &[u8], code: u8) -> String {
+    let mut i = 0;
+    while i < body.len() && body[i] != 0 {
+        let t = body[i];
+        let end = body[i + 1..].iter().position(|c| *c == 0).map(|p| i + 1 + p).unwrap_or(body.len());
+        if t == code {
+            return String::from_utf8_lossy(&body[i + 1..end]).to_string();
+        }
+        i = end + 1;
+    }
+    String::new()
+}
+
+/// The first ErrorResponse in `msgs`: (SQLSTATE, message).
+pub fn first_error(msgs: &[(u8, Vec<u8>)]) -> Option<(String, String)> {
+    msgs.iter()
+        .find(|(t, _)| *t == b'E')
+        .map(|(_, b)| (sqlstate(b), field(b, b'M')))
+}
+
+/// CPU time (user + system) of a process, in clock ticks, from /proc/<pid>/stat.
+pub fn cpu_ticks(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let rest = s.rsplit_once(") ").map(|(_, r)| r).unwrap_or("");
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // After the command: state is field 3, utime 14, stime 15 (1-based).
+    let get = |i: usize| f.get(i - 3).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    get(14) + get(15)
+}
+
+/// Open file descriptors of a process.
+pub fn fd_count(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
