@@ -183,8 +183,12 @@ pub fn make_data_dir(data: &Path) -> Result<(), String> {
 /// (PostgreSQL's `checkDataDir`: mode & 0027 must be 0).
 pub fn check_data_dir_permissions(data: &Path) -> Result<(), String> {
     use std::os::unix::fs::PermissionsExt;
-    let meta = std::fs::metadata(data)
-        .map_err(|e| format!("could not read permissions of directory \"{}\": {e}", data.display()))?;
+    let meta = std::fs::metadata(data).map_err(|e| {
+        format!(
+            "could not read permissions of directory \"{}\": {e}",
+            data.display()
+        )
+    })?;
     if meta.permissions().mode() & 0o027 != 0 {
         return Err(format!(
             "data directory \"{}\" has invalid permissions\nDETAIL:  Permissions should be u=rwx (0700) or u=rwx,g=rx (0750).",
@@ -355,8 +359,18 @@ impl Acceptor {
             }
             let _ = sock.set_nodelay(true);
             let ticket = self.waiting.admit();
-            let h = Handlers::new(self.engine.clone(), self.server.clone(), self.max_connections);
-            tokio::spawn(serve_socket(sock, h, ticket, self.auth_timeout, self.log.clone()));
+            let h = Handlers::new(
+                self.engine.clone(),
+                self.server.clone(),
+                self.max_connections,
+            );
+            tokio::spawn(serve_socket(
+                sock,
+                h,
+                ticket,
+                self.auth_timeout,
+                self.log.clone(),
+            ));
         }
     }
 }

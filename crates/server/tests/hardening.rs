@@ -21,7 +21,10 @@ fn deep_expressions_get_54001_and_the_server_keeps_serving() {
     let sum = |n: usize| format!("SELECT {}", vec!["1"; n].join("+"));
     let ors = format!(
         "SELECT 1 WHERE {}",
-        (0..10_000).map(|i| format!("{i} = 1")).collect::<Vec<_>>().join(" OR ")
+        (0..10_000)
+            .map(|i| format!("{i} = 1"))
+            .collect::<Vec<_>>()
+            .join(" OR ")
     );
     let parens = format!("SELECT {}1{}", "(".repeat(2000), ")".repeat(2000));
     let nots = format!("SELECT {} true", "NOT ".repeat(5000));
@@ -63,7 +66,11 @@ fn parameter_numbers_are_bounded_and_bind_counts_checked() {
     let s = Server::start(&dir.path().join("d"), &[]);
     rt().block_on(async {
         let c = connect(s.port, "strata", None).await.unwrap();
-        for q in ["SELECT $99999999999", "SELECT $65536", "SELECT $4294967297 + 1"] {
+        for q in [
+            "SELECT $99999999999",
+            "SELECT $65536",
+            "SELECT $4294967297 + 1",
+        ] {
             let e = c.prepare(q).await.expect_err("no such parameter");
             assert_eq!(code_of(&e), "42P02", "{q}: {e}");
             let e = c.simple_query(q).await.expect_err("no such parameter");
@@ -89,7 +96,15 @@ fn parameter_numbers_are_bounded_and_bind_counts_checked() {
     bind.extend(0u16.to_be_bytes());
     let mut exec = cstr("");
     exec.extend(0i32.to_be_bytes());
-    r.send(&[frame(b'P', &parse), frame(b'B', &bind), frame(b'E', &exec), frame(b'S', b"")].concat());
+    r.send(
+        &[
+            frame(b'P', &parse),
+            frame(b'B', &bind),
+            frame(b'E', &exec),
+            frame(b'S', b""),
+        ]
+        .concat(),
+    );
     let msgs = r.until_ready();
     let (code, msg) = first_error(&msgs).expect("an error");
     assert_eq!(code, "08P01", "{msg}");
@@ -121,7 +136,10 @@ fn unauthenticated_connections_hold_no_slots_and_time_out() {
     assert!(s.answers(Some("pw")), "{}", s.log_text());
     assert!(t0.elapsed() < Duration::from_secs(10));
     let fds = fd_count(s.pid());
-    assert!(fds < 150, "server holds {fds} descriptors for 200 idle sockets");
+    assert!(
+        fds < 150,
+        "server holds {fds} descriptors for 200 idle sockets"
+    );
     // The oldest waiting sockets were closed to make room (pre-auth bound).
     assert!(idle[0].closed(), "the oldest idle socket is still open");
     drop(idle);
@@ -133,12 +151,19 @@ fn unauthenticated_connections_hold_no_slots_and_time_out() {
     let mut started = Raw::connect(s.port);
     started.send(&startup_packet("strata"));
     let t0 = Instant::now();
-    assert!(silent.closed(), "a silent socket outlived authentication_timeout");
-    assert!(started.closed(), "a half-authenticated socket outlived authentication_timeout");
+    assert!(
+        silent.closed(),
+        "a silent socket outlived authentication_timeout"
+    );
+    assert!(
+        started.closed(),
+        "a half-authenticated socket outlived authentication_timeout"
+    );
     assert!(t0.elapsed() < Duration::from_secs(5));
     std::thread::sleep(Duration::from_millis(200));
     assert!(
-        s.log_text().contains("FATAL:  57014: canceling authentication due to timeout"),
+        s.log_text()
+            .contains("FATAL:  57014: canceling authentication due to timeout"),
         "{}",
         s.log_text()
     );
@@ -155,7 +180,10 @@ fn the_last_slots_are_reserved_for_the_superuser() {
     rt().block_on(async {
         let a = connect(s.port, "alice", None).await.unwrap();
         let b = connect(s.port, "bob", None).await.unwrap();
-        let e = connect(s.port, "carol", None).await.err().expect("reserved");
+        let e = connect(s.port, "carol", None)
+            .await
+            .err()
+            .expect("reserved");
         assert_eq!(code_of(&e), "53300");
         let m = e.as_db_error().unwrap().message();
         assert!(m.contains("reserved"), "{m}");
@@ -231,7 +259,9 @@ fn malformed_frames_are_protocol_violations_that_close_the_connection() {
     let msgs = r.until_ready();
     assert_eq!(first_error(&msgs).map(|e| e.0).as_deref(), Some("0A000"));
     assert!(s.answers(None), "{}", s.log_text());
-    assert!(s.log_text().contains("FATAL:  08P01: invalid message format"));
+    assert!(s
+        .log_text()
+        .contains("FATAL:  08P01: invalid message format"));
 }
 
 #[test]
@@ -302,10 +332,21 @@ fn data_directory_and_files_are_private() {
     let s = Server::start(&data, &[]);
     let out = s.psql(
         "strata",
-        &["-c", "create table t (a int)", "-c", "insert into t values (1)", "-c", "checkpoint"],
+        &[
+            "-c",
+            "create table t (a int)",
+            "-c",
+            "insert into t values (1)",
+            "-c",
+            "checkpoint",
+        ],
         Some("pw"),
     );
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // A tablespace location that resolves into the data directory is refused.
     let sneaky = format!("{}/x/../d/pg_tblspc", dir.path().display());
     std::fs::create_dir(dir.path().join("x")).unwrap();
@@ -361,9 +402,18 @@ fn roles_change_only_their_own_password_and_cannot_be_probed() {
             .await
             .expect_err("not alice's");
         assert_eq!(code_of(&e), "42501");
-        assert_eq!(e.as_db_error().unwrap().message(), "permission denied to alter role");
-        alice.simple_query("ALTER ROLE alice PASSWORD 'a'").await.unwrap();
-        strata.simple_query("ALTER ROLE strata PASSWORD 'pw'").await.unwrap();
+        assert_eq!(
+            e.as_db_error().unwrap().message(),
+            "permission denied to alter role"
+        );
+        alice
+            .simple_query("ALTER ROLE alice PASSWORD 'a'")
+            .await
+            .unwrap();
+        strata
+            .simple_query("ALTER ROLE strata PASSWORD 'pw'")
+            .await
+            .unwrap();
     });
     // Now passwords are required. An unknown role and a wrong password look the
     // same to the client: a SASL exchange, then the same 28P01 message.
@@ -384,14 +434,31 @@ fn roles_change_only_their_own_password_and_cannot_be_probed() {
     };
     let known = String::from_utf8(exchange("alice")).unwrap();
     let unknown = String::from_utf8(exchange("nobody")).unwrap();
-    assert!(known.contains(",s=") && known.contains(",i=4096"), "{known}");
-    assert!(unknown.contains(",s=") && unknown.contains(",i=4096"), "{unknown}");
+    assert!(
+        known.contains(",s=") && known.contains(",i=4096"),
+        "{known}"
+    );
+    assert!(
+        unknown.contains(",s=") && unknown.contains(",i=4096"),
+        "{unknown}"
+    );
     // The mock salt is stable per name (a real role's salt does not change either).
-    let salt = |m: &str| m.split(",s=").nth(1).and_then(|r| r.split(',').next()).map(str::to_string);
-    assert_eq!(salt(&unknown), salt(&String::from_utf8(exchange("nobody")).unwrap()));
+    let salt = |m: &str| {
+        m.split(",s=")
+            .nth(1)
+            .and_then(|r| r.split(',').next())
+            .map(str::to_string)
+    };
+    assert_eq!(
+        salt(&unknown),
+        salt(&String::from_utf8(exchange("nobody")).unwrap())
+    );
     rt().block_on(async {
         let e1 = connect(s.port, "alice", Some("wrong")).await.err().unwrap();
-        let e2 = connect(s.port, "nobody", Some("wrong")).await.err().unwrap();
+        let e2 = connect(s.port, "nobody", Some("wrong"))
+            .await
+            .err()
+            .unwrap();
         assert_eq!(code_of(&e1), "28P01");
         assert_eq!(code_of(&e2), "28P01");
         assert_eq!(
@@ -407,7 +474,10 @@ fn roles_change_only_their_own_password_and_cannot_be_probed() {
         "{log}"
     );
     assert!(log.contains("Role \"nobody\" does not exist."), "{log}");
-    assert!(log.contains("Password does not match for user \"alice\"."), "{log}");
+    assert!(
+        log.contains("Password does not match for user \"alice\"."),
+        "{log}"
+    );
 }
 
 // ---- item 21: out of file descriptors ----
@@ -434,7 +504,10 @@ fn accept_backs_off_when_out_of_file_descriptors() {
     std::thread::sleep(Duration::from_secs(2));
     let cpu_s = (cpu_ticks(s.pid()) - before) as f64 / tick;
     eprintln!("server CPU over 2 s with descriptors exhausted: {cpu_s:.2} s");
-    assert!(cpu_s < 0.3, "the accept loop spins: {cpu_s:.2} s of CPU in 2 s");
+    assert!(
+        cpu_s < 0.3,
+        "the accept loop spins: {cpu_s:.2} s of CPU in 2 s"
+    );
     assert!(
         s.log_text().contains("could not accept new connection"),
         "{}",

@@ -372,7 +372,8 @@ impl Smgr {
         // Checked on the resolved path: `..` and symbolic links cannot lead back
         // into the data directory.
         let resolved = std::fs::canonicalize(location).unwrap_or_else(|_| location.to_path_buf());
-        let data_dir = std::fs::canonicalize(&self.data_dir).unwrap_or_else(|_| self.data_dir.clone());
+        let data_dir =
+            std::fs::canonicalize(&self.data_dir).unwrap_or_else(|_| self.data_dir.clone());
         if resolved.starts_with(&data_dir) || location.starts_with(&self.data_dir) {
             return Err(bad(
                 "tablespace location should not be inside the data directory",

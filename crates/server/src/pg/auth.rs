@@ -291,7 +291,11 @@ impl Startup {
 
     /// Authentication succeeded: take a connection slot and start the session,
     /// then tell the client (rule 3). A refusal is FATAL.
-    async fn admit<C>(&self, client: &mut C, final_message: Option<Authentication>) -> PgWireResult<()>
+    async fn admit<C>(
+        &self,
+        client: &mut C,
+        final_message: Option<Authentication>,
+    ) -> PgWireResult<()>
     where
         C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
         C::Error: Debug,
@@ -299,7 +303,9 @@ impl Startup {
     {
         let (user, db) = self.login.get().cloned().unwrap_or_default();
         self.conn.start_session(&db, &user).map_err(fatal)?;
-        self.driver.complete_authentication(client, final_message).await
+        self.driver
+            .complete_authentication(client, final_message)
+            .await
     }
 
     /// Logs a failed authentication with PostgreSQL's DETAIL (the client sees only

@@ -135,9 +135,8 @@ fn check_startup_body(body: &[u8]) -> Result<(), Violation> {
         }
         r.cstr()?;
     }
-    r.end().map_err(|_| {
-        violation("invalid startup packet layout: expected terminator as last byte")
-    })
+    r.end()
+        .map_err(|_| violation("invalid startup packet layout: expected terminator as last byte"))
 }
 
 /// One untyped packet: `Ok(None)` while incomplete, else its length and next phase.
@@ -252,9 +251,7 @@ fn check_body(t: u8, body: &[u8], first_password: bool) -> Result<(), Violation>
             let kind = r.take(1)?[0];
             if kind != b'S' && kind != b'P' {
                 let what = if t == b'D' { "DESCRIBE" } else { "CLOSE" };
-                return Err(violation(format!(
-                    "invalid {what} message subtype {kind}"
-                )));
+                return Err(violation(format!("invalid {what} message subtype {kind}")));
             }
             r.cstr()?;
         }
@@ -273,7 +270,11 @@ fn check_body(t: u8, body: &[u8], first_password: bool) -> Result<(), Violation>
 }
 
 /// One typed message: `Ok(None)` while incomplete, else its whole length.
-fn check_typed(b: &[u8], first_password: bool, authenticated: bool) -> Result<Option<usize>, Violation> {
+fn check_typed(
+    b: &[u8],
+    first_password: bool,
+    authenticated: bool,
+) -> Result<Option<usize>, Violation> {
     let Some(&t) = b.first() else {
         return Ok(None);
     };
@@ -476,7 +477,12 @@ mod tests {
         p.extend_from_slice(body);
         let (n, next) = check_frame(&p, Phase::Startup, false).unwrap().unwrap();
         assert_eq!(n, p.len());
-        assert_eq!(next, Phase::Typed { first_password: true });
+        assert_eq!(
+            next,
+            Phase::Typed {
+                first_password: true
+            }
+        );
         assert!(check_frame(&[0, 1, 0, 0], Phase::Startup, false).is_err());
         assert_eq!(check_frame(&p[..6], Phase::Startup, false).unwrap(), None);
     }

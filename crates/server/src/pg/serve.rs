@@ -240,7 +240,11 @@ pub async fn serve_socket(
             if fatal {
                 log(&format!("FATAL:  {}: {}", info.code, info.message));
             }
-            let r = process_error(&mut socket, PgWireError::UserError(Box::new(info)), is_extended);
+            let r = process_error(
+                &mut socket,
+                PgWireError::UserError(Box::new(info)),
+                is_extended,
+            );
             if r.await.is_err() || fatal {
                 break;
             }

@@ -480,9 +480,7 @@ impl Binder {
                     .parse::<usize>()
                     .ok()
                     .filter(|n| (1..=MAX_PARAM).contains(n))
-                    .ok_or_else(|| {
-                        SqlError::new("42P02", format!("there is no parameter {p}"))
-                    })?;
+                    .ok_or_else(|| SqlError::new("42P02", format!("there is no parameter {p}")))?;
                 if self.params.len() < n {
                     self.params.resize(n, SqlType::Unknown);
                 }

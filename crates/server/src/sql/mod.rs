@@ -15,6 +15,8 @@
 //!    are parsed here from sqlparser's tokens; the rest by sqlparser itself.
 
 pub mod bind;
+#[cfg(test)]
+mod fuzz_tests;
 pub mod session;
 
 use sqlparser::ast;

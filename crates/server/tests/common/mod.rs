@@ -157,10 +157,18 @@ pub fn init(data: &Path, pw: Option<&str>) {
         cmd.arg("--pwfile").arg(&f);
     }
     let out = cmd.output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
-pub async fn connect(port: u16, user: &str, pw: Option<&str>) -> Result<tokio_postgres::Client, tokio_postgres::Error> {
+pub async fn connect(
+    port: u16,
+    user: &str,
+    pw: Option<&str>,
+) -> Result<tokio_postgres::Client, tokio_postgres::Error> {
     let mut conf = format!("host=127.0.0.1 port={port} user={user} dbname=postgres");
     if let Some(pw) = pw {
         conf.push_str(&format!(" password={pw}"));
@@ -282,7 +290,11 @@ pub fn field(body: &[u8], code: u8) -> String {
     let mut i = 0;
     while i < body.len() && body[i] != 0 {
         let t = body[i];
-        let end = body[i + 1..].iter().position(|c| *c == 0).map(|p| i + 1 + p).unwrap_or(body.len());
+        let end = body[i + 1..]
+            .iter()
+            .position(|c| *c == 0)
+            .map(|p| i + 1 + p)
+            .unwrap_or(body.len());
         if t == code {
             return String::from_utf8_lossy(&body[i + 1..end]).to_string();
         }
@@ -304,7 +316,11 @@ pub fn cpu_ticks(pid: u32) -> u64 {
     let rest = s.rsplit_once(") ").map(|(_, r)| r).unwrap_or("");
     let f: Vec<&str> = rest.split_whitespace().collect();
     // After the command: state is field 3, utime 14, stime 15 (1-based).
-    let get = |i: usize| f.get(i - 3).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    let get = |i: usize| {
+        f.get(i - 3)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
     get(14) + get(15)
 }
 
