@@ -301,67 +301,10 @@ impl Binder {
             E::Nested(inner) => self.expr_in(scope, inner, aggs),
             E::UnaryOp { op, expr } => {
                 let (x, t) = self.expr_in(scope, expr, aggs)?;
-                match op {
-                    ast::UnaryOperator::Not => {
-                        let x = self.coerce(x, t, SqlType::Bool)?;
-                        if t != SqlType::Bool && t != SqlType::Unknown {
-                            return Err(SqlError::new(
-                                "42804",
-                                format!(
-                                    "argument of NOT must be type boolean, not type {}",
-                                    t.name()
-                                ),
-                            ));
-                        }
-                        Ok((Expr::Not(Box::new(x)), SqlType::Bool))
-                    }
-                    ast::UnaryOperator::Minus => {
-                        if let Expr::Const(Datum::Int4(v)) = x {
-                            return Ok((Expr::Const(Datum::Int4(-v)), t));
-                        }
-                        if let Expr::Const(Datum::Int8(v)) = x {
-                            // -2147483648 is an int4 literal in PostgreSQL.
-                            return Ok(match i32::try_from(-v) {
-                                Ok(v4) => (Expr::Const(Datum::Int4(v4)), SqlType::Int4),
-                                Err(_) => (Expr::Const(Datum::Int8(-v)), t),
-                            });
-                        }
-                        let x = self.coerce(x, t, SqlType::Int4)?;
-                        let t = if t == SqlType::Unknown {
-                            SqlType::Int4
-                        } else {
-                            t
-                        };
-                        if !t.is_int() {
-                            return Err(SqlError::new(
-                                "42883",
-                                format!("operator does not exist: - {}", t.name()),
-                            ));
-                        }
-                        Ok((Expr::Neg(Box::new(x)), t))
-                    }
-                    ast::UnaryOperator::Plus => Ok((x, t)),
-                    other => Err(SqlError::unsupported(format!("the operator {other}"))),
-                }
+                self.unary(*op, x, t)
             }
             E::BinaryOp { left, op, right } => {
-                let op = match op {
-                    ast::BinaryOperator::Eq => BinOp::Eq,
-                    ast::BinaryOperator::NotEq => BinOp::Ne,
-                    ast::BinaryOperator::Lt => BinOp::Lt,
-                    ast::BinaryOperator::LtEq => BinOp::Le,
-                    ast::BinaryOperator::Gt => BinOp::Gt,
-                    ast::BinaryOperator::GtEq => BinOp::Ge,
-                    ast::BinaryOperator::And => BinOp::And,
-                    ast::BinaryOperator::Or => BinOp::Or,
-                    ast::BinaryOperator::Plus => BinOp::Add,
-                    ast::BinaryOperator::Minus => BinOp::Sub,
-                    ast::BinaryOperator::Multiply => BinOp::Mul,
-                    ast::BinaryOperator::Divide => BinOp::Div,
-                    ast::BinaryOperator::Modulo => BinOp::Mod,
-                    ast::BinaryOperator::StringConcat => BinOp::Concat,
-                    other => return Err(SqlError::unsupported(format!("the operator {other}"))),
-                };
+                let op = bin_op_of(op)?;
                 let (l, lt) = self.expr_in(scope, left, aggs)?;
                 let (r, rt) = self.expr_in(scope, right, aggs)?;
                 self.binop(l, lt, op, r, rt)
@@ -434,6 +377,54 @@ impl Binder {
             }
             E::Function(f) => self.function(scope, f, aggs),
             other => Err(SqlError::unsupported(format!("the expression \"{other}\""))),
+        }
+    }
+
+    /// NOT, unary minus (folding negative literals as PostgreSQL's grammar does), plus.
+    fn unary(&mut self, op: ast::UnaryOperator, x: Expr, t: SqlType) -> SqlResult<(Expr, SqlType)> {
+        match op {
+            ast::UnaryOperator::Not => {
+                let x = self.coerce(x, t, SqlType::Bool)?;
+                if t != SqlType::Bool && t != SqlType::Unknown {
+                    return Err(SqlError::new(
+                        "42804",
+                        format!(
+                            "argument of NOT must be type boolean, not type {}",
+                            t.name()
+                        ),
+                    ));
+                }
+                Ok((Expr::Not(Box::new(x)), SqlType::Bool))
+            }
+            ast::UnaryOperator::Minus => {
+                if let Expr::Const(Datum::Int4(v)) = x {
+                    let v = v.checked_neg().ok_or_else(|| out_of_range("integer"))?;
+                    return Ok((Expr::Const(Datum::Int4(v)), t));
+                }
+                if let Expr::Const(Datum::Int8(v)) = x {
+                    let v = v.checked_neg().ok_or_else(|| out_of_range("bigint"))?;
+                    // -2147483648 is an int4 literal in PostgreSQL.
+                    return Ok(match i32::try_from(v) {
+                        Ok(v4) => (Expr::Const(Datum::Int4(v4)), SqlType::Int4),
+                        Err(_) => (Expr::Const(Datum::Int8(v)), t),
+                    });
+                }
+                let x = self.coerce(x, t, SqlType::Int4)?;
+                let t = if t == SqlType::Unknown {
+                    SqlType::Int4
+                } else {
+                    t
+                };
+                if !t.is_int() {
+                    return Err(SqlError::new(
+                        "42883",
+                        format!("operator does not exist: - {}", t.name()),
+                    ));
+                }
+                Ok((Expr::Neg(Box::new(x)), t))
+            }
+            ast::UnaryOperator::Plus => Ok((x, t)),
+            other => Err(SqlError::unsupported(format!("the operator {other}"))),
         }
     }
 
@@ -1023,6 +1014,27 @@ impl Binder {
             },
         ))
     }
+}
+
+/// The operators Strata implements.
+fn bin_op_of(op: &ast::BinaryOperator) -> SqlResult<BinOp> {
+    Ok(match op {
+        ast::BinaryOperator::Eq => BinOp::Eq,
+        ast::BinaryOperator::NotEq => BinOp::Ne,
+        ast::BinaryOperator::Lt => BinOp::Lt,
+        ast::BinaryOperator::LtEq => BinOp::Le,
+        ast::BinaryOperator::Gt => BinOp::Gt,
+        ast::BinaryOperator::GtEq => BinOp::Ge,
+        ast::BinaryOperator::And => BinOp::And,
+        ast::BinaryOperator::Or => BinOp::Or,
+        ast::BinaryOperator::Plus => BinOp::Add,
+        ast::BinaryOperator::Minus => BinOp::Sub,
+        ast::BinaryOperator::Multiply => BinOp::Mul,
+        ast::BinaryOperator::Divide => BinOp::Div,
+        ast::BinaryOperator::Modulo => BinOp::Mod,
+        ast::BinaryOperator::StringConcat => BinOp::Concat,
+        other => return Err(SqlError::unsupported(format!("the operator {other}"))),
+    })
 }
 
 fn is_cmp(op: BinOp) -> bool {

@@ -41,6 +41,7 @@ const CORPUS: &[&str] = &[
     "DROP DATABASE IF EXISTS d2",
     "ALTER ROLE strata PASSWORD NULL",
     "SELECT ((((1))))",
+    "SELECT -(-2147483648), -(-(-9223372036854775807 - 1))",
     "SELECT 1 FROM t JOIN t t2 ON true",
     "SELECT * FROM nosuch",
 ];
@@ -223,6 +224,9 @@ fn random_and_mutated_sql_never_panics_and_errors_have_sqlstates() {
     let seed = seed();
     eprintln!("sql fuzz seed {seed} (replay: STRATA_FUZZ_SEED={seed})");
     with_session(BACKEND_STACK_BYTES, move |s| {
+        for sql in CORPUS {
+            run(s, sql);
+        }
         let s = std::cell::RefCell::new(s);
         let deadline = Instant::now() + Duration::from_secs(20);
         let mut r = runner(seed, 3000);
