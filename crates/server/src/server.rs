@@ -20,6 +20,7 @@ use crate::pg::{auth::AuthStore, Handlers};
 use crate::sql::session::{Registry, ServerState};
 use parking_lot::Mutex;
 use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -59,13 +60,18 @@ fn log_sink(data: &Path, cfg: &ServerConfig) -> Result<LogSink, String> {
             } else {
                 data.join(d)
             };
-            std::fs::create_dir_all(&dir).map_err(|e| {
-                format!("could not create log directory \"{}\": {e}", dir.display())
-            })?;
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(&dir)
+                .map_err(|e| {
+                    format!("could not create log directory \"{}\": {e}", dir.display())
+                })?;
             let path = dir.join("strata.log");
             let f = std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
+                .mode(0o600)
                 .open(&path)
                 .map_err(|e| format!("could not open log file \"{}\": {e}", path.display()))?;
             let f = Mutex::new(f);
@@ -94,6 +100,7 @@ fn take_lock(data: &Path, port: u16) -> Result<PathBuf, String> {
         match std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
+            .mode(0o600)
             .open(&path)
         {
             Ok(mut f) => {
@@ -162,7 +169,7 @@ pub fn private_files() {
 /// Creates the data directory 0700, or makes an existing one 0700 (as initdb
 /// "fixing permissions on existing directory").
 pub fn make_data_dir(data: &Path) -> Result<(), String> {
-    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    use std::os::unix::fs::PermissionsExt;
     let err = |e: std::io::Error| format!("could not create directory \"{}\": {e}", data.display());
     if data.is_dir() {
         let empty = std::fs::read_dir(data).map_err(err)?.next().is_none();

@@ -237,7 +237,8 @@ pub async fn serve_socket(
             pgwire::api::ErrorHandler::on_error(&super::Errors, &socket, &mut e);
             let info = ErrorInfo::from(e);
             let fatal = info.is_fatal();
-            if fatal {
+            // A failed password is logged by the startup handler, with its DETAIL.
+            if fatal && info.code != "28P01" {
                 log(&format!("FATAL:  {}: {}", info.code, info.message));
             }
             let r = process_error(

@@ -2,7 +2,7 @@
 //! the parser, the binder and execution in-process (a real engine in a temporary
 //! directory, on a thread with the backend's stack), and nothing panics or
 //! overflows; every error carries a SQLSTATE. Also: the worst nesting the bounds
-//! admit fits an eighth of the backend stack.
+//! admit fits a sixteenth of the backend stack.
 //!
 //! Seeds: `STRATA_FUZZ_SEED=<n>` replays a run; otherwise the seed is the time, and
 //! it is printed first.
@@ -250,8 +250,8 @@ fn random_and_mutated_sql_never_panics_and_errors_have_sqlstates() {
 }
 
 #[test]
-fn the_deepest_admitted_expressions_fit_an_eighth_of_the_backend_stack() {
-    with_session(BACKEND_STACK_BYTES / 8, |s| {
+fn the_deepest_admitted_expressions_fit_a_sixteenth_of_the_backend_stack() {
+    with_session(BACKEND_STACK_BYTES / 16, |s| {
         let d = MAX_EXPR_DEPTH;
         let chain = |n: usize, op: &str| format!("SELECT {}", vec!["1"; n].join(op));
         let cases = [

@@ -79,9 +79,11 @@ pub type SqlResult<T> = Result<T, SqlError>;
 pub const MAX_EXPR_DEPTH: usize = 1000;
 
 /// The stack of a backend thread: room for [`MAX_EXPR_DEPTH`] levels of parsing,
-/// binding, evaluation and dropping, with a wide margin (measured in the
-/// `deep_expressions_fit_the_backend_stack` test). Only touched pages cost memory.
-pub const BACKEND_STACK_BYTES: usize = 64 << 20;
+/// binding, evaluation and dropping with a wide margin: the deepest statements the
+/// bounds admit run in a sixteenth of it (2 MiB, the
+/// `the_deepest_admitted_expressions_fit_a_sixteenth_of_the_backend_stack` test, at
+/// the test profile's opt-level 1). Only touched pages cost memory.
+pub const BACKEND_STACK_BYTES: usize = 32 << 20;
 
 /// PostgreSQL's error for too deep a recursion (54001).
 pub fn too_deep() -> SqlError {
