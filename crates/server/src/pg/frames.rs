@@ -282,7 +282,9 @@ fn check_typed(
         return Err(if authenticated {
             violation(format!("invalid frontend message type {t}"))
         } else {
-            violation(format!("expected password response, got message type {t}"))
+            // Before authentication only SASL messages come (trust authenticates
+            // at the startup packet), as in PostgreSQL's auth.c.
+            violation(format!("expected SASL response, got message type {t}"))
         });
     };
     if b.len() < 5 {
