@@ -112,6 +112,43 @@ fn parameter_numbers_are_bounded_and_bind_counts_checked() {
     assert!(s.answers(None));
 }
 
+#[test]
+fn result_format_counts_that_do_not_match_the_columns_are_08p01() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Server::start(&dir.path().join("d"), &[]);
+    let mut r = Raw::ready(s.port, "strata");
+    let mut parse = cstr("");
+    parse.extend(cstr("SELECT 1, 2, 3"));
+    parse.extend(0u16.to_be_bytes());
+    let mut bind = cstr("");
+    bind.extend(cstr(""));
+    bind.extend(0u16.to_be_bytes());
+    bind.extend(0u16.to_be_bytes());
+    bind.extend(2u16.to_be_bytes()); // two result formats for three columns
+    bind.extend(1i16.to_be_bytes());
+    bind.extend(0i16.to_be_bytes());
+    let mut describe = vec![b'P'];
+    describe.extend(cstr(""));
+    let mut exec = cstr("");
+    exec.extend(0i32.to_be_bytes());
+    r.send(
+        &[
+            frame(b'P', &parse),
+            frame(b'B', &bind),
+            frame(b'D', &describe),
+            frame(b'E', &exec),
+            frame(b'S', b""),
+        ]
+        .concat(),
+    );
+    let msgs = r.until_ready();
+    let (code, msg) = first_error(&msgs).expect("an error");
+    assert_eq!(code, "08P01", "{msg}");
+    assert!(msg.contains("2 result formats"), "{msg}");
+    assert!(s.alive(), "{}", s.log_text());
+    assert!(s.answers(None));
+}
+
 // ---- item 15: connection slots, authentication_timeout, the pre-auth bound ----
 
 #[test]

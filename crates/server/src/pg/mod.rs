@@ -27,7 +27,7 @@ use futures::sink::Sink;
 use futures::SinkExt;
 use pgwire::api::portal::{Format, Portal};
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
-use pgwire::api::results::{FieldInfo, QueryResponse, Response, Tag};
+use pgwire::api::results::{FieldFormat, FieldInfo, QueryResponse, Response, Tag};
 use pgwire::api::stmt::QueryParser;
 use pgwire::api::store::PortalStore;
 use pgwire::api::{ClientInfo, ClientPortalStore, PgWireServerHandlers, Type};
@@ -360,10 +360,33 @@ fn decode_numeric(b: &[u8]) -> Option<i128> {
     Some(if sign == 0x4000 { -v } else { v })
 }
 
+/// The format of result column `i` (pgwire's `format_for` indexes without a check).
+fn format_at(format: &Format, i: usize) -> FieldFormat {
+    match format {
+        Format::Individual(v) => FieldFormat::from(v.get(i).copied().unwrap_or(0)),
+        f => f.format_for(i),
+    }
+}
+
+/// PostgreSQL's rule: no result format (all text), one for all columns, or one per
+/// column; anything else is 08P01.
+fn check_result_formats(format: &Format, columns: usize) -> PgWireResult<()> {
+    match format {
+        Format::Individual(v) if v.len() != columns => Err(user_error(SqlError::new(
+            "08P01",
+            format!(
+                "bind message has {} result formats but query has {columns} columns",
+                v.len()
+            ),
+        ))),
+        _ => Ok(()),
+    }
+}
+
 fn fields(cols: &[(String, SqlType)], format: &Format) -> Vec<FieldInfo> {
     cols.iter()
         .enumerate()
-        .map(|(i, (n, t))| FieldInfo::new(n.clone(), None, None, pg_type(*t), format.format_for(i)))
+        .map(|(i, (n, t))| FieldInfo::new(n.clone(), None, None, pg_type(*t), format_at(format, i)))
         .collect()
 }
 
@@ -606,10 +629,9 @@ impl QueryParser for Query {
         stmt: &Self::Statement,
         column_format: Option<&Format>,
     ) -> PgWireResult<Vec<FieldInfo>> {
-        Ok(fields(
-            &stmt.described.columns,
-            column_format.unwrap_or(&Format::UnifiedText),
-        ))
+        let format = column_format.unwrap_or(&Format::UnifiedText);
+        check_result_formats(format, stmt.described.columns.len())?;
+        Ok(fields(&stmt.described.columns, format))
     }
 }
 
@@ -637,6 +659,7 @@ impl ExtendedQueryHandler for Query {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let p = portal.statement.statement.clone();
+        check_result_formats(&portal.result_column_format, p.described.columns.len())?;
         if portal.parameters.len() != p.described.params.len() {
             return Err(user_error(SqlError::new(
                 "08P01",
