@@ -10,7 +10,8 @@
 //! 3. Evaluation follows SQL's three-valued logic: NULL in, NULL out; WHERE keeps a
 //!    row only when its condition is true. Integer overflow is 22003, never a wrap.
 //! 4. Every recursion is bounded: binding counts nesting levels ([`MAX_EXPR_DEPTH`],
-//!    then 54001), evaluation counts again ([`MAX_EVAL_DEPTH`]); the walks over a
+//!    then 54001; a chain of AND or OR is one n-ary node, walked in a loop, so it
+//!    costs one level), evaluation counts again ([`MAX_EVAL_DEPTH`]); the walks over a
 //!    bound tree (`uses_columns`) and over the source (`default_name`) are loops.
 //!    Parameter numbers are at most [`MAX_PARAM`] (42P02 beyond).
 
@@ -67,6 +68,9 @@ pub enum Expr {
     Col(usize),
     Param(usize),
     Bin(Box<Expr>, BinOp, Box<Expr>),
+    /// AND or OR over two or more operands: a chain `a OR b OR ...`, flattened so
+    /// that its length costs no depth (rule 4).
+    Bool(BinOp, Vec<Expr>),
     Not(Box<Expr>),
     Neg(Box<Expr>),
     IsNull(Box<Expr>, bool),
@@ -303,6 +307,10 @@ impl Binder {
                 let (x, t) = self.expr_in(scope, expr, aggs)?;
                 self.unary(*op, x, t)
             }
+            E::BinaryOp {
+                op: op @ (ast::BinaryOperator::And | ast::BinaryOperator::Or),
+                ..
+            } => self.bool_chain(scope, e, op, aggs),
             E::BinaryOp { left, op, right } => {
                 let op = bin_op_of(op)?;
                 let (l, lt) = self.expr_in(scope, left, aggs)?;
@@ -378,6 +386,47 @@ impl Binder {
             E::Function(f) => self.function(scope, f, aggs),
             other => Err(SqlError::unsupported(format!("the expression \"{other}\""))),
         }
+    }
+
+    /// A chain of one boolean operator, `((a OR b) OR c) OR d` as sqlparser builds
+    /// it, bound as one n-ary node: the left spine is walked in a loop, so a WHERE
+    /// of 10,000 ORs costs one level of depth (rule 4), as PostgreSQL's flattened
+    /// BoolExpr does.
+    fn bool_chain(
+        &mut self,
+        scope: &Scope,
+        e: &ast::Expr,
+        op: &ast::BinaryOperator,
+        aggs: &mut Option<&mut Vec<Agg>>,
+    ) -> SqlResult<(Expr, SqlType)> {
+        let bop = bin_op_of(op)?;
+        let sym = if bop == BinOp::And { "AND" } else { "OR" };
+        let mut operands = Vec::new();
+        let mut cur = e;
+        while let ast::Expr::BinaryOp { left, op: o, right } = cur {
+            if o != op {
+                break;
+            }
+            operands.push(&**right);
+            cur = left;
+        }
+        operands.push(cur);
+        operands.reverse();
+        let mut out = Vec::with_capacity(operands.len());
+        for x in operands {
+            let (b, t) = self.expr_in(scope, x, aggs)?;
+            if t != SqlType::Bool && t != SqlType::Unknown {
+                return Err(SqlError::new(
+                    "42804",
+                    format!(
+                        "argument of {sym} must be type boolean, not type {}",
+                        t.name()
+                    ),
+                ));
+            }
+            out.push(self.coerce(b, t, SqlType::Bool)?);
+        }
+        Ok((Expr::Bool(bop, out), SqlType::Bool))
     }
 
     /// NOT, unary minus (folding negative literals as PostgreSQL's grammar does), plus.
@@ -1105,6 +1154,7 @@ fn uses_columns(e: &Expr) -> bool {
             Expr::Col(_) => return true,
             Expr::Const(_) | Expr::Param(_) | Expr::Agg(_) => {}
             Expr::Bin(a, _, b) => todo.extend([&**a, &**b]),
+            Expr::Bool(_, l) => todo.extend(l.iter()),
             Expr::Not(a) | Expr::Neg(a) | Expr::IsNull(a, _) | Expr::Cast(a, _) => todo.push(a),
             Expr::InList(a, l, _) => {
                 todo.push(a);
@@ -1264,6 +1314,24 @@ fn eval_at(e: &Expr, r: &Row<'_>, depth: usize) -> SqlResult<Datum> {
             }
         }
         Expr::Bin(a, op, b) => eval_bin(a, *op, b, r, depth + 1)?,
+        Expr::Bool(op, list) => {
+            // AND stops at the first false, OR at the first true; else NULL if any
+            // operand was NULL (three-valued logic, rule 3).
+            let stop = *op == BinOp::Or;
+            let mut saw_null = false;
+            for x in list {
+                match sub(x)? {
+                    Datum::Bool(b) if b == stop => return Ok(Datum::Bool(stop)),
+                    Datum::Bool(_) => {}
+                    _ => saw_null = true,
+                }
+            }
+            if saw_null {
+                Datum::Null
+            } else {
+                Datum::Bool(!stop)
+            }
+        }
         Expr::Call(f, args) => {
             let vals: Vec<Datum> = args.iter().map(sub).collect::<SqlResult<_>>()?;
             if vals.iter().any(Datum::is_null) {

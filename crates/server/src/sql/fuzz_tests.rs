@@ -269,5 +269,20 @@ fn the_deepest_admitted_expressions_fit_a_sixteenth_of_the_backend_stack() {
         for sql in &cases {
             run(s, sql);
         }
+        // The longest AND/OR chain: bound flat, evaluated, printed and dropped.
+        let n = super::MAX_BOOL_CHAIN;
+        let ors = vec!["a = 1"; n].join(" OR ");
+        for sql in [
+            format!("SELECT a FROM t WHERE {ors}"),
+            format!("SELECT ({ors}) IS TRUE FROM t"),
+            format!("SELECT 1 WHERE {}", vec!["true"; n].join(" AND ")),
+        ] {
+            run(s, &sql);
+            for st in parse(&sql).unwrap() {
+                if let super::Stmt::Select(q) = st {
+                    assert!(q.to_string().len() > n);
+                }
+            }
+        }
     });
 }

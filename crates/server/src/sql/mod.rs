@@ -21,6 +21,7 @@ pub mod session;
 
 use sqlparser::ast;
 use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::keywords::Keyword;
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::{Token, Tokenizer};
 use std::fmt;
@@ -338,13 +339,20 @@ pub fn parse(sql: &str) -> SqlResult<Vec<Stmt>> {
 /// each level costs several parser frames, so it is well below [`MAX_EXPR_DEPTH`].
 pub const PARSER_RECURSION_LIMIT: usize = 250;
 
+/// The most AND and OR operators one statement may have (PostgreSQL takes a WHERE
+/// of 10,000 ORs; so does Strata). Binding flattens their chains, but sqlparser's
+/// tree is as deep as the chain, and printing or dropping it recurses: this bounds
+/// that depth (the stack test drops and prints the longest).
+pub const MAX_BOOL_CHAIN: usize = 20_000;
+
 /// Bounds what sqlparser's recursion limit does not see: a chain of infix
-/// operators (`1+1+...`, `a OR b OR ...`, `x::int::int`) is parsed by a loop into
-/// a tree as deep as the chain, which binding, printing and dropping then recurse
-/// over. An upper bound of the tree's depth is the number of tokens in one
-/// comma-separated item, summed over the enclosing parentheses; past
-/// 4 x [`MAX_EXPR_DEPTH`] (every operator brings at least one operand token) the
-/// statement is refused before sqlparser builds anything. O(tokens).
+/// operators (`1+1+...`, `x::int::int`) is parsed by a loop into a tree as deep
+/// as the chain, which binding, printing and dropping then recurse over. An upper
+/// bound of the tree's depth is the number of tokens in one comma-separated item,
+/// summed over the enclosing parentheses; past 4 x [`MAX_EXPR_DEPTH`] (every
+/// operator brings at least one operand token) the statement is refused before
+/// sqlparser builds anything. AND and OR separate items and are counted apart
+/// ([`MAX_BOOL_CHAIN`]). O(tokens).
 fn check_complexity(tokens: &[Token]) -> SqlResult<()> {
     /// One parenthesized group: depth bound of the current item, of its deepest
     /// item, and of the enclosing groups at its start.
@@ -355,6 +363,7 @@ fn check_complexity(tokens: &[Token]) -> SqlResult<()> {
         base: usize,
     }
     let limit = 4 * MAX_EXPR_DEPTH;
+    let mut chain = 0usize;
     let mut stack = vec![Group {
         item: 0,
         deepest: 0,
@@ -386,6 +395,17 @@ fn check_complexity(tokens: &[Token]) -> SqlResult<()> {
                 grow(&mut stack[top - 1], child.deepest + 1)?;
             }
             Token::Comma => stack[top].item = 0,
+            // AND and OR chains are bound flat (bind rule 4): their operands are
+            // items of their own, and the chains' total length has its own bound.
+            Token::Word(w)
+                if w.quote_style.is_none() && matches!(w.keyword, Keyword::AND | Keyword::OR) =>
+            {
+                chain += 1;
+                if chain > MAX_BOOL_CHAIN {
+                    return Err(too_deep());
+                }
+                stack[top].item = 0;
+            }
             _ => grow(&mut stack[top], 1)?,
         }
     }
