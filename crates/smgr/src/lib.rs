@@ -379,7 +379,6 @@ impl Smgr {
                 "tablespace location should not be inside the data directory",
             ));
         }
-        let location = resolved.as_path();
         match self.vfs.dir_is_empty(location) {
             Ok(true) => {}
             Ok(false) => return Err(bad("directory is not empty")),
