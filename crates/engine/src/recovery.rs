@@ -542,22 +542,20 @@ impl Redo<'_> {
                 self.track(xid, PendingCreate::Tablespace(c.spc));
                 if !self.spc_available(c.spc) {
                     let loc = Path::new(&c.location);
-                    std::fs::create_dir_all(loc).map_err(|e| EngineError::Io {
+                    let vfs = &sh.settings.vfs;
+                    vfs.create_dir_all(loc).map_err(|e| EngineError::Io {
                         op: "create directory",
                         path: loc.to_path_buf(),
                         source: e,
                     })?;
                     let version = loc.join(strata_smgr::TABLESPACE_VERSION_DIR);
-                    if version.exists() {
-                        std::os::unix::fs::symlink(
-                            loc,
-                            sh.dir.join("pg_tblspc").join(c.spc.to_string()),
-                        )
-                        .map_err(|e| EngineError::Io {
-                            op: "create symbolic link",
-                            path: loc.to_path_buf(),
-                            source: e,
-                        })?;
+                    if vfs.exists(&version) {
+                        vfs.symlink(loc, &sh.dir.join("pg_tblspc").join(c.spc.to_string()))
+                            .map_err(|e| EngineError::Io {
+                                op: "create symbolic link",
+                                path: loc.to_path_buf(),
+                                source: e,
+                            })?;
                     } else {
                         sh.smgr.create_tablespace(c.spc, loc)?;
                     }
