@@ -338,11 +338,13 @@ pub fn delete_where(
     cols: &[heap::Column],
     xid: Xid,
     pred: &dyn Fn(&[heap::Value]) -> bool,
+    interrupt: crate::Interrupt<'_>,
 ) -> Result<u64> {
     let snap = Snapshot::take(sh);
     let n = sh.smgr.nblocks(rel, ForkNumber::Main)?;
     let mut deleted = 0;
     for b in 0..n {
+        interrupt()?;
         let offsets = {
             let buf = sh
                 .pool

@@ -206,6 +206,10 @@ pub enum EngineError {
     /// engine refuses all further work until restarted.
     #[error("PANIC: {0}")]
     Fatal(String),
+    /// The caller's interrupt check stopped an operation (cancel, timeout): its
+    /// SQLSTATE and message are the caller's.
+    #[error("{message}")]
+    Interrupted { code: &'static str, message: String },
 }
 
 impl EngineError {
@@ -227,6 +231,7 @@ impl EngineError {
             EngineError::RowTooBig(_) => "54000",
             EngineError::Corrupt(_) => "XX001",
             EngineError::Fatal(_) => "XX000",
+            EngineError::Interrupted { code, .. } => code,
             EngineError::Smgr(SmgrError::Location { .. }) => "42P17",
             _ => "58030", // io_error
         }
@@ -234,6 +239,19 @@ impl EngineError {
 }
 
 pub type Result<T> = std::result::Result<T, EngineError>;
+
+/// An interrupt check: called between pages or rows of a long operation and while
+/// waiting for the writer lock; an `Err` (usually [`EngineError::Interrupted`]) stops
+/// the operation, which then returns it.
+pub type Interrupt<'a> = &'a dyn Fn() -> Result<()>;
+
+/// The check that never interrupts.
+pub fn no_interrupt() -> Result<()> {
+    Ok(())
+}
+
+/// How often a waiter for the writer lock runs its interrupt check.
+const WRITER_WAIT_SLICE: std::time::Duration = std::time::Duration::from_millis(10);
 
 pub(crate) fn corrupt(e: impl std::fmt::Display) -> EngineError {
     EngineError::Corrupt(e.to_string())
@@ -457,6 +475,36 @@ impl Engine {
         Txn::new(&self.sh)
     }
 
+    /// Begins a transaction, waiting for the writer lock (engine rule 1) until
+    /// `deadline` at most: `Ok(None)` if it passed first. `interrupt` runs every
+    /// 10 ms of waiting; its error ends the wait and is returned.
+    pub fn try_begin(
+        &self,
+        deadline: Option<std::time::Instant>,
+        interrupt: Interrupt<'_>,
+    ) -> Result<Option<Txn<'_>>> {
+        loop {
+            interrupt()?;
+            let slice = match deadline {
+                None => WRITER_WAIT_SLICE,
+                Some(d) => {
+                    let left = d.saturating_duration_since(std::time::Instant::now());
+                    if left.is_zero() {
+                        return Ok(self
+                            .sh
+                            .writer
+                            .try_lock()
+                            .map(|g| Txn::with_writer(&self.sh, g)));
+                    }
+                    left.min(WRITER_WAIT_SLICE)
+                }
+            };
+            if let Some(g) = self.sh.writer.try_lock_for(slice) {
+                return Ok(Some(Txn::with_writer(&self.sh, g)));
+            }
+        }
+    }
+
     /// Runs a checkpoint now, as the CHECKPOINT command does (even if idle).
     /// O(dirty pages + files changed since the last one).
     pub fn checkpoint(&self) -> Result<CheckpointStats> {
@@ -465,6 +513,16 @@ impl Engine {
 
     /// The committed rows of a table. O(pages of the table).
     pub fn scan(&self, db: &str, table: &str) -> Result<Vec<Vec<Value>>> {
+        self.scan_checked(db, table, &no_interrupt)
+    }
+
+    /// [`Engine::scan`], running `interrupt` before each row.
+    pub fn scan_checked(
+        &self,
+        db: &str,
+        table: &str,
+        interrupt: Interrupt<'_>,
+    ) -> Result<Vec<Vec<Value>>> {
         // Shared before the lookup: the files cannot go between lookup and scan.
         let _d = self.sh.drop_lock.read();
         let (dbe, rel) = {
@@ -484,6 +542,7 @@ impl Engine {
         };
         let mut rows = Vec::new();
         access::scan(&self.sh, rel.key(&dbe), None, &mut |_, _, t| {
+            interrupt()?;
             rows.push(heap::decode_values(&rel.columns, t).map_err(corrupt)?);
             Ok(())
         })?;
@@ -579,6 +638,13 @@ impl Engine {
     /// Checkpoints completed since open (not counting skipped ones).
     pub fn checkpoints_done(&self) -> u64 {
         self.sh.ckpt.lock().count
+    }
+
+    /// Whether transaction `xid` committed (after recovery: whether its commit record
+    /// reached the WAL). For state kept outside the engine that commits with a
+    /// transaction (the server's password file).
+    pub fn xid_committed(&self, xid: Xid) -> bool {
+        self.sh.clog.is_committed(xid)
     }
 
     /// The WAL insert position (`pg_current_wal_lsn()`).

@@ -45,7 +45,7 @@ use crate::records::{
     TblspcCreate, DBASE_CREATE_DIR, DBASE_FILE_COPY, RM_DBASE, RM_SMGR, RM_TBLSPC, RM_XACT,
     RM_XLOG, SMGR_CREATE, TBLSPC_CREATE, XACT_ABORT, XACT_COMMIT, XLOG_FPI, XLOG_NEXTOID,
 };
-use crate::{EngineError, Result, Shared};
+use crate::{EngineError, Interrupt, Result, Shared};
 use parking_lot::MutexGuard;
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -84,9 +84,14 @@ pub struct Txn<'e> {
 
 impl<'e> Txn<'e> {
     pub(crate) fn new(sh: &'e Shared) -> Txn<'e> {
+        Txn::with_writer(sh, sh.writer.lock())
+    }
+
+    /// A transaction holding `writer`, the writer lock (engine rule 1).
+    pub(crate) fn with_writer(sh: &'e Shared, writer: MutexGuard<'e, ()>) -> Txn<'e> {
         Txn {
             sh,
-            _writer: sh.writer.lock(),
+            _writer: writer,
             xid: None,
             ov: Overlay::default(),
             dropped_rels: Vec::new(),
@@ -610,6 +615,17 @@ impl<'e> Txn<'e> {
 
     /// INSERT of rows; each must match the table's columns in number and type.
     pub fn insert(&mut self, db: &str, table: &str, rows: &[Vec<Value>]) -> Result<u64> {
+        self.insert_checked(db, table, rows, &crate::no_interrupt)
+    }
+
+    /// [`Txn::insert`], running `interrupt` before each row.
+    pub fn insert_checked(
+        &mut self,
+        db: &str,
+        table: &str,
+        rows: &[Vec<Value>],
+        interrupt: Interrupt<'_>,
+    ) -> Result<u64> {
         let dbe = self.database(db)?;
         let rel = self.relation(&dbe, table)?;
         for row in rows {
@@ -633,6 +649,7 @@ impl<'e> Txn<'e> {
         let xid = self.xid();
         let key = rel.key(&dbe);
         for row in rows {
+            interrupt()?;
             let tuple = heap::encode_tuple(xid, &rel.columns, row);
             access::insert(self.sh, key, xid, &tuple)?;
         }
@@ -646,20 +663,42 @@ impl<'e> Txn<'e> {
         table: &str,
         pred: &dyn Fn(&[Value]) -> bool,
     ) -> Result<u64> {
+        self.delete_where_checked(db, table, pred, &crate::no_interrupt)
+    }
+
+    /// [`Txn::delete_where`], running `interrupt` before each page.
+    pub fn delete_where_checked(
+        &mut self,
+        db: &str,
+        table: &str,
+        pred: &dyn Fn(&[Value]) -> bool,
+        interrupt: Interrupt<'_>,
+    ) -> Result<u64> {
         let dbe = self.database(db)?;
         let rel = self.relation(&dbe, table)?;
         let xid = self.xid();
         let _d = self.sh.drop_lock.read();
-        access::delete_where(self.sh, rel.key(&dbe), &rel.columns, xid, pred)
+        access::delete_where(self.sh, rel.key(&dbe), &rel.columns, xid, pred, interrupt)
     }
 
     /// The rows of a table as this transaction sees them.
     pub fn scan(&self, db: &str, table: &str) -> Result<Vec<Vec<Value>>> {
+        self.scan_checked(db, table, &crate::no_interrupt)
+    }
+
+    /// [`Txn::scan`], running `interrupt` before each row.
+    pub fn scan_checked(
+        &self,
+        db: &str,
+        table: &str,
+        interrupt: Interrupt<'_>,
+    ) -> Result<Vec<Vec<Value>>> {
         let dbe = self.database(db)?;
         let rel = self.relation(&dbe, table)?;
         let mut rows = Vec::new();
         let _d = self.sh.drop_lock.read();
         access::scan(self.sh, rel.key(&dbe), self.xid, &mut |_, _, t| {
+            interrupt()?;
             rows.push(heap::decode_values(&rel.columns, t).map_err(crate::corrupt)?);
             Ok(())
         })?;
