@@ -206,7 +206,8 @@ fn init(
     };
     strata_engine::Engine::init(data, s).map_err(|e| e.to_string())?;
     if let Some(pw) = password {
-        pg::auth::AuthStore::load(data)?.set_password(pg::auth::BOOTSTRAP_SUPERUSER, Some(&pw))?;
+        pg::auth::AuthStore::load(data, &|_| false)?
+            .set_password(pg::auth::BOOTSTRAP_SUPERUSER, Some(&pw))?;
     }
     println!(
         "Success. The cluster is in \"{}\" with databases template1, template0 and postgres.",

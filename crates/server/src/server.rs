@@ -251,7 +251,7 @@ fn serve(data: &Path, cfg: ServerConfig) -> Result<(), String> {
     let server = Arc::new(ServerState {
         registry: Registry::default(),
         settings: cfg.show_list(data),
-        auth: AuthStore::load(data)?,
+        auth: AuthStore::load(data, &|xid| engine.xid_committed(xid))?,
         log: sink.clone(),
         reserved_connections: cfg.superuser_reserved_connections,
     });
@@ -366,10 +366,14 @@ impl Acceptor {
             }
             let _ = sock.set_nodelay(true);
             let ticket = self.waiting.admit();
+            let Ok((sock, peer)) = with_peer(sock) else {
+                continue;
+            };
             let h = Handlers::new(
                 self.engine.clone(),
                 self.server.clone(),
                 self.max_connections,
+                peer,
             );
             tokio::spawn(serve_socket(
                 sock,
@@ -424,4 +428,14 @@ pub fn stop(data: &Path, mode: &str, wait_secs: u64) -> Result<(), String> {
     }
     eprintln!("server stopped");
     Ok(())
+}
+
+/// A client socket and a second handle on it, for the connection to notice a
+/// client that has gone while a statement runs (pg module invariant 5).
+fn with_peer(
+    sock: tokio::net::TcpStream,
+) -> std::io::Result<(tokio::net::TcpStream, Option<std::net::TcpStream>)> {
+    let std_sock = sock.into_std()?;
+    let peer = std_sock.try_clone().ok();
+    Ok((tokio::net::TcpStream::from_std(std_sock)?, peer))
 }

@@ -21,6 +21,15 @@
 //!    secret (`global/pg_mock_nonce`, PostgreSQL's `scram_mock_salt`), and fails
 //!    with the same 28P01 message as a wrong password. The log says which it was.
 //! 5. Files here are created 0600.
+//! 6. A password change commits with its transaction, PostgreSQL's way of keeping
+//!    pg_authid in a table, done with two files: [`AuthStore::stage`] writes the
+//!    whole new set to `global/pg_authid.pending` (atomically, as in 2), headed by
+//!    the transaction's xid; after the commit record is durable,
+//!    [`AuthStore::install`] renames it over `pg_authid`; an abort removes it
+//!    ([`AuthStore::discard`]). At start-up, after recovery, [`AuthStore::load`]
+//!    installs a pending file whose xid committed (a crash between the commit record
+//!    and the rename) and removes any other. Staging needs an xid, so the writer
+//!    lock (engine rule 1): there is one pending file at most.
 
 use super::{fatal, Conn};
 use async_trait::async_trait;
@@ -34,7 +43,7 @@ use pgwire::api::auth::{
     protocol_negotiation, save_startup_parameters_to_metadata, AuthDriver, AuthSource,
     DefaultServerParameterProvider, LoginInfo, Password, StartupHandler,
 };
-use pgwire::api::ClientInfo;
+use pgwire::api::{ClientInfo, PidSecretKeyGenerator};
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::startup::Authentication;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
@@ -43,6 +52,7 @@ use std::fmt::Debug;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
+use strata_types::Xid;
 
 const ITERATIONS: usize = 4096;
 
@@ -104,33 +114,156 @@ fn load_mock_nonce(global: &Path) -> Result<Vec<u8>, String> {
     Ok(nonce.to_vec())
 }
 
+/// Refuses role names the file cannot hold.
+pub fn check_role(role: &str) -> Result<(), String> {
+    if role.contains(':') || role.contains('\n') {
+        return Err(format!("invalid role name \"{role}\""));
+    }
+    Ok(())
+}
+
+/// `roles` with `changes` applied in order.
+fn apply(
+    roles: &BTreeMap<String, Verifier>,
+    changes: &[(String, Option<String>)],
+) -> Result<BTreeMap<String, Verifier>, String> {
+    let mut next = roles.clone();
+    for (role, password) in changes {
+        match password {
+            Some(p) => {
+                next.insert(role.clone(), verifier(p)?);
+            }
+            None => {
+                next.remove(role);
+            }
+        }
+    }
+    Ok(next)
+}
+
+/// The verifiers of a pending file's text (past its `xid` line), or of pg_authid.
+fn strip_xid(text: &str) -> &str {
+    match text.strip_prefix("xid ") {
+        Some(rest) => rest.split_once('\n').map_or("", |(_, r)| r),
+        None => text,
+    }
+}
+
+/// A SCRAM-SHA-256 verifier of `password` with a fresh salt.
+fn verifier(password: &str) -> Result<Verifier, String> {
+    let salt: [u8; 16] = rand::random();
+    let salted = gen_salted_password(password, &salt, ITERATIONS);
+    let ScramSecret::Verifier {
+        salt,
+        iterations,
+        stored_key,
+        server_key,
+    } = ScramSecret::verifier_from_salted_password(salt.to_vec(), salted, ITERATIONS)
+    else {
+        return Err("could not derive a SCRAM verifier".into());
+    };
+    Ok(Verifier {
+        iterations,
+        salt,
+        stored_key,
+        server_key,
+    })
+}
+
+/// A set of roles' verifiers in the file's text form.
+fn to_text(roles: &BTreeMap<String, Verifier>) -> String {
+    let mut text = String::new();
+    for (r, v) in roles {
+        text.push_str(&format!(
+            "{r}:{}:{}:{}:{}\n",
+            v.iterations,
+            hex::encode(&v.salt),
+            hex::encode(&v.stored_key),
+            hex::encode(&v.server_key)
+        ));
+    }
+    text
+}
+
+/// Parses the file's text form (`path` names it in errors).
+fn parse(text: &str, path: &Path) -> Result<BTreeMap<String, Verifier>, String> {
+    let mut roles = BTreeMap::new();
+    for (n, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let bad = || format!("{}: line {}: malformed verifier", path.display(), n + 1);
+        let f: Vec<&str> = line.split(':').collect();
+        let [role, it, salt, sk, svk] = f.as_slice() else {
+            return Err(bad());
+        };
+        let v = Verifier {
+            iterations: it.parse().map_err(|_| bad())?,
+            salt: hex::decode(salt).map_err(|_| bad())?,
+            stored_key: hex::decode(sk).map_err(|_| bad())?,
+            server_key: hex::decode(svk).map_err(|_| bad())?,
+        };
+        roles.insert(role.to_string(), v);
+    }
+    Ok(roles)
+}
+
+/// Writes `text` to `path` atomically and durably (rules 2 and 5).
+fn write_atomic(path: &Path, text: &str) -> Result<(), String> {
+    let tmp = path.with_extension("tmp");
+    let write = || -> std::io::Result<()> {
+        let mut f = create_private(&tmp)?;
+        f.write_all(text.as_bytes())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)?;
+        sync_dir(path)
+    };
+    write().map_err(|e| format!("could not write \"{}\": {e}", path.display()))
+}
+
+fn sync_dir(path: &Path) -> std::io::Result<()> {
+    match path.parent() {
+        Some(dir) => std::fs::File::open(dir)?.sync_all(),
+        None => Ok(()),
+    }
+}
+
+/// A password change staged for a transaction (rule 6).
+pub struct Staged {
+    roles: BTreeMap<String, Verifier>,
+}
+
 impl AuthStore {
-    pub fn load(data_dir: &Path) -> Result<AuthStore, String> {
+    /// Loads `global/pg_authid`, first settling a pending change (rule 6):
+    /// installed if `committed` says its xid committed, else removed.
+    pub fn load(data_dir: &Path, committed: &dyn Fn(Xid) -> bool) -> Result<AuthStore, String> {
         let path = data_dir.join("global").join("pg_authid");
-        let mut roles = BTreeMap::new();
-        match std::fs::read_to_string(&path) {
+        let pending = path.with_extension("pending");
+        match std::fs::read_to_string(&pending) {
             Ok(text) => {
-                for (n, line) in text.lines().enumerate() {
-                    if line.trim().is_empty() {
-                        continue;
-                    }
-                    let bad = || format!("{}: line {}: malformed verifier", path.display(), n + 1);
-                    let f: Vec<&str> = line.split(':').collect();
-                    let [role, it, salt, sk, svk] = f.as_slice() else {
-                        return Err(bad());
-                    };
-                    let v = Verifier {
-                        iterations: it.parse().map_err(|_| bad())?,
-                        salt: hex::decode(salt).map_err(|_| bad())?,
-                        stored_key: hex::decode(sk).map_err(|_| bad())?,
-                        server_key: hex::decode(svk).map_err(|_| bad())?,
-                    };
-                    roles.insert(role.to_string(), v);
+                let xid = text
+                    .lines()
+                    .next()
+                    .and_then(|l| l.strip_prefix("xid "))
+                    .and_then(|x| x.parse().ok())
+                    .map(Xid);
+                let io =
+                    |e: std::io::Error| format!("could not settle \"{}\": {e}", pending.display());
+                if xid.is_some_and(committed) {
+                    std::fs::rename(&pending, &path).map_err(io)?;
+                } else {
+                    std::fs::remove_file(&pending).map_err(io)?;
                 }
+                sync_dir(&path).map_err(io)?;
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(format!("could not read \"{}\": {e}", path.display())),
+            Err(e) => return Err(format!("could not read \"{}\": {e}", pending.display())),
         }
+        let roles = match std::fs::read_to_string(&path) {
+            Ok(text) => parse(strip_xid(&text), &path)?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => BTreeMap::new(),
+            Err(e) => return Err(format!("could not read \"{}\": {e}", path.display())),
+        };
         let global = path.parent().unwrap_or(data_dir).to_path_buf();
         Ok(AuthStore {
             path,
@@ -144,64 +277,46 @@ impl AuthStore {
         !self.roles.read().is_empty()
     }
 
-    /// Sets (or with `None` removes) a role's password, durably.
+    /// Sets (or with `None` removes) a role's password, durably, outside any
+    /// transaction (`strata init --pwfile`, the server not running).
     pub fn set_password(&self, role: &str, password: Option<&str>) -> Result<(), String> {
-        if role.contains(':') || role.contains('\n') {
-            return Err(format!("invalid role name \"{role}\""));
-        }
+        check_role(role)?;
         let mut roles = self.roles.write();
-        let mut next = roles.clone();
-        match password {
-            Some(p) => {
-                let salt: [u8; 16] = rand::random();
-                let salted = gen_salted_password(p, &salt, ITERATIONS);
-                let ScramSecret::Verifier {
-                    salt,
-                    iterations,
-                    stored_key,
-                    server_key,
-                } = ScramSecret::verifier_from_salted_password(salt.to_vec(), salted, ITERATIONS)
-                else {
-                    return Err("could not derive a SCRAM verifier".into());
-                };
-                next.insert(
-                    role.to_string(),
-                    Verifier {
-                        iterations,
-                        salt,
-                        stored_key,
-                        server_key,
-                    },
-                );
-            }
-            None => {
-                next.remove(role);
-            }
-        }
-        let mut text = String::new();
-        for (r, v) in &next {
-            text.push_str(&format!(
-                "{r}:{}:{}:{}:{}\n",
-                v.iterations,
-                hex::encode(&v.salt),
-                hex::encode(&v.stored_key),
-                hex::encode(&v.server_key)
-            ));
-        }
-        let tmp = self.path.with_extension("tmp");
-        let write = || -> std::io::Result<()> {
-            let mut f = create_private(&tmp)?;
-            f.write_all(text.as_bytes())?;
-            f.sync_all()?;
-            std::fs::rename(&tmp, &self.path)?;
-            if let Some(dir) = self.path.parent() {
-                std::fs::File::open(dir)?.sync_all()?;
-            }
-            Ok(())
-        };
-        write().map_err(|e| format!("could not write \"{}\": {e}", self.path.display()))?;
+        let next = apply(&roles, &[(role.to_string(), password.map(str::to_string))])?;
+        write_atomic(&self.path, &to_text(&next))?;
         *roles = next;
         Ok(())
+    }
+
+    /// Stages password changes (role, new password or `None` to remove) for
+    /// transaction `xid`: `global/pg_authid.pending` holds the whole new set, durably
+    /// (rule 6). Called again in the same transaction, it replaces the staged
+    /// set; `changes` are then all of the transaction's changes so far.
+    pub fn stage(&self, xid: Xid, changes: &[(String, Option<String>)]) -> Result<Staged, String> {
+        for (role, _) in changes {
+            check_role(role)?;
+        }
+        let next = apply(&self.roles.read(), changes)?;
+        let text = format!("xid {}\n{}", xid.0, to_text(&next));
+        write_atomic(&self.path.with_extension("pending"), &text)?;
+        Ok(Staged { roles: next })
+    }
+
+    /// Makes a staged change the password file, once its transaction's commit record
+    /// is durable (rule 6).
+    pub fn install(&self, staged: Staged) -> Result<(), String> {
+        let mut roles = self.roles.write();
+        let pending = self.path.with_extension("pending");
+        std::fs::rename(&pending, &self.path)
+            .and_then(|()| sync_dir(&self.path))
+            .map_err(|e| format!("could not install \"{}\": {e}", pending.display()))?;
+        *roles = staged.roles;
+        Ok(())
+    }
+
+    /// Drops a staged change (its transaction aborted).
+    pub fn discard(&self) {
+        let _ = std::fs::remove_file(self.path.with_extension("pending"));
     }
 
     /// Whether `role` has a password.
@@ -268,6 +383,16 @@ pub fn parameters() -> DefaultServerParameterProvider {
     p
 }
 
+/// BackendKeyData: the session's pid and secret (registered before
+/// `complete_authentication` asks for them, in `Startup::admit`).
+struct ConnKey(Arc<Conn>);
+
+impl PidSecretKeyGenerator for ConnKey {
+    fn generate(&self, _client: &dyn ClientInfo) -> (i32, pgwire::messages::startup::SecretKey) {
+        self.0.key()
+    }
+}
+
 /// The per-connection startup handler.
 pub struct Startup {
     pub(super) conn: Arc<Conn>,
@@ -282,7 +407,8 @@ impl Startup {
         let mut scram = ScramAuth::new(Arc::new(StoreSource(conn.server.clone())));
         scram.set_iterations(ITERATIONS);
         Startup {
-            driver: AuthDriver::new(parameters()),
+            driver: AuthDriver::new(parameters())
+                .with_pid_secret_key_generator(Arc::new(ConnKey(conn.clone()))),
             scram: Arc::new(scram),
             conn,
             login: OnceLock::new(),
@@ -372,5 +498,39 @@ impl StartupHandler for Startup {
                 Err(e)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn change(p: &str) -> Vec<(String, Option<String>)> {
+        vec![("strata".to_string(), Some(p.to_string()))]
+    }
+
+    #[test]
+    fn a_staged_change_is_settled_at_load_by_its_transaction_fate() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("global")).unwrap();
+        let pending = dir.path().join("global/pg_authid.pending");
+        let store = AuthStore::load(dir.path(), &|_| false).unwrap();
+        // Staged, then a crash before the commit record: removed at load.
+        store.stage(Xid(7), &change("a")).unwrap();
+        assert!(!store.required(), "not before install");
+        let store = AuthStore::load(dir.path(), &|x| x != Xid(7)).unwrap();
+        assert!(!store.required());
+        assert!(!pending.exists());
+        // Staged, committed, a crash before install: installed at load.
+        store.stage(Xid(8), &change("b")).unwrap();
+        let store = AuthStore::load(dir.path(), &|x| x == Xid(8)).unwrap();
+        assert!(store.required());
+        assert!(!pending.exists());
+        // Installed in the running server.
+        let st = store.stage(Xid(9), &[("other".to_string(), None)]).unwrap();
+        store.install(st).unwrap();
+        assert!(store.has_role("strata"));
+        let again = AuthStore::load(dir.path(), &|_| false).unwrap();
+        assert!(again.has_role("strata"));
     }
 }

@@ -14,12 +14,27 @@
 //! 3. A malformed message ends that connection only; a panic anywhere ends the server
 //!    (it may hold engine state: pages locked, a change half applied), and the next
 //!    start recovers from WAL (engine rule 7).
+//! 4. Every error reported on a connection reaches its session, which fails its
+//!    transaction block (session invariant 3): the session's own errors directly,
+//!    pgwire's (Parse, Bind, protocol) through the error handler
+//!    (`Request::Failed`). After an error in the extended protocol, pgwire skips
+//!    messages until Sync, as PostgreSQL does.
+//! 5. A statement never outlives its client: while a backend works, its connection
+//!    peeks at the client's socket every 100 ms, and a closed socket sets the
+//!    session's `gone` flag, which stops the statement at its next row, page, or
+//!    writer-lock poll (the session then ends and leaves its slot).
+//! 7. Sync asks the session to end the pipeline (its implicit block commits) before
+//!    ReadyForQuery goes out.
+//! 6. BackendKeyData carries the session's id as its pid and a random secret; a
+//!    CancelRequest with both sets the session's cancel flag (57014).
 
 pub mod auth;
 pub mod frames;
 pub mod serve;
 
-use crate::sql::session::{Described, Executed, Output, Refused, ServerState, Session, Slots};
+use crate::sql::session::{
+    Described, Executed, Interrupts, Member, Output, Refused, ServerState, Session, Slots,
+};
 use crate::sql::{self, Datum, SqlError, SqlResult, SqlType, Stmt};
 use async_trait::async_trait;
 use bytes::{BufMut, BytesMut};
@@ -32,15 +47,19 @@ use pgwire::api::stmt::QueryParser;
 use pgwire::api::store::PortalStore;
 use pgwire::api::{ClientInfo, ClientPortalStore, PgWireServerHandlers, Type};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use pgwire::messages::extendedquery::Sync as PgSync;
 use pgwire::messages::response::NoticeResponse;
+use pgwire::messages::response::ReadyForQuery;
+use pgwire::messages::startup::SecretKey;
 use pgwire::messages::PgWireBackendMessage;
 use pgwire::types::format::FormatOptions;
 use pgwire::types::ToSqlText;
 use postgres_types::{IsNull, ToSql};
 use std::fmt::Debug;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 use strata_engine::Engine;
 use tokio::sync::oneshot;
 
@@ -48,14 +67,30 @@ use tokio::sync::oneshot;
 enum Request {
     Simple(String, oneshot::Sender<Vec<SqlResult<Executed>>>),
     Prepare(String, oneshot::Sender<SqlResult<Prepared>>),
-    Execute(
-        Arc<Prepared>,
-        Vec<Datum>,
-        oneshot::Sender<SqlResult<Executed>>,
-    ),
+    Execute(Arc<Prepared>, Params, oneshot::Sender<SqlResult<Executed>>),
+    /// Sync: the end of a pipeline (its implicit block commits).
+    Sync(oneshot::Sender<SqlResult<()>>),
+    /// An error was reported outside the session (pgwire's own, at Bind or Parse):
+    /// it fails the session's block all the same (invariant 4).
+    Failed,
     /// Abort any transaction and end (the connection closed, or was terminated).
     End,
 }
+
+/// Bound parameter values as they came in Bind: decoded by the backend, so that a
+/// bad value fails the block like any other error.
+struct Params {
+    values: Vec<Option<bytes::Bytes>>,
+    binary: Vec<bool>,
+}
+
+/// Why a connection's backend ended on its own.
+const ENDED_TERMINATED: u8 = 1;
+const ENDED_IDLE_TIMEOUT: u8 = 2;
+const ENDED_IDLE_SESSION_TIMEOUT: u8 = 3;
+
+/// How often a connection waiting for its backend checks that its client is there.
+const PEER_CHECK_INTERVAL: Duration = Duration::from_millis(100);
 
 /// A parsed, described statement of the extended protocol.
 #[derive(Debug)]
@@ -70,11 +105,19 @@ pub struct Conn {
     server: Arc<ServerState>,
     max_connections: usize,
     tx: OnceLock<mpsc::Sender<Request>>,
-    terminated: Arc<AtomicBool>,
+    /// Set when the backend ended on its own (`ENDED_*`); 0 while it serves.
+    ended: Arc<AtomicU8>,
+    interrupts: Arc<Interrupts>,
+    /// The session's pid and cancel secret (BackendKeyData), once registered.
+    key: OnceLock<(i32, i32)>,
+    /// A second handle on the client's socket, to notice a client that has gone
+    /// while its statement runs or waits (invariant 5).
+    peer: Option<std::net::TcpStream>,
 }
 
 impl Drop for Conn {
     fn drop(&mut self) {
+        self.interrupts.gone.store(true, Ordering::SeqCst);
         if let Some(tx) = self.tx.get() {
             let _ = tx.send(Request::End);
         }
@@ -99,14 +142,22 @@ pub(crate) fn fatal(e: SqlError) -> PgWireError {
     user_error(SqlError { fatal: true, ..e })
 }
 
-fn terminated() -> SqlError {
-    SqlError {
-        fatal: true,
-        ..SqlError::new(
+fn terminated(why: u8) -> SqlError {
+    let e = match why {
+        ENDED_IDLE_TIMEOUT => SqlError::new(
+            "25P03",
+            "terminating connection due to idle-in-transaction timeout",
+        ),
+        ENDED_IDLE_SESSION_TIMEOUT => SqlError::new(
+            "57P05",
+            "terminating connection due to idle-session timeout",
+        ),
+        _ => SqlError::new(
             "57P01",
             "terminating connection due to administrator command",
-        )
-    }
+        ),
+    };
+    SqlError { fatal: true, ..e }
 }
 
 impl Conn {
@@ -114,8 +165,20 @@ impl Conn {
     /// auth rule 3).
     fn start_session(&self, db: &str, user: &str) -> SqlResult<()> {
         let (tx, rx) = mpsc::channel::<Request>();
-        let term_flag = self.terminated.clone();
+        let ended = self.ended.clone();
         let term_tx = tx.clone();
+        let term_interrupts = self.interrupts.clone();
+        let secret: i32 = rand::random();
+        let member = Member {
+            terminate: Box::new(move || {
+                let _ =
+                    ended.compare_exchange(0, ENDED_TERMINATED, Ordering::SeqCst, Ordering::SeqCst);
+                term_interrupts.terminate.store(true, Ordering::SeqCst);
+                let _ = term_tx.send(Request::End);
+            }),
+            interrupts: self.interrupts.clone(),
+            secret: secret.to_be_bytes().to_vec(),
+        };
         let id = self
             .server
             .registry
@@ -127,10 +190,7 @@ impl Conn {
                     reserved: self.server.reserved_connections,
                     superuser: auth::is_superuser(user),
                 },
-                Box::new(move || {
-                    term_flag.store(true, Ordering::SeqCst);
-                    let _ = term_tx.send(Request::End);
-                }),
+                member,
             )
             .map_err(|r| match r {
                 Refused::TooMany => SqlError::new("53300", "sorry, too many clients already"),
@@ -146,8 +206,13 @@ impl Conn {
                     format!("database \"{db}\" is not currently accepting connections"),
                 ),
             })?;
+        let _ = self
+            .key
+            .set((i32::try_from(id).unwrap_or(i32::MAX), secret));
         let engine = self.engine.clone();
         let server = self.server.clone();
+        let interrupts = self.interrupts.clone();
+        let ended = self.ended.clone();
         let db = db.to_string();
         let user = user.to_string();
         let spawned = std::thread::Builder::new()
@@ -162,8 +227,15 @@ impl Conn {
                     }
                 }
                 let _leave = Leave(server.clone(), id);
-                let mut s = Session::new(&engine, &server, &db, &user, id);
-                backend_loop(&mut s, rx);
+                let mut s = Session::new(&engine, &server, &db, &user, id, interrupts);
+                let why = match backend_loop(&mut s, rx) {
+                    Ended::Asked => 0,
+                    Ended::IdleInTransaction => ENDED_IDLE_TIMEOUT,
+                    Ended::IdleSession => ENDED_IDLE_SESSION_TIMEOUT,
+                };
+                if why != 0 {
+                    let _ = ended.compare_exchange(0, why, Ordering::SeqCst, Ordering::SeqCst);
+                }
                 s.close();
             });
         if let Err(e) = spawned {
@@ -177,21 +249,62 @@ impl Conn {
         Ok(())
     }
 
+    /// The pid and secret of BackendKeyData (zeros before startup).
+    fn key(&self) -> (i32, SecretKey) {
+        let (pid, secret) = self.key.get().copied().unwrap_or((0, 0));
+        (pid, SecretKey::I32(secret))
+    }
+
+    /// Whether the client has closed its end (or sent Terminate while a statement
+    /// runs): a peek at the socket, without consuming anything.
+    fn peer_gone(&self) -> bool {
+        let Some(p) = &self.peer else {
+            return false;
+        };
+        let mut buf = [0u8; 5];
+        match p.peek(&mut buf) {
+            Ok(0) => true,
+            Ok(n) => n == 5 && buf == [b'X', 0, 0, 0, 4],
+            Err(e) => !matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted
+            ),
+        }
+    }
+
+    /// Tells the backend that a statement failed outside it (invariant 4).
+    fn note_failure(&self) {
+        if let Some(tx) = self.tx.get() {
+            let _ = tx.send(Request::Failed);
+        }
+    }
+
     /// Sends a request to the backend and awaits its reply.
     async fn ask<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> Request) -> SqlResult<T> {
-        if self.terminated.load(Ordering::SeqCst) {
-            return Err(terminated());
+        let ended = || self.ended.load(Ordering::SeqCst);
+        if ended() != 0 {
+            return Err(terminated(ended()));
         }
         let Some(tx) = self.tx.get() else {
             return Err(SqlError::new("08P01", "no session (startup not complete)"));
         };
-        let (rtx, rrx) = oneshot::channel();
+        let (rtx, mut rrx) = oneshot::channel();
         if tx.send(make(rtx)).is_err() {
-            return Err(terminated());
+            return Err(terminated(ended()));
         }
-        match rrx.await {
+        let reply = loop {
+            tokio::select! {
+                r = &mut rrx => break r,
+                () = tokio::time::sleep(PEER_CHECK_INTERVAL) => {
+                    if self.peer_gone() {
+                        self.interrupts.gone.store(true, Ordering::SeqCst);
+                    }
+                }
+            }
+        };
+        match reply {
             Ok(v) => Ok(v),
-            Err(_) if self.terminated.load(Ordering::SeqCst) => Err(terminated()),
+            Err(_) if ended() != 0 => Err(terminated(ended())),
             Err(_) => Err(SqlError {
                 fatal: true,
                 ..SqlError::new("XX000", "the backend of this connection failed")
@@ -200,52 +313,57 @@ impl Conn {
     }
 }
 
-fn backend_loop(s: &mut Session<'_>, rx: mpsc::Receiver<Request>) {
-    while let Ok(req) = rx.recv() {
+/// How a backend loop ended.
+#[derive(PartialEq, Eq)]
+enum Ended {
+    Asked,
+    IdleInTransaction,
+    IdleSession,
+}
+
+/// The next request, waiting at most `idle_in_transaction_session_timeout` in a
+/// block and `idle_session_timeout` outside one (0: forever).
+fn next_request(s: &Session<'_>, rx: &mpsc::Receiver<Request>) -> Result<Request, Ended> {
+    let (idle_ms, why) = if s.in_block() {
+        (
+            s.setting_ms("idle_in_transaction_session_timeout"),
+            Ended::IdleInTransaction,
+        )
+    } else {
+        (s.setting_ms("idle_session_timeout"), Ended::IdleSession)
+    };
+    if idle_ms == 0 {
+        return rx.recv().map_err(|_| Ended::Asked);
+    }
+    match rx.recv_timeout(Duration::from_millis(idle_ms)) {
+        Ok(r) => Ok(r),
+        Err(mpsc::RecvTimeoutError::Timeout) => Err(why),
+        Err(mpsc::RecvTimeoutError::Disconnected) => Err(Ended::Asked),
+    }
+}
+
+fn backend_loop(s: &mut Session<'_>, rx: mpsc::Receiver<Request>) -> Ended {
+    loop {
+        let req = match next_request(s, &rx) {
+            Ok(r) => r,
+            Err(e) => return e,
+        };
         match req {
             Request::Simple(sql, reply) => {
-                let mut out = Vec::new();
-                match sql::parse(&sql) {
-                    Err(e) => out.push(Err(e)),
-                    Ok(stmts) => {
-                        for st in &stmts {
-                            let r = s.execute(st, &[]);
-                            let failed = r.is_err();
-                            out.push(r);
-                            if failed {
-                                break;
-                            }
-                        }
-                    }
-                }
-                let _ = reply.send(out);
+                let _ = reply.send(s.run_simple(&sql));
             }
             Request::Prepare(sql, reply) => {
-                let r = sql::parse(&sql).and_then(|mut v| match v.len() {
-                    0 => Ok(Prepared {
-                        stmt: None,
-                        described: Described {
-                            params: vec![],
-                            columns: vec![],
-                        },
-                    }),
-                    1 => {
-                        let st = v.remove(0);
-                        let described = s.describe(&st)?;
-                        Ok(Prepared {
-                            stmt: Some(st),
-                            described,
-                        })
-                    }
-                    _ => Err(SqlError::syntax(
-                        "cannot insert multiple commands into a prepared statement",
-                    )),
-                });
-                let _ = reply.send(r);
+                let _ = reply.send(prepare(s, &sql));
             }
             Request::Execute(p, params, reply) => {
                 let r = match &p.stmt {
-                    Some(st) => s.execute(st, &params),
+                    Some(st) => match decode_params(&p, &params) {
+                        Ok(values) => s.execute_extended(st, &values),
+                        Err(e) => {
+                            s.fail();
+                            Err(e)
+                        }
+                    },
                     None => Ok(Executed {
                         output: Output::Command(String::new()),
                         notices: vec![],
@@ -253,9 +371,57 @@ fn backend_loop(s: &mut Session<'_>, rx: mpsc::Receiver<Request>) {
                 };
                 let _ = reply.send(r);
             }
-            Request::End => break,
+            Request::Sync(reply) => {
+                let _ = reply.send(s.sync());
+            }
+            Request::Failed => s.fail(),
+            Request::End => return Ended::Asked,
         }
     }
+}
+
+/// Parse: one statement, described; any error fails the session's block.
+fn prepare(s: &mut Session<'_>, sql: &str) -> SqlResult<Prepared> {
+    let mut v = match sql::parse(sql) {
+        Ok(v) => v,
+        Err(e) => {
+            s.fail();
+            return Err(e);
+        }
+    };
+    match v.len() {
+        0 => Ok(Prepared {
+            stmt: None,
+            described: Described {
+                params: vec![],
+                columns: vec![],
+            },
+        }),
+        1 => {
+            let st = v.remove(0);
+            let described = s.prepare(&st)?;
+            Ok(Prepared {
+                stmt: Some(st),
+                described,
+            })
+        }
+        _ => {
+            s.fail();
+            Err(SqlError::syntax(
+                "cannot insert multiple commands into a prepared statement",
+            ))
+        }
+    }
+}
+
+fn decode_params(p: &Prepared, params: &Params) -> SqlResult<Vec<Datum>> {
+    let mut out = Vec::with_capacity(params.values.len());
+    for (i, b) in params.values.iter().enumerate() {
+        let t = p.described.params.get(i).copied().unwrap_or(SqlType::Text);
+        let binary = params.binary.get(i).copied().unwrap_or(false);
+        out.push(decode_param(b.as_deref(), binary, t)?);
+    }
+    Ok(out)
 }
 
 // ---- encoding ----
@@ -500,13 +666,22 @@ pub struct Query {
 }
 
 impl Handlers {
-    pub fn new(engine: Arc<Engine>, server: Arc<ServerState>, max_connections: usize) -> Handlers {
+    /// `peer`: a second handle on the client's socket (invariant 5).
+    pub fn new(
+        engine: Arc<Engine>,
+        server: Arc<ServerState>,
+        max_connections: usize,
+        peer: Option<std::net::TcpStream>,
+    ) -> Handlers {
         let conn = Arc::new(Conn {
             engine,
             server,
             max_connections,
             tx: OnceLock::new(),
-            terminated: Arc::new(AtomicBool::new(false)),
+            ended: Arc::new(AtomicU8::new(0)),
+            interrupts: Arc::new(Interrupts::default()),
+            key: OnceLock::new(),
+            peer,
         });
         Handlers {
             startup: Arc::new(auth::Startup::new(conn.clone())),
@@ -526,18 +701,29 @@ impl PgWireServerHandlers for Handlers {
         self.startup.clone()
     }
     fn error_handler(&self) -> Arc<impl pgwire::api::ErrorHandler> {
-        Arc::new(Errors)
+        Arc::new(Errors(self.query.conn.clone()))
     }
 }
 
-/// Rewrites pgwire's own errors into PostgreSQL's words, and logs the fatal ones.
-struct Errors;
+/// CancelRequest: sets the cancel flag of the session whose pid and secret it names.
+pub(crate) fn cancel_request(server: &ServerState, req: &pgwire::messages::cancel::CancelRequest) {
+    let secret = match &req.secret_key {
+        SecretKey::I32(v) => v.to_be_bytes().to_vec(),
+        SecretKey::Bytes(b) => b.to_vec(),
+    };
+    server.registry.cancel(req.pid, Some(&secret));
+}
+
+/// Tells the session of every error reported on its connection (invariant 4), and
+/// rewrites pgwire's own errors into PostgreSQL's words.
+struct Errors(Arc<Conn>);
 
 impl pgwire::api::ErrorHandler for Errors {
     fn on_error<C>(&self, client: &C, error: &mut PgWireError)
     where
         C: ClientInfo,
     {
+        self.0.note_failure();
         if let PgWireError::InvalidPassword(_) = error {
             let user = client
                 .metadata()
@@ -566,6 +752,7 @@ impl SimpleQueryHandler for Query {
             .ask(|r| Request::Simple(query.to_string(), r))
             .await
             .map_err(user_error)?;
+        // The backend has stopped at the first error (and failed the block).
         let mut out = Vec::new();
         for r in results {
             match r {
@@ -671,14 +858,12 @@ impl ExtendedQueryHandler for Query {
                 ),
             )));
         }
-        let mut params = Vec::with_capacity(portal.parameters.len());
-        for (i, b) in portal.parameters.iter().enumerate() {
-            let t = p.described.params.get(i).copied().unwrap_or(SqlType::Text);
-            params.push(
-                decode_param(b.as_deref(), portal.parameter_format.is_binary(i), t)
-                    .map_err(user_error)?,
-            );
-        }
+        let params = Params {
+            values: portal.parameters.clone(),
+            binary: (0..portal.parameters.len())
+                .map(|i| portal.parameter_format.is_binary(i))
+                .collect(),
+        };
         let ex = self
             .conn
             .ask(|r| Request::Execute(p, params, r))
@@ -687,6 +872,36 @@ impl ExtendedQueryHandler for Query {
             .map_err(user_error)?;
         send_notices(client, &ex.notices).await?;
         Ok(response(ex, &portal.result_column_format))
+    }
+
+    async fn on_sync<C>(&self, client: &mut C, _message: PgSync) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        // The pipeline's implicit block commits first (invariant 7).
+        let committed = match self.conn.ask(Request::Sync).await {
+            Ok(r) => r,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = committed {
+            if e.fatal {
+                return Err(user_error(e));
+            }
+            client
+                .feed(PgWireBackendMessage::ErrorResponse(error_info(&e).into()))
+                .await?;
+        }
+        client.portal_store().rm_portal(pgwire::api::DEFAULT_NAME);
+        client
+            .send(PgWireBackendMessage::ReadyForQuery(ReadyForQuery::new(
+                client.transaction_status(),
+            )))
+            .await?;
+        client.flush().await?;
+        Ok(())
     }
 }
 

@@ -20,6 +20,9 @@
 //!    authentication due to timeout", which is logged.
 //! 4. A FATAL error ends the connection after it is sent, and is logged with its
 //!    SQLSTATE (PostgreSQL's `log_error_verbosity = verbose` form).
+//! 5. A CancelRequest (the first packet of a connection of its own) sets the cancel
+//!    flag of the session whose pid and secret it names, and the connection closes
+//!    without a reply, as in PostgreSQL.
 
 use super::frames::{self, Guarded};
 use super::Handlers;
@@ -220,7 +223,11 @@ pub async fn serve_socket(
                 }
                 continue;
             }
-            PgWireFrontendMessage::CancelRequest(_) => break,
+            // A CancelRequest comes on a connection of its own (rule 5).
+            PgWireFrontendMessage::CancelRequest(c) => {
+                super::cancel_request(&handlers.query.conn.server, &c);
+                break;
+            }
             _ => {}
         }
         let r = process_message(
@@ -234,7 +241,8 @@ pub async fn serve_socket(
         )
         .await;
         if let Err(mut e) = r {
-            pgwire::api::ErrorHandler::on_error(&super::Errors, &socket, &mut e);
+            let errors = super::Errors(handlers.query.conn.clone());
+            pgwire::api::ErrorHandler::on_error(&errors, &socket, &mut e);
             let info = ErrorInfo::from(e);
             let fatal = info.is_fatal();
             // A failed password is logged by the startup handler, with its DETAIL.

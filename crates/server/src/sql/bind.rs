@@ -28,6 +28,11 @@ pub trait Env {
     /// `pg_relation_filepath`: the path of a table's main fork, relative to the data
     /// directory; `None` if there is no such table.
     fn relation_filepath(&self, table: &str) -> Option<String>;
+    /// `pg_backend_pid`: the session's process id (the pid of its BackendKeyData).
+    fn backend_pid(&self) -> i32;
+    /// `pg_cancel_backend`: asks session `pid` to cancel its statement; false if
+    /// there is no such session.
+    fn cancel_backend(&self, pid: i32) -> bool;
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,6 +64,8 @@ pub enum Func {
     Lower,
     Upper,
     Abs,
+    BackendPid,
+    CancelBackend,
 }
 
 /// A bound expression.
@@ -725,6 +732,8 @@ impl Binder {
                 SqlType::Numeric,
             ),
             "pg_relation_filepath" => (Func::RelationFilepath, &[SqlType::Text], SqlType::Text),
+            "pg_backend_pid" => (Func::BackendPid, &[], SqlType::Int4),
+            "pg_cancel_backend" => (Func::CancelBackend, &[SqlType::Int4], SqlType::Bool),
             "length" | "char_length" => (Func::Length, &[SqlType::Text], SqlType::Int4),
             "lower" => (Func::Lower, &[SqlType::Text], SqlType::Text),
             "upper" => (Func::Upper, &[SqlType::Text], SqlType::Text),
@@ -1427,6 +1436,14 @@ fn call(f: Func, vals: &[Datum], r: &Row<'_>) -> SqlResult<Datum> {
         Func::Version => Datum::Text(version_string()),
         Func::CurrentDatabase => Datum::Text(r.env.current_database()),
         Func::CurrentWalLsn => Datum::Lsn(r.env.current_wal_lsn()),
+        Func::BackendPid => Datum::Int4(r.env.backend_pid()),
+        Func::CancelBackend => match vals[0] {
+            Datum::Int4(pid) => Datum::Bool(r.env.cancel_backend(pid)),
+            Datum::Int8(pid) => {
+                Datum::Bool(i32::try_from(pid).is_ok_and(|pid| r.env.cancel_backend(pid)))
+            }
+            _ => Datum::Null,
+        },
         Func::WalLsnDiff => match (&vals[0], &vals[1]) {
             (Datum::Lsn(a), Datum::Lsn(b)) => Datum::Numeric(i128::from(*a) - i128::from(*b)),
             _ => Datum::Null,

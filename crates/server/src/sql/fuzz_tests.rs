@@ -206,11 +206,12 @@ fn with_session(stack: usize, f: impl FnOnce(&mut Session<'_>) + Send + 'static)
             let server = ServerState {
                 registry: Registry::default(),
                 settings: vec![],
-                auth: crate::pg::auth::AuthStore::load(&data).unwrap(),
+                auth: crate::pg::auth::AuthStore::load(&data, &|_| false).unwrap(),
                 log: Arc::new(|_: &str| {}),
                 reserved_connections: 0,
             };
-            let mut s = Session::new(&engine, &server, "postgres", "strata", 1);
+            let interrupts = Arc::default();
+            let mut s = Session::new(&engine, &server, "postgres", "strata", 1, interrupts);
             run(&mut s, "CREATE TABLE t (a int, b text)");
             f(&mut s);
             s.close();

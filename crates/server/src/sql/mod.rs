@@ -18,6 +18,7 @@ pub mod bind;
 #[cfg(test)]
 mod fuzz_tests;
 pub mod session;
+pub mod settings;
 
 use sqlparser::ast;
 use sqlparser::dialect::PostgreSqlDialect;
@@ -284,9 +285,34 @@ pub enum Stmt {
         role: String,
         password: Option<String>,
     },
+    /// SAVEPOINT, ROLLBACK TO SAVEPOINT or RELEASE SAVEPOINT (`verb`) of some name:
+    /// refused, Strata has no subtransactions (see the session).
+    Savepoint {
+        verb: &'static str,
+    },
 }
 
 impl Stmt {
+    /// CREATE/DROP DATABASE and TABLESPACE and VACUUM: never in a transaction block.
+    pub fn never_in_block(&self) -> bool {
+        matches!(
+            self,
+            Stmt::CreateDatabase { .. }
+                | Stmt::DropDatabase { .. }
+                | Stmt::CreateTablespace { .. }
+                | Stmt::DropTablespace { .. }
+                | Stmt::Vacuum { .. }
+        )
+    }
+
+    /// BEGIN, COMMIT, ROLLBACK and the savepoint commands.
+    pub fn is_txn_control(&self) -> bool {
+        matches!(
+            self,
+            Stmt::Begin | Stmt::Commit | Stmt::Rollback | Stmt::Savepoint { .. }
+        )
+    }
+
     /// The command tag's verb, for errors about where a statement may run.
     pub fn verb(&self) -> &'static str {
         match self {
@@ -309,6 +335,7 @@ impl Stmt {
             Stmt::Set { .. } => "SET",
             Stmt::Show { .. } => "SHOW",
             Stmt::AlterRolePassword { .. } => "ALTER ROLE",
+            Stmt::Savepoint { verb, .. } => verb,
         }
     }
 }
@@ -497,6 +524,16 @@ impl Toks {
             _ => Err(self.near()),
         }
     }
+    /// A setting's name: `name` or `prefix.name`, lower-cased even when quoted
+    /// (PostgreSQL's setting names are case-insensitive).
+    fn dotted_ident(&mut self) -> SqlResult<String> {
+        let mut n = self.ident()?;
+        while self.tok(&Token::Period) {
+            n.push('.');
+            n.push_str(&self.ident()?);
+        }
+        Ok(n.to_ascii_lowercase())
+    }
     fn string(&mut self) -> SqlResult<String> {
         match self.peek() {
             Some(Token::SingleQuotedString(s)) | Some(Token::EscapedStringLiteral(s)) => {
@@ -584,8 +621,10 @@ fn parse_one(tokens: Vec<Token>) -> SqlResult<Stmt> {
                 "all".into()
             } else if k.words(&["TRANSACTION", "ISOLATION", "LEVEL"]) {
                 "transaction_isolation".into()
+            } else if k.words(&["TIME", "ZONE"]) {
+                "timezone".into()
             } else {
-                k.ident()?
+                k.dotted_ident()?
             };
             k.end()?;
             Ok(Stmt::Show { name })
@@ -603,27 +642,14 @@ fn parse_one(tokens: Vec<Token>) -> SqlResult<Stmt> {
             k.end()?;
             Ok(Stmt::AlterRolePassword { role, password })
         }
-        ("BEGIN", _) | ("START", "TRANSACTION") => {
-            k.i += if w0 == "BEGIN" { 1 } else { 2 };
-            let _ = k.word("WORK") || k.word("TRANSACTION");
-            parse_txn_modes(&mut k)?;
-            Ok(Stmt::Begin)
-        }
-        ("COMMIT", _) | ("END", _) => {
-            k.i += 1;
-            let _ = k.word("WORK") || k.word("TRANSACTION");
-            k.end()?;
-            Ok(Stmt::Commit)
-        }
-        ("ROLLBACK", _) | ("ABORT", _) => {
-            k.i += 1;
-            let _ = k.word("WORK") || k.word("TRANSACTION");
-            if k.word("TO") {
-                return Err(SqlError::unsupported("ROLLBACK TO SAVEPOINT"));
-            }
-            k.end()?;
-            Ok(Stmt::Rollback)
-        }
+        ("BEGIN", _)
+        | ("START", "TRANSACTION")
+        | ("COMMIT", _)
+        | ("END", _)
+        | ("ROLLBACK", _)
+        | ("ABORT", _)
+        | ("SAVEPOINT", _)
+        | ("RELEASE", _) => parse_txn_control(&mut k, &w0),
         ("VALUES", _) => parse_with_sqlparser(tokens),
         ("SELECT", _)
         | ("WITH", _)
@@ -635,7 +661,7 @@ fn parse_one(tokens: Vec<Token>) -> SqlResult<Stmt> {
         | ("TABLE", _) => parse_with_sqlparser(tokens),
         _ => {
             // Parse it anyway, for a precise 42601, else name it as unsupported.
-            let verb = if w1.is_empty() || !k.t.get(1).is_some_and(is_plain_word) {
+            let verb = if w1.is_empty() || !k.t.get(1).is_some_and(is_keyword) {
                 w0.clone()
             } else {
                 format!("{w0} {w1}")
@@ -649,8 +675,57 @@ fn parse_one(tokens: Vec<Token>) -> SqlResult<Stmt> {
     }
 }
 
-fn is_plain_word(t: &Token) -> bool {
-    matches!(t, Token::Word(w) if w.quote_style.is_none())
+/// BEGIN/START TRANSACTION, COMMIT/END, ROLLBACK/ABORT [TO SAVEPOINT], SAVEPOINT,
+/// RELEASE; `w0` is the first word, upper-cased.
+fn parse_txn_control(k: &mut Toks, w0: &str) -> SqlResult<Stmt> {
+    match w0 {
+        "BEGIN" | "START" => {
+            k.i += if w0 == "BEGIN" { 1 } else { 2 };
+            let _ = k.word("WORK") || k.word("TRANSACTION");
+            parse_txn_modes(k)?;
+            Ok(Stmt::Begin)
+        }
+        "COMMIT" | "END" => {
+            k.i += 1;
+            let _ = k.word("WORK") || k.word("TRANSACTION");
+            k.end()?;
+            Ok(Stmt::Commit)
+        }
+        "ROLLBACK" | "ABORT" => {
+            k.i += 1;
+            let _ = k.word("WORK") || k.word("TRANSACTION");
+            if k.word("TO") {
+                return savepoint(k, "ROLLBACK TO SAVEPOINT");
+            }
+            k.end()?;
+            Ok(Stmt::Rollback)
+        }
+        "SAVEPOINT" => {
+            k.i += 1;
+            k.ident()?;
+            k.end()?;
+            Ok(Stmt::Savepoint { verb: "SAVEPOINT" })
+        }
+        "RELEASE" => {
+            k.i += 1;
+            savepoint(k, "RELEASE SAVEPOINT")
+        }
+        _ => Err(k.near()),
+    }
+}
+
+/// The rest of `ROLLBACK TO [SAVEPOINT] name` or `RELEASE [SAVEPOINT] name`.
+fn savepoint(k: &mut Toks, verb: &'static str) -> SqlResult<Stmt> {
+    k.word("SAVEPOINT");
+    k.ident()?;
+    k.end()?;
+    Ok(Stmt::Savepoint { verb })
+}
+
+/// An unquoted SQL keyword (`INDEX` in `CREATE INDEX`, not `t` in `UPDATE t`).
+fn is_keyword(t: &Token) -> bool {
+    matches!(t, Token::Word(w) if w.quote_style.is_none()
+        && w.keyword != sqlparser::keywords::Keyword::NoKeyword)
 }
 
 fn parse_txn_modes(k: &mut Toks) -> SqlResult<()> {
@@ -771,7 +846,7 @@ fn parse_set(k: &mut Toks) -> SqlResult<Stmt> {
         let name = if k.word("ALL") {
             "all".into()
         } else {
-            k.ident()?
+            k.dotted_ident()?
         };
         k.end()?;
         return Ok(Stmt::Set { name, value: None });
@@ -788,12 +863,7 @@ fn parse_set(k: &mut Toks) -> SqlResult<Stmt> {
     let name = if k.words(&["TIME", "ZONE"]) {
         "timezone".to_string()
     } else {
-        let mut n = k.ident()?;
-        while k.tok(&Token::Period) {
-            n.push('.');
-            n.push_str(&k.ident()?);
-        }
-        n
+        k.dotted_ident()?
     };
     if !(k.tok(&Token::Eq) || k.word("TO")) && name != "timezone" {
         return Err(k.near());

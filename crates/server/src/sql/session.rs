@@ -11,16 +11,35 @@
 //!    succeeds, aborted (its creations removed) when it fails.
 //! 2. In a block, the engine transaction is begun at the first statement that writes;
 //!    a block of reads never holds the writer lock.
-//! 3. After an error in a block the engine transaction is aborted at once (releasing
-//!    the writer lock) and every statement but COMMIT/ROLLBACK gets 25P02.
-//! 4. CREATE/DROP DATABASE and TABLESPACE and VACUUM never run in a block (25001).
+//! 3. Any error in a block — parse, bind, protocol or execution, reported here by
+//!    [`Session::fail`] — aborts the engine transaction at once (releasing the writer
+//!    lock); then every statement but COMMIT/ROLLBACK gets 25P02, and COMMIT answers
+//!    ROLLBACK. Settings SET in the block are restored; its password changes dropped.
+//! 4. CREATE/DROP DATABASE and TABLESPACE and VACUUM never run in a block (25001),
+//!    the implicit block of a multi-statement query included.
+//! 5. A simple-protocol query of several statements runs as one implicit block, as in
+//!    PostgreSQL: committed at its end, rolled back at its first error (the rest does
+//!    not run); BEGIN in it makes the block explicit, COMMIT/ROLLBACK in it end it
+//!    (with a warning) and later statements start another. Likewise the Executes of
+//!    the extended protocol up to a Sync (a pipeline): Sync commits them.
+//! 6. SAVEPOINT, ROLLBACK TO and RELEASE are refused: outside an explicit block
+//!    25P01, inside one 0A000, which fails the block. Strata has one xid per
+//!    transaction and no subtransactions, so they are never accepted and ignored.
+//! 7. Waiting is bounded: the writer lock is awaited until `lock_timeout` (55P03)
+//!    or `statement_timeout` (57014); scans, inserts and deletes check the session's
+//!    [`Interrupts`] and the statement deadline between rows or pages.
+//! 8. ALTER ROLE ... PASSWORD commits with its transaction: staged under the
+//!    transaction's xid (taking the writer lock), installed after the commit record
+//!    is durable, dropped when it aborts; a crash in between is settled at start-up
+//!    by the commit log (auth invariant 3).
 
 use super::bind::{self, Binder, Env, Expr, From, Row, Scope, SelectPlan, SortKey};
-use super::{Datum, InsertSource, SqlError, SqlResult, SqlType, Stmt};
+use super::{settings, Datum, InsertSource, SqlError, SqlResult, SqlType, Stmt};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use strata_engine::{CreateDbStrategy, Engine, Txn, Value};
 use strata_types::ForkNumber;
@@ -51,8 +70,9 @@ pub struct Described {
     pub columns: Vec<(String, SqlType)>,
 }
 
-/// Sessions by database, for DROP DATABASE (55006 while others are connected;
-/// WITH (FORCE) terminates them) and `max_connections`.
+/// Sessions by id (their pid): by database for DROP DATABASE (55006 while others
+/// are connected; WITH (FORCE) terminates them), `max_connections`, and cancellation
+/// (CancelRequest, `pg_cancel_backend`).
 #[derive(Default)]
 pub struct Registry {
     inner: Mutex<RegistryInner>,
@@ -62,9 +82,30 @@ pub struct Registry {
 /// Asks one session to end.
 pub type Terminate = Box<dyn Fn() + Send>;
 
+/// A session's interrupt flags, set by other threads (CancelRequest,
+/// `pg_cancel_backend`, the connection closing, DROP DATABASE ... FORCE) and read by
+/// its backend between rows and while it waits for the writer lock.
+#[derive(Default)]
+pub struct Interrupts {
+    /// Cancel the running statement (57014 "due to user request").
+    pub cancel: AtomicBool,
+    /// The client has gone: stop what runs (08006).
+    pub gone: AtomicBool,
+    /// The session is being terminated (DROP DATABASE ... FORCE, shutdown): 57P01.
+    pub terminate: AtomicBool,
+}
+
+/// What the registry keeps of a session.
+pub struct Member {
+    pub terminate: Terminate,
+    pub interrupts: Arc<Interrupts>,
+    /// The cancel key's secret (BackendKeyData), big-endian bytes.
+    pub secret: Vec<u8>,
+}
+
 #[derive(Default)]
 struct RegistryInner {
-    sessions: HashMap<u64, (String, Terminate)>,
+    sessions: HashMap<u64, (String, Member)>,
     /// Databases being dropped: new connections to them are refused.
     dropping: Vec<String>,
 }
@@ -92,7 +133,8 @@ pub enum Refused {
 
 impl Registry {
     /// Registers a session on `db` unless the server is full or `db` cannot be
-    /// connected to; `terminate` asks the session to end (DROP DATABASE ... FORCE).
+    /// connected to. Returns its id, which is also its pid.
+    ///
     ///
     /// Slots: `max` in all, of which the last `reserved` are for superusers only
     /// (PostgreSQL's `superuser_reserved_connections` rule).
@@ -101,7 +143,7 @@ impl Registry {
         engine: &Engine,
         db: &str,
         slots: Slots,
-        terminate: Box<dyn Fn() + Send>,
+        member: Member,
     ) -> Result<u64, Refused> {
         let mut g = self.inner.lock();
         if g.sessions.len() >= slots.max {
@@ -119,7 +161,7 @@ impl Registry {
             Some(_) => {}
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
-        g.sessions.insert(id, (db.to_string(), terminate));
+        g.sessions.insert(id, (db.to_string(), member));
         Ok(id)
     }
 
@@ -129,6 +171,21 @@ impl Registry {
 
     pub fn count(&self) -> usize {
         self.inner.lock().sessions.len()
+    }
+
+    /// Asks session `pid` to cancel its statement, if `secret` (when given, as in a
+    /// CancelRequest) is its cancel key. Whether a session was asked.
+    pub fn cancel(&self, pid: i32, secret: Option<&[u8]>) -> bool {
+        let Ok(id) = u64::try_from(pid) else {
+            return false;
+        };
+        match self.inner.lock().sessions.get(&id) {
+            Some((_, m)) if secret.is_none_or(|s| s == m.secret.as_slice()) => {
+                m.interrupts.cancel.store(true, Ordering::SeqCst);
+                true
+            }
+            _ => false,
+        }
     }
 
     fn others_on(&self, db: &str, me: u64) -> usize {
@@ -142,16 +199,15 @@ impl Registry {
 
     /// Asks every session to end (server shutdown).
     pub fn terminate_all(&self) {
-        for (term_db, term) in self.inner.lock().sessions.values() {
-            let _ = term_db;
-            term();
+        for (_, m) in self.inner.lock().sessions.values() {
+            (m.terminate)();
         }
     }
 
     fn terminate_others(&self, db: &str, me: u64) {
-        for (id, (d, term)) in self.inner.lock().sessions.iter() {
+        for (id, (d, m)) in self.inner.lock().sessions.iter() {
             if *id != me && d == db {
-                term();
+                (m.terminate)();
             }
         }
     }
@@ -169,10 +225,32 @@ pub struct ServerState {
     pub reserved_connections: usize,
 }
 
+/// The transaction-block state machine (PostgreSQL's TBLOCK_*, reduced).
+///
+/// ```text
+///            BEGIN                     error
+///   Idle ──────────────► Open ──────────────────► Failed
+///    ▲ ▲  (multi-statement │ (implicit: the error     │
+///    │ │   query: implicit)│  rolls back to Idle)     │
+///    │ └──COMMIT/ROLLBACK──┘                          │
+///    └──────────────COMMIT/ROLLBACK (ROLLBACK)────────┘
+/// ```
+///
+/// | transition | function |
+/// |------------|----------|
+/// | Idle → Open | [`Session::open_block`] (BEGIN, or a multi-statement query) |
+/// | Open (implicit) → Open (explicit) | BEGIN in `control` |
+/// | Open → Idle | [`Session::end_block`] (COMMIT, ROLLBACK, end of an implicit block) |
+/// | Open → Failed, Open (implicit) → Idle | [`Session::fail`] |
+/// | Failed → Idle | [`Session::end_block`] (COMMIT and ROLLBACK both roll back) |
 enum Block<'e> {
     Idle,
-    /// In BEGIN ... COMMIT; the engine transaction once something wrote.
-    Open(Option<Box<Txn<'e>>>),
+    /// In a block; the engine transaction once something wrote. `implicit`: the
+    /// block of a multi-statement query (no BEGIN), committed at its end.
+    Open {
+        txn: Option<Box<Txn<'e>>>,
+        implicit: bool,
+    },
     Failed,
 }
 
@@ -185,11 +263,24 @@ pub struct Session<'e> {
     id: u64,
     block: Block<'e>,
     vars: BTreeMap<String, String>,
+    /// The settings as they were when the block began: a rollback restores them.
+    vars_at_begin: Option<BTreeMap<String, String>>,
+    /// ALTER ROLE ... PASSWORD of the open block, staged (`staged`) with its xid
+    /// and installed when it commits.
+    passwords: Vec<(String, Option<String>)>,
+    staged: Option<crate::pg::auth::Staged>,
+    interrupts: Arc<Interrupts>,
+    /// When the running statement times out (`statement_timeout`).
+    deadline: Option<Instant>,
+    /// The implicit block is the extended protocol's, ended by Sync (session rule 5).
+    pipeline: bool,
 }
 
 struct SessionEnv<'a> {
     engine: &'a Engine,
     db: &'a str,
+    server: &'a ServerState,
+    pid: u64,
 }
 
 impl Env for SessionEnv<'_> {
@@ -207,6 +298,12 @@ impl Env for SessionEnv<'_> {
             .map(Path::to_path_buf)
             .unwrap_or(p);
         Some(rel.display().to_string())
+    }
+    fn backend_pid(&self) -> i32 {
+        i32::try_from(self.pid).unwrap_or(i32::MAX)
+    }
+    fn cancel_backend(&self, pid: i32) -> bool {
+        self.server.registry.cancel(pid, None)
     }
 }
 
@@ -237,6 +334,13 @@ fn no_block(verb: &str) -> SqlError {
         "25001",
         format!("{verb} cannot run inside a transaction block"),
     )
+}
+
+/// How many rows a session's own loops run between interrupt checks.
+const CHECK_EVERY_ROWS: i64 = 1024;
+
+fn statement_timeout() -> SqlError {
+    SqlError::new("57014", "canceling statement due to statement timeout")
 }
 
 fn aborted() -> SqlError {
@@ -276,6 +380,7 @@ impl<'e> Session<'e> {
         db: &str,
         user: &str,
         id: u64,
+        interrupts: Arc<Interrupts>,
     ) -> Session<'e> {
         Session {
             engine,
@@ -285,20 +390,189 @@ impl<'e> Session<'e> {
             id,
             block: Block::Idle,
             vars: BTreeMap::new(),
+            vars_at_begin: None,
+            passwords: Vec::new(),
+            staged: None,
+            interrupts,
+            deadline: None,
+            pipeline: false,
         }
     }
 
     /// Ends the session: an open transaction is aborted.
     pub fn close(&mut self) {
-        if let Block::Open(Some(t)) = std::mem::replace(&mut self.block, Block::Idle) {
-            let _ = t.abort();
+        let _ = self.end_block(false);
+    }
+
+    /// Whether a block is open or failed (the session is "in transaction").
+    pub fn in_block(&self) -> bool {
+        !matches!(self.block, Block::Idle)
+    }
+
+    /// A stored time setting, in milliseconds (0 = off).
+    pub fn setting_ms(&self, name: &str) -> u64 {
+        settings::time_ms(self.vars.get(name))
+    }
+
+    /// Idle → Open.
+    fn open_block(&mut self, implicit: bool) {
+        debug_assert!(matches!(self.block, Block::Idle));
+        self.block = Block::Open {
+            txn: None,
+            implicit,
+        };
+        self.vars_at_begin = Some(self.vars.clone());
+        self.passwords.clear();
+    }
+
+    /// Open or Failed → Idle: commits if `commit` and the block has not failed
+    /// (then the block's password changes take effect, after the commit record is
+    /// durable), else rolls back (the block's settings are restored). Whether it
+    /// committed.
+    fn end_block(&mut self, commit: bool) -> SqlResult<bool> {
+        self.pipeline = false;
+        match std::mem::replace(&mut self.block, Block::Idle) {
+            Block::Open { txn, .. } if commit => {
+                if let Some(t) = txn {
+                    if let Err(e) = t.commit() {
+                        self.rolled_back();
+                        return Err(e.into());
+                    }
+                }
+                self.vars_at_begin = None;
+                self.passwords.clear();
+                if let Some(st) = self.staged.take() {
+                    self.server
+                        .auth
+                        .install(st)
+                        .map_err(|e| SqlError::new("58030", e))?;
+                }
+                Ok(true)
+            }
+            Block::Open { txn, .. } => {
+                let r = txn.map_or(Ok(()), |t| t.abort());
+                self.rolled_back();
+                r?;
+                Ok(false)
+            }
+            Block::Failed => {
+                self.rolled_back();
+                Ok(false)
+            }
+            Block::Idle => Ok(false),
         }
+    }
+
+    fn rolled_back(&mut self) {
+        if let Some(v) = self.vars_at_begin.take() {
+            self.vars = v;
+        }
+        self.discard_staged();
+    }
+
+    /// Drops the block's password changes (its transaction aborted).
+    fn discard_staged(&mut self) {
+        self.passwords.clear();
+        if self.staged.take().is_some() {
+            self.server.auth.discard();
+        }
+    }
+
+    /// A statement failed, whatever failed (parse, bind, protocol, execution):
+    /// the block's engine transaction is aborted now (releasing the writer lock,
+    /// session rule 3); an explicit block becomes Failed, an implicit one is rolled
+    /// back. Outside a block there is nothing to do.
+    pub fn fail(&mut self) {
+        match std::mem::replace(&mut self.block, Block::Idle) {
+            Block::Open { txn, implicit } => {
+                if let Some(t) = txn {
+                    let _ = t.abort();
+                }
+                self.discard_staged();
+                if implicit {
+                    self.pipeline = false;
+                    self.rolled_back();
+                } else {
+                    self.block = Block::Failed;
+                }
+            }
+            Block::Failed => self.block = Block::Failed,
+            Block::Idle => {}
+        }
+    }
+
+    /// Runs a simple-protocol query string: its statements in order, up to the
+    /// first error. Several statements form one implicit block (session rule 5).
+    pub fn run_simple(&mut self, sql: &str) -> Vec<SqlResult<Executed>> {
+        let stmts = match super::parse(sql) {
+            Ok(v) => v,
+            Err(e) => {
+                self.fail();
+                return vec![Err(e)];
+            }
+        };
+        let implicit = stmts.len() > 1;
+        let mut out = Vec::with_capacity(stmts.len());
+        for st in &stmts {
+            if implicit && matches!(self.block, Block::Idle) {
+                self.open_block(true);
+            }
+            let r = self.execute(st, &[]);
+            let failed = r.is_err();
+            out.push(r);
+            if failed {
+                break;
+            }
+        }
+        if matches!(self.block, Block::Open { implicit: true, .. }) {
+            if let Err(e) = self.end_block(true) {
+                out.push(Err(e));
+            }
+        }
+        out
+    }
+
+    /// Execute of the extended protocol: the statements up to Sync form one implicit
+    /// block, as in PostgreSQL (session rule 5); one that never runs in a block runs
+    /// on its own if it comes first, and gets 25001 after others.
+    pub fn execute_extended(&mut self, stmt: &Stmt, params: &[Datum]) -> SqlResult<Executed> {
+        if matches!(self.block, Block::Idle) && !stmt.is_txn_control() && !stmt.never_in_block() {
+            self.open_block(true);
+            self.pipeline = true;
+        }
+        self.execute(stmt, params)
+    }
+
+    /// Sync of the extended protocol: commits the pipeline's implicit block.
+    pub fn sync(&mut self) -> SqlResult<()> {
+        if self.pipeline && matches!(self.block, Block::Open { implicit: true, .. }) {
+            self.end_block(true)?;
+        }
+        self.pipeline = false;
+        Ok(())
+    }
+
+    /// Parse of the extended protocol: describes `stmt`; in a failed block only
+    /// COMMIT and ROLLBACK may be prepared (25P02), as in PostgreSQL. An error fails
+    /// the block.
+    pub fn prepare(&mut self, stmt: &Stmt) -> SqlResult<Described> {
+        let r = if matches!(self.block, Block::Failed)
+            && !matches!(stmt, Stmt::Commit | Stmt::Rollback)
+        {
+            Err(aborted())
+        } else {
+            self.describe(stmt)
+        };
+        if r.is_err() {
+            self.fail();
+        }
+        r
     }
 
     /// Columns of a table as this session sees it (its own uncommitted DDL included).
     fn columns(&self, table: &str) -> SqlResult<Vec<(String, SqlType)>> {
         let cols = match &self.block {
-            Block::Open(Some(t)) => t.columns(&self.db, table)?,
+            Block::Open { txn: Some(t), .. } => t.columns(&self.db, table)?,
             _ => self.engine.table(&self.db, table)?.columns,
         };
         Ok(cols
@@ -427,26 +701,67 @@ impl<'e> Session<'e> {
         Ok(Described { params, columns })
     }
 
-    /// Runs one statement with parameter values, honouring the block state.
+    /// Runs one statement with parameter values, honouring the block state; any
+    /// error fails the block ([`Session::fail`]).
     pub fn execute(&mut self, stmt: &Stmt, params: &[Datum]) -> SqlResult<Executed> {
+        self.interrupts.cancel.store(false, Ordering::SeqCst);
+        let timeout_ms = self.setting_ms("statement_timeout");
+        self.deadline =
+            (timeout_ms > 0).then(|| Instant::now() + Duration::from_millis(timeout_ms));
         let mut notices = Vec::new();
-        let r = self.execute_inner(stmt, params, &mut notices);
+        let r = match self.control(stmt, &mut notices) {
+            Some(r) => r,
+            None => self.execute_inner(stmt, params, &mut notices),
+        };
+        self.deadline = None;
         match r {
             Ok(output) => Ok(Executed { output, notices }),
             Err(e) => {
-                match std::mem::replace(&mut self.block, Block::Idle) {
-                    Block::Open(t) => {
-                        if let Some(t) = t {
-                            let _ = t.abort();
-                        }
-                        self.block = Block::Failed;
-                    }
-                    Block::Failed => self.block = Block::Failed,
-                    Block::Idle => {}
-                }
+                self.fail();
                 Err(e)
             }
         }
+    }
+
+    /// BEGIN, COMMIT and ROLLBACK (`None` for other statements).
+    fn control(
+        &mut self,
+        stmt: &Stmt,
+        notices: &mut Vec<(&'static str, String)>,
+    ) -> Option<SqlResult<Output>> {
+        let no_txn = || ("WARNING", "there is no transaction in progress".to_string());
+        Some(match stmt {
+            Stmt::Begin => match &mut self.block {
+                Block::Idle => {
+                    self.open_block(false);
+                    Ok(Output::TxnStart("BEGIN".into()))
+                }
+                // BEGIN in a multi-statement query makes its block explicit.
+                Block::Open { implicit, .. } if *implicit => {
+                    *implicit = false;
+                    self.pipeline = false;
+                    Ok(Output::TxnStart("BEGIN".into()))
+                }
+                Block::Open { .. } => {
+                    notices.push((
+                        "WARNING",
+                        "there is already a transaction in progress".into(),
+                    ));
+                    Ok(Output::TxnStart("BEGIN".into()))
+                }
+                Block::Failed => Err(aborted()),
+            },
+            Stmt::Commit | Stmt::Rollback => {
+                if matches!(self.block, Block::Idle | Block::Open { implicit: true, .. }) {
+                    notices.push(no_txn());
+                }
+                // A failed block ends in a rollback whatever the client said.
+                let commit = matches!(stmt, Stmt::Commit) && !matches!(self.block, Block::Failed);
+                self.end_block(commit)
+                    .map(|_| Output::TxnEnd(if commit { "COMMIT" } else { "ROLLBACK" }.into()))
+            }
+            _ => return None,
+        })
     }
 
     fn execute_inner(
@@ -455,59 +770,36 @@ impl<'e> Session<'e> {
         params: &[Datum],
         notices: &mut Vec<(&'static str, String)>,
     ) -> SqlResult<Output> {
-        // Block control first.
-        match stmt {
-            Stmt::Begin => {
-                return Ok(match self.block {
-                    Block::Idle => {
-                        self.block = Block::Open(None);
-                        Output::TxnStart("BEGIN".into())
-                    }
-                    Block::Open(_) => {
-                        notices.push((
-                            "WARNING",
-                            "there is already a transaction in progress".into(),
-                        ));
-                        Output::TxnStart("BEGIN".into())
-                    }
-                    Block::Failed => return Err(aborted()),
-                });
-            }
-            Stmt::Commit | Stmt::Rollback => {
-                let commit = matches!(stmt, Stmt::Commit);
-                let tag = |ok: bool| Output::TxnEnd(if ok { "COMMIT" } else { "ROLLBACK" }.into());
-                return Ok(match std::mem::replace(&mut self.block, Block::Idle) {
-                    Block::Idle => {
-                        notices.push(("WARNING", "there is no transaction in progress".into()));
-                        tag(commit)
-                    }
-                    Block::Open(t) => {
-                        match t {
-                            Some(t) if commit => t.commit()?,
-                            Some(t) => t.abort()?,
-                            None => {}
-                        }
-                        tag(commit)
-                    }
-                    // A failed block ends in a rollback whatever the client said.
-                    Block::Failed => tag(false),
-                });
-            }
-            _ => {}
-        }
         if matches!(self.block, Block::Failed) {
             return Err(aborted());
         }
-        let in_block = matches!(self.block, Block::Open(_));
+        let in_block = matches!(self.block, Block::Open { .. });
         match stmt {
-            Stmt::CreateDatabase { .. }
-            | Stmt::DropDatabase { .. }
-            | Stmt::CreateTablespace { .. }
-            | Stmt::DropTablespace { .. }
-            | Stmt::Vacuum { .. }
-                if in_block =>
-            {
-                return Err(no_block(stmt.verb()))
+            _ if stmt.never_in_block() && self.pipeline => {
+                return Err(SqlError::new(
+                    "25001",
+                    format!("{} cannot be executed within a pipeline", stmt.verb()),
+                ))
+            }
+            _ if stmt.never_in_block() && in_block => return Err(no_block(stmt.verb())),
+            Stmt::Savepoint { verb, .. } => {
+                return Err(
+                    if matches!(
+                        self.block,
+                        Block::Open {
+                            implicit: false,
+                            ..
+                        }
+                    ) {
+                        // Strata has no subtransactions: refused, never ignored.
+                        SqlError::unsupported(verb)
+                    } else {
+                        SqlError::new(
+                            "25P01",
+                            format!("{verb} can only be used in transaction blocks"),
+                        )
+                    },
+                );
             }
             _ => {}
         }
@@ -534,6 +826,23 @@ impl<'e> Session<'e> {
                     rows,
                 })
             }
+            Stmt::Insert { .. } => self.insert(bound, params),
+            Stmt::Delete { .. } => self.delete(bound, params),
+            Stmt::CreateTable { .. } | Stmt::DropTable { .. } | Stmt::Truncate { .. } => {
+                self.table_ddl(stmt, notices)
+            }
+            _ => self.utility(stmt, notices),
+        }
+    }
+
+    /// SHOW, SET, CHECKPOINT, VACUUM, ALTER ROLE, and the statements that never run
+    /// in a block (session rule 4).
+    fn utility(
+        &mut self,
+        stmt: &Stmt,
+        notices: &mut Vec<(&'static str, String)>,
+    ) -> SqlResult<Output> {
+        match stmt {
             Stmt::Show { name } => self.show(name),
             Stmt::Set { name, value } => self.set(name, value.as_deref()),
             Stmt::Checkpoint => {
@@ -541,7 +850,7 @@ impl<'e> Session<'e> {
                 Ok(Output::Command("CHECKPOINT".into()))
             }
             Stmt::Vacuum { table } => {
-                self.engine.vacuum(&self.db, table.as_deref())?;
+                self.begin_txn()?.vacuum(&self.db, table.as_deref())?;
                 Ok(Output::Command("VACUUM".into()))
             }
             Stmt::AlterRolePassword { role, password } => {
@@ -552,10 +861,7 @@ impl<'e> Session<'e> {
                             crate::pg::auth::BOOTSTRAP_SUPERUSER
                         )));
                 }
-                self.server
-                    .auth
-                    .set_password(role, password.as_deref())
-                    .map_err(|e| SqlError::new("58030", e))?;
+                self.alter_role_password(role, password.as_deref())?;
                 Ok(Output::Command("ALTER ROLE".into()))
             }
             Stmt::CreateTablespace { name, location } => {
@@ -601,6 +907,17 @@ impl<'e> Session<'e> {
                 self.drop_database(name, *if_exists, *force, notices)?;
                 Ok(Output::Command("DROP DATABASE".into()))
             }
+            _ => unreachable!("not a utility statement: {}", stmt.verb()),
+        }
+    }
+
+    /// CREATE TABLE, DROP TABLE, TRUNCATE.
+    fn table_ddl(
+        &mut self,
+        stmt: &Stmt,
+        notices: &mut Vec<(&'static str, String)>,
+    ) -> SqlResult<Output> {
+        match stmt {
             Stmt::CreateTable {
                 name,
                 if_not_exists,
@@ -665,121 +982,234 @@ impl<'e> Session<'e> {
                 })?;
                 Ok(Output::Command("TRUNCATE TABLE".into()))
             }
-            Stmt::Insert { .. } => {
-                let Bound::Insert {
-                    table,
-                    map,
-                    col_types,
-                    source,
-                } = bound
-                else {
-                    unreachable!("bound as an insert")
-                };
-                let env = SessionEnv {
-                    engine: self.engine,
-                    db: &self.db,
-                };
-                let srcs: Vec<Vec<Datum>> = match &source {
-                    BoundSource::Values(rows) => rows
-                        .iter()
-                        .map(|r| {
-                            let row = Row {
-                                cols: &[],
-                                params,
-                                aggs: &[],
-                                env: &env,
-                            };
-                            r.iter().map(|e| bind::eval(e, &row)).collect()
-                        })
-                        .collect::<SqlResult<_>>()?,
-                    BoundSource::Query(plan) => self.run_select(plan, params)?,
-                };
-                let mut rows = Vec::with_capacity(srcs.len());
-                for mut src in srcs {
-                    let mut row = Vec::with_capacity(map.len());
-                    for (ci, m) in map.iter().enumerate() {
-                        // Columns without a value (a short VALUES row) get NULL. Each
-                        // source position feeds one column (42701 above), so it is taken.
-                        let d = match m.and_then(|k| src.get_mut(k)) {
-                            Some(v) => {
-                                bind::cast_datum(std::mem::replace(v, Datum::Null), col_types[ci])?
-                            }
-                            None => Datum::Null,
-                        };
-                        row.push(to_value(d));
-                    }
-                    rows.push(row);
-                }
-                let db = self.db.clone();
-                let n = self.write(|t| Ok(t.insert(&db, &table, &rows)?))?;
-                Ok(Output::Command(format!("INSERT 0 {n}")))
-            }
-            Stmt::Delete { .. } => {
-                let Bound::Delete { table, pred, ncols } = bound else {
-                    unreachable!("bound as a delete")
-                };
-                let db = self.db.clone();
-                let engine = self.engine;
-                let err: std::cell::RefCell<Option<SqlError>> = std::cell::RefCell::new(None);
-                let n = self.write(|t| {
-                    let env = SessionEnv { engine, db: &db };
-                    let f = |vals: &[Value]| -> bool {
-                        let Some(p) = &pred else { return true };
-                        if err.borrow().is_some() {
-                            return false;
-                        }
-                        let cols: Vec<Datum> = vals.iter().cloned().map(to_datum).collect();
-                        debug_assert_eq!(cols.len(), ncols);
-                        let row = Row {
-                            cols: &cols,
-                            params,
-                            aggs: &[],
-                            env: &env,
-                        };
-                        match bind::eval(p, &row) {
-                            Ok(d) => bind::is_true(&d),
-                            Err(e) => {
-                                *err.borrow_mut() = Some(e);
-                                false
-                            }
-                        }
+            _ => unreachable!("not table DDL: {}", stmt.verb()),
+        }
+    }
+
+    fn insert(&mut self, bound: Bound, params: &[Datum]) -> SqlResult<Output> {
+        let Bound::Insert {
+            table,
+            map,
+            col_types,
+            source,
+        } = bound
+        else {
+            unreachable!("bound as an insert")
+        };
+        let env = SessionEnv {
+            engine: self.engine,
+            db: &self.db,
+            server: self.server,
+            pid: self.id,
+        };
+        let srcs: Vec<Vec<Datum>> = match &source {
+            BoundSource::Values(rows) => rows
+                .iter()
+                .map(|r| {
+                    let row = Row {
+                        cols: &[],
+                        params,
+                        aggs: &[],
+                        env: &env,
                     };
-                    let n = t.delete_where(&db, &table, &f)?;
-                    if let Some(e) = err.borrow_mut().take() {
-                        return Err(e);
+                    r.iter().map(|e| bind::eval(e, &row)).collect()
+                })
+                .collect::<SqlResult<_>>()?,
+            BoundSource::Query(plan) => self.run_select(plan, params)?,
+        };
+        let mut rows = Vec::with_capacity(srcs.len());
+        for mut src in srcs {
+            let mut row = Vec::with_capacity(map.len());
+            for (ci, m) in map.iter().enumerate() {
+                // Columns without a value (a short VALUES row) get NULL. Each
+                // source position feeds one column (42701 above), so it is taken.
+                let d = match m.and_then(|k| src.get_mut(k)) {
+                    Some(v) => bind::cast_datum(std::mem::replace(v, Datum::Null), col_types[ci])?,
+                    None => Datum::Null,
+                };
+                row.push(to_value(d));
+            }
+            rows.push(row);
+        }
+        let db = self.db.clone();
+        let n = self.write_checked(|t, check| Ok(t.insert_checked(&db, &table, &rows, check)?))?;
+        Ok(Output::Command(format!("INSERT 0 {n}")))
+    }
+
+    fn delete(&mut self, bound: Bound, params: &[Datum]) -> SqlResult<Output> {
+        let Bound::Delete { table, pred, ncols } = bound else {
+            unreachable!("bound as a delete")
+        };
+        let db = self.db.clone();
+        let (engine, server, pid) = (self.engine, self.server, self.id);
+        let err: std::cell::RefCell<Option<SqlError>> = std::cell::RefCell::new(None);
+        let n = self.write_checked(|t, check| {
+            let env = SessionEnv {
+                engine,
+                db: &db,
+                server,
+                pid,
+            };
+            let f = |vals: &[Value]| -> bool {
+                let Some(p) = &pred else { return true };
+                if err.borrow().is_some() {
+                    return false;
+                }
+                let cols: Vec<Datum> = vals.iter().cloned().map(to_datum).collect();
+                debug_assert_eq!(cols.len(), ncols);
+                let row = Row {
+                    cols: &cols,
+                    params,
+                    aggs: &[],
+                    env: &env,
+                };
+                match bind::eval(p, &row) {
+                    Ok(d) => bind::is_true(&d),
+                    Err(e) => {
+                        *err.borrow_mut() = Some(e);
+                        false
                     }
-                    Ok(n)
-                })?;
-                Ok(Output::Command(format!("DELETE {n}")))
+                }
+            };
+            let n = t.delete_where_checked(&db, &table, &f, check)?;
+            if let Some(e) = err.borrow_mut().take() {
+                return Err(e);
             }
-            Stmt::Begin | Stmt::Commit | Stmt::Rollback | Stmt::Empty => {
-                unreachable!("handled above")
+            Ok(n)
+        })?;
+        Ok(Output::Command(format!("DELETE {n}")))
+    }
+
+    /// ALTER ROLE ... PASSWORD: staged with the transaction's xid, installed when it
+    /// commits (session rule 8, auth invariant 3).
+    fn alter_role_password(&mut self, role: &str, password: Option<&str>) -> SqlResult<()> {
+        crate::pg::auth::check_role(role).map_err(|e| SqlError::new("42602", e))?;
+        let in_block = matches!(self.block, Block::Open { .. });
+        let mut changes = if in_block {
+            self.passwords.clone()
+        } else {
+            Vec::new()
+        };
+        changes.push((role.to_string(), password.map(str::to_string)));
+        let server: &'e ServerState = self.server;
+        let staged = self.write(|t| {
+            let xid = t.xid();
+            server
+                .auth
+                .stage(xid, &changes)
+                .map_err(|e| SqlError::new("58030", e))
+        });
+        match staged {
+            // In a block, fail() discards what was staged.
+            Err(e) if in_block => Err(e),
+            Err(e) => {
+                server.auth.discard();
+                Err(e)
             }
+            Ok(st) if in_block => {
+                self.passwords = changes;
+                self.staged = Some(st);
+                Ok(())
+            }
+            // Its own transaction has committed.
+            Ok(st) => server
+                .auth
+                .install(st)
+                .map_err(|e| SqlError::new("58030", e)),
+        }
+    }
+
+    /// Whether the running statement must stop: the client has gone or the session is
+    /// being terminated, a cancel was asked for, or `statement_timeout` has passed.
+    fn interrupted(&self) -> SqlResult<()> {
+        let fatal = |code, message| SqlError {
+            fatal: true,
+            ..SqlError::new(code, message)
+        };
+        if self.interrupts.terminate.load(Ordering::Relaxed) {
+            return Err(fatal(
+                "57P01",
+                "terminating connection due to administrator command",
+            ));
+        }
+        if self.interrupts.gone.load(Ordering::Relaxed) {
+            return Err(fatal("08006", "connection to client lost"));
+        }
+        if self.interrupts.cancel.load(Ordering::Relaxed) {
+            return Err(SqlError::new(
+                "57014",
+                "canceling statement due to user request",
+            ));
+        }
+        if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            return Err(statement_timeout());
+        }
+        Ok(())
+    }
+
+    /// [`Session::interrupted`] as the engine's interrupt check.
+    fn engine_check(&self) -> strata_engine::Result<()> {
+        self.interrupted()
+            .map_err(|e| strata_engine::EngineError::Interrupted {
+                code: e.code,
+                message: e.message,
+            })
+    }
+
+    /// Begins an engine transaction: waits for the writer lock (engine rule 1) until
+    /// `lock_timeout` (55P03) or `statement_timeout` (57014) passes, or the statement
+    /// is interrupted.
+    fn begin_txn(&self) -> SqlResult<Txn<'e>> {
+        let engine: &'e Engine = self.engine;
+        let lock_ms = self.setting_ms("lock_timeout");
+        let lock_deadline = (lock_ms > 0).then(|| Instant::now() + Duration::from_millis(lock_ms));
+        let deadline = match (lock_deadline, self.deadline) {
+            (Some(l), Some(d)) => Some(l.min(d)),
+            (l, d) => l.or(d),
+        };
+        match engine.try_begin(deadline, &|| self.engine_check())? {
+            Some(t) => Ok(t),
+            None if lock_deadline.is_some() && deadline == lock_deadline => Err(SqlError::new(
+                "55P03",
+                "canceling statement due to lock timeout",
+            )),
+            None => Err(statement_timeout()),
         }
     }
 
     /// Runs `f` in the block's transaction (begun now if needed) or, outside a block,
     /// in a transaction of its own, committed on success and aborted on failure.
     fn write<T>(&mut self, f: impl FnOnce(&mut Txn<'e>) -> SqlResult<T>) -> SqlResult<T> {
-        match &mut self.block {
-            Block::Open(t) => {
-                let t = t.get_or_insert_with(|| Box::new(self.engine.begin()));
-                f(t)
+        self.write_checked(|t, _| f(t))
+    }
+
+    /// [`Session::write`], with the interrupt check for `f` to pass to the engine.
+    fn write_checked<T>(
+        &mut self,
+        f: impl FnOnce(&mut Txn<'e>, strata_engine::Interrupt<'_>) -> SqlResult<T>,
+    ) -> SqlResult<T> {
+        if matches!(self.block, Block::Open { txn: None, .. }) {
+            let t = self.begin_txn()?;
+            if let Block::Open { txn, .. } = &mut self.block {
+                *txn = Some(Box::new(t));
             }
-            _ => {
-                let mut t = self.engine.begin();
-                match f(&mut t) {
-                    Ok(v) => {
-                        t.commit()?;
-                        Ok(v)
-                    }
+        }
+        let mut block = std::mem::replace(&mut self.block, Block::Idle);
+        let r = match &mut block {
+            Block::Open { txn: Some(t), .. } => f(t, &|| self.engine_check()),
+            _ => match self.begin_txn() {
+                Err(e) => Err(e),
+                Ok(mut t) => match f(&mut t, &|| self.engine_check()) {
+                    Ok(v) => t.commit().map(|()| v).map_err(Into::into),
                     Err(e) => {
                         let _ = t.abort();
                         Err(e)
                     }
-                }
-            }
-        }
+                },
+            },
+        };
+        self.block = block;
+        r
     }
 
     /// A statement that never runs in a block, in its own transaction.
@@ -827,6 +1257,7 @@ impl<'e> Session<'e> {
                 if n == 0 {
                     break;
                 }
+                self.interrupted()?;
                 if Instant::now() >= deadline {
                     let s = if n == 1 { "" } else { "s" };
                     return Err(SqlError::new(
@@ -857,11 +1288,25 @@ impl<'e> Session<'e> {
                 format!("parameter \"{name}\" cannot be changed without restarting the server"),
             ));
         }
+        if matches!(name, "server_version" | "server_encoding") {
+            return Err(SqlError::new(
+                "55P02",
+                format!("parameter \"{name}\" cannot be changed"),
+            ));
+        }
         match value {
             Some(v) => {
-                self.vars.insert(name.to_string(), v.to_string());
+                let v = settings::check(name, v)?;
+                self.vars.insert(name.to_string(), v);
             }
             None => {
+                settings::check(name, "0").or_else(|e| {
+                    if e.code == "42704" {
+                        Err(e)
+                    } else {
+                        Ok(String::new())
+                    }
+                })?;
                 self.vars.remove(name);
             }
         }
@@ -896,21 +1341,17 @@ impl<'e> Session<'e> {
             v.clone()
         } else {
             match name {
-                "transaction_isolation" | "default_transaction_isolation" => {
-                    "read committed".into()
-                }
                 "server_version" => "15.0".into(),
-                "server_encoding" | "client_encoding" => "UTF8".into(),
-                "search_path" => "\"$user\", public".into(),
-                "standard_conforming_strings" => "on".into(),
-                "timezone" => "UTC".into(),
-                "datestyle" => "ISO, MDY".into(),
-                _ => {
-                    return Err(SqlError::new(
-                        "42704",
-                        format!("unrecognized configuration parameter \"{name}\""),
-                    ))
-                }
+                "server_encoding" => "UTF8".into(),
+                _ => match settings::default_of(name) {
+                    Some(v) => v.into(),
+                    None => {
+                        return Err(SqlError::new(
+                            "42704",
+                            format!("unrecognized configuration parameter \"{name}\""),
+                        ))
+                    }
+                },
             }
         };
         Ok(Output::Rows {
@@ -919,11 +1360,13 @@ impl<'e> Session<'e> {
         })
     }
 
-    /// Runs a bound SELECT: scan or series, filter, aggregate or project, sort, limit.
-    fn run_select(&self, plan: &SelectPlan, params: &[Datum]) -> SqlResult<Vec<Vec<Datum>>> {
+    /// The rows a SELECT reads: none, a table's (interruptible scan), or a series.
+    fn select_input(&self, plan: &SelectPlan, params: &[Datum]) -> SqlResult<Vec<Vec<Datum>>> {
         let env = SessionEnv {
             engine: self.engine,
             db: &self.db,
+            server: self.server,
+            pid: self.id,
         };
         let konst = |e: &Expr| -> SqlResult<Datum> {
             bind::eval(
@@ -936,19 +1379,19 @@ impl<'e> Session<'e> {
                 },
             )
         };
-        let input: Vec<Vec<Datum>> = match &plan.from {
+        Ok(match &plan.from {
             From::None => vec![vec![]],
             From::Table(t) => {
+                let check = || self.engine_check();
                 let rows = match &self.block {
-                    Block::Open(Some(txn)) => txn.scan(&self.db, t)?,
-                    _ => self.engine.scan(&self.db, t)?,
+                    Block::Open { txn: Some(txn), .. } => txn.scan_checked(&self.db, t, &check)?,
+                    _ => self.engine.scan_checked(&self.db, t, &check)?,
                 };
                 rows.into_iter()
                     .map(|r| r.into_iter().map(to_datum).collect())
                     .collect()
             }
             From::Series(a, b, step, ty) => {
-                let ty = *ty;
                 let int = |d: Datum| -> SqlResult<Option<i64>> {
                     Ok(match bind::cast_datum(d, SqlType::Int8)? {
                         Datum::Int8(v) => Some(v),
@@ -968,31 +1411,54 @@ impl<'e> Session<'e> {
                     },
                     None => 1,
                 };
-                let n = if (step > 0 && a > b) || (step < 0 && a < b) {
-                    0
-                } else {
-                    ((i128::from(b) - i128::from(a)) / i128::from(step) + 1) as u128
-                };
-                if n > 50_000_000 {
-                    return Err(SqlError::new(
-                        "54000",
-                        format!("generate_series of {n} rows is more than Strata materialises (50,000,000)"),
-                    ));
-                }
-                (0..n as i64)
-                    .map(|k| {
-                        let v = a + k * step;
-                        vec![if ty == SqlType::Int4 {
-                            Datum::Int4(v as i32)
-                        } else {
-                            Datum::Int8(v)
-                        }]
-                    })
-                    .collect()
+                self.series(a, b, step, *ty)?
             }
+        })
+    }
+
+    /// `generate_series(a, b, step)` of type `ty`, interruptible.
+    fn series(&self, a: i64, b: i64, step: i64, ty: SqlType) -> SqlResult<Vec<Vec<Datum>>> {
+        let n = if (step > 0 && a > b) || (step < 0 && a < b) {
+            0
+        } else {
+            ((i128::from(b) - i128::from(a)) / i128::from(step) + 1) as u128
         };
+        if n > 50_000_000 {
+            return Err(SqlError::new(
+                "54000",
+                format!(
+                    "generate_series of {n} rows is more than Strata materialises (50,000,000)"
+                ),
+            ));
+        }
+        let mut out = Vec::with_capacity(n as usize);
+        for k in 0..n as i64 {
+            if k % CHECK_EVERY_ROWS == 0 {
+                self.interrupted()?;
+            }
+            let v = a + k * step;
+            out.push(vec![if ty == SqlType::Int4 {
+                Datum::Int4(v as i32)
+            } else {
+                Datum::Int8(v)
+            }]);
+        }
+        Ok(out)
+    }
+
+    /// The rows of `input` that satisfy the plan's WHERE (interruptible).
+    fn filter_rows(
+        &self,
+        plan: &SelectPlan,
+        params: &[Datum],
+        env: &SessionEnv<'_>,
+        input: Vec<Vec<Datum>>,
+    ) -> SqlResult<Vec<Vec<Datum>>> {
         let mut kept = Vec::new();
-        for r in input {
+        for (k, r) in input.into_iter().enumerate() {
+            if k as i64 % CHECK_EVERY_ROWS == 0 {
+                self.interrupted()?;
+            }
             let keep = match &plan.filter {
                 Some(f) => bind::is_true(&bind::eval(
                     f,
@@ -1000,7 +1466,7 @@ impl<'e> Session<'e> {
                         cols: &r,
                         params,
                         aggs: &[],
-                        env: &env,
+                        env,
                     },
                 )?),
                 None => true,
@@ -1009,62 +1475,31 @@ impl<'e> Session<'e> {
                 kept.push(r);
             }
         }
-        let mut out: Vec<(Vec<Datum>, Vec<Datum>)> = Vec::new();
-        if !plan.aggs.is_empty() {
-            let mut acc: Vec<Datum> = plan.aggs.iter().map(bind::agg_init).collect();
-            for r in &kept {
-                for (a, slot) in plan.aggs.iter().zip(acc.iter_mut()) {
-                    let v = match &a.arg {
-                        Some(e) => Some(bind::eval(
-                            e,
-                            &Row {
-                                cols: r,
-                                params,
-                                aggs: &[],
-                                env: &env,
-                            },
-                        )?),
-                        None => None,
-                    };
-                    bind::agg_step(a, slot, v)?;
-                }
-            }
-            let row = Row {
-                cols: &[],
-                params,
-                aggs: &acc,
-                env: &env,
-            };
-            let vals = plan
-                .items
-                .iter()
-                .map(|e| bind::eval(e, &row))
-                .collect::<SqlResult<Vec<_>>>()?;
-            out.push((vals, vec![]));
-        } else {
-            for r in &kept {
-                let row = Row {
-                    cols: r,
+        Ok(kept)
+    }
+
+    /// Runs a bound SELECT: scan or series, filter, aggregate or project, sort, limit.
+    fn run_select(&self, plan: &SelectPlan, params: &[Datum]) -> SqlResult<Vec<Vec<Datum>>> {
+        let env = SessionEnv {
+            engine: self.engine,
+            db: &self.db,
+            server: self.server,
+            pid: self.id,
+        };
+        let konst = |e: &Expr| -> SqlResult<Datum> {
+            bind::eval(
+                e,
+                &Row {
+                    cols: &[],
                     params,
                     aggs: &[],
                     env: &env,
-                };
-                let vals = plan
-                    .items
-                    .iter()
-                    .map(|e| bind::eval(e, &row))
-                    .collect::<SqlResult<Vec<_>>>()?;
-                let keys = plan
-                    .order
-                    .iter()
-                    .map(|(k, _)| match k {
-                        SortKey::Output(i) => Ok(vals[*i].clone()),
-                        SortKey::Input(e) => bind::eval(e, &row),
-                    })
-                    .collect::<SqlResult<Vec<_>>>()?;
-                out.push((vals, keys));
-            }
-        }
+                },
+            )
+        };
+        let input = self.select_input(plan, params)?;
+        let kept = self.filter_rows(plan, params, &env, input)?;
+        let mut out = project(plan, params, &env, &kept)?;
         if !plan.order.is_empty() && plan.aggs.is_empty() {
             out.sort_by(|a, b| {
                 for (i, (_, desc)) in plan.order.iter().enumerate() {
@@ -1100,6 +1535,73 @@ impl<'e> Session<'e> {
             .map(|(v, _)| v)
             .collect())
     }
+}
+
+/// The output rows of a SELECT: its aggregates over `kept`, or each row projected,
+/// with its sort keys.
+fn project(
+    plan: &SelectPlan,
+    params: &[Datum],
+    env: &SessionEnv<'_>,
+    kept: &[Vec<Datum>],
+) -> SqlResult<Vec<(Vec<Datum>, Vec<Datum>)>> {
+    let mut out: Vec<(Vec<Datum>, Vec<Datum>)> = Vec::new();
+    if !plan.aggs.is_empty() {
+        let mut acc: Vec<Datum> = plan.aggs.iter().map(bind::agg_init).collect();
+        for r in kept {
+            for (a, slot) in plan.aggs.iter().zip(acc.iter_mut()) {
+                let v = match &a.arg {
+                    Some(e) => Some(bind::eval(
+                        e,
+                        &Row {
+                            cols: r,
+                            params,
+                            aggs: &[],
+                            env,
+                        },
+                    )?),
+                    None => None,
+                };
+                bind::agg_step(a, slot, v)?;
+            }
+        }
+        let row = Row {
+            cols: &[],
+            params,
+            aggs: &acc,
+            env,
+        };
+        let vals = plan
+            .items
+            .iter()
+            .map(|e| bind::eval(e, &row))
+            .collect::<SqlResult<Vec<_>>>()?;
+        out.push((vals, vec![]));
+    } else {
+        for r in kept {
+            let row = Row {
+                cols: r,
+                params,
+                aggs: &[],
+                env,
+            };
+            let vals = plan
+                .items
+                .iter()
+                .map(|e| bind::eval(e, &row))
+                .collect::<SqlResult<Vec<_>>>()?;
+            let keys = plan
+                .order
+                .iter()
+                .map(|(k, _)| match k {
+                    SortKey::Output(i) => Ok(vals[*i].clone()),
+                    SortKey::Input(e) => bind::eval(e, &row),
+                })
+                .collect::<SqlResult<Vec<_>>>()?;
+            out.push((vals, keys));
+        }
+    }
+    Ok(out)
 }
 
 /// The column name SHOW prints: the parameter's name.

@@ -1,0 +1,180 @@
+//! Session settings (SET, RESET, SHOW): the names a session accepts and the values
+//! of those Strata acts on.
+//!
+//! Rules:
+//! 1. A name is accepted if PostgreSQL 15 knows it as a setting a session may change
+//!    ([`KNOWN`]) or if it is a custom `prefix.name` (PostgreSQL's placeholders);
+//!    any other name is 42704 `unrecognized configuration parameter "x"`, as in
+//!    PostgreSQL. Drivers send some of these at connect or right after
+//!    (`DateStyle`, `extra_float_digits`, `TimeZone`, `client_encoding`,
+//!    `application_name`, `search_path`, ...).
+//! 2. Time settings (`statement_timeout`, `lock_timeout`,
+//!    `idle_in_transaction_session_timeout`, `idle_session_timeout`) take PostgreSQL's
+//!    units (a bare number is milliseconds), are checked against PostgreSQL's range
+//!    (0 .. 2147483647 ms) and are stored as SHOW prints them (`1500ms`, `90s`).
+
+use super::{SqlError, SqlResult};
+use crate::config::parse_time_ms;
+
+/// Settings a session may change, with the value SHOW prints before any SET
+/// (lower-case names, as identifiers fold).
+pub const KNOWN: &[(&str, &str)] = &[
+    ("application_name", ""),
+    ("bytea_output", "hex"),
+    ("check_function_bodies", "on"),
+    ("client_encoding", "UTF8"),
+    ("client_min_messages", "notice"),
+    ("datestyle", "ISO, MDY"),
+    ("default_tablespace", ""),
+    ("default_transaction_deferrable", "off"),
+    ("default_transaction_isolation", "read committed"),
+    ("default_transaction_read_only", "off"),
+    ("effective_cache_size", "4GB"),
+    ("enable_bitmapscan", "on"),
+    ("enable_hashjoin", "on"),
+    ("enable_indexscan", "on"),
+    ("enable_mergejoin", "on"),
+    ("enable_nestloop", "on"),
+    ("enable_seqscan", "on"),
+    ("escape_string_warning", "on"),
+    ("extra_float_digits", "1"),
+    ("geqo", "on"),
+    ("idle_in_transaction_session_timeout", "0"),
+    ("idle_session_timeout", "0"),
+    ("intervalstyle", "postgres"),
+    ("jit", "off"),
+    ("lc_messages", "C"),
+    ("lc_monetary", "C"),
+    ("lc_numeric", "C"),
+    ("lc_time", "C"),
+    ("lock_timeout", "0"),
+    ("log_min_duration_statement", "-1"),
+    ("log_statement", "none"),
+    ("maintenance_work_mem", "64MB"),
+    ("max_parallel_workers_per_gather", "2"),
+    ("random_page_cost", "4"),
+    ("role", "none"),
+    ("row_security", "on"),
+    ("search_path", "\"$user\", public"),
+    ("seq_page_cost", "1"),
+    ("session_replication_role", "origin"),
+    ("standard_conforming_strings", "on"),
+    ("statement_timeout", "0"),
+    ("synchronous_commit", "on"),
+    ("temp_buffers", "8MB"),
+    ("temp_tablespaces", ""),
+    ("timezone", "UTC"),
+    ("transaction_isolation", "read committed"),
+    ("work_mem", "4MB"),
+    ("xmloption", "content"),
+];
+
+/// The time settings (rule 2).
+const TIMES: &[&str] = &[
+    "statement_timeout",
+    "lock_timeout",
+    "idle_in_transaction_session_timeout",
+    "idle_session_timeout",
+];
+
+/// The value SHOW prints for `name` before any SET; `None` if it is not a setting.
+pub fn default_of(name: &str) -> Option<&'static str> {
+    KNOWN.iter().find(|(n, _)| *n == name).map(|(_, v)| *v)
+}
+
+fn unrecognized(name: &str) -> SqlError {
+    SqlError::new(
+        "42704",
+        format!("unrecognized configuration parameter \"{name}\""),
+    )
+}
+
+/// Checks a SET (rule 1) and returns the value to store: time settings normalised
+/// (rule 2), others as given.
+pub fn check(name: &str, value: &str) -> SqlResult<String> {
+    if default_of(name).is_none() && !name.contains('.') {
+        return Err(unrecognized(name));
+    }
+    if !TIMES.contains(&name) {
+        return Ok(value.to_string());
+    }
+    let v = value.trim();
+    if let Some(neg) = v.strip_prefix('-') {
+        if parse_time_ms(name, neg, 1).is_ok() {
+            return Err(SqlError::new(
+                "22023",
+                format!(
+                    "{v} ms is outside the valid range for parameter \"{name}\" (0 .. 2147483647)"
+                ),
+            ));
+        }
+    }
+    let ms = parse_time_ms(name, v, 1).map_err(|m| {
+        let (msg, hint) = match m.split_once("\nHINT:  ") {
+            Some((a, b)) => (a.to_string(), Some(b.to_string())),
+            None => (m, None),
+        };
+        let e = SqlError::new("22023", msg);
+        match hint {
+            Some(h) => e.with_hint(h),
+            None => e,
+        }
+    })?;
+    if ms > i32::MAX as u64 {
+        return Err(SqlError::new(
+            "22023",
+            format!(
+                "{ms} ms is outside the valid range for parameter \"{name}\" (0 .. 2147483647)"
+            ),
+        ));
+    }
+    Ok(format_ms(ms))
+}
+
+/// A time as SHOW prints it: the largest unit that divides it (`0`, `1500ms`, `90s`).
+pub fn format_ms(ms: u64) -> String {
+    if ms == 0 {
+        return "0".into();
+    }
+    for (unit, per) in [
+        ("d", 86_400_000),
+        ("h", 3_600_000),
+        ("min", 60_000),
+        ("s", 1000),
+    ] {
+        if ms.is_multiple_of(per) {
+            return format!("{}{unit}", ms / per);
+        }
+    }
+    format!("{ms}ms")
+}
+
+/// A stored time setting in milliseconds (0 = off).
+pub fn time_ms(stored: Option<&String>) -> u64 {
+    stored
+        .and_then(|v| parse_time_ms("", v, 1).ok())
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_times_as_postgres() {
+        assert_eq!(check("foo", "1").unwrap_err().code, "42704");
+        assert_eq!(check("foo.bar", "1").unwrap(), "1");
+        assert_eq!(check("datestyle", "ISO").unwrap(), "ISO");
+        assert_eq!(check("statement_timeout", "1.5s").unwrap(), "1500ms");
+        assert_eq!(check("statement_timeout", "90000").unwrap(), "90s");
+        assert_eq!(check("lock_timeout", "0").unwrap(), "0");
+        assert_eq!(check("lock_timeout", "abc").unwrap_err().code, "22023");
+        let e = check("lock_timeout", "-1").unwrap_err();
+        assert_eq!(
+            e.message,
+            "-1 ms is outside the valid range for parameter \"lock_timeout\" (0 .. 2147483647)"
+        );
+        assert_eq!(time_ms(Some(&"90s".to_string())), 90_000);
+        assert_eq!(time_ms(None), 0);
+    }
+}
