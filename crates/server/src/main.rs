@@ -206,7 +206,7 @@ fn init(
     };
     strata_engine::Engine::init(data, s).map_err(|e| e.to_string())?;
     if let Some(pw) = password {
-        pg::auth::AuthStore::load(data, &|_| false)?
+        pg::auth::AuthStore::load(strata_vfs::StdVfs::arc(), data, &|_| false)?
             .set_password(pg::auth::BOOTSTRAP_SUPERUSER, Some(&pw))?;
     }
     println!(

@@ -251,7 +251,9 @@ fn serve(data: &Path, cfg: ServerConfig) -> Result<(), String> {
     let server = Arc::new(ServerState {
         registry: Registry::default(),
         settings: cfg.show_list(data),
-        auth: AuthStore::load(data, &|xid| engine.xid_committed(xid))?,
+        auth: AuthStore::load(engine.settings().vfs.clone(), data, &|xid| {
+            engine.xid_committed(xid)
+        })?,
         log: sink.clone(),
         reserved_connections: cfg.superuser_reserved_connections,
     });

@@ -209,7 +209,7 @@ impl FileKind {
         let under = |dir: &str| path.components().any(|c| c.as_os_str() == dir);
         if name == "pg_control" {
             FileKind::Control
-        } else if name == "pg_authid" {
+        } else if name == "pg_authid" || name == "pg_authid.pending" {
             FileKind::Authid
         } else if under("pg_wal") {
             FileKind::Wal
@@ -383,6 +383,7 @@ mod tests {
         assert_eq!(k("/d/global/pg_control"), FileKind::Control);
         assert_eq!(k("/d/global/pg_control.tmp"), FileKind::Control);
         assert_eq!(k("/d/global/pg_authid"), FileKind::Authid);
+        assert_eq!(k("/d/global/pg_authid.pending.tmp"), FileKind::Authid);
         assert_eq!(k("/d/postmaster.pid"), FileKind::Other);
         for kind in FileKind::ALL {
             assert_eq!(FileKind::parse(kind.name()), Some(kind));

@@ -20,7 +20,9 @@
 //!    exchange as a known one, with a salt derived from its name and a server
 //!    secret (`global/pg_mock_nonce`, PostgreSQL's `scram_mock_salt`), and fails
 //!    with the same 28P01 message as a wrong password. The log says which it was.
-//! 5. Files here are created 0600.
+//! 5. Files here are created 0600, through the cluster's file abstraction
+//!    (`strata_vfs`), so that tests can fail or lose their writes like any other
+//!    durable file's.
 //! 6. A password change commits with its transaction, PostgreSQL's way of keeping
 //!    pg_authid in a table, done with two files: [`AuthStore::stage`] writes the
 //!    whole new set to `global/pg_authid.pending` (atomically, as in 2), headed by
@@ -29,7 +31,9 @@
 //!    ([`AuthStore::discard`]). At start-up, after recovery, [`AuthStore::load`]
 //!    installs a pending file whose xid committed (a crash between the commit record
 //!    and the rename) and removes any other. Staging needs an xid, so the writer
-//!    lock (engine rule 1): there is one pending file at most.
+//!    lock (engine rule 1): there is one pending file at most. An install that fails
+//!    after the commit record is durable is a PANIC (engine rule 7): the process ends
+//!    and start-up settles the pending file by the commit log.
 
 use super::{fatal, Conn};
 use async_trait::async_trait;
@@ -49,10 +53,10 @@ use pgwire::messages::startup::Authentication;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use std::collections::BTreeMap;
 use std::fmt::Debug;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use strata_types::Xid;
+use strata_vfs::Vfs;
 
 const ITERATIONS: usize = 4096;
 
@@ -80,37 +84,21 @@ pub struct AuthStore {
     roles: RwLock<BTreeMap<String, Verifier>>,
     /// The server secret behind mock salts (rule 4).
     mock_nonce: Vec<u8>,
-}
-
-/// Creates (or truncates) a file readable by its owner only.
-pub(crate) fn create_private(path: &Path) -> std::io::Result<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)
+    vfs: Arc<dyn Vfs>,
 }
 
 /// Reads the mock nonce, creating it (32 random bytes, 0600) on first use.
-fn load_mock_nonce(global: &Path) -> Result<Vec<u8>, String> {
+fn load_mock_nonce(vfs: &dyn Vfs, global: &Path) -> Result<Vec<u8>, String> {
     let path = global.join("pg_mock_nonce");
-    match std::fs::read(&path) {
+    match strata_vfs::read_file(vfs, &path) {
         Ok(b) if b.len() == 32 => return Ok(b),
         Ok(_) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(format!("could not read \"{}\": {e}", path.display())),
     }
     let nonce: [u8; 32] = rand::random();
-    let tmp = path.with_extension("tmp");
-    let write = || -> std::io::Result<()> {
-        let mut f = create_private(&tmp)?;
-        f.write_all(&nonce)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, &path)
-    };
-    write().map_err(|e| format!("could not write \"{}\": {e}", path.display()))?;
+    strata_vfs::write_atomic(vfs, &path, &nonce)
+        .map_err(|e| format!("could not write \"{}\": {e}", path.display()))?;
     Ok(nonce.to_vec())
 }
 
@@ -209,23 +197,18 @@ fn parse(text: &str, path: &Path) -> Result<BTreeMap<String, Verifier>, String> 
 }
 
 /// Writes `text` to `path` atomically and durably (rules 2 and 5).
-fn write_atomic(path: &Path, text: &str) -> Result<(), String> {
-    let tmp = path.with_extension("tmp");
-    let write = || -> std::io::Result<()> {
-        let mut f = create_private(&tmp)?;
-        f.write_all(text.as_bytes())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)?;
-        sync_dir(path)
-    };
-    write().map_err(|e| format!("could not write \"{}\": {e}", path.display()))
+fn write_atomic(vfs: &dyn Vfs, path: &Path, text: &str) -> Result<(), String> {
+    strata_vfs::write_atomic(vfs, path, text.as_bytes())
+        .map_err(|e| format!("could not write \"{}\": {e}", path.display()))
 }
 
-fn sync_dir(path: &Path) -> std::io::Result<()> {
-    match path.parent() {
-        Some(dir) => std::fs::File::open(dir)?.sync_all(),
-        None => Ok(()),
-    }
+fn sync_dir(vfs: &dyn Vfs, path: &Path) -> std::io::Result<()> {
+    vfs.sync_dir(path.parent().unwrap_or(Path::new(".")))
+}
+
+fn read_text(vfs: &dyn Vfs, path: &Path) -> std::io::Result<String> {
+    let bytes = strata_vfs::read_file(vfs, path)?;
+    String::from_utf8(bytes).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
 }
 
 /// A password change staged for a transaction (rule 6).
@@ -236,10 +219,14 @@ pub struct Staged {
 impl AuthStore {
     /// Loads `global/pg_authid`, first settling a pending change (rule 6):
     /// installed if `committed` says its xid committed, else removed.
-    pub fn load(data_dir: &Path, committed: &dyn Fn(Xid) -> bool) -> Result<AuthStore, String> {
+    pub fn load(
+        vfs: Arc<dyn Vfs>,
+        data_dir: &Path,
+        committed: &dyn Fn(Xid) -> bool,
+    ) -> Result<AuthStore, String> {
         let path = data_dir.join("global").join("pg_authid");
         let pending = path.with_extension("pending");
-        match std::fs::read_to_string(&pending) {
+        match read_text(&*vfs, &pending) {
             Ok(text) => {
                 let xid = text
                     .lines()
@@ -250,16 +237,16 @@ impl AuthStore {
                 let io =
                     |e: std::io::Error| format!("could not settle \"{}\": {e}", pending.display());
                 if xid.is_some_and(committed) {
-                    std::fs::rename(&pending, &path).map_err(io)?;
+                    vfs.rename(&pending, &path).map_err(io)?;
                 } else {
-                    std::fs::remove_file(&pending).map_err(io)?;
+                    vfs.remove_file(&pending).map_err(io)?;
                 }
-                sync_dir(&path).map_err(io)?;
+                sync_dir(&*vfs, &path).map_err(io)?;
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(format!("could not read \"{}\": {e}", pending.display())),
         }
-        let roles = match std::fs::read_to_string(&path) {
+        let roles = match read_text(&*vfs, &path) {
             Ok(text) => parse(strip_xid(&text), &path)?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => BTreeMap::new(),
             Err(e) => return Err(format!("could not read \"{}\": {e}", path.display())),
@@ -268,7 +255,8 @@ impl AuthStore {
         Ok(AuthStore {
             path,
             roles: RwLock::new(roles),
-            mock_nonce: load_mock_nonce(&global)?,
+            mock_nonce: load_mock_nonce(&*vfs, &global)?,
+            vfs,
         })
     }
 
@@ -283,7 +271,7 @@ impl AuthStore {
         check_role(role)?;
         let mut roles = self.roles.write();
         let next = apply(&roles, &[(role.to_string(), password.map(str::to_string))])?;
-        write_atomic(&self.path, &to_text(&next))?;
+        write_atomic(&*self.vfs, &self.path, &to_text(&next))?;
         *roles = next;
         Ok(())
     }
@@ -298,25 +286,32 @@ impl AuthStore {
         }
         let next = apply(&self.roles.read(), changes)?;
         let text = format!("xid {}\n{}", xid.0, to_text(&next));
-        write_atomic(&self.path.with_extension("pending"), &text)?;
+        write_atomic(&*self.vfs, &self.path.with_extension("pending"), &text)?;
         Ok(Staged { roles: next })
     }
 
     /// Makes a staged change the password file, once its transaction's commit record
-    /// is durable (rule 6).
-    pub fn install(&self, staged: Staged) -> Result<(), String> {
+    /// is durable (rule 6). A failure here is a PANIC: the commit cannot be undone, and
+    /// only a restart settles the pending file by the commit log.
+    pub fn install(&self, staged: Staged) {
         let mut roles = self.roles.write();
         let pending = self.path.with_extension("pending");
-        std::fs::rename(&pending, &self.path)
-            .and_then(|()| sync_dir(&self.path))
-            .map_err(|e| format!("could not install \"{}\": {e}", pending.display()))?;
+        if let Err(e) = self
+            .vfs
+            .rename(&pending, &self.path)
+            .and_then(|()| sync_dir(&*self.vfs, &self.path))
+        {
+            panic!(
+                "could not install \"{}\" after its transaction committed: {e}",
+                pending.display()
+            );
+        }
         *roles = staged.roles;
-        Ok(())
     }
 
     /// Drops a staged change (its transaction aborted).
     pub fn discard(&self) {
-        let _ = std::fs::remove_file(self.path.with_extension("pending"));
+        let _ = self.vfs.remove_file(&self.path.with_extension("pending"));
     }
 
     /// Whether `role` has a password.
@@ -514,23 +509,25 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("global")).unwrap();
         let pending = dir.path().join("global/pg_authid.pending");
-        let store = AuthStore::load(dir.path(), &|_| false).unwrap();
+        let store = AuthStore::load(strata_vfs::StdVfs::arc(), dir.path(), &|_| false).unwrap();
         // Staged, then a crash before the commit record: removed at load.
         store.stage(Xid(7), &change("a")).unwrap();
         assert!(!store.required(), "not before install");
-        let store = AuthStore::load(dir.path(), &|x| x != Xid(7)).unwrap();
+        let store =
+            AuthStore::load(strata_vfs::StdVfs::arc(), dir.path(), &|x| x != Xid(7)).unwrap();
         assert!(!store.required());
         assert!(!pending.exists());
         // Staged, committed, a crash before install: installed at load.
         store.stage(Xid(8), &change("b")).unwrap();
-        let store = AuthStore::load(dir.path(), &|x| x == Xid(8)).unwrap();
+        let store =
+            AuthStore::load(strata_vfs::StdVfs::arc(), dir.path(), &|x| x == Xid(8)).unwrap();
         assert!(store.required());
         assert!(!pending.exists());
         // Installed in the running server.
         let st = store.stage(Xid(9), &[("other".to_string(), None)]).unwrap();
-        store.install(st).unwrap();
+        store.install(st);
         assert!(store.has_role("strata"));
-        let again = AuthStore::load(dir.path(), &|_| false).unwrap();
+        let again = AuthStore::load(strata_vfs::StdVfs::arc(), dir.path(), &|_| false).unwrap();
         assert!(again.has_role("strata"));
     }
 }

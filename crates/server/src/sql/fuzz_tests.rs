@@ -206,7 +206,10 @@ fn with_session(stack: usize, f: impl FnOnce(&mut Session<'_>) + Send + 'static)
             let server = ServerState {
                 registry: Registry::default(),
                 settings: vec![],
-                auth: crate::pg::auth::AuthStore::load(&data, &|_| false).unwrap(),
+                auth: crate::pg::auth::AuthStore::load(strata_vfs::StdVfs::arc(), &data, &|_| {
+                    false
+                })
+                .unwrap(),
                 log: Arc::new(|_: &str| {}),
                 reserved_connections: 0,
             };

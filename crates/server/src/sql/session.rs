@@ -442,10 +442,7 @@ impl<'e> Session<'e> {
                 self.vars_at_begin = None;
                 self.passwords.clear();
                 if let Some(st) = self.staged.take() {
-                    self.server
-                        .auth
-                        .install(st)
-                        .map_err(|e| SqlError::new("58030", e))?;
+                    self.server.auth.install(st);
                 }
                 Ok(true)
             }
@@ -1112,10 +1109,10 @@ impl<'e> Session<'e> {
                 Ok(())
             }
             // Its own transaction has committed.
-            Ok(st) => server
-                .auth
-                .install(st)
-                .map_err(|e| SqlError::new("58030", e)),
+            Ok(st) => {
+                server.auth.install(st);
+                Ok(())
+            }
         }
     }
 
