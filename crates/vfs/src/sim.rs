@@ -366,6 +366,37 @@ struct SimFile {
     vfs: SimVfs,
 }
 
+impl SimFile {
+    /// A write or size change: under the state lock, unless a fault is due, `apply`
+    /// does it on the real file (given its old length) and describes what it replaced,
+    /// which is remembered until the file is synced.
+    fn change(
+        &self,
+        apply: impl FnOnce(&dyn VfsFile, u64) -> io::Result<Change>,
+    ) -> io::Result<()> {
+        let mut st = self.vfs.sh.state.lock();
+        self.vfs.check()?;
+        if let Some(e) = SimVfs::fault(&mut st, &self.path, FaultOp::Write) {
+            return Err(e);
+        }
+        let old_len = self.inner.size_bytes()?;
+        let change = apply(&*self.inner, old_len)?;
+        SimVfs::record(&mut st, &self.path, change);
+        Ok(())
+    }
+}
+
+/// The bytes of `f` in `[from, to)` (empty if `to <= from`).
+fn read_range(f: &dyn VfsFile, from: u64, to: u64) -> io::Result<Vec<u8>> {
+    if to <= from {
+        return Ok(Vec::new());
+    }
+    let mut b = vec![0u8; (to - from) as usize];
+    let got = f.read_at(&mut b, from)?;
+    b.truncate(got);
+    Ok(b)
+}
+
 impl VfsFile for SimFile {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         self.vfs.check()?;
@@ -373,28 +404,17 @@ impl VfsFile for SimFile {
     }
 
     fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
-        let mut st = self.vfs.sh.state.lock();
-        self.vfs.check()?;
-        if let Some(e) = SimVfs::fault(&mut st, &self.path, FaultOp::Write) {
-            return Err(e);
-        }
-        let old_len = self.inner.size_bytes()?;
-        let mut old = Vec::new();
-        if offset < old_len {
+        self.change(|f, old_len| {
             let end = old_len.min(offset + buf.len() as u64);
-            old = vec![0u8; (end - offset) as usize];
-            let got = self.inner.read_at(&mut old, offset)?;
-            old.truncate(got);
-        }
-        self.inner.write_all_at(buf, offset)?;
-        let change = Change::Write {
-            offset,
-            old_len,
-            old,
-            new: Bytes::of(buf),
-        };
-        SimVfs::record(&mut st, &self.path, change);
-        Ok(())
+            let old = read_range(f, offset, end)?;
+            f.write_all_at(buf, offset)?;
+            Ok(Change::Write {
+                offset,
+                old_len,
+                old,
+                new: Bytes::of(buf),
+            })
+        })
     }
 
     fn size_bytes(&self) -> io::Result<u64> {
@@ -403,26 +423,15 @@ impl VfsFile for SimFile {
     }
 
     fn set_len(&self, len: u64) -> io::Result<()> {
-        let mut st = self.vfs.sh.state.lock();
-        self.vfs.check()?;
-        if let Some(e) = SimVfs::fault(&mut st, &self.path, FaultOp::Write) {
-            return Err(e);
-        }
-        let old_len = self.inner.size_bytes()?;
-        let mut old_tail = Vec::new();
-        if len < old_len {
-            old_tail = vec![0u8; (old_len - len) as usize];
-            let got = self.inner.read_at(&mut old_tail, len)?;
-            old_tail.truncate(got);
-        }
-        self.inner.set_len(len)?;
-        let change = Change::SetLen {
-            old_len,
-            new_len: len,
-            old_tail,
-        };
-        SimVfs::record(&mut st, &self.path, change);
-        Ok(())
+        self.change(|f, old_len| {
+            let old_tail = read_range(f, len, old_len)?;
+            f.set_len(len)?;
+            Ok(Change::SetLen {
+                old_len,
+                new_len: len,
+                old_tail,
+            })
+        })
     }
 
     fn sync(&self) -> io::Result<()> {
