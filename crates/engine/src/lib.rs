@@ -27,7 +27,8 @@
 //!    directory entry). So every file recovery does not know about is one it finds in
 //!    the WAL, and removes if its transaction never committed. Forks and copies that
 //!    a durable create covers (a map fork of an existing relation, files inside a new
-//!    database's directory) need only reach the kernel (`Wal::write_through`). Creates
+//!    database's directory) need only reach the kernel (`Wal::write_through`), and so
+//!    does a database directory, which crash recovery sweeps (recovery rule 9). Creates
 //!    made before a checkpoint's redo point by the transaction then running travel in
 //!    the checkpoint record.
 //! 5. Between a commit or truncate record and its file removal, a checkpoint cannot

@@ -28,6 +28,8 @@
 //!    bytes that only the page cache holds.
 //! 8. The WAL must reach past the checkpoint record recovery starts from; if it ends
 //!    before, that is corruption, reported with both LSNs — never a cut.
+//! 9. After a crash, database directories that no committed database owns are removed
+//!    (a power loss can keep a directory whose create record, only written, was lost).
 
 use crate::access;
 use crate::catalog::{self, CatalogCache, DbEntry, RelEntry, SpcEntry, Tid};
@@ -191,6 +193,9 @@ pub fn startup(dir: &Path, settings: Settings, smgr: Arc<Smgr>) -> Result<(Share
         unreachable!("the WAL is opened once");
     }
     load_catalog(&sh)?;
+    if control.state != ClusterState::ShutDown {
+        remove_orphan_database_dirs(&sh)?; // rule 9
+    }
     checkpoint::checkpoint(&sh, false, true, true)?; // end-of-recovery checkpoint
     log("database system is ready to accept connections");
     let info = RecoveryInfo {
@@ -201,6 +206,54 @@ pub fn startup(dir: &Path, settings: Settings, smgr: Arc<Smgr>) -> Result<(Share
         aborted_unfinished,
     };
     Ok((sh, info))
+}
+
+/// Rule 9: after a crash, removes every database directory (in `base/` and in each
+/// tablespace) that no committed database owns: a CREATE DATABASE whose directory a
+/// power loss kept but whose create record it took. O(databases × tablespaces), at
+/// crash recovery only.
+fn remove_orphan_database_dirs(sh: &Shared) -> Result<()> {
+    let (known, spcs): (FxHashSet<Oid>, Vec<Oid>) = {
+        let cat = sh.catalog.read();
+        let spcs = cat
+            .spcs
+            .values()
+            .map(|s| s.oid)
+            .filter(|s| *s != GLOBAL_TABLESPACE)
+            .collect();
+        (cat.dbs.values().map(|d| d.oid).collect(), spcs)
+    };
+    for spc in spcs {
+        let dir = if spc == DEFAULT_TABLESPACE {
+            sh.dir.join("base")
+        } else {
+            sh.smgr.tablespace_dir(spc)
+        };
+        let entries = match sh.settings.vfs.list_dir(&dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(source) => {
+                return Err(EngineError::Io {
+                    op: "read directory",
+                    path: dir,
+                    source,
+                })
+            }
+        };
+        for e in entries {
+            let Ok(db) = e.name.parse::<u32>() else {
+                continue;
+            };
+            if !known.contains(&Oid(db)) {
+                sh.smgr.remove_database(Oid(db), &[spc])?;
+                sh.log(&format!(
+                    "removed directory \"{}\" of a database that never committed",
+                    dir.join(&e.name).display()
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Rule 7 (PostgreSQL's SyncDataDirectory): before replaying after a crash, make

@@ -239,9 +239,15 @@ impl<'e> Txn<'e> {
             }
             end
         };
-        // Engine rule 4: durable before the file exists, so that even a power loss
-        // cannot keep a file whose create record it took.
-        self.sh.wal_flush(end)?;
+        match what {
+            // Engine rule 4: durable before the file exists, so that even a power loss
+            // cannot keep a file whose create record it took.
+            PendingCreate::Rel(_) | PendingCreate::Tablespace(_) => self.sh.wal_flush(end)?,
+            // A database directory only reaches the kernel first: crash recovery
+            // removes directories no committed database owns (recovery rule 9), which
+            // spares CREATE DATABASE a second fsync.
+            PendingCreate::DbDir { .. } => self.sh.wal_write_through()?,
+        }
         self.created.push(what);
         Ok(())
     }
