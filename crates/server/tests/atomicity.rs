@@ -4,8 +4,8 @@
 //! implicit transaction; savepoints are refused, never ignored; a password change
 //! commits or rolls back with its block.
 
-mod clients;
-use clients::*;
+mod common;
+use common::*;
 use std::path::Path;
 
 /// Runs `sql` as a psql script that goes on after errors and prints command tags;
@@ -13,7 +13,7 @@ use std::path::Path;
 fn script(s: &Server, dir: &Path, sql: &str) -> (String, String) {
     let f = dir.join(format!("script{}.sql", rand_suffix()));
     std::fs::write(&f, sql).unwrap();
-    let out = psql_as(
+    let out = psql_db(
         s.port,
         "postgres",
         &[
@@ -158,7 +158,7 @@ fn psql_a_multi_statement_query_is_one_transaction() {
     let dir = tempfile::tempdir().unwrap();
     let s = Server::start(&dir.path().join("d"), &[]);
     s.psql_ok("postgres", &["-c", "create table t (a int)"]);
-    let run = |sql: &str| psql_as(s.port, "postgres", &["-c", sql], None);
+    let run = |sql: &str| psql_db(s.port, "postgres", &["-c", sql], None);
     let out = run("INSERT INTO t VALUES (43); SELECT 1/0; INSERT INTO t VALUES (44); CREATE TABLE after_error (a int)");
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("division by zero"));
@@ -273,7 +273,7 @@ fn psql_savepoints_are_refused_never_ignored() {
             "SAVEPOINT can only be used in transaction blocks",
         ),
     ] {
-        let out = psql_as(s.port, "postgres", &["-c", sql], None);
+        let out = psql_db(s.port, "postgres", &["-c", sql], None);
         let err = String::from_utf8_lossy(&out.stderr).to_string();
         assert!(err.contains(msg), "{sql}: {err}");
     }
@@ -324,7 +324,7 @@ fn driver_savepoints_are_refused_never_ignored() {
 }
 
 fn can_connect(port: u16, password: Option<&str>) -> bool {
-    psql_as(port, "postgres", &["-w", "-c", "select 1"], password)
+    psql_db(port, "postgres", &["-w", "-c", "select 1"], password)
         .status
         .success()
 }
@@ -340,7 +340,7 @@ fn psql_a_password_change_commits_with_its_block() {
         "BEGIN; ALTER ROLE strata PASSWORD 'q'; SELECT 1/0; COMMIT",
         "ALTER ROLE strata PASSWORD 'q'; SELECT 1/0",
     ] {
-        psql_as(s.port, "postgres", &["-c", sql], None);
+        psql_db(s.port, "postgres", &["-c", sql], None);
         assert!(can_connect(s.port, None), "{sql}: no password yet");
         assert!(
             !std::fs::read_to_string(&authid)
@@ -356,7 +356,7 @@ fn psql_a_password_change_commits_with_its_block() {
     assert!(!can_connect(s.port, None));
     assert!(can_connect(s.port, Some("q")));
     // Rolled back, the change leaves the password as it was.
-    let out = psql_as(
+    let out = psql_db(
         s.port,
         "postgres",
         &[

@@ -3,148 +3,11 @@
 //! The reports' own scripts run through `psql -f`; crash tests SIGKILL the server
 //! process and check every committed table, every dropped one and their files.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
+mod common;
+use common::*;
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
-
-const PSQL: &str = "/usr/bin/psql";
-
-struct Server {
-    child: Option<Child>,
-    port: u16,
-    log: PathBuf,
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-impl Server {
-    fn start(data: &Path, extra: &[&str]) -> Server {
-        Server::start_on(data, free_port(), extra)
-    }
-
-    fn start_on(data: &Path, port: u16, extra: &[&str]) -> Server {
-        let log = data.with_extension(format!("log{}", port));
-        let logf = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&log)
-            .unwrap();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_strata"));
-        cmd.arg("start").arg("-D").arg(data);
-        cmd.args([
-            "-c",
-            &format!("port={port}"),
-            "-c",
-            "listen_addresses=127.0.0.1",
-        ]);
-        for e in extra {
-            cmd.args(["-c", e]);
-        }
-        let child = cmd
-            .stdout(Stdio::null())
-            .stderr(logf)
-            .spawn()
-            .expect("spawn strata start");
-        let s = Server {
-            child: Some(child),
-            port,
-            log,
-        };
-        s.wait_ready();
-        s
-    }
-
-    fn wait_ready(&self) {
-        let t0 = Instant::now();
-        while TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-            assert!(
-                t0.elapsed() < Duration::from_secs(60),
-                "server did not start:\n{}",
-                self.log_text()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    fn kill9(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            c.kill().unwrap(); // SIGKILL
-            c.wait().unwrap();
-        }
-    }
-
-    fn psql(&self, db: &str, args: &[&str]) -> Output {
-        psql_as(self.port, db, args, None)
-    }
-
-    /// psql with ON_ERROR_STOP; panics with its output unless it succeeds.
-    fn psql_ok(&self, db: &str, args: &[&str]) -> String {
-        let out = self.psql(db, args);
-        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-        assert!(
-            out.status.success(),
-            "psql {args:?} failed:\n{stdout}\n{}\nserver log:\n{}",
-            String::from_utf8_lossy(&out.stderr),
-            self.log_text()
-        );
-        stdout
-    }
-
-    async fn client(&self, db: &str) -> tokio_postgres::Client {
-        let (c, conn) = tokio_postgres::connect(
-            &format!("host=127.0.0.1 port={} user=strata dbname={db}", self.port),
-            tokio_postgres::NoTls,
-        )
-        .await
-        .unwrap_or_else(|e| panic!("connect to {db}: {e}\n{}", self.log_text()));
-        tokio::spawn(conn);
-        c
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.kill9();
-    }
-}
-
-fn psql_as(port: u16, db: &str, args: &[&str], password: Option<&str>) -> Output {
-    assert!(
-        Path::new(PSQL).exists(),
-        "psql not found at {PSQL}: install it with `apt-get install -y postgresql-client-15`"
-    );
-    let mut cmd = Command::new(PSQL);
-    cmd.args([
-        "-X",
-        "-q",
-        "-A",
-        "-t",
-        "-v",
-        "ON_ERROR_STOP=1",
-        "-h",
-        "127.0.0.1",
-    ])
-    .args(["-p", &port.to_string(), "-U", "strata", "-d", db])
-    .args(args)
-    .env_remove("PGPASSWORD")
-    .env("PGCONNECT_TIMEOUT", "30");
-    if let Some(p) = password {
-        cmd.env("PGPASSWORD", p);
-    }
-    cmd.output().unwrap()
-}
+use std::process::Command;
 
 fn files_under(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
@@ -159,12 +22,6 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
         }
     }
     out
-}
-
-fn code_of(e: &tokio_postgres::Error) -> String {
-    e.code()
-        .map(|c| c.code().to_string())
-        .unwrap_or_else(|| format!("no SQLSTATE: {e}"))
 }
 
 #[test]
@@ -244,7 +101,7 @@ fn reports_scripts_run_through_psql_f() {
         "one main fork per table"
     );
     // Running it twice is harmless (IF NOT EXISTS).
-    let out = s.psql("postgres", &["-f", cf.to_str().unwrap()]);
+    let out = s.psql_db("postgres", &["-f", cf.to_str().unwrap()]);
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("already exists, skipping"));
     let path = s.psql_ok(
@@ -259,7 +116,7 @@ fn reports_scripts_run_through_psql_f() {
         "every dropped table's files are gone"
     );
     assert!(!data.join(path.trim()).exists());
-    let out = s.psql("postgres", &["-c", "select * from test1"]);
+    let out = s.psql_db("postgres", &["-c", "select * from test1"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("relation \"test1\" does not exist"));
 }
 
@@ -399,10 +256,10 @@ fn database_over_many_tablespaces_survives_sigkill() {
         s.psql_ok("postgres", &["-c", "select a from after"]).trim(),
         "42"
     );
-    let out = s.psql("many", &["-c", "select 1"]);
+    let out = s.psql_db("many", &["-c", "select 1"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("database \"many\" does not exist"));
-    let out = s.psql("postgres", &["-c", "select * from uncommitted"]);
+    let out = s.psql_db("postgres", &["-c", "select * from uncommitted"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));
     for p in &created {
         assert!(
@@ -460,13 +317,10 @@ fn errors_carry_postgres_sqlstates_and_the_session_goes_on() {
             .expect_err("terminated");
         assert_eq!(code_of(&e), "57P01");
         // 3D000 at connection time.
-        let e = tokio_postgres::connect(
-            &format!("host=127.0.0.1 port={} user=strata dbname=busy", s.port),
-            tokio_postgres::NoTls,
-        )
-        .await
-        .err()
-        .expect("no such database");
+        let e = connect_to(s.port, "strata", "busy", None)
+            .await
+            .err()
+            .expect("no such database");
         assert_eq!(code_of(&e), "3D000");
     });
 }
@@ -556,25 +410,11 @@ fn a_malformed_message_ends_only_its_connection() {
     rt.block_on(async {
         let good = s.client("postgres").await;
         // A startup packet, then a message of an unknown type with a bogus length.
-        let mut raw = TcpStream::connect(("127.0.0.1", s.port)).unwrap();
-        raw.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        let params = b"user\0strata\0database\0postgres\0\0";
-        let mut startup = Vec::new();
-        startup.extend_from_slice(&((8 + params.len()) as i32).to_be_bytes());
-        startup.extend_from_slice(&196608i32.to_be_bytes());
-        startup.extend_from_slice(params);
-        raw.write_all(&startup).unwrap();
-        let mut buf = vec![0u8; 4096];
-        let mut seen = Vec::new();
-        while !seen.contains(&b'Z') {
-            let n = raw.read(&mut buf).unwrap();
-            assert!(n > 0, "closed during startup");
-            seen.extend_from_slice(&buf[..n]);
-        }
-        raw.write_all(&[b'\x01', 0xff, 0xff, 0xff, 0xf0, 1, 2, 3])
-            .unwrap();
+        let mut raw = Raw::ready(s.port, "strata");
+        raw.send(&[b'\x01', 0xff, 0xff, 0xff, 0xf0, 1, 2, 3]);
         let mut rest = Vec::new();
-        raw.read_to_end(&mut rest)
+        raw.s
+            .read_to_end(&mut rest)
             .expect("the server closes this connection (not a read timeout)");
         // The other connection, and new ones, carry on.
         assert_eq!(
@@ -600,9 +440,8 @@ fn a_malformed_message_ends_only_its_connection() {
 fn stop_checkpoints_and_one_server_per_directory() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("d");
-    let port = free_port();
     // First start creates the cluster; strata.conf is read on the next.
-    let mut s = Server::start_on(&data, port, &[]);
+    let mut s = Server::start(&data, &[]);
     s.psql_ok(
         "postgres",
         &[
@@ -644,22 +483,10 @@ fn stop_checkpoints_and_one_server_per_directory() {
         format!("# a comment\nport = {port2}\nshared_buffers = '16MB'\nmax_connections = 3\nsuperuser_reserved_connections = 1\n"),
     )
     .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
-        .args(["start", "-D"])
-        .arg(&data)
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let t0 = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port2)).is_err() {
-        assert!(t0.elapsed() < Duration::from_secs(60));
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let out = psql_as(
-        port2,
+    let s2 = Server::start_from_conf(&data, port2);
+    let out = s2.psql_db(
         "postgres",
         &["-c", "show shared_buffers", "-c", "select a from t"],
-        None,
     );
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "16MB\n7");
     // max_connections = 3: the fourth is refused with 53300.
@@ -667,54 +494,26 @@ fn stop_checkpoints_and_one_server_per_directory() {
     rt.block_on(async {
         let mut held = Vec::new();
         for _ in 0..3 {
-            let (c, conn) = tokio_postgres::connect(
-                &format!("host=127.0.0.1 port={port2} user=strata dbname=postgres"),
-                tokio_postgres::NoTls,
-            )
-            .await
-            .unwrap();
-            tokio::spawn(conn);
-            held.push(c);
+            held.push(connect(port2, "strata", None).await.unwrap());
         }
-        let e = tokio_postgres::connect(
-            &format!("host=127.0.0.1 port={port2} user=strata dbname=postgres"),
-            tokio_postgres::NoTls,
-        )
-        .await
-        .err()
-        .expect("refused");
+        let e = connect(port2, "strata", None).await.err().expect("refused");
         assert_eq!(code_of(&e), "53300");
     });
-    child.kill().unwrap();
-    child.wait().unwrap();
 }
 
 #[test]
 fn scram_password_when_one_is_set() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("d");
-    let pw = dir.path().join("pw");
-    std::fs::write(&pw, "s3cret\n").unwrap();
-    let init = Command::new(env!("CARGO_BIN_EXE_strata"))
-        .args(["init", "-D"])
-        .arg(&data)
-        .arg("--pwfile")
-        .arg(&pw)
-        .output()
-        .unwrap();
-    assert!(
-        init.status.success(),
-        "{}",
-        String::from_utf8_lossy(&init.stderr)
-    );
+    init(&data, Some("s3cret"));
     let s = Server::start(&data, &[]);
-    let ok = psql_as(s.port, "postgres", &["-c", "select 1"], Some("s3cret"));
+    let ok = psql_as(s.port, "strata", &["-c", "select 1"], Some("s3cret"));
     assert!(
         ok.status.success(),
         "{}",
         String::from_utf8_lossy(&ok.stderr)
     );
-    let bad = psql_as(s.port, "postgres", &["-w", "-c", "select 1"], Some("wrong"));
+    let bad = psql_as(s.port, "strata", &["-w", "-c", "select 1"], Some("wrong"));
     assert!(!bad.status.success());
     assert!(
         String::from_utf8_lossy(&bad.stderr).contains("password authentication failed"),
@@ -724,31 +523,17 @@ fn scram_password_when_one_is_set() {
     // The driver negotiates SCRAM-SHA-256 too; ALTER ROLE changes the password.
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
-        let (c, conn) = tokio_postgres::connect(
-            &format!(
-                "host=127.0.0.1 port={} user=strata password=s3cret dbname=postgres",
-                s.port
-            ),
-            tokio_postgres::NoTls,
-        )
-        .await
-        .unwrap();
-        tokio::spawn(conn);
+        let c = connect(s.port, "strata", Some("s3cret")).await.unwrap();
         c.batch_execute("alter role strata password 'n3w'")
             .await
             .unwrap();
     });
-    assert!(!psql_as(
-        s.port,
-        "postgres",
-        &["-w", "-c", "select 1"],
-        Some("s3cret")
-    )
-    .status
-    .success());
     assert!(
-        psql_as(s.port, "postgres", &["-c", "select 1"], Some("n3w"))
+        !psql_as(s.port, "strata", &["-w", "-c", "select 1"], Some("s3cret"))
             .status
             .success()
     );
+    assert!(psql_as(s.port, "strata", &["-c", "select 1"], Some("n3w"))
+        .status
+        .success());
 }

@@ -3,10 +3,10 @@
 //! (25P03), and a client that has gone gives up its wait and its connection slot;
 //! unknown settings are 42704 while the settings drivers send are accepted.
 
-mod clients;
-use clients::*;
+mod common;
+use common::*;
 use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 /// Awaits `f`, failing the test (rather than hanging it) if the wait is unbounded.
@@ -184,16 +184,8 @@ fn a_client_that_has_gone_gives_up_its_wait_and_its_slot() {
     rt.block_on(async {
         let h = holder(&s).await;
         // A psql waiting for the writer lock is killed.
-        let mut waiter = Command::new(PSQL)
-            .args(["-X", "-h", "127.0.0.1", "-p", &s.port.to_string()])
-            .args([
-                "-U",
-                "strata",
-                "-d",
-                "postgres",
-                "-c",
-                "insert into t values (2)",
-            ])
+        let mut waiter = psql_command(s.port, "strata", "postgres", None)
+            .args(["-c", "insert into t values (2)"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -204,16 +196,10 @@ fn a_client_that_has_gone_gives_up_its_wait_and_its_slot() {
         waiter.wait().unwrap();
         // Its slot comes back: two more connections fit beside the holder.
         let t0 = Instant::now();
-        let url = format!("host=127.0.0.1 port={} user=strata dbname=postgres", s.port);
-        let connect = || tokio_postgres::connect(&url, tokio_postgres::NoTls);
-        let (c2, conn) = connect().await.unwrap();
-        tokio::spawn(conn);
+        let c2 = connect(s.port, "strata", None).await.unwrap();
         let c3 = loop {
-            match connect().await {
-                Ok((c, conn)) => {
-                    tokio::spawn(conn);
-                    break c;
-                }
+            match connect(s.port, "strata", None).await {
+                Ok(c) => break c,
                 Err(e) => {
                     assert_eq!(code_of(&e), "53300");
                     assert!(
@@ -230,9 +216,7 @@ fn a_client_that_has_gone_gives_up_its_wait_and_its_slot() {
         drop(c2);
 
         // A psql idle in a transaction that wrote is killed: the writer lock is free.
-        let mut idle = Command::new(PSQL)
-            .args(["-X", "-q", "-h", "127.0.0.1", "-p", &s.port.to_string()])
-            .args(["-U", "strata", "-d", "postgres"])
+        let mut idle = psql_command(s.port, "strata", "postgres", None)
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -292,7 +276,7 @@ fn idle_timeouts_end_the_session() {
 fn unknown_settings_are_42704_and_drivers_settings_are_accepted() {
     let dir = tempfile::tempdir().unwrap();
     let s = Server::start(&dir.path().join("d"), &[]);
-    let out = psql_as(s.port, "postgres", &["-c", "SET foo TO 1"], None);
+    let out = psql_db(s.port, "postgres", &["-c", "SET foo TO 1"], None);
     assert!(!out.status.success());
     assert!(
         String::from_utf8_lossy(&out.stderr)

@@ -1,11 +1,13 @@
-//! Shared by the hardening and fuzz tests: a `strata start` process on a free port,
-//! psql, and a raw wire-protocol client that can send any bytes.
-#![allow(dead_code)]
+//! The one set of helpers of the server's integration tests: a `strata start` process
+//! on a free port (with extra settings, its pid, SIGKILL, waiting for it to exit),
+//! psql (PostgreSQL 15's, at /usr/bin/psql) and tokio-postgres clients of it, and a raw
+//! wire-protocol client that can send any bytes.
+#![allow(dead_code)] // each test file uses some of them
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
 pub const PSQL: &str = "/usr/bin/psql";
@@ -29,6 +31,22 @@ impl Server {
     /// `ulimit -n 128;`) runs it through `sh -c` first.
     pub fn start_with(data: &Path, extra: &[&str], shell_prefix: Option<&str>) -> Server {
         let port = free_port();
+        let settings: Vec<String> = [format!("port={port}"), "listen_addresses=127.0.0.1".into()]
+            .into_iter()
+            .chain(extra.iter().map(|s| s.to_string()))
+            .collect();
+        Server::launch(data, port, &settings, shell_prefix)
+    }
+
+    /// `strata start -D data` with no `-c` settings at all: the port (and the rest)
+    /// come from `strata.conf`, so the caller says which `port` to wait on.
+    pub fn start_from_conf(data: &Path, port: u16) -> Server {
+        Server::launch(data, port, &[], None)
+    }
+
+    /// Spawns `strata start -D data -c settings...` with stderr to the log, and waits
+    /// until `port` accepts connections.
+    fn launch(data: &Path, port: u16, settings: &[String], shell_prefix: Option<&str>) -> Server {
         let log = data.with_extension(format!("log{port}"));
         let logf = std::fs::OpenOptions::new()
             .create(true)
@@ -36,12 +54,9 @@ impl Server {
             .open(&log)
             .unwrap();
         let mut args: Vec<String> = vec!["start".into(), "-D".into(), data.display().to_string()];
-        for c in [format!("port={port}"), "listen_addresses=127.0.0.1".into()]
-            .into_iter()
-            .chain(extra.iter().map(|s| s.to_string()))
-        {
+        for c in settings {
             args.push("-c".into());
-            args.push(c);
+            args.push(c.clone());
         }
         let bin = env!("CARGO_BIN_EXE_strata");
         let mut cmd = match shell_prefix {
@@ -80,7 +95,7 @@ impl Server {
         self.child.as_ref().map(|c| c.id()).unwrap_or(0)
     }
 
-    fn wait_ready(&self) {
+    pub fn wait_ready(&self) {
         let t0 = Instant::now();
         while TcpStream::connect(("127.0.0.1", self.port)).is_err() {
             assert!(
@@ -104,8 +119,60 @@ impl Server {
         }
     }
 
+    /// SIGKILL, then reaps the process (a crash: nothing is shut down cleanly).
+    pub fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            c.kill().unwrap(); // SIGKILL
+            c.wait().unwrap();
+        }
+    }
+
+    /// Waits (20 s at most) for the process to end by itself; its exit status.
+    pub fn wait_exit(&mut self) -> ExitStatus {
+        let c = self.child.as_mut().expect("the server was started");
+        let t0 = Instant::now();
+        loop {
+            if let Some(st) = c.try_wait().unwrap() {
+                return st;
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "the server did not stop:\n{}",
+                self.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     pub fn psql(&self, user: &str, args: &[&str], password: Option<&str>) -> Output {
         psql_as(self.port, user, args, password)
+    }
+
+    /// psql as `strata` in database `db`.
+    pub fn psql_db(&self, db: &str, args: &[&str]) -> Output {
+        psql_db(self.port, db, args, None)
+    }
+
+    /// psql as `strata` in `db`, with ON_ERROR_STOP; panics with its output and the
+    /// server log unless it succeeds; its stdout.
+    pub fn psql_ok(&self, db: &str, args: &[&str]) -> String {
+        let out = self.psql_db(db, args);
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(
+            out.status.success(),
+            "psql {args:?} failed:\n{stdout}\n{}\nserver log:\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            self.log_text()
+        );
+        stdout
+    }
+
+    /// A tokio-postgres client as `strata` in `db`; panics with the server log if the
+    /// connection fails.
+    pub async fn client(&self, db: &str) -> tokio_postgres::Client {
+        connect_to(self.port, "strata", db, None)
+            .await
+            .unwrap_or_else(|e| panic!("connect to {db}: {e}\n{}", self.log_text()))
     }
 
     /// Runs `select 1` through psql as strata; whether it answered `1`.
@@ -124,8 +191,30 @@ impl Drop for Server {
     }
 }
 
+/// psql as `user` in database postgres (quiet, unaligned, tuples only, ON_ERROR_STOP).
 pub fn psql_as(port: u16, user: &str, args: &[&str], password: Option<&str>) -> Output {
-    assert!(Path::new(PSQL).exists(), "psql not found at {PSQL}");
+    psql_command(port, user, "postgres", password)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// psql as `strata` in database `db`.
+pub fn psql_db(port: u16, db: &str, args: &[&str], password: Option<&str>) -> Output {
+    psql_command(port, "strata", db, password)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// The psql command line every helper runs (`-X -q -A -t -v ON_ERROR_STOP=1`), as
+/// `user` in `db`, for a test to add arguments and run or spawn; PGPASSWORD is
+/// `password` or unset.
+pub fn psql_command(port: u16, user: &str, db: &str, password: Option<&str>) -> Command {
+    assert!(
+        Path::new(PSQL).exists(),
+        "psql not found at {PSQL}: install it with `apt-get install -y postgresql-client-15`"
+    );
     let mut cmd = Command::new(PSQL);
     cmd.args([
         "-X",
@@ -137,14 +226,13 @@ pub fn psql_as(port: u16, user: &str, args: &[&str], password: Option<&str>) -> 
         "-h",
         "127.0.0.1",
     ])
-    .args(["-p", &port.to_string(), "-U", user, "-d", "postgres"])
-    .args(args)
+    .args(["-p", &port.to_string(), "-U", user, "-d", db])
     .env_remove("PGPASSWORD")
-    .env("PGCONNECT_TIMEOUT", "20");
+    .env("PGCONNECT_TIMEOUT", "30");
     if let Some(p) = password {
         cmd.env("PGPASSWORD", p);
     }
-    cmd.output().unwrap()
+    cmd
 }
 
 /// `strata init -D data [--pwfile]` with the password `pw`.
@@ -164,12 +252,23 @@ pub fn init(data: &Path, pw: Option<&str>) {
     );
 }
 
+/// A tokio-postgres client as `user` in database postgres.
 pub async fn connect(
     port: u16,
     user: &str,
     pw: Option<&str>,
 ) -> Result<tokio_postgres::Client, tokio_postgres::Error> {
-    let mut conf = format!("host=127.0.0.1 port={port} user={user} dbname=postgres");
+    connect_to(port, user, "postgres", pw).await
+}
+
+/// A tokio-postgres client as `user` in database `db`; its connection runs on a task.
+pub async fn connect_to(
+    port: u16,
+    user: &str,
+    db: &str,
+    pw: Option<&str>,
+) -> Result<tokio_postgres::Client, tokio_postgres::Error> {
+    let mut conf = format!("host=127.0.0.1 port={port} user={user} dbname={db}");
     if let Some(pw) = pw {
         conf.push_str(&format!(" password={pw}"));
     }
