@@ -319,8 +319,7 @@ fn errors_carry_postgres_sqlstates_and_the_session_goes_on() {
         // 3D000 at connection time.
         let e = connect_to(s.port, "strata", "busy", None)
             .await
-            .err()
-            .expect("no such database");
+            .expect_err("no such database");
         assert_eq!(code_of(&e), "3D000");
     });
 }
@@ -496,7 +495,7 @@ fn stop_checkpoints_and_one_server_per_directory() {
         for _ in 0..3 {
             held.push(connect(port2, "strata", None).await.unwrap());
         }
-        let e = connect(port2, "strata", None).await.err().expect("refused");
+        let e = connect(port2, "strata", None).await.expect_err("refused");
         assert_eq!(code_of(&e), "53300");
     });
 }
@@ -507,13 +506,13 @@ fn scram_password_when_one_is_set() {
     let data = dir.path().join("d");
     init(&data, Some("s3cret"));
     let s = Server::start(&data, &[]);
-    let ok = psql_as(s.port, "strata", &["-c", "select 1"], Some("s3cret"));
+    let ok = psql_db(s.port, "postgres", &["-c", "select 1"], Some("s3cret"));
     assert!(
         ok.status.success(),
         "{}",
         String::from_utf8_lossy(&ok.stderr)
     );
-    let bad = psql_as(s.port, "strata", &["-w", "-c", "select 1"], Some("wrong"));
+    let bad = psql_db(s.port, "postgres", &["-w", "-c", "select 1"], Some("wrong"));
     assert!(!bad.status.success());
     assert!(
         String::from_utf8_lossy(&bad.stderr).contains("password authentication failed"),
@@ -528,12 +527,17 @@ fn scram_password_when_one_is_set() {
             .await
             .unwrap();
     });
+    assert!(!psql_db(
+        s.port,
+        "postgres",
+        &["-w", "-c", "select 1"],
+        Some("s3cret")
+    )
+    .status
+    .success());
     assert!(
-        !psql_as(s.port, "strata", &["-w", "-c", "select 1"], Some("s3cret"))
+        psql_db(s.port, "postgres", &["-c", "select 1"], Some("n3w"))
             .status
             .success()
     );
-    assert!(psql_as(s.port, "strata", &["-c", "select 1"], Some("n3w"))
-        .status
-        .success());
 }
