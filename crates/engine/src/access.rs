@@ -572,93 +572,112 @@ pub fn vacuum_rel(sh: &Shared, rel: RelKey) -> Result<VacuumStats> {
             nonempty_end = b + 1; // all-visible pages hold tuples (empty ones never get the bit)
             continue;
         }
-        let buf = sh
-            .pool
-            .read_buffer(tag(rel, ForkNumber::Main, b), ReadMode::Normal)?;
-        let mut g = buf.write();
-        let mut removed = Vec::new();
-        let mut live = 0usize;
-        let mut all_visible = true;
-        for i in 0..strata_page::item_count(&g) {
-            match strata_page::item(&g, i) {
-                None => removed.push(i as u16),
-                Some(t) => {
-                    if t.len() < heap::TUPLE_HEADER_BYTES {
-                        return Err(corrupt(format!("short tuple in {}", buf.tag())));
-                    }
-                    let (xmin, xmax) = (heap::tuple_xmin(t), heap::tuple_xmax(t));
-                    // Engine rule 9: a deleted tuple goes only once no snapshot can
-                    // still see it.
-                    let dead = !sh.clog.is_committed(xmin)
-                        || (xmax != Xid::INVALID && xmax < horizon && sh.clog.is_committed(xmax));
-                    if dead {
-                        removed.push(i as u16);
-                    } else {
-                        live += 1;
-                        if xmax != Xid::INVALID {
-                            all_visible = false;
-                        }
-                    }
-                }
-            }
-        }
-        all_visible &= live > 0;
-        let was_visible = strata_page::flags(&g) & PD_ALL_VISIBLE != 0;
-        if !removed.is_empty() || all_visible || was_visible {
-            heap::page_prune(&mut g, &removed, all_visible);
-            buf.mark_dirty(&g);
-            let body = HeapBody::Prune(HeapPrune {
-                all_visible,
-                removed: removed.clone(),
-            });
-            let end = log_block(
-                sh,
-                buf.tag(),
-                &mut g,
-                false,
-                RM_HEAP,
-                body.info(),
-                Xid::INVALID,
-                |r| body.encode(r),
-            )?;
-            stats.tuples_removed += removed.len() as u64;
-            let free = strata_page::free_space(&g);
-            drop(g);
-            drop(buf);
-            if all_visible || was_visible {
-                vm_change(sh, rel, b, all_visible, end, false)?;
-            }
-            fsm_set(sh, rel, b, free)?;
-        } else {
-            let free = strata_page::free_space(&g);
-            drop(g);
-            drop(buf);
-            fsm_set(sh, rel, b, free)?;
-        }
+        let (live, removed) = vacuum_page(sh, rel, b, horizon)?;
+        stats.tuples_removed += removed;
         if live > 0 {
             nonempty_end = b + 1;
         }
     }
     if nonempty_end < n {
-        let mut forks = vec![(ForkNumber::Main, BlockNumber(nonempty_end))];
-        for (fork, len) in [
-            (ForkNumber::Fsm, fsm_len(nonempty_end)),
-            (ForkNumber::Vm, vm_len(nonempty_end)),
-        ] {
-            if sh.smgr.exists(rel, fork) && sh.smgr.nblocks(rel, fork)? > len {
-                forks.push((fork, BlockNumber(len)));
-            }
-        }
-        let rec = SmgrTruncate { rel, forks };
-        // Engine rules 3 and 5: the record is durable before the files shrink, and no
-        // checkpoint starts in between. Engine rule 8: no scan runs while buffers are dropped
-        // and files shrink (the drop lock, taken as commit's file removal takes it).
-        let _r = sh.redo_ptr.read();
-        let _d = sh.drop_lock.write();
-        let (_, end) = sh.wal_insert(RM_SMGR, SMGR_TRUNCATE, 0, &rec.encode())?;
-        sh.wal_flush(end)?;
-        truncate_apply(sh, &rec, end)?;
+        truncate_tail(sh, rel, nonempty_end)?;
         stats.pages_truncated = (n - nonempty_end) as u64;
     }
     Ok(stats)
+}
+
+/// Which items of a heap page VACUUM removes (dead to every snapshot, engine rule 9),
+/// how many live tuples stay, and whether they are all visible to everyone.
+fn dead_items(
+    sh: &Shared,
+    g: &PageBuf,
+    t: BufferTag,
+    horizon: Xid,
+) -> Result<(Vec<u16>, usize, bool)> {
+    let mut removed = Vec::new();
+    let mut live = 0usize;
+    let mut all_visible = true;
+    for i in 0..strata_page::item_count(g) {
+        let Some(tuple) = strata_page::item(g, i) else {
+            removed.push(i as u16);
+            continue;
+        };
+        if tuple.len() < heap::TUPLE_HEADER_BYTES {
+            return Err(corrupt(format!("short tuple in {t}")));
+        }
+        let (xmin, xmax) = (heap::tuple_xmin(tuple), heap::tuple_xmax(tuple));
+        // A deleted tuple goes only once no snapshot can still see it.
+        let dead = !sh.clog.is_committed(xmin)
+            || (xmax != Xid::INVALID && xmax < horizon && sh.clog.is_committed(xmax));
+        if dead {
+            removed.push(i as u16);
+        } else {
+            live += 1;
+            all_visible &= xmax == Xid::INVALID;
+        }
+    }
+    Ok((removed, live, all_visible && live > 0))
+}
+
+/// Prunes one heap page (one record), sets or clears its VM bit and records its free
+/// space. Returns (live tuples left, tuples removed).
+fn vacuum_page(sh: &Shared, rel: RelKey, b: u32, horizon: Xid) -> Result<(usize, u64)> {
+    let buf = sh
+        .pool
+        .read_buffer(tag(rel, ForkNumber::Main, b), ReadMode::Normal)?;
+    let mut g = buf.write();
+    let (removed, live, all_visible) = dead_items(sh, &g, buf.tag(), horizon)?;
+    let was_visible = strata_page::flags(&g) & PD_ALL_VISIBLE != 0;
+    let mut vm = None;
+    if !removed.is_empty() || all_visible || was_visible {
+        heap::page_prune(&mut g, &removed, all_visible);
+        buf.mark_dirty(&g);
+        let body = HeapBody::Prune(HeapPrune {
+            all_visible,
+            removed: removed.clone(),
+        });
+        let end = log_block(
+            sh,
+            buf.tag(),
+            &mut g,
+            false,
+            RM_HEAP,
+            body.info(),
+            Xid::INVALID,
+            |r| body.encode(r),
+        )?;
+        if all_visible || was_visible {
+            vm = Some(end);
+        }
+    }
+    let free = strata_page::free_space(&g);
+    drop(g);
+    drop(buf);
+    if let Some(end) = vm {
+        vm_change(sh, rel, b, all_visible, end, false)?;
+    }
+    fsm_set(sh, rel, b, free)?;
+    Ok((live, removed.len() as u64))
+}
+
+/// Cuts every fork of `rel` after the heap's first `nonempty_end` blocks, with one
+/// record.
+fn truncate_tail(sh: &Shared, rel: RelKey, nonempty_end: u32) -> Result<()> {
+    let mut forks = vec![(ForkNumber::Main, BlockNumber(nonempty_end))];
+    for (fork, len) in [
+        (ForkNumber::Fsm, fsm_len(nonempty_end)),
+        (ForkNumber::Vm, vm_len(nonempty_end)),
+    ] {
+        if sh.smgr.exists(rel, fork) && sh.smgr.nblocks(rel, fork)? > len {
+            forks.push((fork, BlockNumber(len)));
+        }
+    }
+    let rec = SmgrTruncate { rel, forks };
+    // Engine rules 3 and 5: the record is durable before the files shrink, and no
+    // checkpoint starts in between. Engine rule 8: no scan runs while buffers are
+    // dropped and files shrink (the drop lock, taken as commit's file removal takes it).
+    let _r = sh.redo_ptr.read();
+    let _d = sh.drop_lock.write();
+    let (_, end) = sh.wal_insert(RM_SMGR, SMGR_TRUNCATE, 0, &rec.encode())?;
+    sh.wal_flush(end)?;
+    truncate_apply(sh, &rec, end)
 }

@@ -63,45 +63,84 @@ pub fn startup(dir: &Path, settings: Settings, smgr: Arc<Smgr>) -> Result<(Share
     }
     let vfs = settings.vfs.clone();
     let control = ControlFile::read(&*vfs, dir)?;
-    let log = settings.log.clone();
     let when = utc_timestamp(control.checkpoint_time_unix_s);
     match control.state {
-        ClusterState::ShutDown => log(&format!("database system was shut down at {when}")),
+        ClusterState::ShutDown => {
+            (settings.log)(&format!("database system was shut down at {when}"))
+        }
         _ => {
-            log(&format!(
+            (settings.log)(&format!(
                 "database system was interrupted; last known up at {when}"
             ));
             sync_data_directory(&settings, dir)?; // rule 7
         }
     }
+    let (ckpt, ckpt_end) = read_checkpoint(&vfs, dir, &control)?;
+    let sh = shared_for_replay(dir, settings, smgr, &control, &ckpt)?;
+    let (summary, aborted_unfinished) = replay(&sh, &control, &ckpt, ckpt_end)?;
     let seg = control.wal_segment_bytes;
-    // The checkpoint record the control file names.
-    let (ckpt, ckpt_end) = {
-        let mut r = WalReader::new(&vfs, dir, seg, control.checkpoint, Lsn::INVALID)?;
-        let rec = r.next_record()?.ok_or_else(|| {
-            corrupt(format!(
-                "could not locate a valid checkpoint record at {}",
-                control.checkpoint
-            ))
-        })?;
-        if rec.rmgr != RM_XLOG || rec.info != XLOG_CHECKPOINT {
-            return Err(corrupt(format!(
-                "record at {} is not a checkpoint record",
-                control.checkpoint
-            )));
-        }
-        (
-            CheckpointRecord::decode(&rec.payload).map_err(corrupt)?,
-            rec.end,
-        )
+    let wal = Arc::new(Wal::open(&vfs, dir, seg, summary.end, summary.last_record)?);
+    if sh.late_wal.wal.set(wal).is_err() {
+        unreachable!("the WAL is opened once");
+    }
+    load_catalog(&sh)?;
+    if control.state != ClusterState::ShutDown {
+        remove_orphan_database_dirs(&sh)?; // rule 9
+    }
+    checkpoint::checkpoint(&sh, false, true, true)?; // end-of-recovery checkpoint
+    sh.log("database system is ready to accept connections");
+    let info = RecoveryInfo {
+        records: summary.records,
+        redo_seconds: summary.elapsed.as_secs_f64(),
+        start: summary.start,
+        end: summary.end,
+        aborted_unfinished,
     };
-    let clog = Clog::load(&*vfs, dir)?;
+    Ok((sh, info))
+}
+
+/// The checkpoint record the control file names, and where it ends.
+fn read_checkpoint(
+    vfs: &Arc<dyn strata_vfs::Vfs>,
+    dir: &Path,
+    control: &ControlFile,
+) -> Result<(CheckpointRecord, Lsn)> {
+    let seg = control.wal_segment_bytes;
+    let mut r = WalReader::new(vfs, dir, seg, control.checkpoint, Lsn::INVALID)?;
+    let rec = r.next_record()?.ok_or_else(|| {
+        corrupt(format!(
+            "could not locate a valid checkpoint record at {}",
+            control.checkpoint
+        ))
+    })?;
+    if rec.rmgr != RM_XLOG || rec.info != XLOG_CHECKPOINT {
+        return Err(corrupt(format!(
+            "record at {} is not a checkpoint record",
+            control.checkpoint
+        )));
+    }
+    Ok((
+        CheckpointRecord::decode(&rec.payload).map_err(corrupt)?,
+        rec.end,
+    ))
+}
+
+/// The engine's shared state as replay starts: the pool, the commit log, counters from
+/// the checkpoint; no WAL open for appending yet.
+fn shared_for_replay(
+    dir: &Path,
+    settings: Settings,
+    smgr: Arc<Smgr>,
+    control: &ControlFile,
+    ckpt: &CheckpointRecord,
+) -> Result<Shared> {
+    let clog = Clog::load(&*settings.vfs, dir)?;
     let late = Arc::new(LateWal {
         wal: OnceLock::new(),
         fatal: Arc::new(Fatal::new(&settings, smgr.clone())),
     });
     let pool = BufferPool::new(settings.shared_buffers_bytes, smgr.clone(), late.clone());
-    let sh = Shared {
+    Ok(Shared {
         dir: dir.to_path_buf(),
         settings,
         smgr,
@@ -130,9 +169,20 @@ pub fn startup(dir: &Path, settings: Settings, smgr: Arc<Smgr>) -> Result<(Share
         }),
         ckpt_lock: Mutex::new(()),
         ckpt_cv: Condvar::new(),
-    };
+    })
+}
+
+/// The redo loop from the checkpoint's redo point (rules 1–4, 8), then what
+/// unfinished transactions created removed and the counters advanced past everything
+/// replayed. Returns the loop's summary and how many transactions were unfinished.
+fn replay(
+    sh: &Shared,
+    control: &ControlFile,
+    ckpt: &CheckpointRecord,
+    ckpt_end: Lsn,
+) -> Result<(strata_wal::redo::RedoSummary, usize)> {
     let mut ctx = Redo {
-        sh: &sh,
+        sh,
         unfinished: FxHashMap::default(),
         max_xid: Xid::INVALID,
         max_rel: RelFileNumber(0),
@@ -143,9 +193,11 @@ pub fn startup(dir: &Path, settings: Settings, smgr: Arc<Smgr>) -> Result<(Share
     if let Some((xid, creates)) = &ckpt.running {
         ctx.unfinished.insert(*xid, creates.clone());
     }
+    let log = sh.settings.log.clone();
     let mut log_line = |l: &str| log(l);
+    let seg = control.wal_segment_bytes;
     let summary = strata_wal::redo::redo_named(
-        WalReader::new(&vfs, dir, seg, ckpt.redo, Lsn::INVALID)?,
+        WalReader::new(&sh.settings.vfs, &sh.dir, seg, ckpt.redo, Lsn::INVALID)?,
         |r| ctx.apply(r).map_err(|e| e.to_string()),
         &mut log_line,
         &record_name,
@@ -158,54 +210,8 @@ pub fn startup(dir: &Path, settings: Settings, smgr: Arc<Smgr>) -> Result<(Share
             summary.end, summary.stop, control.checkpoint
         )));
     }
-    // Rule 4: transactions that never finished.
-    let unfinished = std::mem::take(&mut ctx.unfinished);
-    let aborted_unfinished = unfinished.len();
-    for (xid, creates) in unfinished {
-        ctx.forget_created(&creates);
-        remove_created(&sh, &creates)?;
-        sh.clog.set(xid, XidStatus::Aborted);
-    }
-    if !ctx.invalid.is_empty() {
-        // Rule 2's promise broken: a skipped page whose relation was never dropped or
-        // truncated below it (PostgreSQL PANICs with the same words).
-        let list = ctx.invalid.describe();
-        return Err(corrupt(format!(
-            "WAL contains references to invalid pages: {}",
-            list.join(", ")
-        )));
-    }
-    {
-        let mut c = sh.counters.lock();
-        c.next_xid = Xid(c.next_xid.0.max(ctx.max_xid.0 + 1).max(Xid::FIRST_NORMAL.0));
-        c.next_relfilenumber = RelFileNumber(c.next_relfilenumber.0.max(ctx.max_rel.0 + 1));
-        c.next_oid = Oid(c.next_oid.0.max(ctx.max_oid.0 + 1));
-    }
-    let skipped = ctx.skipped_blocks;
-    drop(ctx);
-    if skipped > 0 {
-        log(&format!(
-            "{skipped} block references skipped: their relations are dropped or truncated later in the WAL"
-        ));
-    }
-    let wal = Arc::new(Wal::open(&vfs, dir, seg, summary.end, summary.last_record)?);
-    if sh.late_wal.wal.set(wal).is_err() {
-        unreachable!("the WAL is opened once");
-    }
-    load_catalog(&sh)?;
-    if control.state != ClusterState::ShutDown {
-        remove_orphan_database_dirs(&sh)?; // rule 9
-    }
-    checkpoint::checkpoint(&sh, false, true, true)?; // end-of-recovery checkpoint
-    log("database system is ready to accept connections");
-    let info = RecoveryInfo {
-        records: summary.records,
-        redo_seconds: summary.elapsed.as_secs_f64(),
-        start: summary.start,
-        end: summary.end,
-        aborted_unfinished,
-    };
-    Ok((sh, info))
+    let aborted_unfinished = ctx.finish()?;
+    Ok((summary, aborted_unfinished))
 }
 
 /// Rule 9: after a crash, removes every database directory (in `base/` and in each
@@ -461,6 +467,45 @@ impl InvalidPages {
 }
 
 impl Redo<'_> {
+    /// After the loop: rule 4 for transactions that never finished, rule 2's check of
+    /// the skipped pages, and the counters past everything replayed. Returns how many
+    /// transactions were unfinished.
+    fn finish(mut self) -> Result<usize> {
+        let sh = self.sh;
+        let unfinished = std::mem::take(&mut self.unfinished);
+        let aborted_unfinished = unfinished.len();
+        for (xid, creates) in unfinished {
+            self.forget_created(&creates);
+            remove_created(sh, &creates)?;
+            sh.clog.set(xid, XidStatus::Aborted);
+        }
+        if !self.invalid.is_empty() {
+            // Rule 2's promise broken: a skipped page whose relation was never dropped
+            // or truncated below it (PostgreSQL PANICs with the same words).
+            return Err(corrupt(format!(
+                "WAL contains references to invalid pages: {}",
+                self.invalid.describe().join(", ")
+            )));
+        }
+        {
+            let mut c = sh.counters.lock();
+            c.next_xid = Xid(c
+                .next_xid
+                .0
+                .max(self.max_xid.0 + 1)
+                .max(Xid::FIRST_NORMAL.0));
+            c.next_relfilenumber = RelFileNumber(c.next_relfilenumber.0.max(self.max_rel.0 + 1));
+            c.next_oid = Oid(c.next_oid.0.max(self.max_oid.0 + 1));
+        }
+        if self.skipped_blocks > 0 {
+            sh.log(&format!(
+                "{} block references skipped: their relations are dropped or truncated later in the WAL",
+                self.skipped_blocks
+            ));
+        }
+        Ok(aborted_unfinished)
+    }
+
     fn note_invalid(&mut self, rel: RelKey, fork: ForkNumber, block: BlockNumber) {
         self.skipped_blocks += 1;
         self.invalid.note(rel, fork, block);
