@@ -222,12 +222,9 @@ pub fn worker(
         .filter(|n| n.starts_with("cdb_"))
         .collect();
     let mut next = id_base;
-    let mut fresh = || {
-        next += 1;
-        next
-    };
     for _ in 0..100_000u64 {
-        let seq = fresh() as u64;
+        next += 1;
+        let seq = next as u64;
         let roll = rng.random_range(0..100);
         if roll < 5 {
             if let Some(t) = tables.get(rng.random_range(0..tables.len().max(1))) {
@@ -240,89 +237,18 @@ pub fn worker(
             continue;
         }
         let abort = roll >= 90;
-        let mut ops = Vec::new();
         let mut view = tables.clone();
         let mut db_view = dbs.clone();
-        if roll < 12 {
-            if db_view.len() < 4 || rng.random_bool(0.5) {
-                ops.push(Op::CreateDb(format!("cdb_{seq}"), rng.random_bool(0.5)));
-            } else {
-                let d = db_view.remove(rng.random_range(0..db_view.len()));
-                ops.push(Op::DropDb(d));
-            }
+        let ops = if roll < 12 {
+            vec![db_op(&mut rng, seq, &mut db_view)]
         } else {
-            for _ in 0..rng.random_range(1..=4) {
-                let k = rng.random_range(0..100);
-                if view.is_empty() || (k < 20 && view.len() < 40) {
-                    let t = format!("t_{}", fresh());
-                    ops.push(Op::Create(t.clone()));
-                    let n = rng.random_range(0..30);
-                    ops.push(Op::Ins(t.clone(), fresh() as i32, n));
-                    for _ in 0..n {
-                        fresh();
-                    }
-                    view.push(t);
-                } else if k < 60 {
-                    let t = view[rng.random_range(0..view.len())].clone();
-                    let n = if rng.random_bool(0.1) {
-                        rng.random_range(200..1500)
-                    } else {
-                        rng.random_range(1..40)
-                    };
-                    let first = fresh() as i32;
-                    for _ in 0..n {
-                        fresh();
-                    }
-                    ops.push(Op::Ins(t, first, n));
-                } else if k < 75 {
-                    let t = view[rng.random_range(0..view.len())].clone();
-                    let m = rng.random_range(1..5);
-                    ops.push(Op::Del(t, m, rng.random_range(0..m)));
-                } else if k < 88 {
-                    let t = view.remove(rng.random_range(0..view.len()));
-                    ops.push(Op::Drop(t));
-                } else {
-                    let t = view[rng.random_range(0..view.len())].clone();
-                    ops.push(Op::Trunc(t));
-                }
-            }
-        }
+            table_ops(&mut rng, &mut next, &mut view)
+        };
         let desc: Vec<String> = ops.iter().map(Op::render).collect();
         emit(&mut out, &format!("B {seq} {}", desc.join(";")))?;
         let mut txn = engine.begin();
         for op in &ops {
-            let r = match op {
-                Op::Create(t) => txn.create_table(DB, t, &columns(), None),
-                Op::Ins(t, a, n) => {
-                    let rows: Vec<Vec<Value>> = (*a..*a + *n)
-                        .map(|id| vec![Value::Int4(id), Value::Text(text_of(id))])
-                        .collect();
-                    txn.insert(DB, t, &rows).map(|_| ())
-                }
-                Op::Del(t, m, r) => {
-                    let (m, r) = (*m, *r);
-                    txn.delete_where(
-                        DB,
-                        t,
-                        &move |row| matches!(row[0], Value::Int4(id) if id.rem_euclid(m) == r),
-                    )
-                    .map(|_| ())
-                }
-                Op::Drop(t) => txn.drop_table(DB, t),
-                Op::Trunc(t) => txn.truncate_table(DB, t),
-                Op::CreateDb(d, wal_log) => txn.create_database(
-                    d,
-                    "template1",
-                    None,
-                    if *wal_log {
-                        CreateDbStrategy::WalLog
-                    } else {
-                        CreateDbStrategy::FileCopy
-                    },
-                ),
-                Op::DropDb(d) => txn.drop_database(d),
-            };
-            r.map_err(|e| format!("transaction {seq}, {}: {e}", op.render()))?;
+            run_op(&mut txn, op).map_err(|e| format!("transaction {seq}, {}: {e}", op.render()))?;
         }
         if abort {
             txn.abort().map_err(|e| e.to_string())?;
@@ -340,6 +266,87 @@ pub fn worker(
         }
     }
     Ok(())
+}
+
+/// A CREATE DATABASE (while fewer than four, or at even odds) or a DROP DATABASE.
+fn db_op(rng: &mut XorShiftRng, seq: u64, db_view: &mut Vec<String>) -> Op {
+    if db_view.len() < 4 || rng.random_bool(0.5) {
+        Op::CreateDb(format!("cdb_{seq}"), rng.random_bool(0.5))
+    } else {
+        Op::DropDb(db_view.remove(rng.random_range(0..db_view.len())))
+    }
+}
+
+/// One to four table operations; ids come from `next`, so no two rows share one.
+fn table_ops(rng: &mut XorShiftRng, next: &mut i64, view: &mut Vec<String>) -> Vec<Op> {
+    let mut fresh = |by: i64| {
+        let id = *next + 1;
+        *next += by;
+        id
+    };
+    let mut ops = Vec::new();
+    for _ in 0..rng.random_range(1..=4) {
+        let k = rng.random_range(0..100);
+        if view.is_empty() || (k < 20 && view.len() < 40) {
+            let t = format!("t_{}", fresh(1));
+            ops.push(Op::Create(t.clone()));
+            let n = rng.random_range(0..30);
+            ops.push(Op::Ins(t.clone(), fresh(n as i64 + 1) as i32, n));
+            view.push(t);
+        } else if k < 60 {
+            let t = view[rng.random_range(0..view.len())].clone();
+            let n = if rng.random_bool(0.1) {
+                rng.random_range(200..1500)
+            } else {
+                rng.random_range(1..40)
+            };
+            ops.push(Op::Ins(t, fresh(n as i64 + 1) as i32, n));
+        } else if k < 75 {
+            let t = view[rng.random_range(0..view.len())].clone();
+            let m = rng.random_range(1..5);
+            ops.push(Op::Del(t, m, rng.random_range(0..m)));
+        } else if k < 88 {
+            ops.push(Op::Drop(view.remove(rng.random_range(0..view.len()))));
+        } else {
+            let t = view[rng.random_range(0..view.len())].clone();
+            ops.push(Op::Trunc(t));
+        }
+    }
+    ops
+}
+
+fn run_op(txn: &mut strata_engine::Txn<'_>, op: &Op) -> Result<(), strata_engine::EngineError> {
+    match op {
+        Op::Create(t) => txn.create_table(DB, t, &columns(), None),
+        Op::Ins(t, a, n) => {
+            let rows: Vec<Vec<Value>> = (*a..*a + *n)
+                .map(|id| vec![Value::Int4(id), Value::Text(text_of(id))])
+                .collect();
+            txn.insert(DB, t, &rows).map(|_| ())
+        }
+        Op::Del(t, m, r) => {
+            let (m, r) = (*m, *r);
+            txn.delete_where(
+                DB,
+                t,
+                &move |row| matches!(row[0], Value::Int4(id) if id.rem_euclid(m) == r),
+            )
+            .map(|_| ())
+        }
+        Op::Drop(t) => txn.drop_table(DB, t),
+        Op::Trunc(t) => txn.truncate_table(DB, t),
+        Op::CreateDb(d, wal_log) => txn.create_database(
+            d,
+            "template1",
+            None,
+            if *wal_log {
+                CreateDbStrategy::WalLog
+            } else {
+                CreateDbStrategy::FileCopy
+            },
+        ),
+        Op::DropDb(d) => txn.drop_database(d),
+    }
 }
 
 /// Outcome of the checks after one crash.
