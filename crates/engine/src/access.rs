@@ -158,14 +158,29 @@ pub fn scan(sh: &Shared, rel: RelKey, my: Option<Xid>, f: &mut TupleVisitor<'_>)
     let snap = Snapshot::take(sh);
     let n = sh.smgr.nblocks(rel, ForkNumber::Main)?;
     for b in 0..n {
-        let buf = sh
-            .pool
-            .read_buffer(tag(rel, ForkNumber::Main, b), ReadMode::Normal)?;
-        let g = buf.read();
-        for (off, t) in page_tuples(&g).map_err(corrupt)? {
-            if visible(&snap, t, my) {
-                f(BlockNumber(b), off, t)?;
-            }
+        scan_page(sh, rel, b, &snap, my, f)?;
+    }
+    Ok(())
+}
+
+/// Calls `f` for each tuple of block `b` visible to `my` as of `snap`, under the
+/// page's shared content lock. The caller holds the drop lock (engine rule 8) and
+/// knows `b` is below the relation's length. O(tuples of the page).
+pub fn scan_page(
+    sh: &Shared,
+    rel: RelKey,
+    b: u32,
+    snap: &Snapshot<'_>,
+    my: Option<Xid>,
+    f: &mut TupleVisitor<'_>,
+) -> Result<()> {
+    let buf = sh
+        .pool
+        .read_buffer(tag(rel, ForkNumber::Main, b), ReadMode::Normal)?;
+    let g = buf.read();
+    for (off, t) in page_tuples(&g).map_err(corrupt)? {
+        if visible(snap, t, my) {
+            f(BlockNumber(b), off, t)?;
         }
     }
     Ok(())

@@ -61,6 +61,7 @@ mod codec;
 mod heap;
 mod records;
 mod recovery;
+mod stream;
 mod xact;
 
 pub use catalog::{DbEntry, RelEntry, SpcEntry, POSTGRES_OID, TEMPLATE0_OID, TEMPLATE1_OID};
@@ -68,6 +69,7 @@ pub use checkpoint::CheckpointStats;
 pub use heap::{ColType, Column, Value};
 pub use records::record_name;
 pub use recovery::utc_timestamp;
+pub use stream::{RowVisitor, SCAN_BATCH_ROWS};
 pub use xact::{CreateDbStrategy, Txn};
 
 use catalog::CatalogCache;
@@ -201,6 +203,10 @@ pub enum EngineError {
     InvalidParameter(String),
     #[error("{0}")]
     NotSupported(String),
+    /// A streaming scan's relation was dropped or truncated between two of its
+    /// batches (`stream` rule 3).
+    #[error("could not serialize access due to concurrent DROP or TRUNCATE of relation \"{0}\"")]
+    ConcurrentDrop(String),
     #[error("row is too big: size {0}, maximum size {max}", max = heap::TUPLE_MAX_BYTES)]
     RowTooBig(usize),
     /// A failure that leaves durability unknown (engine rule 7): logged as PANIC; the
@@ -230,6 +236,7 @@ impl EngineError {
             EngineError::InvalidParameter(_) => "22023",
             EngineError::NotSupported(_) => "0A000",
             EngineError::RowTooBig(_) => "54000",
+            EngineError::ConcurrentDrop(_) => "40001",
             EngineError::Corrupt(_) => "XX001",
             EngineError::Fatal(_) => "XX000",
             EngineError::Interrupted { code, .. } => code,
@@ -512,42 +519,51 @@ impl Engine {
         checkpoint::checkpoint(&self.sh, false, true, true)
     }
 
-    /// The committed rows of a table. O(pages of the table).
+    /// The committed rows of a table. O(pages of the table); memory O(the table):
+    /// for tests and tools; queries use [`Engine::scan_each`].
     pub fn scan(&self, db: &str, table: &str) -> Result<Vec<Vec<Value>>> {
         self.scan_checked(db, table, &no_interrupt)
     }
 
-    /// [`Engine::scan`], running `interrupt` before each row.
+    /// [`Engine::scan`], running `interrupt` before each page.
     pub fn scan_checked(
         &self,
         db: &str,
         table: &str,
         interrupt: Interrupt<'_>,
     ) -> Result<Vec<Vec<Value>>> {
-        // Shared before the lookup: the files cannot go between lookup and scan.
-        let _d = self.sh.drop_lock.read();
-        let (dbe, rel) = {
+        let mut rows = Vec::new();
+        self.scan_each(db, table, interrupt, &mut |r| {
+            rows.push(r);
+            Ok(true)
+        })?;
+        Ok(rows)
+    }
+
+    /// Visits the committed rows of a table as of the scan's start, in bounded
+    /// batches (`stream` rules 1-4); `f` returning `false` stops it. `interrupt`
+    /// runs before each page. O(pages read); memory O(one batch).
+    pub fn scan_each(
+        &self,
+        db: &str,
+        table: &str,
+        interrupt: Interrupt<'_>,
+        f: &mut RowVisitor<'_>,
+    ) -> Result<()> {
+        let resolve = || {
             let cat = self.sh.catalog.read();
             let dbe = cat
                 .dbs
                 .get(db)
-                .cloned()
                 .ok_or_else(|| EngineError::UndefinedDatabase(db.into()))?;
             let rel = cat
                 .rels
                 .get(&dbe.oid)
                 .and_then(|m| m.get(table))
-                .cloned()
                 .ok_or_else(|| EngineError::UndefinedTable(table.into()))?;
-            (dbe, rel)
+            Ok((rel.key(dbe), rel.clone()))
         };
-        let mut rows = Vec::new();
-        access::scan(&self.sh, rel.key(&dbe), None, &mut |_, _, t| {
-            interrupt()?;
-            rows.push(heap::decode_values(&rel.columns, t).map_err(corrupt)?);
-            Ok(())
-        })?;
-        Ok(rows)
+        stream::scan_batches(&self.sh, &resolve, None, interrupt, f)
     }
 
     /// VACUUM: removes dead tuples, sets visibility-map bits, records free space, and

@@ -687,28 +687,44 @@ impl<'e> Txn<'e> {
         access::delete_where(self.sh, rel.key(&dbe), &rel.columns, xid, pred, interrupt)
     }
 
-    /// The rows of a table as this transaction sees them.
+    /// The rows of a table as this transaction sees them (memory O(the table):
+    /// tests and tools; queries use [`Txn::scan_each`]).
     pub fn scan(&self, db: &str, table: &str) -> Result<Vec<Vec<Value>>> {
         self.scan_checked(db, table, &crate::no_interrupt)
     }
 
-    /// [`Txn::scan`], running `interrupt` before each row.
+    /// [`Txn::scan`], running `interrupt` before each page.
     pub fn scan_checked(
         &self,
         db: &str,
         table: &str,
         interrupt: Interrupt<'_>,
     ) -> Result<Vec<Vec<Value>>> {
-        let dbe = self.database(db)?;
-        let rel = self.relation(&dbe, table)?;
         let mut rows = Vec::new();
-        let _d = self.sh.drop_lock.read();
-        access::scan(self.sh, rel.key(&dbe), self.xid, &mut |_, _, t| {
-            interrupt()?;
-            rows.push(heap::decode_values(&rel.columns, t).map_err(crate::corrupt)?);
-            Ok(())
+        self.scan_each(db, table, interrupt, &mut |r| {
+            rows.push(r);
+            Ok(true)
         })?;
         Ok(rows)
+    }
+
+    /// Visits the rows of a table as this transaction sees them, in bounded batches
+    /// (`stream` rules 1-4; this transaction holds the writer lock, so nothing drops
+    /// or truncates the table meanwhile). Rows this transaction inserts while the
+    /// scan runs may be visited: a caller inserting into the table it scans must
+    /// collect first. O(pages read); memory O(one batch).
+    pub fn scan_each(
+        &self,
+        db: &str,
+        table: &str,
+        interrupt: Interrupt<'_>,
+        f: &mut crate::RowVisitor<'_>,
+    ) -> Result<()> {
+        let dbe = self.database(db)?;
+        let rel = self.relation(&dbe, table)?;
+        let key = rel.key(&dbe);
+        let resolve = || Ok((key, rel.clone()));
+        crate::stream::scan_batches(self.sh, &resolve, self.xid, interrupt, f)
     }
 
     /// VACUUM of one table or of every table of `db` (no transaction is in progress:
