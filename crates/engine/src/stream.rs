@@ -58,7 +58,9 @@ pub(crate) fn scan_batches(
     let mut next = 0u32;
     let mut batch: Vec<Vec<Value>> = Vec::new();
     loop {
-        let done = read_batch(sh, resolve, &snap, my, interrupt, &mut start, &mut next, &mut batch)?;
+        let done = read_batch(
+            sh, resolve, &snap, my, interrupt, &mut start, &mut next, &mut batch,
+        )?;
         for row in batch.drain(..) {
             if !f(row)? {
                 return Ok(());

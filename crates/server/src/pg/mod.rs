@@ -27,13 +27,23 @@
 //!    ReadyForQuery goes out.
 //! 6. BackendKeyData carries the session's id as its pid and a random secret; a
 //!    CancelRequest with both sets the session's cancel flag (57014).
+//! 8. Results stream (session rule 9): the backend sends each statement's rows in
+//!    batches ([`Feed`]) through a queue of [`EVENT_QUEUE_BATCHES`], and the
+//!    connection turns them into DataRow messages as they come, in the simple
+//!    protocol (`on_query`) and the extended one (Execute with no row limit). A
+//!    client that reads slowly fills its socket, then the queue, and the backend
+//!    waits: memory per connection is bounded by the queue, whatever the result's
+//!    size. An Execute with a row limit (a suspended portal) collects its rows,
+//!    because the client may send other messages before fetching the rest and the
+//!    backend must be free to answer them.
 
 pub mod auth;
 pub mod frames;
 pub mod serve;
 
 use crate::sql::session::{
-    Described, Executed, Interrupts, Member, Output, Refused, ServerState, Session, Slots,
+    Described, Executed, Interrupts, Member, Output, Refused, ResultSink, ServerState, Session,
+    Slots,
 };
 use crate::sql::{self, Datum, SqlError, SqlResult, SqlType, Stmt};
 use async_trait::async_trait;
@@ -45,11 +55,14 @@ use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use pgwire::api::results::{FieldFormat, FieldInfo, QueryResponse, Response, Tag};
 use pgwire::api::stmt::QueryParser;
 use pgwire::api::store::PortalStore;
+use pgwire::api::PgWireConnectionState;
 use pgwire::api::{ClientInfo, ClientPortalStore, PgWireServerHandlers, Type};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use pgwire::messages::data::RowDescription;
 use pgwire::messages::extendedquery::Sync as PgSync;
 use pgwire::messages::response::NoticeResponse;
-use pgwire::messages::response::ReadyForQuery;
+use pgwire::messages::response::{EmptyQueryResponse, ReadyForQuery};
+use pgwire::messages::simplequery::Query as PgQuery;
 use pgwire::messages::startup::SecretKey;
 use pgwire::messages::PgWireBackendMessage;
 use pgwire::types::format::FormatOptions;
@@ -65,9 +78,11 @@ use tokio::sync::oneshot;
 
 /// A request to a backend thread.
 enum Request {
-    Simple(String, oneshot::Sender<Vec<SqlResult<Executed>>>),
+    /// A query string; its results come back as [`Event`]s (invariant 8).
+    Simple(String, EventTx),
     Prepare(String, oneshot::Sender<SqlResult<Prepared>>),
-    Execute(Arc<Prepared>, Params, oneshot::Sender<SqlResult<Executed>>),
+    /// Execute of a portal; its result comes back as [`Event`]s (invariant 8).
+    Execute(Arc<Prepared>, Params, EventTx),
     /// Sync: the end of a pipeline (its implicit block commits).
     Sync(oneshot::Sender<SqlResult<()>>),
     /// An error was reported outside the session (pgwire's own, at Bind or Parse):
@@ -75,6 +90,81 @@ enum Request {
     Failed,
     /// Abort any transaction and end (the connection closed, or was terminated).
     End,
+}
+
+/// What a backend sends back while it runs a query (invariant 8), in order: per
+/// statement, `Columns` and `Rows` if it returns rows, then `End`. The channel closes
+/// when the request is done.
+enum Event {
+    Columns(Vec<(String, SqlType)>),
+    /// A batch of at most [`FEED_BATCH_ROWS`] rows or about [`FEED_BATCH_BYTES`].
+    Rows(Vec<Vec<Datum>>),
+    End(SqlResult<Executed>),
+}
+
+type EventTx = tokio::sync::mpsc::Sender<Event>;
+type EventRx = tokio::sync::mpsc::Receiver<Event>;
+
+/// Batches in flight between a backend and its connection (invariant 8).
+const EVENT_QUEUE_BATCHES: usize = 4;
+/// Rows per batch, at most.
+const FEED_BATCH_ROWS: usize = 256;
+/// Estimated bytes per batch, at most (plus one row).
+const FEED_BATCH_BYTES: usize = 64 << 10;
+
+/// The backend's [`ResultSink`]: rows go to the connection in bounded batches, and
+/// the backend waits while the queue is full (the client reads slowly).
+struct Feed {
+    tx: EventTx,
+    batch: Vec<Vec<Datum>>,
+    batch_bytes: usize,
+}
+
+impl Feed {
+    fn new(tx: EventTx) -> Feed {
+        Feed {
+            tx,
+            batch: Vec::new(),
+            batch_bytes: 0,
+        }
+    }
+
+    /// Sends an event, waiting for room; Err when the connection has stopped
+    /// listening (the client has gone, or the statement's output was abandoned).
+    fn send(&mut self, ev: Event) -> SqlResult<()> {
+        self.tx.blocking_send(ev).map_err(|_| SqlError {
+            fatal: true,
+            ..SqlError::new("08006", "connection to client lost")
+        })
+    }
+
+    fn flush(&mut self) -> SqlResult<()> {
+        if self.batch.is_empty() {
+            return Ok(());
+        }
+        self.batch_bytes = 0;
+        let rows = std::mem::take(&mut self.batch);
+        self.send(Event::Rows(rows))
+    }
+}
+
+impl ResultSink for Feed {
+    fn columns(&mut self, columns: &[(String, SqlType)]) -> SqlResult<()> {
+        self.flush()?;
+        self.send(Event::Columns(columns.to_vec()))
+    }
+    fn row(&mut self, row: Vec<Datum>) -> SqlResult<()> {
+        self.batch_bytes += sql::sort::row_bytes(&row, &[]);
+        self.batch.push(row);
+        if self.batch.len() >= FEED_BATCH_ROWS || self.batch_bytes >= FEED_BATCH_BYTES {
+            self.flush()?;
+        }
+        Ok(())
+    }
+    fn end(&mut self, result: SqlResult<Executed>) {
+        let _ = self.flush();
+        let _ = self.send(Event::End(result));
+    }
 }
 
 /// Bound parameter values as they came in Bind: decoded by the backend, so that a
@@ -131,6 +221,7 @@ fn error_info(e: &SqlError) -> ErrorInfo {
         e.message.clone(),
     );
     info.hint = e.hint.clone();
+    info.detail = e.detail.clone();
     info
 }
 
@@ -279,6 +370,48 @@ impl Conn {
         }
     }
 
+    /// Sends a request whose results come back as [`Event`]s (invariant 8).
+    fn start(&self, make: impl FnOnce(EventTx) -> Request) -> SqlResult<EventRx> {
+        let ended = || self.ended.load(Ordering::SeqCst);
+        if ended() != 0 {
+            return Err(terminated(ended()));
+        }
+        let Some(tx) = self.tx.get() else {
+            return Err(SqlError::new("08P01", "no session (startup not complete)"));
+        };
+        let (etx, erx) = tokio::sync::mpsc::channel(EVENT_QUEUE_BATCHES);
+        if tx.send(make(etx)).is_err() {
+            return Err(terminated(ended()));
+        }
+        Ok(erx)
+    }
+
+    /// The next event of a running request (`None`: the request is done), checking
+    /// while it waits that the client is still there (invariant 5).
+    async fn next_event(&self, rx: &mut EventRx) -> Option<Event> {
+        loop {
+            tokio::select! {
+                ev = rx.recv() => return ev,
+                () = tokio::time::sleep(PEER_CHECK_INTERVAL) => {
+                    if self.peer_gone() {
+                        self.interrupts.gone.store(true, Ordering::SeqCst);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The error of a request whose backend stopped before its end.
+    fn lost(&self) -> SqlError {
+        match self.ended.load(Ordering::SeqCst) {
+            0 => SqlError {
+                fatal: true,
+                ..SqlError::new("XX000", "the backend of this connection failed")
+            },
+            why => terminated(why),
+        }
+    }
+
     /// Sends a request to the backend and awaits its reply.
     async fn ask<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> Request) -> SqlResult<T> {
         let ended = || self.ended.load(Ordering::SeqCst);
@@ -349,16 +482,17 @@ fn backend_loop(s: &mut Session<'_>, rx: mpsc::Receiver<Request>) -> Ended {
             Err(e) => return e,
         };
         match req {
-            Request::Simple(sql, reply) => {
-                let _ = reply.send(s.run_simple(&sql));
+            Request::Simple(sql, tx) => {
+                s.run_simple(&sql, &mut Feed::new(tx));
             }
             Request::Prepare(sql, reply) => {
                 let _ = reply.send(prepare(s, &sql));
             }
-            Request::Execute(p, params, reply) => {
+            Request::Execute(p, params, tx) => {
+                let mut feed = Feed::new(tx);
                 let r = match &p.stmt {
                     Some(st) => match decode_params(&p, &params) {
-                        Ok(values) => s.execute_extended(st, &values),
+                        Ok(values) => s.execute_extended(st, &values, &mut feed),
                         Err(e) => {
                             s.fail();
                             Err(e)
@@ -369,7 +503,7 @@ fn backend_loop(s: &mut Session<'_>, rx: mpsc::Receiver<Request>) -> Ended {
                         notices: vec![],
                     }),
                 };
-                let _ = reply.send(r);
+                feed.end(r);
             }
             Request::Sync(reply) => {
                 let _ = reply.send(s.sync());
@@ -556,12 +690,8 @@ fn fields(cols: &[(String, SqlType)], format: &Format) -> Vec<FieldInfo> {
         .collect()
 }
 
-fn rows_response(
-    columns: &[(String, SqlType)],
-    rows: Vec<Vec<Datum>>,
-    format: &Format,
-) -> Response {
-    let schema = Arc::new(fields(columns, format));
+/// Rows kept for a portal that may be suspended (invariant 8).
+fn rows_response(schema: &Arc<Vec<FieldInfo>>, rows: Vec<Vec<Datum>>) -> Response {
     let mut enc = pgwire::api::results::DataRowEncoder::new(schema.clone());
     let mut out = Vec::with_capacity(rows.len());
     for r in &rows {
@@ -574,12 +704,16 @@ fn rows_response(
         }
         out.push(ok.map(|()| enc.take_row()));
     }
-    Response::Query(QueryResponse::new(schema, futures::stream::iter(out)))
+    Response::Query(QueryResponse::new(
+        schema.clone(),
+        futures::stream::iter(out),
+    ))
 }
 
-fn response(ex: Executed, format: &Format) -> Response {
+/// The response of a statement that returned no rows.
+fn response(ex: Executed) -> Response {
     match ex.output {
-        Output::Rows { columns, rows, .. } => rows_response(&columns, rows, format),
+        Output::Rows(n) => Response::Execution(Tag::new("SELECT").with_rows(n as usize)),
         Output::Command(tag) if tag.is_empty() => Response::EmptyQuery,
         Output::Command(tag) => Response::Execution(Tag::new(&tag)),
         Output::TxnStart(tag) => Response::TransactionStart(Tag::new(&tag)),
@@ -738,33 +872,145 @@ impl pgwire::api::ErrorHandler for Errors {
     }
 }
 
+/// Whether a query string holds no statement (pgwire's rule: only `;` and spaces).
+fn is_empty_query(q: &str) -> bool {
+    q.chars().all(|c| c == ';' || c.is_whitespace())
+}
+
+/// Encodes and feeds a batch of rows as DataRow messages.
+async fn feed_rows<C>(
+    client: &mut C,
+    schema: &Arc<Vec<FieldInfo>>,
+    rows: Vec<Vec<Datum>>,
+) -> PgWireResult<usize>
+where
+    C: Sink<PgWireBackendMessage> + Unpin + Send,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    let n = rows.len();
+    let mut enc = pgwire::api::results::DataRowEncoder::new(schema.clone());
+    for r in rows {
+        for d in &r {
+            enc.encode_field(&Wire(d))?;
+        }
+        client
+            .feed(PgWireBackendMessage::DataRow(enc.take_row()))
+            .await?;
+    }
+    Ok(n)
+}
+
+impl Query {
+    /// Runs a simple-protocol query, sending each statement's messages as its
+    /// results stream in (invariant 8). Returns the transaction status after it.
+    async fn stream_simple<C>(
+        &self,
+        client: &mut C,
+        sql: String,
+        mut status: pgwire::messages::response::TransactionStatus,
+    ) -> PgWireResult<pgwire::messages::response::TransactionStatus>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let conn = &self.conn;
+        let mut rx = conn
+            .start(|tx| Request::Simple(sql, tx))
+            .map_err(user_error)?;
+        let mut schema = Arc::new(Vec::new());
+        let mut count = 0;
+        while let Some(ev) = conn.next_event(&mut rx).await {
+            let msg = match ev {
+                Event::Columns(cols) => {
+                    schema = Arc::new(fields(&cols, &Format::UnifiedText));
+                    count = 0;
+                    PgWireBackendMessage::RowDescription(RowDescription::new(
+                        schema.iter().map(Into::into).collect(),
+                    ))
+                }
+                Event::Rows(rows) => {
+                    count += feed_rows(client, &schema, rows).await?;
+                    continue;
+                }
+                Event::End(Err(e)) if e.fatal => return Err(user_error(e)),
+                Event::End(Err(e)) => {
+                    status = status.to_error_state();
+                    PgWireBackendMessage::ErrorResponse(error_info(&e).into())
+                }
+                Event::End(Ok(ex)) => {
+                    send_notices(client, &ex.notices).await?;
+                    let tag = match ex.output {
+                        Output::Rows(_) => Tag::new("SELECT").with_rows(count),
+                        Output::Command(tag) if tag.is_empty() => {
+                            client
+                                .feed(PgWireBackendMessage::EmptyQueryResponse(
+                                    EmptyQueryResponse::new(),
+                                ))
+                                .await?;
+                            continue;
+                        }
+                        Output::Command(tag) => Tag::new(&tag),
+                        Output::TxnStart(tag) => {
+                            status = status.to_in_transaction_state();
+                            Tag::new(&tag)
+                        }
+                        Output::TxnEnd(tag) => {
+                            status = status.to_idle_state();
+                            Tag::new(&tag)
+                        }
+                    };
+                    PgWireBackendMessage::CommandComplete(tag.into())
+                }
+            };
+            client.feed(msg).await?;
+        }
+        Ok(status)
+    }
+}
+
 #[async_trait]
 impl SimpleQueryHandler for Query {
-    async fn do_query<C>(&self, client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
+    /// pgwire's `on_query`, but results stream to the client as the backend
+    /// produces them (invariant 8) instead of being gathered first.
+    async fn on_query<C>(&self, client: &mut C, query: PgQuery) -> PgWireResult<()>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
         C::PortalStore: PortalStore,
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let results = self
-            .conn
-            .ask(|r| Request::Simple(query.to_string(), r))
-            .await
-            .map_err(user_error)?;
-        // The backend has stopped at the first error (and failed the block).
-        let mut out = Vec::new();
-        for r in results {
-            match r {
-                Ok(ex) => {
-                    send_notices(client, &ex.notices).await?;
-                    out.push(response(ex, &Format::UnifiedText));
-                }
-                Err(e) if e.fatal => return Err(user_error(e)),
-                Err(e) => out.push(Response::Error(Box::new(error_info(&e)))),
-            }
+        if !matches!(client.state(), PgWireConnectionState::ReadyForQuery) {
+            return Err(PgWireError::NotReadyForQuery);
         }
-        Ok(out)
+        let mut status = client.transaction_status();
+        client.set_state(PgWireConnectionState::QueryInProgress);
+        if is_empty_query(&query.query) {
+            client
+                .feed(PgWireBackendMessage::EmptyQueryResponse(
+                    EmptyQueryResponse::new(),
+                ))
+                .await?;
+        } else {
+            status = self.stream_simple(client, query.query, status).await?;
+        }
+        client.set_state(PgWireConnectionState::ReadyForQuery);
+        client.set_transaction_status(status);
+        client
+            .send(PgWireBackendMessage::ReadyForQuery(ReadyForQuery::new(
+                status,
+            )))
+            .await?;
+        Ok(())
+    }
+
+    async fn do_query<C>(&self, _client: &mut C, _query: &str) -> PgWireResult<Vec<Response>>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        unreachable!("on_query streams simple queries itself")
     }
 }
 
@@ -837,7 +1083,7 @@ impl ExtendedQueryHandler for Query {
         &self,
         client: &mut C,
         portal: &Portal<Self::Statement>,
-        _max_rows: usize,
+        max_rows: usize,
     ) -> PgWireResult<Response>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
@@ -864,14 +1110,34 @@ impl ExtendedQueryHandler for Query {
                 .map(|i| portal.parameter_format.is_binary(i))
                 .collect(),
         };
-        let ex = self
-            .conn
-            .ask(|r| Request::Execute(p, params, r))
-            .await
-            .map_err(user_error)?
+        let conn = &self.conn;
+        let mut rx = conn
+            .start(|tx| Request::Execute(p, params, tx))
             .map_err(user_error)?;
-        send_notices(client, &ex.notices).await?;
-        Ok(response(ex, &portal.result_column_format))
+        let format = &portal.result_column_format;
+        let mut schema = Arc::new(Vec::new());
+        let mut collected: Vec<Vec<Datum>> = Vec::new();
+        let mut count = 0;
+        while let Some(ev) = conn.next_event(&mut rx).await {
+            match ev {
+                Event::Columns(cols) => schema = Arc::new(fields(&cols, format)),
+                // A row limit: the portal may be suspended, so its rows are kept
+                // (invariant 8); otherwise they stream now, and the CommandComplete
+                // pgwire sends for the Execution response counts them.
+                Event::Rows(mut rows) if max_rows > 0 => collected.append(&mut rows),
+                Event::Rows(rows) => count += feed_rows(client, &schema, rows).await?,
+                Event::End(Err(e)) => return Err(user_error(e)),
+                Event::End(Ok(ex)) => {
+                    send_notices(client, &ex.notices).await?;
+                    return Ok(match ex.output {
+                        Output::Rows(_) if max_rows > 0 => rows_response(&schema, collected),
+                        Output::Rows(_) => Response::Execution(Tag::new("SELECT").with_rows(count)),
+                        _ => response(ex),
+                    });
+                }
+            }
+        }
+        Err(user_error(conn.lost()))
     }
 
     async fn on_sync<C>(&self, client: &mut C, _message: PgSync) -> PgWireResult<()>

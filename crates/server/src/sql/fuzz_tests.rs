@@ -182,7 +182,7 @@ fn run(s: &mut Session<'_>, sql: &str) {
                 if let Err(e) = s.describe(st) {
                     check_error(sql, &e);
                 }
-                if let Err(e) = s.execute(st, &[]) {
+                if let Err(e) = s.execute(st, &[], &mut super::session::Collect::default()) {
                     check_error(sql, &e);
                 }
             }

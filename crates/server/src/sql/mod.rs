@@ -19,6 +19,7 @@ pub mod bind;
 mod fuzz_tests;
 pub mod session;
 pub mod settings;
+pub mod sort;
 
 use sqlparser::ast;
 use sqlparser::dialect::PostgreSqlDialect;
@@ -36,6 +37,7 @@ pub struct SqlError {
     pub code: &'static str,
     pub message: String,
     pub hint: Option<String>,
+    pub detail: Option<String>,
 }
 
 impl SqlError {
@@ -45,6 +47,7 @@ impl SqlError {
             code,
             message: message.into(),
             hint: None,
+            detail: None,
         }
     }
     pub fn syntax(message: impl Into<String>) -> SqlError {
@@ -52,6 +55,10 @@ impl SqlError {
     }
     pub fn unsupported(what: impl fmt::Display) -> SqlError {
         SqlError::new("0A000", format!("{what} is not supported by Strata"))
+    }
+    pub fn with_detail(mut self, detail: impl Into<String>) -> SqlError {
+        self.detail = Some(detail.into());
+        self
     }
     pub fn with_hint(mut self, hint: impl Into<String>) -> SqlError {
         self.hint = Some(hint.into());

@@ -32,8 +32,15 @@
 //!    transaction's xid (taking the writer lock), installed after the commit record
 //!    is durable, dropped when it aborts; a crash in between is settled at start-up
 //!    by the commit log (auth invariant 3).
+//! 9. Memory is bounded by what a statement needs, not by the tables it reads: a
+//!    SELECT's rows go to the [`ResultSink`] as they are produced (the protocol layer
+//!    streams them to the client in bounded batches); table scans stream (engine
+//!    `stream` rules) and stop once LIMIT is met; WHERE and aggregates fold rows as
+//!    they pass; only ORDER BY holds rows, within `work_mem` (`sort` rules); INSERT
+//!    inserts in batches as its source produces rows.
 
 use super::bind::{self, Binder, Env, Expr, From, Row, Scope, SelectPlan, SortKey};
+use super::sort::Sorter;
 use super::{settings, Datum, InsertSource, SqlError, SqlResult, SqlType, Stmt};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
@@ -47,10 +54,8 @@ use strata_types::ForkNumber;
 /// What one statement returned.
 #[derive(Debug)]
 pub enum Output {
-    Rows {
-        columns: Vec<(String, SqlType)>,
-        rows: Vec<Vec<Datum>>,
-    },
+    /// Rows, given to the [`ResultSink`] as they were produced: how many.
+    Rows(u64),
     Command(String),
     TxnStart(String),
     TxnEnd(String),
@@ -61,6 +66,42 @@ pub struct Executed {
     pub output: Output,
     /// NOTICE and WARNING messages, as (severity, message).
     pub notices: Vec<(&'static str, String)>,
+}
+
+/// Where a statement's results go as they are produced (session rule 9). The
+/// protocol layer's sink streams rows to the client in bounded batches and blocks
+/// while the client is slow; [`Collect`] keeps them.
+pub trait ResultSink {
+    /// The statement returns rows of these columns: called once, before any row.
+    fn columns(&mut self, columns: &[(String, SqlType)]) -> SqlResult<()>;
+    /// One result row. An error (the client has gone) stops the statement.
+    fn row(&mut self, row: Vec<Datum>) -> SqlResult<()>;
+    /// A statement of a query string ended, with its result (its rows all given).
+    fn end(&mut self, result: SqlResult<Executed>);
+}
+
+/// A [`ResultSink`] that keeps everything (in-process tests).
+#[cfg(test)]
+#[derive(Default)]
+pub struct Collect {
+    pub columns: Vec<(String, SqlType)>,
+    pub rows: Vec<Vec<Datum>>,
+    pub results: Vec<SqlResult<Executed>>,
+}
+
+#[cfg(test)]
+impl ResultSink for Collect {
+    fn columns(&mut self, columns: &[(String, SqlType)]) -> SqlResult<()> {
+        self.columns = columns.to_vec();
+        Ok(())
+    }
+    fn row(&mut self, row: Vec<Datum>) -> SqlResult<()> {
+        self.rows.push(row);
+        Ok(())
+    }
+    fn end(&mut self, result: SqlResult<Executed>) {
+        self.results.push(result);
+    }
 }
 
 /// A statement's parameter types and result columns (extended protocol Describe).
@@ -339,6 +380,9 @@ fn no_block(verb: &str) -> SqlError {
 /// How many rows a session's own loops run between interrupt checks.
 const CHECK_EVERY_ROWS: i64 = 1024;
 
+/// Rows an INSERT hands the engine at a time (session rule 9).
+const INSERT_BATCH_ROWS: usize = 1024;
+
 fn statement_timeout() -> SqlError {
     SqlError::new("57014", "canceling statement due to statement timeout")
 }
@@ -499,45 +543,49 @@ impl<'e> Session<'e> {
     }
 
     /// Runs a simple-protocol query string: its statements in order, up to the
-    /// first error. Several statements form one implicit block (session rule 5).
-    pub fn run_simple(&mut self, sql: &str) -> Vec<SqlResult<Executed>> {
+    /// first error, each result given to `sink` as it ends. Several statements form
+    /// one implicit block (session rule 5).
+    pub fn run_simple(&mut self, sql: &str, sink: &mut dyn ResultSink) {
         let stmts = match super::parse(sql) {
             Ok(v) => v,
             Err(e) => {
                 self.fail();
-                return vec![Err(e)];
+                return sink.end(Err(e));
             }
         };
         let implicit = stmts.len() > 1;
-        let mut out = Vec::with_capacity(stmts.len());
         for st in &stmts {
             if implicit && matches!(self.block, Block::Idle) {
                 self.open_block(true);
             }
-            let r = self.execute(st, &[]);
+            let r = self.execute(st, &[], sink);
             let failed = r.is_err();
-            out.push(r);
+            sink.end(r);
             if failed {
                 break;
             }
         }
         if matches!(self.block, Block::Open { implicit: true, .. }) {
             if let Err(e) = self.end_block(true) {
-                out.push(Err(e));
+                sink.end(Err(e));
             }
         }
-        out
     }
 
     /// Execute of the extended protocol: the statements up to Sync form one implicit
     /// block, as in PostgreSQL (session rule 5); one that never runs in a block runs
     /// on its own if it comes first, and gets 25001 after others.
-    pub fn execute_extended(&mut self, stmt: &Stmt, params: &[Datum]) -> SqlResult<Executed> {
+    pub fn execute_extended(
+        &mut self,
+        stmt: &Stmt,
+        params: &[Datum],
+        sink: &mut dyn ResultSink,
+    ) -> SqlResult<Executed> {
         if matches!(self.block, Block::Idle) && !stmt.is_txn_control() && !stmt.never_in_block() {
             self.open_block(true);
             self.pipeline = true;
         }
-        self.execute(stmt, params)
+        self.execute(stmt, params, sink)
     }
 
     /// Sync of the extended protocol: commits the pipeline's implicit block.
@@ -700,7 +748,12 @@ impl<'e> Session<'e> {
 
     /// Runs one statement with parameter values, honouring the block state; any
     /// error fails the block ([`Session::fail`]).
-    pub fn execute(&mut self, stmt: &Stmt, params: &[Datum]) -> SqlResult<Executed> {
+    pub fn execute(
+        &mut self,
+        stmt: &Stmt,
+        params: &[Datum],
+        sink: &mut dyn ResultSink,
+    ) -> SqlResult<Executed> {
         self.interrupts.cancel.store(false, Ordering::SeqCst);
         let timeout_ms = self.setting_ms("statement_timeout");
         self.deadline =
@@ -708,7 +761,7 @@ impl<'e> Session<'e> {
         let mut notices = Vec::new();
         let r = match self.control(stmt, &mut notices) {
             Some(r) => r,
-            None => self.execute_inner(stmt, params, &mut notices),
+            None => self.execute_inner(stmt, params, &mut notices, sink),
         };
         self.deadline = None;
         match r {
@@ -766,6 +819,7 @@ impl<'e> Session<'e> {
         stmt: &Stmt,
         params: &[Datum],
         notices: &mut Vec<(&'static str, String)>,
+        sink: &mut dyn ResultSink,
     ) -> SqlResult<Output> {
         if matches!(self.block, Block::Failed) {
             return Err(aborted());
@@ -817,11 +871,18 @@ impl<'e> Session<'e> {
                 let Bound::Select(plan) = bound else {
                     unreachable!("bound as a select")
                 };
-                let rows = self.run_select(&plan, params)?;
-                Ok(Output::Rows {
-                    columns: plan.columns,
-                    rows,
-                })
+                sink.columns(&plan.columns)?;
+                let n = self.run_select(&plan, params, &mut |r| sink.row(r))?;
+                Ok(Output::Rows(n))
+            }
+            Stmt::Show { name } => {
+                let (columns, rows) = self.show(name)?;
+                sink.columns(&columns)?;
+                let n = rows.len() as u64;
+                for r in rows {
+                    sink.row(r)?;
+                }
+                Ok(Output::Rows(n))
             }
             Stmt::Insert { .. } => self.insert(bound, params),
             Stmt::Delete { .. } => self.delete(bound, params),
@@ -840,7 +901,6 @@ impl<'e> Session<'e> {
         notices: &mut Vec<(&'static str, String)>,
     ) -> SqlResult<Output> {
         match stmt {
-            Stmt::Show { name } => self.show(name),
             Stmt::Set { name, value } => self.set(name, value.as_deref()),
             Stmt::Checkpoint => {
                 self.engine.checkpoint()?;
@@ -983,6 +1043,11 @@ impl<'e> Session<'e> {
         }
     }
 
+    /// INSERT, in one transaction, into the table in batches of
+    /// [`INSERT_BATCH_ROWS`] (session rule 9): VALUES rows evaluated one at a time, a
+    /// SELECT without a table (`generate_series`) streamed. A SELECT that reads a
+    /// table is collected first: the scan would see the rows this statement inserts
+    /// into the same table (Strata's tuples carry no command id).
     fn insert(&mut self, bound: Bound, params: &[Datum]) -> SqlResult<Output> {
         let Bound::Insert {
             table,
@@ -993,43 +1058,71 @@ impl<'e> Session<'e> {
         else {
             unreachable!("bound as an insert")
         };
-        let env = SessionEnv {
-            engine: self.engine,
-            db: &self.db,
-            server: self.server,
-            pid: self.id,
-        };
-        let srcs: Vec<Vec<Datum>> = match &source {
-            BoundSource::Values(rows) => rows
-                .iter()
-                .map(|r| {
-                    let row = Row {
-                        cols: &[],
-                        params,
-                        aggs: &[],
-                        env: &env,
-                    };
-                    r.iter().map(|e| bind::eval(e, &row)).collect()
-                })
-                .collect::<SqlResult<_>>()?,
-            BoundSource::Query(plan) => self.run_select(plan, params)?,
-        };
-        let mut rows = Vec::with_capacity(srcs.len());
-        for mut src in srcs {
-            let mut row = Vec::with_capacity(map.len());
-            for (ci, m) in map.iter().enumerate() {
-                // Columns without a value (a short VALUES row) get NULL. Each
-                // source position feeds one column (42701 above), so it is taken.
-                let d = match m.and_then(|k| src.get_mut(k)) {
-                    Some(v) => bind::cast_datum(std::mem::replace(v, Datum::Null), col_types[ci])?,
-                    None => Datum::Null,
-                };
-                row.push(to_value(d));
+        let collected = match &source {
+            BoundSource::Query(plan) if matches!(plan.from, From::Table(_)) => {
+                let mut rows = Vec::new();
+                self.run_select(plan, params, &mut |r| {
+                    rows.push(r);
+                    Ok(())
+                })?;
+                Some(rows)
             }
-            rows.push(row);
-        }
+            _ => None,
+        };
         let db = self.db.clone();
-        let n = self.write_checked(|t, check| Ok(t.insert_checked(&db, &table, &rows, check)?))?;
+        let (engine, server, pid) = (self.engine, self.server, self.id);
+        let work_mem_bytes = settings::work_mem_bytes(self.vars.get("work_mem"));
+        let n = self.write_checked(|t, check| {
+            let env = SessionEnv {
+                engine,
+                db: &db,
+                server,
+                pid,
+            };
+            let chk = || check().map_err(SqlError::from);
+            let mut batch: Vec<Vec<Value>> = Vec::with_capacity(INSERT_BATCH_ROWS);
+            let mut n = 0u64;
+            let mut emit = |src: Vec<Datum>| -> SqlResult<()> {
+                batch.push(table_row(src, &map, &col_types)?);
+                if batch.len() >= INSERT_BATCH_ROWS {
+                    n += t.insert_checked(&db, &table, &batch, check)?;
+                    batch.clear();
+                }
+                Ok(())
+            };
+            match (&source, collected) {
+                (_, Some(rows)) => rows.into_iter().try_for_each(&mut emit)?,
+                (BoundSource::Values(rows), None) => {
+                    for r in rows {
+                        let row = Row {
+                            cols: &[],
+                            params,
+                            aggs: &[],
+                            env: &env,
+                        };
+                        emit(
+                            r.iter()
+                                .map(|e| bind::eval(e, &row))
+                                .collect::<SqlResult<_>>()?,
+                        )?;
+                    }
+                }
+                (BoundSource::Query(plan), None) => {
+                    let run = Run {
+                        plan,
+                        params,
+                        env: &env,
+                        check: &chk,
+                        work_mem_bytes,
+                    };
+                    run_plan(&run, &mut |f| source_rows(&run, f), &mut emit)?;
+                }
+            }
+            if !batch.is_empty() {
+                n += t.insert_checked(&db, &table, &batch, check)?;
+            }
+            Ok(n)
+        })?;
         Ok(Output::Command(format!("INSERT 0 {n}")))
     }
 
@@ -1310,7 +1403,9 @@ impl<'e> Session<'e> {
         Ok(Output::Command("SET".into()))
     }
 
-    fn show(&self, name: &str) -> SqlResult<Output> {
+    /// SHOW's columns and rows.
+    #[allow(clippy::type_complexity)]
+    fn show(&self, name: &str) -> SqlResult<(Vec<(String, SqlType)>, Vec<Vec<Datum>>)> {
         let text = |s: &str| Datum::Text(s.to_string());
         if name == "all" {
             let mut rows: Vec<Vec<Datum>> = self
@@ -1323,14 +1418,14 @@ impl<'e> Session<'e> {
                 rows.push(vec![text(n), text(v), text("session setting")]);
             }
             rows.sort_by(|a, b| bind::compare(&a[0], &b[0]));
-            return Ok(Output::Rows {
-                columns: vec![
+            return Ok((
+                vec![
                     ("name".into(), SqlType::Text),
                     ("setting".into(), SqlType::Text),
                     ("description".into(), SqlType::Text),
                 ],
                 rows,
-            });
+            ));
         }
         let v = if let Some(v) = self.vars.get(name) {
             v.clone()
@@ -1351,254 +1446,297 @@ impl<'e> Session<'e> {
                 },
             }
         };
-        Ok(Output::Rows {
-            columns: vec![(show_column(name), SqlType::Text)],
-            rows: vec![vec![Datum::Text(v)]],
-        })
+        Ok((
+            vec![(show_column(name), SqlType::Text)],
+            vec![vec![Datum::Text(v)]],
+        ))
     }
 
-    /// The rows a SELECT reads: none, a table's (interruptible scan), or a series.
-    fn select_input(&self, plan: &SelectPlan, params: &[Datum]) -> SqlResult<Vec<Vec<Datum>>> {
-        let env = SessionEnv {
-            engine: self.engine,
-            db: &self.db,
-            server: self.server,
-            pid: self.id,
-        };
-        let konst = |e: &Expr| -> SqlResult<Datum> {
-            bind::eval(
-                e,
-                &Row {
-                    cols: &[],
-                    params,
-                    aggs: &[],
-                    env: &env,
-                },
-            )
-        };
-        Ok(match &plan.from {
-            From::None => vec![vec![]],
-            From::Table(t) => {
-                let check = || self.engine_check();
-                let rows = match &self.block {
-                    Block::Open { txn: Some(txn), .. } => txn.scan_checked(&self.db, t, &check)?,
-                    _ => self.engine.scan_checked(&self.db, t, &check)?,
-                };
-                rows.into_iter()
-                    .map(|r| r.into_iter().map(to_datum).collect())
-                    .collect()
-            }
-            From::Series(a, b, step, ty) => {
-                let int = |d: Datum| -> SqlResult<Option<i64>> {
-                    Ok(match bind::cast_datum(d, SqlType::Int8)? {
-                        Datum::Int8(v) => Some(v),
-                        _ => None,
-                    })
-                };
-                let (Some(a), Some(b)) = (int(konst(a)?)?, int(konst(b)?)?) else {
-                    return Ok(vec![]);
-                };
-                let step = match step {
-                    Some(s) => match int(konst(s)?)? {
-                        Some(0) => {
-                            return Err(SqlError::new("22023", "step size cannot equal zero"))
-                        }
-                        Some(s) => s,
-                        None => return Ok(vec![]),
-                    },
-                    None => 1,
-                };
-                self.series(a, b, step, *ty)?
-            }
-        })
-    }
-
-    /// `generate_series(a, b, step)` of type `ty`, interruptible.
-    fn series(&self, a: i64, b: i64, step: i64, ty: SqlType) -> SqlResult<Vec<Vec<Datum>>> {
-        let n = if (step > 0 && a > b) || (step < 0 && a < b) {
-            0
-        } else {
-            ((i128::from(b) - i128::from(a)) / i128::from(step) + 1) as u128
-        };
-        if n > 50_000_000 {
-            return Err(SqlError::new(
-                "54000",
-                format!(
-                    "generate_series of {n} rows is more than Strata materialises (50,000,000)"
-                ),
-            ));
-        }
-        let mut out = Vec::with_capacity(n as usize);
-        for k in 0..n as i64 {
-            if k % CHECK_EVERY_ROWS == 0 {
-                self.interrupted()?;
-            }
-            let v = a + k * step;
-            out.push(vec![if ty == SqlType::Int4 {
-                Datum::Int4(v as i32)
-            } else {
-                Datum::Int8(v)
-            }]);
-        }
-        Ok(out)
-    }
-
-    /// The rows of `input` that satisfy the plan's WHERE (interruptible).
-    fn filter_rows(
+    /// Runs a bound SELECT, giving its result rows to `emit` as they are produced
+    /// (session rule 9). Returns how many.
+    fn run_select(
         &self,
         plan: &SelectPlan,
         params: &[Datum],
-        env: &SessionEnv<'_>,
-        input: Vec<Vec<Datum>>,
-    ) -> SqlResult<Vec<Vec<Datum>>> {
-        let mut kept = Vec::new();
-        for (k, r) in input.into_iter().enumerate() {
-            if k as i64 % CHECK_EVERY_ROWS == 0 {
-                self.interrupted()?;
-            }
-            let keep = match &plan.filter {
-                Some(f) => bind::is_true(&bind::eval(
-                    f,
-                    &Row {
-                        cols: &r,
-                        params,
-                        aggs: &[],
-                        env,
-                    },
-                )?),
-                None => true,
-            };
-            if keep {
-                kept.push(r);
-            }
-        }
-        Ok(kept)
-    }
-
-    /// Runs a bound SELECT: scan or series, filter, aggregate or project, sort, limit.
-    fn run_select(&self, plan: &SelectPlan, params: &[Datum]) -> SqlResult<Vec<Vec<Datum>>> {
+        emit: &mut dyn FnMut(Vec<Datum>) -> SqlResult<()>,
+    ) -> SqlResult<u64> {
         let env = SessionEnv {
             engine: self.engine,
             db: &self.db,
             server: self.server,
             pid: self.id,
         };
-        let konst = |e: &Expr| -> SqlResult<Datum> {
-            bind::eval(
-                e,
-                &Row {
-                    cols: &[],
-                    params,
-                    aggs: &[],
-                    env: &env,
-                },
-            )
+        let check = || self.interrupted();
+        let run = Run {
+            plan,
+            params,
+            env: &env,
+            check: &check,
+            work_mem_bytes: settings::work_mem_bytes(self.vars.get("work_mem")),
         };
-        let input = self.select_input(plan, params)?;
-        let kept = self.filter_rows(plan, params, &env, input)?;
-        let mut out = project(plan, params, &env, &kept)?;
-        if !plan.order.is_empty() && plan.aggs.is_empty() {
-            out.sort_by(|a, b| {
-                for (i, (_, desc)) in plan.order.iter().enumerate() {
-                    let o = bind::compare(&a.1[i], &b.1[i]);
-                    let o = if *desc { o.reverse() } else { o };
-                    if o != std::cmp::Ordering::Equal {
-                        return o;
-                    }
+        let mut input = |f: &mut RowFn<'_>| -> SqlResult<()> {
+            match &plan.from {
+                From::Table(t) => self.scan_table(t, f),
+                _ => source_rows(&run, f),
+            }
+        };
+        run_plan(&run, &mut input, emit)
+    }
+
+    /// Streams the rows of `table` as this session sees them into `f` (which may
+    /// stop the scan): the block's transaction's view, or the committed one.
+    fn scan_table(&self, table: &str, f: &mut RowFn<'_>) -> SqlResult<()> {
+        let check = || self.engine_check();
+        let mut failed: Option<SqlError> = None;
+        let mut visit = |vals: Vec<Value>| -> strata_engine::Result<bool> {
+            match f(vals.into_iter().map(to_datum).collect()) {
+                Ok(more) => Ok(more),
+                Err(e) => {
+                    failed = Some(e);
+                    Ok(false)
                 }
-                std::cmp::Ordering::Equal
-            });
+            }
+        };
+        let r = match &self.block {
+            Block::Open { txn: Some(txn), .. } => {
+                txn.scan_each(&self.db, table, &check, &mut visit)
+            }
+            _ => self.engine.scan_each(&self.db, table, &check, &mut visit),
+        };
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(r?),
         }
+    }
+}
+
+/// A consumer of rows: `Ok(false)` stops the producer.
+type RowFn<'a> = dyn FnMut(Vec<Datum>) -> SqlResult<bool> + 'a;
+
+/// A producer of a SELECT's input rows: drives them into the consumer it is given.
+type Input<'a> = dyn FnMut(&mut RowFn<'_>) -> SqlResult<()> + 'a;
+
+/// What running a SELECT's plan needs besides its input.
+struct Run<'a> {
+    plan: &'a SelectPlan,
+    params: &'a [Datum],
+    env: &'a SessionEnv<'a>,
+    /// The interrupt check (cancel, timeout, client gone).
+    check: &'a dyn Fn() -> SqlResult<()>,
+    work_mem_bytes: usize,
+}
+
+impl Run<'_> {
+    fn eval(&self, e: &Expr, cols: &[Datum], aggs: &[Datum]) -> SqlResult<Datum> {
+        bind::eval(
+            e,
+            &Row {
+                cols,
+                params: self.params,
+                aggs,
+                env: self.env,
+            },
+        )
+    }
+
+    /// Whether an input row passes the WHERE.
+    fn keep(&self, r: &[Datum]) -> SqlResult<bool> {
+        match &self.plan.filter {
+            Some(f) => Ok(bind::is_true(&self.eval(f, r, &[])?)),
+            None => Ok(true),
+        }
+    }
+
+    /// An input row's output values and sort keys.
+    fn project(&self, r: &[Datum]) -> SqlResult<(Vec<Datum>, Vec<Datum>)> {
+        let vals = self
+            .plan
+            .items
+            .iter()
+            .map(|e| self.eval(e, r, &[]))
+            .collect::<SqlResult<Vec<_>>>()?;
+        let keys = self
+            .plan
+            .order
+            .iter()
+            .map(|(k, _)| match k {
+                SortKey::Output(i) => Ok(vals[*i].clone()),
+                SortKey::Input(e) => self.eval(e, r, &[]),
+            })
+            .collect::<SqlResult<Vec<_>>>()?;
+        Ok((vals, keys))
+    }
+
+    /// OFFSET and LIMIT (usize::MAX: none).
+    fn offset_limit(&self) -> SqlResult<(usize, usize)> {
         let count = |e: &Option<Expr>| -> SqlResult<Option<usize>> {
             match e {
                 None => Ok(None),
-                Some(e) => match konst(e)? {
+                Some(e) => match self.eval(e, &[], &[])? {
                     Datum::Int8(n) if n < 0 => Err(SqlError::new(
                         "2201W",
                         "LIMIT or OFFSET must not be negative",
                     )),
-                    Datum::Int8(n) => Ok(Some(n as usize)),
+                    Datum::Int8(n) => Ok(Some(usize::try_from(n).unwrap_or(usize::MAX))),
                     Datum::Int4(n) if n >= 0 => Ok(Some(n as usize)),
                     _ => Ok(None),
                 },
             }
         };
-        let offset = count(&plan.offset)?.unwrap_or(0);
-        let limit = count(&plan.limit)?.unwrap_or(usize::MAX);
-        Ok(out
-            .into_iter()
-            .skip(offset)
-            .take(limit)
-            .map(|(v, _)| v)
-            .collect())
+        Ok((
+            count(&self.plan.offset)?.unwrap_or(0),
+            count(&self.plan.limit)?.unwrap_or(usize::MAX),
+        ))
     }
 }
 
-/// The output rows of a SELECT: its aggregates over `kept`, or each row projected,
-/// with its sort keys.
-fn project(
-    plan: &SelectPlan,
-    params: &[Datum],
-    env: &SessionEnv<'_>,
-    kept: &[Vec<Datum>],
-) -> SqlResult<Vec<(Vec<Datum>, Vec<Datum>)>> {
-    let mut out: Vec<(Vec<Datum>, Vec<Datum>)> = Vec::new();
-    if !plan.aggs.is_empty() {
-        let mut acc: Vec<Datum> = plan.aggs.iter().map(bind::agg_init).collect();
-        for r in kept {
-            for (a, slot) in plan.aggs.iter().zip(acc.iter_mut()) {
+/// Runs a plan over `input`: filter, then aggregate, sort or stream, then OFFSET and
+/// LIMIT, giving result rows to `emit`. Only ORDER BY holds rows (`sort` rules);
+/// without it, the input stops as soon as LIMIT is met. Returns the rows emitted.
+fn run_plan(
+    run: &Run<'_>,
+    input: &mut Input<'_>,
+    emit: &mut dyn FnMut(Vec<Datum>) -> SqlResult<()>,
+) -> SqlResult<u64> {
+    let (offset, limit) = run.offset_limit()?;
+    if !run.plan.aggs.is_empty() {
+        let row = aggregate(run, input)?;
+        if offset == 0 && limit > 0 {
+            emit(row)?;
+            return Ok(1);
+        }
+        return Ok(0);
+    }
+    if limit == 0 {
+        return Ok(0);
+    }
+    if !run.plan.order.is_empty() {
+        let desc: Vec<bool> = run.plan.order.iter().map(|(_, d)| *d).collect();
+        let bound = (limit != usize::MAX).then(|| offset.saturating_add(limit));
+        let mut sorter = Sorter::new(&desc, bound, run.work_mem_bytes);
+        input(&mut |r| {
+            if run.keep(&r)? {
+                let (vals, keys) = run.project(&r)?;
+                sorter.push(vals, keys)?;
+            }
+            Ok(true)
+        })?;
+        let mut n = 0;
+        for row in sorter.finish().into_iter().skip(offset).take(limit) {
+            emit(row)?;
+            n += 1;
+        }
+        return Ok(n);
+    }
+    let (mut skipped, mut sent) = (0usize, 0usize);
+    input(&mut |r| {
+        if !run.keep(&r)? {
+            return Ok(true);
+        }
+        let (vals, _) = run.project(&r)?;
+        if skipped < offset {
+            skipped += 1;
+            return Ok(true);
+        }
+        emit(vals)?;
+        sent += 1;
+        Ok(sent < limit)
+    })?;
+    Ok(sent as u64)
+}
+
+/// The one row of an aggregate SELECT: its aggregates over the input rows that
+/// pass the WHERE, folded as they stream by.
+fn aggregate(run: &Run<'_>, input: &mut Input<'_>) -> SqlResult<Vec<Datum>> {
+    let aggs = &run.plan.aggs;
+    let mut acc: Vec<Datum> = aggs.iter().map(bind::agg_init).collect();
+    input(&mut |r| {
+        if run.keep(&r)? {
+            for (a, slot) in aggs.iter().zip(acc.iter_mut()) {
                 let v = match &a.arg {
-                    Some(e) => Some(bind::eval(
-                        e,
-                        &Row {
-                            cols: r,
-                            params,
-                            aggs: &[],
-                            env,
-                        },
-                    )?),
+                    Some(e) => Some(run.eval(e, &r, &[])?),
                     None => None,
                 };
                 bind::agg_step(a, slot, v)?;
             }
         }
-        let row = Row {
-            cols: &[],
-            params,
-            aggs: &acc,
-            env,
-        };
-        let vals = plan
-            .items
-            .iter()
-            .map(|e| bind::eval(e, &row))
-            .collect::<SqlResult<Vec<_>>>()?;
-        out.push((vals, vec![]));
+        Ok(true)
+    })?;
+    run.plan
+        .items
+        .iter()
+        .map(|e| run.eval(e, &[], &acc))
+        .collect()
+}
+
+/// The input rows of a SELECT without a table: one empty row, or a
+/// `generate_series(a, b, step)`, produced one at a time (interruptible).
+fn source_rows(run: &Run<'_>, f: &mut RowFn<'_>) -> SqlResult<()> {
+    let (a, b, step, ty) = match &run.plan.from {
+        From::Series(a, b, step, ty) => (a, b, step, *ty),
+        From::None => {
+            f(vec![])?;
+            return Ok(());
+        }
+        From::Table(_) => unreachable!("tables are scanned by the session"),
+    };
+    let int = |e: &Expr| -> SqlResult<Option<i64>> {
+        Ok(
+            match bind::cast_datum(run.eval(e, &[], &[])?, SqlType::Int8)? {
+                Datum::Int8(v) => Some(v),
+                _ => None,
+            },
+        )
+    };
+    let (Some(a), Some(b)) = (int(a)?, int(b)?) else {
+        return Ok(());
+    };
+    let step = match step {
+        Some(s) => match int(s)? {
+            Some(0) => return Err(SqlError::new("22023", "step size cannot equal zero")),
+            Some(s) => s,
+            None => return Ok(()),
+        },
+        None => 1,
+    };
+    let n: u128 = if (step > 0 && a > b) || (step < 0 && a < b) {
+        0
     } else {
-        for r in kept {
-            let row = Row {
-                cols: r,
-                params,
-                aggs: &[],
-                env,
-            };
-            let vals = plan
-                .items
-                .iter()
-                .map(|e| bind::eval(e, &row))
-                .collect::<SqlResult<Vec<_>>>()?;
-            let keys = plan
-                .order
-                .iter()
-                .map(|(k, _)| match k {
-                    SortKey::Output(i) => Ok(vals[*i].clone()),
-                    SortKey::Input(e) => bind::eval(e, &row),
-                })
-                .collect::<SqlResult<Vec<_>>>()?;
-            out.push((vals, keys));
+        ((i128::from(b) - i128::from(a)) / i128::from(step) + 1) as u128
+    };
+    for k in 0..n {
+        if k % CHECK_EVERY_ROWS as u128 == 0 {
+            (run.check)()?;
+        }
+        let v = (i128::from(a) + k as i128 * i128::from(step)) as i64;
+        let d = if ty == SqlType::Int4 {
+            Datum::Int4(v as i32)
+        } else {
+            Datum::Int8(v)
+        };
+        if !f(vec![d])? {
+            break;
         }
     }
-    Ok(out)
+    Ok(())
+}
+
+/// A source row as a table row: each column's value (cast to the column's type) or
+/// NULL. Each source position feeds one column (42701 at bind), so it is taken.
+fn table_row(
+    mut src: Vec<Datum>,
+    map: &[Option<usize>],
+    col_types: &[SqlType],
+) -> SqlResult<Vec<Value>> {
+    let mut row = Vec::with_capacity(map.len());
+    for (ci, m) in map.iter().enumerate() {
+        let d = match m.and_then(|k| src.get_mut(k)) {
+            Some(v) => bind::cast_datum(std::mem::replace(v, Datum::Null), col_types[ci])?,
+            None => Datum::Null,
+        };
+        row.push(to_value(d));
+    }
+    Ok(row)
 }
 
 /// The column name SHOW prints: the parameter's name.

@@ -12,6 +12,8 @@
 //!    `idle_in_transaction_session_timeout`, `idle_session_timeout`) take PostgreSQL's
 //!    units (a bare number is milliseconds), are checked against PostgreSQL's range
 //!    (0 .. 2147483647 ms) and are stored as SHOW prints them (`1500ms`, `90s`).
+//! 3. `work_mem` takes PostgreSQL's memory units (B, kB, MB, GB, TB; a bare number is
+//!    kB), its range (64 .. 2147483647 kB), and is stored as SHOW prints it (`4MB`).
 
 use super::{SqlError, SqlResult};
 use crate::config::parse_time_ms;
@@ -95,6 +97,9 @@ pub fn check(name: &str, value: &str) -> SqlResult<String> {
     if default_of(name).is_none() && !name.contains('.') {
         return Err(unrecognized(name));
     }
+    if name == "work_mem" {
+        return check_work_mem(value);
+    }
     if !TIMES.contains(&name) {
         return Ok(value.to_string());
     }
@@ -129,6 +134,55 @@ pub fn check(name: &str, value: &str) -> SqlResult<String> {
         ));
     }
     Ok(format_ms(ms))
+}
+
+/// `work_mem` in kB from a value with PostgreSQL's memory units (rule 3).
+fn work_mem_kb(value: &str) -> Option<i128> {
+    let v = value.trim();
+    let split = v
+        .find(|c: char| !(c.is_ascii_digit() || c == '-'))
+        .unwrap_or(v.len());
+    let (num, unit) = v.split_at(split);
+    let n: i128 = num.parse().ok()?;
+    let per_kb: (i128, i128) = match unit.trim() {
+        "" | "kB" => (1, 1),
+        "B" => (1, 1024),
+        "MB" => (1024, 1),
+        "GB" => (1 << 20, 1),
+        "TB" => (1 << 30, 1),
+        _ => return None,
+    };
+    Some(n * per_kb.0 / per_kb.1)
+}
+
+/// Checks a SET of `work_mem` (rule 3); returns it as SHOW prints it.
+fn check_work_mem(value: &str) -> SqlResult<String> {
+    let kb = work_mem_kb(value).ok_or_else(|| {
+        SqlError::new(
+            "22023",
+            format!("invalid value for parameter \"work_mem\": \"{value}\""),
+        )
+        .with_hint("Valid units for this parameter are \"B\", \"kB\", \"MB\", \"GB\", and \"TB\".")
+    })?;
+    if !(64..=i128::from(i32::MAX)).contains(&kb) {
+        return Err(SqlError::new(
+            "22023",
+            format!(
+                "{kb} kB is outside the valid range for parameter \"work_mem\" (64 .. 2147483647)"
+            ),
+        ));
+    }
+    Ok(match kb {
+        k if k % (1 << 20) == 0 => format!("{}GB", k >> 20),
+        k if k % 1024 == 0 => format!("{}MB", k >> 10),
+        k => format!("{k}kB"),
+    })
+}
+
+/// The session's `work_mem` in bytes (the default, 4MB, if never SET).
+pub fn work_mem_bytes(stored: Option<&String>) -> usize {
+    let kb = stored.and_then(|v| work_mem_kb(v)).unwrap_or(4096);
+    usize::try_from(kb).unwrap_or(4096) * 1024
 }
 
 /// A time as SHOW prints it: the largest unit that divides it (`0`, `1500ms`, `90s`).
@@ -168,6 +222,13 @@ mod tests {
         assert_eq!(check("statement_timeout", "1.5s").unwrap(), "1500ms");
         assert_eq!(check("statement_timeout", "90000").unwrap(), "90s");
         assert_eq!(check("lock_timeout", "0").unwrap(), "0");
+        assert_eq!(check("work_mem", "1024").unwrap(), "1MB");
+        assert_eq!(check("work_mem", "64kB").unwrap(), "64kB");
+        assert_eq!(check("work_mem", "2GB").unwrap(), "2GB");
+        assert_eq!(check("work_mem", "10").unwrap_err().code, "22023");
+        assert_eq!(check("work_mem", "4 parsecs").unwrap_err().code, "22023");
+        assert_eq!(work_mem_bytes(Some(&"1MB".to_string())), 1 << 20);
+        assert_eq!(work_mem_bytes(None), 4 << 20);
         assert_eq!(check("lock_timeout", "abc").unwrap_err().code, "22023");
         let e = check("lock_timeout", "-1").unwrap_err();
         assert_eq!(
