@@ -12,6 +12,7 @@ use futures::{pin_mut, TryStreamExt};
 use std::time::{Duration, Instant};
 
 const ROWS: i64 = 2_000_000;
+
 /// What any one of these statements may add to the server's peak RSS. The old
 /// server took ~380 MB for LIMIT 1 and more for the rest.
 const BOUND_BYTES: u64 = 64 << 20;
@@ -51,44 +52,79 @@ fn peak_rise<T>(pid: u32, what: &str, f: impl FnOnce() -> T) -> T {
     out
 }
 
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Runtime::new().unwrap()
+/// A server on one data directory, restarted for each measured phase so that
+/// memory the allocator kept from an earlier phase cannot hide a later one's.
+struct Fresh {
+    data: std::path::PathBuf,
+    server: Option<Server>,
+    rt: tokio::runtime::Runtime,
+}
+
+impl Fresh {
+    /// Checkpoints and stops the running server (so its restart replays nothing),
+    /// starts a new one and connects to it.
+    fn restart(&mut self) -> (u32, tokio_postgres::Client) {
+        if let Some(s) = self.server.take() {
+            let out = s.psql("strata", &["-c", "checkpoint"], None);
+            assert!(out.status.success());
+        }
+        let s = Server::start(&self.data, &["shared_buffers=16MB"]);
+        let c = self.rt.block_on(connect(s.port, "strata", None)).unwrap();
+        let pid = s.pid();
+        self.server = Some(s);
+        (pid, c)
+    }
+
+    fn psql(&self, sql: &str) -> String {
+        let s = self.server.as_ref().unwrap();
+        let out = s.psql("strata", &["-c", sql], None);
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
 }
 
 #[test]
 fn memory_is_bounded_by_what_a_query_needs() {
     let dir = tempfile::tempdir().unwrap();
-    let s = Server::start(&dir.path().join("d"), &["shared_buffers=16MB"]);
-    let pid = s.pid();
-    let rt = rt();
-    let c = rt.block_on(connect(s.port, "strata", None)).unwrap();
+    let mut f = Fresh {
+        data: dir.path().join("d"),
+        server: None,
+        rt: tokio::runtime::Runtime::new().unwrap(),
+    };
+    let (_, c) = f.restart();
+    let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(c.batch_execute("create table t (id int8, k int4, note text)"))
         .unwrap();
-    // Load in chunks; the last chunk is measured (INSERT ... SELECT streams).
     let chunk = 500_000;
-    for lo in (1..=ROWS).step_by(chunk) {
-        let hi = lo + chunk as i64 - 1;
-        let sql = format!(
+    for lo in (1..=ROWS - chunk).step_by(chunk as usize) {
+        let hi = lo + chunk - 1;
+        rt.block_on(c.batch_execute(&format!(
             "insert into t select g, g % 1000, 'row' from generate_series({lo}, {hi}) as g"
-        );
-        if hi == ROWS {
-            peak_rise(
-                pid,
-                "INSERT ... SELECT of 500,000 rows from generate_series",
-                || rt.block_on(c.batch_execute(&sql)).unwrap(),
-            );
-        } else {
-            rt.block_on(c.batch_execute(&sql)).unwrap();
-        }
+        )))
+        .unwrap();
     }
+    // The last chunk is measured: INSERT ... SELECT streams.
+    let (pid, c) = f.restart();
+    peak_rise(
+        pid,
+        "INSERT ... SELECT of 500,000 rows from generate_series",
+        || {
+            rt.block_on(c.batch_execute(&format!(
+                "insert into t select g, g % 1000, 'row' from generate_series({}, {ROWS}) as g",
+                ROWS - chunk + 1
+            )))
+            .unwrap()
+        },
+    );
 
+    let (pid, _c) = f.restart();
     let out = peak_rise(pid, "psql: SELECT * FROM t LIMIT 1", || {
-        s.psql("strata", &["-c", "select * from t limit 1"], None)
+        f.psql("select * from t limit 1")
     });
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "1|1|row");
+    assert_eq!(out, "1|1|row");
 
     // A full SELECT read as a stream by a driver that pauses now and then: the
     // backend must wait for it (back-pressure), not buffer the table.
+    let (pid, c) = f.restart();
     let n = peak_rise(
         pid,
         "tokio-postgres: SELECT * FROM t, streamed slowly",
@@ -113,6 +149,7 @@ fn memory_is_bounded_by_what_a_query_needs() {
     );
     assert_eq!(n, ROWS);
 
+    let (pid, c) = f.restart();
     let v = peak_rise(pid, "count(*), sum, min, max with a WHERE", || {
         rt.block_on(c.query_one(
             "select count(*), sum(id), min(id), max(id) from t where k < 500",
@@ -123,13 +160,15 @@ fn memory_is_bounded_by_what_a_query_needs() {
     assert_eq!(v.get::<_, i64>(0), ROWS / 2);
     assert_eq!((v.get::<_, i64>(2), v.get::<_, i64>(3)), (1, ROWS));
 
-    let top = peak_rise(pid, "ORDER BY id DESC LIMIT 3 (top-N)", || {
+    let (pid, c) = f.restart();
+    let top = peak_rise(pid, "ORDER BY id DESC LIMIT 3 OFFSET 1 (top-N)", || {
         rt.block_on(c.query("select id from t order by id desc limit 3 offset 1", &[]))
             .unwrap()
     });
     let ids: Vec<i64> = top.iter().map(|r| r.get(0)).collect();
     assert_eq!(ids, vec![ROWS - 1, ROWS - 2, ROWS - 3]);
 
+    let (pid, c) = f.restart();
     rt.block_on(c.batch_execute("set work_mem = '1MB'"))
         .unwrap();
     let e = peak_rise(pid, "ORDER BY over more than work_mem", || {
