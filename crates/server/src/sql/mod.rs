@@ -25,7 +25,7 @@ use sqlparser::ast;
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::Parser;
-use sqlparser::tokenizer::{Token, Tokenizer};
+use sqlparser::tokenizer::{Span, Token, TokenWithSpan, Tokenizer};
 use std::fmt;
 use strata_engine::{ColType, Column};
 use strata_engine::{CreateDbStrategy, EngineError};
@@ -350,20 +350,36 @@ impl Stmt {
 /// Parses a query string into its statements (empty ones dropped).
 pub fn parse(sql: &str) -> SqlResult<Vec<Stmt>> {
     let dialect = PostgreSqlDialect {};
-    let tokens = Tokenizer::new(&dialect, sql)
-        .tokenize()
+    let mut tokens = Tokenizer::new(&dialect, sql)
+        .tokenize_with_location()
         .map_err(|e| SqlError::syntax(e.to_string()))?;
-    let mut out = Vec::new();
-    let mut cur: Vec<Token> = Vec::new();
-    for t in tokens.into_iter().chain(std::iter::once(Token::SemiColon)) {
-        if t == Token::SemiColon {
-            check_complexity(&cur)?;
-            let stmt = parse_one(std::mem::take(&mut cur))?;
-            if !matches!(stmt, Stmt::Empty) {
-                out.push(stmt);
+    // The text's memory is spent on tokens (item 16), so there is one vector of
+    // them, in the form sqlparser takes: whitespace and comments go at once, in
+    // place (spans are blanked: errors read as they did without them), and each
+    // statement's tokens are split off its end (a single statement is never
+    // copied), then handed on by value.
+    tokens.retain_mut(|t| {
+        t.span = Span::empty();
+        !matches!(t.token, Token::Whitespace(_))
+    });
+    let mut parsed = Vec::new();
+    while !tokens.is_empty() {
+        let cur = match tokens.iter().rposition(|t| t.token == Token::SemiColon) {
+            Some(i) => {
+                let cur = tokens.split_off(i + 1);
+                tokens.truncate(i);
+                cur
             }
-        } else {
-            cur.push(t);
+            None => std::mem::take(&mut tokens),
+        };
+        parsed.push(check_complexity(&cur).and_then(|()| parse_one(cur)));
+    }
+    // In text order: the first error is the one reported.
+    let mut out = Vec::new();
+    for r in parsed.into_iter().rev() {
+        let stmt = r?;
+        if !matches!(stmt, Stmt::Empty) {
+            out.push(stmt);
         }
     }
     Ok(out)
@@ -387,7 +403,7 @@ pub const MAX_BOOL_CHAIN: usize = 20_000;
 /// operator brings at least one operand token) the statement is refused before
 /// sqlparser builds anything. AND and OR separate items and are counted apart
 /// ([`MAX_BOOL_CHAIN`]). O(tokens).
-fn check_complexity(tokens: &[Token]) -> SqlResult<()> {
+fn check_complexity(tokens: &[TokenWithSpan]) -> SqlResult<()> {
     /// One parenthesized group: depth bound of the current item, of its deepest
     /// item, and of the enclosing groups at its start.
     #[derive(Clone, Copy)]
@@ -411,7 +427,7 @@ fn check_complexity(tokens: &[Token]) -> SqlResult<()> {
         }
         Ok(())
     };
-    for t in tokens {
+    for t in tokens.iter().map(|t| &t.token) {
         let top = stack.len() - 1;
         match t {
             Token::Whitespace(_) => {}
@@ -448,26 +464,24 @@ fn check_complexity(tokens: &[Token]) -> SqlResult<()> {
 
 /// The significant tokens of one statement, with a cursor, for the forms parsed here.
 struct Toks {
-    t: Vec<Token>,
+    t: Vec<TokenWithSpan>,
     i: usize,
 }
 
 impl Toks {
-    fn new(all: &[Token]) -> Toks {
-        Toks {
-            t: all
-                .iter()
-                .filter(|t| !matches!(t, Token::Whitespace(_)))
-                .cloned()
-                .collect(),
-            i: 0,
-        }
+    /// `all`: one statement's tokens, whitespace removed ([`parse`]).
+    fn new(all: Vec<TokenWithSpan>) -> Toks {
+        debug_assert!(!all.iter().any(|t| matches!(t.token, Token::Whitespace(_))));
+        Toks { t: all, i: 0 }
     }
     fn peek(&self) -> Option<&Token> {
-        self.t.get(self.i)
+        self.get(self.i)
+    }
+    fn get(&self, i: usize) -> Option<&Token> {
+        self.t.get(i).map(|t| &t.token)
     }
     fn peek_word(&self, n: usize) -> Option<String> {
-        match self.t.get(self.i + n) {
+        match self.get(self.i + n) {
             Some(Token::Word(w)) if w.quote_style.is_none() => Some(w.value.to_ascii_uppercase()),
             _ => None,
         }
@@ -558,7 +572,7 @@ impl Toks {
             Some(Token::SingleQuotedString(s)) => s.clone(),
             Some(Token::Number(n, _)) => {
                 let mut n = n.clone();
-                if let Some(Token::Word(w)) = self.t.get(self.i + 1) {
+                if let Some(Token::Word(w)) = self.get(self.i + 1) {
                     n.push_str(&w.value);
                     self.i += 1;
                 }
@@ -582,8 +596,8 @@ impl Toks {
     }
 }
 
-fn parse_one(tokens: Vec<Token>) -> SqlResult<Stmt> {
-    let mut k = Toks::new(&tokens);
+fn parse_one(tokens: Vec<TokenWithSpan>) -> SqlResult<Stmt> {
+    let mut k = Toks::new(tokens);
     if k.at_end() {
         return Ok(Stmt::Empty);
     }
@@ -657,7 +671,7 @@ fn parse_one(tokens: Vec<Token>) -> SqlResult<Stmt> {
         | ("ABORT", _)
         | ("SAVEPOINT", _)
         | ("RELEASE", _) => parse_txn_control(&mut k, &w0),
-        ("VALUES", _) => parse_with_sqlparser(tokens),
+        ("VALUES", _) => parse_with_sqlparser(std::mem::take(&mut k.t)),
         ("SELECT", _)
         | ("WITH", _)
         | ("INSERT", _)
@@ -665,15 +679,15 @@ fn parse_one(tokens: Vec<Token>) -> SqlResult<Stmt> {
         | ("CREATE", _)
         | ("DROP", _)
         | ("TRUNCATE", _)
-        | ("TABLE", _) => parse_with_sqlparser(tokens),
+        | ("TABLE", _) => parse_with_sqlparser(std::mem::take(&mut k.t)),
         _ => {
             // Parse it anyway, for a precise 42601, else name it as unsupported.
-            let verb = if w1.is_empty() || !k.t.get(1).is_some_and(is_keyword) {
+            let verb = if w1.is_empty() || !k.get(1).is_some_and(is_keyword) {
                 w0.clone()
             } else {
                 format!("{w0} {w1}")
             };
-            match parse_with_sqlparser(tokens) {
+            match parse_with_sqlparser(k.t.clone()) {
                 Err(e) if e.code == "42601" => Err(e),
                 _ if verb.is_empty() => Err(k.near()),
                 _ => Err(SqlError::unsupported(verb)),
@@ -915,11 +929,11 @@ pub fn object_name(n: &ast::ObjectName) -> SqlResult<String> {
     }
 }
 
-fn parse_with_sqlparser(tokens: Vec<Token>) -> SqlResult<Stmt> {
+fn parse_with_sqlparser(tokens: Vec<TokenWithSpan>) -> SqlResult<Stmt> {
     let dialect = PostgreSqlDialect {};
     let mut p = Parser::new(&dialect)
         .with_recursion_limit(PARSER_RECURSION_LIMIT)
-        .with_tokens(tokens);
+        .with_tokens_with_locations(tokens);
     let st = p.parse_statement().map_err(|e| {
         if let sqlparser::parser::ParserError::RecursionLimitExceeded = e {
             return too_deep();
@@ -1011,11 +1025,16 @@ fn convert(st: ast::Statement) -> SqlResult<Stmt> {
             let Some(q) = ins.source else {
                 return Err(SqlError::unsupported("INSERT ... DEFAULT VALUES"));
             };
-            let source = match (&*q.body, &q.with, &q.order_by, &q.limit_clause) {
-                (ast::SetExpr::Values(v), None, None, None) => {
-                    InsertSource::Values(v.rows.iter().map(|r| r.content.clone()).collect())
+            // The VALUES rows are moved out of the tree, never copied (item 16).
+            let plain = q.with.is_none() && q.order_by.is_none() && q.limit_clause.is_none();
+            let source = match *q {
+                ast::Query { body, .. } if plain && matches!(*body, ast::SetExpr::Values(_)) => {
+                    let ast::SetExpr::Values(v) = *body else {
+                        unreachable!("matched as VALUES")
+                    };
+                    InsertSource::Values(v.rows.into_iter().map(|r| r.content).collect())
                 }
-                _ => InsertSource::Query(q),
+                q => InsertSource::Query(Box::new(q)),
             };
             Ok(Stmt::Insert {
                 table,
