@@ -82,6 +82,20 @@ impl Fresh {
     }
 }
 
+/// Creates `t` and loads rows 1..=rows in chunks of 500,000 (not measured).
+fn load(f: &mut Fresh, rt: &tokio::runtime::Runtime, rows: i64) {
+    let (_, c) = f.restart();
+    rt.block_on(c.batch_execute("create table t (id int8, k int4, note text)"))
+        .unwrap();
+    for lo in (1..=rows).step_by(500_000) {
+        let hi = lo + 500_000 - 1;
+        rt.block_on(c.batch_execute(&format!(
+            "insert into t select g, g % 1000, 'row' from generate_series({lo}, {hi}) as g"
+        )))
+        .unwrap();
+    }
+}
+
 #[test]
 fn memory_is_bounded_by_what_a_query_needs() {
     let dir = tempfile::tempdir().unwrap();
@@ -90,18 +104,9 @@ fn memory_is_bounded_by_what_a_query_needs() {
         server: None,
         rt: tokio::runtime::Runtime::new().unwrap(),
     };
-    let (_, c) = f.restart();
     let rt = tokio::runtime::Runtime::new().unwrap();
-    rt.block_on(c.batch_execute("create table t (id int8, k int4, note text)"))
-        .unwrap();
     let chunk = 500_000;
-    for lo in (1..=ROWS - chunk).step_by(chunk as usize) {
-        let hi = lo + chunk - 1;
-        rt.block_on(c.batch_execute(&format!(
-            "insert into t select g, g % 1000, 'row' from generate_series({lo}, {hi}) as g"
-        )))
-        .unwrap();
-    }
+    load(&mut f, &rt, ROWS - chunk);
     // The last chunk is measured: INSERT ... SELECT streams.
     let (pid, c) = f.restart();
     peak_rise(

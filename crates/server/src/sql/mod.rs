@@ -929,6 +929,21 @@ pub fn object_name(n: &ast::ObjectName) -> SqlResult<String> {
     }
 }
 
+/// An INSERT's source: a plain VALUES list, its rows moved out of the tree (never
+/// copied: item 16), or a query.
+fn insert_source(q: Box<ast::Query>) -> InsertSource {
+    let plain = q.with.is_none() && q.order_by.is_none() && q.limit_clause.is_none();
+    match *q {
+        ast::Query { body, .. } if plain && matches!(*body, ast::SetExpr::Values(_)) => {
+            let ast::SetExpr::Values(v) = *body else {
+                unreachable!("matched as VALUES")
+            };
+            InsertSource::Values(v.rows.into_iter().map(|r| r.content).collect())
+        }
+        q => InsertSource::Query(Box::new(q)),
+    }
+}
+
 fn parse_with_sqlparser(tokens: Vec<TokenWithSpan>) -> SqlResult<Stmt> {
     let dialect = PostgreSqlDialect {};
     let mut p = Parser::new(&dialect)
@@ -1025,17 +1040,7 @@ fn convert(st: ast::Statement) -> SqlResult<Stmt> {
             let Some(q) = ins.source else {
                 return Err(SqlError::unsupported("INSERT ... DEFAULT VALUES"));
             };
-            // The VALUES rows are moved out of the tree, never copied (item 16).
-            let plain = q.with.is_none() && q.order_by.is_none() && q.limit_clause.is_none();
-            let source = match *q {
-                ast::Query { body, .. } if plain && matches!(*body, ast::SetExpr::Values(_)) => {
-                    let ast::SetExpr::Values(v) = *body else {
-                        unreachable!("matched as VALUES")
-                    };
-                    InsertSource::Values(v.rows.into_iter().map(|r| r.content).collect())
-                }
-                q => InsertSource::Query(Box::new(q)),
-            };
+            let source = insert_source(q);
             Ok(Stmt::Insert {
                 table,
                 columns,
