@@ -237,7 +237,8 @@ fn a_large_query_text_costs_a_bounded_multiple_of_its_size() {
 }
 
 /// An Execute with a row limit (a portal fetched in pieces) still gets every row
-/// in order: such portals collect their rows (pg invariant 8) rather than stream.
+/// in order: such portals collect their rows (pg invariant 8) rather than stream;
+/// and a query string of only comments gets EmptyQueryResponse.
 #[test]
 fn a_portal_fetched_in_pieces_gets_every_row() {
     let dir = tempfile::tempdir().unwrap();
@@ -265,9 +266,53 @@ fn a_portal_fetched_in_pieces_gets_every_row() {
             all.extend(rows.iter().map(|r| r.get::<_, i64>(0)));
         }
         assert_eq!(all, (1..=1000).collect::<Vec<i64>>());
+        // A query of only comments is an empty query, answered as such (the
+        // streaming on_query sends EmptyQueryResponse, not an error).
+        let r = tx.simple_query("/* only a comment */").await.unwrap();
+        assert!(
+            matches!(
+                r.as_slice(),
+                [tokio_postgres::SimpleQueryMessage::CommandComplete(0)]
+            ),
+            "{r:?}"
+        );
         // The session still answers in the same transaction.
         let one = tx.query_one("select count(*) from p", &[]).await.unwrap();
         assert_eq!(one.get::<_, i64>(0), 1000);
         tx.commit().await.unwrap();
     });
+}
+
+/// A backend whose client stops reading waits for it (back-pressure), but that
+/// wait still ends when the session is terminated: DROP DATABASE ... WITH (FORCE)
+/// succeeds while a client sits on an unread multi-megabyte result.
+#[test]
+fn a_backend_blocked_on_a_client_that_does_not_read_can_be_terminated() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(&dir.path().join("d"), &[]);
+    s.psql_ok("postgres", &["-c", "create database x"]);
+    s.psql_ok(
+        "x",
+        &[
+            "-c",
+            "create table big (a int8, b text); insert into big select g, 'padding that makes each row longer than the last' from generate_series(1, 400000) as g",
+        ],
+    );
+    let mut raw = Raw::connect(s.port);
+    let mut body = 196_608i32.to_be_bytes().to_vec();
+    for part in ["user", "strata", "database", "x"] {
+        body.extend_from_slice(&cstr(part));
+    }
+    body.push(0);
+    let mut packet = ((body.len() + 4) as i32).to_be_bytes().to_vec();
+    packet.extend_from_slice(&body);
+    raw.send(&packet);
+    assert!(raw.until_ready().iter().any(|(t, _)| *t == b'Z'));
+    // ~25 MB of DataRows: more than the socket buffers and the backend's queue.
+    raw.send(&frame(b'Q', &cstr("select * from big")));
+    std::thread::sleep(Duration::from_millis(1000));
+    let t0 = Instant::now();
+    s.psql_ok("postgres", &["-c", "drop database x with (force)"]);
+    assert!(t0.elapsed() < Duration::from_secs(4), "{:?}", t0.elapsed());
+    assert!(s.answers(None));
 }

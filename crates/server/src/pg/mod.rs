@@ -112,30 +112,68 @@ const FEED_BATCH_ROWS: usize = 256;
 /// Estimated bytes per batch, at most (plus one row).
 const FEED_BATCH_BYTES: usize = 64 << 10;
 
+/// How often a backend waiting for room in its queue checks its interrupt flags.
+const FEED_WAIT_SLICE: Duration = Duration::from_millis(100);
+
 /// The backend's [`ResultSink`]: rows go to the connection in bounded batches, and
-/// the backend waits while the queue is full (the client reads slowly).
+/// the backend waits while the queue is full (the client reads slowly) — a wait
+/// that cancel, termination and the client's going end.
 struct Feed {
     tx: EventTx,
+    interrupts: Arc<Interrupts>,
+    /// The server's runtime, whose timers bound each wait (None: wait unbounded).
+    runtime: Option<tokio::runtime::Handle>,
     batch: Vec<Vec<Datum>>,
     batch_bytes: usize,
 }
 
+fn client_lost() -> SqlError {
+    SqlError {
+        fatal: true,
+        ..SqlError::new("08006", "connection to client lost")
+    }
+}
+
 impl Feed {
-    fn new(tx: EventTx) -> Feed {
+    fn new(tx: EventTx, cx: &FeedContext) -> Feed {
         Feed {
             tx,
+            interrupts: cx.interrupts.clone(),
+            runtime: cx.runtime.clone(),
             batch: Vec::new(),
             batch_bytes: 0,
         }
     }
 
-    /// Sends an event, waiting for room; Err when the connection has stopped
-    /// listening (the client has gone, or the statement's output was abandoned).
+    /// Sends an event, waiting for room until `give_up` says otherwise (checked
+    /// every [`FEED_WAIT_SLICE`]); Err when it does, or when the connection has
+    /// stopped listening (the client has gone).
+    fn send_until(
+        &mut self,
+        ev: Event,
+        give_up: &dyn Fn(&Interrupts) -> SqlResult<()>,
+    ) -> SqlResult<()> {
+        let Some(rt) = &self.runtime else {
+            return self.tx.blocking_send(ev).map_err(|_| client_lost());
+        };
+        loop {
+            // The timer is made inside block_on, in the runtime's context.
+            let tx = &self.tx;
+            match rt.block_on(async { tokio::time::timeout(FEED_WAIT_SLICE, tx.reserve()).await }) {
+                Ok(Ok(permit)) => {
+                    permit.send(ev);
+                    return Ok(());
+                }
+                Ok(Err(_)) => return Err(client_lost()),
+                Err(_) => give_up(&self.interrupts)?,
+            }
+        }
+    }
+
+    /// Sends rows or columns: a wait for room ends at any interrupt (cancel,
+    /// termination, the client gone), as PostgreSQL's does while it writes.
     fn send(&mut self, ev: Event) -> SqlResult<()> {
-        self.tx.blocking_send(ev).map_err(|_| SqlError {
-            fatal: true,
-            ..SqlError::new("08006", "connection to client lost")
-        })
+        self.send_until(ev, &crate::sql::session::flagged)
     }
 
     fn flush(&mut self) -> SqlResult<()> {
@@ -163,7 +201,14 @@ impl ResultSink for Feed {
     }
     fn end(&mut self, result: SqlResult<Executed>) {
         let _ = self.flush();
-        let _ = self.send(Event::End(result));
+        // The result must arrive (it may be the error that stopped the rows): only
+        // termination or the client's going ends this wait, not a cancel.
+        let _ = self.send_until(Event::End(result), &|i| {
+            if i.terminate.load(Ordering::Relaxed) || i.gone.load(Ordering::Relaxed) {
+                return Err(client_lost());
+            }
+            Ok(())
+        });
     }
 }
 
@@ -303,6 +348,10 @@ impl Conn {
         let engine = self.engine.clone();
         let server = self.server.clone();
         let interrupts = self.interrupts.clone();
+        let feed = FeedContext {
+            interrupts: self.interrupts.clone(),
+            runtime: tokio::runtime::Handle::try_current().ok(),
+        };
         let ended = self.ended.clone();
         let db = db.to_string();
         let user = user.to_string();
@@ -319,7 +368,7 @@ impl Conn {
                 }
                 let _leave = Leave(server.clone(), id);
                 let mut s = Session::new(&engine, &server, &db, &user, id, interrupts);
-                let why = match backend_loop(&mut s, rx) {
+                let why = match backend_loop(&mut s, rx, &feed) {
                     Ended::Asked => 0,
                     Ended::IdleInTransaction => ENDED_IDLE_TIMEOUT,
                     Ended::IdleSession => ENDED_IDLE_SESSION_TIMEOUT,
@@ -475,7 +524,13 @@ fn next_request(s: &Session<'_>, rx: &mpsc::Receiver<Request>) -> Result<Request
     }
 }
 
-fn backend_loop(s: &mut Session<'_>, rx: mpsc::Receiver<Request>) -> Ended {
+/// What a backend's [`Feed`]s need: its interrupt flags and the server's runtime.
+struct FeedContext {
+    interrupts: Arc<Interrupts>,
+    runtime: Option<tokio::runtime::Handle>,
+}
+
+fn backend_loop(s: &mut Session<'_>, rx: mpsc::Receiver<Request>, feed: &FeedContext) -> Ended {
     loop {
         let req = match next_request(s, &rx) {
             Ok(r) => r,
@@ -483,13 +538,13 @@ fn backend_loop(s: &mut Session<'_>, rx: mpsc::Receiver<Request>) -> Ended {
         };
         match req {
             Request::Simple(sql, tx) => {
-                s.run_simple(&sql, &mut Feed::new(tx));
+                s.run_simple(&sql, &mut Feed::new(tx, feed));
             }
             Request::Prepare(sql, reply) => {
                 let _ = reply.send(prepare(s, &sql));
             }
             Request::Execute(p, params, tx) => {
-                let mut feed = Feed::new(tx);
+                let mut feed = Feed::new(tx, feed);
                 let r = match &p.stmt {
                     Some(st) => match decode_params(&p, &params) {
                         Ok(values) => s.execute_extended(st, &values, &mut feed),
@@ -919,7 +974,9 @@ impl Query {
             .map_err(user_error)?;
         let mut schema = Arc::new(Vec::new());
         let mut count = 0;
+        let mut ended = false;
         while let Some(ev) = conn.next_event(&mut rx).await {
+            ended |= matches!(ev, Event::End(_));
             let msg = match ev {
                 Event::Columns(cols) => {
                     schema = Arc::new(fields(&cols, &Format::UnifiedText));
@@ -963,6 +1020,10 @@ impl Query {
                 }
             };
             client.feed(msg).await?;
+        }
+        if !ended {
+            // The backend stopped before answering anything.
+            return Err(user_error(conn.lost()));
         }
         Ok(status)
     }

@@ -370,6 +370,31 @@ fn to_value(d: Datum) -> Value {
     }
 }
 
+/// The error an interrupt flag asks for, if one is set: termination (57P01), the
+/// client gone (08006), cancel (57014).
+pub fn flagged(interrupts: &Interrupts) -> SqlResult<()> {
+    let fatal = |code, message| SqlError {
+        fatal: true,
+        ..SqlError::new(code, message)
+    };
+    if interrupts.terminate.load(Ordering::Relaxed) {
+        return Err(fatal(
+            "57P01",
+            "terminating connection due to administrator command",
+        ));
+    }
+    if interrupts.gone.load(Ordering::Relaxed) {
+        return Err(fatal("08006", "connection to client lost"));
+    }
+    if interrupts.cancel.load(Ordering::Relaxed) {
+        return Err(SqlError::new(
+            "57014",
+            "canceling statement due to user request",
+        ));
+    }
+    Ok(())
+}
+
 fn no_block(verb: &str) -> SqlError {
     SqlError::new(
         "25001",
@@ -553,6 +578,13 @@ impl<'e> Session<'e> {
                 return sink.end(Err(e));
             }
         };
+        if stmts.is_empty() {
+            // Only comments: PostgreSQL's EmptyQueryResponse.
+            return sink.end(Ok(Executed {
+                output: Output::Command(String::new()),
+                notices: vec![],
+            }));
+        }
         let implicit = stmts.len() > 1;
         for st in &stmts {
             if implicit && matches!(self.block, Block::Idle) {
@@ -1212,25 +1244,7 @@ impl<'e> Session<'e> {
     /// Whether the running statement must stop: the client has gone or the session is
     /// being terminated, a cancel was asked for, or `statement_timeout` has passed.
     fn interrupted(&self) -> SqlResult<()> {
-        let fatal = |code, message| SqlError {
-            fatal: true,
-            ..SqlError::new(code, message)
-        };
-        if self.interrupts.terminate.load(Ordering::Relaxed) {
-            return Err(fatal(
-                "57P01",
-                "terminating connection due to administrator command",
-            ));
-        }
-        if self.interrupts.gone.load(Ordering::Relaxed) {
-            return Err(fatal("08006", "connection to client lost"));
-        }
-        if self.interrupts.cancel.load(Ordering::Relaxed) {
-            return Err(SqlError::new(
-                "57014",
-                "canceling statement due to user request",
-            ));
-        }
+        flagged(&self.interrupts)?;
         if self.deadline.is_some_and(|d| Instant::now() >= d) {
             return Err(statement_timeout());
         }
