@@ -24,39 +24,16 @@
 
 use std::time::Duration;
 use strata_engine::{RecoverySyncMethod, Settings};
-use strata_types::units::{check_range, parse_memory};
+use strata_types::units::{self, check_range, parse_memory};
 use strata_vfs::sim::{Fault, SimVfs};
 
 fn invalid(name: &str, value: &str, hint: &str) -> String {
     format!("invalid value for parameter \"{name}\": \"{value}\"{hint}")
 }
 
-/// Parses a time setting: a number with an optional unit; `default_unit_ms` applies
-/// without one.
+/// Parses a time setting in milliseconds (`strata_types::units::parse_time_ms`).
 pub fn parse_time_ms(name: &str, value: &str, default_unit_ms: u64) -> Result<u64, String> {
-    let v = value.trim();
-    let split = v
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(v.len());
-    let (num, unit) = (v[..split].trim(), v[split..].trim());
-    let n: f64 = num.parse().map_err(|_| invalid(name, value, ""))?;
-    let unit_ms = match unit {
-        "" => default_unit_ms as f64,
-        "us" => 0.001,
-        "ms" => 1.0,
-        "s" => 1000.0,
-        "min" => 60_000.0,
-        "h" => 3_600_000.0,
-        "d" => 86_400_000.0,
-        _ => {
-            return Err(invalid(
-                name,
-                value,
-                "\nHINT:  Valid units for this parameter are \"us\", \"ms\", \"s\", \"min\", \"h\", and \"d\".",
-            ))
-        }
-    };
-    Ok((n * unit_ms).round() as u64)
+    units::parse_time_ms(name, value, default_unit_ms).map_err(|e| e.to_string())
 }
 
 pub fn parse_bool(name: &str, value: &str) -> Result<bool, String> {

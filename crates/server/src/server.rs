@@ -16,8 +16,7 @@
 
 use crate::config::{self, ServerConfig};
 use crate::pg::serve::{serve_socket, Unauthenticated};
-use crate::pg::{auth::AuthStore, Handlers};
-use crate::sql::session::{Registry, ServerState};
+use crate::pg::{auth, Handlers};
 use parking_lot::Mutex;
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
@@ -25,6 +24,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use strata_engine::{Engine, LogSink};
+use strata_sql::roles::RoleStore;
+use strata_sql::session::{Registry, ServerState};
+use strata_vfs::StdVfs;
 
 /// The lock file's name, as PostgreSQL's.
 pub const LOCK_FILE: &str = "postmaster.pid";
@@ -83,7 +85,7 @@ fn log_sink(data: &Path, cfg: &ServerConfig) -> Result<LogSink, String> {
 }
 
 /// Whether a process is running (a zombie, exited but not yet reaped, is not).
-pub(crate) fn pid_alive(pid: i32) -> bool {
+pub fn pid_alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(s) => s
             .rsplit_once(") ")
@@ -251,12 +253,16 @@ fn serve(data: &Path, cfg: ServerConfig) -> Result<(), String> {
     let server = Arc::new(ServerState {
         registry: Registry::default(),
         settings: cfg.show_list(data),
-        auth: AuthStore::load(engine.settings().vfs.clone(), data, &|xid| {
-            engine.xid_committed(xid)
-        })?,
+        auth: RoleStore::load(
+            engine.settings().vfs.clone(),
+            data,
+            &|xid| engine.xid_committed(xid),
+            auth::derive,
+        )?,
         log: sink.clone(),
         reserved_connections: cfg.superuser_reserved_connections,
     });
+    let mock_nonce: Arc<[u8]> = auth::load_mock_nonce(&*engine.settings().vfs, data)?.into();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -284,6 +290,7 @@ fn serve(data: &Path, cfg: ServerConfig) -> Result<(), String> {
                 server: server.clone(),
                 waiting: waiting.clone(),
                 max_connections,
+                mock_nonce: mock_nonce.clone(),
                 auth_timeout: cfg.authentication_timeout,
                 log: sink.clone(),
             };
@@ -328,6 +335,7 @@ struct Acceptor {
     server: Arc<ServerState>,
     waiting: Arc<Unauthenticated>,
     max_connections: usize,
+    mock_nonce: Arc<[u8]>,
     auth_timeout: Duration,
     log: LogSink,
 }
@@ -375,6 +383,7 @@ impl Acceptor {
                 self.engine.clone(),
                 self.server.clone(),
                 self.max_connections,
+                self.mock_nonce.clone(),
                 peer,
             );
             tokio::spawn(serve_socket(
@@ -440,4 +449,41 @@ fn with_peer(
     let std_sock = sock.into_std()?;
     let peer = std_sock.try_clone().ok();
     Ok((tokio::net::TcpStream::from_std(std_sock)?, peer))
+}
+
+/// `strata init`: a new cluster in `data` (like initdb), with the bootstrap
+/// superuser's password from the first line of `pwfile` if given.
+pub fn init(
+    data: &std::path::Path,
+    settings: &[String],
+    pwfile: Option<&std::path::Path>,
+) -> Result<(), String> {
+    let password = match pwfile {
+        Some(p) => Some(
+            std::fs::read_to_string(p)
+                .map_err(|e| format!("could not read password file \"{}\": {e}", p.display()))?
+                .lines()
+                .next()
+                .unwrap_or("")
+                .to_string(),
+        ),
+        None => None,
+    };
+    let s = crate::config::settings_from(settings)?;
+    private_files();
+    make_data_dir(data)?;
+    let s = strata_engine::Settings {
+        log: std::sync::Arc::new(|_: &str| {}),
+        ..s
+    };
+    strata_engine::Engine::init(data, s).map_err(|e| e.to_string())?;
+    if let Some(pw) = password {
+        RoleStore::load(StdVfs::arc(), data, &|_| false, auth::derive)?
+            .set_password(strata_sql::roles::BOOTSTRAP_SUPERUSER, Some(&pw))?;
+    }
+    println!(
+        "Success. The cluster is in \"{}\" with databases template1, template0 and postgres.",
+        data.display()
+    );
+    Ok(())
 }

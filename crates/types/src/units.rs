@@ -1,10 +1,11 @@
-//! Parsing and printing of memory sizes with PostgreSQL's units.
+//! Parsing and printing of memory sizes and times with PostgreSQL's units.
 //!
 //! Owns: the grammar of a memory setting: a number, optional white space, then one of
 //! `B`, `kB`, `MB`, `GB`, `TB` (case-sensitive, multiples of 1024, as PostgreSQL), or no
 //! unit, in which case the setting's own base unit applies (8kB blocks for
 //! `shared_buffers`). Fractions are allowed and rounded to the base unit, as PostgreSQL
-//! does (`1.5GB`).
+//! does (`1.5GB`). A time setting is a number and one of `us`, `ms`, `s`, `min`, `h`,
+//! `d`, or none (the setting's own unit).
 
 use thiserror::Error;
 
@@ -91,6 +92,37 @@ pub fn format_memory(bytes: u64) -> String {
         }
     }
     format!("{bytes}B")
+}
+
+/// Parses a time setting into milliseconds: a number with an optional unit;
+/// `default_unit_ms` is what a bare number counts.
+pub fn parse_time_ms(name: &str, value: &str, default_unit_ms: u64) -> Result<u64, UnitError> {
+    let invalid = |hint: &str| UnitError::Invalid {
+        name: name.to_string(),
+        value: value.to_string(),
+        hint: hint.to_string(),
+    };
+    let v = value.trim();
+    let split = v
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(v.len());
+    let (num, unit) = (v[..split].trim(), v[split..].trim());
+    let n: f64 = num.parse().map_err(|_| invalid(""))?;
+    let unit_ms = match unit {
+        "" => default_unit_ms as f64,
+        "us" => 0.001,
+        "ms" => 1.0,
+        "s" => 1000.0,
+        "min" => 60_000.0,
+        "h" => 3_600_000.0,
+        "d" => 86_400_000.0,
+        _ => {
+            return Err(invalid(
+                "\nHINT:  Valid units for this parameter are \"us\", \"ms\", \"s\", \"min\", \"h\", and \"d\".",
+            ))
+        }
+    };
+    Ok((n * unit_ms).round() as u64)
 }
 
 #[cfg(test)]

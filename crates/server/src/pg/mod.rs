@@ -41,11 +41,6 @@ pub mod auth;
 pub mod frames;
 pub mod serve;
 
-use crate::sql::session::{
-    Described, Executed, Interrupts, Member, Output, Refused, ResultSink, ServerState, Session,
-    Slots,
-};
-use crate::sql::{self, Datum, SqlError, SqlResult, SqlType, Stmt};
 use async_trait::async_trait;
 use bytes::{BufMut, BytesMut};
 use futures::sink::Sink;
@@ -74,6 +69,12 @@ use std::sync::mpsc;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use strata_engine::Engine;
+use strata_sql as sql;
+use strata_sql::session::{
+    Described, Executed, Interrupts, Member, Output, Refused, ResultSink, ServerState, Session,
+    Slots,
+};
+use strata_sql::{Datum, SqlError, SqlResult, SqlType, Stmt};
 use tokio::sync::oneshot;
 
 /// A request to a backend thread.
@@ -173,7 +174,7 @@ impl Feed {
     /// Sends rows or columns: a wait for room ends at any interrupt (cancel,
     /// termination, the client gone), as PostgreSQL's does while it writes.
     fn send(&mut self, ev: Event) -> SqlResult<()> {
-        self.send_until(ev, &crate::sql::session::flagged)
+        self.send_until(ev, &strata_sql::session::flagged)
     }
 
     fn flush(&mut self) -> SqlResult<()> {
@@ -248,6 +249,8 @@ pub struct Conn {
     /// A second handle on the client's socket, to notice a client that has gone
     /// while its statement runs or waits (invariant 5).
     peer: Option<std::net::TcpStream>,
+    /// The server secret behind mock SCRAM salts (auth invariant 3).
+    mock_nonce: Arc<[u8]>,
 }
 
 impl Drop for Conn {
@@ -324,7 +327,7 @@ impl Conn {
                 Slots {
                     max: self.max_connections,
                     reserved: self.server.reserved_connections,
-                    superuser: auth::is_superuser(user),
+                    superuser: strata_sql::roles::is_superuser(user),
                 },
                 member,
             )
@@ -860,6 +863,7 @@ impl Handlers {
         engine: Arc<Engine>,
         server: Arc<ServerState>,
         max_connections: usize,
+        mock_nonce: Arc<[u8]>,
         peer: Option<std::net::TcpStream>,
     ) -> Handlers {
         let conn = Arc::new(Conn {
@@ -871,6 +875,7 @@ impl Handlers {
             interrupts: Arc::new(Interrupts::default()),
             key: OnceLock::new(),
             peer,
+            mock_nonce,
         });
         Handlers {
             startup: Arc::new(auth::Startup::new(conn.clone())),

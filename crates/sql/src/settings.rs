@@ -16,7 +16,6 @@
 //!    kB), its range (64 .. 2147483647 kB), and is stored as SHOW prints it (`4MB`).
 
 use super::{SqlError, SqlResult};
-use crate::config::parse_time_ms;
 
 /// Settings a session may change, with the value SHOW prints before any SET
 /// (lower-case names, as identifiers fold).
@@ -208,6 +207,11 @@ pub fn time_ms(stored: Option<&String>) -> u64 {
     stored
         .and_then(|v| parse_time_ms("", v, 1).ok())
         .unwrap_or(0)
+}
+
+/// A time setting in milliseconds, or its error's text (message and HINT).
+fn parse_time_ms(name: &str, value: &str, default_unit_ms: u64) -> Result<u64, String> {
+    strata_types::units::parse_time_ms(name, value, default_unit_ms).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

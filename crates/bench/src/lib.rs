@@ -1,10 +1,17 @@
-//! `strata bench`: benchmarks that report ratios measured within one run.
+//! strata-bench: `strata bench`, benchmarks that report ratios measured within one
+//! run, and the crash harness with the processes it kills (`strata debug ...`).
 //!
 //! Owns: the record format shared by every benchmark (brief §6: one flat JSON record per
 //! figure), the table printer, and process measurements (RSS). Each benchmark lives in
-//! its own module and returns `Vec<Record>`.
+//! its own module and returns `Vec<Record>`: [`bufpool`] (the pool's bulk operations
+//! against PostgreSQL's full scans, `strata_buffer::reference`), [`replay`] (workloads
+//! through the engine, crash, replay), [`seeds`] (the same workloads side by side with
+//! PostgreSQL 15, plotted by `plot`), [`crash`] (SIGKILL and power-loss crash tests).
+//! The dependencies only benchmarks use (tokio-postgres, plotters, indicatif) are
+//! this crate's, not the server's.
 
-mod bufpool;
+pub mod bufpool;
+pub mod crash;
 mod plot;
 pub mod replay;
 pub mod seeds;
@@ -12,6 +19,7 @@ pub mod seeds;
 use clap::Subcommand;
 use serde::Serialize;
 use std::path::PathBuf;
+use strata_server::config::settings_from;
 
 #[derive(Subcommand)]
 pub enum BenchCommand {
@@ -156,5 +164,87 @@ pub fn format_bytes(b: f64) -> String {
         format!("{:.1} MiB", b / (1u64 << 20) as f64)
     } else {
         format!("{:.0} KiB", b / 1024.0)
+    }
+}
+
+#[derive(Subcommand)]
+pub enum DebugCommand {
+    /// Recover a cluster, then run random transactions until killed (crash tests).
+    CrashWorker {
+        #[arg(short = 'D')]
+        data: PathBuf,
+        #[arg(long)]
+        seed: u64,
+        #[arg(long)]
+        id_base: i64,
+        #[arg(short = 'c', value_name = "NAME=VALUE")]
+        settings: Vec<String>,
+        /// Run on the simulated disk with this journal; `POWERLOSS <seed>` on stdin
+        /// loses power.
+        #[arg(long)]
+        journal: Option<PathBuf>,
+    },
+    /// Set up and run one replay-bench workload, print its figures, wait for SIGKILL.
+    ReplayPrimary {
+        #[arg(short = 'D')]
+        data: PathBuf,
+        #[arg(long)]
+        workload: String,
+        #[arg(long)]
+        scale: f64,
+        #[arg(long)]
+        spc_root: PathBuf,
+        #[arg(short = 'c', value_name = "NAME=VALUE")]
+        settings: Vec<String>,
+    },
+    /// Recover a cluster, logging to stderr; print RSS figures.
+    Recover {
+        #[arg(short = 'D')]
+        data: PathBuf,
+        #[arg(short = 'c', value_name = "NAME=VALUE")]
+        settings: Vec<String>,
+    },
+}
+
+/// Runs a hidden `strata debug` tool (the processes the harnesses start and kill).
+pub fn debug(which: DebugCommand) -> Result<(), String> {
+    match which {
+        DebugCommand::CrashWorker {
+            data,
+            seed,
+            id_base,
+            settings,
+            journal,
+        } => crash::worker(
+            &data,
+            settings_from(&settings)?,
+            seed,
+            id_base,
+            journal.as_deref(),
+        ),
+        DebugCommand::ReplayPrimary {
+            data,
+            workload,
+            scale,
+            spc_root,
+            settings,
+        } => replay::primary(
+            &data,
+            quiet(settings_from(&settings)?),
+            &workload,
+            scale,
+            &spc_root,
+        ),
+        DebugCommand::Recover { data, settings } => {
+            replay::recover(&data, settings_from(&settings)?)
+        }
+    }
+}
+
+/// `s` with a log that drops every line.
+fn quiet(s: strata_engine::Settings) -> strata_engine::Settings {
+    strata_engine::Settings {
+        log: std::sync::Arc::new(|_: &str| {}),
+        ..s
     }
 }

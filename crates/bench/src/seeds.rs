@@ -232,7 +232,7 @@ fn vm_hwm(pid: u32) -> Option<u64> {
 }
 
 fn pid_alive(pid: u32) -> bool {
-    i32::try_from(pid).is_ok_and(crate::server::pid_alive)
+    i32::try_from(pid).is_ok_and(strata_server::server::pid_alive)
 }
 
 /// PostgreSQL's startup process under `postmaster` (the one replaying), if alive.
@@ -453,7 +453,7 @@ impl Cluster {
 
     fn postmaster_pid(&self) -> Option<u32> {
         // PostgreSQL's lock file has the same first line as Strata's.
-        crate::server::read_pid(&self.data).and_then(|p| u32::try_from(p).ok())
+        strata_server::server::read_pid(&self.data).and_then(|p| u32::try_from(p).ok())
     }
 
     /// The server's main pid (Strata's process; PostgreSQL's postmaster).

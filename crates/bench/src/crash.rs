@@ -25,7 +25,7 @@
 //! or aborted relation); and, after a clean shutdown, every page's checksum.
 //! A committed transaction whose effect is missing counts as lost.
 
-use crate::bench::Record;
+use crate::Record;
 use rand::RngExt;
 use rand::SeedableRng;
 use rand_xorshift::XorShiftRng;
@@ -809,7 +809,7 @@ fn replay_lines(
 
 /// Runs `iterations` crash cycles on a fresh cluster in a temporary directory.
 pub fn run(opts: &CrashRun) -> Result<CrashSummary, String> {
-    let settings = crate::config::settings_from(&opts.settings_args)?;
+    let settings = strata_server::config::settings_from(&opts.settings_args)?;
     let quiet = Settings {
         log: std::sync::Arc::new(|_: &str| {}),
         ..settings.clone()

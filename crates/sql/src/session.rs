@@ -259,7 +259,7 @@ pub struct ServerState {
     pub registry: Registry,
     /// Server settings as SHOW prints them (name, value, description).
     pub settings: Vec<(String, String, String)>,
-    pub auth: crate::pg::auth::AuthStore,
+    pub auth: crate::roles::RoleStore,
     /// The server log.
     pub log: strata_engine::LogSink,
     /// `superuser_reserved_connections`.
@@ -309,7 +309,7 @@ pub struct Session<'e> {
     /// ALTER ROLE ... PASSWORD of the open block, staged (`staged`) with its xid
     /// and installed when it commits.
     passwords: Vec<(String, Option<String>)>,
-    staged: Option<crate::pg::auth::Staged>,
+    staged: Option<crate::roles::Staged>,
     interrupts: Arc<Interrupts>,
     /// When the running statement times out (`statement_timeout`).
     deadline: Option<Instant>,
@@ -943,11 +943,11 @@ impl<'e> Session<'e> {
                 Ok(Output::Command("VACUUM".into()))
             }
             Stmt::AlterRolePassword { role, password } => {
-                if *role != self.user && !crate::pg::auth::is_superuser(&self.user) {
+                if *role != self.user && !crate::roles::is_superuser(&self.user) {
                     return Err(SqlError::new("42501", "permission denied to alter role")
                         .with_hint(format!(
                             "Only the role itself or the superuser \"{}\" may change the password of role \"{role}\".",
-                            crate::pg::auth::BOOTSTRAP_SUPERUSER
+                            crate::roles::BOOTSTRAP_SUPERUSER
                         )));
                 }
                 self.alter_role_password(role, password.as_deref())?;
@@ -1205,7 +1205,7 @@ impl<'e> Session<'e> {
     /// ALTER ROLE ... PASSWORD: staged with the transaction's xid, installed when it
     /// commits (session rule 8, auth invariant 3).
     fn alter_role_password(&mut self, role: &str, password: Option<&str>) -> SqlResult<()> {
-        crate::pg::auth::check_role(role).map_err(|e| SqlError::new("42602", e))?;
+        crate::roles::check_role(role).map_err(|e| SqlError::new("42602", e))?;
         let in_block = matches!(self.block, Block::Open { .. });
         let mut changes = if in_block {
             self.passwords.clone()

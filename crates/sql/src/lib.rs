@@ -1,10 +1,17 @@
-//! The SQL subset: parsing (with `sqlparser`, PostgreSQL dialect), values and errors.
+//! strata-sql: the SQL layer. Statements and values, parsing (with `sqlparser`,
+//! PostgreSQL dialect), binding, evaluation, execution and sessions, over the engine.
+//! It knows nothing of sockets or the wire protocol: the server crate feeds it text
+//! and parameters and sends back what it returns.
 //!
 //! Owns the statement forms Strata accepts ([`Stmt`]), the SQL value and type model
 //! ([`Datum`], [`SqlType`]) and SQL errors with their SQLSTATE ([`SqlError`]).
-//! Binding to the catalog and execution live in [`bind`] and [`session`].
+//! Module map, in dependency order: this file (parsing, values, errors), [`settings`]
+//! (the session's SET/SHOW values), [`bind`] (names to the catalog, expressions,
+//! evaluation), [`sort`] (ORDER BY within `work_mem`), [`roles`] (`global/pg_authid`),
+//! [`session`] (a session's transaction-block state machine and the execution of each
+//! statement kind).
 //!
-//! Invariants:
+//! Rules (cited as "sql rule N"):
 //! 1. Parsing never touches the engine: a [`Stmt`] is the text's meaning only, so a
 //!    multi-statement query is parsed once and each statement bound just before it
 //!    runs (a `CREATE TABLE t; INSERT INTO t ...` string works).
@@ -13,10 +20,14 @@
 //! 3. Utility statements sqlparser does not know in PostgreSQL's form (CREATE/DROP
 //!    DATABASE and TABLESPACE, VACUUM, CHECKPOINT, SET, SHOW, ALTER ROLE ... PASSWORD)
 //!    are parsed here from sqlparser's tokens; the rest by sqlparser itself.
+//! 4. No async runtime and no protocol types here (`cargo tree -p strata-sql` lists
+//!    neither tokio nor pgwire): a session is driven by plain calls, and waits (locks,
+//!    timeouts, cancels) are its own.
 
 pub mod bind;
 #[cfg(test)]
 mod fuzz_tests;
+pub mod roles;
 pub mod session;
 pub mod settings;
 pub mod sort;

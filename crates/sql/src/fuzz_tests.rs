@@ -206,9 +206,12 @@ fn with_session(stack: usize, f: impl FnOnce(&mut Session<'_>) + Send + 'static)
             let server = ServerState {
                 registry: Registry::default(),
                 settings: vec![],
-                auth: crate::pg::auth::AuthStore::load(strata_vfs::StdVfs::arc(), &data, &|_| {
-                    false
-                })
+                auth: crate::roles::RoleStore::load(
+                    strata_vfs::StdVfs::arc(),
+                    &data,
+                    &|_| false,
+                    |_| Err("no passwords here".into()),
+                )
                 .unwrap(),
                 log: Arc::new(|_: &str| {}),
                 reserved_connections: 0,

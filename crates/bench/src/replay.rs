@@ -288,7 +288,7 @@ fn run_one(workload: &str, sb: &str, scale: f64, bar: &ProgressBar) -> Result<Fi
     let settings_arg = format!("shared_buffers={sb}");
     let quiet = Settings {
         log: std::sync::Arc::new(|_: &str| {}),
-        ..crate::config::settings_from(&[
+        ..strata_server::config::settings_from(&[
             settings_arg.clone(),
             "checkpoint_timeout=1h".into(),
             "max_wal_size=64GB".into(),

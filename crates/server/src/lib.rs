@@ -1,0 +1,25 @@
+//! strata-server: the server process. Start, stop and init of a cluster, settings
+//! (`strata.conf`, `-c`), the PostgreSQL wire protocol, authentication, and the
+//! registry of connections; it feeds statements to `strata-sql` and sends back what
+//! they return.
+//!
+//! Module map: [`config`] (settings: parsing, units, ranges, SHOW's list),
+//! [`server`] (the process: data directory, lock file, logging, listeners, shutdown),
+//! [`pg`] (the wire protocol: the connection loop, frames, authentication, the
+//! handlers that run a session per connection).
+//!
+//! Rules (cited as "server rule N"):
+//! 1. No client input ends the process: every failure of a connection is that
+//!    connection's (an error with its SQLSTATE, or FATAL and the connection closes);
+//!    only the engine's PANIC (engine rule 7) and a Rust panic (which aborts: pages may
+//!    be pinned or a change half applied) end the server, and restart recovers.
+//! 2. Errors are logged once, where they are answered: a session's to the client and
+//!    the server log (`log_sink`), start-up's to stderr by the binary.
+//! 3. The protocol runs on tokio; each session's statements run on a thread of their
+//!    own (the SQL layer is synchronous), so a long statement blocks nobody else.
+
+pub mod config;
+pub mod pg;
+pub mod server;
+
+pub use server::{init, start, stop};
