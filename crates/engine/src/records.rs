@@ -13,7 +13,7 @@
 //! | SMGR | 2 | 0x10 | [`SmgrCreate`] | create the fork's file |
 //! | SMGR | 2 | 0x20 | [`SmgrTruncate`] | cut buffers, then files, every fork at once |
 //! | DBASE | 4 | 0x00 | [`DbCreateDir`] | create the database directory |
-//! | DBASE | 4 | 0x10 | [`DbFileCopy`] | nothing in crash recovery (see `ddl.rs`) |
+//! | DBASE | 4 | 0x10 | [`DbFileCopy`] | nothing in crash recovery (see `xact.rs`) |
 //! | TBLSPC | 5 | 0x00 | [`TblspcCreate`] | create the location's directory and link |
 //! | HEAP | 10 | 0x00 | insert: [`BlockRef`] + [`HeapInsert`] | add the tuple |
 //! | HEAP | 10 | 0x10 | delete: [`BlockRef`] + [`HeapDelete`] | set xmax |
@@ -265,7 +265,7 @@ impl SmgrCreate {
     }
 }
 
-/// Truncation of several forks of one relation: one record (brief §1: VACUUM's
+/// Truncation of several forks of one relation: one record (PostgreSQL's VACUUM
 /// truncation used to cost a pass per fork).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SmgrTruncate {

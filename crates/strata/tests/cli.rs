@@ -1,5 +1,5 @@
 //! Property: `strata bench bufpool` runs end to end as a user would call it, writes one
-//! JSON record per figure in the brief's format (every case, implementation and size),
+//! JSON record per figure in the format of docs/WORKLOADS.md §2 (every case, implementation and size),
 //! and refuses bad settings with a clear message and a non-zero exit.
 
 use std::process::Command;

@@ -168,16 +168,13 @@ fn one_transaction_drops_fifty_tables_or_none() {
     );
 }
 
-#[test]
-fn database_over_many_tablespaces_survives_sigkill() {
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("d");
-    let mut s = Server::start(&data, &[]);
-    let n = 20;
+/// Creates `n` tablespaces under `dir` and a database `many` with a 50-row table in
+/// each, plus a table `kept` in postgres; returns the tablespaces' locations.
+fn many_tablespaces(s: &Server, dir: &Path, n: usize) -> Vec<PathBuf> {
     let mut script = String::new();
     let mut locs = Vec::new();
     for i in 0..n {
-        let loc = dir.path().join(format!("spc{i}"));
+        let loc = dir.join(format!("spc{i}"));
         std::fs::create_dir(&loc).unwrap();
         script.push_str(&format!(
             "create tablespace ts{i} location '{}';\n",
@@ -194,9 +191,38 @@ fn database_over_many_tablespaces_survives_sigkill() {
     script.push_str(
         "\\c postgres\ncreate table kept (a int);\ninsert into kept values (1), (2), (3);\n",
     );
-    let f = dir.path().join("many.sql");
+    let f = dir.join("many.sql");
     std::fs::write(&f, script).unwrap();
     s.psql_ok("postgres", &["-f", f.to_str().unwrap()]);
+    locs
+}
+
+/// Opens a transaction that creates table `uncommitted` and leaves it open (the
+/// client is leaked); returns the files it created under `base5`.
+fn open_uncommitted_create(s: &Server, base5: &Path) -> Vec<PathBuf> {
+    let before = files_under(base5);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let c = s.client("postgres").await;
+        c.batch_execute(
+            "begin; create table uncommitted (a int); insert into uncommitted values (1);",
+        )
+        .await
+        .unwrap();
+        std::mem::forget(c); // keep the transaction open until the SIGKILL
+    });
+    files_under(base5)
+        .into_iter()
+        .filter(|p| !before.contains(p))
+        .collect()
+}
+
+#[test]
+fn database_over_many_tablespaces_survives_sigkill() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    let mut s = Server::start(&data, &[]);
+    let locs = many_tablespaces(&s, dir.path(), 20);
     for l in &locs {
         assert!(!files_under(l).is_empty(), "{} holds a table", l.display());
     }
@@ -224,22 +250,7 @@ fn database_over_many_tablespaces_survives_sigkill() {
         );
     }
     // An open transaction at the moment of the crash: its table must not survive.
-    let base5 = data.join("base/5");
-    let before = files_under(&base5);
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    rt.block_on(async {
-        let c = s.client("postgres").await;
-        c.batch_execute(
-            "begin; create table uncommitted (a int); insert into uncommitted values (1);",
-        )
-        .await
-        .unwrap();
-        std::mem::forget(c); // keep the transaction open until the SIGKILL
-    });
-    let created: Vec<PathBuf> = files_under(&base5)
-        .into_iter()
-        .filter(|p| !before.contains(p))
-        .collect();
+    let created = open_uncommitted_create(&s, &data.join("base/5"));
     assert!(
         !created.is_empty(),
         "the open transaction's table has a file"
