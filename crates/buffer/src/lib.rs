@@ -10,6 +10,9 @@
 //! [`BufferPool::flush_all_dirty`], and [`BufferPool::verify_invariants`] for tests.
 
 mod directory;
+/// The PostgreSQL-style full scans, for the benchmark and this crate's tests only: behind
+/// the `reference` feature (off by default), so the production pool does not contain them.
+#[cfg(any(test, feature = "reference"))]
 pub mod reference;
 
 use directory::{Directory, Padded};
@@ -827,6 +830,7 @@ impl BufferPool {
     }
 
     /// Iterates over the descriptors that exist, with their tags (for `reference`).
+    #[cfg(any(test, feature = "reference"))]
     fn for_each_tagged(&self, mut f: impl FnMut(BufId, BufferTag, bool)) {
         for id in 0..self.nbuffers {
             let Some(desc) = self.try_desc(id) else {
@@ -842,6 +846,7 @@ impl BufferPool {
 
     /// Detaches a set of (tag, id) pairs from the directory and invalidates them (for
     /// `reference`, which found them by scanning).
+    #[cfg(any(test, feature = "reference"))]
     fn detach_and_invalidate(&self, victims: &[(BufferTag, BufId)]) -> usize {
         victims
             .iter()
