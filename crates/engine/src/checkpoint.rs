@@ -228,7 +228,7 @@ pub fn spawn_checkpointer(sh: Arc<Shared>) -> JoinHandle<()> {
                     if st.shutdown {
                         return;
                     }
-                    let distance = sh.wal().insert_lsn().0.saturating_sub(st.last_redo.0);
+                    let distance = sh.wal().insert_lsn().checked_sub(st.last_redo).unwrap_or(0);
                     if std::mem::take(&mut st.requested) {
                         (true, "requested")
                     } else if last.elapsed() >= sh.settings.checkpoint_timeout {

@@ -3,6 +3,8 @@
 //! Owns: the identity of everything stored — `Oid`, `RelFileNumber`, `BlockNumber`,
 //! `ForkNumber`, `RelKey`, `BufferTag`, `Lsn` — and the sizes everything is built on
 //! (`BLCKSZ`, `RELSEG_BLOCKS`), plus parsing of PostgreSQL-style memory settings.
+//! `Lsn` carries its own arithmetic (`+ u64`, `- Lsn`) and PostgreSQL's `X/X` text form
+//! both ways (`Display`, `FromStr`), so no layer computes on or formats its raw `u64`.
 //!
 //! Invariants:
 //! 1. No bare integers for domain values: every layer passes these types.
@@ -225,17 +227,85 @@ impl fmt::Display for Xid {
     }
 }
 
-/// A position in the write-ahead log. Prints as PostgreSQL's `X/X`.
+/// A position in the write-ahead log. Prints and parses as PostgreSQL's `pg_lsn`: `X/X`,
+/// the high and low 32 bits in hexadecimal (`0/16B3748`).
+///
+/// Arithmetic: `lsn + bytes` and `lsn += bytes` move forward (overflow panics: 2^64 bytes
+/// of WAL is a bug, not a workload); `later - earlier` is the distance in bytes and panics
+/// if `earlier` is later, so where the order is not known use [`Lsn::checked_sub`].
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Default)]
 pub struct Lsn(pub u64);
 
 impl Lsn {
     pub const INVALID: Lsn = Lsn(0);
+
+    /// Bytes from `earlier` to `self`, or `None` if `earlier` is after `self`.
+    pub fn checked_sub(self, earlier: Lsn) -> Option<u64> {
+        self.0.checked_sub(earlier.0)
+    }
+
+    /// `self + bytes`, or `None` past the last representable position.
+    pub fn checked_add(self, bytes: u64) -> Option<Lsn> {
+        self.0.checked_add(bytes).map(Lsn)
+    }
 }
 
 impl fmt::Display for Lsn {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{:X}/{:X}", self.0 >> 32, self.0 & 0xFFFF_FFFF)
+    }
+}
+
+impl std::ops::Add<u64> for Lsn {
+    type Output = Lsn;
+    fn add(self, bytes: u64) -> Lsn {
+        match self.checked_add(bytes) {
+            Some(lsn) => lsn,
+            None => panic!("LSN overflow: {self} + {bytes}"),
+        }
+    }
+}
+
+impl std::ops::AddAssign<u64> for Lsn {
+    fn add_assign(&mut self, bytes: u64) {
+        *self = *self + bytes;
+    }
+}
+
+impl std::ops::Sub<Lsn> for Lsn {
+    type Output = u64;
+    /// The distance in bytes from `earlier` to `self`. Panics if `earlier` is later.
+    fn sub(self, earlier: Lsn) -> u64 {
+        match self.checked_sub(earlier) {
+            Some(bytes) => bytes,
+            None => panic!("LSN underflow: {self} - {earlier}"),
+        }
+    }
+}
+
+/// Text that is not an LSN. Displays as PostgreSQL's error for `pg_lsn` input
+/// (SQLSTATE 22P02, invalid_text_representation).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid input syntax for type pg_lsn: \"{0}\"")]
+pub struct ParseLsnError(pub String);
+
+impl std::str::FromStr for Lsn {
+    type Err = ParseLsnError;
+
+    /// Parses `X/X` as PostgreSQL's `pg_lsn_in` does: each half is 1 to 8 hexadecimal
+    /// digits (either case), nothing before, between or after.
+    fn from_str(s: &str) -> Result<Lsn, ParseLsnError> {
+        let half = |h: &str| -> Option<u64> {
+            let ok = (1..=8).contains(&h.len()) && h.bytes().all(|b| b.is_ascii_hexdigit());
+            ok.then(|| u64::from_str_radix(h, 16).ok()).flatten()
+        };
+        let parsed = s
+            .split_once('/')
+            .and_then(|(hi, lo)| Some((half(hi)?, half(lo)?)));
+        match parsed {
+            Some((hi, lo)) => Ok(Lsn(hi << 32 | lo)),
+            None => Err(ParseLsnError(s.to_string())),
+        }
     }
 }
 
@@ -247,6 +317,85 @@ mod tests {
     fn lsn_prints_like_postgres() {
         assert_eq!(Lsn(0x1_0000_00A0).to_string(), "1/A0");
         assert_eq!(Lsn(0x16B3748).to_string(), "0/16B3748");
+        assert_eq!(Lsn(0).to_string(), "0/0");
+        assert_eq!(Lsn(u64::MAX).to_string(), "FFFFFFFF/FFFFFFFF");
+    }
+
+    #[test]
+    fn lsn_parses_like_postgres_and_round_trips() {
+        assert_eq!("0/16B3748".parse(), Ok(Lsn(0x16B3748)));
+        assert_eq!("1/a0".parse(), Ok(Lsn(0x1_0000_00A0)), "either case");
+        assert_eq!("00000001/000000A0".parse(), Ok(Lsn(0x1_0000_00A0)));
+        for v in [
+            0,
+            1,
+            0xA0,
+            0x16B3748,
+            0x1_0000_0000,
+            0xDEAD_BEEF_0BAD_F00D,
+            u64::MAX,
+        ] {
+            assert_eq!(Lsn(v).to_string().parse(), Ok(Lsn(v)), "{v:#x}");
+        }
+    }
+
+    #[test]
+    fn lsn_rejects_bad_input_with_postgres_wording() {
+        for bad in [
+            "",
+            "/",
+            "0/",
+            "/0",
+            "16B3748",
+            "0/16B3748/",
+            " 0/1",
+            "0/1 ",
+            "0 /1",
+            "-1/0",
+            "+1/0",
+            "G/0",
+            "0/0x1",
+            "123456789/0",
+            "0/123456789",
+            "0//1",
+            "０/1",
+        ] {
+            let err = bad.parse::<Lsn>().expect_err(bad);
+            assert_eq!(err, ParseLsnError(bad.to_string()));
+            assert_eq!(
+                err.to_string(),
+                format!("invalid input syntax for type pg_lsn: \"{bad}\"")
+            );
+        }
+    }
+
+    #[test]
+    fn lsn_arithmetic() {
+        let a = Lsn(0xFFFF_FFF0);
+        let b = a + 0x20;
+        assert_eq!(b, Lsn(0x1_0000_0010));
+        assert_eq!(b.to_string(), "1/10", "crosses the 32-bit halves");
+        assert_eq!(b - a, 0x20);
+        assert_eq!(a - a, 0);
+        let mut c = a;
+        c += 0x20;
+        assert_eq!(c, b);
+        assert_eq!(b.checked_sub(a), Some(0x20));
+        assert_eq!(a.checked_sub(b), None);
+        assert_eq!(Lsn(u64::MAX).checked_add(1), None);
+        assert_eq!(Lsn(1).checked_add(2), Some(Lsn(3)));
+    }
+
+    #[test]
+    #[should_panic(expected = "LSN underflow: 0/10 - 0/20")]
+    fn lsn_sub_panics_when_earlier_is_later() {
+        let _ = Lsn(0x10) - Lsn(0x20);
+    }
+
+    #[test]
+    #[should_panic(expected = "LSN overflow")]
+    fn lsn_add_panics_on_overflow() {
+        let _ = Lsn(u64::MAX) + 1;
     }
 
     #[test]

@@ -188,7 +188,7 @@ impl SegmentWriter {
                 self.dirty.push(segno);
             }
             bytes = &bytes[n..];
-            lsn = Lsn(lsn.0 + n as u64);
+            lsn += n as u64;
         }
         Ok(())
     }
@@ -318,7 +318,7 @@ impl Wal {
             ins.buf[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
             let padded = align(len as u64);
             ins.buf.resize(start + padded as usize, 0);
-            let end = Lsn(lsn.0 + padded);
+            let end = lsn + padded;
             ins.next = end;
             ins.prev = lsn;
             (lsn, end, ins.buf.len() > WAL_BUFFERS_BYTES)
@@ -408,7 +408,7 @@ impl Wal {
             ins.buf_start = ins.next;
             (start, std::mem::take(&mut ins.buf))
         };
-        let end = Lsn(start.0 + bytes.len() as u64);
+        let end = start + bytes.len() as u64;
         let result =
             writer
                 .write(start, &bytes)
@@ -617,7 +617,7 @@ impl WalReader {
             let n = (self.cache.len() - from).min(buf.len());
             buf[..n].copy_from_slice(&self.cache[from..from + n]);
             buf = &mut buf[n..];
-            lsn = Lsn(lsn.0 + n as u64);
+            lsn += n as u64;
         }
         Ok(())
     }
@@ -656,7 +656,7 @@ impl WalReader {
             return self.stop(StopReason::BadLength(len));
         }
         let mut payload = vec![0u8; len as usize - RECORD_HEADER_BYTES];
-        match self.read_at(Lsn(lsn.0 + RECORD_HEADER_BYTES as u64), &mut payload) {
+        match self.read_at(lsn + RECORD_HEADER_BYTES as u64, &mut payload) {
             Ok(()) => {}
             Err(ReadFail::Missing(_)) | Err(ReadFail::Short) => return self.stop(StopReason::Torn),
             Err(ReadFail::Io(e)) => return Err(e),
@@ -676,7 +676,7 @@ impl WalReader {
         }
         let record = Record {
             lsn,
-            end: Lsn(lsn.0 + align(len as u64)),
+            end: lsn + align(len as u64),
             prev,
             xid: u32::from_le_bytes(header[24..28].try_into().expect("4")),
             rmgr: RmgrId(header[28]),

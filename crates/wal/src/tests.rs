@@ -73,7 +73,7 @@ fn records_round_trip_across_segments() {
     assert_eq!(r.stop_reason(), Some(&StopReason::End));
     assert_eq!(r.end(), wal.insert_lsn());
     assert!(matches!(
-        wal.flush(Lsn(wal.insert_lsn().0 + 8)),
+        wal.flush(wal.insert_lsn() + 8),
         Err(WalError::FlushBeyondEnd { .. })
     ));
 }
@@ -123,7 +123,7 @@ fn corruption_stops_the_reader_before_the_bad_record() {
     let (wal, pos) = fill(dir.path(), 200);
     drop(wal);
     let (bad, _) = pos[120];
-    let path = segment_path(dir.path(), Lsn(bad.0 + RECORD_HEADER_BYTES as u64 - 1));
+    let path = segment_path(dir.path(), bad + (RECORD_HEADER_BYTES as u64 - 1));
     let mut bytes = fs::read(&path).unwrap();
     let off = ((bad.0 + RECORD_HEADER_BYTES as u64 - 1) % SEG) as usize; // last header byte
     bytes[off] ^= 0x40;
@@ -164,7 +164,7 @@ fn stale_record_at_the_wrong_position_is_not_replayed() {
     let path = segment_path(dir.path(), pos[0].0);
     let mut bytes = fs::read(&path).unwrap();
     let (a, b) = ((pos[3].0 .0 % SEG) as usize, (pos[8].0 .0 % SEG) as usize);
-    let len = (pos[3].1 .0 - pos[3].0 .0) as usize;
+    let len = (pos[3].1 - pos[3].0) as usize;
     let rec3 = bytes[a..a + len].to_vec();
     bytes[b..b + len].copy_from_slice(&rec3);
     fs::write(&path, bytes).unwrap();
