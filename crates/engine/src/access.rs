@@ -2,7 +2,8 @@
 //! page change (engine rule 2).
 //!
 //! Entry points: [`log_block`], [`insert`], [`scan`], [`delete_where`], [`vacuum_rel`],
-//! [`truncate_apply`], and the map helpers used by replay.
+//! [`truncate_apply`]; the redo of the records written here, [`heap_redo`] (Heap) and
+//! [`smgr_redo`] (Storage).
 //!
 //! Map forks (not PostgreSQL's tree-shaped FSM: one level is enough here):
 //!
@@ -26,14 +27,15 @@
 
 use crate::heap::{self, page_tuples, PD_ALL_VISIBLE};
 use crate::records::{
-    BlockRef, HeapBody, HeapDelete, HeapInsert, HeapPrune, SmgrCreate, SmgrTruncate, RM_HEAP,
-    RM_SMGR, SMGR_CREATE, SMGR_TRUNCATE,
+    BlockRef, HeapBody, HeapDelete, HeapInsert, HeapPrune, PendingCreate, SmgrCreate, SmgrTruncate,
+    RM_HEAP, RM_SMGR, SMGR_CREATE, SMGR_TRUNCATE,
 };
+use crate::redo::{unknown_record, RedoContext};
 use crate::{corrupt, EngineError, Result, Shared};
 use strata_buffer::{PinnedBuffer, ReadMode};
 use strata_page::{PageBuf, HEADER_BYTES};
 use strata_types::{BlockNumber, BufferTag, ForkNumber, Lsn, RelKey, Xid, BLCKSZ};
-use strata_wal::RmgrId;
+use strata_wal::{Record, RmgrId};
 
 pub const MAP_BYTES: usize = BLCKSZ - HEADER_BYTES;
 pub const FSM_PER_PAGE: u32 = MAP_BYTES as u32;
@@ -695,4 +697,77 @@ fn truncate_tail(sh: &Shared, rel: RelKey, nonempty_end: u32) -> Result<()> {
     let (_, end) = sh.wal_insert(RM_SMGR, SMGR_TRUNCATE, 0, &rec.encode())?;
     sh.wal_flush(end)?;
     truncate_apply(sh, &rec, end)
+}
+
+/// Redo of the Heap resource manager (INSERT, DELETE, PRUNE), through recovery rule 2's
+/// block redo; then the VM bit the record carries, if the heap change was applied
+/// (rule 2: the record that clears or sets a bit is the VM page's LSN).
+pub(crate) fn heap_redo(rx: &mut dyn RedoContext, r: &Record) -> Result<()> {
+    let (b, body) = HeapBody::decode(r.info, &r.payload).map_err(corrupt)?;
+    let rel = b.tag.rel;
+    let block = b.tag.block.0;
+    let applied = rx.redo_block(r, &b, &mut |p| match &body {
+        HeapBody::Insert(i) => match heap::page_insert(p, &i.tuple) {
+            Some((off, _)) if off == i.offset => Ok(()),
+            Some((off, _)) => Err(format!(
+                "insert went to item {off}, record says {}",
+                i.offset
+            )),
+            None => Err("no room for the tuple".into()),
+        },
+        HeapBody::Delete(d) => heap::page_delete(p, &d.offsets, d.xmax)
+            .map(|_| ())
+            .map_err(|e| e.to_string()),
+        HeapBody::Prune(pr) => {
+            heap::page_prune(p, &pr.removed, pr.all_visible);
+            Ok(())
+        }
+    })?;
+    if applied.is_none() {
+        return Ok(());
+    }
+    let sh = rx.shared();
+    match &body {
+        HeapBody::Insert(HeapInsert {
+            vm_cleared: true, ..
+        })
+        | HeapBody::Delete(HeapDelete {
+            vm_cleared: true, ..
+        }) => vm_change(sh, rel, block, false, r.end, true),
+        HeapBody::Prune(pr) => vm_change(sh, rel, block, pr.all_visible, r.end, true),
+        _ => Ok(()),
+    }
+}
+
+/// Redo of the Storage resource manager: CREATE (a fork; tracked if transactional, so
+/// an unfinished creator's files go at the end of recovery) and TRUNCATE (every fork
+/// it names, with the pool's bulk truncate: recovery rule 3).
+pub(crate) fn smgr_redo(rx: &mut dyn RedoContext, r: &Record) -> Result<()> {
+    match r.info {
+        SMGR_CREATE => {
+            let c = SmgrCreate::decode(&r.payload).map_err(corrupt)?;
+            rx.saw_relfilenumber(c.rel.rel);
+            if c.transactional {
+                rx.created(Xid(r.xid), PendingCreate::Rel(c.rel));
+            }
+            if rx.spc_available(c.rel.spc) {
+                let sh = rx.shared();
+                sh.smgr.create_database_dir(c.rel.spc, c.rel.db)?;
+                sh.smgr.create(c.rel, c.fork, true)?;
+            }
+            Ok(())
+        }
+        SMGR_TRUNCATE => {
+            let t = SmgrTruncate::decode(&r.payload).map_err(corrupt)?;
+            for (fork, len) in &t.forks {
+                rx.truncated(t.rel, *fork, *len);
+            }
+            let sh = rx.shared();
+            if rx.spc_available(t.rel.spc) && sh.smgr.exists(t.rel, ForkNumber::Main) {
+                truncate_apply(sh, &t, r.end)?;
+            }
+            Ok(())
+        }
+        _ => Err(unknown_record(r)),
+    }
 }

@@ -1,7 +1,8 @@
 //! Checkpoints: the cluster's creation, the checkpoint itself, and the checkpointer
 //! thread.
 //!
-//! Entry points: [`init_cluster`], [`checkpoint`], [`spawn_checkpointer`].
+//! Entry points: [`init_cluster`], [`checkpoint`], [`spawn_checkpointer`]; [`xlog_redo`],
+//! the redo of the XLOG records (CHECKPOINT here, NEXTOID and FPI from `xact`).
 //!
 //! A checkpoint, in order (each step's cost in brackets):
 //! 1. Take the redo point — the WAL insert position — and the running transaction's
@@ -27,8 +28,12 @@
 //!    point past changes that never reached the disk, or remove the WAL that holds
 //!    them. Restart recovers them from WAL.
 
-use crate::records::{CheckpointRecord, RM_XLOG, XLOG_CHECKPOINT};
-use crate::{EngineError, Result, Settings, Shared};
+use crate::codec::Dec;
+use crate::records::{
+    BlockRef, CheckpointRecord, RM_XLOG, XLOG_CHECKPOINT, XLOG_FPI, XLOG_NEXTOID,
+};
+use crate::redo::{unknown_record, RedoContext};
+use crate::{corrupt, EngineError, Result, Settings, Shared};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::sync::Arc;
@@ -36,7 +41,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use strata_types::{Lsn, Oid, RelFileNumber, Xid};
 use strata_wal::control::{ClusterState, ControlFile};
-use strata_wal::Wal;
+use strata_wal::{Record, Wal};
 
 /// What one checkpoint did.
 #[derive(Debug, Clone, Copy, Default)]
@@ -253,4 +258,31 @@ pub fn spawn_checkpointer(sh: Arc<Shared>) -> JoinHandle<()> {
             }
         })
         .expect("spawn checkpointer thread")
+}
+
+/// Redo of the XLOG resource manager. CHECKPOINT and NEXTOID: the counters they carry
+/// (replay's next xid, OID and relfilenumber end past them). FPI: a full-page image,
+/// restored through recovery rule 2.
+pub(crate) fn xlog_redo(rx: &mut dyn RedoContext, r: &Record) -> Result<()> {
+    match r.info {
+        XLOG_CHECKPOINT => {
+            let c = CheckpointRecord::decode(&r.payload).map_err(corrupt)?;
+            rx.saw_xid(Xid(c.next_xid.0.saturating_sub(1)));
+            rx.saw_oid(Oid(c.next_oid.0.saturating_sub(1)));
+            rx.saw_relfilenumber(RelFileNumber(c.next_relfilenumber.0.saturating_sub(1)));
+        }
+        XLOG_NEXTOID => {
+            let b: [u8; 4] = r.payload[..]
+                .try_into()
+                .map_err(|_| corrupt("NEXTOID record of wrong length"))?;
+            rx.saw_oid(Oid(u32::from_le_bytes(b).saturating_sub(1)));
+        }
+        XLOG_FPI => {
+            let mut d = Dec::new(&r.payload, "FPI record");
+            let b = BlockRef::decode(&mut d).map_err(corrupt)?;
+            rx.redo_block(r, &b, &mut |_| Ok(()))?;
+        }
+        _ => return Err(unknown_record(r)),
+    }
+    Ok(())
 }

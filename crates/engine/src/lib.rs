@@ -7,9 +7,13 @@
 //! [`Engine::checkpoint`], [`Engine::close`].
 //!
 //! Module map, in dependency order: `codec` (byte encoding), `records` (WAL record
-//! formats), `heap` (tuples and page operations), `clog` (commit log), `catalog`,
-//! `access` (heap/FSM/VM through the pool, the WAL-logged change), `xact` (transactions
-//! and DDL), `checkpoint`, `recovery` (the resource managers' redo).
+//! formats), `redo` (what a resource manager's redo may ask of the redo loop), `heap`
+//! (tuples and page operations), `clog` (commit log), `catalog`, `access` (heap/FSM/VM
+//! through the pool, the WAL-logged change; Heap and Storage redo), `xact` (transactions
+//! and DDL; Transaction, Database and Tablespace redo), `checkpoint` (XLOG redo),
+//! `recovery` (start-up, the redo loop dispatching on the resource manager, and its
+//! bookkeeping). Each resource manager's redo lives beside the code that writes its
+//! records (the table in `redo`).
 //!
 //! Rules (cited as "engine rule N"):
 //! 1. One writer at a time: a [`Txn`] holds the writer lock from begin to end. Readers
@@ -61,6 +65,7 @@ mod codec;
 mod heap;
 mod records;
 mod recovery;
+mod redo;
 mod stream;
 mod xact;
 

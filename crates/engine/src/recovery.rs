@@ -1,5 +1,8 @@
-//! Start-up and crash recovery: the resource managers' redo, dispatched from the one
-//! redo loop (`strata_wal::redo`), then the catalog loaded from its heaps.
+//! Start-up and crash recovery: the one redo loop (`strata_wal::redo`) dispatching each
+//! record to its resource manager's redo (beside the code that writes it: the table in
+//! `redo`), the bookkeeping that spans records (skipped pages, unfinished transactions,
+//! the highest ids seen) behind `redo::RedoContext`, then the catalog loaded from its
+//! heaps.
 //!
 //! Entry point: [`startup`].
 //!
@@ -31,13 +34,12 @@
 //! 9. After a crash, database directories that no committed database owns are removed
 //!    (a power loss can keep a directory whose create record, only written, was lost).
 
-use crate::access;
 use crate::catalog::{self, CatalogCache, DbEntry, RelEntry, SpcEntry, Tid};
 use crate::clog::{Clog, XidStatus};
-use crate::codec::Dec;
-use crate::heap;
 use crate::records::*;
-use crate::xact::{remove_created, remove_dropped};
+use crate::redo::{unknown_record, PageRedo, RedoContext};
+use crate::xact::remove_created;
+use crate::{access, heap, xact};
 use crate::{
     checkpoint, corrupt, CkptState, Counters, EngineError, Fatal, LateWal, RecoveryInfo,
     RecoverySyncMethod, Result, Settings, Shared,
@@ -47,7 +49,6 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 use strata_buffer::{BufferPool, ReadMode};
-use strata_page::PageBuf;
 use strata_smgr::Smgr;
 use strata_types::{
     BlockNumber, ForkNumber, Lsn, Oid, RelFileNumber, RelKey, Xid, DEFAULT_TABLESPACE,
@@ -511,207 +512,32 @@ impl Redo<'_> {
         self.invalid.note(rel, fork, block);
     }
 
-    /// O(rels).
-    fn forget_rels(&mut self, rels: &[RelKey]) {
-        if self.invalid.is_empty() {
-            return;
-        }
-        for &r in rels {
-            self.invalid.forget_rel(r);
-        }
-    }
-
-    fn forget_created(&mut self, created: &[PendingCreate]) {
-        if self.invalid.is_empty() {
-            return;
-        }
-        for c in created {
-            match *c {
-                PendingCreate::Rel(r) => self.invalid.forget_rel(r),
-                PendingCreate::DbDir { db, .. } => self.invalid.forget_db(db),
-                PendingCreate::Tablespace(spc) => self.invalid.forget_spc(spc),
-            }
-        }
-    }
-
-    fn track(&mut self, xid: Xid, what: PendingCreate) {
-        self.unfinished.entry(xid).or_default().push(what);
-    }
-
-    /// A tablespace dropped later in the WAL has no link: records for it are skipped.
-    fn spc_available(&self, spc: Oid) -> bool {
-        spc == DEFAULT_TABLESPACE
-            || spc == GLOBAL_TABLESPACE
-            || self
-                .sh
-                .dir
-                .join("pg_tblspc")
-                .join(spc.to_string())
-                .symlink_metadata()
-                .is_ok()
-    }
-
+    /// Dispatches one record to its resource manager's redo (the table in `redo`).
     fn apply(&mut self, r: &Record) -> Result<()> {
-        let xid = Xid(r.xid);
-        self.max_xid = self.max_xid.max(xid);
-        let sh = self.sh;
-        match (r.rmgr, r.info) {
-            (RM_XLOG, XLOG_CHECKPOINT) => {
-                let c = CheckpointRecord::decode(&r.payload).map_err(corrupt)?;
-                self.max_xid = self.max_xid.max(Xid(c.next_xid.0.saturating_sub(1)));
-                self.max_oid = self.max_oid.max(Oid(c.next_oid.0.saturating_sub(1)));
-                self.max_rel = self
-                    .max_rel
-                    .max(RelFileNumber(c.next_relfilenumber.0.saturating_sub(1)));
-            }
-            (RM_XLOG, XLOG_NEXTOID) => {
-                let b: [u8; 4] = r.payload[..]
-                    .try_into()
-                    .map_err(|_| corrupt("NEXTOID record of wrong length"))?;
-                self.max_oid = self
-                    .max_oid
-                    .max(Oid(u32::from_le_bytes(b).saturating_sub(1)));
-            }
-            (RM_XLOG, XLOG_FPI) => {
-                let mut d = Dec::new(&r.payload, "FPI record");
-                let b = BlockRef::decode(&mut d).map_err(corrupt)?;
-                self.redo_block(r, &b, |_| Ok(()))?;
-            }
-            (RM_XACT, XACT_COMMIT) => {
-                let c = CommitRecord::decode(&r.payload).map_err(corrupt)?;
-                sh.clog.set(xid, XidStatus::Committed);
-                self.forget_rels(&c.dropped_rels);
-                for (db, _) in &c.dropped_dbs {
-                    self.invalid.forget_db(*db);
-                }
-                remove_dropped(sh, &c)?;
-                self.unfinished.remove(&xid);
-            }
-            (RM_XACT, XACT_ABORT) => {
-                let a = AbortRecord::decode(&r.payload).map_err(corrupt)?;
-                sh.clog.set(xid, XidStatus::Aborted);
-                self.forget_created(&a.created);
-                remove_created(sh, &a.created)?;
-                self.unfinished.remove(&xid);
-            }
-            (RM_SMGR, SMGR_CREATE) => {
-                let c = SmgrCreate::decode(&r.payload).map_err(corrupt)?;
-                self.max_rel = self.max_rel.max(c.rel.rel);
-                if c.transactional {
-                    self.track(xid, PendingCreate::Rel(c.rel));
-                }
-                if self.spc_available(c.rel.spc) {
-                    sh.smgr.create_database_dir(c.rel.spc, c.rel.db)?;
-                    sh.smgr.create(c.rel, c.fork, true)?;
-                }
-            }
-            (RM_SMGR, SMGR_TRUNCATE) => {
-                let t = SmgrTruncate::decode(&r.payload).map_err(corrupt)?;
-                for (fork, len) in &t.forks {
-                    self.invalid.truncated(t.rel, *fork, *len);
-                }
-                if self.spc_available(t.rel.spc) && sh.smgr.exists(t.rel, ForkNumber::Main) {
-                    access::truncate_apply(sh, &t, r.end)?;
-                }
-            }
-            (RM_DBASE, DBASE_CREATE_DIR) => {
-                let c = DbCreateDir::decode(&r.payload).map_err(corrupt)?;
-                self.max_oid = self.max_oid.max(c.db);
-                self.track(
-                    xid,
-                    PendingCreate::DbDir {
-                        spc: c.spc,
-                        db: c.db,
-                    },
-                );
-                if self.spc_available(c.spc) {
-                    sh.smgr.create_database_dir(c.spc, c.db)?;
-                }
-            }
-            (RM_DBASE, DBASE_FILE_COPY) => {
-                // Crash recovery: the copy was durable before this record was written
-                // (xact.rs module doc), so there is nothing to do — copying again
-                // would pick up later changes to the template.
-                DbFileCopy::decode(&r.payload).map_err(corrupt)?;
-            }
-            (RM_TBLSPC, TBLSPC_CREATE) => {
-                let c = TblspcCreate::decode(&r.payload).map_err(corrupt)?;
-                self.max_oid = self.max_oid.max(c.spc);
-                self.track(xid, PendingCreate::Tablespace(c.spc));
-                if !self.spc_available(c.spc) {
-                    let loc = Path::new(&c.location);
-                    let vfs = &sh.settings.vfs;
-                    vfs.create_dir_all(loc).map_err(|e| EngineError::Io {
-                        op: "create directory",
-                        path: loc.to_path_buf(),
-                        source: e,
-                    })?;
-                    let version = loc.join(strata_smgr::TABLESPACE_VERSION_DIR);
-                    if vfs.exists(&version) {
-                        vfs.symlink(loc, &sh.dir.join("pg_tblspc").join(c.spc.to_string()))
-                            .map_err(|e| EngineError::Io {
-                                op: "create symbolic link",
-                                path: loc.to_path_buf(),
-                                source: e,
-                            })?;
-                    } else {
-                        sh.smgr.create_tablespace(c.spc, loc)?;
-                    }
-                }
-            }
-            (RM_HEAP, info) => {
-                let (b, body) = HeapBody::decode(info, &r.payload).map_err(corrupt)?;
-                let rel = b.tag.rel;
-                let block = b.tag.block.0;
-                let applied = self.redo_block(r, &b, |p| match &body {
-                    HeapBody::Insert(i) => match heap::page_insert(p, &i.tuple) {
-                        Some((off, _)) if off == i.offset => Ok(()),
-                        Some((off, _)) => Err(format!(
-                            "insert went to item {off}, record says {}",
-                            i.offset
-                        )),
-                        None => Err("no room for the tuple".into()),
-                    },
-                    HeapBody::Delete(d) => heap::page_delete(p, &d.offsets, d.xmax)
-                        .map(|_| ())
-                        .map_err(|e| e.to_string()),
-                    HeapBody::Prune(pr) => {
-                        heap::page_prune(p, &pr.removed, pr.all_visible);
-                        Ok(())
-                    }
-                })?;
-                if applied.is_some() {
-                    match &body {
-                        HeapBody::Insert(HeapInsert {
-                            vm_cleared: true, ..
-                        })
-                        | HeapBody::Delete(HeapDelete {
-                            vm_cleared: true, ..
-                        }) => access::vm_change(sh, rel, block, false, r.end, true)?,
-                        HeapBody::Prune(pr) => {
-                            access::vm_change(sh, rel, block, pr.all_visible, r.end, true)?
-                        }
-                        _ => {}
-                    }
-                }
-            }
-            (rmgr, info) => {
-                return Err(corrupt(format!(
-                    "unknown record type rmgr {} info {info:#04x}",
-                    rmgr.0
-                )))
-            }
+        self.saw_xid(Xid(r.xid));
+        match r.rmgr {
+            RM_XLOG => checkpoint::xlog_redo(self, r),
+            RM_XACT => xact::xact_redo(self, r),
+            RM_SMGR => access::smgr_redo(self, r),
+            RM_DBASE => xact::dbase_redo(self, r),
+            RM_TBLSPC => xact::tblspc_redo(self, r),
+            RM_HEAP => access::heap_redo(self, r),
+            _ => Err(unknown_record(r)),
         }
-        Ok(())
+    }
+}
+
+impl RedoContext for Redo<'_> {
+    fn shared(&self) -> &Shared {
+        self.sh
     }
 
-    /// Rule 2. Returns `None` if the block's relation or block is gone (skipped),
-    /// `Some(applied)` otherwise.
+    /// Rule 2.
     fn redo_block(
         &mut self,
         r: &Record,
         b: &BlockRef,
-        apply: impl FnOnce(&mut PageBuf) -> std::result::Result<(), String>,
+        apply: PageRedo<'_>,
     ) -> Result<Option<bool>> {
         let sh = self.sh;
         let t = b.tag;
@@ -750,6 +576,69 @@ impl Redo<'_> {
         strata_page::set_lsn(&mut g, r.end);
         buf.mark_dirty(&g);
         Ok(Some(true))
+    }
+
+    fn saw_xid(&mut self, xid: Xid) {
+        self.max_xid = self.max_xid.max(xid);
+    }
+
+    fn saw_oid(&mut self, oid: Oid) {
+        self.max_oid = self.max_oid.max(oid);
+    }
+
+    fn saw_relfilenumber(&mut self, rel: RelFileNumber) {
+        self.max_rel = self.max_rel.max(rel);
+    }
+
+    fn created(&mut self, xid: Xid, what: PendingCreate) {
+        self.unfinished.entry(xid).or_default().push(what);
+    }
+
+    fn ended(&mut self, xid: Xid) {
+        self.unfinished.remove(&xid);
+    }
+
+    /// O(rels).
+    fn forget_rels(&mut self, rels: &[RelKey]) {
+        if self.invalid.is_empty() {
+            return;
+        }
+        for &r in rels {
+            self.invalid.forget_rel(r);
+        }
+    }
+
+    fn forget_db(&mut self, db: Oid) {
+        self.invalid.forget_db(db);
+    }
+
+    fn forget_created(&mut self, created: &[PendingCreate]) {
+        if self.invalid.is_empty() {
+            return;
+        }
+        for c in created {
+            match *c {
+                PendingCreate::Rel(r) => self.invalid.forget_rel(r),
+                PendingCreate::DbDir { db, .. } => self.invalid.forget_db(db),
+                PendingCreate::Tablespace(spc) => self.invalid.forget_spc(spc),
+            }
+        }
+    }
+
+    fn truncated(&mut self, rel: RelKey, fork: ForkNumber, len: BlockNumber) {
+        self.invalid.truncated(rel, fork, len);
+    }
+
+    fn spc_available(&self, spc: Oid) -> bool {
+        spc == DEFAULT_TABLESPACE
+            || spc == GLOBAL_TABLESPACE
+            || self
+                .sh
+                .dir
+                .join("pg_tblspc")
+                .join(spc.to_string())
+                .symlink_metadata()
+                .is_ok()
     }
 }
 

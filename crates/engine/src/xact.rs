@@ -4,7 +4,9 @@
 //! `drop_tablespace`, `create_database`, `drop_database`, `create_table`,
 //! `drop_table`, `truncate_table`, `insert`, `delete_where`, `scan`, `vacuum`,
 //! [`Txn::commit`], [`Txn::abort`]; [`remove_dropped`] and [`remove_created`], shared
-//! with replay; [`bootstrap`] (initdb's catalog).
+//! with replay; the redo of the records written here, [`xact_redo`] (Transaction),
+//! [`dbase_redo`] (Database), [`tblspc_redo`] (Tablespace); [`bootstrap`] (initdb's
+//! catalog).
 //!
 //! State diagram of a transaction:
 //!
@@ -45,7 +47,8 @@ use crate::records::{
     TblspcCreate, DBASE_CREATE_DIR, DBASE_FILE_COPY, RM_DBASE, RM_SMGR, RM_TBLSPC, RM_XACT,
     RM_XLOG, SMGR_CREATE, TBLSPC_CREATE, XACT_ABORT, XACT_COMMIT, XLOG_FPI, XLOG_NEXTOID,
 };
-use crate::{EngineError, Interrupt, Result, Shared};
+use crate::redo::{unknown_record, RedoContext};
+use crate::{corrupt, EngineError, Interrupt, Result, Shared};
 use parking_lot::MutexGuard;
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -55,7 +58,7 @@ use strata_types::{
     BlockNumber, BufferTag, ForkNumber, Oid, RelFileNumber, RelKey, Xid, DEFAULT_TABLESPACE,
     GLOBAL_TABLESPACE,
 };
-use strata_wal::RmgrId;
+use strata_wal::{Record, RmgrId};
 
 /// OIDs covered by one NEXTOID record.
 const OID_BATCH: u32 = 8192;
@@ -907,6 +910,97 @@ pub(crate) fn remove_created(sh: &Shared, created: &[PendingCreate]) -> Result<(
         if let PendingCreate::Tablespace(spc) = c {
             sh.smgr.drop_tablespace(*spc)?;
         }
+    }
+    Ok(())
+}
+
+/// Redo of the Transaction resource manager. COMMIT: the clog, the dropped relations'
+/// and databases' skipped pages explained, their buffers then files removed
+/// ([`remove_dropped`]). ABORT: the clog, then what the transaction created removed
+/// ([`remove_created`]). Either ends the transaction (redo rule 2).
+pub(crate) fn xact_redo(rx: &mut dyn RedoContext, r: &Record) -> Result<()> {
+    let xid = Xid(r.xid);
+    match r.info {
+        XACT_COMMIT => {
+            let c = CommitRecord::decode(&r.payload).map_err(corrupt)?;
+            rx.shared().clog.set(xid, XidStatus::Committed);
+            rx.forget_rels(&c.dropped_rels);
+            for (db, _) in &c.dropped_dbs {
+                rx.forget_db(*db);
+            }
+            remove_dropped(rx.shared(), &c)?;
+        }
+        XACT_ABORT => {
+            let a = AbortRecord::decode(&r.payload).map_err(corrupt)?;
+            rx.shared().clog.set(xid, XidStatus::Aborted);
+            rx.forget_created(&a.created);
+            remove_created(rx.shared(), &a.created)?;
+        }
+        _ => return Err(unknown_record(r)),
+    }
+    rx.ended(xid);
+    Ok(())
+}
+
+/// Redo of the Database resource manager. CREATE_WAL_LOG: the database's directory
+/// (tracked, so an unfinished CREATE DATABASE leaves none). CREATE_FILE_COPY: nothing
+/// (the module doc's FILE_COPY hazard).
+pub(crate) fn dbase_redo(rx: &mut dyn RedoContext, r: &Record) -> Result<()> {
+    match r.info {
+        DBASE_CREATE_DIR => {
+            let c = DbCreateDir::decode(&r.payload).map_err(corrupt)?;
+            rx.saw_oid(c.db);
+            rx.created(
+                Xid(r.xid),
+                PendingCreate::DbDir {
+                    spc: c.spc,
+                    db: c.db,
+                },
+            );
+            if rx.spc_available(c.spc) {
+                rx.shared().smgr.create_database_dir(c.spc, c.db)?;
+            }
+            Ok(())
+        }
+        DBASE_FILE_COPY => {
+            // Crash recovery: the copy was durable before this record was written
+            // (module doc), so there is nothing to do — copying again would pick up
+            // later changes to the template.
+            DbFileCopy::decode(&r.payload).map_err(corrupt)?;
+            Ok(())
+        }
+        _ => Err(unknown_record(r)),
+    }
+}
+
+/// Redo of the Tablespace resource manager. CREATE (tracked): the location and its
+/// link, unless the link exists already; a location that already holds the version
+/// directory (the files survived) gets only the link.
+pub(crate) fn tblspc_redo(rx: &mut dyn RedoContext, r: &Record) -> Result<()> {
+    if r.info != TBLSPC_CREATE {
+        return Err(unknown_record(r));
+    }
+    let c = TblspcCreate::decode(&r.payload).map_err(corrupt)?;
+    rx.saw_oid(c.spc);
+    rx.created(Xid(r.xid), PendingCreate::Tablespace(c.spc));
+    if rx.spc_available(c.spc) {
+        return Ok(());
+    }
+    let sh = rx.shared();
+    let loc = Path::new(&c.location);
+    let vfs = &sh.settings.vfs;
+    let io = |op, source| EngineError::Io {
+        op,
+        path: loc.to_path_buf(),
+        source,
+    };
+    vfs.create_dir_all(loc)
+        .map_err(|e| io("create directory", e))?;
+    if vfs.exists(&loc.join(strata_smgr::TABLESPACE_VERSION_DIR)) {
+        vfs.symlink(loc, &sh.dir.join("pg_tblspc").join(c.spc.to_string()))
+            .map_err(|e| io("create symbolic link", e))?;
+    } else {
+        sh.smgr.create_tablespace(c.spc, loc)?;
     }
     Ok(())
 }
