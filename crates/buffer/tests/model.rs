@@ -205,31 +205,7 @@ impl World {
                 fork,
                 block,
                 value,
-            } => {
-                let rel = self.rels[slot];
-                let fork = FORKS[fork];
-                let len = self.len(rel, fork);
-                let block = block.min(len); // extend by one at most
-                let tag = BufferTag::new(rel, fork, BlockNumber(block));
-                let mode = if block == len {
-                    ReadMode::Zero
-                } else {
-                    ReadMode::Normal
-                };
-                let buf = self.pool.read_buffer(tag, mode).unwrap();
-                let mut page = buf.write();
-                if block == len {
-                    strata_page::init(&mut page, 0);
-                    strata_page::add_item(&mut page, &value.to_le_bytes()).unwrap();
-                } else {
-                    strata_page::item_mut(&mut page, 0)
-                        .unwrap()
-                        .copy_from_slice(&value.to_le_bytes());
-                }
-                buf.mark_dirty(&page);
-                self.pages.insert(tag, value);
-                self.gone.remove(&tag);
-            }
+            } => self.write(slot, fork, block, value),
             Op::Extend {
                 slot,
                 fork,
@@ -239,12 +215,7 @@ impl World {
                 let rel = self.rels[slot];
                 let len = self.len(rel, FORKS[fork]);
                 for b in len..(len + pages).min(MAX_BLOCKS) {
-                    self.apply(&Op::Write {
-                        slot,
-                        fork,
-                        block: b,
-                        value: value ^ b as u64,
-                    });
+                    self.write(slot, fork, b, value ^ b as u64);
                 }
             }
             Op::Read { slot, fork, block } => {
@@ -267,41 +238,8 @@ impl World {
                 let slots: Vec<usize> = if a == b { vec![a] } else { vec![a, b] };
                 self.drop_slots(&slots)
             }
-            Op::Truncate { slot, main, fsm } => {
-                let rel = self.rels[slot];
-                let cuts = [
-                    (ForkNumber::Main, BlockNumber(main)),
-                    (ForkNumber::Fsm, BlockNumber(fsm)),
-                ];
-                self.pool.truncate(rel, &cuts);
-                self.smgr.truncate(rel, &cuts).unwrap();
-                for (fork, cut) in cuts {
-                    let tags: Vec<_> = self
-                        .pages
-                        .range(
-                            BufferTag::new(rel, fork, cut)
-                                ..=BufferTag::new(rel, fork, BlockNumber(u32::MAX)),
-                        )
-                        .map(|(t, _)| *t)
-                        .collect();
-                    for t in tags {
-                        self.pages.remove(&t);
-                        self.gone.insert(t);
-                    }
-                }
-            }
-            Op::DropDatabase { db } => {
-                let db = DBS[db];
-                self.pool.drop_database(db);
-                self.smgr
-                    .remove_database(db, &[DEFAULT_TABLESPACE, SPC])
-                    .unwrap();
-                self.create_db_dirs(db);
-                for slot in (0..SLOTS).filter(|s| DBS[s % 2] == db) {
-                    self.forget_relation(self.rels[slot]);
-                    self.renew(slot);
-                }
-            }
+            Op::Truncate { slot, main, fsm } => self.truncate(slot, main, fsm),
+            Op::DropDatabase { db } => self.drop_database(DBS[db]),
             Op::FlushRelation { slot } => {
                 let rel = self.rels[slot];
                 self.pool.flush_relations(&[rel]).unwrap();
@@ -317,6 +255,74 @@ impl World {
                 assert!(self.pool.dirty_pages().is_empty());
                 self.check_disk(|_| true);
             }
+        }
+    }
+
+    /// Writes `value` into a block of a slot's fork (extending the fork by one page at
+    /// most: a block past the end becomes the next block).
+    fn write(&mut self, slot: usize, fork: usize, block: u32, value: u64) {
+        let rel = self.rels[slot];
+        let fork = FORKS[fork];
+        let len = self.len(rel, fork);
+        let block = block.min(len); // extend by one at most
+        let tag = BufferTag::new(rel, fork, BlockNumber(block));
+        let mode = if block == len {
+            ReadMode::Zero
+        } else {
+            ReadMode::Normal
+        };
+        let buf = self.pool.read_buffer(tag, mode).unwrap();
+        let mut page = buf.write();
+        if block == len {
+            strata_page::init(&mut page, 0);
+            strata_page::add_item(&mut page, &value.to_le_bytes()).unwrap();
+        } else {
+            strata_page::item_mut(&mut page, 0)
+                .unwrap()
+                .copy_from_slice(&value.to_le_bytes());
+        }
+        buf.mark_dirty(&page);
+        self.pages.insert(tag, value);
+        self.gone.remove(&tag);
+    }
+
+    /// Cuts a slot's main and FSM forks in the pool and on disk; the model forgets the
+    /// pages past each cut (they must never read back).
+    fn truncate(&mut self, slot: usize, main: u32, fsm: u32) {
+        let rel = self.rels[slot];
+        let cuts = [
+            (ForkNumber::Main, BlockNumber(main)),
+            (ForkNumber::Fsm, BlockNumber(fsm)),
+        ];
+        self.pool.truncate(rel, &cuts);
+        self.smgr.truncate(rel, &cuts).unwrap();
+        for (fork, cut) in cuts {
+            let tags: Vec<_> = self
+                .pages
+                .range(
+                    BufferTag::new(rel, fork, cut)
+                        ..=BufferTag::new(rel, fork, BlockNumber(u32::MAX)),
+                )
+                .map(|(t, _)| *t)
+                .collect();
+            for t in tags {
+                self.pages.remove(&t);
+                self.gone.insert(t);
+            }
+        }
+    }
+
+    /// Drops a database in the pool and on disk (every tablespace); its slots get new
+    /// relations.
+    fn drop_database(&mut self, db: Oid) {
+        self.pool.drop_database(db);
+        self.smgr
+            .remove_database(db, &[DEFAULT_TABLESPACE, SPC])
+            .unwrap();
+        self.create_db_dirs(db);
+        for slot in (0..SLOTS).filter(|s| DBS[s % 2] == db) {
+            self.forget_relation(self.rels[slot]);
+            self.renew(slot);
         }
     }
 
