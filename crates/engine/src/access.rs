@@ -22,6 +22,8 @@
 //!    cleared inside the heap change that clears it: the VM page is pinned before the
 //!    change, locked with the heap page across the record, and gets the record's LSN
 //!    before either lock is released (PostgreSQL's visibilitymap_clear in heap_insert).
+//!    Cleared after the record instead, a checkpoint could take its redo point past
+//!    the record and a crash lose the clear (tests/vm_clear.rs pins this).
 //! 3. Extension writes a zero page through the storage manager first (PostgreSQL's
 //!    smgrextend), so the file's length always covers every page in the pool.
 

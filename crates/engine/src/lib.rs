@@ -76,6 +76,10 @@ pub use records::record_name;
 pub use recovery::utc_timestamp;
 pub use stream::{RowVisitor, SCAN_BATCH_ROWS};
 pub use xact::{CreateDbStrategy, Txn};
+/// On-page layouts a test may check through [`Engine::pool`]: the heap page flag
+/// "every tuple visible to all" and the heap blocks one VM page maps (one bit each,
+/// after the page header; access.rs's map table).
+pub use {access::VM_PER_PAGE, heap::PD_ALL_VISIBLE};
 
 use catalog::CatalogCache;
 use clog::Clog;
