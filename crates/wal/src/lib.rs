@@ -516,7 +516,7 @@ pub struct WalReader {
     /// Read-ahead: bytes of the log from `cache_start`, as read from the file (only
     /// what was there: a log that grows later is read again past the cached end).
     cache: Vec<u8>,
-    cache_start: u64,
+    cache_start: Lsn,
 }
 
 /// Bytes read ahead at once (one `pread` serves many records).
@@ -548,7 +548,7 @@ impl WalReader {
             file: None,
             stop: None,
             cache: Vec::new(),
-            cache_start: 0,
+            cache_start: Lsn::INVALID,
         })
     }
 
@@ -598,7 +598,7 @@ impl WalReader {
             }
         }
         self.cache.truncate(got);
-        self.cache_start = lsn.0;
+        self.cache_start = lsn;
         if got == 0 {
             return Err(ReadFail::Short);
         }
@@ -609,11 +609,11 @@ impl WalReader {
     fn read_at(&mut self, mut lsn: Lsn, mut buf: &mut [u8]) -> std::result::Result<(), ReadFail> {
         while !buf.is_empty() {
             let cached_end = self.cache_start + self.cache.len() as u64;
-            if lsn.0 < self.cache_start || lsn.0 >= cached_end {
+            if lsn < self.cache_start || lsn >= cached_end {
                 self.refill(lsn)?;
                 continue;
             }
-            let from = (lsn.0 - self.cache_start) as usize;
+            let from = (lsn - self.cache_start) as usize;
             let n = (self.cache.len() - from).min(buf.len());
             buf[..n].copy_from_slice(&self.cache[from..from + n]);
             buf = &mut buf[n..];
