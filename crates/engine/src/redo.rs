@@ -47,11 +47,12 @@ pub(crate) trait RedoContext {
     fn redo_block(&mut self, r: &Record, b: &BlockRef, apply: PageRedo<'_>)
         -> Result<Option<bool>>;
 
-    /// An xid at or below which every transaction has begun.
+    /// An xid in use: after replay, the next xid is past it.
     fn saw_xid(&mut self, xid: Xid);
-    /// An OID in use (a database, tablespace, or the end of a NEXTOID range).
+    /// An OID in use (a database, a tablespace, the last of a NEXTOID range): after
+    /// replay, the next OID is past it.
     fn saw_oid(&mut self, oid: Oid);
-    /// A relfilenumber in use.
+    /// A relfilenumber in use: after replay, the next one is past it.
     fn saw_relfilenumber(&mut self, rel: RelFileNumber);
 
     /// `xid` created `what`: removed at the end unless `xid` commits or aborts first.
