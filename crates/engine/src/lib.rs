@@ -12,8 +12,8 @@
 //! through the pool, the WAL-logged change; Heap and Storage redo), `xact` (transactions
 //! and DDL; Transaction, Database and Tablespace redo), `checkpoint` (XLOG redo),
 //! `recovery` (start-up, the redo loop dispatching on the resource manager, and its
-//! bookkeeping). Each resource manager's redo lives beside the code that writes its
-//! records (the table in `redo`).
+//! bookkeeping), `waldump` (records described for `strata waldump`). Each resource
+//! manager's redo lives beside the code that writes its records (the table in `redo`).
 //!
 //! Rules (cited as "engine rule N"):
 //! 1. One writer at a time: a [`Txn`] holds the writer lock from begin to end. Readers
@@ -67,6 +67,7 @@ mod records;
 mod recovery;
 mod redo;
 mod stream;
+pub mod waldump;
 mod xact;
 
 pub use catalog::{DbEntry, RelEntry, SpcEntry, POSTGRES_OID, TEMPLATE0_OID, TEMPLATE1_OID};

@@ -1,9 +1,11 @@
 //! The `strata` binary: the command line.
 //!
 //! Owns: argument parsing (clap) and dispatch. Subcommands: `start` and `stop` (the
-//! server), `init` (a new cluster, like initdb), `bench` (benchmarks: `bufpool`,
+//! server), `init` (a new cluster, like initdb), `waldump` (pg_waldump), `bench` (benchmarks: `bufpool`,
 //! `crash`, `replay`), and the hidden `debug` tools used by tests and benchmarks.
 //! Errors are printed once, here, with a non-zero exit status.
+
+mod waldump;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -55,6 +57,8 @@ enum Command {
         #[arg(long)]
         pwfile: Option<PathBuf>,
     },
+    /// Print the WAL record by record, or its statistics, in pg_waldump's layout.
+    Waldump(waldump::Args),
     /// Run a benchmark; results as a table, and as JSON records with --json.
     Bench {
         #[command(subcommand)]
@@ -82,6 +86,7 @@ fn main() -> ExitCode {
             settings,
             pwfile,
         } => strata_server::init(&data, &settings, pwfile.as_deref()),
+        Command::Waldump(a) => waldump::run(a),
         Command::Bench { which } => strata_bench::run(which),
         Command::Debug { which } => strata_bench::debug(which),
     };
