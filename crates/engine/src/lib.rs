@@ -679,6 +679,34 @@ impl Engine {
         self.sh.wal().insert_lsn()
     }
 
+    /// Everything before this LSN is durable (what a WAL sender may send).
+    pub fn flushed_wal_lsn(&self) -> Lsn {
+        self.sh.wal().flushed_lsn()
+    }
+
+    /// The cluster's system identifier (pg_control; IDENTIFY_SYSTEM).
+    pub fn system_identifier(&self) -> u64 {
+        self.sh.ckpt.lock().system_identifier
+    }
+
+    /// The WAL segment size fixed at `init`.
+    pub fn wal_segment_bytes(&self) -> u64 {
+        self.sh.wal().segment_bytes()
+    }
+
+    /// The WAL's bytes from `start`, flushed ones only, at most to the end of
+    /// `start`'s segment; `None` if that segment was removed (`strata_wal::read_bytes`).
+    pub fn read_wal(&self, start: Lsn) -> Result<Option<Vec<u8>>> {
+        let end = self.flushed_wal_lsn();
+        Ok(strata_wal::read_bytes(
+            &*self.sh.settings.vfs,
+            &self.sh.dir,
+            self.wal_segment_bytes(),
+            start,
+            end,
+        )?)
+    }
+
     pub fn data_dir(&self) -> &Path {
         &self.sh.dir
     }

@@ -15,6 +15,8 @@
 //! | `max_connections` | count | 100 | 1 .. 10,000 |
 //! | `superuser_reserved_connections` | count | 3 | 0 .. 10,000, below `max_connections` |
 //! | `authentication_timeout` | s (or `ms`, `s`, `min`, ...) | 1min | 1s .. 10min |
+//! | `max_wal_senders` | count | 10 | 0 .. 10,000 (WAL sender slots, not connection slots) |
+//! | `wal_sender_timeout` | ms (or `s`, `min`, ...) | 1min | 0 (none) .. 2147483647ms |
 //! | `log_directory` | directory (relative to the data directory) | (stderr) | |
 //! | `recovery_init_sync_method` | `fsync` or `syncfs` | fsync | |
 //! | `debug_io_fault` | `kind:op:errno:after` (tests only) | (none) | see `strata_vfs::sim::Fault` |
@@ -126,6 +128,10 @@ pub struct ServerConfig {
     pub superuser_reserved_connections: usize,
     /// Time from accept to authentication (serve rule 3).
     pub authentication_timeout: Duration,
+    /// WAL sender slots (walsender rule 3).
+    pub max_wal_senders: usize,
+    /// A WAL sender whose client says nothing this long is ended (zero: never).
+    pub wal_sender_timeout: Duration,
     pub log_directory: Option<String>,
     /// Every setting given, as written (for SHOW).
     pub given: Vec<(String, String)>,
@@ -140,6 +146,8 @@ impl Default for ServerConfig {
             max_connections: 100,
             superuser_reserved_connections: 3,
             authentication_timeout: Duration::from_secs(60),
+            max_wal_senders: 10,
+            wal_sender_timeout: Duration::from_secs(60),
             log_directory: None,
             given: Vec::new(),
         }
@@ -225,6 +233,24 @@ impl ServerConfig {
                     ));
                 }
                 self.authentication_timeout = Duration::from_millis(ms);
+            }
+            "max_wal_senders" => {
+                let n: usize = value.trim().parse().map_err(|_| invalid(name, value, ""))?;
+                if n > 10_000 {
+                    return Err(format!(
+                        "{n} is outside the valid range for parameter \"{name}\" (0 .. 10000)"
+                    ));
+                }
+                self.max_wal_senders = n;
+            }
+            "wal_sender_timeout" => {
+                let ms = parse_time_ms(name, value, 1)?;
+                if ms > i32::MAX as u64 {
+                    return Err(format!(
+                        "{ms} ms is outside the valid range for parameter \"{name}\" (0 .. 2147483647)"
+                    ));
+                }
+                self.wal_sender_timeout = Duration::from_millis(ms);
             }
             "log_directory" => {
                 self.log_directory = Some(value.trim().to_string()).filter(|v| !v.is_empty())

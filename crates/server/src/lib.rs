@@ -6,7 +6,8 @@
 //! Module map: [`config`] (settings: parsing, units, ranges, SHOW's list),
 //! [`server`] (the process: data directory, lock file, logging, listeners, shutdown),
 //! [`pg`] (the wire protocol: the connection loop, frames, authentication, the
-//! handlers that run a session per connection).
+//! handlers that run a session per connection, and the WAL sender of
+//! `replication=true` connections).
 //!
 //! Rules (cited as "server rule N"):
 //! 1. No client input ends the process: every failure of a connection is that

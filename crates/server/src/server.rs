@@ -262,7 +262,11 @@ fn serve(data: &Path, cfg: ServerConfig) -> Result<(), String> {
         log: sink.clone(),
         reserved_connections: cfg.superuser_reserved_connections,
     });
-    let mock_nonce: Arc<[u8]> = auth::load_mock_nonce(&*engine.settings().vfs, data)?.into();
+    let shared = Arc::new(crate::pg::Shared {
+        mock_nonce: auth::load_mock_nonce(&*engine.settings().vfs, data)?.into(),
+        senders: crate::pg::walsender::WalSenders::new(cfg.max_wal_senders),
+        wal_sender_timeout: cfg.wal_sender_timeout,
+    });
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -290,7 +294,7 @@ fn serve(data: &Path, cfg: ServerConfig) -> Result<(), String> {
                 server: server.clone(),
                 waiting: waiting.clone(),
                 max_connections,
-                mock_nonce: mock_nonce.clone(),
+                shared: shared.clone(),
                 auth_timeout: cfg.authentication_timeout,
                 log: sink.clone(),
             };
@@ -335,7 +339,7 @@ struct Acceptor {
     server: Arc<ServerState>,
     waiting: Arc<Unauthenticated>,
     max_connections: usize,
-    mock_nonce: Arc<[u8]>,
+    shared: Arc<crate::pg::Shared>,
     auth_timeout: Duration,
     log: LogSink,
 }
@@ -383,7 +387,7 @@ impl Acceptor {
                 self.engine.clone(),
                 self.server.clone(),
                 self.max_connections,
-                self.mock_nonce.clone(),
+                self.shared.clone(),
                 peer,
             );
             tokio::spawn(serve_socket(

@@ -504,6 +504,43 @@ impl std::fmt::Display for StopReason {
     }
 }
 
+/// The log's bytes from `start` up to `end` (exclusive) or the end of `start`'s
+/// segment, whichever comes first, as stored: for a WAL sender, which streams only what
+/// is flushed (`end` = [`Wal::flushed_lsn`]). `Ok(None)` if the segment no longer
+/// exists (a checkpoint removed it). O(bytes read).
+pub fn read_bytes(
+    vfs: &dyn Vfs,
+    data_dir: &Path,
+    seg_bytes: u64,
+    start: Lsn,
+    end: Lsn,
+) -> Result<Option<Vec<u8>>> {
+    check_segment_bytes(seg_bytes)?;
+    let segno = start.0 / seg_bytes;
+    let offset = start.0 % seg_bytes;
+    let want = end.0.saturating_sub(start.0).min(seg_bytes - offset) as usize;
+    let path = data_dir
+        .join("pg_wal")
+        .join(segment_file_name(segno, seg_bytes));
+    let f = match vfs.open(&path, false) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io_err("open", &path, e)),
+    };
+    let mut buf = vec![0u8; want];
+    let mut got = 0;
+    while got < want {
+        match f.read_at(&mut buf[got..], offset + got as u64) {
+            Ok(0) => break,
+            Ok(k) => got += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(io_err("read", &path, e)),
+        }
+    }
+    buf.truncate(got);
+    Ok(Some(buf))
+}
+
 /// Reads records from an LSN onwards; stops at the first invalid one (rule 1).
 pub struct WalReader {
     vfs: Arc<dyn Vfs>,

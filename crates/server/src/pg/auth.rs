@@ -159,13 +159,15 @@ pub struct Startup {
     scram: Arc<ScramAuth>,
     /// (user, database) from the startup message.
     login: OnceLock<(String, String)>,
+    /// The startup message asked for a WAL sender (`replication=true`).
+    replication: OnceLock<bool>,
 }
 
 impl Startup {
     pub(super) fn new(conn: Arc<Conn>) -> Startup {
         let mut scram = ScramAuth::new(Arc::new(StoreSource {
             server: conn.server.clone(),
-            mock_nonce: conn.mock_nonce.clone(),
+            mock_nonce: conn.shared.mock_nonce.clone(),
         }));
         scram.set_iterations(ITERATIONS);
         Startup {
@@ -174,6 +176,7 @@ impl Startup {
             scram: Arc::new(scram),
             conn,
             login: OnceLock::new(),
+            replication: OnceLock::new(),
         }
     }
 
@@ -190,7 +193,11 @@ impl Startup {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let (user, db) = self.login.get().cloned().unwrap_or_default();
-        self.conn.start_session(&db, &user).map_err(fatal)?;
+        if self.replication.get() == Some(&true) {
+            self.conn.start_walsender(&user).map_err(fatal)?;
+        } else {
+            self.conn.start_session(&db, &user).map_err(fatal)?;
+        }
         self.driver
             .complete_authentication(client, final_message)
             .await
@@ -238,6 +245,10 @@ impl StartupHandler for Startup {
                     .cloned()
                     .unwrap_or_else(|| user.clone());
                 let _ = self.login.set((user, db));
+                let replication =
+                    super::walsender::mode(s.parameters.get("replication").map(String::as_str))
+                        .map_err(fatal)?;
+                let _ = self.replication.set(replication);
                 if !self.conn.server.auth.required() {
                     return self.admit(client, None).await;
                 }

@@ -40,6 +40,7 @@
 pub mod auth;
 pub mod frames;
 pub mod serve;
+pub mod walsender;
 
 use async_trait::async_trait;
 use bytes::{BufMut, BytesMut};
@@ -249,8 +250,19 @@ pub struct Conn {
     /// A second handle on the client's socket, to notice a client that has gone
     /// while its statement runs or waits (invariant 5).
     peer: Option<std::net::TcpStream>,
+    /// What every connection of the server shares beyond the SQL layer's state.
+    shared: Arc<Shared>,
+    /// Set when the connection is a WAL sender (walsender rule 3).
+    walsender: OnceLock<walsender::Slot>,
+}
+
+/// Server-wide state of the protocol layer.
+pub struct Shared {
     /// The server secret behind mock SCRAM salts (auth invariant 3).
-    mock_nonce: Arc<[u8]>,
+    pub mock_nonce: Arc<[u8]>,
+    pub senders: Arc<walsender::WalSenders>,
+    /// `wal_sender_timeout` (zero: none).
+    pub wal_sender_timeout: Duration,
 }
 
 impl Drop for Conn {
@@ -302,6 +314,36 @@ fn terminated(why: u8) -> SqlError {
 impl Conn {
     /// Registers the session and starts its backend thread (after authentication:
     /// auth rule 3).
+    /// Makes this connection a WAL sender (walsender rule 3) instead of a session.
+    fn start_walsender(&self, user: &str) -> SqlResult<()> {
+        let slot = self
+            .shared
+            .senders
+            .take(strata_sql::roles::is_superuser(user))?;
+        let id = i32::try_from(slot.id).unwrap_or(i32::MAX).saturating_neg();
+        let _ = self.key.set((id, rand::random()));
+        let _ = self.walsender.set(slot);
+        Ok(())
+    }
+
+    /// The WAL sender's context, if this connection is one.
+    pub(crate) fn walsender_context(&self) -> Option<walsender::Context> {
+        let slot = self.walsender.get()?;
+        Some(walsender::Context {
+            engine: self.engine.clone(),
+            senders: self.shared.senders.clone(),
+            slot: slot.id,
+            settings: self
+                .server
+                .settings
+                .iter()
+                .map(|(n, v, _)| (n.clone(), v.clone()))
+                .collect(),
+            timeout: self.shared.wal_sender_timeout,
+            log: self.server.log.clone(),
+        })
+    }
+
     fn start_session(&self, db: &str, user: &str) -> SqlResult<()> {
         let (tx, rx) = mpsc::channel::<Request>();
         let ended = self.ended.clone();
@@ -863,7 +905,7 @@ impl Handlers {
         engine: Arc<Engine>,
         server: Arc<ServerState>,
         max_connections: usize,
-        mock_nonce: Arc<[u8]>,
+        shared: Arc<Shared>,
         peer: Option<std::net::TcpStream>,
     ) -> Handlers {
         let conn = Arc::new(Conn {
@@ -875,7 +917,8 @@ impl Handlers {
             interrupts: Arc::new(Interrupts::default()),
             key: OnceLock::new(),
             peer,
-            mock_nonce,
+            shared,
+            walsender: OnceLock::new(),
         });
         Handlers {
             startup: Arc::new(auth::Startup::new(conn.clone())),

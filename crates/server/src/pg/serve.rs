@@ -195,6 +195,11 @@ pub async fn serve_socket(
         if ticket.is_some() && !before_auth(socket.state()) {
             authenticated.store(true, Ordering::Release);
             ticket = None; // rule 2: no longer waiting to authenticate
+            if let Some(cx) = handlers.query.conn.walsender_context() {
+                // Authenticated as a WAL sender: the replication protocol from here on.
+                super::walsender::serve(&mut socket, cx).await;
+                break;
+            }
         }
         let msg = match next_message(&mut socket, &ticket, &mut deadline).await {
             Next::Message(m) => m,

@@ -1,0 +1,604 @@
+//! The WAL sender: PostgreSQL's streaming replication protocol on a connection whose
+//! startup packet says `replication=true`, so that PostgreSQL 15's `pg_receivewal`
+//! (and later standbys) stream Strata's WAL.
+//!
+//! Entry points: [`mode`] (the startup parameter), [`WalSenders`] (the
+//! `max_wal_senders` slots), [`serve`] (the command loop after authentication).
+//!
+//! Commands: IDENTIFY_SYSTEM, SHOW, TIMELINE_HISTORY, START_REPLICATION [SLOT s]
+//! [PHYSICAL] X/X [TIMELINE t]. Replication slots and BASE_BACKUP are refused with
+//! 0A000 (not built yet); so is SQL, as on PostgreSQL's physical WAL senders.
+//!
+//! Rules (cited as "walsender rule N"):
+//! 1. Only flushed WAL is sent (`Engine::read_wal`): a standby never holds a record
+//!    the primary could lose in a crash.
+//! 2. Streaming reads and writes concurrently: status updates and CopyDone are read
+//!    while WAL is being sent, so a client that stops reading is noticed by
+//!    `wal_sender_timeout`, not by a blocked send, and one that says CopyDone is
+//!    answered at once.
+//! 3. A sender takes one of `max_wal_senders` slots, not a connection slot, and only
+//!    a superuser may start one (Strata has no REPLICATION attribute yet).
+//! 4. One timeline (1) until promotion exists; a request for another is an error.
+
+use super::frames::Guarded;
+use futures::{SinkExt, StreamExt};
+use parking_lot::Mutex;
+use pgwire::messages::copy::{CopyBothResponse, CopyData, CopyDone};
+use pgwire::messages::data::{DataRow, FieldDescription, RowDescription};
+use pgwire::messages::response::{CommandComplete, ReadyForQuery, TransactionStatus};
+use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
+use pgwire::tokio::server::PgWireMessageServerCodec;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use strata_engine::{Engine, LogSink};
+use strata_sql::SqlError;
+use strata_types::Lsn;
+use tokio::net::TcpStream;
+use tokio_util::codec::Framed;
+
+type Socket = Framed<Guarded<TcpStream>, PgWireMessageServerCodec<Arc<super::Prepared>>>;
+
+/// The largest XLogData payload sent at once.
+const MAX_SEND_BYTES: usize = 128 << 10;
+/// How often an idle sender looks for newly flushed WAL.
+const POLL: Duration = Duration::from_millis(5);
+
+/// Whether the startup parameter `replication` asks for a physical WAL sender.
+pub fn mode(value: Option<&str>) -> Result<bool, SqlError> {
+    let Some(v) = value else { return Ok(false) };
+    match v.to_ascii_lowercase().as_str() {
+        "true" | "on" | "yes" | "1" => Ok(true),
+        "false" | "off" | "no" | "0" => Ok(false),
+        "database" => Err(SqlError::new(
+            "0A000",
+            "logical replication is not supported by Strata",
+        )),
+        _ => Err(SqlError::new(
+            "22023",
+            format!("invalid value for parameter \"replication\": \"{v}\""),
+        )),
+    }
+}
+
+/// What a standby last reported (a status update), for `pg_stat_replication`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Progress {
+    pub sent: Lsn,
+    pub write: Lsn,
+    pub flush: Lsn,
+    pub apply: Lsn,
+}
+
+/// The `max_wal_senders` slots (rule 3).
+pub struct WalSenders {
+    max: usize,
+    active: Mutex<Vec<(u64, Progress)>>,
+    next_id: Mutex<u64>,
+}
+
+/// A taken slot; dropping it frees the slot.
+pub struct Slot {
+    senders: Arc<WalSenders>,
+    pub id: u64,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.senders.active.lock().retain(|(i, _)| *i != self.id);
+    }
+}
+
+impl WalSenders {
+    pub fn new(max: usize) -> Arc<WalSenders> {
+        Arc::new(WalSenders {
+            max,
+            active: Mutex::new(Vec::new()),
+            next_id: Mutex::new(1),
+        })
+    }
+
+    /// Takes a slot for a superuser, or says why not (PostgreSQL's errors).
+    pub fn take(self: &Arc<Self>, superuser: bool) -> Result<Slot, SqlError> {
+        if !superuser {
+            return Err(SqlError::new(
+                "42501",
+                "must be superuser or replication role to start walsender",
+            ));
+        }
+        let mut active = self.active.lock();
+        if active.len() >= self.max {
+            return Err(SqlError::new(
+                "53300",
+                format!(
+                    "number of requested standby connections exceeds max_wal_senders (currently {})",
+                    self.max
+                ),
+            ));
+        }
+        let id = {
+            let mut n = self.next_id.lock();
+            *n += 1;
+            *n - 1
+        };
+        active.push((id, Progress::default()));
+        Ok(Slot {
+            senders: self.clone(),
+            id,
+        })
+    }
+
+    fn report(&self, id: u64, f: impl FnOnce(&mut Progress)) {
+        if let Some((_, p)) = self.active.lock().iter_mut().find(|(i, _)| *i == id) {
+            f(p);
+        }
+    }
+
+    /// Every active sender's progress.
+    pub fn progress(&self) -> Vec<Progress> {
+        self.active.lock().iter().map(|(_, p)| *p).collect()
+    }
+}
+
+/// What the command loop needs of the server.
+pub struct Context {
+    pub engine: Arc<Engine>,
+    pub senders: Arc<WalSenders>,
+    pub slot: u64,
+    /// SHOW's values (name, value).
+    pub settings: Vec<(String, String)>,
+    pub timeout: Duration,
+    pub log: LogSink,
+}
+
+/// PostgreSQL's timestamps: microseconds since 2000-01-01 UTC.
+fn pg_now() -> i64 {
+    let unix = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as i64);
+    unix - 946_684_800_000_000
+}
+
+fn text_field(name: &str, type_id: u32) -> FieldDescription {
+    FieldDescription::new(
+        name.into(),
+        0,
+        0,
+        type_id,
+        if type_id == 23 { 4 } else { -1 },
+        -1,
+        0,
+    )
+}
+
+/// One result set of text values (`None`: NULL), then CommandComplete.
+async fn send_rows(
+    socket: &mut Socket,
+    fields: Vec<FieldDescription>,
+    rows: Vec<Vec<Option<String>>>,
+    tag: &str,
+) -> std::io::Result<()> {
+    let mut out = vec![PgWireBackendMessage::RowDescription(RowDescription::new(
+        fields,
+    ))];
+    for row in rows {
+        let mut data = bytes::BytesMut::new();
+        for v in &row {
+            match v {
+                Some(s) => {
+                    data.extend_from_slice(&(s.len() as i32).to_be_bytes());
+                    data.extend_from_slice(s.as_bytes());
+                }
+                None => data.extend_from_slice(&(-1i32).to_be_bytes()),
+            }
+        }
+        out.push(PgWireBackendMessage::DataRow(DataRow::new(
+            data,
+            row.len() as i16,
+        )));
+    }
+    out.push(complete(tag));
+    for m in out {
+        feed(socket, m).await?;
+    }
+    Ok(())
+}
+
+fn complete(tag: &str) -> PgWireBackendMessage {
+    PgWireBackendMessage::CommandComplete(CommandComplete::new(tag.into()))
+}
+
+async fn feed(socket: &mut Socket, m: PgWireBackendMessage) -> std::io::Result<()> {
+    socket
+        .feed(m)
+        .await
+        .map_err(|e| std::io::Error::other(e.to_string()))
+}
+
+async fn send_error(socket: &mut Socket, e: &SqlError) -> std::io::Result<()> {
+    let info = super::error_info(e);
+    feed(socket, PgWireBackendMessage::ErrorResponse(info.into())).await
+}
+
+async fn ready(socket: &mut Socket) -> std::io::Result<()> {
+    feed(
+        socket,
+        PgWireBackendMessage::ReadyForQuery(ReadyForQuery::new(TransactionStatus::Idle)),
+    )
+    .await?;
+    socket
+        .flush()
+        .await
+        .map_err(|e| std::io::Error::other(e.to_string()))
+}
+
+/// Serves replication commands until the client leaves.
+pub async fn serve(socket: &mut Socket, cx: Context) {
+    while let Some(Ok(msg)) = socket.next().await {
+        let r = match msg {
+            PgWireFrontendMessage::Query(q) => match command(socket, &cx, &q.query).await {
+                Ok(Flow::Continue) => ready(socket).await,
+                Ok(Flow::Close) => return,
+                Err(e) => match send_error(socket, &e).await {
+                    Ok(()) => ready(socket).await,
+                    Err(e) => Err(e),
+                },
+            },
+            PgWireFrontendMessage::Terminate(_) => return,
+            PgWireFrontendMessage::Sync(_) => ready(socket).await,
+            _ => {
+                let e = SqlError::new(
+                    "08P01",
+                    "extended query protocol not supported in a replication connection",
+                );
+                send_error(socket, &e).await
+            }
+        };
+        if r.is_err() {
+            return;
+        }
+    }
+}
+
+/// What the command loop does after a command.
+enum Flow {
+    Continue,
+    Close,
+}
+
+fn io(e: std::io::Error) -> SqlError {
+    SqlError::new("08006", e.to_string())
+}
+
+async fn command(socket: &mut Socket, cx: &Context, text: &str) -> Result<Flow, SqlError> {
+    let text = text.trim().trim_end_matches(';').trim();
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let upper: Vec<String> = words.iter().map(|w| w.to_ascii_uppercase()).collect();
+    match upper.first().map(String::as_str) {
+        Some("IDENTIFY_SYSTEM") if words.len() == 1 => identify_system(socket, cx).await,
+        Some("SHOW") if words.len() == 2 => show(socket, cx, words[1]).await,
+        Some("TIMELINE_HISTORY") => Err(SqlError::new(
+            "58P01",
+            format!(
+                "could not open file \"pg_wal/{:08X}.history\": No such file or directory",
+                words
+                    .get(1)
+                    .and_then(|t| t.parse::<u32>().ok())
+                    .unwrap_or(0)
+            ),
+        )),
+        Some("START_REPLICATION") => {
+            let start = parse_start(&words, &upper)?;
+            stream(socket, cx, start).await
+        }
+        Some(
+            "CREATE_REPLICATION_SLOT"
+            | "DROP_REPLICATION_SLOT"
+            | "READ_REPLICATION_SLOT"
+            | "BASE_BACKUP",
+        ) => Err(SqlError::new(
+            "0A000",
+            format!("{} is not supported by Strata yet", upper[0]),
+        )),
+        _ => Err(SqlError::new(
+            "0A000",
+            "cannot execute SQL commands in WAL sender for physical replication",
+        )),
+    }
+}
+
+async fn identify_system(socket: &mut Socket, cx: &Context) -> Result<Flow, SqlError> {
+    let fields = vec![
+        text_field("systemid", 25),
+        text_field("timeline", 23),
+        text_field("xlogpos", 25),
+        text_field("dbname", 25),
+    ];
+    let row = vec![
+        Some(cx.engine.system_identifier().to_string()),
+        Some("1".into()),
+        Some(cx.engine.flushed_wal_lsn().to_string()),
+        None,
+    ];
+    send_rows(socket, fields, vec![row], "IDENTIFY_SYSTEM")
+        .await
+        .map_err(io)?;
+    Ok(Flow::Continue)
+}
+
+async fn show(socket: &mut Socket, cx: &Context, name: &str) -> Result<Flow, SqlError> {
+    let name = name.trim_matches('"').to_ascii_lowercase();
+    let value = match name.as_str() {
+        "data_directory_mode" => Some("0700".to_string()),
+        "wal_segment_size" => Some(strata_types::units::format_memory(
+            cx.engine.wal_segment_bytes(),
+        )),
+        "server_version" => Some("15.0".to_string()),
+        "server_version_num" => Some("150000".to_string()),
+        _ => cx
+            .settings
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.clone()),
+    };
+    let Some(value) = value else {
+        return Err(SqlError::new(
+            "42704",
+            format!("unrecognized configuration parameter \"{name}\""),
+        ));
+    };
+    send_rows(
+        socket,
+        vec![text_field(&name, 25)],
+        vec![vec![Some(value)]],
+        "SHOW",
+    )
+    .await
+    .map_err(io)?;
+    Ok(Flow::Continue)
+}
+
+/// `START_REPLICATION [SLOT s] [PHYSICAL] X/X [TIMELINE t]`.
+fn parse_start(words: &[&str], upper: &[String]) -> Result<Lsn, SqlError> {
+    let syntax = || SqlError::new("42601", "syntax error in START_REPLICATION");
+    let mut i = 1;
+    if upper.get(i).map(String::as_str) == Some("SLOT") {
+        return Err(SqlError::new(
+            "0A000",
+            "replication slots are not supported by Strata yet",
+        ));
+    }
+    match upper.get(i).map(String::as_str) {
+        Some("PHYSICAL") => i += 1,
+        Some("LOGICAL") => {
+            return Err(SqlError::new(
+                "0A000",
+                "logical replication is not supported by Strata",
+            ))
+        }
+        _ => {}
+    }
+    let start: Lsn = words
+        .get(i)
+        .ok_or_else(syntax)?
+        .parse()
+        .map_err(|_| syntax())?;
+    i += 1;
+    match upper.get(i).map(String::as_str) {
+        None => {}
+        Some("TIMELINE") => {
+            let tl: u32 = words
+                .get(i + 1)
+                .and_then(|t| t.parse().ok())
+                .ok_or_else(syntax)?;
+            if tl != 1 || words.len() != i + 2 {
+                return Err(SqlError::new(
+                    "22023",
+                    format!("requested timeline {tl} is not in this server's history"),
+                ));
+            }
+        }
+        Some(_) => return Err(syntax()),
+    }
+    Ok(start)
+}
+
+/// The state of one streaming exchange.
+struct Streaming {
+    sent: Lsn,
+    last_reply: Instant,
+    last_send: Instant,
+    keepalive_pending: bool,
+}
+
+async fn stream(socket: &mut Socket, cx: &Context, start: Lsn) -> Result<Flow, SqlError> {
+    let flushed = cx.engine.flushed_wal_lsn();
+    if start > flushed {
+        return Err(SqlError::new(
+            "XX000",
+            format!(
+                "requested starting point {start} is ahead of the WAL flush position of this server {flushed}"
+            ),
+        ));
+    }
+    check_segment(cx, start)?;
+    let both = CopyBothResponse::new(0, 0, vec![]);
+    feed(socket, PgWireBackendMessage::CopyBothResponse(both))
+        .await
+        .map_err(io)?;
+    tokio_flush(socket, cx.timeout).await.map_err(io)?;
+    let mut st = Streaming {
+        sent: start,
+        last_reply: Instant::now(),
+        last_send: Instant::now(),
+        keepalive_pending: false,
+    };
+    loop {
+        tokio::select! {
+            m = socket.next() => match on_client_message(socket, cx, m, &mut st).await? {
+                Some(flow) => return Ok(flow),
+                None => continue,
+            },
+            _ = tokio::time::sleep(POLL) => {}
+        }
+        send_pending(socket, cx, &mut st).await?;
+        if let Some(flow) = keepalive(socket, cx, &mut st).await? {
+            return Ok(flow);
+        }
+    }
+}
+
+/// The segment holding `lsn` is still in pg_wal.
+fn check_segment(cx: &Context, lsn: Lsn) -> Result<(), SqlError> {
+    match cx.engine.read_wal(lsn) {
+        Ok(Some(_)) => Ok(()),
+        Ok(None) => Err(SqlError::new(
+            "58P01",
+            format!(
+                "requested WAL segment {} has already been removed",
+                strata_wal::segment_file_name(
+                    lsn.0 / cx.engine.wal_segment_bytes(),
+                    cx.engine.wal_segment_bytes()
+                )
+            ),
+        )),
+        Err(e) => Err(SqlError::from(e)),
+    }
+}
+
+/// Handles what the client sent while streaming: `Some(flow)` ends the streaming.
+async fn on_client_message(
+    socket: &mut Socket,
+    cx: &Context,
+    m: Option<Result<PgWireFrontendMessage, pgwire::error::PgWireError>>,
+    st: &mut Streaming,
+) -> Result<Option<Flow>, SqlError> {
+    match m {
+        Some(Ok(PgWireFrontendMessage::CopyData(d))) => {
+            st.last_reply = Instant::now();
+            st.keepalive_pending = false;
+            if d.data.first() == Some(&b'r') && d.data.len() >= 34 {
+                let at = |i: usize| {
+                    let mut b = [0u8; 8];
+                    b.copy_from_slice(&d.data[i..i + 8]);
+                    Lsn(u64::from_be_bytes(b))
+                };
+                let (write, flush, apply) = (at(1), at(9), at(17));
+                cx.senders.report(cx.slot, |p| {
+                    p.write = write;
+                    p.flush = flush;
+                    p.apply = apply;
+                });
+            }
+            Ok(None)
+        }
+        Some(Ok(PgWireFrontendMessage::CopyDone(_))) => {
+            feed(socket, PgWireBackendMessage::CopyDone(CopyDone::new()))
+                .await
+                .map_err(io)?;
+            feed(socket, complete("START_STREAMING"))
+                .await
+                .map_err(io)?;
+            Ok(Some(Flow::Continue))
+        }
+        Some(Ok(PgWireFrontendMessage::Terminate(_))) | None | Some(Err(_)) => {
+            Ok(Some(Flow::Close))
+        }
+        Some(Ok(_)) => Err(SqlError::new(
+            "08P01",
+            "unexpected message type during streaming replication",
+        )),
+    }
+}
+
+/// Sends the flushed WAL the client does not have yet (rule 1).
+async fn send_pending(
+    socket: &mut Socket,
+    cx: &Context,
+    st: &mut Streaming,
+) -> Result<(), SqlError> {
+    let mut wrote = false;
+    loop {
+        let flushed = cx.engine.flushed_wal_lsn();
+        if st.sent >= flushed {
+            break;
+        }
+        let Some(mut bytes) = cx.engine.read_wal(st.sent)? else {
+            check_segment(cx, st.sent)?;
+            break;
+        };
+        bytes.truncate(MAX_SEND_BYTES);
+        if bytes.is_empty() {
+            break;
+        }
+        let mut msg = Vec::with_capacity(25 + bytes.len());
+        msg.push(b'w');
+        msg.extend_from_slice(&st.sent.0.to_be_bytes());
+        msg.extend_from_slice(&flushed.0.to_be_bytes());
+        msg.extend_from_slice(&pg_now().to_be_bytes());
+        msg.extend_from_slice(&bytes);
+        feed(
+            socket,
+            PgWireBackendMessage::CopyData(CopyData::new(msg.into())),
+        )
+        .await
+        .map_err(io)?;
+        st.sent += bytes.len() as u64;
+        wrote = true;
+        tokio_flush(socket, cx.timeout).await.map_err(io)?;
+    }
+    if wrote {
+        st.last_send = Instant::now();
+        let sent = st.sent;
+        cx.senders.report(cx.slot, |p| p.sent = sent);
+    }
+    Ok(())
+}
+
+/// Flushes, giving up after `timeout` (rule 2: a client that does not read).
+async fn tokio_flush(socket: &mut Socket, timeout: Duration) -> std::io::Result<()> {
+    let limit = if timeout.is_zero() {
+        Duration::MAX
+    } else {
+        timeout
+    };
+    match tokio::time::timeout(limit, socket.flush()).await {
+        Ok(r) => r.map_err(|e| std::io::Error::other(e.to_string())),
+        Err(_) => Err(std::io::Error::other(
+            "terminating walsender process due to replication timeout",
+        )),
+    }
+}
+
+/// Keepalives at half of `wal_sender_timeout`; the connection ends when a whole
+/// timeout passes without a reply (PostgreSQL's replication timeout).
+async fn keepalive(
+    socket: &mut Socket,
+    cx: &Context,
+    st: &mut Streaming,
+) -> Result<Option<Flow>, SqlError> {
+    if cx.timeout.is_zero() {
+        return Ok(None);
+    }
+    if st.last_reply.elapsed() >= cx.timeout {
+        (cx.log)("LOG:  terminating walsender process due to replication timeout");
+        return Ok(Some(Flow::Close));
+    }
+    let quiet = st.last_send.elapsed().min(st.last_reply.elapsed());
+    if !st.keepalive_pending && quiet >= cx.timeout / 2 {
+        let mut msg = Vec::with_capacity(18);
+        msg.push(b'k');
+        msg.extend_from_slice(&cx.engine.flushed_wal_lsn().0.to_be_bytes());
+        msg.extend_from_slice(&pg_now().to_be_bytes());
+        msg.push(1);
+        feed(
+            socket,
+            PgWireBackendMessage::CopyData(CopyData::new(msg.into())),
+        )
+        .await
+        .map_err(io)?;
+        tokio_flush(socket, cx.timeout).await.map_err(io)?;
+        st.keepalive_pending = true;
+        st.last_send = Instant::now();
+    }
+    Ok(None)
+}
