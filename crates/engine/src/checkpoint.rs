@@ -12,7 +12,9 @@
 //! 3. Write the commit log's changed pages; fsync every file changed since the last
 //!    checkpoint (smgr rule 6). [O(changes)]
 //! 4. Insert the checkpoint record and flush it; write the control file naming it
-//!    (atomically); remove WAL segments wholly before the redo point. [O(segments)]
+//!    (atomically); write the replication slots' positions that moved; remove WAL
+//!    segments wholly before the redo point, or before the oldest slot's restart LSN
+//!    or `wal_keep_size` behind the insert position if earlier. [O(segments + slots)]
 //!
 //! Rules:
 //! 1. A crash at any step leaves the previous checkpoint in the control file, and all
@@ -192,7 +194,7 @@ fn checkpoint_locked(
         checkpoint_time_unix_s: unix_now(),
     }
     .write(&*sh.settings.vfs, &sh.dir)?;
-    let segments_removed = sh.wal().remove_segments_before(redo)?; // rule 1
+    let segments_removed = sh.wal().remove_segments_before(keep_from(sh, redo)?)?; // rule 1
     {
         let mut st = sh.ckpt.lock();
         st.last_end = end;
@@ -285,4 +287,19 @@ pub(crate) fn xlog_redo(rx: &mut dyn RedoContext, r: &Record) -> Result<()> {
         _ => return Err(unknown_record(r)),
     }
     Ok(())
+}
+
+/// Where the WAL that must stay begins: the redo point, or earlier for a replication
+/// slot's restart LSN or `wal_keep_size` behind the insert position. Writes the slots'
+/// positions that moved first (slots rule 2).
+fn keep_from(sh: &Shared, redo: Lsn) -> Result<Lsn> {
+    sh.slots.persist()?;
+    let kept = Lsn(sh
+        .wal()
+        .insert_lsn()
+        .0
+        .saturating_sub(sh.settings.wal_keep_size_bytes));
+    Ok(redo
+        .min(kept)
+        .min(sh.slots.min_restart_lsn().unwrap_or(redo)))
 }

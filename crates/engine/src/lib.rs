@@ -125,6 +125,9 @@ pub struct Settings {
     pub full_page_writes: bool,
     pub checkpoint_timeout: Duration,
     pub max_wal_size_bytes: u64,
+    /// WAL kept behind the insert position for consumers without a slot
+    /// (PostgreSQL's `wal_keep_size`).
+    pub wal_keep_size_bytes: u64,
     /// Used by `init` only; an existing cluster keeps the size it was made with.
     pub wal_segment_bytes: u64,
     pub max_files_per_process: usize,
@@ -142,6 +145,7 @@ impl Default for Settings {
             full_page_writes: true,
             checkpoint_timeout: Duration::from_secs(300),
             max_wal_size_bytes: 1 << 30,
+            wal_keep_size_bytes: 0,
             wal_segment_bytes: strata_wal::WAL_SEGMENT_BYTES_DEFAULT,
             max_files_per_process: 1000,
             recovery_init_sync_method: RecoverySyncMethod::Fsync,
@@ -176,6 +180,8 @@ pub enum EngineError {
     Control(#[from] ControlError),
     #[error(transparent)]
     Redo(#[from] RedoError),
+    #[error(transparent)]
+    Slot(#[from] strata_wal::slots::SlotError),
     #[error("could not {op} \"{path}\": {source}")]
     Io {
         op: &'static str,
@@ -250,6 +256,7 @@ impl EngineError {
             EngineError::Corrupt(_) => "XX001",
             EngineError::Fatal(_) => "XX000",
             EngineError::Interrupted { code, .. } => code,
+            EngineError::Slot(e) => e.code,
             EngineError::Smgr(SmgrError::Location { .. }) => "42P17",
             _ => "58030", // io_error
         }
@@ -389,6 +396,8 @@ pub(crate) struct Shared {
     pub ckpt: Mutex<CkptState>,
     pub ckpt_lock: Mutex<()>,
     pub ckpt_cv: Condvar,
+    /// Replication slots: the checkpointer keeps WAL from their oldest position.
+    pub slots: strata_wal::slots::Slots,
 }
 
 impl Shared {
@@ -682,6 +691,11 @@ impl Engine {
     /// Everything before this LSN is durable (what a WAL sender may send).
     pub fn flushed_wal_lsn(&self) -> Lsn {
         self.sh.wal().flushed_lsn()
+    }
+
+    /// The cluster's replication slots.
+    pub fn slots(&self) -> &strata_wal::slots::Slots {
+        &self.sh.slots
     }
 
     /// The cluster's system identifier (pg_control; IDENTIFY_SYSTEM).

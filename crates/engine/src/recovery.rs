@@ -136,6 +136,7 @@ fn shared_for_replay(
     ckpt: &CheckpointRecord,
 ) -> Result<Shared> {
     let clog = Clog::load(&*settings.vfs, dir)?;
+    let slots = strata_wal::slots::Slots::load(settings.vfs.clone(), dir)?;
     let late = Arc::new(LateWal {
         wal: OnceLock::new(),
         fatal: Arc::new(Fatal::new(&settings, smgr.clone())),
@@ -170,6 +171,7 @@ fn shared_for_replay(
         }),
         ckpt_lock: Mutex::new(()),
         ckpt_cv: Condvar::new(),
+        slots,
     })
 }
 

@@ -15,6 +15,7 @@
 //! | `max_connections` | count | 100 | 1 .. 10,000 |
 //! | `superuser_reserved_connections` | count | 3 | 0 .. 10,000, below `max_connections` |
 //! | `authentication_timeout` | s (or `ms`, `s`, `min`, ...) | 1min | 1s .. 10min |
+//! | `wal_keep_size` | MB | 0 | WAL kept behind the insert position for slot-less consumers |
 //! | `max_wal_senders` | count | 10 | 0 .. 10,000 (WAL sender slots, not connection slots) |
 //! | `wal_sender_timeout` | ms (or `s`, `min`, ...) | 1min | 0 (none) .. 2147483647ms |
 //! | `log_directory` | directory (relative to the data directory) | (stderr) | |
@@ -67,6 +68,11 @@ pub fn apply(s: &mut Settings, name: &str, value: &str) -> Result<(), String> {
             let b = parse_memory(name, value, 1 << 20).map_err(|e| e.to_string())?;
             s.max_wal_size_bytes =
                 check_range(name, b, 2 << 20, 1 << 40).map_err(|e| e.to_string())?;
+        }
+        "wal_keep_size" => {
+            let b = parse_memory(name, value, 1 << 20).map_err(|e| e.to_string())?;
+            s.wal_keep_size_bytes =
+                check_range(name, b, 0, i32::MAX as u64 * (1 << 20)).map_err(|e| e.to_string())?;
         }
         "wal_segment_size" => {
             let b = parse_memory(name, value, 1).map_err(|e| e.to_string())?;

@@ -178,3 +178,158 @@ fn pg_receivewal_streams_wal_identical_to_pg_wal() {
         "40000"
     );
 }
+
+fn segments(data: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(data.join("pg_wal"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn a_slot_holds_wal_until_dropped_and_survives_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    init_small_segments(&data);
+    let mut s = Server::start(&data, &[]);
+    let made = s.psql_ok(
+        REPL,
+        &["-c", "CREATE_REPLICATION_SLOT keep PHYSICAL RESERVE_WAL"],
+    );
+    assert!(made.starts_with("keep|"), "{made}");
+    let first = segments(&data)[0].clone();
+    let fill = |s: &Server, table: &str| {
+        s.psql_ok(
+            "postgres",
+            &[
+                "-c",
+                &format!("create table {table} (a int, b text)"),
+                "-c",
+                &format!("insert into {table} select g, 'some text to fill the log ' || g from generate_series(1, 30000) g"),
+                "-c",
+                "checkpoint",
+            ],
+        );
+    };
+    fill(&s, "t1");
+    assert!(segments(&data).len() >= 3, "{:?}", segments(&data));
+    assert_eq!(
+        segments(&data)[0],
+        first,
+        "the slot keeps the first segment"
+    );
+    // Across a restart (the slot's file), the same.
+    s.kill9();
+    let s = Server::start(&data, &[]);
+    let row = s.psql_ok(REPL, &["-c", "READ_REPLICATION_SLOT keep"]);
+    assert!(row.starts_with("physical|0/1"), "{row}");
+    fill(&s, "t2");
+    assert_eq!(segments(&data)[0], first);
+    // Dropped, the next checkpoint removes what only the slot held.
+    s.psql_ok(REPL, &["-c", "DROP_REPLICATION_SLOT keep"]);
+    s.psql_ok("postgres", &["-c", "checkpoint"]);
+    assert!(segments(&data)[0] > first, "{:?}", segments(&data));
+    let row = s.psql_ok(REPL, &["-c", "READ_REPLICATION_SLOT keep"]);
+    assert_eq!(row.trim(), "||");
+}
+
+#[test]
+fn pg_receivewal_creates_and_streams_through_a_slot() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    init_small_segments(&data);
+    let s = Server::start(&data, &[]);
+    let create = |expect_ok: bool| {
+        let out = Command::new(RECEIVEWAL)
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-U",
+                "strata",
+                "--create-slot",
+                "--slot=arch",
+                "-p",
+            ])
+            .arg(s.port.to_string())
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.success(),
+            expect_ok,
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    create(true);
+    assert!(create(false).contains("replication slot \"arch\" already exists"));
+    assert_eq!(
+        s.psql_ok(REPL, &["-c", "READ_REPLICATION_SLOT arch"])
+            .trim(),
+        "physical||"
+    );
+    let out = dir.path().join("received");
+    std::fs::create_dir(&out).unwrap();
+    let mut rx = Command::new(RECEIVEWAL)
+        .args([
+            "-h",
+            "127.0.0.1",
+            "-U",
+            "strata",
+            "--no-loop",
+            "--slot=arch",
+            "--status-interval=1",
+            "-p",
+        ])
+        .arg(s.port.to_string())
+        .arg("-D")
+        .arg(&out)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    s.psql_ok(
+        "postgres",
+        &[
+            "-c",
+            "create table t (a int, b text)",
+            "-c",
+            "insert into t select g, 'a value of some length, number ' || g from generate_series(1, 40000) g",
+        ],
+    );
+    wait_for_segments(&out, 2);
+    let e = psql_command(s.port, "strata", REPL, None)
+        .args(["-c", "DROP_REPLICATION_SLOT arch"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&e.stderr).contains("is active"),
+        "{e:?}"
+    );
+    // The slot follows what pg_receivewal reports flushed (every second).
+    let t0 = Instant::now();
+    loop {
+        let row = s.psql_ok(REPL, &["-c", "READ_REPLICATION_SLOT arch"]);
+        let lsn = row.split('|').nth(1).unwrap_or("").to_string();
+        if lsn.as_str() >= "0/300000" && lsn.len() == "0/300000".len() {
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(30), "slot at {row}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let _ = Command::new("kill")
+        .args(["-INT", &rx.id().to_string()])
+        .status();
+    assert!(rx.wait().unwrap().success());
+    // Released with its client: it can be dropped now.
+    let t0 = Instant::now();
+    while psql_command(s.port, "strata", REPL, None)
+        .args(["-c", "DROP_REPLICATION_SLOT arch"])
+        .output()
+        .is_ok_and(|o| !o.status.success())
+    {
+        assert!(t0.elapsed() < Duration::from_secs(10), "slot still active");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}

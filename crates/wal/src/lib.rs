@@ -5,7 +5,9 @@
 //! [`Wal::flush`] (group flush; also the buffer pool's [`WalFlusher`]),
 //! [`WalReader`] (replay; stops cleanly at the end of valid WAL and says why),
 //! [`find_end`], [`control::ControlFile`] (`global/pg_control`: where recovery
-//! starts) and [`redo::redo`] (the redo loop, with PostgreSQL's log lines).
+//! starts), [`redo::redo`] (the redo loop, with PostgreSQL's log lines),
+//! [`slots::Slots`] (replication slots: WAL kept for consumers) and [`read_bytes`]
+//! (the stored bytes, for a WAL sender).
 //!
 //! Record layout (little-endian, every record starts 8-byte aligned; padding is zeros):
 //!
@@ -47,6 +49,7 @@
 
 pub mod control;
 pub mod redo;
+pub mod slots;
 
 use parking_lot::Mutex;
 use std::io;

@@ -5,9 +5,11 @@
 //! Entry points: [`mode`] (the startup parameter), [`WalSenders`] (the
 //! `max_wal_senders` slots), [`serve`] (the command loop after authentication).
 //!
-//! Commands: IDENTIFY_SYSTEM, SHOW, TIMELINE_HISTORY, START_REPLICATION [SLOT s]
-//! [PHYSICAL] X/X [TIMELINE t]. Replication slots and BASE_BACKUP are refused with
-//! 0A000 (not built yet); so is SQL, as on PostgreSQL's physical WAL senders.
+//! Commands: IDENTIFY_SYSTEM, SHOW, TIMELINE_HISTORY, CREATE_REPLICATION_SLOT s
+//! [TEMPORARY] PHYSICAL [RESERVE_WAL], DROP_REPLICATION_SLOT s [WAIT],
+//! READ_REPLICATION_SLOT s, START_REPLICATION [SLOT s] [PHYSICAL] X/X [TIMELINE t].
+//! BASE_BACKUP is refused with 0A000 (not built yet); so is SQL, as on PostgreSQL's
+//! physical WAL senders.
 //!
 //! Rules (cited as "walsender rule N"):
 //! 1. Only flushed WAL is sent (`Engine::read_wal`): a standby never holds a record
@@ -19,6 +21,9 @@
 //! 3. A sender takes one of `max_wal_senders` slots, not a connection slot, and only
 //!    a superuser may start one (Strata has no REPLICATION attribute yet).
 //! 4. One timeline (1) until promotion exists; a request for another is an error.
+//! 5. A slot streamed through advances to what the client reports flushed
+//!    (slots rule 2); the checkpointer keeps WAL from the oldest slot on. A slot
+//!    created with RESERVE_WAL holds WAL from the current flush position at once.
 
 use super::frames::Guarded;
 use futures::{SinkExt, StreamExt};
@@ -231,11 +236,16 @@ async fn ready(socket: &mut Socket) -> std::io::Result<()> {
         .map_err(|e| std::io::Error::other(e.to_string()))
 }
 
-/// Serves replication commands until the client leaves.
+/// Serves replication commands until the client leaves; then gives back its slots.
 pub async fn serve(socket: &mut Socket, cx: Context) {
+    serve_commands(socket, &cx).await;
+    cx.engine.slots().release_all(cx.slot, true);
+}
+
+async fn serve_commands(socket: &mut Socket, cx: &Context) {
     while let Some(Ok(msg)) = socket.next().await {
         let r = match msg {
-            PgWireFrontendMessage::Query(q) => match command(socket, &cx, &q.query).await {
+            PgWireFrontendMessage::Query(q) => match command(socket, cx, &q.query).await {
                 Ok(Flow::Continue) => ready(socket).await,
                 Ok(Flow::Close) => return,
                 Err(e) => match send_error(socket, &e).await {
@@ -287,15 +297,27 @@ async fn command(socket: &mut Socket, cx: &Context, text: &str) -> Result<Flow, 
             ),
         )),
         Some("START_REPLICATION") => {
-            let start = parse_start(&words, &upper)?;
-            stream(socket, cx, start).await
+            let (slot, start) = parse_start(&words, &upper)?;
+            if let Some(name) = &slot {
+                let slots = cx.engine.slots();
+                slots.acquire(name, cx.slot).map_err(slot_error)?;
+                slots.advance(name, start); // a slot never used holds WAL from here
+            }
+            let r = stream(socket, cx, slot.as_deref(), start).await;
+            cx.engine.slots().release_all(cx.slot, false);
+            r
         }
-        Some(
-            "CREATE_REPLICATION_SLOT"
-            | "DROP_REPLICATION_SLOT"
-            | "READ_REPLICATION_SLOT"
-            | "BASE_BACKUP",
-        ) => Err(SqlError::new(
+        Some("CREATE_REPLICATION_SLOT") => create_slot(socket, cx, &words, &upper).await,
+        Some("DROP_REPLICATION_SLOT") if (2..=3).contains(&words.len()) => {
+            let name = unquote(words[1]);
+            cx.engine.slots().drop_slot(&name).map_err(slot_error)?;
+            feed(socket, complete("DROP_REPLICATION_SLOT"))
+                .await
+                .map_err(io)?;
+            Ok(Flow::Continue)
+        }
+        Some("READ_REPLICATION_SLOT") if words.len() == 2 => read_slot(socket, cx, words[1]).await,
+        Some("BASE_BACKUP") => Err(SqlError::new(
             "0A000",
             format!("{} is not supported by Strata yet", upper[0]),
         )),
@@ -357,15 +379,108 @@ async fn show(socket: &mut Socket, cx: &Context, name: &str) -> Result<Flow, Sql
     Ok(Flow::Continue)
 }
 
+fn slot_error(e: strata_wal::slots::SlotError) -> SqlError {
+    SqlError::new(e.code, e.message)
+}
+
+/// A slot name as written, `"quoted"` or bare.
+fn unquote(w: &str) -> String {
+    w.trim_matches('"').to_string()
+}
+
+/// `CREATE_REPLICATION_SLOT s [TEMPORARY] PHYSICAL [RESERVE_WAL]`, or PostgreSQL 15's
+/// `... PHYSICAL (RESERVE_WAL [true|false])`.
+async fn create_slot(
+    socket: &mut Socket,
+    cx: &Context,
+    words: &[&str],
+    upper: &[String],
+) -> Result<Flow, SqlError> {
+    let syntax = || SqlError::new("42601", "syntax error in CREATE_REPLICATION_SLOT");
+    let name = unquote(words.get(1).ok_or_else(syntax)?);
+    let rest: Vec<String> = upper[2..]
+        .iter()
+        .flat_map(|w| w.split(|c| c == '(' || c == ')' || c == ','))
+        .filter(|w| !w.is_empty())
+        .map(str::to_string)
+        .collect();
+    let temporary = rest.first().map(String::as_str) == Some("TEMPORARY");
+    let opts = &rest[usize::from(temporary)..];
+    match opts.first().map(String::as_str) {
+        Some("PHYSICAL") => {}
+        Some("LOGICAL") => {
+            return Err(SqlError::new(
+                "0A000",
+                "logical replication is not supported by Strata",
+            ))
+        }
+        _ => return Err(syntax()),
+    }
+    let reserve = match opts[1..].iter().map(String::as_str).collect::<Vec<_>>()[..] {
+        [] => false,
+        ["RESERVE_WAL"] | ["RESERVE_WAL", "TRUE" | "ON" | "1"] => true,
+        ["RESERVE_WAL", "FALSE" | "OFF" | "0"] => false,
+        _ => return Err(syntax()),
+    };
+    let at = if reserve {
+        cx.engine.flushed_wal_lsn()
+    } else {
+        Lsn::INVALID
+    };
+    let slots = cx.engine.slots();
+    slots.create(&name, at, temporary).map_err(slot_error)?;
+    if temporary {
+        // Rule 3 of slots: it goes with this connection.
+        slots.acquire(&name, cx.slot).map_err(slot_error)?;
+    }
+    let fields = [
+        "slot_name",
+        "consistent_point",
+        "snapshot_name",
+        "output_plugin",
+    ]
+    .iter()
+    .map(|n| text_field(n, 25))
+    .collect();
+    let row = vec![Some(name), Some(Lsn::INVALID.to_string()), None, None];
+    send_rows(socket, fields, vec![row], "CREATE_REPLICATION_SLOT")
+        .await
+        .map_err(io)?;
+    Ok(Flow::Continue)
+}
+
+/// `READ_REPLICATION_SLOT s`: type, restart LSN and timeline; NULLs if there is none.
+async fn read_slot(socket: &mut Socket, cx: &Context, name: &str) -> Result<Flow, SqlError> {
+    let name = unquote(name);
+    strata_wal::slots::check_name(&name).map_err(slot_error)?;
+    let row = match cx.engine.slots().get(&name) {
+        Some(s) if s.restart_lsn != Lsn::INVALID => vec![
+            Some("physical".to_string()),
+            Some(s.restart_lsn.to_string()),
+            Some("1".to_string()),
+        ],
+        Some(_) => vec![Some("physical".to_string()), None, None],
+        None => vec![None, None, None],
+    };
+    let fields = vec![
+        text_field("slot_type", 25),
+        text_field("restart_lsn", 25),
+        text_field("restart_tli", 20),
+    ];
+    send_rows(socket, fields, vec![row], "READ_REPLICATION_SLOT")
+        .await
+        .map_err(io)?;
+    Ok(Flow::Continue)
+}
+
 /// `START_REPLICATION [SLOT s] [PHYSICAL] X/X [TIMELINE t]`.
-fn parse_start(words: &[&str], upper: &[String]) -> Result<Lsn, SqlError> {
+fn parse_start(words: &[&str], upper: &[String]) -> Result<(Option<String>, Lsn), SqlError> {
     let syntax = || SqlError::new("42601", "syntax error in START_REPLICATION");
     let mut i = 1;
+    let mut slot = None;
     if upper.get(i).map(String::as_str) == Some("SLOT") {
-        return Err(SqlError::new(
-            "0A000",
-            "replication slots are not supported by Strata yet",
-        ));
+        slot = Some(unquote(words.get(i + 1).ok_or_else(syntax)?));
+        i += 2;
     }
     match upper.get(i).map(String::as_str) {
         Some("PHYSICAL") => i += 1,
@@ -399,7 +514,7 @@ fn parse_start(words: &[&str], upper: &[String]) -> Result<Lsn, SqlError> {
         }
         Some(_) => return Err(syntax()),
     }
-    Ok(start)
+    Ok((slot, start))
 }
 
 /// The state of one streaming exchange.
@@ -410,7 +525,12 @@ struct Streaming {
     keepalive_pending: bool,
 }
 
-async fn stream(socket: &mut Socket, cx: &Context, start: Lsn) -> Result<Flow, SqlError> {
+async fn stream(
+    socket: &mut Socket,
+    cx: &Context,
+    slot: Option<&str>,
+    start: Lsn,
+) -> Result<Flow, SqlError> {
     let flushed = cx.engine.flushed_wal_lsn();
     if start > flushed {
         return Err(SqlError::new(
@@ -434,7 +554,7 @@ async fn stream(socket: &mut Socket, cx: &Context, start: Lsn) -> Result<Flow, S
     };
     loop {
         tokio::select! {
-            m = socket.next() => match on_client_message(socket, cx, m, &mut st).await? {
+            m = socket.next() => match on_client_message(socket, cx, slot, m, &mut st).await? {
                 Some(flow) => return Ok(flow),
                 None => continue,
             },
@@ -469,6 +589,7 @@ fn check_segment(cx: &Context, lsn: Lsn) -> Result<(), SqlError> {
 async fn on_client_message(
     socket: &mut Socket,
     cx: &Context,
+    slot: Option<&str>,
     m: Option<Result<PgWireFrontendMessage, pgwire::error::PgWireError>>,
     st: &mut Streaming,
 ) -> Result<Option<Flow>, SqlError> {
@@ -488,6 +609,9 @@ async fn on_client_message(
                     p.flush = flush;
                     p.apply = apply;
                 });
+                if let Some(name) = slot {
+                    cx.engine.slots().advance(name, flush); // rule 5
+                }
             }
             Ok(None)
         }
