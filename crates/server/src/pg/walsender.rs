@@ -400,7 +400,7 @@ async fn create_slot(
     let name = unquote(words.get(1).ok_or_else(syntax)?);
     let rest: Vec<String> = upper[2..]
         .iter()
-        .flat_map(|w| w.split(|c| c == '(' || c == ')' || c == ','))
+        .flat_map(|w| w.split(['(', ')', ',']))
         .filter(|w| !w.is_empty())
         .map(str::to_string)
         .collect();
