@@ -26,16 +26,31 @@ fn init_small_segments(data: &Path) {
     );
 }
 
-fn receivewal(port: u16, dir: &Path) -> Child {
+/// `pg_receivewal --no-loop -D dir` with `extra` options, its stderr piped.
+fn receivewal(port: u16, dir: &Path, extra: &[&str]) -> Child {
     Command::new(RECEIVEWAL)
         .args(["-h", "127.0.0.1", "-U", "strata", "--no-loop", "-v", "-p"])
         .arg(port.to_string())
         .arg("-D")
         .arg(dir)
+        .args(extra)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .expect("pg_receivewal (apt-get install -y postgresql-15)")
+}
+
+/// A table of 40,000 rows: about three 1MB segments of WAL.
+fn write_three_segments(s: &Server) {
+    s.psql_ok(
+        "postgres",
+        &[
+            "-c",
+            "create table t (a int, b text)",
+            "-c",
+            "insert into t select g, 'a value of some length, number ' || g from generate_series(1, 40000) g",
+        ],
+    );
 }
 
 /// Waits until `dir` holds `n` completed segment files.
@@ -124,16 +139,8 @@ fn pg_receivewal_streams_wal_identical_to_pg_wal() {
     let s = Server::start(&data, &["max_wal_senders=1"]);
     let out = dir.path().join("received");
     std::fs::create_dir(&out).unwrap();
-    let mut rx = receivewal(s.port, &out);
-    s.psql_ok(
-        "postgres",
-        &[
-            "-c",
-            "create table t (a int, b text)",
-            "-c",
-            "insert into t select g, 'a value of some length, number ' || g from generate_series(1, 40000) g",
-        ],
-    );
+    let mut rx = receivewal(s.port, &out, &[]);
+    write_three_segments(&s);
     wait_for_segments(&out, 2);
     // The one sender slot is taken.
     let e = psql_command(s.port, "strata", REPL, None)
@@ -272,32 +279,8 @@ fn pg_receivewal_creates_and_streams_through_a_slot() {
     );
     let out = dir.path().join("received");
     std::fs::create_dir(&out).unwrap();
-    let mut rx = Command::new(RECEIVEWAL)
-        .args([
-            "-h",
-            "127.0.0.1",
-            "-U",
-            "strata",
-            "--no-loop",
-            "--slot=arch",
-            "--status-interval=1",
-            "-p",
-        ])
-        .arg(s.port.to_string())
-        .arg("-D")
-        .arg(&out)
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    s.psql_ok(
-        "postgres",
-        &[
-            "-c",
-            "create table t (a int, b text)",
-            "-c",
-            "insert into t select g, 'a value of some length, number ' || g from generate_series(1, 40000) g",
-        ],
-    );
+    let mut rx = receivewal(s.port, &out, &["--slot=arch", "--status-interval=1"]);
+    write_three_segments(&s);
     wait_for_segments(&out, 2);
     let e = psql_command(s.port, "strata", REPL, None)
         .args(["-c", "DROP_REPLICATION_SLOT arch"])
