@@ -128,6 +128,9 @@ pub struct Settings {
     /// WAL kept behind the insert position for consumers without a slot
     /// (PostgreSQL's `wal_keep_size`).
     pub wal_keep_size_bytes: u64,
+    /// `archive_mode = on`: completed segments are marked for the archiver and kept
+    /// until archived (archive rules 1-2 in `strata_wal::archive`).
+    pub archive_mode: bool,
     /// Used by `init` only; an existing cluster keeps the size it was made with.
     pub wal_segment_bytes: u64,
     pub max_files_per_process: usize,
@@ -146,6 +149,7 @@ impl Default for Settings {
             checkpoint_timeout: Duration::from_secs(300),
             max_wal_size_bytes: 1 << 30,
             wal_keep_size_bytes: 0,
+            archive_mode: false,
             wal_segment_bytes: strata_wal::WAL_SEGMENT_BYTES_DEFAULT,
             max_files_per_process: 1000,
             recovery_init_sync_method: RecoverySyncMethod::Fsync,

@@ -81,6 +81,9 @@ pub fn startup(dir: &Path, settings: Settings, smgr: Arc<Smgr>) -> Result<(Share
     let (summary, aborted_unfinished) = replay(&sh, &control, &ckpt, ckpt_end)?;
     let seg = control.wal_segment_bytes;
     let wal = Arc::new(Wal::open(&vfs, dir, seg, summary.end, summary.last_record)?);
+    if sh.settings.archive_mode {
+        wal.enable_archiving();
+    }
     if sh.late_wal.wal.set(wal).is_err() {
         unreachable!("the WAL is opened once");
     }

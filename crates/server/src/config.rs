@@ -15,6 +15,8 @@
 //! | `max_connections` | count | 100 | 1 .. 10,000 |
 //! | `superuser_reserved_connections` | count | 3 | 0 .. 10,000, below `max_connections` |
 //! | `authentication_timeout` | s (or `ms`, `s`, `min`, ...) | 1min | 1s .. 10min |
+//! | `archive_mode` | on/off | off | completed WAL segments wait in pg_wal until archived |
+//! | `archive_command` | shell command | '' | `%p` the segment's path, `%f` its name |
 //! | `wal_keep_size` | MB | 0 | WAL kept behind the insert position for slot-less consumers |
 //! | `max_wal_senders` | count | 10 | 0 .. 10,000 (WAL sender slots, not connection slots) |
 //! | `wal_sender_timeout` | ms (or `s`, `min`, ...) | 1min | 0 (none) .. 2147483647ms |
@@ -68,6 +70,17 @@ pub fn apply(s: &mut Settings, name: &str, value: &str) -> Result<(), String> {
             let b = parse_memory(name, value, 1 << 20).map_err(|e| e.to_string())?;
             s.max_wal_size_bytes =
                 check_range(name, b, 2 << 20, 1 << 40).map_err(|e| e.to_string())?;
+        }
+        "archive_mode" => {
+            s.archive_mode = match value.trim().to_ascii_lowercase().as_str() {
+                "always" => {
+                    return Err(
+                        "archive_mode = always needs a standby, which Strata does not have yet"
+                            .into(),
+                    )
+                }
+                _ => parse_bool(name, value)?,
+            }
         }
         "wal_keep_size" => {
             let b = parse_memory(name, value, 1 << 20).map_err(|e| e.to_string())?;
@@ -136,6 +149,8 @@ pub struct ServerConfig {
     pub authentication_timeout: Duration,
     /// WAL sender slots (walsender rule 3).
     pub max_wal_senders: usize,
+    /// Run for each completed WAL segment with `archive_mode = on` (archiver rule 2).
+    pub archive_command: String,
     /// A WAL sender whose client says nothing this long is ended (zero: never).
     pub wal_sender_timeout: Duration,
     pub log_directory: Option<String>,
@@ -153,6 +168,7 @@ impl Default for ServerConfig {
             superuser_reserved_connections: 3,
             authentication_timeout: Duration::from_secs(60),
             max_wal_senders: 10,
+            archive_command: String::new(),
             wal_sender_timeout: Duration::from_secs(60),
             log_directory: None,
             given: Vec::new(),
@@ -240,6 +256,7 @@ impl ServerConfig {
                 }
                 self.authentication_timeout = Duration::from_millis(ms);
             }
+            "archive_command" => self.archive_command = value.to_string(),
             "max_wal_senders" => {
                 let n: usize = value.trim().parse().map_err(|_| invalid(name, value, ""))?;
                 if n > 10_000 {

@@ -3,7 +3,8 @@
 //! registry of connections; it feeds statements to `strata-sql` and sends back what
 //! they return.
 //!
-//! Module map: [`config`] (settings: parsing, units, ranges, SHOW's list),
+//! Module map: [`archiver`] (runs `archive_command` for completed WAL segments),
+//! [`config`] (settings: parsing, units, ranges, SHOW's list),
 //! [`server`] (the process: data directory, lock file, logging, listeners, shutdown),
 //! [`pg`] (the wire protocol: the connection loop, frames, authentication, the
 //! handlers that run a session per connection, and the WAL sender of
@@ -19,6 +20,7 @@
 //! 3. The protocol runs on tokio; each session's statements run on a thread of their
 //!    own (the SQL layer is synchronous), so a long statement blocks nobody else.
 
+pub mod archiver;
 pub mod config;
 pub mod pg;
 pub mod server;

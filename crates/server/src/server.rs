@@ -267,6 +267,7 @@ fn serve(data: &Path, cfg: ServerConfig) -> Result<(), String> {
         senders: crate::pg::walsender::WalSenders::new(cfg.max_wal_senders),
         wal_sender_timeout: cfg.wal_sender_timeout,
     });
+    let archiver = start_archiver(&engine, &cfg, &sink)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -315,6 +316,10 @@ fn serve(data: &Path, cfg: ServerConfig) -> Result<(), String> {
     }
     rt.shutdown_timeout(Duration::from_secs(1));
     served?;
+    if let Some((stop, thread)) = archiver {
+        stop.store(true, std::sync::atomic::Ordering::Release);
+        let _ = thread.join();
+    }
     sink("shutting down");
     match Arc::try_unwrap(engine) {
         Ok(e) => e.close().map_err(|e| e.to_string())?,
@@ -325,6 +330,33 @@ fn serve(data: &Path, cfg: ServerConfig) -> Result<(), String> {
     }
     sink("database system is shut down");
     Ok(())
+}
+
+/// The archiver thread, with `archive_mode = on` and an `archive_command` (archiver
+/// rule 3); with no command, segments wait in pg_wal (PostgreSQL's behaviour), said once.
+type Archiver = Option<(
+    Arc<std::sync::atomic::AtomicBool>,
+    std::thread::JoinHandle<()>,
+)>;
+
+fn start_archiver(engine: &Engine, cfg: &ServerConfig, sink: &LogSink) -> Result<Archiver, String> {
+    if !cfg.engine.archive_mode {
+        return Ok(None);
+    }
+    if cfg.archive_command.is_empty() {
+        sink("WARNING:  archive_mode enabled, yet archive_command is not set: WAL segments accumulate in pg_wal");
+        return Ok(None);
+    }
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let thread = crate::archiver::start(
+        engine.settings().vfs.clone(),
+        engine.data_dir().to_path_buf(),
+        cfg.archive_command.clone(),
+        sink.clone(),
+        stop.clone(),
+    )
+    .map_err(|e| format!("could not start the archiver: {e}"))?;
+    Ok(Some((stop, thread)))
 }
 
 /// How many sockets may wait to authenticate at once (serve rule 2): enough that

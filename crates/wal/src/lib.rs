@@ -47,6 +47,7 @@
 //! 7. Every WAL file goes through the [`Vfs`] (`strata_vfs`), so tests can fail or lose
 //!    its writes and syncs.
 
+pub mod archive;
 pub mod control;
 pub mod redo;
 pub mod slots;
@@ -214,6 +215,10 @@ pub struct Wal {
     writer: Mutex<SegmentWriter>,
     flushed: AtomicU64,
     failed: AtomicBool,
+    /// Archiving is on: completed segments get `.ready` (archive rule 1).
+    archiving: AtomicBool,
+    /// The next segment to mark ready.
+    notified: AtomicU64,
 }
 
 impl Wal {
@@ -283,11 +288,39 @@ impl Wal {
             }),
             flushed: AtomicU64::new(end.0),
             failed: AtomicBool::new(false),
+            archiving: AtomicBool::new(false),
+            notified: AtomicU64::new(0),
         })
     }
 
     pub fn segment_bytes(&self) -> u64 {
         self.seg_bytes
+    }
+
+    /// Turns archiving on (`archive_mode`): from now on each segment the flushes
+    /// complete gets `.ready`; older ones without a status get theirs from the
+    /// checkpointer (archive rule 2).
+    pub fn enable_archiving(&self) {
+        let _writer = self.writer.lock();
+        self.notified
+            .store(self.flushed_lsn().0 / self.seg_bytes, Ordering::Release);
+        self.archiving.store(true, Ordering::Release);
+    }
+
+    /// Marks the segments that the flush up to `end` completed (archive rule 1). A
+    /// failure to create a status file is left to the checkpointer (rule 2).
+    fn notify_archiver(&self, writer: &SegmentWriter, end: Lsn) {
+        if !self.archiving.load(Ordering::Acquire) {
+            return;
+        }
+        let complete = end.0 / self.seg_bytes;
+        let from = self.notified.load(Ordering::Acquire);
+        let data_dir = writer.dir.parent().unwrap_or(&writer.dir);
+        for segno in from..complete {
+            let name = segment_file_name(segno, self.seg_bytes);
+            let _ = archive::mark_ready(&*writer.vfs, data_dir, &name);
+        }
+        self.notified.fetch_max(complete, Ordering::AcqRel);
     }
 
     fn check(&self) -> Result<()> {
@@ -371,7 +404,8 @@ impl Wal {
     }
 
     /// Removes every segment wholly before `lsn` (a checkpoint's redo point: recovery
-    /// never reads before it). Returns how many were removed. O(files in pg_wal).
+    /// never reads before it), with archiving on only those archived (archive rule 2).
+    /// Returns how many were removed. O(files in pg_wal).
     pub fn remove_segments_before(&self, lsn: Lsn) -> Result<usize> {
         self.check()?;
         let keep_from = lsn.0 / self.seg_bytes;
@@ -385,14 +419,27 @@ impl Wal {
             let Some(segno) = parse_segment_name(&entry.name, self.seg_bytes) else {
                 continue;
             };
-            if segno < keep_from {
-                let path = writer.dir.join(&entry.name);
-                writer
-                    .vfs
-                    .remove_file(&path)
-                    .map_err(|e| io_err("remove", &path, e))?;
-                removed += 1;
+            if segno >= keep_from {
+                continue;
             }
+            let data_dir = writer.dir.parent().unwrap_or(&writer.dir);
+            let archiving = self.archiving.load(Ordering::Acquire);
+            if archiving
+                && !archive::removable(&*writer.vfs, data_dir, &entry.name).map_err(|e| {
+                    io_err("check archive status of", &writer.dir.join(&entry.name), e)
+                })?
+            {
+                continue;
+            }
+            let path = writer.dir.join(&entry.name);
+            writer
+                .vfs
+                .remove_file(&path)
+                .map_err(|e| io_err("remove", &path, e))?;
+            if archiving {
+                archive::forget(&*writer.vfs, data_dir, &entry.name);
+            }
+            removed += 1;
         }
         Ok(removed)
     }
@@ -422,6 +469,7 @@ impl Wal {
         }
         if sync {
             self.flushed.fetch_max(end.0, Ordering::AcqRel);
+            self.notify_archiver(writer, end);
         }
         Ok(())
     }
