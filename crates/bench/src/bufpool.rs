@@ -21,7 +21,8 @@
 //! `strata_buffer::reference`), and for hits `hashmap` (a plain partitioned hash map of
 //! the same entries, pinning the same descriptors).
 
-use super::{format_bytes, format_seconds, rss_bytes, Record};
+use super::measure::{rss, Process};
+use super::{format_bytes, format_seconds, Record};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -75,9 +76,14 @@ fn idle_rss_in_child(bytes: u64) -> Result<f64, String> {
 fn idle_rss_probe(bytes: u64) -> Result<(), String> {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let smgr = Arc::new(Smgr::open(dir.path(), Arc::new(StdVfs), 1000).map_err(|e| e.to_string())?);
-    let before = rss_bytes();
+    let rss_now = || {
+        rss(Process::This)
+            .map(|r| r.now_bytes)
+            .ok_or("no /proc/self/status")
+    };
+    let before = rss_now()?;
     let pool = BufferPool::new(bytes, smgr, Arc::new(NoWal));
-    let added = rss_bytes().saturating_sub(before);
+    let added = rss_now()?.saturating_sub(before);
     std::hint::black_box(&pool);
     println!("{added}");
     Ok(())

@@ -12,9 +12,11 @@
 
 pub mod bufpool;
 pub mod crash;
+pub mod measure;
 mod plot;
 pub mod replay;
 pub mod seeds;
+pub mod workloads;
 
 use clap::Subcommand;
 use serde::Serialize;
@@ -133,15 +135,6 @@ fn write_json(path: &PathBuf, records: &[Record]) -> Result<(), String> {
     let text = serde_json::to_string_pretty(records).map_err(|e| e.to_string())?;
     std::fs::write(path, text + "\n")
         .map_err(|e| format!("could not write \"{}\": {e}", path.display()))
-}
-
-/// Resident set size of this process, in bytes (Linux: /proc/self/statm).
-pub fn rss_bytes() -> u64 {
-    std::fs::read_to_string("/proc/self/statm")
-        .ok()
-        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
-        .map(|pages| pages * 4096)
-        .unwrap_or(0)
 }
 
 /// Formats seconds with a unit that keeps three significant digits.

@@ -1,33 +1,31 @@
-//! `strata bench replay`: the brief's workloads (§5) through the engine API, each on a
-//! fresh cluster per `shared_buffers` size: time on the primary, WAL bytes, then a
-//! SIGKILL and the replay time read from the recovering process's `redo done ...
-//! elapsed` line, its restart time and peak RSS.
-//!
-//! | id | workload (scale 1) | measured |
-//! |----|--------------------|----------|
-//! | A | DROP DATABASE of a database with 1,000 tables in 1,000 tablespaces | primary, replay |
-//! | B | 20,000 one-row tables; DROP TABLE each in its own transaction | primary, replay |
-//! | C | 100,000 tables; one transaction drops 50 | primary, replay |
-//! | D | 2,000 tables of 2,000 rows; DELETE all; VACUUM truncates every fork | primary, replay |
-//! | E | 500 CREATE DATABASE ... FILE_COPY, then 500 ... WAL_LOG | primary, replay |
-//! | F | CHECKPOINT with nothing dirty (median of 5) | primary |
-//! | G | 200,000 inserts in transactions of 1,000 rows | primary, replay |
-//! | M | 100,000 one-per-transaction drops: replay memory before and after | replay RSS |
+//! `strata bench replay`: the brief's workloads (§5, defined in [`crate::workloads`])
+//! through the engine API, each on a fresh cluster per `shared_buffers` size: time on
+//! the primary, WAL bytes, then a SIGKILL and the replay time read from the recovering
+//! process's `redo done ... elapsed` line, its restart time and peak RSS.
 //!
 //! Processes: the parent creates the cluster, runs `strata debug replay-primary` (set-up,
 //! CHECKPOINT, the timed workload, then it waits to be killed), SIGKILLs it, then runs
 //! `strata debug recover` and reads its log. `--scale` multiplies every count.
+//!
+//! The engine's reading of a workload is a list of [`Step`]s, one per engine call,
+//! built before it runs ([`setup_steps`], [`work_steps`]) and carried out by
+//! [`execute`]; the unit test of `workloads` pins the steps.
 
+use super::measure::{rss, Process, RedoDone};
+use super::workloads::{Setup, Work, Workload, ALL, ROWS_PER_INSERT};
 use super::{format_bytes, format_seconds, Record};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use strata_engine::{ColType, Column, CreateDbStrategy, Engine, Settings, Value};
+use strata_engine::{ColType, Column, CreateDbStrategy, Engine, Settings, Txn, Value};
 use strata_types::units::format_memory;
 
-pub const WORKLOADS: [&str; 8] = ["A", "B", "C", "D", "E", "F", "G", "M"];
+/// Tables per set-up transaction.
+pub const TABLES_PER_TRANSACTION: usize = 500;
+/// Tablespaces per set-up transaction.
+pub const TABLESPACES_PER_TRANSACTION: usize = 100;
 
 #[derive(clap::Args, Clone)]
 pub struct Args {
@@ -44,10 +42,7 @@ pub struct Args {
     pub json: Option<PathBuf>,
 }
 
-fn count(base: usize, scale: f64) -> usize {
-    ((base as f64 * scale).round() as usize).max(1)
-}
-
+/// Every table of this harness: `(id int4, v text)`.
 fn cols() -> Vec<Column> {
     vec![
         Column::new("id", ColType::Int4),
@@ -55,6 +50,7 @@ fn cols() -> Vec<Column> {
     ]
 }
 
+/// Row `i` of any table.
 fn row(i: i32) -> Vec<Value> {
     vec![Value::Int4(i), Value::Text(format!("value {i:>10}"))]
 }
@@ -63,29 +59,238 @@ fn e2s(e: strata_engine::EngineError) -> String {
     e.to_string()
 }
 
-/// Creates `n` tables named `{prefix}{i}` in `db`, `rows` rows each, in batches.
-fn make_tables(
-    e: &Engine,
-    db: &str,
-    prefix: &str,
-    n: usize,
-    rows: i32,
-    spc: &dyn Fn(usize) -> Option<String>,
-) -> Result<(), String> {
-    for chunk in (0..n).collect::<Vec<_>>().chunks(500) {
-        let mut t = e.begin();
-        for &i in chunk {
-            let name = format!("{prefix}{i}");
-            t.create_table(db, &name, &cols(), spc(i).as_deref())
-                .map_err(e2s)?;
-            if rows > 0 {
-                let r: Vec<Vec<Value>> = (0..rows).map(row).collect();
-                t.insert(db, &name, &r).map_err(e2s)?;
-            }
-        }
-        t.commit().map_err(e2s)?;
+/// One engine call. Calls between [`Step::Begin`] and [`Step::Commit`] run in that
+/// transaction; [`Step::Vacuum`] and [`Step::Checkpoint`] outside any.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Step {
+    Begin,
+    Commit,
+    /// From template1, in the default tablespace.
+    CreateDatabase {
+        name: String,
+        strategy: CreateDbStrategy,
+    },
+    /// In the directory `<spc_root>/<name>`, created first.
+    CreateTablespace {
+        name: String,
+    },
+    CreateTable {
+        db: String,
+        name: String,
+        tablespace: Option<String>,
+    },
+    /// Rows `row(first)` .. `row(end - 1)`.
+    Insert {
+        db: String,
+        table: String,
+        first: i32,
+        end: i32,
+    },
+    DropTable {
+        db: String,
+        name: String,
+    },
+    DropDatabase {
+        name: String,
+    },
+    DeleteAll {
+        db: String,
+        table: String,
+    },
+    Vacuum {
+        db: String,
+    },
+    Checkpoint,
+}
+
+/// Items `0..n` in transactions of `per`: Begin, the steps `each` gives the items of
+/// one transaction, Commit; and so on.
+fn in_transactions(n: usize, per: usize, each: impl Fn(usize) -> Vec<Step>) -> Vec<Step> {
+    let mut steps = Vec::new();
+    for chunk in (0..n).collect::<Vec<_>>().chunks(per) {
+        steps.push(Step::Begin);
+        steps.extend(chunk.iter().flat_map(|&i| each(i)));
+        steps.push(Step::Commit);
     }
-    Ok(())
+    steps
+}
+
+fn rows_i32(n: usize) -> i32 {
+    i32::try_from(n).expect("row numbers fit an int4")
+}
+
+/// The engine calls of `w`'s set-up.
+pub fn setup_steps(w: &Workload) -> Vec<Step> {
+    let mut steps = Vec::new();
+    for s in &w.setup {
+        match s {
+            Setup::Database { name } => steps.extend([
+                Step::Begin,
+                Step::CreateDatabase {
+                    name: name.to_string(),
+                    strategy: CreateDbStrategy::WalLog,
+                },
+                Step::Commit,
+            ]),
+            Setup::Tablespaces { prefix, count } => {
+                steps.extend(in_transactions(*count, TABLESPACES_PER_TRANSACTION, |i| {
+                    vec![Step::CreateTablespace {
+                        name: format!("{prefix}{i}"),
+                    }]
+                }))
+            }
+            Setup::Tables(t) => {
+                steps.extend(in_transactions(t.count, TABLES_PER_TRANSACTION, |i| {
+                    let name = format!("{}{i}", t.prefix);
+                    let mut v = vec![Step::CreateTable {
+                        db: t.db.into(),
+                        name: name.clone(),
+                        tablespace: t.tablespace.map(|p| format!("{p}{i}")),
+                    }];
+                    if t.rows > 0 {
+                        v.push(Step::Insert {
+                            db: t.db.into(),
+                            table: name,
+                            first: 0,
+                            end: rows_i32(t.rows),
+                        });
+                    }
+                    v
+                }))
+            }
+            Setup::Vacuum => steps.push(Step::Vacuum {
+                db: "postgres".into(),
+            }),
+        }
+    }
+    steps
+}
+
+/// The engine calls of `w`'s timed part.
+pub fn work_steps(w: &Workload) -> Vec<Step> {
+    let pg = || "postgres".to_string();
+    let one = |s: Step| vec![Step::Begin, s, Step::Commit];
+    match &w.work {
+        Work::DropDatabase { name } => one(Step::DropDatabase {
+            name: name.to_string(),
+        }),
+        Work::DropEach { prefix, count } => (0..*count)
+            .flat_map(|i| {
+                one(Step::DropTable {
+                    db: pg(),
+                    name: format!("{prefix}{i}"),
+                })
+            })
+            .collect(),
+        Work::DropTogether { prefix, count } => in_transactions(*count, *count, |i| {
+            vec![Step::DropTable {
+                db: pg(),
+                name: format!("{prefix}{i}"),
+            }]
+        }),
+        Work::DeleteEachThenVacuum { prefix, count } => (0..*count)
+            .flat_map(|i| {
+                one(Step::DeleteAll {
+                    db: pg(),
+                    table: format!("{prefix}{i}"),
+                })
+            })
+            .chain(std::iter::once(Step::Vacuum { db: pg() }))
+            .collect(),
+        Work::CreateDatabases { count } => [
+            ("e_fc", CreateDbStrategy::FileCopy),
+            ("e_wl", CreateDbStrategy::WalLog),
+        ]
+        .into_iter()
+        .flat_map(|(prefix, strategy)| {
+            (0..*count).flat_map(move |i| {
+                [
+                    Step::Begin,
+                    Step::CreateDatabase {
+                        name: format!("{prefix}{i}"),
+                        strategy,
+                    },
+                    Step::Commit,
+                ]
+            })
+        })
+        .collect(),
+        Work::Checkpoints { runs } => vec![Step::Checkpoint; *runs],
+        Work::Inserts {
+            table,
+            transactions,
+        } => (0..*transactions)
+            .flat_map(|k| {
+                one(Step::Insert {
+                    db: pg(),
+                    table: table.to_string(),
+                    first: rows_i32(k * ROWS_PER_INSERT),
+                    end: rows_i32((k + 1) * ROWS_PER_INSERT),
+                })
+            })
+            .collect(),
+    }
+}
+
+/// Carries out `steps`; returns the seconds each took.
+pub fn execute(e: &Engine, steps: &[Step], spc_root: &Path) -> Result<Vec<f64>, String> {
+    let mut txn: Option<Txn<'_>> = None;
+    let mut times = Vec::with_capacity(steps.len());
+    for step in steps {
+        let started = Instant::now();
+        match step {
+            Step::Begin => txn = Some(e.begin()),
+            Step::Commit => txn
+                .take()
+                .ok_or("COMMIT outside a transaction")?
+                .commit()
+                .map_err(e2s)?,
+            Step::Vacuum { db } => {
+                e.vacuum(db, None).map_err(e2s)?;
+            }
+            Step::Checkpoint => {
+                e.checkpoint().map_err(e2s)?;
+            }
+            _ => in_transaction(txn.as_mut().ok_or("no transaction")?, step, spc_root)?,
+        }
+        times.push(started.elapsed().as_secs_f64());
+    }
+    Ok(times)
+}
+
+/// One step inside a transaction.
+fn in_transaction(t: &mut Txn<'_>, step: &Step, spc_root: &Path) -> Result<(), String> {
+    match step {
+        Step::CreateDatabase { name, strategy } => {
+            t.create_database(name, "template1", None, *strategy)
+        }
+        Step::CreateTablespace { name } => {
+            let loc = spc_root.join(name);
+            std::fs::create_dir_all(&loc).map_err(|e| e.to_string())?;
+            t.create_tablespace(name, loc.to_str().ok_or("path")?)
+        }
+        Step::CreateTable {
+            db,
+            name,
+            tablespace,
+        } => t.create_table(db, name, &cols(), tablespace.as_deref()),
+        Step::Insert {
+            db,
+            table,
+            first,
+            end,
+        } => {
+            let rows: Vec<Vec<Value>> = (*first..*end).map(row).collect();
+            t.insert(db, table, &rows).map(|_| ())
+        }
+        Step::DropTable { db, name } => t.drop_table(db, name),
+        Step::DropDatabase { name } => t.drop_database(name),
+        Step::DeleteAll { db, table } => t.delete_where(db, table, &|_| true).map(|_| ()),
+        Step::Begin | Step::Commit | Step::Vacuum { .. } | Step::Checkpoint => {
+            unreachable!("handled by execute")
+        }
+    }
+    .map_err(e2s)
 }
 
 /// The primary: set-up, CHECKPOINT, the timed workload; prints the figures, then waits
@@ -97,123 +302,19 @@ pub fn primary(
     scale: f64,
     spc_root: &Path,
 ) -> Result<(), String> {
+    let w =
+        Workload::new(workload, scale).ok_or_else(|| format!("unknown workload \"{workload}\""))?;
     let e = Engine::open(dir, settings).map_err(e2s)?;
-    // Set-up (not timed).
-    match workload {
-        "A" => {
-            let n = count(1000, scale);
-            let mut t = e.begin();
-            t.create_database("a_db", "template1", None, CreateDbStrategy::WalLog)
-                .map_err(e2s)?;
-            t.commit().map_err(e2s)?;
-            for chunk in (0..n).collect::<Vec<_>>().chunks(100) {
-                let mut t = e.begin();
-                for &i in chunk {
-                    let loc = spc_root.join(format!("ts{i}"));
-                    std::fs::create_dir_all(&loc).map_err(|e| e.to_string())?;
-                    t.create_tablespace(&format!("ts{i}"), loc.to_str().ok_or("path")?)
-                        .map_err(e2s)?;
-                }
-                t.commit().map_err(e2s)?;
-            }
-            make_tables(&e, "a_db", "t", n, 1, &|i| Some(format!("ts{i}")))?;
-        }
-        "B" => make_tables(&e, "postgres", "b", count(20_000, scale), 1, &|_| None)?,
-        "C" => make_tables(&e, "postgres", "c", count(100_000, scale), 0, &|_| None)?,
-        "M" => make_tables(&e, "postgres", "m", count(100_000, scale), 0, &|_| None)?,
-        "D" => {
-            let n = count(2000, scale);
-            make_tables(&e, "postgres", "d", n, 2000, &|_| None)?;
-            e.vacuum("postgres", None).map_err(e2s)?; // maps exist, VM bits set
-        }
-        "F" => make_tables(
-            &e,
-            "postgres",
-            "f",
-            1,
-            count(100_000, scale) as i32,
-            &|_| None,
-        )?,
-        "G" => make_tables(&e, "postgres", "g", 1, 0, &|_| None)?,
-        "E" => {}
-        other => return Err(format!("unknown workload \"{other}\"")),
-    }
+    execute(&e, &setup_steps(&w), spc_root)?; // not timed
     e.checkpoint().map_err(e2s)?;
+    let work = work_steps(&w);
     let lsn0 = e.current_wal_lsn();
     let started = Instant::now();
-    let mut seconds = None;
-    match workload {
-        "A" => {
-            let mut t = e.begin();
-            t.drop_database("a_db").map_err(e2s)?;
-            t.commit().map_err(e2s)?;
-        }
-        "B" | "M" => {
-            let (prefix, n) = if workload == "B" {
-                ("b", count(20_000, scale))
-            } else {
-                ("m", count(100_000, scale))
-            };
-            for i in 0..n {
-                let mut t = e.begin();
-                t.drop_table("postgres", &format!("{prefix}{i}"))
-                    .map_err(e2s)?;
-                t.commit().map_err(e2s)?;
-            }
-        }
-        "C" => {
-            let mut t = e.begin();
-            for i in 0..50.min(count(100_000, scale)) {
-                t.drop_table("postgres", &format!("c{i}")).map_err(e2s)?;
-            }
-            t.commit().map_err(e2s)?;
-        }
-        "D" => {
-            for i in 0..count(2000, scale) {
-                let mut t = e.begin();
-                t.delete_where("postgres", &format!("d{i}"), &|_| true)
-                    .map_err(e2s)?;
-                t.commit().map_err(e2s)?;
-            }
-            e.vacuum("postgres", None).map_err(e2s)?;
-        }
-        "E" => {
-            let n = count(500, scale);
-            for (prefix, strategy) in [
-                ("e_fc", CreateDbStrategy::FileCopy),
-                ("e_wl", CreateDbStrategy::WalLog),
-            ] {
-                for i in 0..n {
-                    let mut t = e.begin();
-                    t.create_database(&format!("{prefix}{i}"), "template1", None, strategy)
-                        .map_err(e2s)?;
-                    t.commit().map_err(e2s)?;
-                }
-            }
-        }
-        "F" => {
-            let mut times: Vec<f64> = (0..5)
-                .map(|_| {
-                    let t = Instant::now();
-                    e.checkpoint().map(|_| t.elapsed().as_secs_f64())
-                })
-                .collect::<Result<_, _>>()
-                .map_err(e2s)?;
-            times.sort_by(f64::total_cmp);
-            seconds = Some(times[2]);
-        }
-        "G" => {
-            let n = count(200, scale) as i32;
-            for k in 0..n {
-                let rows: Vec<Vec<Value>> = (k * 1000..(k + 1) * 1000).map(row).collect();
-                let mut t = e.begin();
-                t.insert("postgres", "g0", &rows).map_err(e2s)?;
-                t.commit().map_err(e2s)?;
-            }
-        }
-        _ => unreachable!(),
-    }
-    let secs = seconds.unwrap_or_else(|| started.elapsed().as_secs_f64());
+    let times = execute(&e, &work, spc_root)?;
+    let secs = match w.work {
+        Work::Checkpoints { .. } => median(times),
+        _ => started.elapsed().as_secs_f64(),
+    };
     let wal = e.current_wal_lsn().0 - lsn0.0;
     let mut out = std::io::stdout().lock();
     writeln!(out, "RESULT primary_seconds={secs} wal_bytes={wal}")
@@ -224,34 +325,26 @@ pub fn primary(
     }
 }
 
-fn status_kb(field: &str) -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with(field))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse().ok())
-        })
-        .unwrap_or(0)
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
 }
 
 /// The recovering process: opens (replays) the cluster, logging to stderr, and prints
 /// its RSS before and after and its peak.
 pub fn recover(dir: &Path, settings: Settings) -> Result<(), String> {
     let started = Instant::now();
-    let before = status_kb("VmRSS:") * 1024;
+    let before = rss(Process::This).ok_or("no /proc/self/status")?;
     let settings = Settings {
         log: std::sync::Arc::new(|l: &str| eprintln!("LOG:  {l}")),
         ..settings
     };
     let (e, info) = Engine::open_with_info(dir, settings).map_err(e2s)?;
     let restart = started.elapsed().as_secs_f64();
-    let after = status_kb("VmRSS:") * 1024;
-    let peak = status_kb("VmHWM:") * 1024;
+    let after = rss(Process::This).ok_or("no /proc/self/status")?;
     println!(
-        "RESULT restart_seconds={restart} rss_before={before} rss_after={after} peak_rss={peak} records={}",
-        info.records
+        "RESULT restart_seconds={restart} rss_before={} rss_after={} peak_rss={} records={}",
+        before.now_bytes, after.now_bytes, after.peak_bytes, info.records
     );
     e.close().map_err(e2s)
 }
@@ -259,13 +352,6 @@ pub fn recover(dir: &Path, settings: Settings) -> Result<(), String> {
 fn parse_kv(line: &str, key: &str) -> Option<f64> {
     line.split_whitespace()
         .find_map(|w| w.strip_prefix(key)?.strip_prefix('=')?.parse().ok())
-}
-
-/// `elapsed: Z s` of the `redo done` line, as PostgreSQL's own reports read it.
-pub fn redo_seconds(log: &str) -> Option<f64> {
-    let line = log.lines().find(|l| l.contains("redo done at"))?;
-    let rest = line.split("elapsed:").nth(1)?;
-    rest.split_whitespace().next()?.parse().ok()
 }
 
 /// Figures of one workload at one size.
@@ -368,7 +454,7 @@ fn run_one(workload: &str, sb: &str, scale: f64, bar: &ProgressBar) -> Result<Fi
     f.rss_before = parse_kv(line, "rss_before").unwrap_or(0.0);
     f.rss_after = parse_kv(line, "rss_after").unwrap_or(0.0);
     f.peak_rss = parse_kv(line, "peak_rss").unwrap_or(0.0);
-    f.replay_seconds = redo_seconds(&log);
+    f.replay_seconds = RedoDone::last_in(&log).map(|r| r.elapsed_seconds);
     if f.replay_seconds.is_none() {
         return Err(format!(
             "workload {workload} at {sb}: no \"redo done\" line in the log:\n{log}"
@@ -377,7 +463,11 @@ fn run_one(workload: &str, sb: &str, scale: f64, bar: &ProgressBar) -> Result<Fi
     Ok(f)
 }
 
-pub fn run(args: &Args) -> Result<Vec<Record>, String> {
+/// (workload, size as given, size in bytes, figures).
+type Row = (String, String, u64, Figures);
+
+/// `--shared-buffers` as (given, bytes) and the workloads of `--only`, checked.
+fn arguments(args: &Args) -> Result<(Vec<(String, u64)>, Vec<&'static str>), String> {
     let sizes: Vec<(String, u64)> = args
         .shared_buffers
         .iter()
@@ -388,29 +478,35 @@ pub fn run(args: &Args) -> Result<Vec<Record>, String> {
         })
         .collect::<Result<_, _>>()?;
     for w in &args.only {
-        if !WORKLOADS.contains(&w.as_str()) {
+        if !ALL.contains(&w.as_str()) {
             return Err(format!(
                 "unknown workload \"{w}\"; the workloads are {}",
-                WORKLOADS.join(", ")
+                ALL.join(", ")
             ));
         }
     }
     if !(args.scale > 0.0 && args.scale <= 10.0) {
         return Err(format!("--scale {} is outside (0, 10]", args.scale));
     }
-    let chosen: Vec<&str> = WORKLOADS
+    let chosen = ALL
         .iter()
         .copied()
         .filter(|w| args.only.is_empty() || args.only.iter().any(|o| o == w))
         .collect();
+    Ok((sizes, chosen))
+}
+
+pub fn run(args: &Args) -> Result<Vec<Record>, String> {
+    let (sizes, chosen) = arguments(args)?;
     let bar = ProgressBar::new((chosen.len() * sizes.len()) as u64).with_style(
         ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed} {msg}").expect("template"),
     );
+    let largest = sizes.iter().map(|(_, b)| *b).max();
     let mut figures = Vec::new();
     for w in &chosen {
         for (label, bytes) in &sizes {
             // M measures replay memory: once, at the largest size given.
-            if *w == "M" && Some(bytes) != sizes.iter().map(|(_, b)| b).max() {
+            if *w == "M" && Some(*bytes) != largest {
                 continue;
             }
             let f = run_one(w, label, args.scale, &bar)?;
@@ -419,12 +515,22 @@ pub fn run(args: &Args) -> Result<Vec<Record>, String> {
         }
     }
     bar.finish_and_clear();
+    let mut records = print_table(&figures);
+    println!();
+    print_checks(&figures, &sizes, &chosen, &mut records);
+    Ok(records)
+}
+
+/// The human table, and the records of every figure.
+fn print_table(figures: &[Row]) -> Vec<Record> {
     println!(
         "{:<3} {:>7} {:>11} {:>10} {:>11} {:>11} {:>10}",
         "id", "size", "primary", "WAL", "replay", "restart", "peak RSS"
     );
     let mut records = Vec::new();
-    for (w, label, bytes, f) in &figures {
+    for (w, label, bytes, f) in figures {
+        let replayed = w != "F";
+        let or_dash = |shown: bool, s: String| if shown { s } else { "-".into() };
         println!(
             "{:<3} {:>7} {:>11} {:>10} {:>11} {:>11} {:>10}",
             w,
@@ -434,16 +540,8 @@ pub fn run(args: &Args) -> Result<Vec<Record>, String> {
             f.replay_seconds
                 .map(format_seconds)
                 .unwrap_or_else(|| "-".into()),
-            if *w == "F" {
-                "-".into()
-            } else {
-                format_seconds(f.restart_seconds)
-            },
-            if *w == "F" {
-                "-".into()
-            } else {
-                format_bytes(f.peak_rss)
-            }
+            or_dash(replayed, format_seconds(f.restart_seconds)),
+            or_dash(replayed, format_bytes(f.peak_rss)),
         );
         let mut push = |metric: &'static str, value: f64| {
             records.push(Record {
@@ -460,77 +558,86 @@ pub fn run(args: &Args) -> Result<Vec<Record>, String> {
         if let Some(r) = f.replay_seconds {
             push("replay_seconds", r);
         }
-        if w != "F" {
+        if replayed {
             push("restart_seconds", f.restart_seconds);
             push("peak_rss_bytes", f.peak_rss);
         }
     }
-    // The checks, as measured in this run.
-    println!();
+    records
+}
+
+/// The checks, as measured in this run: replay at the largest size against the
+/// smallest, B's replay against its primary, M's replay memory (one more record).
+fn print_checks(
+    figures: &[Row],
+    sizes: &[(String, u64)],
+    chosen: &[&str],
+    records: &mut Vec<Record>,
+) {
     let get = |w: &str, b: u64| {
         figures
             .iter()
             .find(|(x, _, y, _)| x == w && *y == b)
             .map(|t| &t.3)
     };
-    if let (Some((_, small)), Some((_, large))) = (
-        sizes.iter().min_by_key(|s| s.1).cloned(),
-        sizes.iter().max_by_key(|s| s.1).cloned(),
-    ) {
-        if small != large {
-            for w in &chosen {
-                if let (Some(a), Some(b)) = (get(w, small), get(w, large)) {
-                    if let (Some(ra), Some(rb)) = (a.replay_seconds, b.replay_seconds) {
-                        let ratio = rb / ra.max(1e-6);
-                        println!(
-                            "{w}: replay at {} / at {} = {ratio:.2} ({})",
-                            format_memory(large),
-                            format_memory(small),
-                            if ratio <= 1.5 {
-                                "within 1.5x"
-                            } else {
-                                "NOT within 1.5x"
-                            }
-                        );
-                    }
-                }
-            }
-        }
-        for (label, bytes) in &sizes {
-            if let Some(b) = get("B", *bytes) {
-                if let Some(r) = b.replay_seconds {
+    let (Some(small), Some(large)) = (
+        sizes.iter().map(|s| s.1).min(),
+        sizes.iter().map(|s| s.1).max(),
+    ) else {
+        return;
+    };
+    if small != large {
+        for w in chosen {
+            if let (Some(a), Some(b)) = (get(w, small), get(w, large)) {
+                if let (Some(ra), Some(rb)) = (a.replay_seconds, b.replay_seconds) {
+                    let ratio = rb / ra.max(1e-6);
                     println!(
-                        "B at {label}: replay {} vs primary {} ({})",
-                        format_seconds(r),
-                        format_seconds(b.primary_seconds),
-                        if r <= b.primary_seconds {
-                            "replay no slower"
+                        "{w}: replay at {} / at {} = {ratio:.2} ({})",
+                        format_memory(large),
+                        format_memory(small),
+                        if ratio <= 1.5 {
+                            "within 1.5x"
                         } else {
-                            "replay SLOWER"
+                            "NOT within 1.5x"
                         }
                     );
                 }
             }
         }
-        if let Some(m) = get("M", large) {
-            let grew = m.rss_after - m.rss_before;
-            println!(
-                "M at {}: RSS {} before replay, {} after ({} {}; bound 64 MiB)",
-                format_memory(large),
-                format_bytes(m.rss_before),
-                format_bytes(m.rss_after),
-                if grew >= 0.0 { "+" } else { "-" },
-                format_bytes(grew.abs())
-            );
-            records.push(Record {
-                bench: "replay",
-                case: "M".into(),
-                implementation: "strata",
-                shared_buffers: large,
-                metric: "rss_growth_bytes",
-                value: grew,
-            });
+    }
+    for (label, bytes) in sizes {
+        if let Some(b) = get("B", *bytes) {
+            if let Some(r) = b.replay_seconds {
+                println!(
+                    "B at {label}: replay {} vs primary {} ({})",
+                    format_seconds(r),
+                    format_seconds(b.primary_seconds),
+                    if r <= b.primary_seconds {
+                        "replay no slower"
+                    } else {
+                        "replay SLOWER"
+                    }
+                );
+            }
         }
     }
-    Ok(records)
+    if let Some(m) = get("M", large) {
+        let grew = m.rss_after - m.rss_before;
+        println!(
+            "M at {}: RSS {} before replay, {} after ({} {}; bound 64 MiB)",
+            format_memory(large),
+            format_bytes(m.rss_before),
+            format_bytes(m.rss_after),
+            if grew >= 0.0 { "+" } else { "-" },
+            format_bytes(grew.abs())
+        );
+        records.push(Record {
+            bench: "replay",
+            case: "M".into(),
+            implementation: "strata",
+            shared_buffers: large,
+            metric: "rss_growth_bytes",
+            value: grew,
+        });
+    }
 }

@@ -17,6 +17,8 @@
 //! operations the workload implies (files unlinked, truncated, copied), timed in the
 //! same run.
 
+use super::measure::{rss, status_field, Process, RedoDone};
+use super::workloads::{Columns, Setup, Tables, Work, Workload, ROWS_PER_INSERT, SIDE_BY_SIDE};
 use super::{format_bytes, format_seconds, Record};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
@@ -70,19 +72,13 @@ impl Kind {
     }
 }
 
-const WORKLOADS: [&str; 7] = ["A", "B", "C", "D", "E", "F", "G"];
-
-fn count(base: usize, scale: f64) -> usize {
-    ((base as f64 * scale).round() as usize).max(1)
-}
-
 /// One workload's SQL: set-up scripts (each one message; `(db, sql)`), then the timed
 /// statements (each one message, to the `postgres` database).
-struct Workload {
-    setup: Vec<(String, String)>,
-    work: Vec<String>,
+pub struct Sql {
+    pub setup: Vec<(String, String)>,
+    pub work: Vec<String>,
     /// Tablespace directories the set-up needs (created empty, owned by the server).
-    spc_dirs: Vec<PathBuf>,
+    pub spc_dirs: Vec<PathBuf>,
 }
 
 fn batches(stmts: impl Iterator<Item = String>, per: usize) -> Vec<String> {
@@ -92,143 +88,120 @@ fn batches(stmts: impl Iterator<Item = String>, per: usize) -> Vec<String> {
         .collect()
 }
 
-fn workload(id: &str, scale: f64, spc_root: &Path) -> Workload {
-    let pg = |s: Vec<String>| s.into_iter().map(|x| ("postgres".to_string(), x)).collect();
-    match id {
-        "A" => {
-            let n = count(1000, scale);
-            let spc_dirs: Vec<PathBuf> = (0..n).map(|i| spc_root.join(format!("ts{i}"))).collect();
-            let mut setup: Vec<(String, String)> =
-                vec![("postgres".into(), "CREATE DATABASE a_db".into())];
-            for (i, d) in spc_dirs.iter().enumerate() {
-                setup.push((
-                    "postgres".into(),
-                    format!("CREATE TABLESPACE ts{i} LOCATION '{}'", d.display()),
-                ));
+/// The SQL of `w`: what both engines are sent.
+pub fn sql(w: &Workload, spc_root: &Path) -> Sql {
+    let mut out = Sql {
+        setup: Vec::new(),
+        work: work_sql(&w.work),
+        spc_dirs: Vec::new(),
+    };
+    for s in &w.setup {
+        match s {
+            Setup::Database { name } => {
+                out.setup
+                    .push(("postgres".into(), format!("CREATE DATABASE {name}")));
             }
-            for b in batches(
-                (0..n).map(|i| {
-                    format!("CREATE TABLE t{i} (a int) TABLESPACE ts{i};\nINSERT INTO t{i} VALUES (1);\n")
-                }),
-                100,
-            ) {
-                setup.push(("a_db".into(), b));
+            Setup::Tablespaces { prefix, count } => {
+                for i in 0..*count {
+                    let dir = spc_root.join(format!("{prefix}{i}"));
+                    out.setup.push((
+                        "postgres".into(),
+                        format!("CREATE TABLESPACE {prefix}{i} LOCATION '{}'", dir.display()),
+                    ));
+                    out.spc_dirs.push(dir);
+                }
             }
-            Workload {
-                setup,
-                work: vec!["DROP DATABASE a_db".into()],
-                spc_dirs,
+            Setup::Tables(t) => {
+                let scripts = (0..t.count).map(|i| table_sql(t, i));
+                let messages = match t.per_transaction {
+                    Some(per) => batches(scripts, per),
+                    None => scripts.map(|s| s.trim_end().to_string()).collect(),
+                };
+                out.setup
+                    .extend(messages.into_iter().map(|m| (t.db.to_string(), m)));
             }
+            Setup::Vacuum => out.setup.push(("postgres".into(), "VACUUM".into())),
         }
-        "B" => {
-            let n = count(20_000, scale);
-            Workload {
-                setup: pg(batches(
-                    (0..n).map(|i| {
-                        format!("CREATE TABLE b{i} (a int);\nINSERT INTO b{i} VALUES (1);\n")
-                    }),
-                    500,
-                )),
-                work: (0..n).map(|i| format!("DROP TABLE b{i}")).collect(),
-                spc_dirs: vec![],
-            }
+    }
+    out
+}
+
+/// CREATE TABLE and INSERT of table `i` of `t`, each statement ending in ";\n".
+fn table_sql(t: &Tables, i: usize) -> String {
+    let name = format!("{}{i}", t.prefix);
+    let spc = t
+        .tablespace
+        .map(|p| format!(" TABLESPACE {p}{i}"))
+        .unwrap_or_default();
+    match t.columns {
+        Columns::Int => {
+            assert!(t.rows <= 1, "(a int) tables have at most one row");
+            let insert = if t.rows == 1 {
+                format!("INSERT INTO {name} VALUES (1);\n")
+            } else {
+                String::new()
+            };
+            format!("CREATE TABLE {name} (a int){spc};\n{insert}")
         }
-        "C" => {
-            let n = count(100_000, scale);
-            let k = 50.min(n);
-            let drops: String = (0..k).map(|i| format!("DROP TABLE c{i};\n")).collect();
-            Workload {
-                setup: pg(batches(
-                    (0..n).map(|i| format!("CREATE TABLE c{i} (a int);\n")),
-                    1000,
-                )),
-                work: vec![format!("BEGIN;\n{drops}COMMIT;")],
-                spc_dirs: vec![],
-            }
+        Columns::IntText => {
+            let insert = if t.rows > 0 {
+                format!(
+                    "INSERT INTO {name} SELECT g, 'row ' || g FROM generate_series(1, {}) g;\n",
+                    t.rows
+                )
+            } else {
+                String::new()
+            };
+            format!("CREATE TABLE {name} (a int, b text){spc};\n{insert}")
         }
-        "D" => {
-            let n = count(2000, scale);
-            let mut setup = pg(batches(
-                (0..n).map(|i| {
-                    format!(
-                        "CREATE TABLE d{i} (a int, b text);\nINSERT INTO d{i} SELECT g, 'row ' || g FROM generate_series(1, 2000) g;\n"
-                    )
-                }),
-                50,
-            ));
-            setup.push(("postgres".into(), "VACUUM".into()));
-            let mut work: Vec<String> = (0..n).map(|i| format!("DELETE FROM d{i}")).collect();
-            work.push("VACUUM".into());
-            Workload {
-                setup,
-                work,
-                spc_dirs: vec![],
-            }
-        }
-        "E" => {
-            let n = count(500, scale);
-            let mut work: Vec<String> = (0..n)
-                .map(|i| format!("CREATE DATABASE e_fc{i} STRATEGY = FILE_COPY"))
+    }
+}
+
+/// The timed statements of `work`, one message each.
+fn work_sql(work: &Work) -> Vec<String> {
+    match work {
+        Work::DropDatabase { name } => vec![format!("DROP DATABASE {name}")],
+        Work::DropEach { prefix, count } => (0..*count)
+            .map(|i| format!("DROP TABLE {prefix}{i}"))
+            .collect(),
+        Work::DropTogether { prefix, count } => {
+            let drops: String = (0..*count)
+                .map(|i| format!("DROP TABLE {prefix}{i};\n"))
                 .collect();
-            work.extend((0..n).map(|i| format!("CREATE DATABASE e_wl{i} STRATEGY = WAL_LOG")));
-            Workload {
-                setup: vec![],
-                work,
-                spc_dirs: vec![],
-            }
+            vec![format!("BEGIN;\n{drops}COMMIT;")]
         }
-        "F" => {
-            let n = count(100_000, scale);
-            Workload {
-                setup: pg(vec![format!(
-                    "CREATE TABLE f0 (a int, b text);\nINSERT INTO f0 SELECT g, 'row ' || g FROM generate_series(1, {n}) g;"
-                )]),
-                work: vec!["CHECKPOINT".into()],
-                spc_dirs: vec![],
-            }
-        }
-        "G" => {
-            let n = count(200, scale);
-            Workload {
-                setup: pg(vec!["CREATE TABLE g0 (a int, b text)".into()]),
-                work: (0..n)
-                    .map(|k| {
-                        format!(
-                            "INSERT INTO g0 SELECT g, 'row ' || g FROM generate_series({}, {}) g",
-                            k * 1000,
-                            k * 1000 + 999
-                        )
-                    })
-                    .collect(),
-                spc_dirs: vec![],
-            }
-        }
-        other => unreachable!("workload {other}"),
+        Work::DeleteEachThenVacuum { prefix, count } => (0..*count)
+            .map(|i| format!("DELETE FROM {prefix}{i}"))
+            .chain(std::iter::once("VACUUM".to_string()))
+            .collect(),
+        Work::CreateDatabases { count } => (0..*count)
+            .map(|i| format!("CREATE DATABASE e_fc{i} STRATEGY = FILE_COPY"))
+            .chain((0..*count).map(|i| format!("CREATE DATABASE e_wl{i} STRATEGY = WAL_LOG")))
+            .collect(),
+        // Run `runs` times by `run_one`, which takes the median.
+        Work::Checkpoints { .. } => vec!["CHECKPOINT".into()],
+        Work::Inserts {
+            table,
+            transactions,
+        } => (0..*transactions)
+            .map(|k| {
+                let first = k * ROWS_PER_INSERT;
+                format!(
+                    "INSERT INTO {table} SELECT g, 'row ' || g FROM generate_series({first}, {}) g",
+                    first + ROWS_PER_INSERT - 1
+                )
+            })
+            .collect(),
     }
 }
 
 fn am_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .and_then(|l| l.split_whitespace().nth(1).map(|u| u == "0"))
-        })
-        .unwrap_or(false)
+    status_field(Process::This, "Uid:") == Some(0)
 }
 
-/// A process's `VmHWM` (peak RSS) in bytes.
+/// A process's peak RSS in bytes.
 fn vm_hwm(pid: u32) -> Option<u64> {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()?
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))?
-        .split_whitespace()
-        .nth(1)?
-        .parse::<u64>()
-        .ok()
-        .map(|kb| kb * 1024)
+    rss(Process::Pid(pid)).map(|r| r.peak_bytes)
 }
 
 fn pid_alive(pid: u32) -> bool {
@@ -528,12 +501,7 @@ impl Cluster {
     fn redo_seconds(&self, from: u64) -> Option<f64> {
         let text = std::fs::read(&self.log).ok()?;
         let text = String::from_utf8_lossy(&text[(from as usize).min(text.len())..]).to_string();
-        text.lines()
-            .rev()
-            .find(|l| l.contains("redo done at"))
-            .and_then(|l| l.split("elapsed: ").nth(1))
-            .and_then(|v| v.split_whitespace().next())
-            .and_then(|v| v.parse().ok())
+        RedoDone::last_in(&text).map(|r| r.elapsed_seconds)
     }
 
     async fn client(&self, db: &str) -> Result<Client, String> {
@@ -590,7 +558,7 @@ pub struct Figures {
 }
 
 /// Checks, after recovery, that the data is what the workload committed.
-async fn verify(c: &Cluster, id: &str, scale: f64) -> Result<(), String> {
+async fn verify(c: &Cluster, w: &Workload) -> Result<(), String> {
     let pg = c.client("postgres").await?;
     let gone = |t: String| {
         let pg = &pg;
@@ -614,83 +582,90 @@ async fn verify(c: &Cluster, id: &str, scale: f64) -> Result<(), String> {
             Ok::<i64, String>(r.get(0))
         }
     };
-    match id {
-        "A" if c.client("a_db").await.is_ok() => {
-            return Err("database a_db exists after recovery".into());
+    match &w.work {
+        Work::DropDatabase { name } if c.client(name).await.is_ok() => {
+            return Err(format!("database {name} exists after recovery"));
         }
-        "B" => {
-            let n = count(20_000, scale);
+        Work::DropEach { prefix, count: n } => {
             for i in [0, n / 2, n - 1] {
-                gone(format!("b{i}")).await?;
+                gone(format!("{prefix}{i}")).await?;
             }
         }
-        "C" => {
-            let n = count(100_000, scale);
-            for i in 0..50.min(n) {
-                gone(format!("c{i}")).await?;
+        Work::DropTogether { prefix, count: k } => {
+            for i in 0..*k {
+                gone(format!("{prefix}{i}")).await?;
             }
-            if n > 50 && rows(format!("c{}", n - 1)).await? != 0 {
-                return Err("a table C kept has rows".into());
+            let n = w.table_count();
+            if n > *k && rows(format!("{prefix}{}", n - 1)).await? != 0 {
+                return Err(format!("a table {} kept has rows", w.id));
             }
         }
-        "D" => {
-            let n = count(2000, scale);
+        Work::DeleteEachThenVacuum { prefix, count: n } => {
             for i in [0, n - 1] {
-                let r = rows(format!("d{i}")).await?;
+                let r = rows(format!("{prefix}{i}")).await?;
                 if r != 0 {
-                    return Err(format!("d{i} has {r} rows after recovery, expected 0"));
+                    return Err(format!(
+                        "{prefix}{i} has {r} rows after recovery, expected 0"
+                    ));
                 }
             }
         }
-        "E" => {
-            let n = count(500, scale);
+        Work::CreateDatabases { count: n } => {
             for db in [format!("e_fc{}", n - 1), format!("e_wl{}", n - 1)] {
                 let cl = c.client(&db).await?;
                 cl.simple_query("SELECT 1").await.map_err(sql_err)?;
             }
         }
-        "F" => {
-            let n = count(100_000, scale) as i64;
-            let r = rows("f0".into()).await?;
-            if r != n {
-                return Err(format!("f0 has {r} rows, expected {n}"));
+        Work::Checkpoints { .. } => {
+            for t in w.tables() {
+                let (name, n) = (format!("{}0", t.prefix), t.rows as i64);
+                let r = rows(name.clone()).await?;
+                if r != n {
+                    return Err(format!("{name} has {r} rows, expected {n}"));
+                }
             }
         }
-        "G" => {
-            let n = count(200, scale) as i64 * 1000;
-            let r = rows("g0".into()).await?;
+        Work::Inserts {
+            table,
+            transactions,
+        } => {
+            let n = (transactions * ROWS_PER_INSERT) as i64;
+            let r = rows(table.to_string()).await?;
             if r != n {
-                return Err(format!("g0 has {r} rows after recovery, expected {n}"));
+                return Err(format!("{table} has {r} rows after recovery, expected {n}"));
             }
         }
-        _ => {}
+        Work::DropDatabase { .. } => {}
     }
     Ok(())
 }
 
-async fn run_one(
+/// A fresh cluster of `kind` under `root`, started, with the tablespace directories
+/// `q` needs.
+fn fresh_cluster(
     kind: Kind,
-    id: &str,
     sb: &str,
-    scale: f64,
     args: &Args,
-    bar: &ProgressBar,
     root: &Path,
-) -> Result<Figures, String> {
+    q: &Sql,
+) -> Result<Cluster, String> {
     let spc_root = root.join("spc");
     std::fs::create_dir_all(&spc_root).map_err(|e| e.to_string())?;
-    let w = workload(id, scale, &spc_root);
-    for d in &w.spc_dirs {
+    for d in &q.spc_dirs {
         std::fs::create_dir_all(d).map_err(|e| e.to_string())?;
     }
     let mut c = Cluster::create(kind, root, sb, args)?;
     c.chown(&spc_root)?;
     c.start()?;
-    bar.set_length(w.setup.len() as u64);
+    Ok(c)
+}
+
+/// Sends the set-up scripts, one client per database.
+async fn send_setup(c: &Cluster, id: &str, q: &Sql, bar: &ProgressBar) -> Result<(), String> {
+    bar.set_length(q.setup.len() as u64);
     bar.set_position(0);
-    bar.set_message(format!("{id} {} {sb}: set-up", kind.name()));
     let mut clients: Vec<(String, Client)> = Vec::new();
-    for (db, sql) in &w.setup {
+    for (db, sql) in &q.setup {
         if !clients.iter().any(|(d, _)| d == db) {
             clients.push((db.clone(), c.client(db).await?));
         }
@@ -701,59 +676,89 @@ async fn run_one(
             .ok_or("client")?;
         cl.batch_execute(sql)
             .await
-            .map_err(|e| format!("{id} set-up on {}: {}", kind.name(), sql_err(e)))?;
+            .map_err(|e| format!("{id} set-up on {}: {}", c.kind.name(), sql_err(e)))?;
         bar.inc(1);
     }
-    drop(clients);
-    let pg = c.client("postgres").await?;
-    pg.batch_execute("CHECKPOINT").await.map_err(sql_err)?;
-    let lsn0: String = pg
-        .query_one("SELECT pg_current_wal_lsn()::text", &[])
-        .await
-        .map(|r| r.get(0))
-        .map_err(sql_err)?;
-    bar.set_length(w.work.len() as u64);
+    Ok(())
+}
+
+/// The timed statements: their seconds (F: the median of its CHECKPOINTs).
+async fn send_work(
+    pg: &Client,
+    kind: Kind,
+    w: &Workload,
+    q: &Sql,
+    bar: &ProgressBar,
+) -> Result<f64, String> {
+    bar.set_length(q.work.len() as u64);
     bar.set_position(0);
-    bar.set_message(format!("{id} {} {sb}: workload", kind.name()));
-    let mut primary;
-    if id == "F" {
+    if let Work::Checkpoints { runs } = w.work {
         let mut times = Vec::new();
-        for _ in 0..5 {
+        for _ in 0..runs {
             let t = Instant::now();
             pg.batch_execute("CHECKPOINT").await.map_err(sql_err)?;
             times.push(t.elapsed().as_secs_f64());
         }
         times.sort_by(f64::total_cmp);
-        primary = times[2];
-    } else {
-        let t0 = Instant::now();
-        for (k, s) in w.work.iter().enumerate() {
-            pg.batch_execute(s)
-                .await
-                .map_err(|e| format!("{id} on {}: {s}: {}", kind.name(), sql_err(e)))?;
-            if k % 64 == 0 {
-                bar.set_position(k as u64);
-            }
-        }
-        primary = t0.elapsed().as_secs_f64();
+        return Ok(times[runs / 2]);
     }
-    let wal: f64 = {
-        let r = pg
-            .query_one(
-                &format!("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '{lsn0}')::bigint"),
-                &[],
-            )
+    let t0 = Instant::now();
+    for (k, s) in q.work.iter().enumerate() {
+        pg.batch_execute(s)
             .await
-            .map_err(sql_err)?;
-        r.get::<_, i64>(0) as f64
-    };
+            .map_err(|e| format!("{} on {}: {s}: {}", w.id, kind.name(), sql_err(e)))?;
+        if k % 64 == 0 {
+            bar.set_position(k as u64);
+        }
+    }
+    Ok(t0.elapsed().as_secs_f64())
+}
+
+async fn current_lsn(pg: &Client) -> Result<String, String> {
+    pg.query_one("SELECT pg_current_wal_lsn()::text", &[])
+        .await
+        .map(|r| r.get(0))
+        .map_err(sql_err)
+}
+
+async fn wal_bytes_since(pg: &Client, lsn0: &str) -> Result<f64, String> {
+    let r = pg
+        .query_one(
+            &format!("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '{lsn0}')::bigint"),
+            &[],
+        )
+        .await
+        .map_err(sql_err)?;
+    Ok(r.get::<_, i64>(0) as f64)
+}
+
+/// One engine, workload and size: set-up, CHECKPOINT, the timed workload, then (but
+/// for F) a crash, the recovery and the check of the data.
+async fn run_one(
+    kind: Kind,
+    w: &Workload,
+    sb: &str,
+    args: &Args,
+    bar: &ProgressBar,
+    root: &Path,
+) -> Result<Figures, String> {
+    let id = w.id;
+    let q = sql(w, &root.join("spc"));
+    let mut c = fresh_cluster(kind, sb, args, root, &q)?;
+    bar.set_message(format!("{id} {} {sb}: set-up", kind.name()));
+    send_setup(&c, id, &q, bar).await?;
+    let pg = c.client("postgres").await?;
+    pg.batch_execute("CHECKPOINT").await.map_err(sql_err)?;
+    let lsn0 = current_lsn(&pg).await?;
+    bar.set_message(format!("{id} {} {sb}: workload", kind.name()));
+    let primary = send_work(&pg, kind, w, &q, bar).await?;
+    let wal_bytes = wal_bytes_since(&pg, &lsn0).await?;
     drop(pg);
-    if id == "F" {
-        c.stop()?;
-        primary = primary.max(0.0);
+    if let Work::Checkpoints { .. } = w.work {
+        c.stop()?; // CHECKPOINT is measured on the primary only (brief §5)
         return Ok(Figures {
             primary,
-            wal_bytes: wal,
+            wal_bytes,
             ..Figures::default()
         });
     }
@@ -768,13 +773,13 @@ async fn run_one(
             tail(&c.log)
         )
     })?;
-    verify(&c, id, scale)
+    verify(&c, w)
         .await
         .map_err(|e| format!("{id} on {} after recovery: {e}", kind.name()))?;
     c.stop()?;
     Ok(Figures {
         primary,
-        wal_bytes: wal,
+        wal_bytes,
         replay: Some(replay),
         restart: Some(started.seconds),
         peak_rss: started.peak_rss,
@@ -784,7 +789,7 @@ async fn run_one(
 /// The bare file-system operations a workload implies, timed: files unlinked (A, B,
 /// C), truncated (D), copied (E: the template database's files, once per CREATE
 /// DATABASE), written (G), or one fsync (F). No fsync except F's.
-fn floor(id: &str, scale: f64, template: Option<&Path>) -> Result<f64, String> {
+fn floor(w: &Workload, template: Option<&Path>) -> Result<f64, String> {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let d = dir.path();
     let io = |e: std::io::Error| e.to_string();
@@ -793,9 +798,10 @@ fn floor(id: &str, scale: f64, template: Option<&Path>) -> Result<f64, String> {
         std::fs::write(p, vec![0u8; bytes]).map_err(io)
     };
     let t;
-    match id {
-        "A" => {
-            let n = count(1000, scale);
+    match &w.work {
+        Work::DropDatabase { .. } => {
+            // One file per table, each in its own tablespace's directory.
+            let n = w.table_count();
             for i in 0..n {
                 std::fs::create_dir(d.join(format!("s{i}"))).map_err(io)?;
                 mk(&d.join(format!("s{i}/f")), 8192)?;
@@ -806,29 +812,23 @@ fn floor(id: &str, scale: f64, template: Option<&Path>) -> Result<f64, String> {
                 std::fs::remove_dir(d.join(format!("s{i}"))).map_err(io)?;
             }
         }
-        "B" | "C" => {
-            let n = if id == "B" {
-                count(20_000, scale)
-            } else {
-                50.min(count(100_000, scale))
-            };
-            for i in 0..n {
+        Work::DropEach { count: n, .. } | Work::DropTogether { count: n, .. } => {
+            for i in 0..*n {
                 mk(&d.join(format!("f{i}")), 8192)?;
             }
             t = Instant::now();
-            for i in 0..n {
+            for i in 0..*n {
                 std::fs::remove_file(d.join(format!("f{i}"))).map_err(io)?;
             }
         }
-        "D" => {
-            let n = count(2000, scale);
-            for i in 0..n {
+        Work::DeleteEachThenVacuum { count: n, .. } => {
+            for i in 0..*n {
                 mk(&d.join(format!("f{i}")), 13 * 8192)?;
                 mk(&d.join(format!("f{i}_fsm")), 3 * 8192)?;
                 mk(&d.join(format!("f{i}_vm")), 8192)?;
             }
             t = Instant::now();
-            for i in 0..n {
+            for i in 0..*n {
                 for s in ["", "_fsm", "_vm"] {
                     let f = std::fs::OpenOptions::new()
                         .write(true)
@@ -838,48 +838,48 @@ fn floor(id: &str, scale: f64, template: Option<&Path>) -> Result<f64, String> {
                 }
             }
         }
-        "E" => {
-            // Timed on up to 20 copies, scaled to the workload's count (copying 1,000
-            // templates would only measure the same thing 50 times longer).
-            let n = 2 * count(500, scale);
-            let sample = n.min(20);
-            let files: Vec<PathBuf> = match template {
-                Some(tp) => std::fs::read_dir(tp)
-                    .map_err(io)?
-                    .flatten()
-                    .map(|e| e.path())
-                    .filter(|p| p.is_file())
-                    .collect(),
-                None => vec![],
-            };
-            let t0 = Instant::now();
-            for i in 0..sample {
-                let to = d.join(format!("db{i}"));
-                std::fs::create_dir(&to).map_err(io)?;
-                for f in &files {
-                    std::fs::copy(f, to.join(f.file_name().unwrap_or_default())).map_err(io)?;
-                }
-            }
-            return Ok(t0.elapsed().as_secs_f64() * n as f64 / sample as f64);
-        }
-        "F" => {
+        Work::CreateDatabases { count } => return copy_floor(d, 2 * count, template),
+        Work::Checkpoints { .. } => {
             t = Instant::now();
             let mut f = std::fs::File::create(d.join("control")).map_err(io)?;
             std::io::Write::write_all(&mut f, &page).map_err(io)?;
             f.sync_all().map_err(io)?;
         }
-        "G" => {
-            let rows = count(200, scale) * 1000;
-            let bytes = rows * 40;
+        Work::Inserts { transactions, .. } => {
+            let bytes = transactions * ROWS_PER_INSERT * 40;
             t = Instant::now();
             let mut f = std::fs::File::create(d.join("heap")).map_err(io)?;
             for _ in 0..bytes.div_ceil(8192) {
                 std::io::Write::write_all(&mut f, &page).map_err(io)?;
             }
         }
-        _ => return Ok(0.0),
     }
     Ok(t.elapsed().as_secs_f64())
+}
+
+/// E's floor: `n` copies of the template's files, timed on up to 20 and scaled to `n`
+/// (copying 1,000 templates would only measure the same thing 50 times longer).
+fn copy_floor(d: &Path, n: usize, template: Option<&Path>) -> Result<f64, String> {
+    let io = |e: std::io::Error| e.to_string();
+    let sample = n.min(20);
+    let files: Vec<PathBuf> = match template {
+        Some(tp) => std::fs::read_dir(tp)
+            .map_err(io)?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.is_file())
+            .collect(),
+        None => vec![],
+    };
+    let t0 = Instant::now();
+    for i in 0..sample {
+        let to = d.join(format!("db{i}"));
+        std::fs::create_dir(&to).map_err(io)?;
+        for f in &files {
+            std::fs::copy(f, to.join(f.file_name().unwrap_or_default())).map_err(io)?;
+        }
+    }
+    Ok(t0.elapsed().as_secs_f64() * n as f64 / sample as f64)
 }
 
 fn parse_scale(s: &str) -> Result<f64, String> {
@@ -894,8 +894,8 @@ fn parse_scale(s: &str) -> Result<f64, String> {
     }
 }
 
-pub fn run(args: &Args) -> Result<Vec<Record>, String> {
-    let scale = parse_scale(&args.scale)?;
+/// The engines of `--engines` that can run here (PostgreSQL only when installed).
+fn engines(args: &Args) -> Result<Vec<Kind>, String> {
     let mut kinds = Vec::new();
     for e in args
         .engines
@@ -922,8 +922,12 @@ pub fn run(args: &Args) -> Result<Vec<Record>, String> {
     if kinds.is_empty() {
         return Err("no engine to run".into());
     }
-    let sizes: Vec<(String, u64)> = args
-        .shared_buffers
+    Ok(kinds)
+}
+
+/// `--shared-buffers`: (as given, bytes).
+fn sizes(args: &Args) -> Result<Vec<(String, u64)>, String> {
+    args.shared_buffers
         .split(',')
         .map(|s| {
             let s = s.trim();
@@ -931,162 +935,214 @@ pub fn run(args: &Args) -> Result<Vec<Record>, String> {
                 .map(|b| (s.to_string(), b))
                 .map_err(|e| e.to_string())
         })
-        .collect::<Result<_, _>>()?;
+        .collect()
+}
+
+/// The workloads of `--only` at `scale`, in the order of [`SIDE_BY_SIDE`].
+fn chosen(args: &Args, scale: f64) -> Result<Vec<Workload>, String> {
     let only: Vec<String> = match &args.only {
         Some(o) => o
             .split(',')
             .map(|s| s.trim().to_ascii_uppercase())
             .collect(),
-        None => WORKLOADS.iter().map(|s| s.to_string()).collect(),
+        None => SIDE_BY_SIDE.iter().map(|s| s.to_string()).collect(),
     };
     for o in &only {
-        if !WORKLOADS.contains(&o.as_str()) {
+        if !SIDE_BY_SIDE.contains(&o.as_str()) {
             return Err(format!("unknown workload \"{o}\" (A-G)"));
         }
     }
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
+    Ok(SIDE_BY_SIDE
+        .iter()
+        .filter(|w| only.iter().any(|o| o == *w))
+        .filter_map(|id| Workload::new(id, scale))
+        .collect())
+}
+
+/// What a run shares across its workloads.
+struct RunCtx<'a> {
+    args: &'a Args,
+    kinds: Vec<Kind>,
+    rt: tokio::runtime::Runtime,
+    bar: ProgressBar,
+    // Every cluster stays on disk until the run ends. ext4 skips inodes freed in the
+    // last minutes when it allocates new ones (`recently_deleted`), so removing one
+    // run's clusters (PostgreSQL's E leaves 300,000 files) would make the next run's
+    // file creations pay for it, by the order the runs happen to come in.
+    kept: Vec<tempfile::TempDir>,
+    records: Vec<Record>,
+    results: Vec<Row>,
+}
+
+pub fn run(args: &Args) -> Result<Vec<Record>, String> {
+    let scale = parse_scale(&args.scale)?;
+    let kinds = engines(args)?;
+    let sizes = sizes(args)?;
+    let workloads = chosen(args, scale)?;
     let bar = ProgressBar::new(0);
     bar.set_style(
         ProgressStyle::with_template("{msg:40} [{bar:30}] {pos}/{len} {elapsed}")
             .map_err(|e| e.to_string())?
             .progress_chars("=> "),
     );
-    let mut records = Vec::new();
-    // Every cluster stays on disk until the run ends. ext4 skips inodes freed in the
-    // last minutes when it allocates new ones (`recently_deleted`), so removing one
-    // run's clusters (PostgreSQL's E leaves 300,000 files) would make the next run's
-    // file creations pay for it, by the order the runs happen to come in.
-    let mut kept: Vec<tempfile::TempDir> = Vec::new();
-    let mut results: Vec<Row> = Vec::new();
-    let mut floors: Vec<(String, u64, f64)> = Vec::new();
+    let mut ctx = RunCtx {
+        args,
+        kinds,
+        rt: tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?,
+        bar,
+        kept: Vec::new(),
+        records: Vec::new(),
+        results: Vec::new(),
+    };
     println!(
         "{:<3} {:>6} {:<9} {:>11} {:>10} {:>11} {:>11} {:>10} {:>12}",
         "id", "size", "engine", "primary", "WAL", "replay", "restart", "peak RSS", "replay/floor"
     );
-    for id in WORKLOADS.iter().filter(|w| only.iter().any(|o| o == *w)) {
+    for w in &workloads {
         for (sb, sb_bytes) in &sizes {
-            let mut figs = Vec::new();
-            for &k in &kinds {
-                let root = tempfile::Builder::new()
-                    .prefix(&format!("strata-seeds-{}-{id}-", k.name()))
-                    .tempdir()
-                    .map_err(|e| e.to_string())?;
-                let f = rt.block_on(run_one(k, id, sb, scale, args, &bar, root.path()))?;
-                figs.push((k, f));
-                kept.push(root);
-            }
-            // E's floor copies PostgreSQL's template1 when it runs (the reports'
-            // workload), else Strata's.
-            let tdir = tempfile::tempdir().map_err(|e| e.to_string())?;
-            let template = if *id == "E" {
-                let k = if kinds.contains(&Kind::Postgres) {
-                    Kind::Postgres
-                } else {
-                    Kind::Strata
-                };
-                let c = Cluster::create(k, tdir.path(), sb, args)?;
-                Some(c.data.join("base/1"))
-            } else {
-                None
-            };
-            let fl = floor(id, scale, template.as_deref())?;
-            kept.push(tdir);
-            floors.push((id.to_string(), *sb_bytes, fl));
-            bar.set_message(String::new());
-            bar.set_position(0);
-            for (k, f) in &figs {
-                let line = format!(
-                    "{:<3} {:>6} {:<9} {:>11} {:>10} {:>11} {:>11} {:>10} {:>12}",
-                    id,
-                    sb,
-                    k.name(),
-                    format_seconds(f.primary),
-                    format_bytes(f.wal_bytes),
-                    f.replay.map(fmt_replay).unwrap_or_else(|| "-".into()),
-                    f.restart.map(format_seconds).unwrap_or_else(|| "-".into()),
-                    f.peak_rss
-                        .map(|b| format_bytes(b as f64))
-                        .unwrap_or_else(|| "-".into()),
-                    f.replay
-                        .filter(|r| fl > 0.0 && *r > 0.0)
-                        .map(|r| fmt_ratio(r / fl))
-                        .unwrap_or_else(|| "-".into()),
-                );
-                bar.suspend(|| println!("{line}"));
-                let mut rec = |metric: &'static str, value: f64| {
-                    records.push(Record {
-                        bench: "seeds",
-                        case: id.to_string(),
-                        implementation: k.name(),
-                        shared_buffers: *sb_bytes,
-                        metric,
-                        value,
-                    })
-                };
-                rec("primary_seconds", f.primary);
-                rec("wal_bytes", f.wal_bytes);
-                if let Some(r) = f.replay {
-                    rec("replay_seconds", r);
-                }
-                if let Some(r) = f.restart {
-                    rec("restart_seconds", r);
-                }
-                if let Some(r) = f.peak_rss {
-                    rec("peak_rss_bytes", r as f64);
-                }
-                results.push((id.to_string(), sb.clone(), *sb_bytes, *k, f.clone()));
-            }
-            let get = |k: Kind| figs.iter().find(|(x, _)| *x == k).map(|(_, f)| f);
-            if let (Some(s), Some(p)) = (get(Kind::Strata), get(Kind::Postgres)) {
-                let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
-                    (Some(a), Some(b)) if b > 0.0 && a > 0.0 => fmt_ratio(a / b),
-                    _ => "-".into(),
-                };
-                let line = format!(
-                    "{:<3} {:>6} {:<9} {:>11} {:>10} {:>11}   (PostgreSQL / Strata)",
-                    id,
-                    sb,
-                    "ratio",
-                    ratio(Some(p.primary), Some(s.primary)),
-                    "",
-                    ratio(p.replay, s.replay)
-                );
-                bar.suspend(|| println!("{line}"));
-            }
-            let line = format!(
-                "{:<3} {:>6} {:<9} {:>11}",
-                id,
-                sb,
-                "floor",
-                if *id == "F" || *id == "G" || fl > 0.0 {
-                    format_seconds(fl)
-                } else {
-                    "-".into()
-                }
-            );
-            bar.suspend(|| println!("{line}"));
-            records.push(Record {
-                bench: "seeds",
-                case: id.to_string(),
-                implementation: "floor",
-                shared_buffers: *sb_bytes,
-                metric: "replay_seconds",
-                value: fl,
-            });
+            ctx.run_size(w, sb, *sb_bytes)?;
         }
     }
-    bar.finish_and_clear();
-    eprintln!("removing the {} clusters of this run", kept.len());
-    drop(kept);
-    print_checks(&results, &sizes);
+    ctx.bar.finish_and_clear();
+    eprintln!("removing the {} clusters of this run", ctx.kept.len());
+    drop(std::mem::take(&mut ctx.kept));
+    print_checks(&ctx.results, &sizes);
     if let Some(dir) = &args.plot {
-        super::plot::replay_charts(dir, &results, &sizes)?;
+        super::plot::replay_charts(dir, &ctx.results, &sizes)?;
         println!("charts written to {}", dir.display());
     }
-    Ok(records)
+    Ok(ctx.records)
+}
+
+impl RunCtx<'_> {
+    /// Workload `w` at one size on every engine, its floor, their lines and records.
+    fn run_size(&mut self, w: &Workload, sb: &str, sb_bytes: u64) -> Result<(), String> {
+        let id = w.id;
+        let mut figs = Vec::new();
+        for &k in &self.kinds {
+            let root = tempfile::Builder::new()
+                .prefix(&format!("strata-seeds-{}-{id}-", k.name()))
+                .tempdir()
+                .map_err(|e| e.to_string())?;
+            let f = self
+                .rt
+                .block_on(run_one(k, w, sb, self.args, &self.bar, root.path()))?;
+            figs.push((k, f));
+            self.kept.push(root);
+        }
+        let fl = self.floor(w, sb)?;
+        self.bar.set_message(String::new());
+        self.bar.set_position(0);
+        for (k, f) in &figs {
+            self.engine_line(id, sb, sb_bytes, *k, f, fl);
+        }
+        let get = |k: Kind| figs.iter().find(|(x, _)| *x == k).map(|(_, f)| f);
+        if let (Some(s), Some(p)) = (get(Kind::Strata), get(Kind::Postgres)) {
+            let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+                (Some(a), Some(b)) if b > 0.0 && a > 0.0 => fmt_ratio(a / b),
+                _ => "-".into(),
+            };
+            let line = format!(
+                "{:<3} {:>6} {:<9} {:>11} {:>10} {:>11}   (PostgreSQL / Strata)",
+                id,
+                sb,
+                "ratio",
+                ratio(Some(p.primary), Some(s.primary)),
+                "",
+                ratio(p.replay, s.replay)
+            );
+            self.bar.suspend(|| println!("{line}"));
+        }
+        let line = format!(
+            "{:<3} {:>6} {:<9} {:>11}",
+            id,
+            sb,
+            "floor",
+            if id == "F" || id == "G" || fl > 0.0 {
+                format_seconds(fl)
+            } else {
+                "-".into()
+            }
+        );
+        self.bar.suspend(|| println!("{line}"));
+        self.records.push(Record {
+            bench: "seeds",
+            case: id.to_string(),
+            implementation: "floor",
+            shared_buffers: sb_bytes,
+            metric: "replay_seconds",
+            value: fl,
+        });
+        Ok(())
+    }
+
+    /// `w`'s floor. E's copies PostgreSQL's template1 when it runs (the reports'
+    /// workload), else Strata's.
+    fn floor(&mut self, w: &Workload, sb: &str) -> Result<f64, String> {
+        let tdir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let template = if let Work::CreateDatabases { .. } = w.work {
+            let k = if self.kinds.contains(&Kind::Postgres) {
+                Kind::Postgres
+            } else {
+                Kind::Strata
+            };
+            let c = Cluster::create(k, tdir.path(), sb, self.args)?;
+            Some(c.data.join("base/1"))
+        } else {
+            None
+        };
+        let fl = floor(w, template.as_deref())?;
+        self.kept.push(tdir);
+        Ok(fl)
+    }
+
+    /// The table line of one engine, and its records.
+    fn engine_line(&mut self, id: &str, sb: &str, sb_bytes: u64, k: Kind, f: &Figures, fl: f64) {
+        let line = format!(
+            "{:<3} {:>6} {:<9} {:>11} {:>10} {:>11} {:>11} {:>10} {:>12}",
+            id,
+            sb,
+            k.name(),
+            format_seconds(f.primary),
+            format_bytes(f.wal_bytes),
+            f.replay.map(fmt_replay).unwrap_or_else(|| "-".into()),
+            f.restart.map(format_seconds).unwrap_or_else(|| "-".into()),
+            f.peak_rss
+                .map(|b| format_bytes(b as f64))
+                .unwrap_or_else(|| "-".into()),
+            f.replay
+                .filter(|r| fl > 0.0 && *r > 0.0)
+                .map(|r| fmt_ratio(r / fl))
+                .unwrap_or_else(|| "-".into()),
+        );
+        self.bar.suspend(|| println!("{line}"));
+        let mut rec = |metric: &'static str, value: f64| {
+            self.records.push(Record {
+                bench: "seeds",
+                case: id.to_string(),
+                implementation: k.name(),
+                shared_buffers: sb_bytes,
+                metric,
+                value,
+            })
+        };
+        rec("primary_seconds", f.primary);
+        rec("wal_bytes", f.wal_bytes);
+        if let Some(r) = f.replay {
+            rec("replay_seconds", r);
+        }
+        if let Some(r) = f.restart {
+            rec("restart_seconds", r);
+        }
+        if let Some(r) = f.peak_rss {
+            rec("peak_rss_bytes", r as f64);
+        }
+        self.results
+            .push((id.to_string(), sb.to_string(), sb_bytes, k, f.clone()));
+    }
 }
 
 /// A replay time; PostgreSQL prints `elapsed` to 10 ms, so 0 means "under 10 ms".
@@ -1128,7 +1184,7 @@ fn print_checks(results: &[Row], sizes: &[(String, u64)]) {
         .map(|s| s.0.clone())
         .unwrap_or_default();
     println!();
-    for id in WORKLOADS {
+    for id in SIDE_BY_SIDE {
         if let (Some(s), Some(p)) = (find(id, big, Kind::Strata), find(id, big, Kind::Postgres)) {
             let pr = p.primary / s.primary.max(1e-9);
             let rr = match (p.replay, s.replay) {
@@ -1144,7 +1200,7 @@ fn print_checks(results: &[Row], sizes: &[(String, u64)]) {
         }
     }
     if big != small {
-        for id in WORKLOADS {
+        for id in SIDE_BY_SIDE {
             if let (Some(b), Some(s)) = (find(id, big, Kind::Strata), find(id, small, Kind::Strata))
             {
                 let p = b.primary / s.primary.max(1e-9);
