@@ -2,13 +2,24 @@
 //! run, and the crash harness with the processes it kills (`strata debug ...`).
 //!
 //! Owns: the record format shared by every benchmark (brief §6: one flat JSON record per
-//! figure), the table printer, and process measurements (RSS). Each benchmark lives in
-//! its own module and returns `Vec<Record>`: [`bufpool`] (the pool's bulk operations
-//! against PostgreSQL's full scans, `strata_buffer::reference`), [`replay`] (workloads
-//! through the engine, crash, replay), [`seeds`] (the same workloads side by side with
-//! PostgreSQL 15, plotted by `plot`), [`crash`] (SIGKILL and power-loss crash tests).
-//! The dependencies only benchmarks use (tokio-postgres, plotters, indicatif) are
-//! this crate's, not the server's.
+//! figure) and the table printer. Modules:
+//! - [`workloads`]: the brief's workloads A–G (and M), defined once as data;
+//! - [`measure`]: what is read from measured processes (RSS from `/proc`, the `redo
+//!   done ... elapsed` log line of Strata and PostgreSQL);
+//! - [`bufpool`]: the pool's bulk operations against PostgreSQL's full scans
+//!   (`strata_buffer::reference`);
+//! - [`replay`]: the workloads through the engine API, crash, replay;
+//! - [`seeds`]: the same workloads as SQL, side by side with PostgreSQL 15, plotted by
+//!   `plot`;
+//! - [`crash`]: SIGKILL and power-loss crash tests.
+//!
+//! Each benchmark returns `Vec<Record>`. The dependencies only benchmarks use
+//! (tokio-postgres, plotters, indicatif) are this crate's, not the server's.
+//!
+//! Rules:
+//! 1. A workload's counts and names come from [`workloads`] alone; `replay` and
+//!    `seeds` only translate them (engine calls, SQL).
+//! 2. Memory and replay time are read through [`measure`], nowhere else.
 
 pub mod bufpool;
 pub mod crash;

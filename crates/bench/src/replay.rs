@@ -466,9 +466,12 @@ fn run_one(workload: &str, sb: &str, scale: f64, bar: &ProgressBar) -> Result<Fi
 /// (workload, size as given, size in bytes, figures).
 type Row = (String, String, u64, Figures);
 
-/// `--shared-buffers` as (given, bytes) and the workloads of `--only`, checked.
-fn arguments(args: &Args) -> Result<(Vec<(String, u64)>, Vec<&'static str>), String> {
-    let sizes: Vec<(String, u64)> = args
+/// shared_buffers sizes: (as given, bytes).
+type Sizes = Vec<(String, u64)>;
+
+/// `--shared-buffers` and the workloads of `--only`, checked.
+fn arguments(args: &Args) -> Result<(Sizes, Vec<&'static str>), String> {
+    let sizes: Sizes = args
         .shared_buffers
         .iter()
         .map(|s| {

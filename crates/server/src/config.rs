@@ -337,15 +337,26 @@ impl ServerConfig {
         Ok(v)
     }
 
-    /// (name, value, description) of every server setting, for SHOW.
+    /// (name, value, description) of every server setting, for SHOW, in the order it
+    /// has always listed them: buffers, WAL and files first, then the rest.
     pub fn show_list(&self, data: &std::path::Path) -> Vec<(String, String, String)> {
-        let given = |n: &str, default: String| {
-            self.given
-                .iter()
-                .find(|(g, _)| g == n)
-                .map(|(_, v)| v.clone())
-                .unwrap_or(default)
-        };
+        let mut list = self.engine_show_list();
+        list.extend(self.server_show_list(data));
+        list
+    }
+
+    /// The value given for `name` (as written), or `default`.
+    fn given_or(&self, name: &str, default: String) -> String {
+        self.given
+            .iter()
+            .find(|(g, _)| g == name)
+            .map(|(_, v)| v.clone())
+            .unwrap_or(default)
+    }
+
+    /// Buffers, WAL and files, for SHOW.
+    fn engine_show_list(&self) -> Vec<(String, String, String)> {
+        let given = |n: &str, default: String| self.given_or(n, default);
         let mem = |b: u64| {
             if b.is_multiple_of(1 << 30) {
                 format!("{}GB", b >> 30)
@@ -394,6 +405,14 @@ impl ServerConfig {
                 "Sets the maximum number of simultaneously open files for each server process."
                     .into(),
             ),
+        ]
+    }
+
+    /// Connections, logging, recovery, the data directory and fsync, for SHOW.
+    fn server_show_list(&self, data: &std::path::Path) -> Vec<(String, String, String)> {
+        let given = |n: &str, default: String| self.given_or(n, default);
+        let e = &self.engine;
+        vec![
             (
                 "listen_addresses".into(),
                 self.listen_addresses.clone(),
