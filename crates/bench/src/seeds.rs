@@ -2,7 +2,9 @@
 //! through the same SQL and the same client (tokio-postgres, simple protocol), with the
 //! same shared_buffers, crashed and recovered the same way, in one run.
 //!
-//! Owns: the workloads' SQL (generated once, sent to both engines), the clusters'
+//! Owns: the workloads' SQL ([`sql`]: the definitions of [`crate::workloads`] as
+//! SQL text, generated once, sent to both engines; `verify` checks the data after
+//! recovery from the same definitions), the clusters'
 //! lives (a fresh one per engine, size and workload: `strata start` or PostgreSQL's
 //! `initdb` and `postgres`, run as the `postgres` OS user when we are root), the
 //! measurements and the floor.
