@@ -2,7 +2,8 @@
 //! thread.
 //!
 //! Entry points: [`init_cluster`], [`checkpoint`], [`spawn_checkpointer`]; [`xlog_redo`],
-//! the redo of the XLOG records (CHECKPOINT here, NEXTOID and FPI from `xact`).
+//! the redo of the XLOG records (CHECKPOINT and BACKUP_END here, NEXTOID and FPI from
+//! `xact`); `Engine::start_backup` → [`OnlineBackup`] (a base backup's start and end).
 //!
 //! A checkpoint, in order (each step's cost in brackets):
 //! 1. Take the redo point — the WAL insert position — and the running transaction's
@@ -13,8 +14,9 @@
 //!    checkpoint (smgr rule 6). [O(changes)]
 //! 4. Insert the checkpoint record and flush it; write the control file naming it
 //!    (atomically); write the replication slots' positions that moved; remove WAL
-//!    segments wholly before the redo point, or before the oldest slot's restart LSN
-//!    or `wal_keep_size` behind the insert position if earlier. [O(segments + slots)]
+//!    segments wholly before the redo point, or before the oldest slot's restart LSN,
+//!    `wal_keep_size` behind the insert position, or a running backup's start if
+//!    earlier. [O(segments + slots + backups)]
 //!
 //! Rules:
 //! 1. A crash at any step leaves the previous checkpoint in the control file, and all
@@ -32,7 +34,7 @@
 
 use crate::codec::Dec;
 use crate::records::{
-    BlockRef, CheckpointRecord, RM_XLOG, XLOG_CHECKPOINT, XLOG_FPI, XLOG_NEXTOID,
+    BlockRef, CheckpointRecord, RM_XLOG, XLOG_BACKUP_END, XLOG_CHECKPOINT, XLOG_FPI, XLOG_NEXTOID,
 };
 use crate::redo::{unknown_record, RedoContext};
 use crate::{corrupt, EngineError, Result, Settings, Shared};
@@ -50,6 +52,8 @@ use strata_wal::{Record, Wal};
 pub struct CheckpointStats {
     pub skipped: bool,
     pub redo: Lsn,
+    /// Where the checkpoint record begins (what the control file names).
+    pub lsn: Lsn,
     pub buffers_written: usize,
     pub files_synced: usize,
     pub segments_removed: usize,
@@ -204,6 +208,7 @@ fn checkpoint_locked(
     let stats = CheckpointStats {
         skipped: false,
         redo,
+        lsn,
         buffers_written,
         files_synced,
         segments_removed,
@@ -264,7 +269,8 @@ pub fn spawn_checkpointer(sh: Arc<Shared>) -> JoinHandle<()> {
 
 /// Redo of the XLOG resource manager. CHECKPOINT and NEXTOID: the counters they carry
 /// (replay's next xid, OID and relfilenumber end past them). FPI: a full-page image,
-/// restored through recovery rule 2.
+/// restored through recovery rule 2. BACKUP_END: nothing to a page; recovery from the
+/// backup it ends may stop from here on (recovery rule 10).
 pub(crate) fn xlog_redo(rx: &mut dyn RedoContext, r: &Record) -> Result<()> {
     match r.info {
         XLOG_CHECKPOINT => {
@@ -278,6 +284,12 @@ pub(crate) fn xlog_redo(rx: &mut dyn RedoContext, r: &Record) -> Result<()> {
                 .try_into()
                 .map_err(|_| corrupt("NEXTOID record of wrong length"))?;
             rx.saw_oid(Oid(u32::from_le_bytes(b).saturating_sub(1)));
+        }
+        XLOG_BACKUP_END => {
+            let b: [u8; 8] = r.payload[..]
+                .try_into()
+                .map_err(|_| corrupt("BACKUP_END record of wrong length"))?;
+            rx.backup_end(Lsn(u64::from_le_bytes(b)));
         }
         XLOG_FPI => {
             let mut d = Dec::new(&r.payload, "FPI record");
@@ -299,7 +311,80 @@ fn keep_from(sh: &Shared, redo: Lsn) -> Result<Lsn> {
         .insert_lsn()
         .0
         .saturating_sub(sh.settings.wal_keep_size_bytes));
+    let backups = sh.ckpt.lock().backup_holds.iter().copied().min();
     Ok(redo
         .min(kept)
-        .min(sh.slots.min_restart_lsn().unwrap_or(redo)))
+        .min(sh.slots.min_restart_lsn().unwrap_or(redo))
+        .min(backups.unwrap_or(redo)))
+}
+
+/// An online base backup in progress (PostgreSQL's do_pg_backup_start/stop). It
+/// starts with a checkpoint whose redo point is the backup's start; while it lives,
+/// checkpoints keep the WAL from that start (step 4), so the WAL the backup needs is
+/// never removed under it. Dropped without [`OnlineBackup::stop`], it is abandoned.
+///
+/// Torn copies are harmless without PostgreSQL's forced full-page writes: Strata
+/// always writes them (engine rule 2), so every page changed after the start gets a
+/// full image in its first record after it, and replay from the start restores it
+/// whatever the copy holds (recovery rule 2).
+pub struct OnlineBackup {
+    sh: Arc<Shared>,
+    /// START WAL LOCATION: the redo point of the backup's checkpoint.
+    pub start: Lsn,
+    /// CHECKPOINT LOCATION: where that checkpoint's record begins.
+    pub checkpoint: Lsn,
+    /// START TIME, Unix seconds.
+    pub start_time_unix_s: u64,
+}
+
+impl crate::Engine {
+    /// Starts an online backup: holds the WAL from the insert position, runs a
+    /// checkpoint (always immediate: Strata does not spread checkpoints), then holds
+    /// the WAL from its redo point. O(a checkpoint).
+    pub fn start_backup(&self) -> Result<OnlineBackup> {
+        let sh = self.sh.clone();
+        let before = sh.wal().insert_lsn();
+        sh.ckpt.lock().backup_holds.push(before);
+        let mut b = OnlineBackup {
+            sh,
+            start: before,
+            checkpoint: Lsn::INVALID,
+            start_time_unix_s: unix_now(),
+        };
+        let stats = checkpoint(&b.sh, false, true, true)?;
+        assert!(
+            stats.redo >= before,
+            "a checkpoint's redo point only moves on"
+        );
+        {
+            let mut st = b.sh.ckpt.lock();
+            if let Some(h) = st.backup_holds.iter_mut().find(|h| **h == before) {
+                *h = stats.redo;
+            }
+        }
+        b.start = stats.redo;
+        b.checkpoint = stats.lsn;
+        Ok(b)
+    }
+}
+
+impl OnlineBackup {
+    /// Ends the backup: inserts and flushes a BACKUP_END record naming its start, and
+    /// returns the record's end (STOP WAL LOCATION): recovery from the copy must
+    /// replay to here before it may end (recovery rule 10). O(1) plus a WAL flush.
+    pub fn stop(self) -> Result<Lsn> {
+        let payload = self.start.0.to_le_bytes();
+        let (_, end) = self.sh.wal_insert(RM_XLOG, XLOG_BACKUP_END, 0, &payload)?;
+        self.sh.wal_flush(end)?;
+        Ok(end)
+    }
+}
+
+impl Drop for OnlineBackup {
+    fn drop(&mut self) {
+        let mut st = self.sh.ckpt.lock();
+        if let Some(i) = st.backup_holds.iter().position(|h| *h == self.start) {
+            st.backup_holds.swap_remove(i);
+        }
+    }
 }

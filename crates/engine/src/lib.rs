@@ -4,7 +4,7 @@
 //! Entry points: [`Engine::init`] (a new cluster, like initdb), [`Engine::open`]
 //! (recovers, then serves), [`Engine::begin`] → [`Txn`] (DDL and DML, then
 //! [`Txn::commit`] or [`Txn::abort`]), [`Engine::scan`], [`Engine::vacuum`],
-//! [`Engine::checkpoint`], [`Engine::close`].
+//! [`Engine::checkpoint`], [`Engine::start_backup`] (a base backup), [`Engine::close`].
 //!
 //! Module map, in dependency order: `codec` (byte encoding), `records` (WAL record
 //! formats), `redo` (what a resource manager's redo may ask of the redo loop), `heap`
@@ -71,7 +71,7 @@ pub mod waldump;
 mod xact;
 
 pub use catalog::{DbEntry, RelEntry, SpcEntry, POSTGRES_OID, TEMPLATE0_OID, TEMPLATE1_OID};
-pub use checkpoint::CheckpointStats;
+pub use checkpoint::{CheckpointStats, OnlineBackup};
 pub use heap::{ColType, Column, Value};
 pub use records::record_name;
 pub use recovery::utc_timestamp;
@@ -371,6 +371,8 @@ pub(crate) struct CkptState {
     pub last_redo: Lsn,
     pub system_identifier: u64,
     pub count: u64,
+    /// Start points of the online backups running: WAL from the oldest is kept.
+    pub backup_holds: Vec<Lsn>,
 }
 
 pub(crate) struct Shared {

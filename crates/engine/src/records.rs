@@ -8,6 +8,7 @@
 //! | XLOG | 0 | 0x00 | [`CheckpointRecord`] | seeds counters and unfinished creates |
 //! | XLOG | 0 | 0x20 | NEXTOID: u32, OIDs below are handed out | raise the OID counter |
 //! | XLOG | 0 | 0x30 | full-page image ([`BlockRef`] only) | restore the page |
+//! | XLOG | 0 | 0x50 | BACKUP_END: u64, the backup's start LSN | ends a backup's recovery |
 //! | XACT | 1 | 0x00 | [`CommitRecord`] | clog; drop buffers, then files |
 //! | XACT | 1 | 0x20 | [`AbortRecord`] | clog; remove what the xact created |
 //! | SMGR | 2 | 0x10 | [`SmgrCreate`] | create the fork's file |
@@ -39,6 +40,9 @@ pub const RM_HEAP: RmgrId = RmgrId(10);
 pub const XLOG_CHECKPOINT: u8 = 0x00;
 pub const XLOG_NEXTOID: u8 = 0x20;
 pub const XLOG_FPI: u8 = 0x30;
+/// The end of an online base backup (PostgreSQL's XLOG_BACKUP_END): its payload is the
+/// backup's start LSN, little-endian; recovery from that backup may end only past it.
+pub const XLOG_BACKUP_END: u8 = 0x50;
 pub const XACT_COMMIT: u8 = 0x00;
 pub const XACT_ABORT: u8 = 0x20;
 pub const SMGR_CREATE: u8 = 0x10;
@@ -56,6 +60,7 @@ pub fn record_name(rmgr: RmgrId, info: u8) -> &'static str {
         (RM_XLOG, XLOG_CHECKPOINT) => "XLOG/CHECKPOINT",
         (RM_XLOG, XLOG_NEXTOID) => "XLOG/NEXTOID",
         (RM_XLOG, XLOG_FPI) => "XLOG/FPI",
+        (RM_XLOG, XLOG_BACKUP_END) => "XLOG/BACKUP_END",
         (RM_XACT, XACT_COMMIT) => "Transaction/COMMIT",
         (RM_XACT, XACT_ABORT) => "Transaction/ABORT",
         (RM_SMGR, SMGR_CREATE) => "Storage/CREATE",

@@ -33,6 +33,15 @@
 //!    before, that is corruption, reported with both LSNs — never a cut.
 //! 9. After a crash, database directories that no committed database owns are removed
 //!    (a power loss can keep a directory whose create record, only written, was lost).
+//! 10. A data directory holding `backup_label` is a base backup: replay starts from the
+//!    checkpoint the label names (the copied control file may name a later one, whose
+//!    redo point is past pages copied before it), and must replay the BACKUP_END record
+//!    naming the label's start before it may end ("WAL ends before end of online
+//!    backup" otherwise: pages copied late may hold changes whose WAL is missing).
+//!    Once the end-of-recovery checkpoint is durable, the label becomes
+//!    `backup_label.old`; a crash before that recovers from the label again.
+//! 11. Standby mode is not built: a directory with `standby.signal` is refused, never
+//!    started as a primary (that would fork its history from the primary it copies).
 
 use crate::catalog::{self, CatalogCache, DbEntry, RelEntry, SpcEntry, Tid};
 use crate::clog::{Clog, XidStatus};
@@ -62,6 +71,7 @@ pub fn startup(dir: &Path, settings: Settings, smgr: Arc<Smgr>) -> Result<(Share
     if !dir.join("global").join("pg_control").exists() {
         return Err(EngineError::NotACluster(dir.to_path_buf()));
     }
+    refuse_standby(dir)?; // rule 11
     let vfs = settings.vfs.clone();
     let control = ControlFile::read(&*vfs, dir)?;
     let when = utc_timestamp(control.checkpoint_time_unix_s);
@@ -76,9 +86,30 @@ pub fn startup(dir: &Path, settings: Settings, smgr: Arc<Smgr>) -> Result<(Share
             sync_data_directory(&settings, dir)?; // rule 7
         }
     }
-    let (ckpt, ckpt_end) = read_checkpoint(&vfs, dir, &control)?;
+    let label = read_backup_label(&*vfs, dir)?; // rule 10
+    let ckpt_lsn = label.as_ref().map_or(control.checkpoint, |l| l.checkpoint);
+    let (ckpt, ckpt_end) = read_checkpoint(&vfs, dir, control.wal_segment_bytes, ckpt_lsn)?;
+    if let Some(l) = &label {
+        if ckpt.redo != l.start {
+            return Err(corrupt(format!(
+                "invalid data in file \"backup_label\": checkpoint at {} has redo point {}, not the START WAL LOCATION {}",
+                l.checkpoint, ckpt.redo, l.start
+            )));
+        }
+        (settings.log)(&format!(
+            "starting backup recovery from backup_label with redo LSN {}, checkpoint LSN {}, on timeline ID 1",
+            l.start, l.checkpoint
+        ));
+    }
     let sh = shared_for_replay(dir, settings, smgr, &control, &ckpt)?;
-    let (summary, aborted_unfinished) = replay(&sh, &control, &ckpt, ckpt_end)?;
+    let backup_start = label.as_ref().map(|l| l.start);
+    let (summary, aborted_unfinished) = replay(
+        &sh,
+        control.wal_segment_bytes,
+        (ckpt_lsn, &ckpt),
+        ckpt_end,
+        backup_start,
+    )?;
     let seg = control.wal_segment_bytes;
     let wal = Arc::new(Wal::open(&vfs, dir, seg, summary.end, summary.last_record)?);
     if sh.settings.archive_mode {
@@ -92,6 +123,9 @@ pub fn startup(dir: &Path, settings: Settings, smgr: Arc<Smgr>) -> Result<(Share
         remove_orphan_database_dirs(&sh)?; // rule 9
     }
     checkpoint::checkpoint(&sh, false, true, true)?; // end-of-recovery checkpoint
+    if label.is_some() {
+        retire_backup_label(&sh)?; // rule 10
+    }
     sh.log("database system is ready to accept connections");
     let info = RecoveryInfo {
         records: summary.records,
@@ -103,30 +137,93 @@ pub fn startup(dir: &Path, settings: Settings, smgr: Arc<Smgr>) -> Result<(Share
     Ok((sh, info))
 }
 
-/// The checkpoint record the control file names, and where it ends.
+/// The checkpoint record at `at` (the control file's, or the backup label's), and
+/// where it ends.
 fn read_checkpoint(
     vfs: &Arc<dyn strata_vfs::Vfs>,
     dir: &Path,
-    control: &ControlFile,
+    seg: u64,
+    at: Lsn,
 ) -> Result<(CheckpointRecord, Lsn)> {
-    let seg = control.wal_segment_bytes;
-    let mut r = WalReader::new(vfs, dir, seg, control.checkpoint, Lsn::INVALID)?;
+    let mut r = WalReader::new(vfs, dir, seg, at, Lsn::INVALID)?;
     let rec = r.next_record()?.ok_or_else(|| {
         corrupt(format!(
-            "could not locate a valid checkpoint record at {}",
-            control.checkpoint
+            "could not locate a valid checkpoint record at {at}"
         ))
     })?;
     if rec.rmgr != RM_XLOG || rec.info != XLOG_CHECKPOINT {
         return Err(corrupt(format!(
-            "record at {} is not a checkpoint record",
-            control.checkpoint
+            "record at {at} is not a checkpoint record"
         )));
     }
     Ok((
         CheckpointRecord::decode(&rec.payload).map_err(corrupt)?,
         rec.end,
     ))
+}
+
+/// Rule 11: `standby.signal` (what `pg_basebackup -R` writes) asks for standby mode,
+/// which Strata does not have.
+fn refuse_standby(dir: &Path) -> Result<()> {
+    if dir.join("standby.signal").exists() {
+        return Err(EngineError::NotSupported(format!(
+            "standby mode is not supported by Strata: \"{}\" asks for a standby, but Strata has no WAL receiver, no primary_conninfo and no restore_command to follow a primary; remove standby.signal to start this copy as an independent primary",
+            dir.join("standby.signal").display()
+        )));
+    }
+    Ok(())
+}
+
+/// What recovery needs of a base backup's `backup_label` (rule 10): its START WAL
+/// LOCATION and CHECKPOINT LOCATION. `None` when there is no label.
+struct BackupLabel {
+    start: Lsn,
+    checkpoint: Lsn,
+}
+
+fn read_backup_label(vfs: &dyn strata_vfs::Vfs, dir: &Path) -> Result<Option<BackupLabel>> {
+    let path = dir.join("backup_label");
+    let text = match strata_vfs::read_file(vfs, &path) {
+        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(EngineError::Io {
+                op: "read",
+                path,
+                source,
+            })
+        }
+    };
+    let field = |name: &str| -> Option<Lsn> {
+        let line = text.lines().find_map(|l| l.strip_prefix(name))?;
+        line.split_whitespace().next()?.parse().ok()
+    };
+    match (
+        field("START WAL LOCATION: "),
+        field("CHECKPOINT LOCATION: "),
+    ) {
+        (Some(start), Some(checkpoint)) => Ok(Some(BackupLabel { start, checkpoint })),
+        _ => Err(corrupt(format!(
+            "invalid data in file \"{}\"",
+            path.display()
+        ))),
+    }
+}
+
+/// Rule 10: recovery from the backup is over and checkpointed; the label goes (kept
+/// as `backup_label.old`, as PostgreSQL keeps it), durably.
+fn retire_backup_label(sh: &Shared) -> Result<()> {
+    let (from, to) = (sh.dir.join("backup_label"), sh.dir.join("backup_label.old"));
+    let vfs = &sh.settings.vfs;
+    vfs.rename(&from, &to)
+        .and_then(|()| vfs.sync_dir(&sh.dir))
+        .map_err(|source| EngineError::Io {
+            op: "rename",
+            path: from,
+            source,
+        })?;
+    sh.log("backup recovery complete: \"backup_label\" renamed to \"backup_label.old\"");
+    Ok(())
 }
 
 /// The engine's shared state as replay starts: the pool, the commit log, counters from
@@ -178,16 +275,21 @@ fn shared_for_replay(
     })
 }
 
-/// The redo loop from the checkpoint's redo point (rules 1–4, 8), then what
+/// The redo loop from the checkpoint's redo point (rules 1–4, 8, 10), then what
 /// unfinished transactions created removed and the counters advanced past everything
-/// replayed. Returns the loop's summary and how many transactions were unfinished.
+/// replayed. `backup`: the start of the base backup being recovered, whose BACKUP_END
+/// must be replayed. Returns the loop's summary and how many transactions were
+/// unfinished.
 fn replay(
     sh: &Shared,
-    control: &ControlFile,
-    ckpt: &CheckpointRecord,
+    seg: u64,
+    (ckpt_lsn, ckpt): (Lsn, &CheckpointRecord),
     ckpt_end: Lsn,
+    backup: Option<Lsn>,
 ) -> Result<(strata_wal::redo::RedoSummary, usize)> {
     let mut ctx = Redo {
+        backup,
+        backup_end_seen: false,
         sh,
         unfinished: FxHashMap::default(),
         max_xid: Xid::INVALID,
@@ -201,7 +303,6 @@ fn replay(
     }
     let log = sh.settings.log.clone();
     let mut log_line = |l: &str| log(l);
-    let seg = control.wal_segment_bytes;
     let summary = strata_wal::redo::redo_named(
         WalReader::new(&sh.settings.vfs, &sh.dir, seg, ckpt.redo, Lsn::INVALID)?,
         |r| ctx.apply(r).map_err(|e| e.to_string()),
@@ -213,8 +314,21 @@ fn replay(
         // it there would throw the checkpoint away with everything after it.
         return Err(corrupt(format!(
             "WAL ends at {} ({}), before the end of the checkpoint record at {} that recovery started from",
-            summary.end, summary.stop, control.checkpoint
+            summary.end, summary.stop, ckpt_lsn
         )));
+    }
+    if let Some(start) = backup {
+        if !ctx.backup_end_seen {
+            // Rule 10: pages copied late may hold changes whose WAL is not here.
+            return Err(corrupt(format!(
+                "WAL ends before end of online backup: WAL ends at {} ({}), but the BACKUP_END record of the backup started at {start} was not found. All WAL generated while online backup was taken must be available at recovery.",
+                summary.end, summary.stop
+            )));
+        }
+        sh.log(&format!(
+            "completed backup recovery with redo LSN {start} and end LSN {}",
+            summary.end
+        ));
     }
     let aborted_unfinished = ctx.finish()?;
     Ok((summary, aborted_unfinished))
@@ -377,6 +491,10 @@ fn load_catalog(sh: &Shared) -> Result<()> {
 
 struct Redo<'a> {
     sh: &'a Shared,
+    /// The start of the base backup being recovered (rule 10).
+    backup: Option<Lsn>,
+    /// Its BACKUP_END has been replayed.
+    backup_end_seen: bool,
     unfinished: FxHashMap<Xid, Vec<PendingCreate>>,
     max_xid: Xid,
     max_rel: RelFileNumber,
@@ -632,6 +750,12 @@ impl RedoContext for Redo<'_> {
 
     fn truncated(&mut self, rel: RelKey, fork: ForkNumber, len: BlockNumber) {
         self.invalid.truncated(rel, fork, len);
+    }
+
+    fn backup_end(&mut self, start: Lsn) {
+        if self.backup == Some(start) {
+            self.backup_end_seen = true;
+        }
     }
 
     fn spc_available(&self, spc: Oid) -> bool {

@@ -4,7 +4,7 @@
 //!
 //! | rmgr | records | redo function |
 //! |------|---------|---------------|
-//! | XLOG | CHECKPOINT, NEXTOID, FPI | `checkpoint::xlog_redo` |
+//! | XLOG | CHECKPOINT, NEXTOID, FPI, BACKUP_END | `checkpoint::xlog_redo` |
 //! | Transaction | COMMIT, ABORT | `xact::xact_redo` |
 //! | Storage | CREATE, TRUNCATE | `access::smgr_redo` |
 //! | Database | CREATE_WAL_LOG, CREATE_FILE_COPY | `xact::dbase_redo` |
@@ -29,7 +29,7 @@
 use crate::records::{BlockRef, PendingCreate};
 use crate::{corrupt, EngineError, Result, Shared};
 use strata_page::PageBuf;
-use strata_types::{BlockNumber, ForkNumber, Oid, RelFileNumber, RelKey, Xid};
+use strata_types::{BlockNumber, ForkNumber, Lsn, Oid, RelFileNumber, RelKey, Xid};
 use strata_wal::Record;
 
 /// A change applied to a page in redo; an error says why the page cannot take it.
@@ -72,6 +72,10 @@ pub(crate) trait RedoContext {
     /// False for a tablespace dropped later in the WAL (its link is gone): records for
     /// it are skipped.
     fn spc_available(&self, spc: Oid) -> bool;
+
+    /// The end of the online base backup that started at `start` (a BACKUP_END
+    /// record): recovery from that backup may end from here on (recovery rule 10).
+    fn backup_end(&mut self, start: Lsn);
 }
 
 /// Rule 3: the error for a record no resource manager knows.

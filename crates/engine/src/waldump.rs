@@ -102,6 +102,10 @@ fn describe_payload(r: &Record, blocks: &mut Blocks) -> Result<String, String> {
             Ok(b) => format!("{}", u32::from_le_bytes(b)),
             Err(_) => return Err("NEXTOID record of wrong length".into()),
         },
+        (RM_XLOG, XLOG_BACKUP_END) => match <[u8; 8]>::try_from(&r.payload[..]) {
+            Ok(b) => format!("{}", Lsn(u64::from_le_bytes(b))),
+            Err(_) => return Err("BACKUP_END record of wrong length".into()),
+        },
         (RM_XLOG, XLOG_FPI) => {
             let mut d = crate::codec::Dec::new(&r.payload, "FPI record");
             blocks.push(block_of(&BlockRef::decode(&mut d).map_err(e)?));

@@ -7,9 +7,9 @@
 //!
 //! Commands: IDENTIFY_SYSTEM, SHOW, TIMELINE_HISTORY, CREATE_REPLICATION_SLOT s
 //! [TEMPORARY] PHYSICAL [RESERVE_WAL], DROP_REPLICATION_SLOT s [WAIT],
-//! READ_REPLICATION_SLOT s, START_REPLICATION [SLOT s] [PHYSICAL] X/X [TIMELINE t].
-//! BASE_BACKUP is refused with 0A000 (not built yet); so is SQL, as on PostgreSQL's
-//! physical WAL senders.
+//! READ_REPLICATION_SLOT s, START_REPLICATION [SLOT s] [PHYSICAL] X/X [TIMELINE t],
+//! BASE_BACKUP [( option, ... )] (the `basebackup` module: what pg_basebackup needs).
+//! SQL is refused with 0A000, as on PostgreSQL's physical WAL senders.
 //!
 //! Rules (cited as "walsender rule N"):
 //! 1. Only flushed WAL is sent (`Engine::read_wal`): a standby never holds a record
@@ -24,6 +24,8 @@
 //! 5. A slot streamed through advances to what the client reports flushed
 //!    (slots rule 2); the checkpointer keeps WAL from the oldest slot on. A slot
 //!    created with RESERVE_WAL holds WAL from the current flush position at once.
+
+mod basebackup;
 
 use super::frames::Guarded;
 use futures::{SinkExt, StreamExt};
@@ -317,10 +319,7 @@ async fn command(socket: &mut Socket, cx: &Context, text: &str) -> Result<Flow, 
             Ok(Flow::Continue)
         }
         Some("READ_REPLICATION_SLOT") if words.len() == 2 => read_slot(socket, cx, words[1]).await,
-        Some("BASE_BACKUP") => Err(SqlError::new(
-            "0A000",
-            format!("{} is not supported by Strata yet", upper[0]),
-        )),
+        Some("BASE_BACKUP") => basebackup::base_backup(socket, cx, text).await,
         _ => Err(SqlError::new(
             "0A000",
             "cannot execute SQL commands in WAL sender for physical replication",

@@ -1,0 +1,326 @@
+//! Property: PostgreSQL 15's `pg_basebackup -X stream` against a running Strata under a
+//! write load produces a directory that `strata start` recovers from its backup label
+//! to a consistent state holding every transaction committed before the backup's end
+//! (tablespaces included, the manifest valid for pg_verifybackup); a copy missing the
+//! WAL up to BACKUP_END is refused ("WAL ends before end of online backup"), and one
+//! asking for standby mode (`-R`) is refused rather than started as a primary.
+
+mod common;
+use common::*;
+use std::path::Path;
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+const BASEBACKUP: &str = "/usr/lib/postgresql/15/bin/pg_basebackup";
+const VERIFYBACKUP: &str = "/usr/lib/postgresql/15/bin/pg_verifybackup";
+const ROWS_PER_BATCH: i64 = 200;
+
+/// A cluster with 1MB WAL segments, so that the backup spans several.
+fn init(data: &Path) {
+    let out = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(["init", "-c", "wal_segment_size=1MB", "-D"])
+        .arg(data)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn pg_basebackup(port: u16, dir: &Path, extra: &[&str]) -> Output {
+    Command::new(BASEBACKUP)
+        .args([
+            "-h",
+            "127.0.0.1",
+            "-U",
+            "strata",
+            "-X",
+            "stream",
+            "-c",
+            "fast",
+        ])
+        .args(["-p", &port.to_string(), "-D"])
+        .arg(dir)
+        .args(extra)
+        .output()
+        .expect("pg_basebackup (apt-get install -y postgresql-15)")
+}
+
+fn ok(out: &Output, what: &str) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        out.status.success(),
+        "{what} failed:\n{}\n{stderr}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    stderr
+}
+
+/// The LSN pg_basebackup -v reports as the write-ahead log end point.
+fn end_point(verbose: &str) -> u64 {
+    let at = verbose
+        .lines()
+        .find_map(|l| l.split("write-ahead log end point: ").nth(1))
+        .unwrap_or_else(|| panic!("no end point in:\n{verbose}"));
+    lsn(at.trim())
+}
+
+fn lsn(s: &str) -> u64 {
+    let (hi, lo) = s.split_once('/').unwrap();
+    (u64::from_str_radix(hi, 16).unwrap() << 32) | u64::from_str_radix(lo, 16).unwrap()
+}
+
+/// Inserts batches of rows until told to stop; records each committed batch with the
+/// WAL insert position read after its commit returned.
+fn writer(port: u16, stop: Arc<AtomicBool>, done: Arc<Mutex<Vec<(i64, u64)>>>) {
+    let mut batch = 0i64;
+    while !stop.load(Ordering::Relaxed) {
+        batch += 1;
+        let sql = format!(
+            "insert into load select {batch}, g from generate_series(1, {ROWS_PER_BATCH}) g; select pg_current_wal_lsn();"
+        );
+        let out = psql_db(port, "postgres", &["-c", &sql], None);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let after = lsn(text.lines().last().unwrap().trim());
+        done.lock().unwrap().push((batch, after));
+    }
+}
+
+#[test]
+fn backup_under_load_recovers_every_commit_before_its_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    let copy = dir.path().join("copy");
+    let (spc_old, spc_new) = (dir.path().join("ts"), dir.path().join("ts_copy"));
+    std::fs::create_dir(&spc_old).unwrap();
+    init(&data);
+    let primary = Server::start(&data, &[]);
+    primary.psql_ok(
+        "postgres",
+        &[
+            "-c",
+            &format!("create tablespace ts location '{}'", spc_old.display()),
+            "-c",
+            "create table in_ts (a int, b text) tablespace ts",
+            "-c",
+            "insert into in_ts select g, 'row ' || g from generate_series(1, 500) g",
+            "-c",
+            "create table load (batch int, i int)",
+        ],
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(Mutex::new(Vec::new()));
+    let w = {
+        let (stop, done, port) = (stop.clone(), done.clone(), primary.port);
+        std::thread::spawn(move || writer(port, stop, done))
+    };
+    while done.lock().unwrap().len() < 5 {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mapping = format!("{}={}", spc_old.display(), spc_new.display());
+    let out = pg_basebackup(primary.port, &copy, &["-P", "-v", "-T", &mapping]);
+    let verbose = ok(&out, "pg_basebackup");
+    let returned: Vec<(i64, u64)> = done.lock().unwrap().clone();
+    let primary_rows: i64 = primary
+        .psql_ok("postgres", &["-c", "select count(*) from load"])
+        .trim()
+        .parse()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(200)); // the load goes on a little
+    stop.store(true, Ordering::Relaxed);
+    w.join().unwrap();
+    let end = end_point(&verbose);
+    // Committed before the BACKUP_END record: the copy must hold these.
+    let before_end: Vec<i64> = returned
+        .iter()
+        .filter(|(_, after)| *after <= end)
+        .map(|(b, _)| *b)
+        .collect();
+    assert!(!before_end.is_empty(), "no batch committed before the end");
+    assert!(
+        copy.join("backup_label").exists() && copy.join("backup_manifest").exists(),
+        "pg_basebackup wrote no backup_label or manifest"
+    );
+    let verify = Command::new(VERIFYBACKUP)
+        .args(["-n"]) // Strata's WAL is not PostgreSQL's: no pg_waldump
+        .arg(&copy)
+        .output()
+        .unwrap();
+    ok(&verify, "pg_verifybackup");
+
+    let restored = Server::start(&copy, &[]);
+    let log = restored.log_text();
+    assert!(
+        log.contains("starting backup recovery from backup_label"),
+        "{log}"
+    );
+    assert!(log.contains("completed backup recovery"), "{log}");
+    assert!(!copy.join("backup_label").exists() && copy.join("backup_label.old").exists());
+    let batches: Vec<i64> = restored
+        .psql_ok(
+            "postgres",
+            &[
+                "-c",
+                "select batch, count(*) from load group by batch order by batch",
+            ],
+        )
+        .lines()
+        .map(|l| {
+            let (b, n) = l.split_once('|').unwrap();
+            assert_eq!(n, ROWS_PER_BATCH.to_string(), "batch {b} is torn: {l}");
+            b.parse().unwrap()
+        })
+        .collect();
+    // Whole batches, in commit order, with no hole; at least those before the end.
+    assert_eq!(batches, (1..=batches.len() as i64).collect::<Vec<_>>());
+    assert!(
+        batches.len() >= before_end.len(),
+        "copy has {} batches, {} committed before the backup ended at {end:X}",
+        batches.len(),
+        before_end.len()
+    );
+    let copy_rows = batches.len() as i64 * ROWS_PER_BATCH;
+    assert!(copy_rows <= primary_rows + ROWS_PER_BATCH * 10); // nothing invented
+    eprintln!(
+        "batches: {} before the backup's end, {} when pg_basebackup returned, {} in the copy; rows on the primary then {primary_rows}",
+        before_end.len(),
+        returned.len(),
+        batches.len()
+    );
+    assert_eq!(
+        restored
+            .psql_ok("postgres", &["-c", "select count(*), sum(a) from in_ts"])
+            .trim(),
+        "500|125250"
+    );
+    assert!(
+        spc_new.join("STRATA_1").exists(),
+        "the tablespace was not mapped"
+    );
+    // The primary goes on, unaffected.
+    assert_eq!(primary.psql_ok("postgres", &["-c", "select 1"]).trim(), "1");
+}
+
+#[test]
+fn copy_without_backup_end_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    let copy = dir.path().join("copy");
+    init(&data);
+    let primary = Server::start(&data, &[]);
+    primary.psql_ok(
+        "postgres",
+        &[
+            "-c",
+            "create table t (a int)",
+            "-c",
+            "insert into t select g from generate_series(1, 100) g",
+        ],
+    );
+    ok(
+        &pg_basebackup(primary.port, &copy, &["--no-manifest"]),
+        "pg_basebackup",
+    );
+    // Cut the copy's WAL just before its BACKUP_END record: the start of the backup's
+    // last segment file onwards is zeroed from the end LSN's record start.
+    let label = std::fs::read_to_string(copy.join("backup_label")).unwrap();
+    assert!(label.contains("BACKUP METHOD: streamed"), "{label}");
+    let waldump = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(["waldump", "-D"])
+        .arg(&copy)
+        .output()
+        .unwrap();
+    let dump = String::from_utf8_lossy(&waldump.stdout).into_owned();
+    let line = dump
+        .lines()
+        .find(|l| l.contains("BACKUP_END"))
+        .unwrap_or_else(|| panic!("no BACKUP_END in the copy's WAL:\n{dump}"));
+    let at = lsn(line
+        .split("lsn: ")
+        .nth(1)
+        .unwrap()
+        .split(',')
+        .next()
+        .unwrap()
+        .trim());
+    truncate_wal_at(&copy.join("pg_wal"), at, 1 << 20);
+    let mut restored = start_expecting_failure(&copy);
+    let status = restored.wait_exit();
+    assert!(!status.success());
+    let log = restored.log_text();
+    assert!(
+        log.contains("WAL ends before end of online backup"),
+        "{log}"
+    );
+}
+
+/// Zeroes the WAL from `at` on (in its segment file; later files removed).
+fn truncate_wal_at(wal: &Path, at: u64, segment_bytes: u64) {
+    let seg = at / segment_bytes;
+    for e in std::fs::read_dir(wal).unwrap() {
+        let e = e.unwrap();
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.len() != 24 {
+            continue;
+        }
+        let n = u64::from_str_radix(&name[8..16], 16).unwrap() * (0x1_0000_0000 / segment_bytes)
+            + u64::from_str_radix(&name[16..24], 16).unwrap();
+        if n > seg {
+            std::fs::remove_file(e.path()).unwrap();
+        } else if n == seg {
+            let mut bytes = std::fs::read(e.path()).unwrap();
+            let off = (at % segment_bytes) as usize;
+            bytes[off..].fill(0);
+            std::fs::write(e.path(), bytes).unwrap();
+        }
+    }
+}
+
+/// `strata start` on `data`, not waiting for it to accept connections.
+fn start_expecting_failure(data: &Path) -> Server {
+    let port = free_port();
+    let log = data.with_extension(format!("log{port}"));
+    let logf = std::fs::File::create(&log).unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(["start", "-D"])
+        .arg(data)
+        .args(["-c", &format!("port={port}")])
+        .stderr(logf)
+        .spawn()
+        .unwrap();
+    Server {
+        child: Some(child),
+        port,
+        log,
+    }
+}
+
+#[test]
+fn standby_signal_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    let copy = dir.path().join("copy");
+    init(&data);
+    let primary = Server::start(&data, &[]);
+    ok(
+        &pg_basebackup(primary.port, &copy, &["-R", "--no-manifest"]),
+        "pg_basebackup -R",
+    );
+    assert!(copy.join("standby.signal").exists());
+    let mut s = start_expecting_failure(&copy);
+    assert!(!s.wait_exit().success());
+    let log = s.log_text();
+    assert!(log.contains("standby mode is not supported"), "{log}");
+    assert!(log.contains("standby.signal"), "{log}");
+    // Nothing was replayed or renamed: the copy is still a base backup.
+    assert!(copy.join("backup_label").exists());
+}
