@@ -101,6 +101,8 @@ pub struct Options {
     /// None: MANIFEST 'no'; Some(force_encode).
     pub manifest: Option<bool>,
     pub checksums: ChecksumKind,
+    /// MAX_RATE in kB/s: the stream is throttled to it (PostgreSQL's throttling sink).
+    pub max_rate_kb: Option<u64>,
 }
 
 /// One token of the option list.
@@ -265,6 +267,7 @@ fn options_from(pairs: Vec<(String, Option<Token>)>) -> Result<Options, SqlError
         tablespace_map: false,
         manifest: None,
         checksums: ChecksumKind::Crc32c,
+        max_rate_kb: None,
     };
     let mut seen: Vec<String> = Vec::new();
     let mut checksums_given = false;
@@ -301,7 +304,6 @@ fn options_from(pairs: Vec<(String, Option<Token>)>) -> Result<Options, SqlError
             }
             "WAL" => {}
             "MAX_RATE" => {
-                // Accepted and not enforced: Strata does not throttle backups.
                 let rate: i64 = string(name, v)?
                     .parse()
                     .map_err(|_| SqlError::new("22023", "max_rate requires an integer value"))?;
@@ -311,6 +313,7 @@ fn options_from(pairs: Vec<(String, Option<Token>)>) -> Result<Options, SqlError
                         format!("{rate} is outside the valid range for parameter \"max_rate\" (32 .. 1048576)"),
                     ));
                 }
+                o.max_rate_kb = u64::try_from(rate).ok();
             }
             "TABLESPACE_MAP" => o.tablespace_map = boolean(name, v)?,
             "MANIFEST" => {
@@ -735,6 +738,9 @@ struct Out<'a> {
     done: u64,
     progress: bool,
     manifest: Option<Manifest>,
+    /// MAX_RATE in bytes per second, and when the stream began.
+    rate_bytes_per_s: Option<u64>,
+    began: std::time::Instant,
 }
 
 impl Out<'_> {
@@ -767,7 +773,15 @@ impl Out<'_> {
         }
         super::tokio_flush(self.socket, self.timeout)
             .await
-            .map_err(io)
+            .map_err(io)?;
+        if let Some(rate) = self.rate_bytes_per_s {
+            // MAX_RATE: never ahead of `rate` bytes per second since the start.
+            let due = std::time::Duration::from_secs_f64(self.done as f64 / rate as f64);
+            if let Some(wait) = due.checked_sub(self.began.elapsed()) {
+                tokio::time::sleep(wait).await;
+            }
+        }
+        Ok(())
     }
 
     /// One archive: `n`, its members, the two zero blocks that end a tar file.
@@ -934,6 +948,8 @@ pub(super) async fn base_backup(
         manifest: opts
             .manifest
             .map(|force| Manifest::new(force, opts.checksums)),
+        rate_bytes_per_s: opts.max_rate_kb.map(|kb| kb * 1024),
+        began: std::time::Instant::now(),
     };
     for (name, location, members, prefix) in &archives {
         out.archive(name, location, members, prefix).await?;
@@ -1020,6 +1036,7 @@ mod tests {
         let o =
             parse_options("base_backup LABEL 'it''s' PROGRESS FAST NOWAIT MAX_RATE 1024").unwrap();
         assert_eq!(o.label, "it's");
+        assert_eq!(o.max_rate_kb, Some(1024));
         assert!(o.fast && o.progress);
         let o = parse_options(
             "BASE_BACKUP (MANIFEST 'force-encode', MANIFEST_CHECKSUMS 'sha256', TABLESPACE_MAP)",
