@@ -34,14 +34,14 @@
 //! 9. After a crash, database directories that no committed database owns are removed
 //!    (a power loss can keep a directory whose create record, only written, was lost).
 //! 10. A data directory holding `backup_label` is a base backup: replay starts from the
-//!    checkpoint the label names (the copied control file may name a later one, whose
-//!    redo point is past pages copied before it), and must replay the BACKUP_END record
-//!    naming the label's start before it may end ("WAL ends before end of online
-//!    backup" otherwise: pages copied late may hold changes whose WAL is missing).
-//!    Once the end-of-recovery checkpoint is durable, the label becomes
-//!    `backup_label.old`; a crash before that recovers from the label again.
+//!     checkpoint the label names (the copied control file may name a later one, whose
+//!     redo point is past pages copied before it), and must replay the BACKUP_END record
+//!     naming the label's start before it may end ("WAL ends before end of online
+//!     backup" otherwise: pages copied late may hold changes whose WAL is missing).
+//!     Once the end-of-recovery checkpoint is durable, the label becomes
+//!     `backup_label.old`; a crash before that recovers from the label again.
 //! 11. Standby mode is not built: a directory with `standby.signal` is refused, never
-//!    started as a primary (that would fork its history from the primary it copies).
+//!     started as a primary (that would fork its history from the primary it copies).
 
 use crate::catalog::{self, CatalogCache, DbEntry, RelEntry, SpcEntry, Tid};
 use crate::clog::{Clog, XidStatus};

@@ -103,22 +103,16 @@ fn writer(port: u16, stop: Arc<AtomicBool>, done: Arc<Mutex<Vec<(i64, u64)>>>) {
     });
 }
 
-#[test]
-fn backup_under_load_recovers_every_commit_before_its_end() {
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("d");
-    let copy = dir.path().join("copy");
-    let (spc_old, spc_new) = (dir.path().join("ts"), dir.path().join("ts_copy"));
-    std::fs::create_dir(&spc_old).unwrap();
-    init(&data);
+/// A primary with a table in tablespace `ts` at `spc` and an empty `load` table.
+fn primary_with_tablespace(data: &Path, spc: &Path) -> Server {
     // Small max_wal_size: checkpoints run while the backup copies, so the copied
     // pg_control names a later checkpoint than the backup label (recovery rule 10).
-    let primary = Server::start(&data, &["max_wal_size=2MB"]);
+    let primary = Server::start(data, &["max_wal_size=2MB"]);
     primary.psql_ok(
         "postgres",
         &[
             "-c",
-            &format!("create tablespace ts location '{}'", spc_old.display()),
+            &format!("create tablespace ts location '{}'", spc.display()),
             "-c",
             "create table in_ts (a int, b text) tablespace ts",
             "-c",
@@ -127,6 +121,18 @@ fn backup_under_load_recovers_every_commit_before_its_end() {
             "create table load (batch int, i int)",
         ],
     );
+    primary
+}
+
+#[test]
+fn backup_under_load_recovers_every_commit_before_its_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    let copy = dir.path().join("copy");
+    let (spc_old, spc_new) = (dir.path().join("ts"), dir.path().join("ts_copy"));
+    std::fs::create_dir(&spc_old).unwrap();
+    init(&data);
+    let primary = primary_with_tablespace(&data, &spc_old);
     let stop = Arc::new(AtomicBool::new(false));
     let done = Arc::new(Mutex::new(Vec::new()));
     let w = {
@@ -180,17 +186,7 @@ fn backup_under_load_recovers_every_commit_before_its_end() {
     );
     assert!(log.contains("completed backup recovery"), "{log}");
     assert!(!copy.join("backup_label").exists() && copy.join("backup_label.old").exists());
-    let mut per_batch = std::collections::BTreeMap::<i64, i64>::new();
-    for l in restored
-        .psql_ok("postgres", &["-c", "select batch from load"])
-        .lines()
-    {
-        *per_batch.entry(l.trim().parse().unwrap()).or_default() += 1;
-    }
-    for (b, n) in &per_batch {
-        assert_eq!(*n, ROWS_PER_BATCH, "batch {b} is torn");
-    }
-    let batches: Vec<i64> = per_batch.into_keys().collect();
+    let batches = whole_batches(&restored);
     // Whole batches, in commit order, with no hole; at least those before the end.
     assert_eq!(batches, (1..=batches.len() as i64).collect::<Vec<_>>());
     assert!(
@@ -219,7 +215,29 @@ fn backup_under_load_recovers_every_commit_before_its_end() {
         spc_new.join("STRATA_1").exists(),
         "the tablespace was not mapped"
     );
-    // Checkpoints ran during the copy: the copied pg_control was not the start.
+    assert_checkpoint_during_backup(&primary);
+    // The primary goes on, unaffected.
+    assert_eq!(primary.psql_ok("postgres", &["-c", "select 1"]).trim(), "1");
+}
+
+/// The batches in `s`'s `load` table, each checked whole.
+fn whole_batches(s: &Server) -> Vec<i64> {
+    let mut per_batch = std::collections::BTreeMap::<i64, i64>::new();
+    for l in s
+        .psql_ok("postgres", &["-c", "select batch from load"])
+        .lines()
+    {
+        *per_batch.entry(l.trim().parse().unwrap()).or_default() += 1;
+    }
+    for (b, n) in &per_batch {
+        assert_eq!(*n, ROWS_PER_BATCH, "batch {b} is torn");
+    }
+    per_batch.into_keys().collect()
+}
+
+/// Checkpoints ran during the copy: the copied pg_control names a later checkpoint
+/// than the backup label, so recovery from pg_control's would lose changes.
+fn assert_checkpoint_during_backup(primary: &Server) {
     let plog = primary.log_text();
     let during = plog
         .split("started: redo LSN")
@@ -230,8 +248,6 @@ fn backup_under_load_recovers_every_commit_before_its_end() {
         during.matches("checkpoint complete").count() >= 1,
         "no checkpoint during the backup:\n{plog}"
     );
-    // The primary goes on, unaffected.
-    assert_eq!(primary.psql_ok("postgres", &["-c", "select 1"]).trim(), "1");
 }
 
 #[test]

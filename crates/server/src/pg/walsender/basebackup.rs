@@ -258,6 +258,36 @@ fn string(name: &str, v: &Option<Token>) -> Result<String, SqlError> {
     })
 }
 
+/// MAX_RATE in kB/s, in PostgreSQL's range.
+fn max_rate(name: &str, v: &Option<Token>) -> Result<u64, SqlError> {
+    let rate: u64 = string(name, v)?
+        .parse()
+        .map_err(|_| SqlError::new("22023", "max_rate requires an integer value"))?;
+    if !(32..=1_048_576).contains(&rate) {
+        return Err(SqlError::new(
+            "22023",
+            format!("{rate} is outside the valid range for parameter \"max_rate\" (32 .. 1048576)"),
+        ));
+    }
+    Ok(rate)
+}
+
+/// MANIFEST 'yes' | 'no' | 'force-encode' (or a Boolean): `Some(force_encode)`.
+fn manifest(name: &str, v: &Option<Token>) -> Result<Option<bool>, SqlError> {
+    let s = value_text(v).unwrap_or_else(|| "yes".into());
+    if s.eq_ignore_ascii_case("force-encode") {
+        return Ok(Some(true));
+    }
+    match boolean(name, v) {
+        Ok(true) => Ok(Some(false)),
+        Ok(false) => Ok(None),
+        Err(_) => Err(SqlError::new(
+            "22023",
+            format!("unrecognized manifest option: \"{s}\""),
+        )),
+    }
+}
+
 /// The named options checked and applied (PostgreSQL's parse_basebackup_options).
 fn options_from(pairs: Vec<(String, Option<Token>)>) -> Result<Options, SqlError> {
     let mut o = Options {
@@ -303,35 +333,9 @@ fn options_from(pairs: Vec<(String, Option<Token>)>) -> Result<Options, SqlError
                 )
             }
             "WAL" => {}
-            "MAX_RATE" => {
-                let rate: i64 = string(name, v)?
-                    .parse()
-                    .map_err(|_| SqlError::new("22023", "max_rate requires an integer value"))?;
-                if !(32..=1_048_576).contains(&rate) {
-                    return Err(SqlError::new(
-                        "22023",
-                        format!("{rate} is outside the valid range for parameter \"max_rate\" (32 .. 1048576)"),
-                    ));
-                }
-                o.max_rate_kb = u64::try_from(rate).ok();
-            }
+            "MAX_RATE" => o.max_rate_kb = Some(max_rate(name, v)?),
             "TABLESPACE_MAP" => o.tablespace_map = boolean(name, v)?,
-            "MANIFEST" => {
-                let s = value_text(v).unwrap_or_else(|| "yes".into());
-                o.manifest = match s.to_ascii_lowercase().as_str() {
-                    "force-encode" => Some(true),
-                    _ => match boolean(name, v) {
-                        Ok(true) => Some(false),
-                        Ok(false) => None,
-                        Err(_) => {
-                            return Err(SqlError::new(
-                                "22023",
-                                format!("unrecognized manifest option: \"{s}\""),
-                            ))
-                        }
-                    },
-                };
-            }
+            "MANIFEST" => o.manifest = manifest(name, v)?,
             "MANIFEST_CHECKSUMS" => {
                 o.checksums = ChecksumKind::parse(&string(name, v)?)?;
                 checksums_given = true;
