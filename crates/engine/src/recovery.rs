@@ -39,7 +39,9 @@
 //!     naming the label's start before it may end ("WAL ends before end of online
 //!     backup" otherwise: pages copied late may hold changes whose WAL is missing).
 //!     Once the end-of-recovery checkpoint is durable, the label becomes
-//!     `backup_label.old`; a crash before that recovers from the label again.
+//!     `backup_label.old`; a crash before that recovers from the label again. A
+//!     `tablespace_map` beside it (a tar-format backup) makes the `pg_tblspc` links
+//!     first, then becomes `tablespace_map.old`.
 //! 11. Standby mode is not built: a directory with `standby.signal` is refused, never
 //!     started as a primary (that would fork its history from the primary it copies).
 
@@ -87,6 +89,9 @@ pub fn startup(dir: &Path, settings: Settings, smgr: Arc<Smgr>) -> Result<(Share
         }
     }
     let label = read_backup_label(&*vfs, dir)?; // rule 10
+    if label.is_some() {
+        apply_tablespace_map(&*vfs, dir, &settings)?;
+    }
     let ckpt_lsn = label.as_ref().map_or(control.checkpoint, |l| l.checkpoint);
     let (ckpt, ckpt_end) = read_checkpoint(&vfs, dir, control.wal_segment_bytes, ckpt_lsn)?;
     if let Some(l) = &label {
@@ -208,6 +213,46 @@ fn read_backup_label(vfs: &dyn strata_vfs::Vfs, dir: &Path) -> Result<Option<Bac
             path.display()
         ))),
     }
+}
+
+/// Rule 10: a backup taken with TABLESPACE_MAP holds no `pg_tblspc` links but a
+/// `tablespace_map` of `<oid> <location>` lines; the links are made from it (an
+/// existing one replaced, as PostgreSQL does), durably, and the map is kept as
+/// `tablespace_map.old`. O(tablespaces).
+fn apply_tablespace_map(vfs: &dyn strata_vfs::Vfs, dir: &Path, settings: &Settings) -> Result<()> {
+    let path = dir.join("tablespace_map");
+    let io = |op, path: &Path, source| EngineError::Io {
+        op,
+        path: path.to_path_buf(),
+        source,
+    };
+    let text = match strata_vfs::read_file(vfs, &path) {
+        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io("read", &path, e)),
+    };
+    let links = dir.join("pg_tblspc");
+    vfs.create_dir_all(&links)
+        .map_err(|e| io("create directory", &links, e))?;
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let (oid, location) = line
+            .split_once(' ')
+            .filter(|(oid, loc)| oid.parse::<u32>().is_ok() && !loc.is_empty())
+            .ok_or_else(|| corrupt(format!("invalid data in file \"{}\"", path.display())))?;
+        let link = links.join(oid);
+        if vfs.read_link(&link).is_ok() {
+            vfs.remove_file(&link).map_err(|e| io("remove", &link, e))?;
+        }
+        vfs.symlink(Path::new(location), &link)
+            .map_err(|e| io("create symbolic link", &link, e))?;
+        (settings.log)(&format!(
+            "tablespace_map: linked \"pg_tblspc/{oid}\" to \"{location}\""
+        ));
+    }
+    vfs.sync_dir(&links).map_err(|e| io("sync", &links, e))?;
+    vfs.rename(&path, &dir.join("tablespace_map.old"))
+        .and_then(|()| vfs.sync_dir(dir))
+        .map_err(|e| io("rename", &path, e))
 }
 
 /// Rule 10: recovery from the backup is over and checkpointed; the label goes (kept

@@ -1,9 +1,10 @@
 //! Property: PostgreSQL 15's `pg_basebackup -X stream` against a running Strata under a
 //! write load produces a directory that `strata start` recovers from its backup label
 //! to a consistent state holding every transaction committed before the backup's end
-//! (tablespaces included, the manifest valid for pg_verifybackup); a copy missing the
-//! WAL up to BACKUP_END is refused ("WAL ends before end of online backup"), and one
-//! asking for standby mode (`-R`) is refused rather than started as a primary.
+//! (tablespaces included, by link or by tablespace_map, the manifest valid for
+//! pg_verifybackup); a copy missing the WAL up to BACKUP_END is refused ("WAL ends
+//! before end of online backup"), and one asking for standby mode (`-R`) is refused
+//! rather than started as a primary.
 
 mod common;
 use common::*;
@@ -363,4 +364,64 @@ fn standby_signal_is_refused() {
     assert!(log.contains("standby.signal"), "{log}");
     // Nothing was replayed or renamed: the copy is still a base backup.
     assert!(copy.join("backup_label").exists());
+}
+
+#[test]
+fn tar_format_carries_tablespace_map() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    let (tars, copy) = (dir.path().join("tars"), dir.path().join("copy"));
+    let (spc_old, spc_new) = (dir.path().join("ts"), dir.path().join("ts_copy"));
+    for d in [&spc_old, &spc_new, &copy] {
+        std::fs::create_dir(d).unwrap();
+    }
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o700)).unwrap();
+    init(&data);
+    let primary = primary_with_tablespace(&data, &spc_old);
+    ok(
+        &pg_basebackup(primary.port, &tars, &["-Ft"]),
+        "pg_basebackup -Ft",
+    );
+    let spc_tar = std::fs::read_dir(&tars)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .find(|n| n.ends_with(".tar") && n != "base.tar" && n != "pg_wal.tar")
+        .expect("a tablespace archive");
+    let untar = |tar: &str, into: &Path| {
+        let out = Command::new("tar")
+            .arg("-xf")
+            .arg(tars.join(tar))
+            .arg("-C")
+            .arg(into)
+            .output()
+            .unwrap();
+        ok(&out, "tar -x");
+    };
+    untar("base.tar", &copy);
+    untar("pg_wal.tar", &copy.join("pg_wal"));
+    untar(&spc_tar, &spc_new);
+    // The links travel in tablespace_map, not in pg_tblspc; point it at the copy.
+    let map = std::fs::read_to_string(copy.join("tablespace_map")).unwrap();
+    let oid = spc_tar.trim_end_matches(".tar");
+    assert_eq!(map, format!("{oid} {}\n", spc_old.display()));
+    assert_eq!(
+        std::fs::read_dir(copy.join("pg_tblspc")).unwrap().count(),
+        0
+    );
+    std::fs::write(
+        copy.join("tablespace_map"),
+        format!("{oid} {}\n", spc_new.display()),
+    )
+    .unwrap();
+    let restored = Server::start(&copy, &[]);
+    assert_eq!(
+        restored
+            .psql_ok("postgres", &["-c", "select count(*) from in_ts"])
+            .trim(),
+        "500"
+    );
+    let link = std::fs::read_link(copy.join("pg_tblspc").join(oid)).unwrap();
+    assert_eq!(link, spc_new);
+    assert!(copy.join("tablespace_map.old").exists());
 }
