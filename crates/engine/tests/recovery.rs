@@ -1,5 +1,6 @@
 //! Crash recovery in one process: `Engine::abandon` stops without flushing anything,
-//! as a crash would, and the next `open` replays. Each test checks rows and files.
+//! as a crash would, and the next `open` replays. Each test checks rows and files. Also:
+//! a running online backup keeps the WAL from its start through checkpoints.
 
 use parking_lot::Mutex;
 use std::collections::BTreeSet;
@@ -645,4 +646,42 @@ fn a_missing_file_that_no_later_drop_explains_stops_recovery() {
             .contains("WAL contains references to invalid pages"),
         "{err}"
     );
+}
+
+#[test]
+fn an_online_backup_keeps_its_wal_until_it_ends() {
+    let c = Cluster::new();
+    let e = c.open();
+    let mut t = e.begin();
+    t.create_table("postgres", "g", &cols(), None).unwrap();
+    t.commit().unwrap();
+    let b = e.start_backup().unwrap();
+    assert!(
+        b.checkpoint >= b.start,
+        "the checkpoint record follows its redo point"
+    );
+    let seg_bytes = 1u64 << 20;
+    let seg = b.start.0 / seg_bytes;
+    let per_id = 0x1_0000_0000 / seg_bytes;
+    let first =
+        c.dir
+            .join("pg_wal")
+            .join(format!("{:08X}{:08X}{:08X}", 1, seg / per_id, seg % per_id));
+    for k in 0..20 {
+        let mut t = e.begin();
+        t.insert("postgres", "g", &rows(k * 1000..(k + 1) * 1000))
+            .unwrap();
+        t.commit().unwrap();
+        e.checkpoint().unwrap();
+    }
+    assert!(
+        first.exists(),
+        "checkpoints removed {} that the running backup needs",
+        first.display()
+    );
+    let start = b.start;
+    let end = b.stop().unwrap();
+    assert!(end > start);
+    e.checkpoint().unwrap();
+    assert!(!first.exists(), "the backup's WAL is kept after it ended");
 }
