@@ -803,6 +803,10 @@ impl RedoContext for Redo<'_> {
         }
     }
 
+    fn replaying_backup(&self) -> bool {
+        self.backup.is_some()
+    }
+
     fn spc_available(&self, spc: Oid) -> bool {
         spc == DEFAULT_TABLESPACE
             || spc == GLOBAL_TABLESPACE

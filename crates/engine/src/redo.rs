@@ -76,6 +76,10 @@ pub(crate) trait RedoContext {
     /// The end of the online base backup that started at `start` (a BACKUP_END
     /// record): recovery from that backup may end from here on (recovery rule 10).
     fn backup_end(&mut self, start: Lsn);
+
+    /// Replay runs from a base backup (recovery rule 10), whose copied files may predate
+    /// or half-hold what a record says was already on disk.
+    fn replaying_backup(&self) -> bool;
 }
 
 /// Rule 3: the error for a record no resource manager knows.

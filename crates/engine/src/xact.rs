@@ -963,14 +963,69 @@ pub(crate) fn dbase_redo(rx: &mut dyn RedoContext, r: &Record) -> Result<()> {
             Ok(())
         }
         DBASE_FILE_COPY => {
-            // Crash recovery: the copy was durable before this record was written
-            // (module doc), so there is nothing to do — copying again would pick up
-            // later changes to the template.
-            DbFileCopy::decode(&r.payload).map_err(corrupt)?;
-            Ok(())
+            let c = DbFileCopy::decode(&r.payload).map_err(corrupt)?;
+            replay_file_copy(rx, &c)
         }
         _ => Err(unknown_record(r)),
     }
+}
+
+/// Replay of CREATE DATABASE ... FILE_COPY. In crash recovery the copy was durable
+/// before the record (module doc): nothing to do, and copying again would pick up
+/// later changes to the template's files. From a base backup the copy may be absent
+/// or half-copied (the backup listed the directory while the copy ran): every fork is
+/// copied again from the template as replay has it, as PostgreSQL's dbase_redo always
+/// does (with PostgreSQL's caveat: a template changed after the CREATE and copied
+/// later by the backup lends the copy those changes). O(template's files and pages).
+fn replay_file_copy(rx: &mut dyn RedoContext, c: &DbFileCopy) -> Result<()> {
+    if !rx.replaying_backup() {
+        return Ok(());
+    }
+    for &(src_spc, dst_spc) in &c.dirs {
+        if !rx.spc_available(src_spc) || !rx.spc_available(dst_spc) {
+            continue;
+        }
+        let sh = rx.shared();
+        sh.pool.flush_database(c.src_db)?; // the template's replayed pages first
+        let src_dir = sh.smgr.database_dir(src_spc, c.src_db);
+        let names = match sh.smgr.vfs().list_dir(&src_dir) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(source) => {
+                return Err(EngineError::Io {
+                    op: "read directory",
+                    path: src_dir,
+                    source,
+                })
+            }
+        };
+        sh.smgr.create_database_dir(dst_spc, c.dst_db)?;
+        for (rel, fork) in names.iter().filter_map(|e| fork_file(&e.name)) {
+            let src = RelKey::new(src_spc, c.src_db, rel);
+            let dst = RelKey::new(dst_spc, c.dst_db, rel);
+            if sh.smgr.exists(dst, fork) {
+                sh.pool.drop_relations(&[dst]);
+                sh.smgr.truncate(dst, &[(fork, BlockNumber(0))])?;
+            }
+            copy_fork_files(sh, src, dst, fork)?;
+        }
+        sh.smgr
+            .sync_database_dir(dst_spc, c.dst_db)
+            .map_err(|e| sh.fatal().raise(e))?;
+    }
+    Ok(())
+}
+
+/// The relation and fork of a fork's first segment file (`16384`, `16384_fsm`,
+/// `16384_vm`); other names (later segments `16384.1`, other files) are not forks.
+fn fork_file(name: &str) -> Option<(RelFileNumber, ForkNumber)> {
+    let (num, fork) = match name.split_once('_') {
+        Some((n, "fsm")) => (n, ForkNumber::Fsm),
+        Some((n, "vm")) => (n, ForkNumber::Vm),
+        Some(_) => return None,
+        None => (name, ForkNumber::Main),
+    };
+    Some((RelFileNumber(num.parse().ok()?), fork))
 }
 
 /// Redo of the Tablespace resource manager. CREATE (tracked): the location and its

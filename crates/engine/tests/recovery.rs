@@ -685,3 +685,53 @@ fn an_online_backup_keeps_its_wal_until_it_ends() {
     e.checkpoint().unwrap();
     assert!(!first.exists(), "the backup's WAL is kept after it ended");
 }
+
+/// Copies a directory tree (a base backup's file copy, done by hand).
+fn copy_tree(from: &Path, to: &Path, skip: &str) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let name = e.file_name();
+        if name.to_string_lossy() == skip {
+            continue;
+        }
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &to.join(&name), skip);
+        } else {
+            std::fs::copy(e.path(), to.join(&name)).unwrap();
+        }
+    }
+}
+
+/// CREATE DATABASE ... FILE_COPY after a base backup copied the files and before it
+/// ended: the backup holds the catalog row's WAL but not the new database's files, so
+/// replay from the backup must copy them from the template (as PostgreSQL's dbase_redo
+/// does), while crash recovery leaves the durable copy alone.
+#[test]
+fn a_file_copy_database_made_during_a_backup_is_copied_in_replay() {
+    let c = Cluster::new();
+    let e = c.open();
+    let mut t = e.begin();
+    t.create_table("template1", "tt", &cols(), None).unwrap();
+    t.insert("template1", "tt", &rows(0..500)).unwrap();
+    t.commit().unwrap();
+    let b = e.start_backup().unwrap();
+    let copy = c.dir.with_file_name("copy");
+    copy_tree(&c.dir, &copy, "pg_wal");
+    let mut t = e.begin();
+    t.create_database("d2", "template1", None, CreateDbStrategy::FileCopy)
+        .unwrap();
+    t.commit().unwrap();
+    let label = format!(
+        "START WAL LOCATION: {} (file x)\nCHECKPOINT LOCATION: {}\nBACKUP METHOD: streamed\n",
+        b.start, b.checkpoint
+    );
+    b.stop().unwrap();
+    copy_tree(&c.dir.join("pg_wal"), &copy.join("pg_wal"), "");
+    std::fs::write(copy.join("backup_label"), label).unwrap();
+    e.close().unwrap();
+    let restored = Engine::open(&copy, c.settings()).unwrap();
+    let got = restored.scan("d2", "tt").unwrap();
+    assert_eq!(got.len(), 500, "the new database's table, copied in replay");
+    restored.close().unwrap();
+}
