@@ -176,7 +176,7 @@ fn run(s: &mut Session<'_>, sql: &str) {
         Ok(stmts) => {
             for st in &stmts {
                 // Never let random text pick tablespace directories on this machine.
-                if matches!(st, super::Stmt::CreateTablespace { .. }) {
+                if matches!(st, super::Stmt::Ddl(super::Ddl::CreateTablespace { .. })) {
                     continue;
                 }
                 if let Err(e) = s.describe(st) {

@@ -3,13 +3,16 @@
 //! It knows nothing of sockets or the wire protocol: the server crate feeds it text
 //! and parameters and sends back what it returns.
 //!
-//! Owns the statement forms Strata accepts ([`Stmt`]), the SQL value and type model
-//! ([`Datum`], [`SqlType`]) and SQL errors with their SQLSTATE ([`SqlError`]).
+//! Owns the statement forms Strata accepts ([`Stmt`], by kind: [`Control`], DML,
+//! [`Ddl`], [`Utility`]), the SQL value and type model ([`Datum`], [`SqlType`]) and
+//! SQL errors with their SQLSTATE ([`SqlError`]).
 //! Module map, in dependency order: this file (parsing, values, errors), [`settings`]
 //! (the session's SET/SHOW values), [`bind`] (names to the catalog, expressions,
 //! evaluation), [`sort`] (ORDER BY within `work_mem`), [`roles`] (`global/pg_authid`),
-//! [`session`] (a session's transaction-block state machine and the execution of each
-//! statement kind).
+//! [`session`] (a session's transaction-block state machine, binding, the dispatch of
+//! each statement kind to its executor, and DML), `ddl` (tables, databases,
+//! tablespaces) and `utility` (SET, SHOW, CHECKPOINT, VACUUM, ALTER ROLE), which the
+//! session dispatches to.
 //!
 //! Rules (cited as "sql rule N"):
 //! 1. Parsing never touches the engine: a [`Stmt`] is the text's meaning only, so a
@@ -25,12 +28,14 @@
 //!    timeouts, cancels) are its own.
 
 pub mod bind;
+mod ddl;
 #[cfg(test)]
 mod fuzz_tests;
 pub mod roles;
 pub mod session;
 pub mod settings;
 pub mod sort;
+mod utility;
 
 use sqlparser::ast;
 use sqlparser::dialect::PostgreSqlDialect;
@@ -237,14 +242,60 @@ pub enum InsertSource {
     Query(Box<ast::Query>),
 }
 
-/// One parsed statement.
+/// One parsed statement: its kind, then what that kind's executor needs (the
+/// session binds each kind into what it runs, and dispatches on it once).
 #[derive(Clone, Debug)]
 #[allow(clippy::large_enum_variant)] // one per statement, short-lived
 pub enum Stmt {
+    /// Nothing (a query of only comments, `SET TRANSACTION`): dropped by [`parse`].
     Empty,
+    /// Transaction control: run by the session's block state machine.
+    Control(Control),
+    Select(Box<ast::Query>),
+    Insert {
+        table: String,
+        columns: Option<Vec<String>>,
+        source: InsertSource,
+    },
+    Delete {
+        table: String,
+        selection: Option<ast::Expr>,
+    },
+    /// CREATE/DROP/TRUNCATE of tables, CREATE/DROP of databases and tablespaces.
+    Ddl(Ddl),
+    /// SET, SHOW, CHECKPOINT, VACUUM, ALTER ROLE.
+    Utility(Utility),
+}
+
+/// BEGIN, COMMIT, ROLLBACK and the savepoint commands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Control {
     Begin,
     Commit,
     Rollback,
+    /// SAVEPOINT, ROLLBACK TO SAVEPOINT or RELEASE SAVEPOINT (`verb`) of some name:
+    /// refused, Strata has no subtransactions (see the session).
+    Savepoint {
+        verb: &'static str,
+    },
+}
+
+/// Data definition: tables, databases, tablespaces.
+#[derive(Clone, Debug)]
+pub enum Ddl {
+    CreateTable {
+        name: String,
+        if_not_exists: bool,
+        columns: Vec<Column>,
+        tablespace: Option<String>,
+    },
+    DropTable {
+        names: Vec<String>,
+        if_exists: bool,
+    },
+    Truncate {
+        names: Vec<String>,
+    },
     CreateTablespace {
         name: String,
         location: String,
@@ -264,29 +315,11 @@ pub enum Stmt {
         if_exists: bool,
         force: bool,
     },
-    CreateTable {
-        name: String,
-        if_not_exists: bool,
-        columns: Vec<Column>,
-        tablespace: Option<String>,
-    },
-    DropTable {
-        names: Vec<String>,
-        if_exists: bool,
-    },
-    Truncate {
-        names: Vec<String>,
-    },
-    Insert {
-        table: String,
-        columns: Option<Vec<String>>,
-        source: InsertSource,
-    },
-    Delete {
-        table: String,
-        selection: Option<ast::Expr>,
-    },
-    Select(Box<ast::Query>),
+}
+
+/// The other utility statements: settings, maintenance, roles.
+#[derive(Clone, Debug)]
+pub enum Utility {
     Vacuum {
         table: Option<String>,
     },
@@ -303,11 +336,6 @@ pub enum Stmt {
         role: String,
         password: Option<String>,
     },
-    /// SAVEPOINT, ROLLBACK TO SAVEPOINT or RELEASE SAVEPOINT (`verb`) of some name:
-    /// refused, Strata has no subtransactions (see the session).
-    Savepoint {
-        verb: &'static str,
-    },
 }
 
 impl Stmt {
@@ -315,45 +343,67 @@ impl Stmt {
     pub fn never_in_block(&self) -> bool {
         matches!(
             self,
-            Stmt::CreateDatabase { .. }
-                | Stmt::DropDatabase { .. }
-                | Stmt::CreateTablespace { .. }
-                | Stmt::DropTablespace { .. }
-                | Stmt::Vacuum { .. }
+            Stmt::Ddl(
+                Ddl::CreateDatabase { .. }
+                    | Ddl::DropDatabase { .. }
+                    | Ddl::CreateTablespace { .. }
+                    | Ddl::DropTablespace { .. }
+            ) | Stmt::Utility(Utility::Vacuum { .. })
         )
     }
 
     /// BEGIN, COMMIT, ROLLBACK and the savepoint commands.
     pub fn is_txn_control(&self) -> bool {
-        matches!(
-            self,
-            Stmt::Begin | Stmt::Commit | Stmt::Rollback | Stmt::Savepoint { .. }
-        )
+        matches!(self, Stmt::Control(_))
     }
 
     /// The command tag's verb, for errors about where a statement may run.
     pub fn verb(&self) -> &'static str {
         match self {
             Stmt::Empty => "",
-            Stmt::Begin => "BEGIN",
-            Stmt::Commit => "COMMIT",
-            Stmt::Rollback => "ROLLBACK",
-            Stmt::CreateTablespace { .. } => "CREATE TABLESPACE",
-            Stmt::DropTablespace { .. } => "DROP TABLESPACE",
-            Stmt::CreateDatabase { .. } => "CREATE DATABASE",
-            Stmt::DropDatabase { .. } => "DROP DATABASE",
-            Stmt::CreateTable { .. } => "CREATE TABLE",
-            Stmt::DropTable { .. } => "DROP TABLE",
-            Stmt::Truncate { .. } => "TRUNCATE TABLE",
+            Stmt::Control(c) => c.verb(),
             Stmt::Insert { .. } => "INSERT",
             Stmt::Delete { .. } => "DELETE",
             Stmt::Select(_) => "SELECT",
-            Stmt::Vacuum { .. } => "VACUUM",
-            Stmt::Checkpoint => "CHECKPOINT",
-            Stmt::Set { .. } => "SET",
-            Stmt::Show { .. } => "SHOW",
-            Stmt::AlterRolePassword { .. } => "ALTER ROLE",
-            Stmt::Savepoint { verb, .. } => verb,
+            Stmt::Ddl(d) => d.verb(),
+            Stmt::Utility(u) => u.verb(),
+        }
+    }
+}
+
+impl Control {
+    pub fn verb(&self) -> &'static str {
+        match self {
+            Control::Begin => "BEGIN",
+            Control::Commit => "COMMIT",
+            Control::Rollback => "ROLLBACK",
+            Control::Savepoint { verb } => verb,
+        }
+    }
+}
+
+impl Ddl {
+    pub fn verb(&self) -> &'static str {
+        match self {
+            Ddl::CreateTable { .. } => "CREATE TABLE",
+            Ddl::DropTable { .. } => "DROP TABLE",
+            Ddl::Truncate { .. } => "TRUNCATE TABLE",
+            Ddl::CreateTablespace { .. } => "CREATE TABLESPACE",
+            Ddl::DropTablespace { .. } => "DROP TABLESPACE",
+            Ddl::CreateDatabase { .. } => "CREATE DATABASE",
+            Ddl::DropDatabase { .. } => "DROP DATABASE",
+        }
+    }
+}
+
+impl Utility {
+    pub fn verb(&self) -> &'static str {
+        match self {
+            Utility::Vacuum { .. } => "VACUUM",
+            Utility::Checkpoint => "CHECKPOINT",
+            Utility::Set { .. } => "SET",
+            Utility::Show { .. } => "SHOW",
+            Utility::AlterRolePassword { .. } => "ALTER ROLE",
         }
     }
 }
@@ -621,7 +671,7 @@ fn parse_one(tokens: Vec<TokenWithSpan>) -> SqlResult<Stmt> {
             let if_exists = k.words(&["IF", "EXISTS"]);
             let name = k.ident()?;
             k.end()?;
-            Ok(Stmt::DropTablespace { name, if_exists })
+            Ok(Stmt::Ddl(Ddl::DropTablespace { name, if_exists }))
         }
         ("CREATE", "DATABASE") => parse_create_database(&mut k),
         ("DROP", "DATABASE") => parse_drop_database(&mut k),
@@ -639,12 +689,12 @@ fn parse_one(tokens: Vec<TokenWithSpan>) -> SqlResult<Stmt> {
             }
             let table = if k.at_end() { None } else { Some(k.ident()?) };
             k.end()?;
-            Ok(Stmt::Vacuum { table })
+            Ok(Stmt::Utility(Utility::Vacuum { table }))
         }
         ("CHECKPOINT", _) => {
             k.i += 1;
             k.end()?;
-            Ok(Stmt::Checkpoint)
+            Ok(Stmt::Utility(Utility::Checkpoint))
         }
         ("SET", _) | ("RESET", _) => parse_set(&mut k),
         ("SHOW", _) => {
@@ -659,7 +709,7 @@ fn parse_one(tokens: Vec<TokenWithSpan>) -> SqlResult<Stmt> {
                 k.dotted_ident()?
             };
             k.end()?;
-            Ok(Stmt::Show { name })
+            Ok(Stmt::Utility(Utility::Show { name }))
         }
         ("ALTER", "ROLE") | ("ALTER", "USER") => {
             k.i += 2;
@@ -672,7 +722,7 @@ fn parse_one(tokens: Vec<TokenWithSpan>) -> SqlResult<Stmt> {
                 Some(k.string()?)
             };
             k.end()?;
-            Ok(Stmt::AlterRolePassword { role, password })
+            Ok(Stmt::Utility(Utility::AlterRolePassword { role, password }))
         }
         ("BEGIN", _)
         | ("START", "TRANSACTION")
@@ -715,13 +765,13 @@ fn parse_txn_control(k: &mut Toks, w0: &str) -> SqlResult<Stmt> {
             k.i += if w0 == "BEGIN" { 1 } else { 2 };
             let _ = k.word("WORK") || k.word("TRANSACTION");
             parse_txn_modes(k)?;
-            Ok(Stmt::Begin)
+            Ok(Stmt::Control(Control::Begin))
         }
         "COMMIT" | "END" => {
             k.i += 1;
             let _ = k.word("WORK") || k.word("TRANSACTION");
             k.end()?;
-            Ok(Stmt::Commit)
+            Ok(Stmt::Control(Control::Commit))
         }
         "ROLLBACK" | "ABORT" => {
             k.i += 1;
@@ -730,13 +780,13 @@ fn parse_txn_control(k: &mut Toks, w0: &str) -> SqlResult<Stmt> {
                 return savepoint(k, "ROLLBACK TO SAVEPOINT");
             }
             k.end()?;
-            Ok(Stmt::Rollback)
+            Ok(Stmt::Control(Control::Rollback))
         }
         "SAVEPOINT" => {
             k.i += 1;
             k.ident()?;
             k.end()?;
-            Ok(Stmt::Savepoint { verb: "SAVEPOINT" })
+            Ok(Stmt::Control(Control::Savepoint { verb: "SAVEPOINT" }))
         }
         "RELEASE" => {
             k.i += 1;
@@ -751,7 +801,7 @@ fn savepoint(k: &mut Toks, verb: &'static str) -> SqlResult<Stmt> {
     k.word("SAVEPOINT");
     k.ident()?;
     k.end()?;
-    Ok(Stmt::Savepoint { verb })
+    Ok(Stmt::Control(Control::Savepoint { verb }))
 }
 
 /// An unquoted SQL keyword (`INDEX` in `CREATE INDEX`, not `t` in `UPDATE t`).
@@ -792,7 +842,7 @@ fn parse_create_tablespace(k: &mut Toks) -> SqlResult<Stmt> {
         ));
     }
     k.end()?;
-    Ok(Stmt::CreateTablespace { name, location })
+    Ok(Stmt::Ddl(Ddl::CreateTablespace { name, location }))
 }
 
 fn parse_create_database(k: &mut Toks) -> SqlResult<Stmt> {
@@ -836,12 +886,12 @@ fn parse_create_database(k: &mut Toks) -> SqlResult<Stmt> {
             }
         }
     }
-    Ok(Stmt::CreateDatabase {
+    Ok(Stmt::Ddl(Ddl::CreateDatabase {
         name,
         template,
         tablespace,
         strategy,
-    })
+    }))
 }
 
 fn parse_drop_database(k: &mut Toks) -> SqlResult<Stmt> {
@@ -866,11 +916,11 @@ fn parse_drop_database(k: &mut Toks) -> SqlResult<Stmt> {
         }
     }
     k.end()?;
-    Ok(Stmt::DropDatabase {
+    Ok(Stmt::Ddl(Ddl::DropDatabase {
         name,
         if_exists,
         force,
-    })
+    }))
 }
 
 fn parse_set(k: &mut Toks) -> SqlResult<Stmt> {
@@ -881,7 +931,7 @@ fn parse_set(k: &mut Toks) -> SqlResult<Stmt> {
             k.dotted_ident()?
         };
         k.end()?;
-        return Ok(Stmt::Set { name, value: None });
+        return Ok(Stmt::Utility(Utility::Set { name, value: None }));
     }
     k.i += 1;
     if k.word("LOCAL") {
@@ -910,7 +960,7 @@ fn parse_set(k: &mut Toks) -> SqlResult<Stmt> {
         Some(parts.join(", "))
     };
     k.end()?;
-    Ok(Stmt::Set { name, value })
+    Ok(Stmt::Utility(Utility::Set { name, value }))
 }
 
 fn ident_name(i: &ast::Ident) -> String {
@@ -1003,23 +1053,23 @@ fn convert(st: ast::Statement) -> SqlResult<Stmt> {
             names,
             ..
         } => match object_type {
-            ast::ObjectType::Table => Ok(Stmt::DropTable {
+            ast::ObjectType::Table => Ok(Stmt::Ddl(Ddl::DropTable {
                 names: names.iter().map(object_name).collect::<SqlResult<_>>()?,
                 if_exists,
-            }),
+            })),
             other => Err(SqlError::unsupported(format!("DROP {other}"))),
         },
         S::Truncate(t) => {
             if t.partitions.is_some() {
                 return Err(SqlError::unsupported("TRUNCATE ... PARTITION"));
             }
-            Ok(Stmt::Truncate {
+            Ok(Stmt::Ddl(Ddl::Truncate {
                 names: t
                     .table_names
                     .iter()
                     .map(|t| object_name(&t.name))
                     .collect::<SqlResult<_>>()?,
-            })
+            }))
         }
         S::Insert(ins) => {
             let table = match &ins.table {
@@ -1144,12 +1194,12 @@ fn convert_create_table(ct: ast::CreateTable) -> SqlResult<Stmt> {
             spc.to_ascii_lowercase()
         });
     }
-    Ok(Stmt::CreateTable {
+    Ok(Stmt::Ddl(Ddl::CreateTable {
         name,
         if_not_exists: ct.if_not_exists,
         columns,
         tablespace,
-    })
+    }))
 }
 
 #[cfg(test)]
@@ -1167,12 +1217,12 @@ mod tests {
         match one(
             "CREATE DATABASE d1 WITH TEMPLATE = template0 STRATEGY = FILE_COPY TABLESPACE ts1",
         ) {
-            Stmt::CreateDatabase {
+            Stmt::Ddl(Ddl::CreateDatabase {
                 name,
                 template,
                 tablespace,
                 strategy,
-            } => {
+            }) => {
                 assert_eq!(name, "d1");
                 assert_eq!(template.as_deref(), Some("template0"));
                 assert_eq!(tablespace.as_deref(), Some("ts1"));
@@ -1182,34 +1232,39 @@ mod tests {
         }
         assert!(matches!(
             one("drop database if exists \"X\" with (force)"),
-            Stmt::DropDatabase { name, if_exists: true, force: true } if name == "X"
+            Stmt::Ddl(Ddl::DropDatabase { name, if_exists: true, force: true }) if name == "X"
         ));
         assert!(matches!(
             one("CREATE TABLESPACE ts LOCATION '/tmp/x'"),
-            Stmt::CreateTablespace { name, location } if name == "ts" && location == "/tmp/x"
-        ));
-        assert!(matches!(one("vacuum T1"), Stmt::Vacuum { table: Some(t) } if t == "t1"));
-        assert!(matches!(one("checkpoint;"), Stmt::Checkpoint));
-        assert!(matches!(
-            one("set work_mem = '64MB'"),
-            Stmt::Set { name, value: Some(v) } if name == "work_mem" && v == "64MB"
+            Stmt::Ddl(Ddl::CreateTablespace { name, location }) if name == "ts" && location == "/tmp/x"
         ));
         assert!(
-            matches!(one("show shared_buffers"), Stmt::Show { name } if name == "shared_buffers")
+            matches!(one("vacuum T1"), Stmt::Utility(Utility::Vacuum { table: Some(t) }) if t == "t1")
         );
-        assert!(matches!(one("begin"), Stmt::Begin));
-        assert!(matches!(one("end"), Stmt::Commit));
+        assert!(matches!(
+            one("checkpoint;"),
+            Stmt::Utility(Utility::Checkpoint)
+        ));
+        assert!(matches!(
+            one("set work_mem = '64MB'"),
+            Stmt::Utility(Utility::Set { name, value: Some(v) }) if name == "work_mem" && v == "64MB"
+        ));
+        assert!(
+            matches!(one("show shared_buffers"), Stmt::Utility(Utility::Show { name }) if name == "shared_buffers")
+        );
+        assert!(matches!(one("begin"), Stmt::Control(Control::Begin)));
+        assert!(matches!(one("end"), Stmt::Control(Control::Commit)));
     }
 
     #[test]
     fn table_statements_parse() {
         match one("CREATE TABLE IF NOT EXISTS Test1 (id int, name varchar(20), ok boolean, big bigint) TABLESPACE ts9") {
-            Stmt::CreateTable {
+            Stmt::Ddl(Ddl::CreateTable {
                 name,
                 if_not_exists,
                 columns,
                 tablespace,
-            } => {
+            }) => {
                 assert_eq!(name, "test1");
                 assert!(if_not_exists);
                 assert_eq!(
@@ -1222,7 +1277,7 @@ mod tests {
         }
         assert!(matches!(
             one("DROP TABLE IF EXISTS a, public.b"),
-            Stmt::DropTable { names, if_exists: true } if names == ["a", "b"]
+            Stmt::Ddl(Ddl::DropTable { names, if_exists: true }) if names == ["a", "b"]
         ));
         assert!(matches!(
             one("insert into t select g from generate_series(1, 10) g"),

@@ -1,10 +1,40 @@
 //! A session: one client connection's state and the execution of its statements
 //! against the engine.
 //!
-//! Owns the transaction-block state machine (idle, in a block, failed), session
-//! settings (SET/SHOW), and the translation of each [`Stmt`] into engine calls.
+//! Owns the transaction-block state machine (idle, in a block, failed), the
+//! session's settings, the binding of each [`Stmt`] into a `Bound` statement and
+//! its dispatch to one executor per kind, and the DML executors (SELECT, INSERT,
+//! DELETE). Data definition runs in `ddl`, the other utility statements in
+//! `utility`; both reach the session only through its `pub(crate)` methods, so the
+//! block state is changed here alone.
 //! A session lives on its own thread (a "backend", as in PostgreSQL), because an
 //! engine transaction holds the writer lock for its whole life (engine rule 1).
+//!
+//! Entry points: [`Session::run_simple`] (a simple-protocol query string),
+//! [`Session::prepare`], [`Session::execute_extended`] and [`Session::sync`] (the
+//! extended protocol), [`Session::fail`] (an error outside execution).
+//!
+//! The transaction-block state machine (PostgreSQL's TBLOCK_*, reduced):
+//!
+//! ```text
+//!            BEGIN                     error
+//!   Idle ──────────────► Open ──────────────────► Failed
+//!    ▲ ▲  (multi-statement │ (implicit: the error     │
+//!    │ │   query: implicit)│  rolls back to Idle)     │
+//!    │ └──COMMIT/ROLLBACK──┘                          │
+//!    └──────────────COMMIT/ROLLBACK (ROLLBACK)────────┘
+//! ```
+//!
+//! | transition | function |
+//! |------------|----------|
+//! | Idle → Open | `Session::open_block` (BEGIN, or a multi-statement query or pipeline) |
+//! | Open (implicit) → Open (explicit) | BEGIN, in `Session::begin` |
+//! | Open → Idle | `Session::end_block` (COMMIT, ROLLBACK, end of an implicit block, Sync) |
+//! | Open → Failed, Open (implicit) → Idle | [`Session::fail`] |
+//! | Failed → Idle | `Session::end_block` (COMMIT and ROLLBACK both roll back) |
+//!
+//! In Failed only COMMIT and ROLLBACK run; everything else is 25P02, checked in
+//! `Session::execute_inner` before anything is bound.
 //!
 //! Invariants:
 //! 1. Outside a block every statement is its own transaction: committed when it
@@ -41,14 +71,15 @@
 
 use super::bind::{self, Binder, Env, Expr, From, Row, Scope, SelectPlan, SortKey};
 use super::sort::Sorter;
-use super::{settings, Datum, InsertSource, SqlError, SqlResult, SqlType, Stmt};
+use super::{ddl, settings, utility, Control, Datum, Ddl, InsertSource, SqlError, SqlResult};
+use super::{SqlType, Stmt, Utility};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use strata_engine::{CreateDbStrategy, Engine, Txn, Value};
+use strata_engine::{Engine, Txn, Value};
 use strata_types::ForkNumber;
 
 /// What one statement returned.
@@ -60,6 +91,9 @@ pub enum Output {
     TxnStart(String),
     TxnEnd(String),
 }
+
+/// NOTICE and WARNING messages, as (severity, message).
+pub type Notices = Vec<(&'static str, String)>;
 
 #[derive(Debug)]
 pub struct Executed {
@@ -229,7 +263,8 @@ impl Registry {
         }
     }
 
-    fn others_on(&self, db: &str, me: u64) -> usize {
+    /// How many sessions other than `me` are connected to `db`.
+    pub(crate) fn others_on(&self, db: &str, me: u64) -> usize {
         self.inner
             .lock()
             .sessions
@@ -245,7 +280,18 @@ impl Registry {
         }
     }
 
-    fn terminate_others(&self, db: &str, me: u64) {
+    /// Marks `db` as being dropped (new connections to it are refused), or no
+    /// longer.
+    pub(crate) fn set_dropping(&self, db: &str, dropping: bool) {
+        let mut g = self.inner.lock();
+        g.dropping.retain(|d| d != db);
+        if dropping {
+            g.dropping.push(db.to_string());
+        }
+    }
+
+    /// Asks every session other than `me` connected to `db` to end.
+    pub(crate) fn terminate_others(&self, db: &str, me: u64) {
         for (id, (d, m)) in self.inner.lock().sessions.iter() {
             if *id != me && d == db {
                 (m.terminate)();
@@ -266,24 +312,8 @@ pub struct ServerState {
     pub reserved_connections: usize,
 }
 
-/// The transaction-block state machine (PostgreSQL's TBLOCK_*, reduced).
-///
-/// ```text
-///            BEGIN                     error
-///   Idle ──────────────► Open ──────────────────► Failed
-///    ▲ ▲  (multi-statement │ (implicit: the error     │
-///    │ │   query: implicit)│  rolls back to Idle)     │
-///    │ └──COMMIT/ROLLBACK──┘                          │
-///    └──────────────COMMIT/ROLLBACK (ROLLBACK)────────┘
-/// ```
-///
-/// | transition | function |
-/// |------------|----------|
-/// | Idle → Open | [`Session::open_block`] (BEGIN, or a multi-statement query) |
-/// | Open (implicit) → Open (explicit) | BEGIN in `control` |
-/// | Open → Idle | [`Session::end_block`] (COMMIT, ROLLBACK, end of an implicit block) |
-/// | Open → Failed, Open (implicit) → Idle | [`Session::fail`] |
-/// | Failed → Idle | [`Session::end_block`] (COMMIT and ROLLBACK both roll back) |
+/// The transaction-block state machine's states (diagram and transitions in the
+/// module doc).
 enum Block<'e> {
     Idle,
     /// In a block; the engine transaction once something wrote. `implicit`: the
@@ -419,22 +449,35 @@ fn aborted() -> SqlError {
     )
 }
 
-/// Bound INSERT/DELETE/SELECT, ready to run with parameter values.
-enum Bound {
-    Insert {
-        table: String,
-        /// For each table column, the index of the source value (None: NULL).
-        map: Vec<Option<usize>>,
-        col_types: Vec<SqlType>,
-        source: BoundSource,
-    },
-    Delete {
-        table: String,
-        pred: Option<Expr>,
-        ncols: usize,
-    },
+/// A statement bound and ready to run with parameter values: one variant per
+/// executor, each holding what that executor needs. [`Session::dispatch`] matches it
+/// once; DML is bound against the catalog, the other kinds need no binding and are
+/// carried as parsed.
+enum Bound<'s> {
+    /// Nothing to run: PostgreSQL's EmptyQueryResponse.
+    Empty,
+    Control(&'s Control),
     Select(Box<SelectPlan>),
-    Other,
+    Insert(BoundInsert),
+    Delete(BoundDelete),
+    Ddl(&'s Ddl),
+    Utility(&'s Utility),
+}
+
+/// A bound INSERT.
+struct BoundInsert {
+    table: String,
+    /// For each table column, the index of the source value (None: NULL).
+    map: Vec<Option<usize>>,
+    col_types: Vec<SqlType>,
+    source: BoundSource,
+}
+
+/// A bound DELETE.
+struct BoundDelete {
+    table: String,
+    pred: Option<Expr>,
+    ncols: usize,
 }
 
 enum BoundSource {
@@ -481,6 +524,38 @@ impl<'e> Session<'e> {
     /// A stored time setting, in milliseconds (0 = off).
     pub fn setting_ms(&self, name: &str) -> u64 {
         settings::time_ms(self.vars.get(name))
+    }
+
+    pub(crate) fn engine(&self) -> &'e Engine {
+        self.engine
+    }
+
+    pub(crate) fn server(&self) -> &'e ServerState {
+        self.server
+    }
+
+    /// The database the session is connected to.
+    pub(crate) fn db(&self) -> &str {
+        &self.db
+    }
+
+    /// The authenticated role.
+    pub(crate) fn user(&self) -> &str {
+        &self.user
+    }
+
+    /// The session's id, which is also its pid.
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The settings SET in this session (a rollback restores them: session rule 3).
+    pub(crate) fn vars(&self) -> &BTreeMap<String, String> {
+        &self.vars
+    }
+
+    pub(crate) fn vars_mut(&mut self) -> &mut BTreeMap<String, String> {
+        &mut self.vars
     }
 
     /// Idle → Open.
@@ -634,7 +709,7 @@ impl<'e> Session<'e> {
     /// the block.
     pub fn prepare(&mut self, stmt: &Stmt) -> SqlResult<Described> {
         let r = if matches!(self.block, Block::Failed)
-            && !matches!(stmt, Stmt::Commit | Stmt::Rollback)
+            && !matches!(stmt, Stmt::Control(Control::Commit | Control::Rollback))
         {
             Err(aborted())
         } else {
@@ -658,25 +733,18 @@ impl<'e> Session<'e> {
             .collect())
     }
 
-    fn bind(&self, stmt: &Stmt, b: &mut Binder) -> SqlResult<Bound> {
+    /// Binds a statement: DML against the catalog as this session sees it; the
+    /// other kinds as they are.
+    fn bind<'s>(&self, stmt: &'s Stmt, b: &mut Binder) -> SqlResult<Bound<'s>> {
         let scope_of = |t: &str| self.columns(t);
         Ok(match stmt {
+            Stmt::Empty => Bound::Empty,
+            Stmt::Control(c) => Bound::Control(c),
+            Stmt::Ddl(d) => Bound::Ddl(d),
+            Stmt::Utility(u) => Bound::Utility(u),
             Stmt::Select(q) => Bound::Select(Box::new(b.select(q, &scope_of)?)),
             Stmt::Delete { table, selection } => {
-                let cols = self.columns(table)?;
-                let scope = Scope {
-                    qualifiers: vec![table.clone()],
-                    cols: cols.clone(),
-                };
-                let pred = match selection {
-                    Some(w) => Some(b.condition(&scope, w, "WHERE")?),
-                    None => None,
-                };
-                Bound::Delete {
-                    table: table.clone(),
-                    pred,
-                    ncols: cols.len(),
-                }
+                Bound::Delete(self.bind_delete(table, selection.as_ref(), b)?)
             }
             Stmt::Insert {
                 table,
@@ -744,14 +812,35 @@ impl<'e> Session<'e> {
                 for (k, ci) in targets.iter().enumerate() {
                     map[*ci] = Some(k);
                 }
-                Bound::Insert {
+                Bound::Insert(BoundInsert {
                     table: table.clone(),
                     map,
                     col_types,
                     source,
-                }
+                })
             }
-            _ => Bound::Other,
+        })
+    }
+
+    fn bind_delete(
+        &self,
+        table: &str,
+        selection: Option<&sqlparser::ast::Expr>,
+        b: &mut Binder,
+    ) -> SqlResult<BoundDelete> {
+        let cols = self.columns(table)?;
+        let scope = Scope {
+            qualifiers: vec![table.to_string()],
+            cols: cols.clone(),
+        };
+        let pred = match selection {
+            Some(w) => Some(b.condition(&scope, w, "WHERE")?),
+            None => None,
+        };
+        Ok(BoundDelete {
+            table: table.to_string(),
+            pred,
+            ncols: cols.len(),
         })
     }
 
@@ -759,10 +848,14 @@ impl<'e> Session<'e> {
     pub fn describe(&self, stmt: &Stmt) -> SqlResult<Described> {
         let mut b = Binder::default();
         let bound = self.bind(stmt, &mut b)?;
-        let columns = match (&bound, stmt) {
-            (Bound::Select(p), _) => p.columns.clone(),
-            (_, Stmt::Show { name }) => vec![(show_column(name), SqlType::Text)],
-            _ => vec![],
+        let columns = match &bound {
+            Bound::Select(p) => p.columns.clone(),
+            Bound::Utility(u) => utility::columns(u),
+            Bound::Empty
+            | Bound::Control(_)
+            | Bound::Insert(_)
+            | Bound::Delete(_)
+            | Bound::Ddl(_) => vec![],
         };
         let params = b
             .params
@@ -791,10 +884,7 @@ impl<'e> Session<'e> {
         self.deadline =
             (timeout_ms > 0).then(|| Instant::now() + Duration::from_millis(timeout_ms));
         let mut notices = Vec::new();
-        let r = match self.control(stmt, &mut notices) {
-            Some(r) => r,
-            None => self.execute_inner(stmt, params, &mut notices, sink),
-        };
+        let r = self.execute_inner(stmt, params, &mut notices, sink);
         self.deadline = None;
         match r {
             Ok(output) => Ok(Executed { output, notices }),
@@ -805,86 +895,28 @@ impl<'e> Session<'e> {
         }
     }
 
-    /// BEGIN, COMMIT and ROLLBACK (`None` for other statements).
-    fn control(
-        &mut self,
-        stmt: &Stmt,
-        notices: &mut Vec<(&'static str, String)>,
-    ) -> Option<SqlResult<Output>> {
-        let no_txn = || ("WARNING", "there is no transaction in progress".to_string());
-        Some(match stmt {
-            Stmt::Begin => match &mut self.block {
-                Block::Idle => {
-                    self.open_block(false);
-                    Ok(Output::TxnStart("BEGIN".into()))
-                }
-                // BEGIN in a multi-statement query makes its block explicit.
-                Block::Open { implicit, .. } if *implicit => {
-                    *implicit = false;
-                    self.pipeline = false;
-                    Ok(Output::TxnStart("BEGIN".into()))
-                }
-                Block::Open { .. } => {
-                    notices.push((
-                        "WARNING",
-                        "there is already a transaction in progress".into(),
-                    ));
-                    Ok(Output::TxnStart("BEGIN".into()))
-                }
-                Block::Failed => Err(aborted()),
-            },
-            Stmt::Commit | Stmt::Rollback => {
-                if matches!(self.block, Block::Idle | Block::Open { implicit: true, .. }) {
-                    notices.push(no_txn());
-                }
-                // A failed block ends in a rollback whatever the client said.
-                let commit = matches!(stmt, Stmt::Commit) && !matches!(self.block, Block::Failed);
-                self.end_block(commit)
-                    .map(|_| Output::TxnEnd(if commit { "COMMIT" } else { "ROLLBACK" }.into()))
-            }
-            _ => return None,
-        })
-    }
-
+    /// Checks that the block state lets `stmt` run (session rules 3 and 4), binds
+    /// it, checks its parameters and runs it.
     fn execute_inner(
         &mut self,
         stmt: &Stmt,
         params: &[Datum],
-        notices: &mut Vec<(&'static str, String)>,
+        notices: &mut Notices,
         sink: &mut dyn ResultSink,
     ) -> SqlResult<Output> {
-        if matches!(self.block, Block::Failed) {
+        if matches!(self.block, Block::Failed)
+            && !matches!(stmt, Stmt::Control(Control::Commit | Control::Rollback))
+        {
             return Err(aborted());
         }
-        let in_block = matches!(self.block, Block::Open { .. });
-        match stmt {
-            _ if stmt.never_in_block() && self.pipeline => {
-                return Err(SqlError::new(
-                    "25001",
-                    format!("{} cannot be executed within a pipeline", stmt.verb()),
-                ))
-            }
-            _ if stmt.never_in_block() && in_block => return Err(no_block(stmt.verb())),
-            Stmt::Savepoint { verb, .. } => {
-                return Err(
-                    if matches!(
-                        self.block,
-                        Block::Open {
-                            implicit: false,
-                            ..
-                        }
-                    ) {
-                        // Strata has no subtransactions: refused, never ignored.
-                        SqlError::unsupported(verb)
-                    } else {
-                        SqlError::new(
-                            "25P01",
-                            format!("{verb} can only be used in transaction blocks"),
-                        )
-                    },
-                );
-            }
-            _ => {}
+        if stmt.never_in_block() && self.pipeline {
+            return Err(SqlError::new(
+                "25001",
+                format!("{} cannot be executed within a pipeline", stmt.verb()),
+            ));
+        }
+        if stmt.never_in_block() && matches!(self.block, Block::Open { .. }) {
+            return Err(no_block(stmt.verb()));
         }
         let mut b = Binder::default();
         let bound = self.bind(stmt, &mut b)?;
@@ -898,181 +930,88 @@ impl<'e> Session<'e> {
                 ),
             ));
         }
-        match stmt {
-            Stmt::Select(_) => {
-                let Bound::Select(plan) = bound else {
-                    unreachable!("bound as a select")
-                };
+        self.dispatch(bound, params, notices, sink)
+    }
+
+    /// Runs a bound statement: one executor per kind.
+    fn dispatch(
+        &mut self,
+        bound: Bound<'_>,
+        params: &[Datum],
+        notices: &mut Notices,
+        sink: &mut dyn ResultSink,
+    ) -> SqlResult<Output> {
+        match bound {
+            Bound::Empty => Ok(Output::Command(String::new())),
+            Bound::Control(c) => self.control(c, notices),
+            Bound::Select(plan) => {
                 sink.columns(&plan.columns)?;
                 let n = self.run_select(&plan, params, &mut |r| sink.row(r))?;
                 Ok(Output::Rows(n))
             }
-            Stmt::Show { name } => {
-                let (columns, rows) = self.show(name)?;
-                sink.columns(&columns)?;
-                let n = rows.len() as u64;
-                for r in rows {
-                    sink.row(r)?;
-                }
-                Ok(Output::Rows(n))
-            }
-            Stmt::Insert { .. } => self.insert(bound, params),
-            Stmt::Delete { .. } => self.delete(bound, params),
-            Stmt::CreateTable { .. } | Stmt::DropTable { .. } | Stmt::Truncate { .. } => {
-                self.table_ddl(stmt, notices)
-            }
-            _ => self.utility(stmt, notices),
+            Bound::Insert(ins) => self.insert(ins, params),
+            Bound::Delete(del) => self.delete(del, params),
+            Bound::Ddl(d) => ddl::run(self, d, notices),
+            Bound::Utility(u) => utility::run(self, u, sink),
         }
     }
 
-    /// SHOW, SET, CHECKPOINT, VACUUM, ALTER ROLE, and the statements that never run
-    /// in a block (session rule 4).
-    fn utility(
-        &mut self,
-        stmt: &Stmt,
-        notices: &mut Vec<(&'static str, String)>,
-    ) -> SqlResult<Output> {
-        match stmt {
-            Stmt::Set { name, value } => self.set(name, value.as_deref()),
-            Stmt::Checkpoint => {
-                self.engine.checkpoint()?;
-                Ok(Output::Command("CHECKPOINT".into()))
+    /// BEGIN, COMMIT, ROLLBACK and the savepoint commands: the transitions of the
+    /// block state machine that statements ask for (see the module diagram).
+    fn control(&mut self, c: &Control, notices: &mut Notices) -> SqlResult<Output> {
+        match c {
+            Control::Begin => {
+                self.begin(notices)?;
+                Ok(Output::TxnStart("BEGIN".into()))
             }
-            Stmt::Vacuum { table } => {
-                self.begin_txn()?.vacuum(&self.db, table.as_deref())?;
-                Ok(Output::Command("VACUUM".into()))
-            }
-            Stmt::AlterRolePassword { role, password } => {
-                if *role != self.user && !crate::roles::is_superuser(&self.user) {
-                    return Err(SqlError::new("42501", "permission denied to alter role")
-                        .with_hint(format!(
-                            "Only the role itself or the superuser \"{}\" may change the password of role \"{role}\".",
-                            crate::roles::BOOTSTRAP_SUPERUSER
-                        )));
+            Control::Commit | Control::Rollback => {
+                if matches!(self.block, Block::Idle | Block::Open { implicit: true, .. }) {
+                    notices.push(("WARNING", "there is no transaction in progress".into()));
                 }
-                self.alter_role_password(role, password.as_deref())?;
-                Ok(Output::Command("ALTER ROLE".into()))
+                // A failed block ends in a rollback whatever the client said.
+                let commit = *c == Control::Commit && !matches!(self.block, Block::Failed);
+                self.end_block(commit)?;
+                Ok(Output::TxnEnd(
+                    if commit { "COMMIT" } else { "ROLLBACK" }.into(),
+                ))
             }
-            Stmt::CreateTablespace { name, location } => {
-                self.autocommit(|t, _| t.create_tablespace(name, location).map_err(Into::into))?;
-                Ok(Output::Command("CREATE TABLESPACE".into()))
-            }
-            Stmt::DropTablespace { name, if_exists } => {
-                if *if_exists && !self.engine.tablespaces().iter().any(|s| s.name == *name) {
-                    notices.push((
-                        "NOTICE",
-                        format!("tablespace \"{name}\" does not exist, skipping"),
-                    ));
+            // Strata has no subtransactions: refused, never ignored (session rule 6).
+            Control::Savepoint { verb } => Err(
+                if matches!(
+                    self.block,
+                    Block::Open {
+                        implicit: false,
+                        ..
+                    }
+                ) {
+                    SqlError::unsupported(verb)
                 } else {
-                    self.autocommit(|t, _| t.drop_tablespace(name).map_err(Into::into))?;
-                }
-                Ok(Output::Command("DROP TABLESPACE".into()))
-            }
-            Stmt::CreateDatabase {
-                name,
-                template,
-                tablespace,
-                strategy,
-            } => {
-                let template = template.as_deref().unwrap_or("template1");
-                if self.server.registry.others_on(template, self.id) > 0 || (template == self.db) {
-                    return Err(SqlError::new(
-                        "55006",
-                        format!("source database \"{template}\" is being accessed by other users"),
-                    ));
-                }
-                let strategy = strategy.unwrap_or(CreateDbStrategy::WalLog);
-                self.autocommit(|t, _| {
-                    t.create_database(name, template, tablespace.as_deref(), strategy)
-                        .map_err(Into::into)
-                })?;
-                Ok(Output::Command("CREATE DATABASE".into()))
-            }
-            Stmt::DropDatabase {
-                name,
-                if_exists,
-                force,
-            } => {
-                self.drop_database(name, *if_exists, *force, notices)?;
-                Ok(Output::Command("DROP DATABASE".into()))
-            }
-            _ => unreachable!("not a utility statement: {}", stmt.verb()),
+                    SqlError::new(
+                        "25P01",
+                        format!("{verb} can only be used in transaction blocks"),
+                    )
+                },
+            ),
         }
     }
 
-    /// CREATE TABLE, DROP TABLE, TRUNCATE.
-    fn table_ddl(
-        &mut self,
-        stmt: &Stmt,
-        notices: &mut Vec<(&'static str, String)>,
-    ) -> SqlResult<Output> {
-        match stmt {
-            Stmt::CreateTable {
-                name,
-                if_not_exists,
-                columns,
-                tablespace,
-            } => {
-                let db = self.db.clone();
-                let mut skipped = false;
-                self.write(|t| {
-                    let dbe = t.database(&db)?;
-                    if *if_not_exists && t.relation(&dbe, name).is_ok() {
-                        skipped = true;
-                        return Ok(());
-                    }
-                    t.create_table(&db, name, columns, tablespace.as_deref())?;
-                    Ok(())
-                })?;
-                if skipped {
-                    notices.push((
-                        "NOTICE",
-                        format!("relation \"{name}\" already exists, skipping"),
-                    ));
-                }
-                Ok(Output::Command("CREATE TABLE".into()))
+    /// BEGIN: Idle → Open; in an implicit block, makes it explicit; in an explicit
+    /// one, a warning; in a failed one, 25P02.
+    fn begin(&mut self, notices: &mut Notices) -> SqlResult<()> {
+        match &mut self.block {
+            Block::Idle => self.open_block(false),
+            // BEGIN in a multi-statement query makes its block explicit.
+            Block::Open { implicit, .. } if *implicit => {
+                *implicit = false;
+                self.pipeline = false;
             }
-            Stmt::DropTable { names, if_exists } => {
-                let db = self.db.clone();
-                let mut skipped = Vec::new();
-                self.write(|t| {
-                    let dbe = t.database(&db)?;
-                    let mut seen = Vec::new();
-                    for n in names {
-                        if t.relation(&dbe, n).is_err() || seen.contains(n) {
-                            if *if_exists {
-                                skipped.push(n.clone());
-                                continue;
-                            }
-                            return Err(SqlError::new(
-                                "42P01",
-                                format!("table \"{n}\" does not exist"),
-                            ));
-                        }
-                        seen.push(n.clone());
-                    }
-                    for n in &seen {
-                        t.drop_table(&db, n)?;
-                    }
-                    Ok(())
-                })?;
-                for n in skipped {
-                    notices.push(("NOTICE", format!("table \"{n}\" does not exist, skipping")));
-                }
-                Ok(Output::Command("DROP TABLE".into()))
-            }
-            Stmt::Truncate { names } => {
-                let db = self.db.clone();
-                self.write(|t| {
-                    for n in names {
-                        t.truncate_table(&db, n)?;
-                    }
-                    Ok(())
-                })?;
-                Ok(Output::Command("TRUNCATE TABLE".into()))
-            }
-            _ => unreachable!("not table DDL: {}", stmt.verb()),
+            Block::Open { .. } => notices.push((
+                "WARNING",
+                "there is already a transaction in progress".into(),
+            )),
+            Block::Failed => return Err(aborted()),
         }
+        Ok(())
     }
 
     /// INSERT, in one transaction, into the table in batches of
@@ -1080,16 +1019,13 @@ impl<'e> Session<'e> {
     /// SELECT without a table (`generate_series`) streamed. A SELECT that reads a
     /// table is collected first: the scan would see the rows this statement inserts
     /// into the same table (Strata's tuples carry no command id).
-    fn insert(&mut self, bound: Bound, params: &[Datum]) -> SqlResult<Output> {
-        let Bound::Insert {
+    fn insert(&mut self, bound: BoundInsert, params: &[Datum]) -> SqlResult<Output> {
+        let BoundInsert {
             table,
             map,
             col_types,
             source,
-        } = bound
-        else {
-            unreachable!("bound as an insert")
-        };
+        } = bound;
         let collected = match &source {
             BoundSource::Query(plan) if matches!(plan.from, From::Table(_)) => {
                 let mut rows = Vec::new();
@@ -1158,10 +1094,8 @@ impl<'e> Session<'e> {
         Ok(Output::Command(format!("INSERT 0 {n}")))
     }
 
-    fn delete(&mut self, bound: Bound, params: &[Datum]) -> SqlResult<Output> {
-        let Bound::Delete { table, pred, ncols } = bound else {
-            unreachable!("bound as a delete")
-        };
+    fn delete(&mut self, bound: BoundDelete, params: &[Datum]) -> SqlResult<Output> {
+        let BoundDelete { table, pred, ncols } = bound;
         let db = self.db.clone();
         let (engine, server, pid) = (self.engine, self.server, self.id);
         let err: std::cell::RefCell<Option<SqlError>> = std::cell::RefCell::new(None);
@@ -1202,9 +1136,9 @@ impl<'e> Session<'e> {
         Ok(Output::Command(format!("DELETE {n}")))
     }
 
-    /// ALTER ROLE ... PASSWORD: staged with the transaction's xid, installed when it
-    /// commits (session rule 8, auth invariant 3).
-    fn alter_role_password(&mut self, role: &str, password: Option<&str>) -> SqlResult<()> {
+    /// A password change (ALTER ROLE): staged with the transaction's xid, installed
+    /// when it commits (session rule 8, auth invariant 3).
+    pub(crate) fn stage_password(&mut self, role: &str, password: Option<&str>) -> SqlResult<()> {
         crate::roles::check_role(role).map_err(|e| SqlError::new("42602", e))?;
         let in_block = matches!(self.block, Block::Open { .. });
         let mut changes = if in_block {
@@ -1243,7 +1177,7 @@ impl<'e> Session<'e> {
 
     /// Whether the running statement must stop: the client has gone or the session is
     /// being terminated, a cancel was asked for, or `statement_timeout` has passed.
-    fn interrupted(&self) -> SqlResult<()> {
+    pub(crate) fn interrupted(&self) -> SqlResult<()> {
         flagged(&self.interrupts)?;
         if self.deadline.is_some_and(|d| Instant::now() >= d) {
             return Err(statement_timeout());
@@ -1263,7 +1197,7 @@ impl<'e> Session<'e> {
     /// Begins an engine transaction: waits for the writer lock (engine rule 1) until
     /// `lock_timeout` (55P03) or `statement_timeout` (57014) passes, or the statement
     /// is interrupted.
-    fn begin_txn(&self) -> SqlResult<Txn<'e>> {
+    pub(crate) fn begin_txn(&self) -> SqlResult<Txn<'e>> {
         let engine: &'e Engine = self.engine;
         let lock_ms = self.setting_ms("lock_timeout");
         let lock_deadline = (lock_ms > 0).then(|| Instant::now() + Duration::from_millis(lock_ms));
@@ -1283,7 +1217,10 @@ impl<'e> Session<'e> {
 
     /// Runs `f` in the block's transaction (begun now if needed) or, outside a block,
     /// in a transaction of its own, committed on success and aborted on failure.
-    fn write<T>(&mut self, f: impl FnOnce(&mut Txn<'e>) -> SqlResult<T>) -> SqlResult<T> {
+    pub(crate) fn write<T>(
+        &mut self,
+        f: impl FnOnce(&mut Txn<'e>) -> SqlResult<T>,
+    ) -> SqlResult<T> {
         self.write_checked(|t, _| f(t))
     }
 
@@ -1314,156 +1251,6 @@ impl<'e> Session<'e> {
         };
         self.block = block;
         r
-    }
-
-    /// A statement that never runs in a block, in its own transaction.
-    fn autocommit(&mut self, f: impl FnOnce(&mut Txn<'e>, &str) -> SqlResult<()>) -> SqlResult<()> {
-        let db = self.db.clone();
-        self.write(|t| f(t, &db))
-    }
-
-    fn drop_database(
-        &mut self,
-        name: &str,
-        if_exists: bool,
-        force: bool,
-        notices: &mut Vec<(&'static str, String)>,
-    ) -> SqlResult<()> {
-        if self.engine.database(name).is_none() {
-            if if_exists {
-                notices.push((
-                    "NOTICE",
-                    format!("database \"{name}\" does not exist, skipping"),
-                ));
-                return Ok(());
-            }
-            return Err(SqlError::new(
-                "3D000",
-                format!("database \"{name}\" does not exist"),
-            ));
-        }
-        if name == self.db {
-            return Err(SqlError::new(
-                "55006",
-                "cannot drop the currently open database",
-            ));
-        }
-        let reg = &self.server.registry;
-        reg.inner.lock().dropping.push(name.to_string());
-        let result = (|| {
-            if force {
-                reg.terminate_others(name, self.id);
-            }
-            // As PostgreSQL: wait up to 5 s for other sessions to go.
-            let deadline = Instant::now() + Duration::from_secs(5);
-            loop {
-                let n = reg.others_on(name, self.id);
-                if n == 0 {
-                    break;
-                }
-                self.interrupted()?;
-                if Instant::now() >= deadline {
-                    let s = if n == 1 { "" } else { "s" };
-                    return Err(SqlError::new(
-                        "55006",
-                        format!("database \"{name}\" is being accessed by other users"),
-                    )
-                    .with_hint(format!(
-                        "There {} {n} other session{s} using the database.",
-                        if n == 1 { "is" } else { "are" }
-                    )));
-                }
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            self.autocommit(|t, _| t.drop_database(name).map_err(Into::into))
-        })();
-        reg.inner.lock().dropping.retain(|d| d != name);
-        result
-    }
-
-    fn set(&mut self, name: &str, value: Option<&str>) -> SqlResult<Output> {
-        if name == "all" {
-            self.vars.clear();
-            return Ok(Output::Command("RESET".into()));
-        }
-        if self.server.settings.iter().any(|(n, _, _)| n == name) {
-            return Err(SqlError::new(
-                "55P02",
-                format!("parameter \"{name}\" cannot be changed without restarting the server"),
-            ));
-        }
-        if matches!(name, "server_version" | "server_encoding") {
-            return Err(SqlError::new(
-                "55P02",
-                format!("parameter \"{name}\" cannot be changed"),
-            ));
-        }
-        match value {
-            Some(v) => {
-                let v = settings::check(name, v)?;
-                self.vars.insert(name.to_string(), v);
-            }
-            None => {
-                settings::check(name, "0").or_else(|e| {
-                    if e.code == "42704" {
-                        Err(e)
-                    } else {
-                        Ok(String::new())
-                    }
-                })?;
-                self.vars.remove(name);
-            }
-        }
-        Ok(Output::Command("SET".into()))
-    }
-
-    /// SHOW's columns and rows.
-    #[allow(clippy::type_complexity)]
-    fn show(&self, name: &str) -> SqlResult<(Vec<(String, SqlType)>, Vec<Vec<Datum>>)> {
-        let text = |s: &str| Datum::Text(s.to_string());
-        if name == "all" {
-            let mut rows: Vec<Vec<Datum>> = self
-                .server
-                .settings
-                .iter()
-                .map(|(n, v, d)| vec![text(n), text(v), text(d)])
-                .collect();
-            for (n, v) in &self.vars {
-                rows.push(vec![text(n), text(v), text("session setting")]);
-            }
-            rows.sort_by(|a, b| bind::compare(&a[0], &b[0]));
-            return Ok((
-                vec![
-                    ("name".into(), SqlType::Text),
-                    ("setting".into(), SqlType::Text),
-                    ("description".into(), SqlType::Text),
-                ],
-                rows,
-            ));
-        }
-        let v = if let Some(v) = self.vars.get(name) {
-            v.clone()
-        } else if let Some((_, v, _)) = self.server.settings.iter().find(|(n, _, _)| n == name) {
-            v.clone()
-        } else {
-            match name {
-                "server_version" => "15.0".into(),
-                "server_encoding" => "UTF8".into(),
-                _ => match settings::default_of(name) {
-                    Some(v) => v.into(),
-                    None => {
-                        return Err(SqlError::new(
-                            "42704",
-                            format!("unrecognized configuration parameter \"{name}\""),
-                        ))
-                    }
-                },
-            }
-        };
-        Ok((
-            vec![(show_column(name), SqlType::Text)],
-            vec![vec![Datum::Text(v)]],
-        ))
     }
 
     /// Runs a bound SELECT, giving its result rows to `emit` as they are produced
@@ -1751,11 +1538,6 @@ fn table_row(
         row.push(to_value(d));
     }
     Ok(row)
-}
-
-/// The column name SHOW prints: the parameter's name.
-fn show_column(name: &str) -> String {
-    name.to_string()
 }
 
 /// Assignment of a value of type `t` to a column of type `col`: untyped values take

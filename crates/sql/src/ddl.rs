@@ -1,0 +1,255 @@
+//! Data definition: CREATE TABLE, DROP TABLE, TRUNCATE, CREATE/DROP TABLESPACE and
+//! CREATE/DROP DATABASE, one function each.
+//!
+//! Entry point: [`run`], which the session's dispatcher calls with a parsed [`Ddl`]
+//! once the block state allows it (session rules 3 and 4).
+//!
+//! Rules (cited as "ddl rule N"):
+//! 1. Table DDL runs in the session's transaction — the block's, or one of its own
+//!    outside a block — and commits or aborts with it (a created relation's files
+//!    go at abort, a dropped one's after the commit record is durable: engine rules).
+//! 2. Tablespace and database DDL never runs in a block (session rule 4, checked
+//!    before [`run`]): each is its own transaction, committed before it returns.
+//! 3. DROP DATABASE refuses new connections to the database while it runs, waits up
+//!    to 5 s for the other sessions on it to go (then 55006, with PostgreSQL's
+//!    hint), and with `WITH (FORCE)` first asks them to terminate (57P01 for them).
+//!    CREATE DATABASE refuses a template that another session (or this one) is
+//!    connected to (55006), as PostgreSQL does.
+//! 4. `IF [NOT] EXISTS` turns the error into a NOTICE "..., skipping", in
+//!    PostgreSQL's words; the names of one DROP TABLE are all checked before any
+//!    is dropped.
+
+use crate::session::{Notices, Output, Session};
+use crate::{Ddl, SqlError, SqlResult};
+use std::time::{Duration, Instant};
+use strata_engine::{Column, CreateDbStrategy};
+
+/// How long DROP DATABASE waits for other sessions to leave (PostgreSQL's 5 s).
+const DROP_DATABASE_WAIT_MS: u64 = 5000;
+
+/// Runs one DDL statement.
+pub(crate) fn run(s: &mut Session<'_>, ddl: &Ddl, notices: &mut Notices) -> SqlResult<Output> {
+    match ddl {
+        Ddl::CreateTable {
+            name,
+            if_not_exists,
+            columns,
+            tablespace,
+        } => create_table(
+            s,
+            name,
+            *if_not_exists,
+            columns,
+            tablespace.as_deref(),
+            notices,
+        ),
+        Ddl::DropTable { names, if_exists } => drop_table(s, names, *if_exists, notices),
+        Ddl::Truncate { names } => truncate(s, names),
+        Ddl::CreateTablespace { name, location } => create_tablespace(s, name, location),
+        Ddl::DropTablespace { name, if_exists } => drop_tablespace(s, name, *if_exists, notices),
+        Ddl::CreateDatabase {
+            name,
+            template,
+            tablespace,
+            strategy,
+        } => create_database(
+            s,
+            name,
+            template.as_deref().unwrap_or("template1"),
+            tablespace.as_deref(),
+            strategy.unwrap_or(CreateDbStrategy::WalLog),
+        ),
+        Ddl::DropDatabase {
+            name,
+            if_exists,
+            force,
+        } => drop_database(s, name, *if_exists, *force, notices),
+    }
+}
+
+fn create_table(
+    s: &mut Session<'_>,
+    name: &str,
+    if_not_exists: bool,
+    columns: &[Column],
+    tablespace: Option<&str>,
+    notices: &mut Notices,
+) -> SqlResult<Output> {
+    let db = s.db().to_string();
+    let mut skipped = false;
+    s.write(|t| {
+        let dbe = t.database(&db)?;
+        if if_not_exists && t.relation(&dbe, name).is_ok() {
+            skipped = true;
+            return Ok(());
+        }
+        t.create_table(&db, name, columns, tablespace)?;
+        Ok(())
+    })?;
+    if skipped {
+        notices.push((
+            "NOTICE",
+            format!("relation \"{name}\" already exists, skipping"),
+        ));
+    }
+    Ok(Output::Command("CREATE TABLE".into()))
+}
+
+/// DROP TABLE: every name checked first (a missing one is 42P01 unless IF EXISTS;
+/// a name given twice counts as missing the second time, as in PostgreSQL), then
+/// all dropped in the one transaction (ddl rule 4).
+fn drop_table(
+    s: &mut Session<'_>,
+    names: &[String],
+    if_exists: bool,
+    notices: &mut Notices,
+) -> SqlResult<Output> {
+    let db = s.db().to_string();
+    let mut skipped = Vec::new();
+    s.write(|t| {
+        let dbe = t.database(&db)?;
+        let mut seen = Vec::new();
+        for n in names {
+            if t.relation(&dbe, n).is_err() || seen.contains(n) {
+                if if_exists {
+                    skipped.push(n.clone());
+                    continue;
+                }
+                return Err(SqlError::new(
+                    "42P01",
+                    format!("table \"{n}\" does not exist"),
+                ));
+            }
+            seen.push(n.clone());
+        }
+        for n in &seen {
+            t.drop_table(&db, n)?;
+        }
+        Ok(())
+    })?;
+    for n in skipped {
+        notices.push(("NOTICE", format!("table \"{n}\" does not exist, skipping")));
+    }
+    Ok(Output::Command("DROP TABLE".into()))
+}
+
+fn truncate(s: &mut Session<'_>, names: &[String]) -> SqlResult<Output> {
+    let db = s.db().to_string();
+    s.write(|t| {
+        for n in names {
+            t.truncate_table(&db, n)?;
+        }
+        Ok(())
+    })?;
+    Ok(Output::Command("TRUNCATE TABLE".into()))
+}
+
+fn create_tablespace(s: &mut Session<'_>, name: &str, location: &str) -> SqlResult<Output> {
+    s.write(|t| t.create_tablespace(name, location).map_err(Into::into))?;
+    Ok(Output::Command("CREATE TABLESPACE".into()))
+}
+
+fn drop_tablespace(
+    s: &mut Session<'_>,
+    name: &str,
+    if_exists: bool,
+    notices: &mut Notices,
+) -> SqlResult<Output> {
+    if if_exists && !s.engine().tablespaces().iter().any(|t| t.name == name) {
+        notices.push((
+            "NOTICE",
+            format!("tablespace \"{name}\" does not exist, skipping"),
+        ));
+    } else {
+        s.write(|t| t.drop_tablespace(name).map_err(Into::into))?;
+    }
+    Ok(Output::Command("DROP TABLESPACE".into()))
+}
+
+/// CREATE DATABASE from `template`, refused while anyone is connected to the
+/// template (ddl rule 3).
+fn create_database(
+    s: &mut Session<'_>,
+    name: &str,
+    template: &str,
+    tablespace: Option<&str>,
+    strategy: CreateDbStrategy,
+) -> SqlResult<Output> {
+    if s.server().registry.others_on(template, s.id()) > 0 || template == s.db() {
+        return Err(SqlError::new(
+            "55006",
+            format!("source database \"{template}\" is being accessed by other users"),
+        ));
+    }
+    s.write(|t| {
+        t.create_database(name, template, tablespace, strategy)
+            .map_err(Into::into)
+    })?;
+    Ok(Output::Command("CREATE DATABASE".into()))
+}
+
+/// DROP DATABASE (ddl rule 3): the database is marked as being dropped (new
+/// connections to it are refused) for the whole wait and drop.
+fn drop_database(
+    s: &mut Session<'_>,
+    name: &str,
+    if_exists: bool,
+    force: bool,
+    notices: &mut Notices,
+) -> SqlResult<Output> {
+    if s.engine().database(name).is_none() {
+        if if_exists {
+            notices.push((
+                "NOTICE",
+                format!("database \"{name}\" does not exist, skipping"),
+            ));
+            return Ok(Output::Command("DROP DATABASE".into()));
+        }
+        return Err(SqlError::new(
+            "3D000",
+            format!("database \"{name}\" does not exist"),
+        ));
+    }
+    if name == s.db() {
+        return Err(SqlError::new(
+            "55006",
+            "cannot drop the currently open database",
+        ));
+    }
+    let reg = &s.server().registry;
+    reg.set_dropping(name, true);
+    let result = wait_for_others(s, name, force)
+        .and_then(|()| s.write(|t| t.drop_database(name).map_err(Into::into)));
+    reg.set_dropping(name, false);
+    result?;
+    Ok(Output::Command("DROP DATABASE".into()))
+}
+
+/// Waits until no other session is connected to `name`, having asked them to
+/// terminate if `force`: polled every 10 ms, interruptible, 55006 after
+/// [`DROP_DATABASE_WAIT_MS`].
+fn wait_for_others(s: &Session<'_>, name: &str, force: bool) -> SqlResult<()> {
+    let reg = &s.server().registry;
+    if force {
+        reg.terminate_others(name, s.id());
+    }
+    let deadline = Instant::now() + Duration::from_millis(DROP_DATABASE_WAIT_MS);
+    loop {
+        let n = reg.others_on(name, s.id());
+        if n == 0 {
+            return Ok(());
+        }
+        s.interrupted()?;
+        if Instant::now() >= deadline {
+            let (verb, plural) = if n == 1 { ("is", "") } else { ("are", "s") };
+            return Err(SqlError::new(
+                "55006",
+                format!("database \"{name}\" is being accessed by other users"),
+            )
+            .with_hint(format!(
+                "There {verb} {n} other session{plural} using the database."
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}

@@ -1,0 +1,173 @@
+//! The utility statements that are not data definition: SET and RESET, SHOW,
+//! CHECKPOINT, VACUUM and ALTER ROLE ... PASSWORD, one function each.
+//!
+//! Entry point: [`run`], which the session's dispatcher calls with a parsed
+//! [`Utility`] once the block state allows it (session rules 3 and 4);
+//! [`columns`] describes what it returns.
+//!
+//! Rules (cited as "utility rule N"):
+//! 1. SET accepts what `settings` accepts (settings rules); server settings
+//!    (those of `strata.conf`, `server_version`, `server_encoding`) are 55P02. A SET
+//!    in a block is undone if the block rolls back (session rule 3).
+//! 2. SHOW looks a name up in the session's SETs, then the server's settings, then
+//!    the defaults; SHOW ALL lists the server's and the session's, sorted by name.
+//! 3. VACUUM never runs in a block (session rule 4): its own transaction.
+//! 4. ALTER ROLE ... PASSWORD is allowed to the role itself and to the superuser
+//!    (42501 otherwise); the change commits with the transaction (session rule 8).
+
+use crate::bind;
+use crate::session::{Output, ResultSink, Session};
+use crate::{settings, Datum, SqlError, SqlResult, SqlType, Utility};
+
+/// Runs one utility statement; SHOW gives its rows to `sink`.
+pub(crate) fn run(
+    s: &mut Session<'_>,
+    u: &Utility,
+    sink: &mut dyn ResultSink,
+) -> SqlResult<Output> {
+    match u {
+        Utility::Set { name, value } => set(s, name, value.as_deref()),
+        Utility::Show { name } => show(s, name, sink),
+        Utility::Checkpoint => checkpoint(s),
+        Utility::Vacuum { table } => vacuum(s, table.as_deref()),
+        Utility::AlterRolePassword { role, password } => {
+            alter_role_password(s, role, password.as_deref())
+        }
+    }
+}
+
+/// The result columns of a utility statement (Describe): SHOW's, or none.
+pub(crate) fn columns(u: &Utility) -> Vec<(String, SqlType)> {
+    match u {
+        Utility::Show { name } => show_columns(name),
+        Utility::Set { .. }
+        | Utility::Checkpoint
+        | Utility::Vacuum { .. }
+        | Utility::AlterRolePassword { .. } => vec![],
+    }
+}
+
+/// SET `name` TO `value`; `None` (DEFAULT, RESET) goes back to the default.
+/// `all` with `None` is RESET ALL (utility rule 1).
+fn set(s: &mut Session<'_>, name: &str, value: Option<&str>) -> SqlResult<Output> {
+    if name == "all" {
+        s.vars_mut().clear();
+        return Ok(Output::Command("RESET".into()));
+    }
+    if s.server().settings.iter().any(|(n, _, _)| n == name) {
+        return Err(SqlError::new(
+            "55P02",
+            format!("parameter \"{name}\" cannot be changed without restarting the server"),
+        ));
+    }
+    if matches!(name, "server_version" | "server_encoding") {
+        return Err(SqlError::new(
+            "55P02",
+            format!("parameter \"{name}\" cannot be changed"),
+        ));
+    }
+    match value {
+        Some(v) => {
+            let v = settings::check(name, v)?;
+            s.vars_mut().insert(name.to_string(), v);
+        }
+        None => {
+            // Only the name is checked: an unknown one is 42704, as in PostgreSQL.
+            settings::check(name, "0").or_else(|e| {
+                if e.code == "42704" {
+                    Err(e)
+                } else {
+                    Ok(String::new())
+                }
+            })?;
+            s.vars_mut().remove(name);
+        }
+    }
+    Ok(Output::Command("SET".into()))
+}
+
+/// SHOW's result columns: one named after the parameter, or SHOW ALL's three.
+fn show_columns(name: &str) -> Vec<(String, SqlType)> {
+    if name == "all" {
+        return ["name", "setting", "description"]
+            .iter()
+            .map(|c| (c.to_string(), SqlType::Text))
+            .collect();
+    }
+    vec![(name.to_string(), SqlType::Text)]
+}
+
+/// SHOW `name` or SHOW ALL (utility rule 2).
+fn show(s: &Session<'_>, name: &str, sink: &mut dyn ResultSink) -> SqlResult<Output> {
+    let rows = show_rows(s, name)?;
+    sink.columns(&show_columns(name))?;
+    let n = rows.len() as u64;
+    for r in rows {
+        sink.row(r)?;
+    }
+    Ok(Output::Rows(n))
+}
+
+fn show_rows(s: &Session<'_>, name: &str) -> SqlResult<Vec<Vec<Datum>>> {
+    let text = |v: &str| Datum::Text(v.to_string());
+    let server = &s.server().settings;
+    if name == "all" {
+        let mut rows: Vec<Vec<Datum>> = server
+            .iter()
+            .map(|(n, v, d)| vec![text(n), text(v), text(d)])
+            .collect();
+        for (n, v) in s.vars() {
+            rows.push(vec![text(n), text(v), text("session setting")]);
+        }
+        rows.sort_by(|a, b| bind::compare(&a[0], &b[0]));
+        return Ok(rows);
+    }
+    let v = if let Some(v) = s.vars().get(name) {
+        v.clone()
+    } else if let Some((_, v, _)) = server.iter().find(|(n, _, _)| n == name) {
+        v.clone()
+    } else {
+        match name {
+            "server_version" => "15.0".into(),
+            "server_encoding" => "UTF8".into(),
+            _ => settings::default_of(name)
+                .ok_or_else(|| {
+                    SqlError::new(
+                        "42704",
+                        format!("unrecognized configuration parameter \"{name}\""),
+                    )
+                })?
+                .into(),
+        }
+    };
+    Ok(vec![vec![Datum::Text(v)]])
+}
+
+fn checkpoint(s: &mut Session<'_>) -> SqlResult<Output> {
+    s.engine().checkpoint()?;
+    Ok(Output::Command("CHECKPOINT".into()))
+}
+
+/// VACUUM one table or the database, in a transaction of its own (utility rule 3).
+fn vacuum(s: &mut Session<'_>, table: Option<&str>) -> SqlResult<Output> {
+    s.begin_txn()?.vacuum(s.db(), table)?;
+    Ok(Output::Command("VACUUM".into()))
+}
+
+/// ALTER ROLE ... PASSWORD (utility rule 4).
+fn alter_role_password(
+    s: &mut Session<'_>,
+    role: &str,
+    password: Option<&str>,
+) -> SqlResult<Output> {
+    if role != s.user() && !crate::roles::is_superuser(s.user()) {
+        return Err(
+            SqlError::new("42501", "permission denied to alter role").with_hint(format!(
+                "Only the role itself or the superuser \"{}\" may change the password of role \"{role}\".",
+                crate::roles::BOOTSTRAP_SUPERUSER
+            )),
+        );
+    }
+    s.stage_password(role, password)?;
+    Ok(Output::Command("ALTER ROLE".into()))
+}
