@@ -15,16 +15,15 @@
 //!    bound tree (`uses_columns`) and over the source (`default_name`) are loops.
 //!    Parameter numbers are at most [`MAX_PARAM`] (42P02 beyond).
 
-use super::{
-    object_name, parse_lsn, too_deep, Datum, SqlError, SqlResult, SqlType, MAX_EXPR_DEPTH,
-};
+use super::{object_name, too_deep, Datum, SqlError, SqlResult, SqlType, MAX_EXPR_DEPTH};
 use sqlparser::ast;
 use std::cmp::Ordering;
+use strata_types::Lsn;
 
 /// What expression evaluation may ask of the server.
 pub trait Env {
     fn current_database(&self) -> String;
-    fn current_wal_lsn(&self) -> u64;
+    fn current_wal_lsn(&self) -> Lsn;
     /// `pg_relation_filepath`: the path of a table's main fork, relative to the data
     /// directory; `None` if there is no such table.
     fn relation_filepath(&self, table: &str) -> Option<String>;
@@ -209,7 +208,7 @@ pub fn text_to(s: &str, t: SqlType) -> SqlResult<Datum> {
             "f" | "false" | "no" | "off" | "0" | "n" => Datum::Bool(false),
             _ => return Err(bad()),
         },
-        SqlType::Lsn => Datum::Lsn(parse_lsn(v).ok_or_else(bad)?),
+        SqlType::Lsn => Datum::Lsn(v.parse().map_err(|_| bad())?),
     })
 }
 
@@ -1403,7 +1402,7 @@ fn eval_bin(a: &Expr, op: BinOp, b: &Expr, r: &Row<'_>, depth: usize) -> SqlResu
 /// Integer arithmetic (and pg_lsn minus pg_lsn), overflow-checked.
 fn arith(op: BinOp, x: &Datum, y: &Datum) -> SqlResult<Datum> {
     if let (Datum::Lsn(p), Datum::Lsn(q)) = (x, y) {
-        return Ok(Datum::Numeric(i128::from(*p) - i128::from(*q)));
+        return Ok(Datum::Numeric(lsn_diff(*p, *q)));
     }
     let t = if int_rank(type_of(x)) >= int_rank(type_of(y)) {
         type_of(x)
@@ -1430,6 +1429,14 @@ fn arith(op: BinOp, x: &Datum, y: &Datum) -> SqlResult<Datum> {
     int_as(v.ok_or_else(|| out_of_range("numeric"))?, t)
 }
 
+/// `a - b` in bytes, negative if `b` is later (pg_lsn minus pg_lsn is numeric).
+fn lsn_diff(a: Lsn, b: Lsn) -> i128 {
+    match a.checked_sub(b) {
+        Some(d) => i128::from(d),
+        None => -i128::from(b - a),
+    }
+}
+
 /// A function call on non-NULL arguments (checked in number and type by binding).
 fn call(f: Func, vals: &[Datum], r: &Row<'_>) -> SqlResult<Datum> {
     Ok(match f {
@@ -1445,7 +1452,7 @@ fn call(f: Func, vals: &[Datum], r: &Row<'_>) -> SqlResult<Datum> {
             _ => Datum::Null,
         },
         Func::WalLsnDiff => match (&vals[0], &vals[1]) {
-            (Datum::Lsn(a), Datum::Lsn(b)) => Datum::Numeric(i128::from(*a) - i128::from(*b)),
+            (Datum::Lsn(a), Datum::Lsn(b)) => Datum::Numeric(lsn_diff(*a, *b)),
             _ => Datum::Null,
         },
         Func::RelationFilepath => match &vals[0] {

@@ -45,6 +45,7 @@ use sqlparser::tokenizer::{Span, Token, TokenWithSpan, Tokenizer};
 use std::fmt;
 use strata_engine::{ColType, Column};
 use strata_engine::{CreateDbStrategy, EngineError};
+use strata_types::Lsn;
 
 /// An error as the client sees it: severity, SQLSTATE, message, optional hint.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -202,7 +203,7 @@ pub enum Datum {
     Int8(i64),
     Text(String),
     Bool(bool),
-    Lsn(u64),
+    Lsn(Lsn),
     Numeric(i128),
 }
 
@@ -219,20 +220,9 @@ impl Datum {
             Datum::Numeric(v) => v.to_string(),
             Datum::Text(s) => s.clone(),
             Datum::Bool(b) => (if *b { "t" } else { "f" }).to_string(),
-            Datum::Lsn(l) => format_lsn(*l),
+            Datum::Lsn(l) => l.to_string(),
         })
     }
-}
-
-pub fn format_lsn(l: u64) -> String {
-    format!("{:X}/{:X}", l >> 32, l & 0xFFFF_FFFF)
-}
-
-pub fn parse_lsn(s: &str) -> Option<u64> {
-    let (hi, lo) = s.trim().split_once('/')?;
-    let hi = u32::from_str_radix(hi, 16).ok()?;
-    let lo = u32::from_str_radix(lo, 16).ok()?;
-    Some((u64::from(hi) << 32) | u64::from(lo))
 }
 
 /// Where INSERT's rows come from.

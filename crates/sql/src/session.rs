@@ -80,7 +80,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use strata_engine::{Engine, Txn, Value};
-use strata_types::ForkNumber;
+use strata_types::{ForkNumber, Lsn};
 
 /// What one statement returned.
 #[derive(Debug)]
@@ -358,8 +358,8 @@ impl Env for SessionEnv<'_> {
     fn current_database(&self) -> String {
         self.db.to_string()
     }
-    fn current_wal_lsn(&self) -> u64 {
-        self.engine.current_wal_lsn().0
+    fn current_wal_lsn(&self) -> Lsn {
+        self.engine.current_wal_lsn()
     }
     fn relation_filepath(&self, table: &str) -> Option<String> {
         let key = self.engine.table_key(self.db, table).ok()?;
@@ -395,7 +395,7 @@ fn to_value(d: Datum) -> Value {
         Datum::Int8(x) => Value::Int8(x),
         Datum::Text(x) => Value::Text(x),
         Datum::Bool(x) => Value::Bool(x),
-        Datum::Lsn(l) => Value::Text(super::format_lsn(l)),
+        Datum::Lsn(l) => Value::Text(l.to_string()),
         Datum::Numeric(n) => Value::Text(n.to_string()),
     }
 }

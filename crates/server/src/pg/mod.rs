@@ -687,7 +687,7 @@ impl ToSql for Wire<'_> {
             Datum::Int8(v) => out.put_i64(*v),
             Datum::Text(s) => out.put_slice(s.as_bytes()),
             Datum::Bool(b) => out.put_u8(u8::from(*b)),
-            Datum::Lsn(l) => out.put_u64(*l),
+            Datum::Lsn(l) => out.put_u64(l.0),
             Datum::Numeric(n) => encode_numeric(*n, out),
         }
         Ok(IsNull::No)
@@ -864,7 +864,9 @@ fn decode_param(bytes: Option<&[u8]>, binary: bool, t: SqlType) -> SqlResult<Dat
             [v] => Datum::Bool(*v != 0),
             _ => return Err(bad()),
         },
-        SqlType::Lsn => Datum::Lsn(u64::from_be_bytes(b.try_into().map_err(|_| bad())?)),
+        SqlType::Lsn => Datum::Lsn(strata_types::Lsn(u64::from_be_bytes(
+            b.try_into().map_err(|_| bad())?,
+        ))),
         SqlType::Numeric => Datum::Numeric(decode_numeric(b).ok_or_else(bad)?),
         SqlType::Text | SqlType::Unknown => {
             Datum::Text(String::from_utf8(b.to_vec()).map_err(|_| {
