@@ -131,6 +131,9 @@ pub const MAX_PARAM: usize = u16::MAX as usize;
 /// (a cast, BETWEEN's AND of two comparisons), so this never fires for a bound plan.
 const MAX_EVAL_DEPTH: usize = 4 * MAX_EXPR_DEPTH;
 
+/// Result columns: name and type.
+pub type Columns = Vec<(String, SqlType)>;
+
 /// A bound SELECT.
 #[derive(Clone, Debug)]
 pub struct SelectPlan {
@@ -678,37 +681,7 @@ impl Binder {
                     format!("aggregate functions are not allowed here ({name})"),
                 ));
             };
-            let (arg, ty) = match (func, args.as_slice()) {
-                (AggFunc::CountStar, []) => (None, SqlType::Int8),
-                (_, [a]) => {
-                    let (a, t) = self.expr_in(scope, a, &mut None)?;
-                    let (a, t) = self.settle(a, t);
-                    let ty = match func {
-                        AggFunc::Count => SqlType::Int8,
-                        AggFunc::Sum if t == SqlType::Int4 => SqlType::Int8,
-                        AggFunc::Sum if t.is_int() => SqlType::Numeric,
-                        AggFunc::Sum => {
-                            return Err(SqlError::new(
-                                "42883",
-                                format!("function sum({}) does not exist", t.name()),
-                            ))
-                        }
-                        _ => t,
-                    };
-                    (Some(a), ty)
-                }
-                _ => {
-                    return Err(SqlError::new(
-                        "42883",
-                        format!(
-                            "function {name} with {} arguments does not exist",
-                            args.len()
-                        ),
-                    ))
-                }
-            };
-            list.push(Agg { func, arg, ty });
-            return Ok((Expr::Agg(list.len() - 1), ty));
+            return self.aggregate_call(scope, &name, func, &args, list);
         }
         if star {
             return Err(SqlError::syntax(format!(
@@ -719,45 +692,7 @@ impl Binder {
         for a in &args {
             bound.push(self.expr_in(scope, a, aggs)?);
         }
-        let (func, params, ret): (Func, &[SqlType], SqlType) = match name.as_str() {
-            "version" => (Func::Version, &[], SqlType::Text),
-            "current_database" => (Func::CurrentDatabase, &[], SqlType::Text),
-            "pg_current_wal_lsn" | "pg_current_wal_insert_lsn" | "pg_current_wal_flush_lsn" => {
-                (Func::CurrentWalLsn, &[], SqlType::Lsn)
-            }
-            "pg_wal_lsn_diff" => (
-                Func::WalLsnDiff,
-                &[SqlType::Lsn, SqlType::Lsn],
-                SqlType::Numeric,
-            ),
-            "pg_relation_filepath" => (Func::RelationFilepath, &[SqlType::Text], SqlType::Text),
-            "pg_backend_pid" => (Func::BackendPid, &[], SqlType::Int4),
-            "pg_cancel_backend" => (Func::CancelBackend, &[SqlType::Int4], SqlType::Bool),
-            "length" | "char_length" => (Func::Length, &[SqlType::Text], SqlType::Int4),
-            "lower" => (Func::Lower, &[SqlType::Text], SqlType::Text),
-            "upper" => (Func::Upper, &[SqlType::Text], SqlType::Text),
-            "abs" => {
-                let t = bound.first().map(|b| b.1).unwrap_or(SqlType::Int4);
-                let t = if t.is_int() { t } else { SqlType::Int4 };
-                let ps: &[SqlType] = match t {
-                    SqlType::Int8 => &[SqlType::Int8],
-                    SqlType::Numeric => &[SqlType::Numeric],
-                    _ => &[SqlType::Int4],
-                };
-                (Func::Abs, ps, t)
-            }
-            "generate_series" => {
-                return Err(SqlError::unsupported(
-                    "generate_series outside FROM (write FROM generate_series(a, b) g)",
-                ))
-            }
-            _ => {
-                return Err(
-                    SqlError::new("42883", format!("function {name}() does not exist"))
-                        .with_hint("Strata implements a small set of functions; see the README."),
-                )
-            }
-        };
+        let (func, params, ret) = scalar_signature(&name, &bound)?;
         if bound.len() != params.len() {
             return Err(SqlError::new(
                 "42883",
@@ -780,6 +715,50 @@ impl Binder {
             out.push(self.coerce(e, t, *p)?);
         }
         Ok((Expr::Call(func, out), ret))
+    }
+
+    /// An aggregate call: its argument bound (no aggregate inside: 42803) and its
+    /// result type (count: bigint; sum: bigint of int4, numeric of int8; min and
+    /// max: the argument's), appended to `list`.
+    fn aggregate_call(
+        &mut self,
+        scope: &Scope,
+        name: &str,
+        func: AggFunc,
+        args: &[ast::Expr],
+        list: &mut Vec<Agg>,
+    ) -> SqlResult<(Expr, SqlType)> {
+        let (arg, ty) = match (func, args) {
+            (AggFunc::CountStar, []) => (None, SqlType::Int8),
+            (_, [a]) => {
+                let (a, t) = self.expr_in(scope, a, &mut None)?;
+                let (a, t) = self.settle(a, t);
+                let ty = match func {
+                    AggFunc::Count => SqlType::Int8,
+                    AggFunc::Sum if t == SqlType::Int4 => SqlType::Int8,
+                    AggFunc::Sum if t.is_int() => SqlType::Numeric,
+                    AggFunc::Sum => {
+                        return Err(SqlError::new(
+                            "42883",
+                            format!("function sum({}) does not exist", t.name()),
+                        ))
+                    }
+                    _ => t,
+                };
+                (Some(a), ty)
+            }
+            _ => {
+                return Err(SqlError::new(
+                    "42883",
+                    format!(
+                        "function {name} with {} arguments does not exist",
+                        args.len()
+                    ),
+                ))
+            }
+        };
+        list.push(Agg { func, arg, ty });
+        Ok((Expr::Agg(list.len() - 1), ty))
     }
 
     /// Binds a query (SELECT) into a plan; `scope_of` gives a table's columns.
@@ -829,11 +808,51 @@ impl Binder {
             Some(w) => Some(self.condition(&scope, w, "WHERE")?),
             None => None,
         };
-        // Projection
         let mut aggs = Vec::new();
+        let (items, columns) = self.projection(&sel.projection, &scope, &mut aggs)?;
+        if !aggs.is_empty() {
+            for (it, e) in items.iter().zip(&sel.projection) {
+                if uses_columns(it) {
+                    return Err(SqlError::new(
+                        "42803",
+                        format!(
+                            "column in \"{e}\" must appear in the GROUP BY clause or be used in an aggregate function"
+                        ),
+                    ));
+                }
+            }
+        }
+        let order = match &q.order_by {
+            Some(ob) => self.order_by(ob, &scope, &columns, !aggs.is_empty())?,
+            None => Vec::new(),
+        };
+        let (limit, offset) = match &q.limit_clause {
+            Some(lc) => self.limit_offset(lc)?,
+            None => (None, None),
+        };
+        Ok(SelectPlan {
+            from,
+            filter,
+            items,
+            aggs,
+            order,
+            limit,
+            offset,
+            columns,
+        })
+    }
+
+    /// The select list: its bound items (aggregate calls collected into `aggs`) and
+    /// result columns; `*` expands to the scope's columns.
+    fn projection(
+        &mut self,
+        list: &[ast::SelectItem],
+        scope: &Scope,
+        aggs: &mut Vec<Agg>,
+    ) -> SqlResult<(Vec<Expr>, Columns)> {
         let mut items = Vec::new();
         let mut columns = Vec::new();
-        for it in &sel.projection {
+        for it in list {
             match it {
                 ast::SelectItem::Wildcard(_) => {
                     if scope.cols.is_empty() {
@@ -857,7 +876,7 @@ impl Binder {
                 }
                 ast::SelectItem::UnnamedExpr(e)
                 | ast::SelectItem::ExprWithAlias { expr: e, .. } => {
-                    let (b, t) = self.expr_in(&scope, e, &mut Some(&mut aggs))?;
+                    let (b, t) = self.expr_in(scope, e, &mut Some(&mut *aggs))?;
                     let (b, t) = self.settle(b, t);
                     let name = match it {
                         ast::SelectItem::ExprWithAlias { alias, .. } => super::ident_name(alias),
@@ -868,99 +887,90 @@ impl Binder {
                 }
             }
         }
-        if !aggs.is_empty() {
-            for (it, e) in items.iter().zip(&sel.projection) {
-                if uses_columns(it) {
-                    return Err(SqlError::new(
-                        "42803",
-                        format!(
-                            "column in \"{e}\" must appear in the GROUP BY clause or be used in an aggregate function"
-                        ),
-                    ));
-                }
-            }
-        }
-        // ORDER BY
+        Ok((items, columns))
+    }
+
+    /// ORDER BY: each key a result column (by position or name) or, outside an
+    /// aggregate query, an expression over the input (42P10 for a position not in
+    /// the select list).
+    fn order_by(
+        &mut self,
+        ob: &ast::OrderBy,
+        scope: &Scope,
+        columns: &[(String, SqlType)],
+        aggregate: bool,
+    ) -> SqlResult<Vec<(SortKey, bool)>> {
+        let exprs = match &ob.kind {
+            ast::OrderByKind::Expressions(v) => v,
+            ast::OrderByKind::All(_) => return Err(SqlError::unsupported("ORDER BY ALL")),
+        };
         let mut order = Vec::new();
-        if let Some(ob) = &q.order_by {
-            let exprs = match &ob.kind {
-                ast::OrderByKind::Expressions(v) => v,
-                ast::OrderByKind::All(_) => return Err(SqlError::unsupported("ORDER BY ALL")),
+        for o in exprs {
+            let desc = matches!(o.options.sort, Some(ast::OrderBySort::Desc));
+            let key = match &o.expr {
+                ast::Expr::Value(ast::ValueWithSpan {
+                    value: ast::Value::Number(n, _),
+                    ..
+                }) => {
+                    let k: usize = n.parse().unwrap_or(0);
+                    if k == 0 || k > columns.len() {
+                        return Err(SqlError::new(
+                            "42P10",
+                            format!("ORDER BY position {n} is not in select list"),
+                        ));
+                    }
+                    SortKey::Output(k - 1)
+                }
+                ast::Expr::Identifier(i)
+                    if columns.iter().any(|(n, _)| *n == super::ident_name(i)) =>
+                {
+                    let n = super::ident_name(i);
+                    SortKey::Output(columns.iter().position(|(c, _)| *c == n).unwrap_or(0))
+                }
+                e => {
+                    if aggregate {
+                        return Err(SqlError::unsupported(
+                            "ORDER BY an expression in an aggregate query",
+                        ));
+                    }
+                    let (b, t) = self.expr(scope, e)?;
+                    self.settle(b.clone(), t);
+                    SortKey::Input(b)
+                }
             };
-            for o in exprs {
-                let desc = matches!(o.options.sort, Some(ast::OrderBySort::Desc));
-                let key = match &o.expr {
-                    ast::Expr::Value(v) if matches!(v.value, ast::Value::Number(..)) => {
-                        let ast::Value::Number(n, _) = &v.value else {
-                            unreachable!()
-                        };
-                        let k: usize = n.parse().unwrap_or(0);
-                        if k == 0 || k > columns.len() {
-                            return Err(SqlError::new(
-                                "42P10",
-                                format!("ORDER BY position {n} is not in select list"),
-                            ));
-                        }
-                        SortKey::Output(k - 1)
-                    }
-                    ast::Expr::Identifier(i)
-                        if columns.iter().any(|(n, _)| *n == super::ident_name(i)) =>
-                    {
-                        let n = super::ident_name(i);
-                        SortKey::Output(columns.iter().position(|(c, _)| *c == n).unwrap_or(0))
-                    }
-                    e => {
-                        if !aggs.is_empty() {
-                            return Err(SqlError::unsupported(
-                                "ORDER BY an expression in an aggregate query",
-                            ));
-                        }
-                        let (b, t) = self.expr(&scope, e)?;
-                        self.settle(b.clone(), t);
-                        SortKey::Input(b)
-                    }
-                };
-                order.push((key, desc));
-            }
+            order.push((key, desc));
         }
-        // LIMIT / OFFSET
+        Ok(order)
+    }
+
+    /// LIMIT and OFFSET, each bound as a bigint (NULL: none).
+    fn limit_offset(&mut self, lc: &ast::LimitClause) -> SqlResult<(Option<Expr>, Option<Expr>)> {
         let (mut limit, mut offset) = (None, None);
-        if let Some(lc) = &q.limit_clause {
-            match lc {
-                ast::LimitClause::LimitOffset {
-                    limit: l,
-                    offset: o,
-                    limit_by,
-                } => {
-                    if !limit_by.is_empty() {
-                        return Err(SqlError::unsupported("LIMIT BY"));
-                    }
-                    if let Some(l) = l {
-                        limit = Some(self.count_expr(l)?);
-                    }
-                    if let Some(o) = o {
-                        offset = Some(self.count_expr(&o.value)?);
-                    }
+        match lc {
+            ast::LimitClause::LimitOffset {
+                limit: l,
+                offset: o,
+                limit_by,
+            } => {
+                if !limit_by.is_empty() {
+                    return Err(SqlError::unsupported("LIMIT BY"));
                 }
-                ast::LimitClause::OffsetCommaLimit {
-                    offset: o,
-                    limit: l,
-                } => {
+                if let Some(l) = l {
                     limit = Some(self.count_expr(l)?);
-                    offset = Some(self.count_expr(o)?);
+                }
+                if let Some(o) = o {
+                    offset = Some(self.count_expr(&o.value)?);
                 }
             }
+            ast::LimitClause::OffsetCommaLimit {
+                offset: o,
+                limit: l,
+            } => {
+                limit = Some(self.count_expr(l)?);
+                offset = Some(self.count_expr(o)?);
+            }
         }
-        Ok(SelectPlan {
-            from,
-            filter,
-            items,
-            aggs,
-            order,
-            limit,
-            offset,
-            columns,
-        })
+        Ok((limit, offset))
     }
 
     fn count_expr(&mut self, e: &ast::Expr) -> SqlResult<Expr> {
@@ -1071,6 +1081,53 @@ impl Binder {
             },
         ))
     }
+}
+
+/// The scalar function `name` for arguments of the given types: what it is, its
+/// parameter types and its result type (42883 for a function Strata lacks).
+fn scalar_signature(
+    name: &str,
+    bound: &[(Expr, SqlType)],
+) -> SqlResult<(Func, &'static [SqlType], SqlType)> {
+    Ok(match name {
+        "version" => (Func::Version, &[], SqlType::Text),
+        "current_database" => (Func::CurrentDatabase, &[], SqlType::Text),
+        "pg_current_wal_lsn" | "pg_current_wal_insert_lsn" | "pg_current_wal_flush_lsn" => {
+            (Func::CurrentWalLsn, &[], SqlType::Lsn)
+        }
+        "pg_wal_lsn_diff" => (
+            Func::WalLsnDiff,
+            &[SqlType::Lsn, SqlType::Lsn],
+            SqlType::Numeric,
+        ),
+        "pg_relation_filepath" => (Func::RelationFilepath, &[SqlType::Text], SqlType::Text),
+        "pg_backend_pid" => (Func::BackendPid, &[], SqlType::Int4),
+        "pg_cancel_backend" => (Func::CancelBackend, &[SqlType::Int4], SqlType::Bool),
+        "length" | "char_length" => (Func::Length, &[SqlType::Text], SqlType::Int4),
+        "lower" => (Func::Lower, &[SqlType::Text], SqlType::Text),
+        "upper" => (Func::Upper, &[SqlType::Text], SqlType::Text),
+        "abs" => {
+            let t = bound.first().map(|b| b.1).unwrap_or(SqlType::Int4);
+            let t = if t.is_int() { t } else { SqlType::Int4 };
+            let ps: &[SqlType] = match t {
+                SqlType::Int8 => &[SqlType::Int8],
+                SqlType::Numeric => &[SqlType::Numeric],
+                _ => &[SqlType::Int4],
+            };
+            (Func::Abs, ps, t)
+        }
+        "generate_series" => {
+            return Err(SqlError::unsupported(
+                "generate_series outside FROM (write FROM generate_series(a, b) g)",
+            ))
+        }
+        _ => {
+            return Err(
+                SqlError::new("42883", format!("function {name}() does not exist"))
+                    .with_hint("Strata implements a small set of functions; see the README."),
+            )
+        }
+    })
 }
 
 /// The operators Strata implements.
