@@ -191,7 +191,7 @@ fn run(s: &mut Session<'_>, sql: &str) {
 }
 
 /// Runs `f` with a session on a fresh cluster, on a thread with `stack` bytes.
-fn with_session(stack: usize, f: impl FnOnce(&mut Session<'_>) + Send + 'static) {
+pub(crate) fn with_session(stack: usize, f: impl FnOnce(&mut Session<'_>) + Send + 'static) {
     let t = std::thread::Builder::new()
         .stack_size(stack)
         .spawn(move || {

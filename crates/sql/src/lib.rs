@@ -33,6 +33,8 @@ mod ddl;
 mod fuzz_tests;
 pub mod roles;
 pub mod session;
+#[cfg(test)]
+mod session_tests;
 pub mod settings;
 pub mod sort;
 mod utility;

@@ -1,0 +1,313 @@
+//! The transaction-block state machine (session rules 1-6 and the module diagram),
+//! driven in-process on a real engine in a temporary directory: BEGIN, an error
+//! failing the block (25P02 until its end), COMMIT of a failed block answering
+//! ROLLBACK, the implicit block of a multi-statement query and of a pipeline,
+//! savepoints refused (25P01 outside a block, 0A000 inside), statements that never
+//! run in a block (25001), settings restored by a rollback, and Describe.
+
+use super::fuzz_tests::with_session;
+use super::session::{Collect, Executed, Output, Session};
+use super::{parse, Datum, SqlResult, SqlType};
+
+/// Runs a simple-protocol query string; its results and rows.
+fn q(s: &mut Session<'_>, sql: &str) -> Collect {
+    let mut c = Collect::default();
+    s.run_simple(sql, &mut c);
+    c
+}
+
+/// The SQLSTATE of each statement's result ("" for success).
+fn codes(c: &Collect) -> Vec<&'static str> {
+    c.results
+        .iter()
+        .map(|r| match r {
+            Ok(_) => "",
+            Err(e) => e.code,
+        })
+        .collect()
+}
+
+fn ok(r: &SqlResult<Executed>) -> &Executed {
+    r.as_ref().unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn count(s: &mut Session<'_>) -> i64 {
+    let c = q(s, "SELECT count(*) FROM t");
+    assert_eq!(codes(&c), [""]);
+    match c.rows[..] {
+        [ref r] => match r[..] {
+            [Datum::Int8(n)] => n,
+            _ => panic!("{r:?}"),
+        },
+        _ => panic!("{:?}", c.rows),
+    }
+}
+
+fn notices(r: &SqlResult<Executed>) -> Vec<String> {
+    ok(r).notices.iter().map(|(_, m)| m.clone()).collect()
+}
+
+#[test]
+fn an_error_fails_the_block_until_its_end_and_commit_answers_rollback() {
+    with_session(8 << 20, |s| {
+        let c = q(s, "BEGIN");
+        assert!(matches!(&ok(&c.results[0]).output, Output::TxnStart(t) if t == "BEGIN"));
+        assert!(s.in_block());
+        assert_eq!(codes(&q(s, "INSERT INTO t VALUES (1, 'a')")), [""]);
+        assert_eq!(codes(&q(s, "SELECT * FROM nosuch")), ["42P01"]);
+        assert!(
+            s.in_block(),
+            "a failed block stays until COMMIT or ROLLBACK"
+        );
+        for sql in [
+            "SELECT 1",
+            "INSERT INTO t VALUES (2, 'b')",
+            "BEGIN",
+            "SHOW work_mem",
+        ] {
+            assert_eq!(codes(&q(s, sql)), ["25P02"], "{sql}");
+        }
+        let c = q(s, "COMMIT");
+        assert!(matches!(&ok(&c.results[0]).output, Output::TxnEnd(t) if t == "ROLLBACK"));
+        assert!(!s.in_block());
+        assert_eq!(count(s), 0, "the failed block's insert was rolled back");
+    });
+}
+
+#[test]
+fn commit_keeps_and_rollback_discards_a_blocks_writes() {
+    with_session(8 << 20, |s| {
+        q(s, "BEGIN");
+        q(s, "INSERT INTO t VALUES (1, 'a'), (2, 'b')");
+        assert_eq!(count(s), 2, "the block sees its own writes");
+        let c = q(s, "COMMIT");
+        assert!(matches!(&ok(&c.results[0]).output, Output::TxnEnd(t) if t == "COMMIT"));
+        q(s, "BEGIN");
+        q(s, "DELETE FROM t WHERE a = 1");
+        q(s, "CREATE TABLE u (x int)");
+        q(s, "ROLLBACK");
+        assert_eq!(count(s), 2);
+        assert_eq!(codes(&q(s, "SELECT * FROM u")), ["42P01"]);
+    });
+}
+
+#[test]
+fn begin_and_commit_out_of_place_warn_as_postgres_does() {
+    with_session(8 << 20, |s| {
+        let c = q(s, "COMMIT");
+        assert_eq!(
+            notices(&c.results[0]),
+            ["there is no transaction in progress"]
+        );
+        let c = q(s, "ROLLBACK");
+        assert_eq!(
+            notices(&c.results[0]),
+            ["there is no transaction in progress"]
+        );
+        q(s, "BEGIN");
+        let c = q(s, "BEGIN");
+        assert_eq!(
+            notices(&c.results[0]),
+            ["there is already a transaction in progress"]
+        );
+        assert!(s.in_block());
+        q(s, "ROLLBACK");
+        assert!(!s.in_block());
+    });
+}
+
+#[test]
+fn a_multi_statement_query_is_one_implicit_block() {
+    with_session(8 << 20, |s| {
+        let c = q(
+            s,
+            "INSERT INTO t VALUES (1, 'a'); INSERT INTO t VALUES (2, 'b')",
+        );
+        assert_eq!(codes(&c), ["", ""]);
+        assert!(!s.in_block(), "committed at its end");
+        assert_eq!(count(s), 2);
+        // The first error rolls back the whole string; the rest does not run.
+        let c = q(
+            s,
+            "INSERT INTO t VALUES (3, 'c'); SELECT 1 / 0; INSERT INTO t VALUES (4, 'd')",
+        );
+        assert_eq!(codes(&c), ["", "22012"]);
+        assert!(!s.in_block());
+        assert_eq!(count(s), 2);
+        // COMMIT in it ends the block (with a warning); later statements start another.
+        let c = q(
+            s,
+            "INSERT INTO t VALUES (5, 'e'); COMMIT; INSERT INTO t VALUES (6, 'f'); SELECT 1 / 0",
+        );
+        assert_eq!(codes(&c), ["", "", "", "22012"]);
+        assert_eq!(
+            notices(&c.results[1]),
+            ["there is no transaction in progress"]
+        );
+        assert_eq!(
+            count(s),
+            3,
+            "committed before the COMMIT, rolled back after"
+        );
+        // BEGIN in it makes the block explicit: it stays open after the string.
+        let c = q(
+            s,
+            "INSERT INTO t VALUES (7, 'g'); BEGIN; INSERT INTO t VALUES (8, 'h')",
+        );
+        assert_eq!(codes(&c), ["", "", ""]);
+        assert!(s.in_block());
+        q(s, "ROLLBACK");
+        assert_eq!(
+            count(s),
+            3,
+            "the explicit block, first insert included, rolled back"
+        );
+    });
+}
+
+#[test]
+fn savepoints_are_refused_never_ignored() {
+    with_session(8 << 20, |s| {
+        for sql in [
+            "SAVEPOINT a",
+            "RELEASE SAVEPOINT a",
+            "ROLLBACK TO SAVEPOINT a",
+        ] {
+            assert_eq!(codes(&q(s, sql)), ["25P01"], "{sql} outside a block");
+        }
+        // In a multi-statement query's implicit block, as PostgreSQL: 25P01.
+        assert_eq!(codes(&q(s, "SELECT 1; SAVEPOINT a")), ["", "25P01"]);
+        assert!(!s.in_block());
+        q(s, "BEGIN");
+        let c = q(s, "SAVEPOINT a");
+        assert_eq!(codes(&c), ["0A000"]);
+        assert!(s.in_block());
+        assert_eq!(
+            codes(&q(s, "SELECT 1")),
+            ["25P02"],
+            "the 0A000 failed the block"
+        );
+        q(s, "ROLLBACK");
+    });
+}
+
+#[test]
+fn some_statements_never_run_in_a_block() {
+    with_session(8 << 20, |s| {
+        for sql in [
+            "VACUUM t",
+            "CREATE DATABASE d2",
+            "DROP DATABASE IF EXISTS d2",
+            "CREATE TABLESPACE ts LOCATION '/nonexistent'",
+            "DROP TABLESPACE IF EXISTS ts",
+        ] {
+            q(s, "BEGIN");
+            let c = q(s, sql);
+            assert_eq!(codes(&c), ["25001"], "{sql}");
+            assert!(
+                c.results[0]
+                    .as_ref()
+                    .unwrap_err()
+                    .message
+                    .ends_with("cannot run inside a transaction block"),
+                "{sql}"
+            );
+            assert_eq!(
+                codes(&q(s, "SELECT 1")),
+                ["25P02"],
+                "{sql} failed the block"
+            );
+            q(s, "ROLLBACK");
+            // Nor in the implicit block of a multi-statement query.
+            assert_eq!(codes(&q(s, &format!("SELECT 1; {sql}"))), ["", "25001"]);
+        }
+        assert_eq!(codes(&q(s, "VACUUM t")), [""], "alone, it runs");
+    });
+}
+
+#[test]
+fn a_rollback_restores_the_settings_set_in_the_block() {
+    with_session(8 << 20, |s| {
+        let show = |s: &mut Session<'_>| q(s, "SHOW work_mem").rows[0][0].clone();
+        q(s, "SET work_mem = '8MB'");
+        q(s, "BEGIN; SET work_mem = '16MB'");
+        assert_eq!(show(s), Datum::Text("16MB".into()));
+        q(s, "ROLLBACK");
+        assert_eq!(show(s), Datum::Text("8MB".into()));
+        q(s, "BEGIN; SET work_mem = '32MB'");
+        q(s, "SELECT * FROM nosuch");
+        q(s, "COMMIT");
+        assert_eq!(
+            show(s),
+            Datum::Text("8MB".into()),
+            "a failed block's SET is undone"
+        );
+        q(s, "BEGIN; SET work_mem = '16MB'; COMMIT");
+        assert_eq!(show(s), Datum::Text("16MB".into()));
+        q(s, "RESET ALL");
+        assert_eq!(show(s), Datum::Text("4MB".into()));
+        assert_eq!(codes(&q(s, "SET nosuch = 1")), ["42704"]);
+        assert_eq!(codes(&q(s, "SET server_version = '1'")), ["55P02"]);
+    });
+}
+
+#[test]
+fn the_executes_up_to_a_sync_are_one_implicit_block() {
+    with_session(8 << 20, |s| {
+        let ins = parse("INSERT INTO t VALUES ($1, 'p')").unwrap().remove(0);
+        let vacuum = parse("VACUUM").unwrap().remove(0);
+        let mut c = Collect::default();
+        ok(&s.execute_extended(&ins, &[Datum::Int4(1)], &mut c));
+        assert!(s.in_block(), "an Execute opens the pipeline's block");
+        ok(&s.execute_extended(&ins, &[Datum::Int4(2)], &mut c));
+        s.sync().unwrap();
+        assert!(!s.in_block());
+        assert_eq!(count(s), 2, "Sync committed them");
+        ok(&s.execute_extended(&ins, &[Datum::Int4(3)], &mut c));
+        let e = s.execute_extended(&vacuum, &[], &mut c).unwrap_err();
+        assert_eq!(e.code, "25001");
+        assert_eq!(e.message, "VACUUM cannot be executed within a pipeline");
+        s.sync().unwrap();
+        assert_eq!(count(s), 2, "the error rolled the pipeline back");
+        // First in a pipeline, it runs on its own.
+        ok(&s.execute_extended(&vacuum, &[], &mut c));
+        s.sync().unwrap();
+        // Too few parameters: 08P01, and the block is rolled back.
+        let e = s.execute_extended(&ins, &[], &mut c).unwrap_err();
+        assert_eq!(e.code, "08P01");
+        assert!(!s.in_block());
+    });
+}
+
+#[test]
+fn describe_gives_parameter_types_and_columns_and_a_failed_block_prepares_only_its_end() {
+    with_session(8 << 20, |s| {
+        let one = |sql: &str| parse(sql).unwrap().remove(0);
+        let d = s
+            .describe(&one("SELECT a + $1, b, $2 FROM t WHERE b = $3"))
+            .unwrap();
+        assert_eq!(d.params, [SqlType::Int4, SqlType::Text, SqlType::Text]);
+        assert_eq!(
+            d.columns,
+            [
+                ("?column?".to_string(), SqlType::Int4),
+                ("b".to_string(), SqlType::Text),
+                ("?column?".to_string(), SqlType::Text)
+            ]
+        );
+        let d = s.describe(&one("SHOW work_mem")).unwrap();
+        assert_eq!(d.columns, [("work_mem".to_string(), SqlType::Text)]);
+        let d = s.describe(&one("SHOW ALL")).unwrap();
+        assert_eq!(d.columns.len(), 3, "SHOW ALL: name, setting, description");
+        let d = s.describe(&one("INSERT INTO t VALUES ($1, $2)")).unwrap();
+        assert_eq!(d.params, [SqlType::Int4, SqlType::Text]);
+        assert!(d.columns.is_empty());
+        q(s, "BEGIN");
+        q(s, "SELECT * FROM nosuch");
+        assert_eq!(s.prepare(&one("SELECT 1")).unwrap_err().code, "25P02");
+        assert!(s.prepare(&one("COMMIT")).is_ok());
+        assert!(s.prepare(&one("ROLLBACK")).is_ok());
+        q(s, "ROLLBACK");
+        assert!(s.prepare(&one("SELECT 1")).is_ok());
+    });
+}
