@@ -442,7 +442,6 @@ impl Binder {
     fn unary(&mut self, op: ast::UnaryOperator, x: Expr, t: SqlType) -> SqlResult<(Expr, SqlType)> {
         match op {
             ast::UnaryOperator::Not => {
-                let x = self.coerce(x, t, SqlType::Bool)?;
                 if t != SqlType::Bool && t != SqlType::Unknown {
                     return Err(SqlError::new(
                         "42804",
@@ -452,6 +451,7 @@ impl Binder {
                         ),
                     ));
                 }
+                let x = self.coerce(x, t, SqlType::Bool)?;
                 Ok((Expr::Not(Box::new(x)), SqlType::Bool))
             }
             ast::UnaryOperator::Minus => {
@@ -467,19 +467,21 @@ impl Binder {
                         Err(_) => (Expr::Const(Datum::Int8(v)), t),
                     });
                 }
-                let x = self.coerce(x, t, SqlType::Int4)?;
-                let t = if t == SqlType::Unknown {
+                // An untyped operand is taken as an integer; a typed one keeps
+                // its width (negating a bigint is a bigint).
+                let to = if t == SqlType::Unknown {
                     SqlType::Int4
                 } else {
                     t
                 };
-                if !t.is_int() {
+                if !to.is_int() {
                     return Err(SqlError::new(
                         "42883",
-                        format!("operator does not exist: - {}", t.name()),
+                        format!("operator does not exist: - {}", to.name()),
                     ));
                 }
-                Ok((Expr::Neg(Box::new(x)), t))
+                let x = self.coerce(x, t, to)?;
+                Ok((Expr::Neg(Box::new(x)), to))
             }
             ast::UnaryOperator::Plus => Ok((x, t)),
             other => Err(SqlError::unsupported(format!("the operator {other}"))),
@@ -1591,5 +1593,229 @@ pub fn agg_init(a: &Agg) -> Datum {
     match a.func {
         AggFunc::CountStar | AggFunc::Count => Datum::Int8(0),
         _ => Datum::Null,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Binding and evaluation without a server: type resolution of untyped inputs
+    //! (rule 2), the errors and SQLSTATEs PostgreSQL gives, three-valued logic and
+    //! checked arithmetic (rule 3).
+
+    use super::*;
+    use crate::{parse, Stmt};
+
+    struct NoServer;
+
+    impl Env for NoServer {
+        fn current_database(&self) -> String {
+            "db".into()
+        }
+        fn current_wal_lsn(&self) -> Lsn {
+            Lsn(0x1_0000_00A0)
+        }
+        fn relation_filepath(&self, _: &str) -> Option<String> {
+            None
+        }
+        fn backend_pid(&self) -> i32 {
+            7
+        }
+        fn cancel_backend(&self, _: i32) -> bool {
+            false
+        }
+    }
+
+    fn scope_of(t: &str) -> SqlResult<Vec<(String, SqlType)>> {
+        let cols = |v: &[(&str, SqlType)]| v.iter().map(|(n, t)| (n.to_string(), *t)).collect();
+        match t {
+            "t" => Ok(cols(&[
+                ("a", SqlType::Int4),
+                ("b", SqlType::Text),
+                ("c", SqlType::Int8),
+                ("d", SqlType::Bool),
+            ])),
+            "dup" => Ok(cols(&[("x", SqlType::Int4), ("x", SqlType::Int4)])),
+            _ => Err(SqlError::new(
+                "42P01",
+                format!("relation \"{t}\" does not exist"),
+            )),
+        }
+    }
+
+    /// The plan of a SELECT and its parameters' types.
+    fn plan(sql: &str) -> SqlResult<(SelectPlan, Vec<SqlType>)> {
+        let Stmt::Select(q) = parse(sql)?.remove(0) else {
+            panic!("not a SELECT: {sql}")
+        };
+        let mut b = Binder::default();
+        let p = b.select(&q, &scope_of)?;
+        Ok((p, b.params))
+    }
+
+    fn types(sql: &str) -> (Vec<SqlType>, Vec<SqlType>) {
+        let (p, params) = plan(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+        (p.columns.iter().map(|c| c.1).collect(), params)
+    }
+
+    fn code(sql: &str) -> &'static str {
+        match plan(sql) {
+            Ok(_) => panic!("{sql} bound"),
+            Err(e) => e.code,
+        }
+    }
+
+    /// The first result column of a SELECT without FROM.
+    fn value(sql: &str) -> SqlResult<Datum> {
+        let (p, _) = plan(sql)?;
+        let row = Row {
+            cols: &[],
+            params: &[],
+            aggs: &[],
+            env: &NoServer,
+        };
+        eval(&p.items[0], &row)
+    }
+
+    #[test]
+    fn untyped_inputs_take_their_type_from_context() {
+        use SqlType::*;
+        assert_eq!(
+            types("SELECT a + $1, $2 = c, $3, $4 IN (1, 2) FROM t"),
+            (vec![Int4, Bool, Text, Bool], vec![Int4, Int8, Text, Int4])
+        );
+        assert_eq!(types("SELECT b FROM t WHERE b = $1").1, [Text]);
+        assert_eq!(types("SELECT 'x', NULL").0, [Text, Text]);
+        assert_eq!(
+            types("SELECT 1, 2147483648, 9223372036854775808").0,
+            [Int4, Int8, Numeric]
+        );
+        assert_eq!(
+            types("SELECT a + c, -a, a || b, -c, -(a + c) FROM t").0,
+            [Int8, Int4, Text, Int8, Int8]
+        );
+        assert_eq!(
+            types("SELECT sum(a), sum(c), count(*), count(b), min(b), max(d) FROM t").0,
+            [Int8, Numeric, Int8, Int8, Text, Bool]
+        );
+        assert_eq!(
+            types("SELECT pg_current_wal_lsn(), pg_wal_lsn_diff('0/10', '0/5'), '0/1'::pg_lsn").0,
+            [Lsn, Numeric, Lsn]
+        );
+        assert_eq!(value("SELECT '12' + 1"), Ok(Datum::Int4(13)));
+        assert_eq!(value("SELECT -2147483648"), Ok(Datum::Int4(i32::MIN)));
+    }
+
+    #[test]
+    fn errors_carry_postgres_sqlstates() {
+        for (sql, want) in [
+            ("SELECT nosuch FROM t", "42703"),
+            ("SELECT x FROM dup", "42702"),
+            ("SELECT u.a FROM t", "42P01"),
+            ("SELECT * FROM nosuch", "42P01"),
+            ("SELECT b + 1 FROM t", "42883"),
+            ("SELECT -b FROM t", "42883"),
+            ("SELECT a FROM t WHERE a", "42804"),
+            ("SELECT NOT a FROM t", "42804"),
+            ("SELECT a FROM t WHERE count(*) > 1", "42803"),
+            ("SELECT a, count(*) FROM t", "42803"),
+            ("SELECT a FROM t ORDER BY 2", "42P10"),
+            ("SELECT a FROM t LIMIT true", "42804"),
+            ("SELECT 'x'::int", "22P02"),
+            ("SELECT a FROM t WHERE a = 'x'", "22P02"),
+            ("SELECT '99999999999'::int", "22003"),
+            ("SELECT 'zz'::pg_lsn", "22P02"),
+            ("SELECT true::bigint", "42846"),
+            ("SELECT $0", "42P02"),
+            ("SELECT $65536", "42P02"),
+            ("SELECT nosuch()", "42883"),
+            ("SELECT length('a', 'b')", "42883"),
+            ("SELECT length(true)", "42883"),
+            ("SELECT sum(b) FROM t", "42883"),
+            ("SELECT length(*)", "42601"),
+            ("SELECT 1 FROM t JOIN t u ON true", "0A000"),
+            ("SELECT DISTINCT a FROM t", "0A000"),
+            ("SELECT a FROM t GROUP BY a", "0A000"),
+        ] {
+            assert_eq!(code(sql), want, "{sql}");
+        }
+        let e = plan("SELECT b + 1 FROM t").unwrap_err();
+        assert_eq!(e.message, "operator does not exist: text + integer");
+        let e = plan("SELECT NOT a FROM t").unwrap_err();
+        assert_eq!(
+            e.message,
+            "argument of NOT must be type boolean, not type integer"
+        );
+        let e = plan("SELECT nosuch FROM t").unwrap_err();
+        assert_eq!(e.message, "column \"nosuch\" does not exist");
+        let deep = format!("SELECT {}", vec!["1"; MAX_EXPR_DEPTH + 10].join("+"));
+        assert_eq!(code(&deep), "54001");
+    }
+
+    #[test]
+    fn evaluation_is_three_valued_and_overflow_checked() {
+        let b = |v| Ok(Datum::Bool(v));
+        assert_eq!(value("SELECT NULL AND false"), b(false));
+        assert_eq!(value("SELECT NULL OR true"), b(true));
+        assert_eq!(value("SELECT NULL AND true"), Ok(Datum::Null));
+        assert_eq!(value("SELECT NULL = 1"), Ok(Datum::Null));
+        assert_eq!(value("SELECT 1 IN (2, NULL)"), Ok(Datum::Null));
+        assert_eq!(value("SELECT 1 NOT IN (2, 3)"), b(true));
+        assert_eq!(value("SELECT 2 BETWEEN 1 AND 3"), b(true));
+        assert_eq!(value("SELECT NULL IS NULL"), b(true));
+        assert_eq!(value("SELECT 'a' || NULL"), Ok(Datum::Null));
+        assert_eq!(value("SELECT abs(-5)"), Ok(Datum::Int4(5)));
+        assert_eq!(value("SELECT 7 % 3"), Ok(Datum::Int4(1)));
+        assert_eq!(value("SELECT 2147483647 + 1").unwrap_err().code, "22003");
+        assert_eq!(
+            value("SELECT -(-9223372036854775807 - 1)")
+                .unwrap_err()
+                .code,
+            "22003"
+        );
+        assert_eq!(value("SELECT 1 / 0").unwrap_err().code, "22012");
+        assert_eq!(value("SELECT 5 % 0").unwrap_err().code, "22012");
+        assert_eq!(
+            value("SELECT 2147483647 + 1::bigint"),
+            Ok(Datum::Int8(1 << 31))
+        );
+    }
+
+    #[test]
+    fn pg_lsn_reads_prints_compares_and_subtracts_as_postgres() {
+        assert_eq!(
+            value("SELECT '1/A0'::pg_lsn"),
+            Ok(Datum::Lsn(Lsn(0x1_0000_00A0)))
+        );
+        assert_eq!(
+            value("SELECT ('1/a0'::pg_lsn)::text"),
+            Ok(Datum::Text("1/A0".into()))
+        );
+        assert_eq!(
+            value("SELECT pg_current_wal_lsn() = '1/A0'"),
+            Ok(Datum::Bool(true))
+        );
+        assert_eq!(
+            value("SELECT '0/FFFFFFFF'::pg_lsn < '1/0'::pg_lsn"),
+            Ok(Datum::Bool(true))
+        );
+        assert_eq!(
+            value("SELECT pg_wal_lsn_diff('0/10', '0/5')"),
+            Ok(Datum::Numeric(11))
+        );
+        assert_eq!(
+            value("SELECT pg_wal_lsn_diff('0/5', '1/0')"),
+            Ok(Datum::Numeric(5 - (1 << 32)))
+        );
+        assert_eq!(
+            value("SELECT '1/0'::pg_lsn - '0/1'::pg_lsn"),
+            Ok(Datum::Numeric((1 << 32) - 1))
+        );
+        for bad in ["1/", "/1", "123456789/0", "1/0/0", "g/0"] {
+            assert_eq!(
+                value(&format!("SELECT '{bad}'::pg_lsn")).unwrap_err().code,
+                "22P02",
+                "{bad}"
+            );
+        }
     }
 }
