@@ -242,4 +242,87 @@ mod tests {
         assert_eq!(time_ms(Some(&"90s".to_string())), 90_000);
         assert_eq!(time_ms(None), 0);
     }
+
+    #[test]
+    fn every_known_name_is_accepted_with_its_default_and_others_are_42704() {
+        for (name, default) in KNOWN {
+            assert_eq!(default_of(name), Some(*default));
+            assert!(
+                check(name, default).is_ok() || TIMES.contains(name),
+                "{name}"
+            );
+        }
+        assert_eq!(default_of("nosuch"), None);
+        // Custom placeholders (rule 1): any prefix.name, any value.
+        assert_eq!(
+            check("myapp.user_id", "42 and more").unwrap(),
+            "42 and more"
+        );
+        let e = check("shared_bufers", "1").unwrap_err();
+        assert_eq!(
+            e.message,
+            "unrecognized configuration parameter \"shared_bufers\""
+        );
+    }
+
+    #[test]
+    fn times_take_postgres_units_and_range_and_print_as_show_does() {
+        for (given, stored) in [
+            ("0", "0"),
+            ("250", "250ms"),
+            ("1000", "1s"),
+            ("60s", "1min"),
+            ("90 min", "90min"),
+            ("2h", "2h"),
+            ("1d", "1d"),
+            ("1500us", "2ms"),
+            ("2147483647", "2147483647ms"),
+        ] {
+            assert_eq!(
+                check("statement_timeout", given).unwrap(),
+                stored,
+                "{given}"
+            );
+            assert_eq!(
+                time_ms(Some(&stored.to_string())),
+                parse_time_ms("", given, 1).unwrap(),
+                "{given} round-trips"
+            );
+        }
+        for bad in ["2147483648", "25d", "-5", "5 parsecs", "", "ms"] {
+            assert_eq!(
+                check("idle_session_timeout", bad).unwrap_err().code,
+                "22023",
+                "{bad}"
+            );
+        }
+        let e = check("lock_timeout", "5 parsecs").unwrap_err();
+        assert!(e.hint.unwrap().contains("\"min\""), "the units in the HINT");
+        assert_eq!(format_ms(86_400_000 * 2), "2d");
+        assert_eq!(format_ms(3_600_000 + 1), "3600001ms");
+    }
+
+    #[test]
+    fn work_mem_takes_memory_units_within_64kb_to_2tb() {
+        for (given, stored, bytes) in [
+            ("64kB", "64kB", 64 << 10),
+            ("65536B", "64kB", 64 << 10),
+            ("4096", "4MB", 4 << 20),
+            ("1GB", "1GB", 1 << 30),
+            ("1536kB", "1536kB", 1536 << 10),
+            ("2147483647kB", "2147483647kB", 2147483647usize << 10),
+        ] {
+            assert_eq!(check("work_mem", given).unwrap(), stored, "{given}");
+            assert_eq!(work_mem_bytes(Some(&stored.to_string())), bytes, "{given}");
+        }
+        for bad in ["63kB", "1024B", "2TB", "-1", "1 mB", "MB"] {
+            let e = check("work_mem", bad).unwrap_err();
+            assert_eq!(e.code, "22023", "{bad}");
+        }
+        assert!(check("work_mem", "1 parsec")
+            .unwrap_err()
+            .hint
+            .unwrap()
+            .contains("\"kB\""));
+    }
 }

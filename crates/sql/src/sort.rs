@@ -203,4 +203,87 @@ mod tests {
         assert_eq!(e.code, "53200");
         assert!(e.detail.unwrap().contains("work_mem"));
     }
+
+    /// Sorts (key, tag) rows by key with `desc`, optionally bounded; the tags.
+    fn tags(rows: &[(Datum, u32)], desc: &[bool], bound: Option<usize>) -> Vec<u32> {
+        let mut s = Sorter::new(desc, bound, 1 << 20);
+        for (k, tag) in rows {
+            s.push(vec![Datum::Int8(i64::from(*tag))], vec![k.clone()])
+                .unwrap();
+        }
+        s.finish()
+            .into_iter()
+            .map(|r| match r[0] {
+                Datum::Int8(t) => t as u32,
+                _ => unreachable!(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn ties_keep_their_input_order_with_or_without_a_bound() {
+        let rows: Vec<(Datum, u32)> = (0..50).map(|i| (Datum::Int4(i % 3), i as u32)).collect();
+        let all = tags(&rows, &[false], None);
+        let want: Vec<u32> = (0..3)
+            .flat_map(|k| (0..50).filter(move |i| i % 3 == k))
+            .collect();
+        assert_eq!(all, want);
+        assert_eq!(tags(&rows, &[false], Some(5)), want[..5]);
+        let desc = tags(&rows, &[true], Some(4));
+        assert_eq!(
+            desc,
+            [2, 5, 8, 11],
+            "descending keys, ties still in input order"
+        );
+    }
+
+    #[test]
+    fn nulls_sort_last_ascending_and_first_descending_as_postgres() {
+        let rows = [(Datum::Int4(2), 0), (Datum::Null, 1), (Datum::Int4(1), 2)];
+        assert_eq!(tags(&rows, &[false], None), [2, 0, 1]);
+        assert_eq!(tags(&rows, &[true], None), [1, 0, 2]);
+        assert_eq!(tags(&rows, &[true], Some(1)), [1]);
+        assert_eq!(tags(&rows, &[false], Some(2)), [2, 0]);
+    }
+
+    #[test]
+    fn several_keys_each_with_its_direction() {
+        let mut s = Sorter::new(&[false, true], None, 1 << 20);
+        for (a, b) in [(1, 1), (0, 5), (1, 3), (0, 7), (1, 2)] {
+            let keys = vec![Datum::Int4(a), Datum::Int4(b)];
+            s.push(keys.clone(), keys).unwrap();
+        }
+        let got: Vec<Vec<Datum>> = s.finish();
+        let want: Vec<Vec<Datum>> = [(0, 7), (0, 5), (1, 3), (1, 2), (1, 1)]
+            .iter()
+            .map(|(a, b)| vec![Datum::Int4(*a), Datum::Int4(*b)])
+            .collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn a_bound_keeps_memory_to_its_rows_however_long_the_input() {
+        // work_mem holds about 10 rows: unbounded, the sort fails; with LIMIT 5 it
+        // never holds more than 5 and succeeds over 100,000 rows (rule 2).
+        let one = row_bytes(&[Datum::Int8(0)], &[Datum::Int8(0)]);
+        let work_mem = 10 * one;
+        let mut unbounded = Sorter::new(&[false], None, work_mem);
+        assert!((0..100_000).any(|i| unbounded
+            .push(vec![Datum::Int8(i)], vec![Datum::Int8(i)])
+            .is_err()));
+        let mut top = Sorter::new(&[true], Some(5), work_mem);
+        for i in 0..100_000 {
+            top.push(vec![Datum::Int8(i)], vec![Datum::Int8(i)])
+                .unwrap();
+        }
+        let got: Vec<Datum> = top.finish().into_iter().map(|mut r| r.remove(0)).collect();
+        assert_eq!(
+            got,
+            (99_995..100_000).rev().map(Datum::Int8).collect::<Vec<_>>()
+        );
+        // A bound whose rows do not fit is 53200 as well.
+        let mut big = Sorter::new(&[false], Some(20), work_mem);
+        let e = (0..100).find_map(|i| big.push(vec![Datum::Int8(i)], vec![Datum::Int8(i)]).err());
+        assert_eq!(e.map(|e| e.code), Some("53200"));
+    }
 }
