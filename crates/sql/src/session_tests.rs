@@ -311,3 +311,72 @@ fn describe_gives_parameter_types_and_columns_and_a_failed_block_prepares_only_i
         assert!(s.prepare(&one("SELECT 1")).is_ok());
     });
 }
+
+/// The command tag of a successful statement.
+fn tag(r: &SqlResult<Executed>) -> String {
+    match &ok(r).output {
+        Output::Command(t) | Output::TxnStart(t) | Output::TxnEnd(t) => t.clone(),
+        Output::Rows(n) => format!("SELECT {n}"),
+    }
+}
+
+#[test]
+fn ddl_and_utility_statements_answer_as_postgres() {
+    with_session(8 << 20, |s| {
+        q(s, "INSERT INTO t VALUES (1, 'a')");
+        let c = q(s, "CREATE TABLE IF NOT EXISTS t (a int)");
+        assert_eq!(tag(&c.results[0]), "CREATE TABLE");
+        assert_eq!(
+            notices(&c.results[0]),
+            ["relation \"t\" already exists, skipping"]
+        );
+        // Every name of a DROP TABLE is checked before any is dropped.
+        assert_eq!(codes(&q(s, "DROP TABLE t, nosuch")), ["42P01"]);
+        assert_eq!(codes(&q(s, "DROP TABLE t, t")), ["42P01"]);
+        assert_eq!(count(s), 1, "t was not dropped");
+        q(s, "CREATE TABLE u (x int)");
+        let c = q(s, "DROP TABLE IF EXISTS nosuch, u");
+        assert_eq!(tag(&c.results[0]), "DROP TABLE");
+        assert_eq!(
+            notices(&c.results[0]),
+            ["table \"nosuch\" does not exist, skipping"]
+        );
+        assert_eq!(codes(&q(s, "SELECT * FROM u")), ["42P01"]);
+        assert_eq!(tag(&q(s, "TRUNCATE t").results[0]), "TRUNCATE TABLE");
+        assert_eq!(count(s), 0);
+        assert_eq!(tag(&q(s, "CHECKPOINT").results[0]), "CHECKPOINT");
+        assert_eq!(tag(&q(s, "VACUUM").results[0]), "VACUUM");
+        // Databases.
+        assert_eq!(codes(&q(s, "DROP DATABASE postgres")), ["55006"]);
+        assert_eq!(codes(&q(s, "DROP DATABASE nosuch")), ["3D000"]);
+        let c = q(s, "DROP DATABASE IF EXISTS nosuch");
+        assert_eq!(
+            notices(&c.results[0]),
+            ["database \"nosuch\" does not exist, skipping"]
+        );
+        let c = q(s, "CREATE DATABASE d2 TEMPLATE postgres");
+        assert_eq!(codes(&c), ["55006"], "this session is on the template");
+        assert_eq!(
+            tag(&q(s, "CREATE DATABASE d2").results[0]),
+            "CREATE DATABASE"
+        );
+        assert_eq!(tag(&q(s, "DROP DATABASE d2").results[0]), "DROP DATABASE");
+        assert_eq!(codes(&q(s, "DROP DATABASE d2")), ["3D000"]);
+        // SHOW.
+        let c = q(s, "SHOW statement_timeout");
+        assert_eq!(
+            c.columns,
+            [("statement_timeout".to_string(), SqlType::Text)]
+        );
+        assert_eq!(c.rows, [[Datum::Text("0".into())]]);
+        assert_eq!(codes(&q(s, "SHOW nosuch")), ["42704"]);
+        q(s, "SET application_name = 'x'");
+        let c = q(s, "SHOW ALL");
+        assert_eq!(c.columns.len(), 3);
+        assert!(c.rows.contains(&vec![
+            Datum::Text("application_name".into()),
+            Datum::Text("x".into()),
+            Datum::Text("session setting".into()),
+        ]));
+    });
+}
