@@ -98,8 +98,7 @@ pub type Notices = Vec<(&'static str, String)>;
 #[derive(Debug)]
 pub struct Executed {
     pub output: Output,
-    /// NOTICE and WARNING messages, as (severity, message).
-    pub notices: Vec<(&'static str, String)>,
+    pub notices: Notices,
 }
 
 /// Where a statement's results go as they are produced (session rule 9). The
@@ -442,6 +441,11 @@ fn statement_timeout() -> SqlError {
     SqlError::new("57014", "canceling statement due to statement timeout")
 }
 
+/// COMMIT or ROLLBACK: all a failed block runs (session rule 3).
+fn ends_block(stmt: &Stmt) -> bool {
+    matches!(stmt, Stmt::Control(Control::Commit | Control::Rollback))
+}
+
 fn aborted() -> SqlError {
     SqlError::new(
         "25P02",
@@ -708,9 +712,7 @@ impl<'e> Session<'e> {
     /// COMMIT and ROLLBACK may be prepared (25P02), as in PostgreSQL. An error fails
     /// the block.
     pub fn prepare(&mut self, stmt: &Stmt) -> SqlResult<Described> {
-        let r = if matches!(self.block, Block::Failed)
-            && !matches!(stmt, Stmt::Control(Control::Commit | Control::Rollback))
-        {
+        let r = if matches!(self.block, Block::Failed) && !ends_block(stmt) {
             Err(aborted())
         } else {
             self.describe(stmt)
@@ -904,9 +906,7 @@ impl<'e> Session<'e> {
         notices: &mut Notices,
         sink: &mut dyn ResultSink,
     ) -> SqlResult<Output> {
-        if matches!(self.block, Block::Failed)
-            && !matches!(stmt, Stmt::Control(Control::Commit | Control::Rollback))
-        {
+        if matches!(self.block, Block::Failed) && !ends_block(stmt) {
             return Err(aborted());
         }
         if stmt.never_in_block() && self.pipeline {
