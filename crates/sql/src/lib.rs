@@ -7,7 +7,8 @@
 //! [`Ddl`], [`Utility`]), the SQL value and type model ([`Datum`], [`SqlType`]) and
 //! SQL errors with their SQLSTATE ([`SqlError`]).
 //! Module map, in dependency order: this file (parsing, values, errors), [`settings`]
-//! (the session's SET/SHOW values), [`bind`] (names to the catalog, expressions,
+//! (the session's SET/SHOW values), [`values`] (the pre-scan of a query string and
+//! an INSERT's VALUES rows kept as text), [`bind`] (names to the catalog, expressions,
 //! evaluation), [`sort`] (ORDER BY within `work_mem`), [`roles`] (`global/pg_authid`),
 //! [`session`] (a session's transaction-block state machine, binding, the dispatch of
 //! each statement kind to its executor, and DML), `ddl` (tables, databases,
@@ -26,6 +27,10 @@
 //! 4. No async runtime and no protocol types here (`cargo tree -p strata-sql` lists
 //!    neither tokio nor pgwire): a session is driven by plain calls, and waits (locks,
 //!    timeouts, cancels) are its own.
+//! 5. A query text costs about its size: it is pre-scanned ([`values`]) and each
+//!    statement tokenized alone; an INSERT ... VALUES keeps its rows as text (the
+//!    query string shared, not copied) and they are parsed, bound and inserted one
+//!    at a time. What the pre-scan cannot split is tokenized whole, as before.
 
 pub mod bind;
 mod ddl;
@@ -38,13 +43,15 @@ mod session_tests;
 pub mod settings;
 pub mod sort;
 mod utility;
+pub mod values;
 
 use sqlparser::ast;
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::Parser;
-use sqlparser::tokenizer::{Span, Token, TokenWithSpan, Tokenizer};
+use sqlparser::tokenizer::{Span, Token, TokenWithSpan, Tokenizer, TokenizerError};
 use std::fmt;
+use std::sync::Arc;
 use strata_engine::{ColType, Column};
 use strata_engine::{CreateDbStrategy, EngineError};
 use strata_types::Lsn;
@@ -231,6 +238,8 @@ impl Datum {
 #[derive(Clone, Debug)]
 pub enum InsertSource {
     Values(Vec<Vec<ast::Expr>>),
+    /// A VALUES list still as text, parsed a row at a time ([`values`]).
+    Rows(values::Rows),
     Query(Box<ast::Query>),
 }
 
@@ -400,21 +409,106 @@ impl Utility {
     }
 }
 
-/// Parses a query string into its statements (empty ones dropped).
+/// Parses a query string into its statements (empty ones dropped); see
+/// [`parse_shared`]. Copies `sql` once.
 pub fn parse(sql: &str) -> SqlResult<Vec<Stmt>> {
+    parse_shared(Arc::new(sql.to_owned()))
+}
+
+/// Parses a query string into its statements (empty ones dropped). The text is
+/// pre-scanned ([`values`]): each statement is tokenized alone, and an INSERT ...
+/// VALUES keeps its rows as text shared with the returned statements, parsed a row
+/// at a time when it runs; with several statements every row is parsed once here
+/// too, so that a syntax error anywhere stops the string before anything runs. A
+/// text the pre-scan cannot split is tokenized whole ([`parse_tokens`]), as is one
+/// where a statement does not tokenize (its error then reads as it always has).
+pub fn parse_shared(text: Arc<String>) -> SqlResult<Vec<Stmt>> {
+    let Some(splits) = values::statements(&text) else {
+        return parse_tokens(&text);
+    };
+    let mut parsed = Vec::with_capacity(splits.len());
+    for s in &splits {
+        match parse_split(&text, s) {
+            Ok(r) => parsed.push(r),
+            Err(_) => return parse_tokens(&text),
+        }
+    }
+    if parsed
+        .iter()
+        .filter(|r| !matches!(r, Ok(Stmt::Empty)))
+        .count()
+        > 1
+    {
+        for r in &mut parsed {
+            let checked = match r {
+                Ok(Stmt::Insert {
+                    source: InsertSource::Rows(rows),
+                    ..
+                }) => rows.check(),
+                _ => continue,
+            };
+            match checked {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => *r = Err(e),
+                Err(_) => return parse_tokens(&text),
+            }
+        }
+    }
+    // In text order: the first error is the one reported.
+    let mut out = Vec::new();
+    for r in parsed {
+        let stmt = r?;
+        if !matches!(stmt, Stmt::Empty) {
+            out.push(stmt);
+        }
+    }
+    Ok(out)
+}
+
+/// One statement the pre-scan found: an INSERT ... VALUES parsed as its head and
+/// first row (values rule 3), its rows kept as text; any other statement, or one
+/// whose head does not parse as such, tokenized and parsed whole. `Err` when its
+/// text does not tokenize.
+fn parse_split(text: &Arc<String>, s: &values::Split) -> Result<SqlResult<Stmt>, TokenizerError> {
+    if let Some(first) = &s.first_row {
+        let head = tokens(&text[s.range.start..first.end])?;
+        if let Ok(Stmt::Insert {
+            table,
+            columns,
+            source: InsertSource::Values(v),
+        }) = check_complexity(&head).and_then(|()| parse_one(head))
+        {
+            if v.len() == 1 {
+                let rows = values::Rows::new(text.clone(), first.start..s.range.end);
+                return Ok(Ok(Stmt::Insert {
+                    table,
+                    columns,
+                    source: InsertSource::Rows(rows),
+                }));
+            }
+        }
+    }
+    let toks = tokens(&text[s.range.clone()])?;
+    Ok(check_complexity(&toks).and_then(|()| parse_one(toks)))
+}
+
+/// The significant tokens of `sql`, in the form sqlparser takes: whitespace and
+/// comments dropped in place, spans blanked (errors read as they did without them).
+fn tokens(sql: &str) -> Result<Vec<TokenWithSpan>, TokenizerError> {
     let dialect = PostgreSqlDialect {};
-    let mut tokens = Tokenizer::new(&dialect, sql)
-        .tokenize_with_location()
-        .map_err(|e| SqlError::syntax(e.to_string()))?;
-    // The text's memory is spent on tokens (item 16), so there is one vector of
-    // them, in the form sqlparser takes: whitespace and comments go at once, in
-    // place (spans are blanked: errors read as they did without them), and each
-    // statement's tokens are split off its end (a single statement is never
-    // copied), then handed on by value.
+    let mut tokens = Tokenizer::new(&dialect, sql).tokenize_with_location()?;
     tokens.retain_mut(|t| {
         t.span = Span::empty();
         !matches!(t.token, Token::Whitespace(_))
     });
+    Ok(tokens)
+}
+
+/// Parses a query string tokenized whole, into its statements (empty ones dropped).
+fn parse_tokens(sql: &str) -> SqlResult<Vec<Stmt>> {
+    // One vector of tokens; each statement's tokens are split off its end (a single
+    // statement is never copied), then handed on by value.
+    let mut tokens = tokens(sql).map_err(|e| SqlError::syntax(e.to_string()))?;
     let mut parsed = Vec::new();
     while !tokens.is_empty() {
         let cur = match tokens.iter().rposition(|t| t.token == Token::SemiColon) {
@@ -1278,9 +1372,18 @@ mod tests {
                 ..
             }
         ));
+        match one("insert into t (a) values (1), (2)") {
+            Stmt::Insert {
+                source: InsertSource::Rows(rows),
+                columns: Some(_),
+                ..
+            } => assert_eq!(rows.iter().count(), 2),
+            s => panic!("{s:?}"),
+        }
+        // A text the pre-scan is unsure of is tokenized whole (values rule 2).
         assert!(matches!(
-            one("insert into t (a) values (1), (2)"),
-            Stmt::Insert { source: InsertSource::Values(v), columns: Some(_), .. } if v.len() == 2
+            one("insert into t (a) values (1), (U&'x')"),
+            Stmt::Insert { source: InsertSource::Values(v), .. } if v.len() == 2
         ));
         assert_eq!(parse("select 1; select 2;; ").unwrap().len(), 2);
     }

@@ -67,11 +67,13 @@
 //!    streams them to the client in bounded batches); table scans stream (engine
 //!    `stream` rules) and stop once LIMIT is met; WHERE and aggregates fold rows as
 //!    they pass; only ORDER BY holds rows, within `work_mem` (`sort` rules); INSERT
-//!    inserts in batches as its source produces rows.
+//!    inserts in batches as its source produces rows; a VALUES list kept as text
+//!    is parsed, bound and evaluated a row at a time (sql rule 5).
 
 use super::bind::{self, Binder, Env, Expr, From, Row, Scope, SelectPlan, SortKey};
 use super::sort::Sorter;
-use super::{ddl, settings, utility, Control, Datum, Ddl, InsertSource, SqlError, SqlResult};
+use super::values::Rows;
+use super::{ast, ddl, settings, utility, Control, Datum, Ddl, InsertSource, SqlError, SqlResult};
 use super::{SqlType, Stmt, Utility};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
@@ -486,7 +488,57 @@ struct BoundDelete {
 
 enum BoundSource {
     Values(Vec<Vec<Expr>>),
+    /// VALUES rows still as text, each bound as it is reached.
+    Rows(Rows, Targets),
     Query(Box<SelectPlan>),
+}
+
+/// Where an INSERT's source values go: bound one row at a time.
+struct Targets {
+    /// The table's columns.
+    cols: Vec<(String, SqlType)>,
+    /// For each source value, the column it goes to.
+    targets: Vec<usize>,
+    /// The statement names its columns: then a row may not be shorter.
+    explicit: bool,
+}
+
+impl Targets {
+    /// PostgreSQL's checks of a source row's width against the target columns.
+    fn check_width(&self, n: usize) -> SqlResult<()> {
+        if n > self.targets.len() {
+            return Err(SqlError::syntax(
+                "INSERT has more expressions than target columns",
+            ));
+        }
+        if self.explicit && n < self.targets.len() {
+            return Err(SqlError::syntax(
+                "INSERT has more target columns than expressions",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Binds one VALUES row, assigned to its target columns; `width` is the first
+    /// row's length, which every row must have.
+    fn bind_row(
+        &self,
+        b: &mut Binder,
+        row: &[ast::Expr],
+        width: &mut Option<usize>,
+    ) -> SqlResult<Vec<Expr>> {
+        if *width.get_or_insert(row.len()) != row.len() {
+            return Err(SqlError::syntax("VALUES lists must all be the same length"));
+        }
+        self.check_width(row.len())?;
+        let mut out = Vec::with_capacity(row.len());
+        for (e, ci) in row.iter().zip(&self.targets) {
+            let (x, t) = b.expr(&Scope::default(), e)?;
+            let (name, ty) = &self.cols[*ci];
+            out.push(assign(b, x, t, *ty, name)?);
+        }
+        Ok(out)
+    }
 }
 
 impl<'e> Session<'e> {
@@ -648,9 +700,10 @@ impl<'e> Session<'e> {
 
     /// Runs a simple-protocol query string: its statements in order, up to the
     /// first error, each result given to `sink` as it ends. Several statements form
-    /// one implicit block (session rule 5).
-    pub fn run_simple(&mut self, sql: &str, sink: &mut dyn ResultSink) {
-        let stmts = match super::parse(sql) {
+    /// one implicit block (session rule 5). The text is kept, not copied, by the
+    /// statements that need it (an INSERT's VALUES rows: sql rule 5).
+    pub fn run_simple(&mut self, sql: String, sink: &mut dyn ResultSink) {
+        let stmts = match super::parse_shared(Arc::new(sql)) {
             Ok(v) => v,
             Err(e) => {
                 self.fail();
@@ -752,75 +805,76 @@ impl<'e> Session<'e> {
                 table,
                 columns,
                 source,
-            } => {
-                let cols = self.columns(table)?;
-                let targets: Vec<usize> = match columns {
-                    None => (0..cols.len()).collect(),
-                    Some(names) => {
-                        let mut v = Vec::new();
-                        for n in names {
-                            let i = cols.iter().position(|(c, _)| c == n).ok_or_else(|| {
-                                SqlError::new(
-                                    "42703",
-                                    format!(
-                                        "column \"{n}\" of relation \"{table}\" does not exist"
-                                    ),
-                                )
-                            })?;
-                            if v.contains(&i) {
-                                return Err(SqlError::new(
-                                    "42701",
-                                    format!("column \"{n}\" specified more than once"),
-                                ));
-                            }
-                            v.push(i);
-                        }
-                        v
+            } => Bound::Insert(self.bind_insert(b, table, columns.as_deref(), source)?),
+        })
+    }
+
+    /// An INSERT: its target columns, and its source bound (a VALUES list kept as
+    /// text is bound a row at a time as it runs: [`Session::insert`]).
+    fn bind_insert(
+        &self,
+        b: &mut Binder,
+        table: &str,
+        columns: Option<&[String]>,
+        source: &InsertSource,
+    ) -> SqlResult<BoundInsert> {
+        let cols = self.columns(table)?;
+        let mut targets = Vec::new();
+        match columns {
+            None => targets.extend(0..cols.len()),
+            Some(names) => {
+                for n in names {
+                    let i = cols.iter().position(|(c, _)| c == n).ok_or_else(|| {
+                        SqlError::new(
+                            "42703",
+                            format!("column \"{n}\" of relation \"{table}\" does not exist"),
+                        )
+                    })?;
+                    if targets.contains(&i) {
+                        return Err(SqlError::new(
+                            "42701",
+                            format!("column \"{n}\" specified more than once"),
+                        ));
                     }
-                };
-                let col_types: Vec<SqlType> = cols.iter().map(|c| c.1).collect();
-                let too_many =
-                    || SqlError::new("42601", "INSERT has more expressions than target columns");
-                let source = match source {
-                    InsertSource::Values(rows) => {
-                        let mut out = Vec::new();
-                        for r in rows {
-                            if r.len() > targets.len() {
-                                return Err(too_many());
-                            }
-                            let mut row = Vec::new();
-                            for (k, e) in r.iter().enumerate() {
-                                let (x, t) = b.expr(&Scope::default(), e)?;
-                                let ci = targets[k];
-                                row.push(assign(b, x, t, col_types[ci], &cols[ci].0)?);
-                            }
-                            out.push(row);
-                        }
-                        BoundSource::Values(out)
-                    }
-                    InsertSource::Query(q) => {
-                        let plan = b.select(q, &scope_of)?;
-                        if plan.columns.len() > targets.len() {
-                            return Err(too_many());
-                        }
-                        for (k, (_, t)) in plan.columns.iter().enumerate() {
-                            let ci = targets[k];
-                            assign(b, Expr::Const(Datum::Null), *t, col_types[ci], &cols[ci].0)?;
-                        }
-                        BoundSource::Query(Box::new(plan))
-                    }
-                };
-                let mut map = vec![None; cols.len()];
-                for (k, ci) in targets.iter().enumerate() {
-                    map[*ci] = Some(k);
+                    targets.push(i);
                 }
-                Bound::Insert(BoundInsert {
-                    table: table.clone(),
-                    map,
-                    col_types,
-                    source,
-                })
             }
+        }
+        let mut map = vec![None; cols.len()];
+        for (k, ci) in targets.iter().enumerate() {
+            map[*ci] = Some(k);
+        }
+        let col_types: Vec<SqlType> = cols.iter().map(|c| c.1).collect();
+        let targets = Targets {
+            cols,
+            targets,
+            explicit: columns.is_some(),
+        };
+        let source = match source {
+            InsertSource::Values(rows) => {
+                let mut width = None;
+                let rows = rows
+                    .iter()
+                    .map(|r| targets.bind_row(b, r, &mut width))
+                    .collect::<SqlResult<_>>()?;
+                BoundSource::Values(rows)
+            }
+            InsertSource::Rows(rows) => BoundSource::Rows(rows.clone(), targets),
+            InsertSource::Query(q) => {
+                let plan = b.select(q, &|t| self.columns(t))?;
+                targets.check_width(plan.columns.len())?;
+                for (k, (_, t)) in plan.columns.iter().enumerate() {
+                    let (name, ty) = &targets.cols[targets.targets[k]];
+                    assign(b, Expr::Const(Datum::Null), *t, *ty, name)?;
+                }
+                BoundSource::Query(Box::new(plan))
+            }
+        };
+        Ok(BoundInsert {
+            table: table.to_string(),
+            map,
+            col_types,
+            source,
         })
     }
 
@@ -850,6 +904,17 @@ impl<'e> Session<'e> {
     pub fn describe(&self, stmt: &Stmt) -> SqlResult<Described> {
         let mut b = Binder::default();
         let bound = self.bind(stmt, &mut b)?;
+        if let Bound::Insert(BoundInsert {
+            source: BoundSource::Rows(rows, targets),
+            ..
+        }) = &bound
+        {
+            // Every row's parameters, typed as the rows will be when the insert runs.
+            let mut width = None;
+            for r in rows.iter() {
+                targets.bind_row(&mut b, &r?, &mut width)?;
+            }
+        }
         let columns = match &bound {
             Bound::Select(p) => p.columns.clone(),
             Bound::Utility(u) => utility::columns(u),
@@ -920,23 +985,15 @@ impl<'e> Session<'e> {
         }
         let mut b = Binder::default();
         let bound = self.bind(stmt, &mut b)?;
-        if params.len() < b.params.len() {
-            return Err(SqlError::new(
-                "08P01",
-                format!(
-                    "bind message supplies {} parameters, but prepared statement requires {}",
-                    params.len(),
-                    b.params.len()
-                ),
-            ));
-        }
-        self.dispatch(bound, params, notices, sink)
+        check_params(&b, params)?;
+        self.dispatch(bound, &mut b, params, notices, sink)
     }
 
     /// Runs a bound statement: one executor per kind.
     fn dispatch(
         &mut self,
         bound: Bound<'_>,
+        b: &mut Binder,
         params: &[Datum],
         notices: &mut Notices,
         sink: &mut dyn ResultSink,
@@ -949,7 +1006,7 @@ impl<'e> Session<'e> {
                 let n = self.run_select(&plan, params, &mut |r| sink.row(r))?;
                 Ok(Output::Rows(n))
             }
-            Bound::Insert(ins) => self.insert(ins, params),
+            Bound::Insert(ins) => self.insert(ins, b, params),
             Bound::Delete(del) => self.delete(del, params),
             Bound::Ddl(d) => ddl::run(self, d, notices),
             Bound::Utility(u) => utility::run(self, u, sink),
@@ -1019,7 +1076,12 @@ impl<'e> Session<'e> {
     /// SELECT without a table (`generate_series`) streamed. A SELECT that reads a
     /// table is collected first: the scan would see the rows this statement inserts
     /// into the same table (Strata's tuples carry no command id).
-    fn insert(&mut self, bound: BoundInsert, params: &[Datum]) -> SqlResult<Output> {
+    fn insert(
+        &mut self,
+        bound: BoundInsert,
+        b: &mut Binder,
+        params: &[Datum],
+    ) -> SqlResult<Output> {
         let BoundInsert {
             table,
             map,
@@ -1062,17 +1124,15 @@ impl<'e> Session<'e> {
                 (_, Some(rows)) => rows.into_iter().try_for_each(&mut emit)?,
                 (BoundSource::Values(rows), None) => {
                     for r in rows {
-                        let row = Row {
-                            cols: &[],
-                            params,
-                            aggs: &[],
-                            env: &env,
-                        };
-                        emit(
-                            r.iter()
-                                .map(|e| bind::eval(e, &row))
-                                .collect::<SqlResult<_>>()?,
-                        )?;
+                        emit(eval_row(r, params, &env)?)?;
+                    }
+                }
+                (BoundSource::Rows(rows, targets), None) => {
+                    let mut width = None;
+                    for r in rows.iter() {
+                        let r = targets.bind_row(b, &r?, &mut width)?;
+                        check_params(b, params)?;
+                        emit(eval_row(&r, params, &env)?)?;
                     }
                 }
                 (BoundSource::Query(plan), None) => {
@@ -1538,6 +1598,32 @@ fn table_row(
         row.push(to_value(d));
     }
     Ok(row)
+}
+
+/// One bound VALUES row evaluated.
+fn eval_row(r: &[Expr], params: &[Datum], env: &dyn Env) -> SqlResult<Vec<Datum>> {
+    let row = Row {
+        cols: &[],
+        params,
+        aggs: &[],
+        env,
+    };
+    r.iter().map(|e| bind::eval(e, &row)).collect()
+}
+
+/// The statement's parameters bound so far have values.
+fn check_params(b: &Binder, params: &[Datum]) -> SqlResult<()> {
+    if params.len() < b.params.len() {
+        return Err(SqlError::new(
+            "08P01",
+            format!(
+                "bind message supplies {} parameters, but prepared statement requires {}",
+                params.len(),
+                b.params.len()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Assignment of a value of type `t` to a column of type `col`: untyped values take

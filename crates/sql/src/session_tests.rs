@@ -12,7 +12,7 @@ use super::{parse, Datum, SqlResult, SqlType};
 /// Runs a simple-protocol query string; its results and rows.
 fn q(s: &mut Session<'_>, sql: &str) -> Collect {
     let mut c = Collect::default();
-    s.run_simple(sql, &mut c);
+    s.run_simple(sql.to_string(), &mut c);
     c
 }
 

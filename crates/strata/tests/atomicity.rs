@@ -2,7 +2,8 @@
 //! any error in a block (parse, unsupported, bind, protocol, runtime) fails it, then
 //! 25P02 until its end and COMMIT answers ROLLBACK; a multi-statement query is one
 //! implicit transaction; savepoints are refused, never ignored; a password change
-//! commits or rolls back with its block.
+//! commits or rolls back with its block; an INSERT ... VALUES parsed row by row is
+//! as atomic as one parsed whole (an error in a late row inserts nothing).
 
 mod common;
 use common::*;
@@ -553,4 +554,118 @@ fn a_pipeline_up_to_sync_is_one_transaction() {
     let (seen, _) = raw.until_ready();
     assert_eq!(seen.last().unwrap().0, b'C');
     assert_eq!(values(&s, "select a from t order by a"), ["3", "4"]);
+}
+
+/// A VALUES list of `n` rows, row `bad` replaced by `with`. Each row's strings
+/// hold a backslash before their closing quote (not an escape in a standard
+/// string), a comma, a parenthesis, a doubled quote and a semicolon.
+fn values_list(n: usize, bad: usize, with: &str) -> String {
+    let mut sql = String::from("insert into v values ");
+    for i in 0..n {
+        if i > 0 {
+            sql.push_str(", ");
+        }
+        if i == bad {
+            sql.push_str(with);
+        } else {
+            sql.push_str(&format!("({i}, 'row, (\\' || {i} || ''';')"));
+        }
+    }
+    sql
+}
+
+#[test]
+fn an_error_in_a_late_values_row_inserts_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(&dir.path().join("d"), &[]);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let c = s.client("postgres").await;
+        c.batch_execute("create table v (a int4, b text)")
+            .await
+            .unwrap();
+        let count = || async {
+            let n: i64 = c
+                .query_one("select count(*) from v", &[])
+                .await
+                .unwrap()
+                .get(0);
+            n
+        };
+        // Rows are parsed, bound and inserted one at a time; an error at row 40,000
+        // of 50,000 (runtime, type, syntax, width) still inserts nothing.
+        for (bad, code) in [
+            ("(1/0, 'x')", "22012"),
+            ("('abc', 'x')", "22P02"),
+            ("(1 +, 'x')", "42601"),
+            ("(1)", "42601"),
+            ("(1, 'x', 2)", "42601"),
+        ] {
+            let e = c
+                .batch_execute(&values_list(50_000, 40_000, bad))
+                .await
+                .unwrap_err();
+            assert_eq!(code_of(&e), code, "{bad}: {e:?}");
+            assert_eq!(count().await, 0, "{bad}");
+        }
+        let e = c
+            .batch_execute(&values_list(3, 2, "(1)"))
+            .await
+            .unwrap_err();
+        let db = e.as_db_error().unwrap();
+        assert_eq!(db.message(), "VALUES lists must all be the same length");
+        c.batch_execute(&values_list(3, 9, "")).await.unwrap();
+        let b: String = c
+            .query_one("select b from v where a = 2", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(b, "row, (\\2';");
+        c.batch_execute("truncate v").await.unwrap();
+        // Quotes, parentheses, commas and semicolons in strings and comments do
+        // not end a row or the statement; the next statement runs after it.
+        let r = c
+            .simple_query(
+                "insert into v values (1, 'a;b'), (2, E'it\\'s);'), /* ; ), ( */ (3, $$;$$), \
+                 (4, $q$'$q$) -- ;\n; select count(*), max(b) from v",
+            )
+            .await
+            .unwrap();
+        let row = r
+            .iter()
+            .find_map(|m| match m {
+                tokio_postgres::SimpleQueryMessage::Row(r) => Some(r),
+                _ => None,
+            })
+            .expect("a row");
+        assert_eq!((row.get(0), row.get(1)), (Some("4"), Some("it's);")));
+        // A syntax error in any row of a multi-statement query stops it before
+        // anything runs, even a COMMIT before it (PostgreSQL parses it whole).
+        let e = c
+            .batch_execute(
+                "insert into v values (5, 'x'); commit; insert into v values (6, 'y'), (7 +, 'z')",
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(code_of(&e), "42601");
+        assert_eq!(count().await, 4);
+        // Parameters in any row (extended protocol), and PostgreSQL's width checks.
+        let n = c
+            .execute(
+                "insert into v values ($1, 'p'), ($2, $3)",
+                &[&10i32, &11i32, &"q"],
+            )
+            .await
+            .unwrap();
+        assert_eq!(n, 2);
+        let e = c
+            .execute("insert into v (a, b) values ($1)", &[&1i32])
+            .await
+            .unwrap_err();
+        assert_eq!(
+            e.as_db_error().unwrap().message(),
+            "INSERT has more target columns than expressions"
+        );
+        assert_eq!(count().await, 6);
+    });
 }

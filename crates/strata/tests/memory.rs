@@ -2,8 +2,8 @@
 //! (issue 11, item 16): over a 2M-row table, LIMIT 1, a full SELECT read as a stream
 //! by a slow driver, count(*) and WHERE, INSERT ... SELECT FROM generate_series, and
 //! ORDER BY (top-N under LIMIT; beyond work_mem 53200) each raise the server's peak
-//! RSS by less than a fixed bound; a large query text costs a bounded multiple of
-//! its size.
+//! RSS by less than a fixed bound; a large INSERT ... VALUES text costs less than
+//! 4x its size (its rows parsed one at a time).
 
 mod common;
 
@@ -192,8 +192,9 @@ fn memory_is_bounded_by_what_a_query_needs() {
     assert_eq!(one.get::<_, i32>(0), 1);
 }
 
-/// A 10 MB `INSERT ... VALUES` costs the server a bounded multiple of its size
-/// (the frame, the query string, sqlparser's tokens and tree, the bound rows).
+/// A 10 MB `INSERT ... VALUES` costs the server less than 4x its size: its text
+/// is held once (the query string; the wire's buffers are given back) and its
+/// rows are parsed, bound and inserted one at a time.
 #[test]
 fn a_large_query_text_costs_a_bounded_multiple_of_its_size() {
     let dir = tempfile::tempdir().unwrap();
@@ -217,19 +218,35 @@ fn a_large_query_text_costs_a_bounded_multiple_of_its_size() {
         n += 1;
     }
     let size = sql.len() as u64;
+    // The same rows from generate_series: what storing them costs (the buffer
+    // pool's frames, WAL), apart from any query text.
     let base = reset_peak(pid);
+    rt.block_on(c.batch_execute(&format!(
+        "insert into v select g, 'value number ' || g from generate_series(0, {}) as g",
+        n - 1
+    )))
+    .unwrap();
+    let stored = (status_kb(pid, "VmHWM:") * 1024).saturating_sub(base);
+    rt.block_on(c.batch_execute("truncate v")).unwrap();
+    let (pid, c) = f.restart();
+    let base = reset_peak(pid);
+    let t0 = Instant::now();
     rt.block_on(c.batch_execute(&sql)).unwrap();
+    let took = t0.elapsed();
     let rise = (status_kb(pid, "VmHWM:") * 1024).saturating_sub(base);
     println!(
-        "a {:.1} MB INSERT ... VALUES of {n} rows: peak RSS +{:.1} MB ({:.1}x its size)",
+        "a {:.1} MB INSERT ... VALUES of {n} rows: peak RSS +{:.1} MB ({:.1}x its size, \
+         {took:.2?}); the same rows from generate_series: +{:.1} MB",
         size as f64 / 1048576.0,
         rise as f64 / 1048576.0,
-        rise as f64 / size as f64
+        rise as f64 / size as f64,
+        stored as f64 / 1048576.0
     );
-    // A regression guard, not the goal: sqlparser's tree (328 bytes per
-    // expression) and its tokens (88 bytes each) still dominate; the old server
-    // took 113x and more.
-    assert!(rise < 90 * size, "{rise} bytes for a {size}-byte query");
+    // Rows are parsed one at a time (sql rule 5) and the wire's buffers are given
+    // back before the statement runs: what remains is the query string (1x) and
+    // the rows' storage (~1.8x here: 16 MB of buffer pool frames and WAL), ~3.2x
+    // in all. Tokenizing the whole text took 76x; the first server 113x.
+    assert!(rise < 4 * size, "{rise} bytes for a {size}-byte query");
     let count = rt
         .block_on(c.query_one("select count(*) from v", &[]))
         .unwrap();

@@ -22,6 +22,10 @@
 //!    state the previous one left.
 //! 4. After a violation nothing more is released: the read fails with a
 //!    [`Violation`] that the connection loop reports as FATAL before closing.
+//! 5. A frame's buffer is not kept once pgwire has read the frame (when little
+//!    input follows it): a large query text is then held only by the String pgwire
+//!    decodes it into, while it runs ([`RELEASE_BUFFER_BYTES`]; the connection loop
+//!    does the same for pgwire's own read buffer).
 
 use bytes::{Buf, BytesMut};
 use std::io;
@@ -33,6 +37,12 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// The largest Query, Parse, Bind or CopyData message (the query text bound).
 pub const MAX_QUERY_MESSAGE_BYTES: usize = 16 << 20;
+/// A read buffer this large is given back once its frames are taken (item 16: a
+/// query text costs about its size), if at most [`KEEP_INPUT_BYTES`] of input
+/// remain in it to be copied.
+pub const RELEASE_BUFFER_BYTES: usize = 1 << 20;
+/// See [`RELEASE_BUFFER_BYTES`].
+pub const KEEP_INPUT_BYTES: usize = 64 << 10;
 /// PostgreSQL's `MAX_STARTUP_PACKET_LENGTH`.
 pub const MAX_STARTUP_PACKET_BYTES: usize = 10_000;
 /// PostgreSQL's `PG_MAX_AUTH_TOKEN_LENGTH`: messages during authentication.
@@ -344,6 +354,17 @@ impl<S> Guarded<S> {
         }
     }
 
+    /// Rule 5: a frame handed over entirely to pgwire is not kept: `ready` shares its
+    /// buffer with `raw`, so a large frame's buffer (a 10 MB query text) is freed
+    /// now rather than at the next frame, unless more than a little input follows
+    /// it (copying that would cost more than it saves).
+    fn release_frame(&mut self) {
+        self.ready = BytesMut::new();
+        if self.raw.capacity() > RELEASE_BUFFER_BYTES && self.raw.len() <= KEEP_INPUT_BYTES {
+            self.raw = BytesMut::from(&self.raw[..]);
+        }
+    }
+
     /// Moves the next complete, valid frame from `raw` to `ready`; false if none yet.
     fn release_one(&mut self) -> Result<bool, Violation> {
         let authed = self.authenticated.load(Ordering::Acquire);
@@ -379,6 +400,9 @@ impl<S: AsyncRead + Unpin> AsyncRead for Guarded<S> {
                 let n = this.ready.len().min(buf.remaining());
                 buf.put_slice(&this.ready[..n]);
                 this.ready.advance(n);
+                if this.ready.is_empty() {
+                    this.release_frame();
+                }
                 return Poll::Ready(Ok(()));
             }
             if let Some(v) = &this.failed {

@@ -583,10 +583,10 @@ fn backend_loop(s: &mut Session<'_>, rx: mpsc::Receiver<Request>, feed: &FeedCon
         };
         match req {
             Request::Simple(sql, tx) => {
-                s.run_simple(&sql, &mut Feed::new(tx, feed));
+                s.run_simple(sql, &mut Feed::new(tx, feed));
             }
             Request::Prepare(sql, reply) => {
-                let _ = reply.send(prepare(s, &sql));
+                let _ = reply.send(prepare(s, sql));
             }
             Request::Execute(p, params, tx) => {
                 let mut feed = Feed::new(tx, feed);
@@ -614,9 +614,10 @@ fn backend_loop(s: &mut Session<'_>, rx: mpsc::Receiver<Request>, feed: &FeedCon
     }
 }
 
-/// Parse: one statement, described; any error fails the session's block.
-fn prepare(s: &mut Session<'_>, sql: &str) -> SqlResult<Prepared> {
-    let mut v = match sql::parse(sql) {
+/// Parse: one statement, described; any error fails the session's block. The
+/// text is pgwire's copied once (sql rule 5).
+fn prepare(s: &mut Session<'_>, sql: String) -> SqlResult<Prepared> {
+    let mut v = match sql::parse_shared(Arc::new(sql)) {
         Ok(v) => v,
         Err(e) => {
             s.fail();

@@ -133,7 +133,17 @@ async fn next_message(
 ) -> Next {
     let read = async {
         match socket.next().await {
-            Some(Ok(m)) => Next::Message(m),
+            Some(Ok(m)) => {
+                // pgwire has copied the message out of its read buffer: a large
+                // buffer (a big query text) is given back before the query runs.
+                let buf = socket.read_buffer_mut();
+                if buf.capacity() > frames::RELEASE_BUFFER_BYTES
+                    && buf.len() <= frames::KEEP_INPUT_BYTES
+                {
+                    *buf = bytes::BytesMut::from(&buf[..]);
+                }
+                Next::Message(m)
+            }
             Some(Err(PgWireError::IoError(e))) => match frames::violation_of(&e) {
                 Some(v) => Next::Violation(v.clone()),
                 None => Next::Closed,
