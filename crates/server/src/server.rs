@@ -252,7 +252,7 @@ fn serve(data: &Path, cfg: ServerConfig) -> Result<(), String> {
     let engine = Arc::new(Engine::open(data, settings).map_err(|e| e.to_string())?);
     let server = Arc::new(ServerState {
         registry: Registry::default(),
-        settings: cfg.show_list(data),
+        settings: show_list(&cfg, &engine, data),
         auth: RoleStore::load(
             engine.settings().vfs.clone(),
             data,
@@ -357,6 +357,18 @@ fn start_archiver(engine: &Engine, cfg: &ServerConfig, sink: &LogSink) -> Result
     )
     .map_err(|e| format!("could not start the archiver: {e}"))?;
     Ok(Some((stop, thread)))
+}
+
+/// SHOW's list, with the values the cluster fixed at `init` (wal_segment_size) as
+/// the cluster has them, not as this start's settings say.
+fn show_list(cfg: &ServerConfig, engine: &Engine, data: &Path) -> Vec<(String, String, String)> {
+    let mut list = cfg.show_list(data);
+    for (name, value, _) in &mut list {
+        if name == "wal_segment_size" {
+            *value = strata_types::units::format_memory(engine.wal_segment_bytes());
+        }
+    }
+    list
 }
 
 /// How many sockets may wait to authenticate at once (serve rule 2): enough that

@@ -102,6 +102,12 @@ fn identify_system_show_and_refusals() {
         s.psql_ok(REPL, &["-c", "SHOW wal_segment_size"]).trim(),
         "1MB"
     );
+    // SQL's SHOW says the same: the cluster's size, fixed at init.
+    assert_eq!(
+        s.psql_ok("postgres", &["-c", "SHOW wal_segment_size"])
+            .trim(),
+        "1MB"
+    );
     assert_eq!(
         s.psql_ok(REPL, &["-c", "SHOW data_directory_mode"]).trim(),
         "0700"
