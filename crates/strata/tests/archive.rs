@@ -5,21 +5,7 @@
 mod common;
 use common::*;
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
-
-fn init_small_segments(data: &Path) {
-    let out = Command::new(env!("CARGO_BIN_EXE_strata"))
-        .args(["init", "-c", "wal_segment_size=1MB", "-D"])
-        .arg(data)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 fn names(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)

@@ -18,20 +18,6 @@ const BASEBACKUP: &str = "/usr/lib/postgresql/15/bin/pg_basebackup";
 const VERIFYBACKUP: &str = "/usr/lib/postgresql/15/bin/pg_verifybackup";
 const ROWS_PER_BATCH: i64 = 200;
 
-/// A cluster with 1MB WAL segments, so that the backup spans several.
-fn init(data: &Path) {
-    let out = Command::new(env!("CARGO_BIN_EXE_strata"))
-        .args(["init", "-c", "wal_segment_size=1MB", "-D"])
-        .arg(data)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 fn pg_basebackup(port: u16, dir: &Path, extra: &[&str]) -> Output {
     Command::new(BASEBACKUP)
         .args([
@@ -132,7 +118,7 @@ fn backup_under_load_recovers_every_commit_before_its_end() {
     let copy = dir.path().join("copy");
     let (spc_old, spc_new) = (dir.path().join("ts"), dir.path().join("ts_copy"));
     std::fs::create_dir(&spc_old).unwrap();
-    init(&data);
+    init_small_segments(&data);
     let primary = primary_with_tablespace(&data, &spc_old);
     let stop = Arc::new(AtomicBool::new(false));
     let done = Arc::new(Mutex::new(Vec::new()));
@@ -256,7 +242,7 @@ fn copy_without_backup_end_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("d");
     let copy = dir.path().join("copy");
-    init(&data);
+    init_small_segments(&data);
     let primary = Server::start(&data, &[]);
     primary.psql_ok(
         "postgres",
@@ -350,7 +336,7 @@ fn standby_signal_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("d");
     let copy = dir.path().join("copy");
-    init(&data);
+    init_small_segments(&data);
     let primary = Server::start(&data, &[]);
     ok(
         &pg_basebackup(primary.port, &copy, &["-R", "--no-manifest"]),
@@ -377,7 +363,7 @@ fn tar_format_carries_tablespace_map() {
     }
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o700)).unwrap();
-    init(&data);
+    init_small_segments(&data);
     let primary = primary_with_tablespace(&data, &spc_old);
     ok(
         &pg_basebackup(primary.port, &tars, &["-Ft"]),

@@ -12,20 +12,6 @@ use std::time::{Duration, Instant};
 const RECEIVEWAL: &str = "/usr/lib/postgresql/15/bin/pg_receivewal";
 const REPL: &str = "dbname=replication replication=true";
 
-/// A cluster with 1MB WAL segments, so that a small workload fills several.
-fn init_small_segments(data: &Path) {
-    let out = Command::new(env!("CARGO_BIN_EXE_strata"))
-        .args(["init", "-c", "wal_segment_size=1MB", "-D"])
-        .arg(data)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// `pg_receivewal --no-loop -D dir` with `extra` options, its stderr piped.
 fn receivewal(port: u16, dir: &Path, extra: &[&str]) -> Child {
     Command::new(RECEIVEWAL)

@@ -252,6 +252,21 @@ pub fn init(data: &Path, pw: Option<&str>) {
     );
 }
 
+/// `strata init -D data` with 1MB WAL segments, so that a small workload fills several
+/// (replication, archiving and base-backup tests).
+pub fn init_small_segments(data: &Path) {
+    let out = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(["init", "-c", "wal_segment_size=1MB", "-D"])
+        .arg(data)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// A tokio-postgres client as `user` in database postgres.
 pub async fn connect(
     port: u16,
