@@ -728,6 +728,9 @@ pub(crate) fn heap_redo(rx: &mut dyn RedoContext, r: &Record) -> Result<()> {
     if applied.is_none() {
         return Ok(());
     }
+    if crate::standby::is_catalog(rel) {
+        note_catalog_rows(rx, r, b.tag, &body)?;
+    }
     let sh = rx.shared();
     match &body {
         HeapBody::Insert(HeapInsert {
@@ -739,6 +742,58 @@ pub(crate) fn heap_redo(rx: &mut dyn RedoContext, r: &Record) -> Result<()> {
         HeapBody::Prune(pr) => vm_change(sh, rel, block, pr.all_visible, r.end, true),
         _ => Ok(()),
     }
+}
+
+/// Standby rule 5: the catalog rows a heap record inserts or deletes, for the cache
+/// at commit. A deleted row's bytes are read from its page (catalog heaps are never
+/// pruned, catalog rule 3). O(rows of the record).
+fn note_catalog_rows(
+    rx: &mut dyn RedoContext,
+    r: &Record,
+    tag: strata_types::BufferTag,
+    body: &HeapBody,
+) -> Result<()> {
+    let xid = Xid(r.xid);
+    let tid = |offset| crate::catalog::Tid {
+        block: tag.block,
+        offset,
+    };
+    match body {
+        HeapBody::Insert(i) => rx.catalog_row(
+            xid,
+            crate::standby::CatalogRow {
+                rel: tag.rel,
+                tid: tid(i.offset),
+                inserted: true,
+                tuple: i.tuple.clone(),
+            },
+        ),
+        HeapBody::Delete(d) => {
+            let rows: Vec<_> = {
+                let buf = rx.shared().pool.read_buffer(tag, ReadMode::Normal)?;
+                let g = buf.read();
+                let tuples = page_tuples(&g).map_err(corrupt)?;
+                d.offsets
+                    .iter()
+                    .filter_map(|o| tuples.iter().find(|(off, _)| off == o))
+                    .map(|(off, t)| (*off, t.to_vec()))
+                    .collect()
+            };
+            for (off, tuple) in rows {
+                rx.catalog_row(
+                    xid,
+                    crate::standby::CatalogRow {
+                        rel: tag.rel,
+                        tid: tid(off),
+                        inserted: false,
+                        tuple,
+                    },
+                );
+            }
+        }
+        HeapBody::Prune(_) => {}
+    }
+    Ok(())
 }
 
 /// Redo of the Storage resource manager: CREATE (a fork; tracked if transactional, so

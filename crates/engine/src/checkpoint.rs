@@ -60,7 +60,7 @@ pub struct CheckpointStats {
     pub seconds: f64,
 }
 
-fn unix_now() -> u64 {
+pub(crate) fn unix_now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())

@@ -12,7 +12,8 @@
 //! through the pool, the WAL-logged change; Heap and Storage redo), `xact` (transactions
 //! and DDL; Transaction, Database and Tablespace redo), `checkpoint` (XLOG redo),
 //! `recovery` (start-up, the redo loop dispatching on the resource manager, and its
-//! bookkeeping), `waldump` (records described for `strata waldump`). Each resource
+//! bookkeeping), `standby` (a standby's continuous replay, read-only sessions, the
+//! received WAL, restartpoints), `waldump` (records described for `strata waldump`). Each resource
 //! manager's redo lives beside the code that writes its records (the table in `redo`).
 //!
 //! Rules (cited as "engine rule N"):
@@ -66,6 +67,7 @@ mod heap;
 mod records;
 mod recovery;
 mod redo;
+mod standby;
 mod stream;
 pub mod waldump;
 mod xact;
@@ -75,6 +77,7 @@ pub use checkpoint::{CheckpointStats, OnlineBackup};
 pub use heap::{ColType, Column, Value};
 pub use records::record_name;
 pub use recovery::utc_timestamp;
+pub use standby::ReplayStats;
 pub use stream::{RowVisitor, SCAN_BATCH_ROWS};
 pub use xact::{CreateDbStrategy, Txn};
 /// On-page layouts a test may check through [`Engine::pool`]: the heap page flag
@@ -223,6 +226,12 @@ pub enum EngineError {
     InvalidParameter(String),
     #[error("{0}")]
     NotSupported(String),
+    /// A write on a standby (standby rule 3).
+    #[error("cannot execute {0} in a read-only transaction")]
+    ReadOnly(String),
+    /// A WAL function on a standby.
+    #[error("recovery is in progress")]
+    RecoveryInProgress,
     /// A streaming scan's relation was dropped or truncated between two of its
     /// batches (`stream` rule 3).
     #[error("could not serialize access due to concurrent DROP or TRUNCATE of relation \"{0}\"")]
@@ -255,6 +264,8 @@ impl EngineError {
             EngineError::DatatypeMismatch(_) => "42804",
             EngineError::InvalidParameter(_) => "22023",
             EngineError::NotSupported(_) => "0A000",
+            EngineError::ReadOnly(_) => "25006",
+            EngineError::RecoveryInProgress => "55000",
             EngineError::RowTooBig(_) => "54000",
             EngineError::ConcurrentDrop(_) => "40001",
             EngineError::Corrupt(_) => "XX001",
@@ -377,6 +388,10 @@ pub(crate) struct CkptState {
 
 pub(crate) struct Shared {
     pub dir: PathBuf,
+    /// Fixed at init (pg_control).
+    pub wal_segment_bytes: u64,
+    /// A standby's replay, receiver and read-only state (standby rules).
+    pub recovery: standby::RecoveryState,
     pub settings: Settings,
     pub smgr: Arc<Smgr>,
     pub pool: BufferPool,
@@ -458,6 +473,8 @@ impl Shared {
 pub struct Engine {
     sh: Arc<Shared>,
     checkpointer: Mutex<Option<JoinHandle<()>>>,
+    /// A standby's startup thread (standby rules).
+    startup: Mutex<Option<JoinHandle<()>>>,
 }
 
 /// What recovery did at open.
@@ -494,10 +511,20 @@ impl Engine {
             settings.vfs.clone(),
             settings.max_files_per_process,
         )?);
-        let (sh, info) = recovery::startup(dir, settings, smgr)?;
+        let (sh, info, standby) = recovery::startup(dir, settings, smgr)?;
         let sh = Arc::new(sh);
+        if let Some(start) = standby {
+            let (thread, info) = standby::spawn(sh.clone(), start)?;
+            let engine = Engine {
+                checkpointer: Mutex::new(None),
+                startup: Mutex::new(Some(thread)),
+                sh,
+            };
+            return Ok((engine, info));
+        }
         let engine = Engine {
             checkpointer: Mutex::new(Some(checkpoint::spawn_checkpointer(sh.clone()))),
+            startup: Mutex::new(None),
             sh,
         };
         Ok((engine, info))
@@ -516,6 +543,9 @@ impl Engine {
         deadline: Option<std::time::Instant>,
         interrupt: Interrupt<'_>,
     ) -> Result<Option<Txn<'_>>> {
+        if self.in_recovery() {
+            return Err(EngineError::ReadOnly("this statement".into())); // standby rule 3
+        }
         loop {
             interrupt()?;
             let slice = match deadline {
@@ -541,6 +571,13 @@ impl Engine {
     /// Runs a checkpoint now, as the CHECKPOINT command does (even if idle).
     /// O(dirty pages + files changed since the last one).
     pub fn checkpoint(&self) -> Result<CheckpointStats> {
+        if self.in_recovery() {
+            self.request_restartpoint(); // standby rule 3
+            return Ok(CheckpointStats {
+                skipped: true,
+                ..Default::default()
+            });
+        }
         checkpoint::checkpoint(&self.sh, false, true, true)
     }
 
@@ -595,6 +632,9 @@ impl Engine {
     /// truncates empty tail pages of every fork with one WAL record. With `table`
     /// `None`, every table of the database. Returns pages truncated away.
     pub fn vacuum(&self, db: &str, table: Option<&str>) -> Result<u64> {
+        if self.in_recovery() {
+            return Err(EngineError::ReadOnly("VACUUM".into()));
+        }
         let txn = self.begin();
         txn.vacuum(db, table)
     }
@@ -690,13 +730,21 @@ impl Engine {
     }
 
     /// The WAL insert position (`pg_current_wal_lsn()`).
+    /// On a standby, the replay position.
     pub fn current_wal_lsn(&self) -> Lsn {
-        self.sh.wal().insert_lsn()
+        match self.sh.late_wal.wal.get() {
+            Some(w) => w.insert_lsn(),
+            None => self.replayed_lsn(),
+        }
     }
 
-    /// Everything before this LSN is durable (what a WAL sender may send).
+    /// Everything before this LSN is durable (what a WAL sender may send). On a
+    /// standby, the received WAL's durable end.
     pub fn flushed_wal_lsn(&self) -> Lsn {
-        self.sh.wal().flushed_lsn()
+        match self.sh.late_wal.wal.get() {
+            Some(w) => w.flushed_lsn(),
+            None => self.received_lsn().unwrap_or_default(),
+        }
     }
 
     /// The cluster's replication slots.
@@ -711,7 +759,7 @@ impl Engine {
 
     /// The WAL segment size fixed at `init`.
     pub fn wal_segment_bytes(&self) -> u64 {
-        self.sh.wal().segment_bytes()
+        self.sh.wal_segment_bytes
     }
 
     /// The WAL's bytes from `start`, flushed ones only, at most to the end of
@@ -744,6 +792,10 @@ impl Engine {
     }
 
     fn stop_checkpointer(&self) {
+        self.stop_standby();
+        if let Some(h) = self.startup.lock().take() {
+            let _ = h.join();
+        }
         {
             let mut st = self.sh.ckpt.lock();
             st.shutdown = true;
@@ -755,8 +807,13 @@ impl Engine {
     }
 
     /// Shuts down cleanly: stops the checkpointer and writes a shutdown checkpoint.
+    /// A standby stops replay and writes nothing: a restart replays from its last
+    /// restartpoint.
     pub fn close(self) -> Result<()> {
         self.stop_checkpointer();
+        if self.in_recovery() {
+            return Ok(());
+        }
         checkpoint::checkpoint(&self.sh, true, true, true)?;
         Ok(())
     }

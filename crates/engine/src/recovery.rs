@@ -42,13 +42,16 @@
 //!     `backup_label.old`; a crash before that recovers from the label again. A
 //!     `tablespace_map` beside it (a tar-format backup) makes the `pg_tblspc` links
 //!     first, then becomes `tablespace_map.old`.
-//! 11. Standby mode is not built: a directory with `standby.signal` is refused, never
-//!     started as a primary (that would fork its history from the primary it copies).
+//! 11. A directory with `standby.signal` is a standby: it is never started as a
+//!     primary (that would fork its history from the primary it copies). Its replay
+//!     runs on in the startup thread (`standby`, standby rules 1-8) over the same
+//!     [`Redo`], which then also keeps the catalog cache and the running xid current.
 
 use crate::catalog::{self, CatalogCache, DbEntry, RelEntry, SpcEntry, Tid};
 use crate::clog::{Clog, XidStatus};
 use crate::records::*;
 use crate::redo::{unknown_record, PageRedo, RedoContext};
+use crate::standby::{self, CatalogRow, StandbyStart};
 use crate::xact::remove_created;
 use crate::{access, heap, xact};
 use crate::{
@@ -68,12 +71,17 @@ use strata_types::{
 use strata_wal::control::{ClusterState, ControlFile};
 use strata_wal::{Record, Wal, WalReader};
 
-/// Opens the cluster's pieces, replays, loads the catalog, and checkpoints.
-pub fn startup(dir: &Path, settings: Settings, smgr: Arc<Smgr>) -> Result<(Shared, RecoveryInfo)> {
+/// Opens the cluster's pieces, replays, loads the catalog, and checkpoints. For a
+/// standby (rule 11) it stops before replay and returns where replay must start.
+pub fn startup(
+    dir: &Path,
+    settings: Settings,
+    smgr: Arc<Smgr>,
+) -> Result<(Shared, RecoveryInfo, Option<StandbyStart>)> {
     if !dir.join("global").join("pg_control").exists() {
         return Err(EngineError::NotACluster(dir.to_path_buf()));
     }
-    refuse_standby(dir)?; // rule 11
+    let standby = dir.join("standby.signal").exists(); // rule 11
     let vfs = settings.vfs.clone();
     let control = ControlFile::read(&*vfs, dir)?;
     let when = utc_timestamp(control.checkpoint_time_unix_s);
@@ -108,6 +116,16 @@ pub fn startup(dir: &Path, settings: Settings, smgr: Arc<Smgr>) -> Result<(Share
     }
     let sh = shared_for_replay(dir, settings, smgr, &control, &ckpt)?;
     let backup_start = label.as_ref().map(|l| l.start);
+    if standby {
+        let start = StandbyStart {
+            seg_bytes: control.wal_segment_bytes,
+            ckpt_lsn,
+            ckpt,
+            ckpt_end,
+            backup_start,
+        };
+        return Ok((sh, RecoveryInfo::default(), Some(start)));
+    }
     let (summary, aborted_unfinished) = replay(
         &sh,
         control.wal_segment_bytes,
@@ -139,7 +157,7 @@ pub fn startup(dir: &Path, settings: Settings, smgr: Arc<Smgr>) -> Result<(Share
         end: summary.end,
         aborted_unfinished,
     };
-    Ok((sh, info))
+    Ok((sh, info, None))
 }
 
 /// The checkpoint record at `at` (the control file's, or the backup label's), and
@@ -165,18 +183,6 @@ fn read_checkpoint(
         CheckpointRecord::decode(&rec.payload).map_err(corrupt)?,
         rec.end,
     ))
-}
-
-/// Rule 11: `standby.signal` (what `pg_basebackup -R` writes) asks for standby mode,
-/// which Strata does not have.
-fn refuse_standby(dir: &Path) -> Result<()> {
-    if dir.join("standby.signal").exists() {
-        return Err(EngineError::NotSupported(format!(
-            "standby mode is not supported by Strata: \"{}\" asks for a standby, but Strata has no WAL receiver, no primary_conninfo and no restore_command to follow a primary; remove standby.signal to start this copy as an independent primary",
-            dir.join("standby.signal").display()
-        )));
-    }
-    Ok(())
 }
 
 /// What recovery needs of a base backup's `backup_label` (rule 10): its START WAL
@@ -257,7 +263,7 @@ fn apply_tablespace_map(vfs: &dyn strata_vfs::Vfs, dir: &Path, settings: &Settin
 
 /// Rule 10: recovery from the backup is over and checkpointed; the label goes (kept
 /// as `backup_label.old`, as PostgreSQL keeps it), durably.
-fn retire_backup_label(sh: &Shared) -> Result<()> {
+pub(crate) fn retire_backup_label(sh: &Shared) -> Result<()> {
     let (from, to) = (sh.dir.join("backup_label"), sh.dir.join("backup_label.old"));
     let vfs = &sh.settings.vfs;
     vfs.rename(&from, &to)
@@ -289,6 +295,8 @@ fn shared_for_replay(
     let pool = BufferPool::new(settings.shared_buffers_bytes, smgr.clone(), late.clone());
     Ok(Shared {
         dir: dir.to_path_buf(),
+        wal_segment_bytes: control.wal_segment_bytes,
+        recovery: Default::default(),
         settings,
         smgr,
         pool,
@@ -332,17 +340,7 @@ fn replay(
     ckpt_end: Lsn,
     backup: Option<Lsn>,
 ) -> Result<(strata_wal::redo::RedoSummary, usize)> {
-    let mut ctx = Redo {
-        backup,
-        backup_end_seen: false,
-        sh,
-        unfinished: FxHashMap::default(),
-        max_xid: Xid::INVALID,
-        max_rel: RelFileNumber(0),
-        max_oid: Oid(0),
-        skipped_blocks: 0,
-        invalid: InvalidPages::default(),
-    };
+    let mut ctx = Redo::new(sh, backup, false);
     if let Some((xid, creates)) = &ckpt.running {
         ctx.unfinished.insert(*xid, creates.clone());
     }
@@ -475,8 +473,9 @@ pub fn utc_timestamp(unix_s: u64) -> String {
     )
 }
 
-/// Reads the catalog heaps into the cache. O(catalog rows): start-up only.
-fn load_catalog(sh: &Shared) -> Result<()> {
+/// Reads the catalog heaps into the cache. O(catalog rows): start-up only (and once
+/// per standby start, standby rule 5).
+pub(crate) fn load_catalog(sh: &Shared) -> Result<()> {
     let mut cache = CatalogCache::default();
     let mut spcs = Vec::new();
     access::scan(sh, catalog::pg_tablespace(), None, &mut |b, o, t| {
@@ -511,22 +510,9 @@ fn load_catalog(sh: &Shared) -> Result<()> {
         );
         Ok(())
     })?;
-    let cols = catalog::class_columns();
     for d in dbs {
         let mut rels = FxHashMap::default();
-        access::scan(sh, d.pg_class(), None, &mut |b, o, t| {
-            let v = heap::decode_values(&cols, t).map_err(corrupt)?;
-            let r = RelEntry::from_values(
-                &v,
-                Tid {
-                    block: b,
-                    offset: o,
-                },
-            )
-            .map_err(corrupt)?;
-            rels.insert(r.name.clone(), Arc::new(r));
-            Ok(())
-        })?;
+        scan_class(sh, &d, &mut rels)?;
         cache.rels.insert(d.oid, rels);
         cache.dbs.insert(d.name.clone(), Arc::new(d));
     }
@@ -534,13 +520,46 @@ fn load_catalog(sh: &Shared) -> Result<()> {
     Ok(())
 }
 
-struct Redo<'a> {
-    sh: &'a Shared,
+/// The committed relations of database `d`, from its `pg_class`. O(its rows).
+pub(crate) fn scan_class(
+    sh: &Shared,
+    d: &DbEntry,
+    rels: &mut FxHashMap<String, Arc<RelEntry>>,
+) -> Result<()> {
+    let cols = catalog::class_columns();
+    access::scan(sh, d.pg_class(), None, &mut |b, o, t| {
+        let v = heap::decode_values(&cols, t).map_err(corrupt)?;
+        let r = RelEntry::from_values(
+            &v,
+            Tid {
+                block: b,
+                offset: o,
+            },
+        )
+        .map_err(corrupt)?;
+        rels.insert(r.name.clone(), Arc::new(r));
+        Ok(())
+    })
+}
+
+pub(crate) struct Redo<'a> {
+    pub sh: &'a Shared,
     /// The start of the base backup being recovered (rule 10).
-    backup: Option<Lsn>,
+    pub backup: Option<Lsn>,
     /// Its BACKUP_END has been replayed.
-    backup_end_seen: bool,
-    unfinished: FxHashMap<Xid, Vec<PendingCreate>>,
+    pub backup_end_seen: bool,
+    pub unfinished: FxHashMap<Xid, Vec<PendingCreate>>,
+    /// A standby's replay (rule 11): file copies are replayed as from a backup, and
+    /// the running xid and catalog rows are tracked (standby rules 4, 5).
+    pub standby: bool,
+    /// The catalog cache is loaded: commits apply their catalog rows to it.
+    pub hot: bool,
+    /// Where the standby became consistent (standby rule 7's label retirement).
+    pub consistent_at: Option<Lsn>,
+    /// The transaction whose commit reloads the whole catalog (standby rule 5).
+    pub reload_at_commit: Option<Xid>,
+    /// Per transaction, the catalog rows it changed (standby rule 5).
+    pub catalog_rows: FxHashMap<Xid, Vec<CatalogRow>>,
     max_xid: Xid,
     max_rel: RelFileNumber,
     max_oid: Oid,
@@ -635,7 +654,26 @@ impl InvalidPages {
     }
 }
 
-impl Redo<'_> {
+impl<'a> Redo<'a> {
+    pub(crate) fn new(sh: &'a Shared, backup: Option<Lsn>, standby: bool) -> Redo<'a> {
+        Redo {
+            backup,
+            backup_end_seen: false,
+            sh,
+            unfinished: FxHashMap::default(),
+            standby,
+            hot: false,
+            consistent_at: None,
+            reload_at_commit: None,
+            catalog_rows: FxHashMap::default(),
+            max_xid: Xid::INVALID,
+            max_rel: RelFileNumber(0),
+            max_oid: Oid(0),
+            skipped_blocks: 0,
+            invalid: InvalidPages::default(),
+        }
+    }
+
     /// After the loop: rule 4 for transactions that never finished, rule 2's check of
     /// the skipped pages, and the counters past everything replayed. Returns how many
     /// transactions were unfinished.
@@ -681,7 +719,10 @@ impl Redo<'_> {
     }
 
     /// Dispatches one record to its resource manager's redo (the table in `redo`).
-    fn apply(&mut self, r: &Record) -> Result<()> {
+    pub(crate) fn apply(&mut self, r: &Record) -> Result<()> {
+        if self.standby && r.xid != 0 && Xid(r.xid) > self.max_xid {
+            standby::note_running(self.sh, Xid(r.xid)); // standby rule 4
+        }
         self.saw_xid(Xid(r.xid));
         match r.rmgr {
             RM_XLOG => checkpoint::xlog_redo(self, r),
@@ -764,6 +805,32 @@ impl RedoContext for Redo<'_> {
 
     fn ended(&mut self, xid: Xid) {
         self.unfinished.remove(&xid);
+        if self.standby {
+            self.catalog_rows.remove(&xid);
+            standby::note_ended(self.sh, xid);
+        }
+    }
+
+    fn catalog_row(&mut self, xid: Xid, row: CatalogRow) {
+        if self.standby {
+            self.catalog_rows.entry(xid).or_default().push(row);
+        }
+    }
+
+    /// Standby rule 5.
+    fn committed(&mut self, xid: Xid) -> Result<()> {
+        let rows = self.catalog_rows.remove(&xid);
+        if !self.hot {
+            return Ok(());
+        }
+        if self.reload_at_commit == Some(xid) {
+            self.reload_at_commit = None;
+            return load_catalog(self.sh);
+        }
+        match rows {
+            Some(rows) => standby::apply_catalog_rows(self.sh, rows),
+            None => Ok(()),
+        }
     }
 
     /// O(rels).
@@ -804,7 +871,7 @@ impl RedoContext for Redo<'_> {
     }
 
     fn replaying_backup(&self) -> bool {
-        self.backup.is_some()
+        self.backup.is_some() || self.standby
     }
 
     fn spc_available(&self, spc: Oid) -> bool {

@@ -27,6 +27,7 @@
 //!    corruption, which stops recovery.
 
 use crate::records::{BlockRef, PendingCreate};
+use crate::standby::CatalogRow;
 use crate::{corrupt, EngineError, Result, Shared};
 use strata_page::PageBuf;
 use strata_types::{BlockNumber, ForkNumber, Lsn, Oid, RelFileNumber, RelKey, Xid};
@@ -77,9 +78,16 @@ pub(crate) trait RedoContext {
     /// record): recovery from that backup may end from here on (recovery rule 10).
     fn backup_end(&mut self, start: Lsn);
 
-    /// Replay runs from a base backup (recovery rule 10), whose copied files may predate
-    /// or half-hold what a record says was already on disk.
+    /// Replay runs from a base backup (recovery rule 10) or on a standby, whose copied
+    /// files may predate or half-hold what a record says was already on disk.
     fn replaying_backup(&self) -> bool;
+
+    /// `xid` inserted or deleted a catalog row: a standby's cache learns it when `xid`
+    /// commits (standby rule 5).
+    fn catalog_row(&mut self, xid: Xid, row: CatalogRow);
+
+    /// `xid` committed: called before its dropped files are removed (standby rule 5).
+    fn committed(&mut self, xid: Xid) -> Result<()>;
 }
 
 /// Rule 3: the error for a record no resource manager knows.

@@ -924,6 +924,7 @@ pub(crate) fn xact_redo(rx: &mut dyn RedoContext, r: &Record) -> Result<()> {
         XACT_COMMIT => {
             let c = CommitRecord::decode(&r.payload).map_err(corrupt)?;
             rx.shared().clog.set(xid, XidStatus::Committed);
+            rx.committed(xid)?;
             rx.forget_rels(&c.dropped_rels);
             for (db, _) in &c.dropped_dbs {
                 rx.forget_db(*db);

@@ -20,12 +20,19 @@
 //! | `wal_keep_size` | MB | 0 | WAL kept behind the insert position for slot-less consumers |
 //! | `max_wal_senders` | count | 10 | 0 .. 10,000 (WAL sender slots, not connection slots) |
 //! | `wal_sender_timeout` | ms (or `s`, `min`, ...) | 1min | 0 (none) .. 2147483647ms |
+//! | `primary_conninfo` | libpq connection string | '' | a standby's primary (with `standby.signal`) |
+//! | `primary_slot_name` | slot name | '' | the primary's replication slot the standby streams through |
+//! | `wal_receiver_status_interval` | s | 10s | 0 .. 2147483s: the standby reports its positions at least this often |
+//! | `wal_receiver_timeout` | ms | 1min | 0 (none) .. 2147483647ms: a silent primary is disconnected after it |
+//! | `wal_retrieve_retry_interval` | ms | 5s | 1ms .. 2147483647ms: wait before a standby reconnects |
 //! | `log_directory` | directory (relative to the data directory) | (stderr) | |
 //! | `recovery_init_sync_method` | `fsync` or `syncfs` | fsync | |
 //! | `debug_io_fault` | `kind:op:errno:after` (tests only) | (none) | see `strata_vfs::sim::Fault` |
 //!
 //! The server reads `strata.conf` in the data directory (PostgreSQL's `name = value`
-//! lines, `#` comments, optional single quotes), then applies `-c` flags over it.
+//! lines, `#` comments, optional single quotes with `''` or `\'` for a quote), then
+//! `postgresql.auto.conf` (what `pg_basebackup -R` and ALTER SYSTEM write), then
+//! applies `-c` flags over them.
 
 use std::time::Duration;
 use strata_engine::{RecoverySyncMethod, Settings};
@@ -153,6 +160,12 @@ pub struct ServerConfig {
     pub archive_command: String,
     /// A WAL sender whose client says nothing this long is ended (zero: never).
     pub wal_sender_timeout: Duration,
+    /// A standby's primary (libpq connection string) and slot.
+    pub primary_conninfo: String,
+    pub primary_slot_name: String,
+    pub wal_receiver_status_interval: Duration,
+    pub wal_receiver_timeout: Duration,
+    pub wal_retrieve_retry_interval: Duration,
     pub log_directory: Option<String>,
     /// Every setting given, as written (for SHOW).
     pub given: Vec<(String, String)>,
@@ -170,10 +183,31 @@ impl Default for ServerConfig {
             max_wal_senders: 10,
             archive_command: String::new(),
             wal_sender_timeout: Duration::from_secs(60),
+            primary_conninfo: String::new(),
+            primary_slot_name: String::new(),
+            wal_receiver_status_interval: Duration::from_secs(10),
+            wal_receiver_timeout: Duration::from_secs(60),
+            wal_retrieve_retry_interval: Duration::from_secs(5),
             log_directory: None,
             given: Vec::new(),
         }
     }
+}
+
+/// The inside of a quoted configuration value: `''` and `\'` are a quote, `\\` a
+/// backslash (PostgreSQL's configuration file rules).
+fn unquote_conf(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, chars.peek()) {
+            ('\'', Some('\'')) | ('\\', Some('\'' | '\\')) => {
+                out.push(chars.next().unwrap_or(c));
+            }
+            _ => out.push(c),
+        }
+    }
+    out
 }
 
 /// Parses `strata.conf` text into (name, value) pairs, with line numbers in errors.
@@ -201,17 +235,17 @@ pub fn parse_conf(text: &str, file: &str) -> Result<Vec<(String, String)>, Strin
                 }
             },
         };
-        let value = value
-            .strip_prefix('\'')
-            .and_then(|v| v.strip_suffix('\''))
-            .unwrap_or(value);
+        let value = match value.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')) {
+            Some(quoted) => unquote_conf(quoted),
+            None => value.to_string(),
+        };
         if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
             return Err(format!(
                 "syntax error in file \"{file}\" line {}, near token \"{name}\"",
                 n + 1
             ));
         }
-        out.push((name.to_ascii_lowercase(), value.to_string()));
+        out.push((name.to_ascii_lowercase(), value));
     }
     Ok(out)
 }
@@ -278,6 +312,11 @@ impl ServerConfig {
             "log_directory" => {
                 self.log_directory = Some(value.trim().to_string()).filter(|v| !v.is_empty())
             }
+            "primary_conninfo"
+            | "primary_slot_name"
+            | "wal_receiver_status_interval"
+            | "wal_receiver_timeout"
+            | "wal_retrieve_retry_interval" => self.apply_standby(name, value)?,
             _ => apply(&mut self.engine, name, value)?,
         }
         self.given.retain(|(n, _)| n != name);
@@ -286,22 +325,53 @@ impl ServerConfig {
         Ok(())
     }
 
-    /// The configuration file (if it exists), then the `-c name=value` flags.
+    /// The standby's settings.
+    fn apply_standby(&mut self, name: &str, value: &str) -> Result<(), String> {
+        let ms_in = |lo: u64, default_unit_ms: u64| -> Result<Duration, String> {
+            let ms = parse_time_ms(name, value, default_unit_ms)?;
+            if ms < lo || ms > i32::MAX as u64 {
+                return Err(format!(
+                    "{ms} ms is outside the valid range for parameter \"{name}\" ({lo} .. 2147483647)"
+                ));
+            }
+            Ok(Duration::from_millis(ms))
+        };
+        match name {
+            "primary_conninfo" => self.primary_conninfo = value.trim().to_string(),
+            "primary_slot_name" => self.primary_slot_name = value.trim().to_string(),
+            "wal_receiver_status_interval" => self.wal_receiver_status_interval = ms_in(0, 1000)?,
+            "wal_receiver_timeout" => self.wal_receiver_timeout = ms_in(0, 1)?,
+            _ => self.wal_retrieve_retry_interval = ms_in(1, 1)?,
+        }
+        Ok(())
+    }
+
+    /// Reads one configuration file, if it exists, applying each line.
+    fn apply_file(&mut self, path: &std::path::Path) -> Result<(), String> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => {
+                for (n, v) in parse_conf(&text, &path.display().to_string())? {
+                    self.apply(&n, &v)
+                        .map_err(|e| format!("{e} (in \"{}\")", path.display()))?;
+                }
+                Ok(())
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(format!("could not read \"{}\": {e}", path.display())),
+        }
+    }
+
+    /// The configuration file (if it exists) and `postgresql.auto.conf` beside it,
+    /// then the `-c name=value` flags.
     pub fn from_flags(
         conf: Option<&std::path::Path>,
         flags: &[String],
     ) -> Result<ServerConfig, String> {
         let mut c = ServerConfig::default();
         if let Some(path) = conf {
-            match std::fs::read_to_string(path) {
-                Ok(text) => {
-                    for (n, v) in parse_conf(&text, &path.display().to_string())? {
-                        c.apply(&n, &v)
-                            .map_err(|e| format!("{e} (in \"{}\")", path.display()))?;
-                    }
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(format!("could not read \"{}\": {e}", path.display())),
+            c.apply_file(path)?;
+            if let Some(dir) = path.parent() {
+                c.apply_file(&dir.join("postgresql.auto.conf"))?;
             }
         }
         for p in flags {

@@ -6,6 +6,8 @@
 //! Module map: [`archiver`] (runs `archive_command` for completed WAL segments),
 //! [`config`] (settings: parsing, units, ranges, SHOW's list),
 //! [`server`] (the process: data directory, lock file, logging, listeners, shutdown),
+//! [`walreceiver`] (a standby's client of its primary's WAL sender), [`standby`] (the
+//! engine as the receiver's sink, and its start),
 //! [`pg`] (the wire protocol: the connection loop, frames, authentication, the
 //! handlers that run a session per connection, and the WAL sender of
 //! `replication=true` connections).
@@ -24,5 +26,7 @@ pub mod archiver;
 pub mod config;
 pub mod pg;
 pub mod server;
+pub mod standby;
+pub mod walreceiver;
 
 pub use server::{init, start, stop};

@@ -288,6 +288,7 @@ fn serve(data: &Path, cfg: ServerConfig) -> Result<(), String> {
         let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
             .map_err(|e| e.to_string())?;
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let _receiver = crate::standby::start_receiver(&engine, &cfg, &sink, stop_rx.clone())?;
         let waiting = Unauthenticated::new(unauthenticated_capacity(max_connections));
         for l in listeners {
             let accept = Acceptor {
@@ -340,8 +341,8 @@ type Archiver = Option<(
 )>;
 
 fn start_archiver(engine: &Engine, cfg: &ServerConfig, sink: &LogSink) -> Result<Archiver, String> {
-    if !cfg.engine.archive_mode {
-        return Ok(None);
+    if !cfg.engine.archive_mode || engine.in_recovery() {
+        return Ok(None); // a standby archives nothing (archive_mode = always is not built)
     }
     if cfg.archive_command.is_empty() {
         sink("WARNING:  archive_mode enabled, yet archive_command is not set: WAL segments accumulate in pg_wal");

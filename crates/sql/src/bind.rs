@@ -32,6 +32,11 @@ pub trait Env {
     /// `pg_cancel_backend`: asks session `pid` to cancel its statement; false if
     /// there is no such session.
     fn cancel_backend(&self, pid: i32) -> bool;
+    /// `pg_is_in_recovery`: the server is a standby replaying WAL.
+    fn in_recovery(&self) -> bool;
+    /// `pg_last_wal_receive_lsn`, `pg_last_wal_replay_lsn`: on a standby, the end of
+    /// the WAL received and made durable, and of the WAL replayed; `None` on a primary.
+    fn recovery_lsns(&self) -> Option<(Option<Lsn>, Lsn)>;
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,6 +63,9 @@ pub enum Func {
     CurrentDatabase,
     CurrentWalLsn,
     WalLsnDiff,
+    IsInRecovery,
+    LastWalReceiveLsn,
+    LastWalReplayLsn,
     RelationFilepath,
     Length,
     Lower,
@@ -1104,6 +1112,9 @@ fn scalar_signature(
         ),
         "pg_relation_filepath" => (Func::RelationFilepath, &[SqlType::Text], SqlType::Text),
         "pg_backend_pid" => (Func::BackendPid, &[], SqlType::Int4),
+        "pg_is_in_recovery" => (Func::IsInRecovery, &[], SqlType::Bool),
+        "pg_last_wal_receive_lsn" => (Func::LastWalReceiveLsn, &[], SqlType::Lsn),
+        "pg_last_wal_replay_lsn" => (Func::LastWalReplayLsn, &[], SqlType::Lsn),
         "pg_cancel_backend" => (Func::CancelBackend, &[SqlType::Int4], SqlType::Bool),
         "length" | "char_length" => (Func::Length, &[SqlType::Text], SqlType::Int4),
         "lower" => (Func::Lower, &[SqlType::Text], SqlType::Text),
@@ -1501,7 +1512,20 @@ fn call(f: Func, vals: &[Datum], r: &Row<'_>) -> SqlResult<Datum> {
     Ok(match f {
         Func::Version => Datum::Text(version_string()),
         Func::CurrentDatabase => Datum::Text(r.env.current_database()),
+        Func::CurrentWalLsn if r.env.in_recovery() => {
+            return Err(SqlError::new("55000", "recovery is in progress")
+                .with_hint("WAL control functions cannot be executed during recovery."))
+        }
         Func::CurrentWalLsn => Datum::Lsn(r.env.current_wal_lsn()),
+        Func::IsInRecovery => Datum::Bool(r.env.in_recovery()),
+        Func::LastWalReceiveLsn => match r.env.recovery_lsns() {
+            Some((Some(l), _)) => Datum::Lsn(l),
+            _ => Datum::Null,
+        },
+        Func::LastWalReplayLsn => match r.env.recovery_lsns() {
+            Some((_, l)) => Datum::Lsn(l),
+            None => Datum::Null,
+        },
         Func::BackendPid => Datum::Int4(r.env.backend_pid()),
         Func::CancelBackend => match vals[0] {
             Datum::Int4(pid) => Datum::Bool(r.env.cancel_backend(pid)),
@@ -1622,6 +1646,12 @@ mod tests {
         }
         fn cancel_backend(&self, _: i32) -> bool {
             false
+        }
+        fn in_recovery(&self) -> bool {
+            false
+        }
+        fn recovery_lsns(&self) -> Option<(Option<Lsn>, Lsn)> {
+            None
         }
     }
 

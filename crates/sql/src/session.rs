@@ -377,6 +377,14 @@ impl Env for SessionEnv<'_> {
     fn cancel_backend(&self, pid: i32) -> bool {
         self.server.registry.cancel(pid, None)
     }
+    fn in_recovery(&self) -> bool {
+        self.engine.in_recovery()
+    }
+    fn recovery_lsns(&self) -> Option<(Option<Lsn>, Lsn)> {
+        self.engine
+            .in_recovery()
+            .then(|| (self.engine.received_lsn(), self.engine.replayed_lsn()))
+    }
 }
 
 fn to_datum(v: Value) -> Datum {

@@ -3,8 +3,7 @@
 //! to a consistent state holding every transaction committed before the backup's end
 //! (tablespaces included, by link or by tablespace_map, the manifest valid for
 //! pg_verifybackup); a copy missing the WAL up to BACKUP_END is refused ("WAL ends
-//! before end of online backup"), and one asking for standby mode (`-R`) is refused
-//! rather than started as a primary.
+//! before end of online backup"). A copy made with `-R` is a standby: crates/strata/tests/standby.rs.
 
 mod common;
 use common::*;
@@ -329,27 +328,6 @@ fn start_expecting_failure(data: &Path) -> Server {
         port,
         log,
     }
-}
-
-#[test]
-fn standby_signal_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("d");
-    let copy = dir.path().join("copy");
-    init_small_segments(&data);
-    let primary = Server::start(&data, &[]);
-    ok(
-        &pg_basebackup(primary.port, &copy, &["-R", "--no-manifest"]),
-        "pg_basebackup -R",
-    );
-    assert!(copy.join("standby.signal").exists());
-    let mut s = start_expecting_failure(&copy);
-    assert!(!s.wait_exit().success());
-    let log = s.log_text();
-    assert!(log.contains("standby mode is not supported"), "{log}");
-    assert!(log.contains("standby.signal"), "{log}");
-    // Nothing was replayed or renamed: the copy is still a base backup.
-    assert!(copy.join("backup_label").exists());
 }
 
 #[test]

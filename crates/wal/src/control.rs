@@ -44,6 +44,8 @@ pub enum ClusterState {
     ShuttingDown = 2,
     InCrashRecovery = 3,
     InProduction = 4,
+    /// A standby's restartpoint wrote it (PostgreSQL's DB_IN_ARCHIVE_RECOVERY).
+    InArchiveRecovery = 5,
 }
 
 impl ClusterState {
@@ -53,6 +55,7 @@ impl ClusterState {
             2 => ClusterState::ShuttingDown,
             3 => ClusterState::InCrashRecovery,
             4 => ClusterState::InProduction,
+            5 => ClusterState::InArchiveRecovery,
             _ => return None,
         })
     }

@@ -46,6 +46,10 @@
 //!    unsynced WAL in the page cache, which a power loss would still take.
 //! 7. Every WAL file goes through the [`Vfs`] (`strata_vfs`), so tests can fail or lose
 //!    its writes and syncs.
+//! 8. A standby's WAL arrives from its primary ([`ReceivedWal`]): bytes are written at
+//!    their own LSNs into zero-filled segments and count only once fsynced; replay
+//!    reads with a [`WalReader`] limited to that fsynced end, so it never applies a
+//!    record the standby could lose in a crash, nor reads a half-written one.
 
 pub mod archive;
 pub mod control;
@@ -475,6 +479,98 @@ impl Wal {
     }
 }
 
+/// A standby's copy of its primary's WAL (rule 8): bytes written at their LSNs, as the
+/// primary stored them, into segments created whole and zero-filled (rule 5).
+/// [`ReceivedWal::flush`] fsyncs them; only then do they count, and only up to the end
+/// of the contiguous bytes written.
+pub struct ReceivedWal {
+    writer: Mutex<SegmentWriter>,
+    /// End of the contiguous bytes written (where the next write must start).
+    written: AtomicU64,
+    flushed: AtomicU64,
+    failed: AtomicBool,
+}
+
+impl ReceivedWal {
+    /// Receives into `data_dir/pg_wal` from `start` on (the end of the valid WAL the
+    /// standby has: bytes before it are already durable).
+    pub fn new(vfs: &Arc<dyn Vfs>, data_dir: &Path, seg_bytes: u64, start: Lsn) -> Result<Self> {
+        check_segment_bytes(seg_bytes)?;
+        Ok(ReceivedWal {
+            writer: Mutex::new(SegmentWriter {
+                vfs: vfs.clone(),
+                dir: data_dir.join("pg_wal"),
+                seg_bytes,
+                open: None,
+                dirty: Vec::new(),
+            }),
+            written: AtomicU64::new(start.0),
+            flushed: AtomicU64::new(start.0),
+            failed: AtomicBool::new(false),
+        })
+    }
+
+    /// Writes `bytes` at `lsn`, which must be the end of what was written so far (a
+    /// reconnect starts again at [`ReceivedWal::flushed_lsn`]: call
+    /// [`ReceivedWal::restart_at`] first). Not durable until `flush`.
+    pub fn write(&self, lsn: Lsn, bytes: &[u8]) -> Result<()> {
+        if self.failed.load(Ordering::Acquire) {
+            return Err(WalError::Failed);
+        }
+        let mut w = self.writer.lock();
+        let expected = Lsn(self.written.load(Ordering::Acquire));
+        if lsn != expected {
+            return Err(WalError::Io {
+                op: "receive",
+                path: w.dir.clone(),
+                source: io::Error::other(format!(
+                    "WAL data at {lsn} does not continue the received WAL, which ends at {expected}"
+                )),
+            });
+        }
+        if let Err(e) = w.write(lsn, bytes) {
+            self.failed.store(true, Ordering::Release); // rule 4
+            return Err(e);
+        }
+        self.written
+            .store(lsn.0 + bytes.len() as u64, Ordering::Release);
+        Ok(())
+    }
+
+    /// Forgets written but unflushed bytes: the next write starts at the flushed end.
+    pub fn restart_at(&self) -> Lsn {
+        let _w = self.writer.lock();
+        let f = self.flushed.load(Ordering::Acquire);
+        self.written.store(f, Ordering::Release);
+        Lsn(f)
+    }
+
+    /// Fsyncs everything written; returns the durable end. A failure latches (rule 4).
+    pub fn flush(&self) -> Result<Lsn> {
+        if self.failed.load(Ordering::Acquire) {
+            return Err(WalError::Failed);
+        }
+        let mut w = self.writer.lock();
+        let end = self.written.load(Ordering::Acquire);
+        if let Err(e) = w.sync() {
+            self.failed.store(true, Ordering::Release);
+            return Err(e);
+        }
+        self.flushed.fetch_max(end, Ordering::AcqRel);
+        Ok(Lsn(end))
+    }
+
+    /// Everything before this LSN is durable on the standby.
+    pub fn flushed_lsn(&self) -> Lsn {
+        Lsn(self.flushed.load(Ordering::Acquire))
+    }
+
+    /// End of what was written (durable or not).
+    pub fn written_lsn(&self) -> Lsn {
+        Lsn(self.written.load(Ordering::Acquire))
+    }
+}
+
 impl WalFlusher for Wal {
     fn flush_wal(&self, lsn: Lsn) -> std::result::Result<(), String> {
         self.flush(lsn).map_err(|e| e.to_string())
@@ -520,6 +616,32 @@ fn parse_segment_name(name: &str, seg_bytes: u64) -> Option<u64> {
     let log = u64::from_str_radix(&name[8..16], 16).ok()?;
     let seg = u64::from_str_radix(&name[16..24], 16).ok()?;
     Some(log * (0x1_0000_0000 / seg_bytes) + seg)
+}
+
+/// Removes every segment of `data_dir/pg_wal` wholly before `lsn` (a standby's
+/// restartpoint: it has no [`Wal`] open for appending). Returns how many went.
+/// O(files in pg_wal).
+pub fn remove_segments_before(
+    vfs: &Arc<dyn Vfs>,
+    data_dir: &Path,
+    seg_bytes: u64,
+    lsn: Lsn,
+) -> Result<usize> {
+    let dir = data_dir.join("pg_wal");
+    let keep_from = lsn.0 / seg_bytes;
+    let entries = vfs
+        .list_dir(&dir)
+        .map_err(|e| io_err("read directory", &dir, e))?;
+    let mut removed = 0;
+    for entry in entries {
+        if parse_segment_name(&entry.name, seg_bytes).is_some_and(|s| s < keep_from) {
+            let path = dir.join(&entry.name);
+            vfs.remove_file(&path)
+                .map_err(|e| io_err("remove", &path, e))?;
+            removed += 1;
+        }
+    }
+    Ok(removed)
 }
 
 /// Why a reader stopped: the end of valid WAL, and what lies there.
@@ -605,6 +727,10 @@ pub struct WalReader {
     /// what was there: a log that grows later is read again past the cached end).
     cache: Vec<u8>,
     cache_start: Lsn,
+    /// Bytes at or past this LSN are not read (a standby's received-and-flushed end):
+    /// the reader stops there as at a clean end, and [`WalReader::resume`] goes on
+    /// once it moves (rule 8).
+    limit: Option<Lsn>,
 }
 
 /// Bytes read ahead at once (one `pread` serves many records).
@@ -637,7 +763,26 @@ impl WalReader {
             stop: None,
             cache: Vec::new(),
             cache_start: Lsn::INVALID,
+            limit: None,
         })
+    }
+
+    /// Reads nothing at or past `limit` from now on (rule 8). A cached read-ahead that
+    /// reaches past a lower limit is dropped.
+    pub fn set_limit(&mut self, limit: Lsn) {
+        if self.cache_start + self.cache.len() as u64 > limit {
+            self.cache.clear();
+        }
+        self.limit = Some(limit);
+    }
+
+    /// After a stop at the limit or at the end of what is on disk (a standby waiting
+    /// for more WAL), tries again from the same record: the read-ahead is dropped, so
+    /// bytes written since are read. Stale or corrupt bytes still stop it (rule 1).
+    pub fn resume(&mut self) {
+        self.stop = None;
+        self.cache.clear();
+        self.file = None;
     }
 
     /// Where the next record would start: after the reader stops, the end of valid WAL.
@@ -670,7 +815,15 @@ impl WalReader {
             }
         }
         let f = &self.file.as_ref().expect("opened").1;
-        let want = ((self.seg_bytes - offset) as usize).min(READ_AHEAD_BYTES);
+        let mut want = ((self.seg_bytes - offset) as usize).min(READ_AHEAD_BYTES);
+        if let Some(limit) = self.limit {
+            want = want.min(limit.0.saturating_sub(lsn.0) as usize);
+            if want == 0 {
+                self.cache.clear();
+                self.cache_start = lsn;
+                return Err(ReadFail::Short);
+            }
+        }
         self.cache.resize(want, 0);
         let mut got = 0;
         while got < want {

@@ -345,6 +345,14 @@ impl Conn {
     }
 
     fn start_session(&self, db: &str, user: &str) -> SqlResult<()> {
+        if self.engine.in_recovery() && !self.engine.consistent() {
+            // Standby rule 2: no session before the standby is consistent.
+            return Err(SqlError::new(
+                "57P03",
+                "the database system is not yet accepting connections",
+            )
+            .with_detail("Consistent recovery state has not been yet reached."));
+        }
         let (tx, rx) = mpsc::channel::<Request>();
         let ended = self.ended.clone();
         let term_tx = tx.clone();

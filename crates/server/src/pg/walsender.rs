@@ -285,7 +285,19 @@ async fn command(socket: &mut Socket, cx: &Context, text: &str) -> Result<Flow, 
     let text = text.trim().trim_end_matches(';').trim();
     let words: Vec<&str> = text.split_whitespace().collect();
     let upper: Vec<String> = words.iter().map(|w| w.to_ascii_uppercase()).collect();
-    match upper.first().map(String::as_str) {
+    let first = upper.first().map(String::as_str);
+    if cx.engine.in_recovery()
+        && matches!(
+            first,
+            Some("START_REPLICATION" | "BASE_BACKUP" | "CREATE_REPLICATION_SLOT")
+        )
+    {
+        return Err(SqlError::new(
+            "0A000",
+            "cascading replication is not supported by Strata: this server is a standby; stream from its primary",
+        ));
+    }
+    match first {
         Some("IDENTIFY_SYSTEM") if words.len() == 1 => identify_system(socket, cx).await,
         Some("SHOW") if words.len() == 2 => show(socket, cx, words[1]).await,
         Some("TIMELINE_HISTORY") => Err(SqlError::new(

@@ -1,0 +1,542 @@
+//! Standby mode: a cluster that replays its primary's WAL continuously and serves
+//! read-only queries meanwhile (hot standby).
+//!
+//! Entry points: [`RecoveryState`] (in `Shared`: what the WAL receiver, the sessions
+//! and the startup thread share), [`spawn`] (the startup thread, from `Engine::open`
+//! when `standby.signal` exists), and the `Engine` methods at the end of this file
+//! (`in_recovery`, `receive_wal`, `flush_received_wal`, `replayed_lsn`, ...).
+//!
+//! The startup thread runs the same redo as crash recovery (`recovery::Redo`), record by
+//! record, forever:
+//!
+//! ```text
+//!  local WAL ──► replay to its end ──► consistent? ──► catalog loaded, hot
+//!                                          │
+//!  WAL receiver ─► ReceivedWal (write, fsync) ─► flushed end ─► limit of the reader
+//!                                                               └─► replay, wait, ...
+//! ```
+//!
+//! Rules (cited as "standby rule N"):
+//! 1. Only WAL the standby has made durable is replayed (wal rule 8): the reader is
+//!    limited to the received-and-fsynced end, so a page never reaches disk ahead of
+//!    WAL the standby could lose, and replay never reads a half-written record.
+//! 2. The standby is consistent once its local WAL is replayed and, when it started
+//!    from a base backup, the backup's BACKUP_END record is too (recovery rule 10).
+//!    Before that no session is admitted (57P03); from then on every page on disk is
+//!    at or behind the replay position, since a page is written only after the WAL of
+//!    its changes was replayed.
+//! 3. Sessions are read-only (25006): no transaction begins, no WAL is inserted, no
+//!    checkpoint runs; `CHECKPOINT` asks the startup thread for a restartpoint.
+//! 4. Snapshots on a standby are the primary's: one writer, so the xid being replayed
+//!    is the one running transaction; a scan started before its commit was replayed
+//!    never sees it (engine rule 9), and replay sets the running xid and the next xid
+//!    under the counters lock, as `Txn::xid` does on a primary.
+//! 5. The catalog cache follows replay: a transaction's catalog rows (its inserts and
+//!    deletes in `pg_tablespace`, `pg_database` and each `pg_class`) are gathered as
+//!    they replay and applied to the cache when its commit replays, before its dropped
+//!    files go — O(rows it changed), and a new database's relations are read from its
+//!    `pg_class`. A transaction already running at the checkpoint replay started from
+//!    may have catalog rows before it: its commit reloads the whole cache (once per
+//!    start).
+//! 6. A dropped or truncated relation's pages are never read by a standby query: drops
+//!    take the drop lock exclusively (engine rule 8), and a scan whose relation went
+//!    between two of its batches fails with 40001, as on a primary.
+//! 7. A restartpoint (PostgreSQL's checkpoint during recovery) runs in the startup
+//!    thread between records, at a replayed checkpoint record once
+//!    `checkpoint_timeout` has passed or on request: dirty pages written, the commit
+//!    log and changed files synced, then the control file names that checkpoint record
+//!    (state "in archive recovery") and WAL before its redo point is removed. A restart
+//!    replays from there. Any failure is a PANIC (engine rule 7).
+//! 8. A replay error stops the standby with a PANIC: replay never skips a record.
+
+use crate::catalog::{self, DbEntry, Overlay, RelEntry, SpcEntry, Tid};
+use crate::records::{CheckpointRecord, RM_XLOG, XLOG_CHECKPOINT};
+use crate::recovery::{load_catalog, Redo};
+use crate::{corrupt, heap, EngineError, RecoveryInfo, Result, Shared};
+use parking_lot::{Condvar, Mutex};
+use rustc_hash::FxHashMap;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+use strata_types::{Lsn, RelKey, Xid};
+use strata_wal::control::{ClusterState, ControlFile};
+use strata_wal::{ReceivedWal, Record, WalReader};
+
+/// Per record type (rmgr, info): records replayed and seconds spent in their redo.
+pub type ReplayStats = BTreeMap<(u8, u8), (u64, Duration)>;
+
+/// What the startup thread, the WAL receiver and the sessions share (in `Shared`).
+#[derive(Default)]
+pub(crate) struct RecoveryState {
+    /// The cluster is a standby still in recovery.
+    pub in_recovery: AtomicBool,
+    /// Standby rule 2: sessions may read.
+    pub consistent: AtomicBool,
+    /// End of the last record replayed.
+    pub replayed: AtomicU64,
+    /// The standby's copy of the primary's WAL, once the local WAL is replayed.
+    pub received: OnceLock<ReceivedWal>,
+    /// Bumped by the receiver's flushes and by requests; the startup thread waits on it.
+    pub wake: Mutex<u64>,
+    pub wake_cv: Condvar,
+    /// Replay progress, for waiters on the replay position (`wait_for_replay`).
+    pub progress: Mutex<()>,
+    pub progress_cv: Condvar,
+    pub stop: AtomicBool,
+    pub restartpoint_requested: AtomicBool,
+    pub stats: Mutex<ReplayStats>,
+}
+
+impl RecoveryState {
+    fn wake(&self) {
+        *self.wake.lock() += 1;
+        self.wake_cv.notify_all();
+    }
+}
+
+/// Where the standby's replay starts (from `recovery::startup`).
+pub(crate) struct StandbyStart {
+    pub seg_bytes: u64,
+    pub ckpt_lsn: Lsn,
+    pub ckpt: CheckpointRecord,
+    pub ckpt_end: Lsn,
+    /// The base backup being recovered (recovery rule 10), if any.
+    pub backup_start: Option<Lsn>,
+}
+
+/// A catalog row a transaction inserted (`Some(tuple)`) or deleted (standby rule 5).
+pub(crate) struct CatalogRow {
+    pub rel: RelKey,
+    pub tid: Tid,
+    pub inserted: bool,
+    pub tuple: Vec<u8>,
+}
+
+/// Starts the startup thread; returns once the local WAL is replayed (or replay
+/// failed), with what that first pass did.
+pub(crate) fn spawn(
+    sh: Arc<Shared>,
+    start: StandbyStart,
+) -> Result<(std::thread::JoinHandle<()>, RecoveryInfo)> {
+    sh.recovery.in_recovery.store(true, Ordering::Release);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let handle = std::thread::Builder::new()
+        .name("startup".into())
+        .spawn(move || run(&sh, start, tx))
+        .map_err(|e| EngineError::Io {
+            op: "spawn the startup thread for",
+            path: "standby".into(),
+            source: e,
+        })?;
+    match rx.recv() {
+        Ok(Ok(info)) => Ok((handle, info)),
+        Ok(Err(e)) => {
+            let _ = handle.join();
+            Err(e)
+        }
+        Err(_) => {
+            let _ = handle.join();
+            Err(corrupt("the startup process ended during recovery"))
+        }
+    }
+}
+
+/// The startup thread: the local WAL, then the received WAL as it becomes durable.
+fn run(sh: &Shared, start: StandbyStart, ready: std::sync::mpsc::Sender<Result<RecoveryInfo>>) {
+    let mut ctx = Redo::new(sh, start.backup_start, true);
+    if let Some((xid, creates)) = &start.ckpt.running {
+        ctx.unfinished.insert(*xid, creates.clone());
+        ctx.reload_at_commit = Some(*xid);
+    }
+    let began = Instant::now();
+    let first = local_pass(&mut ctx, &start);
+    let mut reader = match first {
+        Ok((reader, records)) => {
+            let info = RecoveryInfo {
+                records,
+                redo_seconds: began.elapsed().as_secs_f64(),
+                start: start.ckpt.redo,
+                end: reader.end(),
+                aborted_unfinished: 0,
+            };
+            let _ = ready.send(Ok(info));
+            reader
+        }
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return;
+        }
+    };
+    let mut last_ckpt = (start.ckpt_lsn, start.ckpt);
+    let mut last_restartpoint = Instant::now();
+    if let Err(e) = stream_pass(
+        &mut ctx,
+        &mut reader,
+        &mut last_ckpt,
+        &mut last_restartpoint,
+    ) {
+        sh.fatal()
+            .raise(format!("could not replay WAL on the standby: {e}"));
+    }
+    sh.log("startup process: standby replay stopped");
+}
+
+/// Replays the local WAL to its end; creates the received WAL after it and becomes
+/// consistent if it may (standby rule 2). Returns the reader and records replayed.
+fn local_pass(ctx: &mut Redo<'_>, start: &StandbyStart) -> Result<(WalReader, u64)> {
+    let sh = ctx.sh;
+    sh.log("entering standby mode");
+    let vfs = &sh.settings.vfs;
+    let mut reader = WalReader::new(vfs, &sh.dir, start.seg_bytes, start.ckpt.redo, Lsn::INVALID)?;
+    let mut stats = ReplayStats::new();
+    let records = replay_available(ctx, &mut reader, &mut stats, &mut |_, _| Ok(()))?;
+    if records > 0 {
+        sh.log(&format!("redo starts at {}", start.ckpt.redo));
+    }
+    if reader.end() < start.ckpt_end {
+        return Err(corrupt(format!(
+            "WAL ends at {} ({}), before the end of the checkpoint record at {} that recovery started from",
+            reader.end(),
+            reader.stop_reason().map(|r| r.to_string()).unwrap_or_default(),
+            start.ckpt_lsn
+        )));
+    }
+    let received = ReceivedWal::new(vfs, &sh.dir, start.seg_bytes, reader.end())?;
+    reader.set_limit(received.flushed_lsn());
+    if sh.recovery.received.set(received).is_err() {
+        unreachable!("the received WAL is set once");
+    }
+    publish_stats(sh, &mut stats);
+    maybe_consistent(ctx, reader.end())?;
+    Ok((reader, records))
+}
+
+/// Standby rule 2: once consistent, the catalog is loaded and sessions are admitted.
+fn maybe_consistent(ctx: &mut Redo<'_>, at: Lsn) -> Result<()> {
+    let sh = ctx.sh;
+    if sh.recovery.consistent.load(Ordering::Acquire) {
+        return Ok(());
+    }
+    if ctx.backup.is_some() && !ctx.backup_end_seen {
+        return Ok(());
+    }
+    load_catalog(sh)?;
+    ctx.hot = true;
+    ctx.consistent_at = Some(at);
+    // A transaction unfinished now may have catalog rows from before the checkpoint
+    // replay started at; one that already ended needs no reload (standby rule 5).
+    if let Some(x) = ctx.reload_at_commit {
+        if !ctx.unfinished.contains_key(&x) {
+            ctx.reload_at_commit = None;
+        }
+    }
+    sh.recovery.consistent.store(true, Ordering::Release);
+    sh.log(&format!("consistent recovery state reached at {at}"));
+    sh.log("database system is ready to accept read-only connections");
+    Ok(())
+}
+
+/// Replays every record the reader yields now; returns how many. `each` sees every
+/// checkpoint record replayed.
+fn replay_available(
+    ctx: &mut Redo<'_>,
+    reader: &mut WalReader,
+    stats: &mut ReplayStats,
+    each: &mut dyn FnMut(&mut Redo<'_>, &Record) -> Result<()>,
+) -> Result<u64> {
+    let sh = ctx.sh;
+    let mut n = 0;
+    while let Some(r) = reader.next_record()? {
+        let t = Instant::now();
+        ctx.apply(&r).map_err(|e| {
+            corrupt(format!(
+                "could not replay record at {} ({}): {e}",
+                r.lsn,
+                crate::records::record_name(r.rmgr, r.info)
+            ))
+        })?;
+        let s = stats.entry((r.rmgr.0, r.info)).or_default();
+        s.0 += 1;
+        s.1 += t.elapsed();
+        sh.recovery.replayed.store(r.end.0, Ordering::Release);
+        if r.rmgr == RM_XLOG && r.info == XLOG_CHECKPOINT {
+            each(ctx, &r)?;
+        }
+        n += 1;
+        if n % 64 == 0 {
+            sh.recovery.progress_cv.notify_all();
+        }
+    }
+    sh.recovery.progress_cv.notify_all();
+    Ok(n)
+}
+
+fn publish_stats(sh: &Shared, stats: &mut ReplayStats) {
+    if stats.is_empty() {
+        return;
+    }
+    let mut all = sh.recovery.stats.lock();
+    for (k, (n, d)) in std::mem::take(stats) {
+        let e = all.entry(k).or_default();
+        e.0 += n;
+        e.1 += d;
+    }
+}
+
+/// The received WAL, replayed as it becomes durable, until the engine stops.
+fn stream_pass(
+    ctx: &mut Redo<'_>,
+    reader: &mut WalReader,
+    last_ckpt: &mut (Lsn, CheckpointRecord),
+    last_restartpoint: &mut Instant,
+) -> Result<()> {
+    let sh = ctx.sh;
+    let rs = &sh.recovery;
+    let received = rs.received.get().expect("set by the local pass");
+    let mut stats = ReplayStats::new();
+    loop {
+        let seen = *rs.wake.lock();
+        if rs.stop.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let flushed = received.flushed_lsn();
+        if flushed > reader.end() {
+            reader.set_limit(flushed);
+            reader.resume();
+            let timeout = sh.settings.checkpoint_timeout;
+            replay_available(ctx, reader, &mut stats, &mut |ctx, r| {
+                let c = CheckpointRecord::decode(&r.payload).map_err(corrupt)?;
+                *last_ckpt = (r.lsn, c);
+                if last_restartpoint.elapsed() >= timeout {
+                    restartpoint(ctx, last_ckpt)?;
+                    *last_restartpoint = Instant::now();
+                }
+                Ok(())
+            })?;
+            publish_stats(sh, &mut stats);
+            maybe_consistent(ctx, reader.end())?;
+        }
+        if rs.restartpoint_requested.swap(false, Ordering::AcqRel) {
+            restartpoint(ctx, last_ckpt)?;
+            *last_restartpoint = Instant::now();
+        }
+        let mut w = rs.wake.lock();
+        if *w == seen && !rs.stop.load(Ordering::Acquire) {
+            rs.wake_cv.wait_for(&mut w, Duration::from_millis(100));
+        }
+    }
+}
+
+/// Standby rule 7: a restartpoint at the last checkpoint record replayed.
+fn restartpoint(ctx: &mut Redo<'_>, (lsn, ckpt): &(Lsn, CheckpointRecord)) -> Result<()> {
+    let sh = ctx.sh;
+    let started = Instant::now();
+    let r = (|| -> Result<(usize, usize)> {
+        let written = sh.pool.flush_all_dirty()?;
+        sh.clog.write_dirty(&*sh.settings.vfs)?;
+        let synced = sh.smgr.sync_pending()?;
+        let system_identifier = sh.ckpt.lock().system_identifier;
+        ControlFile {
+            state: ClusterState::InArchiveRecovery,
+            system_identifier,
+            checkpoint: *lsn,
+            redo: ckpt.redo,
+            next_xid: ckpt.next_xid.0,
+            next_oid: ckpt.next_oid.0,
+            next_relfilenumber: ckpt.next_relfilenumber,
+            wal_segment_bytes: sh.wal_segment_bytes,
+            checkpoint_time_unix_s: crate::checkpoint::unix_now(),
+        }
+        .write(&*sh.settings.vfs, &sh.dir)?;
+        Ok((written, synced))
+    })();
+    let (written, synced) = r.map_err(|e| sh.fatal().raise(format!("restartpoint failed: {e}")))?;
+    let past_backup_end = ctx.consistent_at.is_some_and(|at| ckpt.redo >= at);
+    if ctx.backup.is_some() && past_backup_end {
+        crate::recovery::retire_backup_label(sh)?;
+        ctx.backup = None;
+    }
+    let removed = if ctx.backup.is_none() {
+        strata_wal::remove_segments_before(
+            &sh.settings.vfs,
+            &sh.dir,
+            sh.wal_segment_bytes,
+            ckpt.redo,
+        )?
+    } else {
+        0
+    };
+    sh.ckpt.lock().count += 1;
+    sh.log(&format!(
+        "restartpoint complete: wrote {written} buffers; {removed} WAL file(s) removed; sync files={synced}; total={:.3} s; redo lsn={}",
+        started.elapsed().as_secs_f64(),
+        ckpt.redo
+    ));
+    sh.log(&format!("recovery restart point at {}", ckpt.redo));
+    Ok(())
+}
+
+/// Standby rule 5: the catalog rows `xid` changed, applied to the cache at its commit.
+/// O(rows), plus the relations of each database it created.
+pub(crate) fn apply_catalog_rows(sh: &Shared, rows: Vec<CatalogRow>) -> Result<()> {
+    let mut ov = Overlay::default();
+    let mut new_dbs = Vec::new();
+    for row in rows {
+        let tid = row.tid;
+        if row.rel == catalog::pg_tablespace() {
+            let v =
+                heap::decode_values(&catalog::tablespace_columns(), &row.tuple).map_err(corrupt)?;
+            let e = SpcEntry::from_values(&v, tid).map_err(corrupt)?;
+            let name = e.name.clone();
+            ov.spcs.insert(name, row.inserted.then(|| Arc::new(e)));
+        } else if row.rel == catalog::pg_database() {
+            let v =
+                heap::decode_values(&catalog::database_columns(), &row.tuple).map_err(corrupt)?;
+            let e = DbEntry::from_values(&v, tid).map_err(corrupt)?;
+            let name = e.name.clone();
+            if row.inserted {
+                new_dbs.push(e.clone());
+            }
+            ov.dbs.insert(name, row.inserted.then(|| Arc::new(e)));
+        } else {
+            let v = heap::decode_values(&catalog::class_columns(), &row.tuple).map_err(corrupt)?;
+            let e = RelEntry::from_values(&v, tid).map_err(corrupt)?;
+            let key = (row.rel.db, e.name.clone());
+            ov.rels.insert(key, row.inserted.then(|| Arc::new(e)));
+        }
+    }
+    let mut rels_of_new = Vec::new();
+    for d in &new_dbs {
+        let mut rels = FxHashMap::default();
+        crate::recovery::scan_class(sh, d, &mut rels)?;
+        rels_of_new.push((d.oid, rels));
+    }
+    let mut cache = sh.catalog.write();
+    ov.apply(&mut cache);
+    for (db, rels) in rels_of_new {
+        if cache.dbs.values().any(|d| d.oid == db) {
+            cache.rels.insert(db, rels);
+        }
+    }
+    Ok(())
+}
+
+/// Whether `rel` is one of the catalog heaps (standby rule 5).
+pub(crate) fn is_catalog(rel: RelKey) -> bool {
+    rel == catalog::pg_tablespace()
+        || rel == catalog::pg_database()
+        || rel.rel == catalog::PG_CLASS_REL
+}
+
+/// Standby rule 4: replay of a record of `xid` makes it the running transaction.
+pub(crate) fn note_running(sh: &Shared, xid: Xid) {
+    let mut c = sh.counters.lock();
+    if xid >= c.next_xid {
+        c.next_xid = Xid(xid.0 + 1);
+        *sh.running.lock() = Some((xid, Vec::new()));
+    }
+}
+
+/// Standby rule 4: `xid` committed or aborted in replay.
+pub(crate) fn note_ended(sh: &Shared, xid: Xid) {
+    let _c = sh.counters.lock();
+    let mut r = sh.running.lock();
+    if r.as_ref().is_some_and(|(x, _)| *x == xid) {
+        *r = None;
+    }
+}
+
+impl crate::Engine {
+    /// The cluster is a standby in recovery: read-only (standby rule 3).
+    pub fn in_recovery(&self) -> bool {
+        self.sh.recovery.in_recovery.load(Ordering::Acquire)
+    }
+
+    /// A standby has reached a consistent state: sessions may read (standby rule 2).
+    pub fn consistent(&self) -> bool {
+        self.sh.recovery.consistent.load(Ordering::Acquire)
+    }
+
+    /// Where a WAL receiver should ask its primary to start: the end of the WAL the
+    /// standby has made durable (unflushed bytes of a broken connection are forgotten).
+    pub fn receive_start(&self) -> Option<Lsn> {
+        self.sh.recovery.received.get().map(|r| r.restart_at())
+    }
+
+    /// WAL bytes from the primary at `lsn`; durable only after
+    /// [`Engine::flush_received_wal`].
+    pub fn receive_wal(&self, lsn: Lsn, bytes: &[u8]) -> Result<()> {
+        let r = self.received()?;
+        r.write(lsn, bytes).map_err(|e| {
+            self.sh
+                .fatal()
+                .raise(format!("could not write received WAL: {e}"))
+        })
+    }
+
+    /// Fsyncs the received WAL and wakes replay; returns the durable end. A failure is
+    /// a PANIC (engine rule 7).
+    pub fn flush_received_wal(&self) -> Result<Lsn> {
+        let r = self.received()?;
+        let end = r.flush().map_err(|e| {
+            self.sh
+                .fatal()
+                .raise(format!("could not fsync received WAL: {e}"))
+        })?;
+        self.sh.recovery.wake();
+        Ok(end)
+    }
+
+    fn received(&self) -> Result<&ReceivedWal> {
+        self.sh
+            .recovery
+            .received
+            .get()
+            .ok_or_else(|| EngineError::NotSupported("the cluster is not a standby".into()))
+    }
+
+    /// End of the WAL received and made durable (`pg_last_wal_receive_lsn()`).
+    pub fn received_lsn(&self) -> Option<Lsn> {
+        self.sh.recovery.received.get().map(|r| r.flushed_lsn())
+    }
+
+    /// End of the last record replayed (`pg_last_wal_replay_lsn()`).
+    pub fn replayed_lsn(&self) -> Lsn {
+        Lsn(self.sh.recovery.replayed.load(Ordering::Acquire))
+    }
+
+    /// Waits until replay has reached `lsn` or `timeout` passes; true if reached.
+    pub fn wait_for_replay(&self, lsn: Lsn, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let rs = &self.sh.recovery;
+        let mut g = rs.progress.lock();
+        while self.replayed_lsn() < lsn {
+            if rs.progress_cv.wait_until(&mut g, deadline).timed_out() {
+                return self.replayed_lsn() >= lsn;
+            }
+        }
+        true
+    }
+
+    /// Replay's count and time per record type since start (rmgr, info) → (records,
+    /// time): what the standby spends its time on.
+    pub fn replay_stats(&self) -> ReplayStats {
+        self.sh.recovery.stats.lock().clone()
+    }
+
+    /// Asks the startup thread for a restartpoint (`CHECKPOINT` on a standby).
+    pub fn request_restartpoint(&self) {
+        self.sh
+            .recovery
+            .restartpoint_requested
+            .store(true, Ordering::Release);
+        self.sh.recovery.wake();
+    }
+
+    /// Stops replay (shutdown of a standby).
+    pub(crate) fn stop_standby(&self) {
+        self.sh.recovery.stop.store(true, Ordering::Release);
+        self.sh.recovery.wake();
+    }
+}

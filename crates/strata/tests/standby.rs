@@ -1,0 +1,308 @@
+//! Property: a copy made by PostgreSQL 15's `pg_basebackup -R -X stream` of a running
+//! Strata starts as a streaming hot standby: it replays everything the primary commits
+//! (rows, CREATE/DROP TABLE, CREATE DATABASE) until its tables and relation files equal
+//! the primary's, serves read-only sessions meanwhile (25006 for writes, 55000 for WAL
+//! functions, `pg_is_in_recovery()` true), keeps streaming across a SIGKILL of the
+//! standby and of the primary with no committed row lost, and takes restartpoints from
+//! which it restarts.
+
+mod common;
+use common::*;
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+const BASEBACKUP: &str = "/usr/lib/postgresql/15/bin/pg_basebackup";
+
+fn pg_basebackup_r(port: u16, dir: &Path) -> Output {
+    Command::new(BASEBACKUP)
+        .args([
+            "-h",
+            "127.0.0.1",
+            "-U",
+            "strata",
+            "-X",
+            "stream",
+            "-c",
+            "fast",
+            "-R",
+        ])
+        .args(["--no-manifest", "-p", &port.to_string(), "-D"])
+        .arg(dir)
+        .output()
+        .expect("pg_basebackup (apt-get install -y postgresql-15)")
+}
+
+fn have_basebackup() -> bool {
+    if Path::new(BASEBACKUP).exists() {
+        return true;
+    }
+    eprintln!("skipped: {BASEBACKUP} is not installed (apt-get install -y postgresql-15)");
+    false
+}
+
+fn one(s: &Server, db: &str, sql: &str) -> String {
+    s.psql_ok(db, &["-XAtc", sql]).trim().to_string()
+}
+
+fn lsn(s: &str) -> u64 {
+    let (hi, lo) = s
+        .split_once('/')
+        .unwrap_or_else(|| panic!("not an LSN: {s:?}"));
+    (u64::from_str_radix(hi, 16).unwrap() << 32) | u64::from_str_radix(lo, 16).unwrap()
+}
+
+/// Waits until the standby has replayed everything the primary has written so far.
+fn catch_up(primary: &Server, standby: &Server) {
+    let target = lsn(&one(primary, "postgres", "select pg_current_wal_lsn()"));
+    let t0 = Instant::now();
+    loop {
+        let at = lsn(&one(standby, "postgres", "select pg_last_wal_replay_lsn()"));
+        if at >= target {
+            return;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "standby stuck at {at:X}, primary at {target:X}:\n{}",
+            standby.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Relation files (name relative to base/) of the cluster, user relations only.
+fn relation_files(data: &Path) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for db in std::fs::read_dir(data.join("base")).unwrap().flatten() {
+        for f in std::fs::read_dir(db.path()).unwrap().flatten() {
+            let name = f.file_name().to_string_lossy().into_owned();
+            let num: String = name.chars().take_while(|c| c.is_ascii_digit()).collect();
+            if num.parse::<u64>().is_ok_and(|n| n >= 16384) {
+                out.insert(format!("{}/{name}", db.file_name().to_string_lossy()));
+            }
+        }
+    }
+    out
+}
+
+fn sqlstate_of(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A primary and a standby made from it by `pg_basebackup -R`.
+fn pair(dir: &Path) -> (Server, Server) {
+    let data = dir.join("primary");
+    let copy = dir.join("standby");
+    init_small_segments(&data);
+    let primary = Server::start(&data, &[]);
+    primary.psql_ok(
+        "postgres",
+        &["-c", "create table t (a int, b text); insert into t select g, 'row ' || g from generate_series(1, 1000) g; create table gone (a int); insert into gone values (1)"],
+    );
+    let out = pg_basebackup_r(primary.port, &copy);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(copy.join("standby.signal").exists());
+    let auto = std::fs::read_to_string(copy.join("postgresql.auto.conf")).unwrap();
+    assert!(auto.contains("primary_conninfo"), "{auto}");
+    let standby = Server::start(&copy, &["wal_receiver_status_interval=1s"]);
+    (primary, standby)
+}
+
+#[test]
+fn basebackup_r_makes_a_streaming_hot_standby() {
+    if !have_basebackup() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (primary, standby) = pair(dir.path());
+    primary.psql_ok(
+        "postgres",
+        &["-c", "insert into t select g, 'more' from generate_series(1001, 3000) g; create table u (x bigint); insert into u values (7), (8); drop table gone; delete from t where a <= 10"],
+    );
+    primary.psql_ok("postgres", &["-c", "create database db2"]);
+    primary.psql_ok(
+        "db2",
+        &[
+            "-c",
+            "create table w (a int); insert into w select g from generate_series(1, 500) g",
+        ],
+    );
+    catch_up(&primary, &standby);
+    let q = "select count(*), sum(a), min(a), max(a) from t";
+    assert_eq!(one(&standby, "postgres", q), one(&primary, "postgres", q));
+    assert_eq!(one(&standby, "postgres", q), "2990|4501445|11|3000");
+    assert_eq!(one(&standby, "postgres", "select sum(x) from u"), "15");
+    assert_eq!(
+        one(&standby, "db2", "select count(*), sum(a) from w"),
+        "500|125250"
+    );
+    let gone = standby.psql_db("postgres", &["-c", "select * from gone"]);
+    assert!(
+        sqlstate_of(&gone).contains("does not exist"),
+        "{}",
+        sqlstate_of(&gone)
+    );
+    assert_eq!(one(&standby, "postgres", "select pg_is_in_recovery()"), "t");
+    assert_eq!(one(&primary, "postgres", "select pg_is_in_recovery()"), "f");
+    let recv = lsn(&one(
+        &standby,
+        "postgres",
+        "select pg_last_wal_receive_lsn()",
+    ));
+    let replay = lsn(&one(
+        &standby,
+        "postgres",
+        "select pg_last_wal_replay_lsn()",
+    ));
+    assert!(recv >= replay, "received {recv:X} < replayed {replay:X}");
+    // Read-only: 25006 for every write, 55000 for the WAL position.
+    for sql in [
+        "insert into t values (1, 'x')",
+        "create table nope (a int)",
+        "delete from t",
+        "vacuum t",
+    ] {
+        let out = psql_command(standby.port, "strata", "postgres", None)
+            .args(["-X", "-v", "VERBOSITY=verbose", "-c", sql])
+            .output()
+            .unwrap();
+        let err = sqlstate_of(&out);
+        assert!(err.contains("25006"), "{sql}: {err}");
+    }
+    let out = psql_command(standby.port, "strata", "postgres", None)
+        .args([
+            "-X",
+            "-v",
+            "VERBOSITY=verbose",
+            "-c",
+            "select pg_current_wal_lsn()",
+        ])
+        .output()
+        .unwrap();
+    assert!(sqlstate_of(&out).contains("55000"), "{}", sqlstate_of(&out));
+    // The files: the standby holds exactly the primary's relations.
+    primary.psql_ok("postgres", &["-c", "checkpoint"]);
+    catch_up(&primary, &standby);
+    standby.psql_ok("postgres", &["-c", "checkpoint"]);
+    let t0 = Instant::now();
+    while !standby.log_text().contains("restartpoint complete") {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "{}",
+            standby.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        relation_files(&dir.path().join("standby")),
+        relation_files(&dir.path().join("primary"))
+    );
+    let log = standby.log_text();
+    assert!(log.contains("entering standby mode"), "{log}");
+    assert!(log.contains("started streaming WAL from primary"), "{log}");
+    assert!(log.contains("consistent recovery state reached"), "{log}");
+}
+
+/// Inserts `batches` committed batches of 100 rows tagged `from..from+batches`.
+fn insert_batches(s: &Server, from: i64, batches: i64) {
+    for b in from..from + batches {
+        s.psql_ok(
+            "postgres",
+            &[
+                "-c",
+                &format!(
+                    "insert into t select {b} * 100000 + g, 'b' from generate_series(1, 100) g"
+                ),
+            ],
+        );
+    }
+}
+
+#[test]
+fn streaming_survives_sigkill_of_standby_and_primary() {
+    if !have_basebackup() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (primary, mut standby) = pair(dir.path());
+    let copy = dir.path().join("standby");
+    insert_batches(&primary, 1, 20);
+    standby.kill9();
+    insert_batches(&primary, 21, 20);
+    let standby = Server::start(&copy, &["wal_receiver_status_interval=1s"]);
+    catch_up(&primary, &standby);
+    let q = "select count(*), sum(a) from t";
+    assert_eq!(one(&standby, "postgres", q), one(&primary, "postgres", q));
+    // The primary dies mid-stream and comes back on the same port: the standby
+    // reconnects and goes on.
+    let port = primary.port;
+    let pdata = dir.path().join("primary");
+    std::fs::write(
+        pdata.join("strata.conf"),
+        format!("port = {port}\nlisten_addresses = '127.0.0.1'\n"),
+    )
+    .unwrap();
+    let mut primary = primary;
+    primary.kill9();
+    let primary = Server::start_from_conf(&pdata, port);
+    insert_batches(&primary, 41, 10);
+    catch_up(&primary, &standby);
+    assert_eq!(one(&standby, "postgres", q), one(&primary, "postgres", q));
+    assert_eq!(one(&standby, "postgres", "select count(*) from t"), "6000");
+    let log = standby.log_text();
+    assert!(log.contains("started streaming WAL from primary"), "{log}");
+}
+
+#[test]
+fn a_standby_restarts_from_its_restartpoint() {
+    if !have_basebackup() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (primary, standby) = pair(dir.path());
+    let copy = dir.path().join("standby");
+    insert_batches(&primary, 1, 5);
+    primary.psql_ok("postgres", &["-c", "checkpoint"]);
+    insert_batches(&primary, 6, 5);
+    catch_up(&primary, &standby);
+    standby.psql_ok("postgres", &["-c", "checkpoint"]);
+    let t0 = Instant::now();
+    while !standby.log_text().contains("restartpoint complete") {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "{}",
+            standby.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The backup is over: its label is retired once a restartpoint passes its end.
+    assert!(copy.join("backup_label.old").exists());
+    assert!(!copy.join("backup_label").exists());
+    let out = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(["stop", "-D"])
+        .arg(&copy)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    drop(standby);
+    insert_batches(&primary, 11, 5);
+    let standby = Server::start(&copy, &[]);
+    catch_up(&primary, &standby);
+    assert_eq!(one(&standby, "postgres", "select count(*) from t"), "2500");
+    let log = standby.log_text();
+    let second = log.rsplit("entering standby mode").next().unwrap();
+    assert!(
+        second.contains("consistent recovery state reached"),
+        "{log}"
+    );
+    assert!(!second.contains("starting backup recovery"), "{log}");
+}
