@@ -18,6 +18,7 @@ NAME = re.compile(r"(?<![\w./-])((?:\.\./)*[\w.-]+(?:/[\w.-]+)*\." + EXT + r")(?
 ALLOWED = {
     "lib.rs", "mod.rs", "main.rs", "Cargo.toml", "Cargo.lock",
     "seeds.json", "replay.json", "bufpool.json", "crash.json", "out.json", "x.json",
+    "standby.json",  # written by `strata bench standby --json` (docs/BENCHMARKS.md)
     "send_wal.rs",  # neon's safekeeper, cited in issue text as a public example
 }
 

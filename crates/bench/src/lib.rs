@@ -11,6 +11,8 @@
 //! - [`replay`]: the workloads through the engine API, crash, replay;
 //! - [`seeds`]: the same workloads as SQL, side by side with PostgreSQL 15, plotted by
 //!   `plot`;
+//! - [`standby`]: a streaming hot standby's lag behind its primary (made by
+//!   `pg_basebackup -R`), side by side with PostgreSQL 15;
 //! - [`crash`]: SIGKILL and power-loss crash tests.
 //!
 //! Each benchmark returns `Vec<Record>`. The dependencies only benchmarks use
@@ -27,6 +29,7 @@ pub mod measure;
 mod plot;
 pub mod replay;
 pub mod seeds;
+pub mod standby;
 pub mod workloads;
 
 use clap::Subcommand;
@@ -48,6 +51,10 @@ pub enum BenchCommand {
     /// Workloads A–G side by side against PostgreSQL 15: the same SQL through the same
     /// client, the same shared_buffers, crashed and recovered the same way.
     Seeds(seeds::Args),
+    /// A streaming standby (pg_basebackup -R) behind its primary, against PostgreSQL
+    /// 15: lag after B's drops and a stream of inserts, a remote_apply commit of C,
+    /// the replay of A's DROP DATABASE; lag over time with --plot.
+    Standby(standby::Args),
 }
 
 #[derive(clap::Args)]
@@ -91,6 +98,13 @@ pub fn run(cmd: BenchCommand) -> Result<(), String> {
         }
         BenchCommand::Seeds(args) => {
             let records = seeds::run(&args)?;
+            if let Some(path) = &args.json {
+                write_json(path, &records)?;
+            }
+            Ok(())
+        }
+        BenchCommand::Standby(args) => {
+            let records = standby::run(&args)?;
             if let Some(path) = &args.json {
                 write_json(path, &records)?;
             }

@@ -66,7 +66,7 @@ impl Kind {
             Kind::Postgres => "postgres",
         }
     }
-    fn user(self) -> &'static str {
+    pub(crate) fn user(self) -> &'static str {
         match self {
             Kind::Strata => "strata",
             Kind::Postgres => "postgres",
@@ -235,26 +235,26 @@ fn startup_child(postmaster: u32) -> Option<u32> {
 }
 
 /// A cluster of one engine on a free port.
-struct Cluster {
-    kind: Kind,
-    data: PathBuf,
-    log: PathBuf,
-    port: u16,
-    sb: String,
-    pg_bin: PathBuf,
-    as_postgres: bool,
-    child: Option<Child>,
-    strata_bin: PathBuf,
+pub(crate) struct Cluster {
+    pub(crate) kind: Kind,
+    pub(crate) data: PathBuf,
+    pub(crate) log: PathBuf,
+    pub(crate) port: u16,
+    pub(crate) sb: String,
+    pub(crate) pg_bin: PathBuf,
+    pub(crate) as_postgres: bool,
+    pub(crate) child: Option<Child>,
+    pub(crate) strata_bin: PathBuf,
 }
 
-fn free_port() -> Result<u16, String> {
+pub(crate) fn free_port() -> Result<u16, String> {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .map_err(|e| format!("no free port: {e}"))
 }
 
-fn run_ok(mut c: Command, what: &str) -> Result<(), String> {
+pub(crate) fn run_ok(mut c: Command, what: &str) -> Result<(), String> {
     let out = c.output().map_err(|e| format!("{what}: {e}"))?;
     if !out.status.success() {
         return Err(format!(
@@ -267,13 +267,13 @@ fn run_ok(mut c: Command, what: &str) -> Result<(), String> {
 }
 
 /// What a (re)start measured.
-struct Started {
+pub(crate) struct Started {
     seconds: f64,
     peak_rss: Option<u64>,
 }
 
 impl Cluster {
-    fn command(&self, prog: &Path) -> Command {
+    pub(crate) fn command(&self, prog: &Path) -> Command {
         if self.as_postgres {
             let mut c = Command::new("runuser");
             c.args(["-u", "postgres", "--"]).arg(prog);
@@ -283,7 +283,7 @@ impl Cluster {
         }
     }
 
-    fn chown(&self, p: &Path) -> Result<(), String> {
+    pub(crate) fn chown(&self, p: &Path) -> Result<(), String> {
         if self.as_postgres {
             let mut c = Command::new("chown");
             c.args(["-R", "postgres:postgres"]).arg(p);
@@ -292,7 +292,12 @@ impl Cluster {
         Ok(())
     }
 
-    fn create(kind: Kind, root: &Path, sb: &str, args: &Args) -> Result<Cluster, String> {
+    pub(crate) fn create(
+        kind: Kind,
+        root: &Path,
+        sb: &str,
+        args: &Args,
+    ) -> Result<Cluster, String> {
         let as_postgres = kind == Kind::Postgres && am_root();
         let c = Cluster {
             kind,
@@ -329,7 +334,7 @@ impl Cluster {
     }
 
     /// Starts the server and waits until it accepts connections.
-    fn start(&mut self) -> Result<Started, String> {
+    pub(crate) fn start(&mut self) -> Result<Started, String> {
         let logf = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -451,7 +456,7 @@ impl Cluster {
 
     /// A clean stop (SIGTERM: Strata's shutdown; PostgreSQL's smart shutdown is
     /// too slow with clients gone, so SIGINT, its fast one).
-    fn stop(&mut self) -> Result<(), String> {
+    pub(crate) fn stop(&mut self) -> Result<(), String> {
         let sig = match self.kind {
             Kind::Strata => "-TERM",
             Kind::Postgres => "-INT",
@@ -506,7 +511,7 @@ impl Cluster {
         RedoDone::last_in(&text).map(|r| r.elapsed_seconds)
     }
 
-    async fn client(&self, db: &str) -> Result<Client, String> {
+    pub(crate) async fn client(&self, db: &str) -> Result<Client, String> {
         let (c, conn) = tokio_postgres::connect(
             &format!(
                 "host=127.0.0.1 port={} user={} dbname={db} connect_timeout=60",
@@ -536,13 +541,13 @@ impl Drop for Cluster {
     }
 }
 
-fn tail(p: &Path) -> String {
+pub(crate) fn tail(p: &Path) -> String {
     let t = std::fs::read_to_string(p).unwrap_or_default();
     let lines: Vec<&str> = t.lines().collect();
     lines[lines.len().saturating_sub(20)..].join("\n")
 }
 
-fn sql_err(e: tokio_postgres::Error) -> String {
+pub(crate) fn sql_err(e: tokio_postgres::Error) -> String {
     match e.as_db_error() {
         Some(d) => format!("{} ({})", d.message(), d.code().code()),
         None => e.to_string(),
@@ -663,7 +668,12 @@ fn fresh_cluster(
 }
 
 /// Sends the set-up scripts, one client per database.
-async fn send_setup(c: &Cluster, id: &str, q: &Sql, bar: &ProgressBar) -> Result<(), String> {
+pub(crate) async fn send_setup(
+    c: &Cluster,
+    id: &str,
+    q: &Sql,
+    bar: &ProgressBar,
+) -> Result<(), String> {
     bar.set_length(q.setup.len() as u64);
     bar.set_position(0);
     let mut clients: Vec<(String, Client)> = Vec::new();
@@ -884,7 +894,7 @@ fn copy_floor(d: &Path, n: usize, template: Option<&Path>) -> Result<f64, String
     Ok(t0.elapsed().as_secs_f64() * n as f64 / sample as f64)
 }
 
-fn parse_scale(s: &str) -> Result<f64, String> {
+pub(crate) fn parse_scale(s: &str) -> Result<f64, String> {
     match s {
         "full" => Ok(1.0),
         "small" => Ok(0.01),
@@ -897,7 +907,7 @@ fn parse_scale(s: &str) -> Result<f64, String> {
 }
 
 /// The engines of `--engines` that can run here (PostgreSQL only when installed).
-fn engines(args: &Args) -> Result<Vec<Kind>, String> {
+pub(crate) fn engines(args: &Args) -> Result<Vec<Kind>, String> {
     let mut kinds = Vec::new();
     for e in args
         .engines
@@ -928,7 +938,7 @@ fn engines(args: &Args) -> Result<Vec<Kind>, String> {
 }
 
 /// `--shared-buffers`: (as given, bytes).
-fn sizes(args: &Args) -> Result<Vec<(String, u64)>, String> {
+pub(crate) fn sizes(args: &Args) -> Result<Vec<(String, u64)>, String> {
     args.shared_buffers
         .split(',')
         .map(|s| {

@@ -752,10 +752,16 @@ impl<'e> Txn<'e> {
 
     /// Commits: the commit record is made durable, then the catalog changes become
     /// visible and the dropped files go (engine rules 3 and 5).
-    pub fn commit(mut self) -> Result<()> {
+    pub fn commit(self) -> Result<()> {
+        self.commit_lsn().map(|_| ())
+    }
+
+    /// [`Txn::commit`], returning where the commit record ends (`None` if the
+    /// transaction wrote nothing): what a synchronous standby must reach.
+    pub fn commit_lsn(mut self) -> Result<Option<strata_types::Lsn>> {
         let Some(xid) = self.xid else {
             self.finished = true;
-            return Ok(());
+            return Ok(None);
         };
         let rec = CommitRecord {
             dropped_rels: std::mem::take(&mut self.dropped_rels),
@@ -780,7 +786,7 @@ impl<'e> Txn<'e> {
                 "WARNING:  could not remove dropped files after commit: {e}"
             ));
         }
-        Ok(())
+        Ok(Some(end))
     }
 
     /// Aborts: everything created is removed; nothing dropped is touched.

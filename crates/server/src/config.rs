@@ -20,6 +20,7 @@
 //! | `wal_keep_size` | MB | 0 | WAL kept behind the insert position for slot-less consumers |
 //! | `max_wal_senders` | count | 10 | 0 .. 10,000 (WAL sender slots, not connection slots) |
 //! | `wal_sender_timeout` | ms (or `s`, `min`, ...) | 1min | 0 (none) .. 2147483647ms |
+//! | `synchronous_standby_names` | `FIRST n (names)`, `ANY n (names)`, `names` | '' | standbys whose confirmation a commit waits for (syncrep rules) |
 //! | `primary_conninfo` | libpq connection string | '' | a standby's primary (with `standby.signal`) |
 //! | `primary_slot_name` | slot name | '' | the primary's replication slot the standby streams through |
 //! | `wal_receiver_status_interval` | s | 10s | 0 .. 2147483s: the standby reports its positions at least this often |
@@ -160,6 +161,8 @@ pub struct ServerConfig {
     pub archive_command: String,
     /// A WAL sender whose client says nothing this long is ended (zero: never).
     pub wal_sender_timeout: Duration,
+    /// Standbys a commit waits for (syncrep rule 2).
+    pub synchronous_standby_names: String,
     /// A standby's primary (libpq connection string) and slot.
     pub primary_conninfo: String,
     pub primary_slot_name: String,
@@ -183,6 +186,7 @@ impl Default for ServerConfig {
             max_wal_senders: 10,
             archive_command: String::new(),
             wal_sender_timeout: Duration::from_secs(60),
+            synchronous_standby_names: String::new(),
             primary_conninfo: String::new(),
             primary_slot_name: String::new(),
             wal_receiver_status_interval: Duration::from_secs(10),
@@ -311,6 +315,10 @@ impl ServerConfig {
             }
             "log_directory" => {
                 self.log_directory = Some(value.trim().to_string()).filter(|v| !v.is_empty())
+            }
+            "synchronous_standby_names" => {
+                strata_sql::syncrep::SyncRep::new(value)?;
+                self.synchronous_standby_names = value.trim().to_string();
             }
             "primary_conninfo"
             | "primary_slot_name"

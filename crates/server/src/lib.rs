@@ -27,6 +27,7 @@ pub mod config;
 pub mod pg;
 pub mod server;
 pub mod standby;
+pub mod views;
 pub mod walreceiver;
 
 pub use server::{init, start, stop};

@@ -250,23 +250,7 @@ fn serve(data: &Path, cfg: ServerConfig) -> Result<(), String> {
         std::process::abort();
     }));
     let engine = Arc::new(Engine::open(data, settings).map_err(|e| e.to_string())?);
-    let server = Arc::new(ServerState {
-        registry: Registry::default(),
-        settings: show_list(&cfg, &engine, data),
-        auth: RoleStore::load(
-            engine.settings().vfs.clone(),
-            data,
-            &|xid| engine.xid_committed(xid),
-            auth::derive,
-        )?,
-        log: sink.clone(),
-        reserved_connections: cfg.superuser_reserved_connections,
-    });
-    let shared = Arc::new(crate::pg::Shared {
-        mock_nonce: auth::load_mock_nonce(&*engine.settings().vfs, data)?.into(),
-        senders: crate::pg::walsender::WalSenders::new(cfg.max_wal_senders),
-        wal_sender_timeout: cfg.wal_sender_timeout,
-    });
+    let (server, shared, views) = server_state(&cfg, &engine, data, &sink)?;
     let archiver = start_archiver(&engine, &cfg, &sink)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -288,7 +272,9 @@ fn serve(data: &Path, cfg: ServerConfig) -> Result<(), String> {
         let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
             .map_err(|e| e.to_string())?;
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-        let _receiver = crate::standby::start_receiver(&engine, &cfg, &sink, stop_rx.clone())?;
+        if let Some(r) = crate::standby::start_receiver(&engine, &cfg, &sink, stop_rx.clone())? {
+            let _ = views.receiver.set(r);
+        }
         let waiting = Unauthenticated::new(unauthenticated_capacity(max_connections));
         for l in listeners {
             let accept = Acceptor {
@@ -322,6 +308,7 @@ fn serve(data: &Path, cfg: ServerConfig) -> Result<(), String> {
         let _ = thread.join();
     }
     sink("shutting down");
+    drop((server, shared, views)); // the views hold the engine too
     match Arc::try_unwrap(engine) {
         Ok(e) => e.close().map_err(|e| e.to_string())?,
         Err(e) => {
@@ -331,6 +318,51 @@ fn serve(data: &Path, cfg: ServerConfig) -> Result<(), String> {
     }
     sink("database system is shut down");
     Ok(())
+}
+
+type States = (
+    Arc<ServerState>,
+    Arc<crate::pg::Shared>,
+    Arc<crate::views::ServerViews>,
+);
+
+/// What the sessions, the protocol layer and the system views share.
+fn server_state(
+    cfg: &ServerConfig,
+    engine: &Arc<Engine>,
+    data: &Path,
+    sink: &LogSink,
+) -> Result<States, String> {
+    let syncrep = Arc::new(strata_sql::syncrep::SyncRep::new(
+        &cfg.synchronous_standby_names,
+    )?);
+    let senders = crate::pg::walsender::WalSenders::new(cfg.max_wal_senders);
+    let views = Arc::new(crate::views::ServerViews {
+        engine: engine.clone(),
+        senders: senders.clone(),
+        syncrep: syncrep.clone(),
+        receiver: std::sync::OnceLock::new(),
+    });
+    let server = Arc::new(ServerState {
+        syncrep,
+        views: views.clone(),
+        registry: Registry::default(),
+        settings: show_list(cfg, engine, data),
+        auth: RoleStore::load(
+            engine.settings().vfs.clone(),
+            data,
+            &|xid| engine.xid_committed(xid),
+            auth::derive,
+        )?,
+        log: sink.clone(),
+        reserved_connections: cfg.superuser_reserved_connections,
+    });
+    let shared = Arc::new(crate::pg::Shared {
+        mock_nonce: auth::load_mock_nonce(&*engine.settings().vfs, data)?.into(),
+        senders,
+        wal_sender_timeout: cfg.wal_sender_timeout,
+    });
+    Ok((server, shared, views))
 }
 
 /// The archiver thread, with `archive_mode = on` and an `archive_command` (archiver

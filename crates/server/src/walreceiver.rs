@@ -482,6 +482,8 @@ pub struct ReceiverState {
     /// The conninfo, sanitized (rule 6).
     pub conninfo: String,
     pub received_tli: u32,
+    /// Where the current connection started streaming.
+    pub receive_start_lsn: Lsn,
     pub latest_end_lsn: Lsn,
     /// The primary's send time of its last message, PostgreSQL epoch microseconds.
     pub last_msg_send_time_us: i64,
@@ -722,6 +724,7 @@ async fn connection(
         Ok::<Socket, String>(sock)
     };
     let mut stopped = stop.clone();
+    let start_lsn = sink.start_lsn();
     let mut sock = tokio::select! {
         r = setup => match r {
             Ok(sock) => sock,
@@ -736,6 +739,7 @@ async fn connection(
     };
     state.status = "streaming";
     state.received_tli = sink.timeline();
+    state.receive_start_lsn = start_lsn;
     sink.set_state(state.clone());
     let end = stream(&mut sock, settings, sink, state, stop).await;
     if end != End::Retry {

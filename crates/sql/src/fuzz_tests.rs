@@ -204,6 +204,8 @@ pub(crate) fn with_session(stack: usize, f: impl FnOnce(&mut Session<'_>) + Send
             Engine::init(&data, quiet()).unwrap();
             let engine = Engine::open(&data, quiet()).unwrap();
             let server = ServerState {
+                syncrep: Arc::new(crate::syncrep::SyncRep::new("").unwrap()),
+                views: Arc::new(crate::views::NoViews),
                 registry: Registry::default(),
                 settings: vec![],
                 auth: crate::roles::RoleStore::load(

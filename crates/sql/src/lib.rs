@@ -42,8 +42,10 @@ pub mod session;
 mod session_tests;
 pub mod settings;
 pub mod sort;
+pub mod syncrep;
 mod utility;
 pub mod values;
+pub mod views;
 
 use sqlparser::ast;
 use sqlparser::dialect::PostgreSqlDialect;

@@ -311,6 +311,10 @@ pub struct ServerState {
     pub log: strata_engine::LogSink,
     /// `superuser_reserved_connections`.
     pub reserved_connections: usize,
+    /// `synchronous_standby_names` and the standbys' positions (syncrep rules).
+    pub syncrep: Arc<crate::syncrep::SyncRep>,
+    /// The rows of the system views (`views`).
+    pub views: Arc<dyn crate::views::SystemViews>,
 }
 
 /// The transaction-block state machine's states (diagram and transitions in the
@@ -346,6 +350,9 @@ pub struct Session<'e> {
     deadline: Option<Instant>,
     /// The implicit block is the extended protocol's, ended by Sync (session rule 5).
     pipeline: bool,
+    /// Warnings of a commit whose synchronous-replication wait was cancelled
+    /// (syncrep rule 1), sent with the next statement's result.
+    late_notices: Notices,
 }
 
 struct SessionEnv<'a> {
@@ -572,6 +579,7 @@ impl<'e> Session<'e> {
             interrupts,
             deadline: None,
             pipeline: false,
+            late_notices: Vec::new(),
         }
     }
 
@@ -642,9 +650,12 @@ impl<'e> Session<'e> {
         match std::mem::replace(&mut self.block, Block::Idle) {
             Block::Open { txn, .. } if commit => {
                 if let Some(t) = txn {
-                    if let Err(e) = t.commit() {
-                        self.rolled_back();
-                        return Err(e.into());
+                    match t.commit_lsn() {
+                        Ok(lsn) => self.wait_for_standbys(lsn)?,
+                        Err(e) => {
+                            self.rolled_back();
+                            return Err(e.into());
+                        }
                     }
                 }
                 self.vars_at_begin = None;
@@ -786,6 +797,9 @@ impl<'e> Session<'e> {
 
     /// Columns of a table as this session sees it (its own uncommitted DDL included).
     fn columns(&self, table: &str) -> SqlResult<Vec<(String, SqlType)>> {
+        if let Some(cols) = crate::views::schema(table) {
+            return Ok(cols); // views rule 1
+        }
         let cols = match &self.block {
             Block::Open { txn: Some(t), .. } => t.columns(&self.db, table)?,
             _ => self.engine.table(&self.db, table)?.columns,
@@ -960,6 +974,7 @@ impl<'e> Session<'e> {
             (timeout_ms > 0).then(|| Instant::now() + Duration::from_millis(timeout_ms));
         let mut notices = Vec::new();
         let r = self.execute_inner(stmt, params, &mut notices, sink);
+        notices.append(&mut self.late_notices);
         self.deadline = None;
         match r {
             Ok(output) => Ok(Executed { output, notices }),
@@ -1283,6 +1298,33 @@ impl<'e> Session<'e> {
         }
     }
 
+    /// After a durable commit ending at `lsn`: waits for the synchronous standbys as
+    /// `synchronous_commit` says (syncrep rule 1). A cancel or timeout ends the wait
+    /// with PostgreSQL's WARNING and the commit stands; termination or a lost client
+    /// is then reported as the error it is.
+    fn wait_for_standbys(&mut self, lsn: Option<strata_types::Lsn>) -> SqlResult<()> {
+        let Some(lsn) = lsn else { return Ok(()) };
+        let level = self
+            .vars
+            .get("synchronous_commit")
+            .and_then(|v| crate::syncrep::Level::parse(v))
+            .unwrap_or(crate::syncrep::Level::On);
+        match self.server.syncrep.wait(lsn, level, &|| self.interrupted()) {
+            Ok(()) => Ok(()),
+            Err(c) => {
+                self.interrupts.cancel.store(false, Ordering::SeqCst);
+                self.late_notices.push(("WARNING", format!(
+                    "{}\nDETAIL:  The transaction has already committed locally, but might not have been replicated to the standby.",
+                    c.message
+                )));
+                if c.error.fatal {
+                    return Err(c.error);
+                }
+                Ok(())
+            }
+        }
+    }
+
     /// Runs `f` in the block's transaction (begun now if needed) or, outside a block,
     /// in a transaction of its own, committed on success and aborted on failure.
     pub(crate) fn write<T>(
@@ -1309,7 +1351,10 @@ impl<'e> Session<'e> {
             _ => match self.begin_txn() {
                 Err(e) => Err(e),
                 Ok(mut t) => match f(&mut t, &|| self.engine_check()) {
-                    Ok(v) => t.commit().map(|()| v).map_err(Into::into),
+                    Ok(v) => match t.commit_lsn() {
+                        Ok(lsn) => self.wait_for_standbys(lsn).map(|()| v),
+                        Err(e) => Err(e.into()),
+                    },
                     Err(e) => {
                         let _ = t.abort();
                         Err(e)
@@ -1355,6 +1400,14 @@ impl<'e> Session<'e> {
     /// Streams the rows of `table` as this session sees them into `f` (which may
     /// stop the scan): the block's transaction's view, or the committed one.
     fn scan_table(&self, table: &str, f: &mut RowFn<'_>) -> SqlResult<()> {
+        if crate::views::schema(table).is_some() {
+            for row in self.server.views.rows(table) {
+                if !f(row)? {
+                    break;
+                }
+            }
+            return Ok(());
+        }
         let check = || self.engine_check();
         let mut failed: Option<SqlError> = None;
         let mut visit = |vals: Vec<Value>| -> strata_engine::Result<bool> {

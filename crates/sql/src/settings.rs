@@ -99,6 +99,13 @@ pub fn check(name: &str, value: &str) -> SqlResult<String> {
     if name == "work_mem" {
         return check_work_mem(value);
     }
+    if name == "synchronous_commit" && crate::syncrep::Level::parse(value).is_none() {
+        return Err(SqlError::new(
+            "22023",
+            format!("invalid value for parameter \"synchronous_commit\": \"{value}\""),
+        )
+        .with_hint("Available values: local, remote_write, remote_apply, on, off."));
+    }
     if !TIMES.contains(&name) {
         return Ok(value.to_string());
     }

@@ -2,7 +2,7 @@
 //!
 //! Owns: argument parsing (clap) and dispatch. Subcommands: `start` and `stop` (the
 //! server), `init` (a new cluster, like initdb), `waldump` (pg_waldump), `bench` (benchmarks: `bufpool`,
-//! `crash`, `replay`), and the hidden `debug` tools used by tests and benchmarks.
+//! `crash`, `replay`, `seeds`, `standby`), and the hidden `debug` tools used by tests and benchmarks.
 //! Errors are printed once, here, with a non-zero exit status.
 
 mod waldump;

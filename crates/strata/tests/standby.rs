@@ -86,6 +86,20 @@ fn relation_files(data: &Path) -> BTreeSet<String> {
     out
 }
 
+/// `strata stop -D data`, which waits for the server to end.
+fn stop(data: &Path) {
+    let out = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(["stop", "-D"])
+        .arg(data)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 fn sqlstate_of(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
@@ -109,7 +123,13 @@ fn pair(dir: &Path) -> (Server, Server) {
     assert!(copy.join("standby.signal").exists());
     let auto = std::fs::read_to_string(copy.join("postgresql.auto.conf")).unwrap();
     assert!(auto.contains("primary_conninfo"), "{auto}");
-    let standby = Server::start(&copy, &["wal_receiver_status_interval=1s"]);
+    let standby = Server::start(
+        &copy,
+        &[
+            "wal_receiver_status_interval=1s",
+            "wal_retrieve_retry_interval=100ms",
+        ],
+    );
     (primary, standby)
 }
 
@@ -283,16 +303,7 @@ fn a_standby_restarts_from_its_restartpoint() {
     // The backup is over: its label is retired once a restartpoint passes its end.
     assert!(copy.join("backup_label.old").exists());
     assert!(!copy.join("backup_label").exists());
-    let out = Command::new(env!("CARGO_BIN_EXE_strata"))
-        .args(["stop", "-D"])
-        .arg(&copy)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    stop(&copy);
     drop(standby);
     insert_batches(&primary, 11, 5);
     let standby = Server::start(&copy, &[]);
@@ -305,4 +316,137 @@ fn a_standby_restarts_from_its_restartpoint() {
         "{log}"
     );
     assert!(!second.contains("starting backup recovery"), "{log}");
+}
+
+#[test]
+fn remote_apply_commits_are_visible_on_the_standby_at_once() {
+    if !have_basebackup() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (primary, standby) = pair(dir.path());
+    // The primary comes back on its port with every standby synchronous (set before
+    // a standby exists, it would make every commit wait, as in PostgreSQL).
+    let (port, pdata) = (primary.port, dir.path().join("primary"));
+    std::fs::write(
+        pdata.join("strata.conf"),
+        format!("port = {port}\nlisten_addresses = '127.0.0.1'\nsynchronous_standby_names = '*'\n"),
+    )
+    .unwrap();
+    stop(&pdata);
+    drop(primary);
+    let primary = Server::start_from_conf(&pdata, port);
+    let t0 = Instant::now();
+    while one(
+        &primary,
+        "postgres",
+        "select count(*) from pg_stat_replication",
+    ) != "1"
+    {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "{}",
+            standby.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let p = connect_to(primary.port, "strata", "postgres", None)
+            .await
+            .unwrap();
+        let s = connect_to(standby.port, "strata", "postgres", None)
+            .await
+            .unwrap();
+        p.batch_execute("set synchronous_commit = remote_apply")
+            .await
+            .unwrap();
+        for i in 0..30 {
+            p.batch_execute(&format!("insert into t values ({}, 'sync')", 100_000 + i))
+                .await
+                .unwrap();
+            // remote_apply: the commit returned only once the standby replayed it.
+            let rows = s
+                .query_one("select count(*) from t where b = 'sync'", &[])
+                .await
+                .unwrap();
+            assert_eq!(
+                rows.get::<_, i64>(0),
+                i64::from(i + 1),
+                "commit {i} not applied"
+            );
+        }
+    });
+    check_replication_views(&primary, &standby, port);
+    let mut standby = standby;
+    standby.kill9();
+    commit_without_its_standby_warns(&primary);
+}
+
+/// pg_stat_replication on the primary, pg_stat_wal_receiver and strata_stat_replay
+/// on the standby.
+fn check_replication_views(primary: &Server, standby: &Server, port: u16) {
+    let q = "select application_name, state, sync_state, sync_priority, replay_lsn is not null, replay_lag is not null from pg_stat_replication";
+    assert_eq!(
+        one(primary, "postgres", q),
+        "walreceiver|streaming|sync|1|t|t"
+    );
+    let q =
+        "select status, sender_port > 0, receive_start_lsn is not null from pg_stat_wal_receiver";
+    assert_eq!(one(standby, "postgres", q), "streaming|t|t");
+    let conninfo = one(
+        standby,
+        "postgres",
+        "select conninfo from pg_stat_wal_receiver",
+    );
+    assert!(conninfo.contains(&format!("port={port}")), "{conninfo}");
+    let q = "select records > 0 from strata_stat_replay where resource_manager = 'Heap' and record_type = 'INSERT'";
+    assert_eq!(one(standby, "postgres", q), "t");
+    assert_eq!(
+        one(
+            standby,
+            "postgres",
+            "select count(*) from pg_stat_replication"
+        ),
+        "0"
+    );
+}
+
+/// With the standby gone, a commit waits; a timeout cancels the wait with
+/// PostgreSQL's warning, and the transaction stays committed.
+fn commit_without_its_standby_warns(primary: &Server) {
+    // With the standby gone, a commit waits; a timeout cancels the wait with
+    // PostgreSQL's warning, and the transaction stays committed.
+    let out = psql_command(primary.port, "strata", "postgres", None)
+        .args([
+            "-X",
+            "-c",
+            "set statement_timeout = '300ms'",
+            "-c",
+            "set synchronous_commit = remote_apply",
+        ])
+        .args(["-c", "insert into t values (-1, 'local')"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("canceling wait for synchronous replication"),
+        "{err}"
+    );
+    assert!(err.contains("already committed locally"), "{err}");
+    assert_eq!(
+        one(primary, "postgres", "select count(*) from t where a = -1"),
+        "1"
+    );
+    // synchronous_commit = local does not wait.
+    primary.psql_ok(
+        "postgres",
+        &[
+            "-c",
+            "set synchronous_commit = local",
+            "-c",
+            "insert into t values (-2, 'local')",
+        ],
+    );
 }

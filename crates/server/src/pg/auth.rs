@@ -161,6 +161,9 @@ pub struct Startup {
     login: OnceLock<(String, String)>,
     /// The startup message asked for a WAL sender (`replication=true`).
     replication: OnceLock<bool>,
+    /// The startup packet's `application_name` (a WAL sender's name for
+    /// synchronous_standby_names and pg_stat_replication).
+    application_name: OnceLock<String>,
 }
 
 impl Startup {
@@ -177,6 +180,7 @@ impl Startup {
             conn,
             login: OnceLock::new(),
             replication: OnceLock::new(),
+            application_name: OnceLock::new(),
         }
     }
 
@@ -194,7 +198,8 @@ impl Startup {
     {
         let (user, db) = self.login.get().cloned().unwrap_or_default();
         if self.replication.get() == Some(&true) {
-            self.conn.start_walsender(&user).map_err(fatal)?;
+            let app = self.application_name.get().cloned().unwrap_or_default();
+            self.conn.start_walsender(&user, &app).map_err(fatal)?;
         } else {
             self.conn.start_session(&db, &user).map_err(fatal)?;
         }
@@ -249,6 +254,8 @@ impl StartupHandler for Startup {
                     super::walsender::mode(s.parameters.get("replication").map(String::as_str))
                         .map_err(fatal)?;
                 let _ = self.replication.set(replication);
+                let app = s.parameters.get("application_name").cloned();
+                let _ = self.application_name.set(app.unwrap_or_default());
                 if !self.conn.server.auth.required() {
                     return self.admit(client, None).await;
                 }

@@ -315,12 +315,17 @@ impl Conn {
     /// Registers the session and starts its backend thread (after authentication:
     /// auth rule 3).
     /// Makes this connection a WAL sender (walsender rule 3) instead of a session.
-    fn start_walsender(&self, user: &str) -> SqlResult<()> {
+    fn start_walsender(&self, user: &str, application_name: &str) -> SqlResult<()> {
+        let who = walsender::Who {
+            user: user.to_string(),
+            application_name: application_name.to_string(),
+            client_addr: self.peer.as_ref().and_then(|p| p.peer_addr().ok()),
+        };
         let slot = self
             .shared
             .senders
-            .take(strata_sql::roles::is_superuser(user))?;
-        let id = i32::try_from(slot.id).unwrap_or(i32::MAX).saturating_neg();
+            .take(strata_sql::roles::is_superuser(user), who)?;
+        let id = walsender::pid_of(slot.id);
         let _ = self.key.set((id, rand::random()));
         let _ = self.walsender.set(slot);
         Ok(())
@@ -341,6 +346,7 @@ impl Conn {
                 .collect(),
             timeout: self.shared.wal_sender_timeout,
             log: self.server.log.clone(),
+            syncrep: self.server.syncrep.clone(),
         })
     }
 
@@ -836,8 +842,18 @@ where
     PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
 {
     for (sev, msg) in notices {
-        let code = if *sev == "WARNING" { "25P01" } else { "00000" };
-        let info = ErrorInfo::new(sev.to_string(), code.to_string(), msg.clone());
+        // A notice's DETAIL rides after "\nDETAIL:  " in its text.
+        let (msg, detail) = match msg.split_once("\nDETAIL:  ") {
+            Some((m, d)) => (m, Some(d.to_string())),
+            None => (msg.as_str(), None),
+        };
+        let code = match *sev {
+            "WARNING" if msg.starts_with("canceling") => "01000",
+            "WARNING" => "25P01",
+            _ => "00000",
+        };
+        let mut info = ErrorInfo::new(sev.to_string(), code.to_string(), msg.to_string());
+        info.detail = detail;
         client
             .feed(PgWireBackendMessage::NoticeResponse(NoticeResponse::from(
                 info,

@@ -24,6 +24,13 @@
 //! 5. A slot streamed through advances to what the client reports flushed
 //!    (slots rule 2); the checkpointer keeps WAL from the oldest slot on. A slot
 //!    created with RESERVE_WAL holds WAL from the current flush position at once.
+//! 6. `pg_stat_replication`'s lags are PostgreSQL's: the time from the primary having
+//!    flushed and sent WAL up to a position until the standby reports that position
+//!    written, flushed or applied (a bounded ring of send samples per sender).
+//!    `state` is `catchup` from START_REPLICATION until the standby has applied all
+//!    sent so far, then `streaming`; `backup` during BASE_BACKUP.
+//! 7. Every status update goes to synchronous replication (`strata_sql::syncrep`),
+//!    under the sender's `application_name`; a sender that ends leaves it.
 
 mod basebackup;
 
@@ -76,10 +83,83 @@ pub struct Progress {
     pub apply: Lsn,
 }
 
+/// Who a WAL sender serves.
+#[derive(Clone, Debug, Default)]
+pub struct Who {
+    pub user: String,
+    pub application_name: String,
+    pub client_addr: Option<std::net::SocketAddr>,
+}
+
+/// One WAL sender as `pg_stat_replication` shows it (rule 6).
+#[derive(Clone, Debug, Default)]
+pub struct SenderInfo {
+    pub id: u64,
+    pub who: Who,
+    pub backend_start_unix_us: i64,
+    /// startup, catchup, streaming, backup.
+    pub state: &'static str,
+    pub progress: Progress,
+    pub write_lag: Option<Duration>,
+    pub flush_lag: Option<Duration>,
+    pub replay_lag: Option<Duration>,
+    pub reply_time_unix_us: Option<i64>,
+    /// (flushed position, when it was sent): the lag tracker's samples.
+    samples: std::collections::VecDeque<(Lsn, Instant)>,
+}
+
+/// Samples the lag tracker keeps per sender (older ones are dropped).
+const LAG_SAMPLES: usize = 1024;
+
+impl SenderInfo {
+    /// Rule 6: each lag is the time since the primary had flushed and sent the WAL
+    /// the standby now reports written, flushed or applied.
+    fn track_reply(&mut self, write: Lsn, flush: Lsn, apply: Lsn) {
+        let now = Instant::now();
+        let lag_of = |pos: Lsn, samples: &std::collections::VecDeque<(Lsn, Instant)>| {
+            samples
+                .iter()
+                .rev()
+                .find(|(l, _)| *l <= pos)
+                .map(|(_, t)| now.duration_since(*t))
+        };
+        if let Some(l) = lag_of(write, &self.samples) {
+            self.write_lag = Some(l);
+        }
+        if let Some(l) = lag_of(flush, &self.samples) {
+            self.flush_lag = Some(l);
+        }
+        if let Some(l) = lag_of(apply, &self.samples) {
+            self.replay_lag = Some(l);
+        }
+        while self.samples.len() > 1 && self.samples[1].0 <= apply {
+            self.samples.pop_front();
+        }
+        self.progress.write = write;
+        self.progress.flush = flush;
+        self.progress.apply = apply;
+        self.reply_time_unix_us = Some(unix_us());
+        if self.state == "catchup" && apply >= self.progress.sent {
+            self.state = "streaming";
+        }
+    }
+}
+
+fn unix_us() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as i64)
+}
+
+/// The pid `pg_stat_replication` shows for sender `id` (BackendKeyData's too).
+pub fn pid_of(id: u64) -> i32 {
+    i32::try_from(id).unwrap_or(i32::MAX).saturating_neg()
+}
+
 /// The `max_wal_senders` slots (rule 3).
 pub struct WalSenders {
     max: usize,
-    active: Mutex<Vec<(u64, Progress)>>,
+    active: Mutex<Vec<SenderInfo>>,
     next_id: Mutex<u64>,
 }
 
@@ -91,7 +171,7 @@ pub struct Slot {
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        self.senders.active.lock().retain(|(i, _)| *i != self.id);
+        self.senders.active.lock().retain(|s| s.id != self.id);
     }
 }
 
@@ -105,7 +185,7 @@ impl WalSenders {
     }
 
     /// Takes a slot for a superuser, or says why not (PostgreSQL's errors).
-    pub fn take(self: &Arc<Self>, superuser: bool) -> Result<Slot, SqlError> {
+    pub fn take(self: &Arc<Self>, superuser: bool, who: Who) -> Result<Slot, SqlError> {
         if !superuser {
             return Err(SqlError::new(
                 "42501",
@@ -127,22 +207,28 @@ impl WalSenders {
             *n += 1;
             *n - 1
         };
-        active.push((id, Progress::default()));
+        active.push(SenderInfo {
+            id,
+            who,
+            backend_start_unix_us: unix_us(),
+            state: "startup",
+            ..Default::default()
+        });
         Ok(Slot {
             senders: self.clone(),
             id,
         })
     }
 
-    fn report(&self, id: u64, f: impl FnOnce(&mut Progress)) {
-        if let Some((_, p)) = self.active.lock().iter_mut().find(|(i, _)| *i == id) {
-            f(p);
+    fn report(&self, id: u64, f: impl FnOnce(&mut SenderInfo)) {
+        if let Some(s) = self.active.lock().iter_mut().find(|s| s.id == id) {
+            f(s);
         }
     }
 
-    /// Every active sender's progress.
-    pub fn progress(&self) -> Vec<Progress> {
-        self.active.lock().iter().map(|(_, p)| *p).collect()
+    /// Every active sender, for `pg_stat_replication`.
+    pub fn list(&self) -> Vec<SenderInfo> {
+        self.active.lock().clone()
     }
 }
 
@@ -155,6 +241,8 @@ pub struct Context {
     pub settings: Vec<(String, String)>,
     pub timeout: Duration,
     pub log: LogSink,
+    /// Synchronous replication: every status update is reported to it (rule 7).
+    pub syncrep: Arc<strata_sql::syncrep::SyncRep>,
 }
 
 /// PostgreSQL's timestamps: microseconds since 2000-01-01 UTC.
@@ -241,6 +329,7 @@ async fn ready(socket: &mut Socket) -> std::io::Result<()> {
 /// Serves replication commands until the client leaves; then gives back its slots.
 pub async fn serve(socket: &mut Socket, cx: Context) {
     serve_commands(socket, &cx).await;
+    cx.syncrep.remove(cx.slot);
     cx.engine.slots().release_all(cx.slot, true);
 }
 
@@ -557,6 +646,7 @@ async fn stream(
         .await
         .map_err(io)?;
     tokio_flush(socket, cx.timeout).await.map_err(io)?;
+    cx.senders.report(cx.slot, |s| s.state = "catchup");
     let mut st = Streaming {
         sent: start,
         last_reply: Instant::now(),
@@ -615,11 +705,12 @@ async fn on_client_message(
                     Lsn(u64::from_be_bytes(b))
                 };
                 let (write, flush, apply) = (at(1), at(9), at(17));
-                cx.senders.report(cx.slot, |p| {
-                    p.write = write;
-                    p.flush = flush;
-                    p.apply = apply;
+                let mut name = String::new();
+                cx.senders.report(cx.slot, |s| {
+                    s.track_reply(write, flush, apply);
+                    name.clone_from(&s.who.application_name);
                 });
+                cx.syncrep.update(cx.slot, &name, write, flush, apply); // rule 7
                 if let Some(name) = slot {
                     cx.engine.slots().advance(name, flush); // rule 5
                 }
@@ -684,7 +775,13 @@ async fn send_pending(
     if wrote {
         st.last_send = Instant::now();
         let sent = st.sent;
-        cx.senders.report(cx.slot, |p| p.sent = sent);
+        cx.senders.report(cx.slot, |s| {
+            s.progress.sent = sent;
+            if s.samples.len() >= LAG_SAMPLES {
+                s.samples.pop_front();
+            }
+            s.samples.push_back((sent, st.last_send));
+        });
     }
     Ok(())
 }

@@ -908,6 +908,7 @@ pub(super) async fn base_backup(
     text: &str,
 ) -> Result<Flow, SqlError> {
     let opts = parse_options(text)?;
+    cx.senders.report(cx.slot, |s| s.state = "backup"); // walsender rule 6
     let engine = cx.engine.clone();
     let backup = tokio::task::spawn_blocking(move || engine.start_backup())
         .await
