@@ -114,6 +114,17 @@ impl<'a> Snapshot<'a> {
         snap
     }
 
+    /// Standby rule 9: replay has cancelled this snapshot (it must remove rows the
+    /// snapshot may see). One atomic load; never true on a primary.
+    pub fn cancelled_by_recovery(&self) -> bool {
+        let w = self
+            .sh
+            .recovery
+            .conflict_horizon
+            .load(std::sync::atomic::Ordering::Acquire);
+        w != 0 && self.horizon().0 <= w
+    }
+
     /// Every xid below this is, for this snapshot, as committed or aborted as it is now.
     fn horizon(&self) -> Xid {
         self.running.unwrap_or(self.xmax)
@@ -182,6 +193,10 @@ pub fn scan_page(
         .pool
         .read_buffer(tag(rel, ForkNumber::Main, b), ReadMode::Normal)?;
     let g = buf.read();
+    if snap.cancelled_by_recovery() {
+        // Standby rule 9: checked under the page lock, which replay's prune needs.
+        return Err(EngineError::RecoveryConflict);
+    }
     for (off, t) in page_tuples(&g).map_err(corrupt)? {
         if visible(snap, t, my) {
             f(BlockNumber(b), off, t)?;
@@ -708,6 +723,10 @@ pub(crate) fn heap_redo(rx: &mut dyn RedoContext, r: &Record) -> Result<()> {
     let (b, body) = HeapBody::decode(r.info, &r.payload).map_err(corrupt)?;
     let rel = b.tag.rel;
     let block = b.tag.block.0;
+    if let (HeapBody::Prune(pr), true) = (&body, rx.hot_standby()) {
+        let xid = removed_xmax(rx.shared(), b.tag, &pr.removed)?;
+        crate::standby::resolve_snapshot_conflict(rx.shared(), xid); // standby rule 9
+    }
     let applied = rx.redo_block(r, &b, &mut |p| match &body {
         HeapBody::Insert(i) => match heap::page_insert(p, &i.tuple) {
             Some((off, _)) if off == i.offset => Ok(()),
@@ -742,6 +761,25 @@ pub(crate) fn heap_redo(rx: &mut dyn RedoContext, r: &Record) -> Result<()> {
         HeapBody::Prune(pr) => vm_change(sh, rel, block, pr.all_visible, r.end, true),
         _ => Ok(()),
     }
+}
+
+/// Standby rule 9: the newest committed deleter among the tuples a prune removes (as
+/// the page holds them before it); `Xid::INVALID` if none (aborted inserts conflict
+/// with nobody). O(tuples of the page).
+fn removed_xmax(sh: &Shared, tag: BufferTag, removed: &[u16]) -> Result<Xid> {
+    if !sh.smgr.exists(tag.rel, tag.fork) || tag.block.0 >= sh.smgr.nblocks(tag.rel, tag.fork)? {
+        return Ok(Xid::INVALID);
+    }
+    let buf = sh.pool.read_buffer(tag, ReadMode::Normal)?;
+    let g = buf.read();
+    let mut newest = Xid::INVALID;
+    for (off, t) in page_tuples(&g).map_err(corrupt)? {
+        let xmax = heap::tuple_xmax(t);
+        if removed.contains(&off) && xmax != Xid::INVALID && sh.clog.is_committed(xmax) {
+            newest = newest.max(xmax);
+        }
+    }
+    Ok(newest)
 }
 
 /// Standby rule 5: the catalog rows a heap record inserts or deletes, for the cache

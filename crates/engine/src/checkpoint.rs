@@ -31,6 +31,9 @@
 //!    failed write or sync no later checkpoint can run, so none can move the redo
 //!    point past changes that never reached the disk, or remove the WAL that holds
 //!    them. Restart recovers them from WAL.
+//! 5. The checkpointer thread is also the WAL writer: every 100 ms it flushes WAL
+//!    inserted but not yet flushed (`wal_writer`), so no record waits for the next
+//!    commit to reach the disk and the standbys.
 
 use crate::codec::Dec;
 use crate::records::{
@@ -223,8 +226,21 @@ fn checkpoint_locked(
     Ok(stats)
 }
 
-/// The checkpointer thread (rule 3). Polls every 100 ms for the WAL distance; stops
-/// when `CkptState::shutdown` is set.
+/// Rule 5 (PostgreSQL's WAL writer): WAL inserted but not flushed by a commit (VACUUM's
+/// records, an abort's) is flushed within a tick, so WAL senders, which send only
+/// flushed WAL, never leave it unsent. A failure is a PANIC (engine rule 7).
+fn wal_writer(sh: &Shared) {
+    let Some(wal) = sh.late_wal.wal.get() else {
+        return;
+    };
+    let inserted = wal.insert_lsn();
+    if inserted > wal.flushed_lsn() && sh.fatal().check().is_ok() {
+        let _ = sh.wal_flush(inserted);
+    }
+}
+
+/// The checkpointer thread (rule 3), which is also the WAL writer (rule 5). Polls every
+/// 100 ms for the WAL distance; stops when `CkptState::shutdown` is set.
 pub fn spawn_checkpointer(sh: Arc<Shared>) -> JoinHandle<()> {
     std::thread::Builder::new()
         .name("checkpointer".into())
@@ -251,6 +267,7 @@ pub fn spawn_checkpointer(sh: Arc<Shared>) -> JoinHandle<()> {
                         (false, "")
                     }
                 };
+                wal_writer(&sh);
                 if due {
                     last = Instant::now();
                     match checkpoint(&sh, false, false, false) {

@@ -138,6 +138,9 @@ pub struct Settings {
     pub wal_segment_bytes: u64,
     pub max_files_per_process: usize,
     pub recovery_init_sync_method: RecoverySyncMethod,
+    /// How long a standby's replay waits for queries that conflict with it before
+    /// cancelling them (`max_standby_streaming_delay`; `None`: forever).
+    pub max_standby_delay: Option<Duration>,
     pub log: LogSink,
     pub on_fatal: FatalHook,
     /// The file system under every durable file (engine rule 7's seam for tests).
@@ -156,6 +159,7 @@ impl Default for Settings {
             wal_segment_bytes: strata_wal::WAL_SEGMENT_BYTES_DEFAULT,
             max_files_per_process: 1000,
             recovery_init_sync_method: RecoverySyncMethod::Fsync,
+            max_standby_delay: Some(Duration::from_secs(30)),
             log: Arc::new(|line: &str| eprintln!("LOG:  {line}")),
             on_fatal: Arc::new(|_: &str| std::process::abort()),
             vfs: StdVfs::arc(),
@@ -232,6 +236,10 @@ pub enum EngineError {
     /// A WAL function on a standby.
     #[error("recovery is in progress")]
     RecoveryInProgress,
+    /// A standby query cancelled because replay must remove rows it may see
+    /// (standby rule 9).
+    #[error("canceling statement due to conflict with recovery: the query might have needed to see row versions that replay had to remove")]
+    RecoveryConflict,
     /// A streaming scan's relation was dropped or truncated between two of its
     /// batches (`stream` rule 3).
     #[error("could not serialize access due to concurrent DROP or TRUNCATE of relation \"{0}\"")]
@@ -266,6 +274,7 @@ impl EngineError {
             EngineError::NotSupported(_) => "0A000",
             EngineError::ReadOnly(_) => "25006",
             EngineError::RecoveryInProgress => "55000",
+            EngineError::RecoveryConflict => "40001",
             EngineError::RowTooBig(_) => "54000",
             EngineError::ConcurrentDrop(_) => "40001",
             EngineError::Corrupt(_) => "XX001",

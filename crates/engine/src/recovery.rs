@@ -874,6 +874,10 @@ impl RedoContext for Redo<'_> {
         self.backup.is_some() || self.standby
     }
 
+    fn hot_standby(&self) -> bool {
+        self.hot
+    }
+
     fn spc_available(&self, spc: Oid) -> bool {
         spc == DEFAULT_TABLESPACE
             || spc == GLOBAL_TABLESPACE

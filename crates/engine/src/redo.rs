@@ -88,6 +88,10 @@ pub(crate) trait RedoContext {
 
     /// `xid` committed: called before its dropped files are removed (standby rule 5).
     fn committed(&mut self, xid: Xid) -> Result<()>;
+
+    /// Replay runs on a hot standby (sessions may be reading): conflicts with their
+    /// queries must be resolved first (standby rule 9).
+    fn hot_standby(&self) -> bool;
 }
 
 /// Rule 3: the error for a record no resource manager knows.

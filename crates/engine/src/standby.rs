@@ -48,6 +48,15 @@
 //!    (state "in archive recovery") and WAL before its redo point is removed. A restart
 //!    replays from there. Any failure is a PANIC (engine rule 7).
 //! 8. A replay error stops the standby with a PANIC: replay never skips a record.
+//! 9. Conflicts with standby queries (PostgreSQL's recovery conflicts): before a
+//!    prune removes tuples whose deleter is `x`, replay waits up to
+//!    `max_standby_streaming_delay` for every snapshot that may still see them
+//!    (horizon at or below `x`) to end, then cancels those left: the conflict horizon
+//!    rises to `x`, and a scan checks it under each page's lock — the lock the prune
+//!    needs — so it fails (40001) before it could read a pruned page. Before a commit's
+//!    drops, replay waits the same way for scans of the dropped relations and
+//!    databases; then the drop takes the drop lock and a scan still running fails at
+//!    its next batch (rule 6).
 
 use crate::catalog::{self, DbEntry, Overlay, RelEntry, SpcEntry, Tid};
 use crate::records::{CheckpointRecord, RM_XLOG, XLOG_CHECKPOINT};
@@ -86,6 +95,94 @@ pub(crate) struct RecoveryState {
     pub stop: AtomicBool,
     pub restartpoint_requested: AtomicBool,
     pub stats: Mutex<ReplayStats>,
+    /// Standby rule 9: snapshots with a horizon at or below this xid are cancelled
+    /// (0: none).
+    pub conflict_horizon: std::sync::atomic::AtomicU32,
+    /// Standby rule 9: the relations standby scans are reading, with counts.
+    pub scanning: Mutex<FxHashMap<RelKey, usize>>,
+}
+
+/// A standby scan of a relation, registered while it runs (standby rule 9).
+pub(crate) struct ScanGuard<'a> {
+    sh: &'a Shared,
+    rel: RelKey,
+}
+
+impl<'a> ScanGuard<'a> {
+    /// Registers a scan of `rel` if the cluster is a standby.
+    pub fn new(sh: &'a Shared, rel: RelKey) -> Option<ScanGuard<'a>> {
+        if !sh.recovery.in_recovery.load(Ordering::Acquire) {
+            return None;
+        }
+        *sh.recovery.scanning.lock().entry(rel).or_default() += 1;
+        Some(ScanGuard { sh, rel })
+    }
+}
+
+impl Drop for ScanGuard<'_> {
+    fn drop(&mut self) {
+        let mut m = self.sh.recovery.scanning.lock();
+        if let Some(n) = m.get_mut(&self.rel) {
+            *n -= 1;
+            if *n == 0 {
+                m.remove(&self.rel);
+            }
+        }
+    }
+}
+
+/// Waits while `busy` holds, up to `max_standby_streaming_delay`; whether it still
+/// holds (the conflict must be resolved by cancelling). Polls every 5 ms.
+fn wait_out(sh: &Shared, busy: &dyn Fn() -> bool) -> bool {
+    let started = Instant::now();
+    while busy() {
+        if sh
+            .settings
+            .max_standby_delay
+            .is_some_and(|d| started.elapsed() >= d)
+            || sh.recovery.stop.load(Ordering::Acquire)
+        {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    false
+}
+
+/// Standby rule 9: before a prune removes tuples deleted by `xid` (or older).
+pub(crate) fn resolve_snapshot_conflict(sh: &Shared, xid: Xid) {
+    if xid == Xid::INVALID {
+        return;
+    }
+    // Snapshots already cancelled (at or below the horizon) are not waited for again.
+    let conflicting = || {
+        let w = sh.recovery.conflict_horizon.load(Ordering::Acquire);
+        w < xid.0 && sh.snapshots.lock().range(Xid(w + 1)..=xid).next().is_some()
+    };
+    if wait_out(sh, &conflicting) {
+        sh.recovery
+            .conflict_horizon
+            .fetch_max(xid.0, Ordering::AcqRel);
+        sh.log(&format!(
+            "canceling queries on the standby: replay must remove row versions deleted by transaction {} that they may still see",
+            xid.0
+        ));
+    }
+}
+
+/// Standby rule 9: before a commit's drops, waits for standby scans of what it drops.
+pub(crate) fn wait_for_scans(sh: &Shared, c: &crate::records::CommitRecord) {
+    if c.dropped_rels.is_empty() && c.dropped_dbs.is_empty() {
+        return;
+    }
+    let busy = || {
+        let m = sh.recovery.scanning.lock();
+        m.keys()
+            .any(|r| c.dropped_rels.contains(r) || c.dropped_dbs.iter().any(|(db, _)| *db == r.db))
+    };
+    if wait_out(sh, &busy) {
+        sh.log("canceling queries on the standby: replay must drop the relations they read");
+    }
 }
 
 impl RecoveryState {

@@ -57,10 +57,15 @@ pub(crate) fn scan_batches(
     let mut start: Option<(RelKey, u32)> = None;
     let mut next = 0u32;
     let mut batch: Vec<Vec<Value>> = Vec::new();
+    let mut _registered = None;
     loop {
         let done = read_batch(
             sh, resolve, &snap, my, interrupt, &mut start, &mut next, &mut batch,
         )?;
+        if _registered.is_none() {
+            // Standby rule 9: replay of a drop waits for this scan, up to a limit.
+            _registered = start.and_then(|(key, _)| crate::standby::ScanGuard::new(sh, key));
+        }
         for row in batch.drain(..) {
             if !f(row)? {
                 return Ok(());

@@ -929,6 +929,11 @@ pub(crate) fn xact_redo(rx: &mut dyn RedoContext, r: &Record) -> Result<()> {
     match r.info {
         XACT_COMMIT => {
             let c = CommitRecord::decode(&r.payload).map_err(corrupt)?;
+            if rx.hot_standby() {
+                // Standby rule 9: the relations stay, for scans that read them, until
+                // they end or the delay is up.
+                crate::standby::wait_for_scans(rx.shared(), &c);
+            }
             rx.shared().clog.set(xid, XidStatus::Committed);
             rx.committed(xid)?;
             rx.forget_rels(&c.dropped_rels);

@@ -21,6 +21,7 @@
 //! | `max_wal_senders` | count | 10 | 0 .. 10,000 (WAL sender slots, not connection slots) |
 //! | `wal_sender_timeout` | ms (or `s`, `min`, ...) | 1min | 0 (none) .. 2147483647ms |
 //! | `synchronous_standby_names` | `FIRST n (names)`, `ANY n (names)`, `names` | '' | standbys whose confirmation a commit waits for (syncrep rules) |
+//! | `max_standby_streaming_delay` | ms | 30s | -1 (forever) .. 2147483647ms: how long a standby's replay waits for conflicting queries before cancelling them |
 //! | `primary_conninfo` | libpq connection string | '' | a standby's primary (with `standby.signal`) |
 //! | `primary_slot_name` | slot name | '' | the primary's replication slot the standby streams through |
 //! | `wal_receiver_status_interval` | s | 10s | 0 .. 2147483s: the standby reports its positions at least this often |
@@ -124,6 +125,19 @@ pub fn apply(s: &mut Settings, name: &str, value: &str) -> Result<(), String> {
                         "\nHINT:  Available values: fsync, syncfs.",
                     ))
                 }
+            }
+        }
+        "max_standby_streaming_delay" => {
+            s.max_standby_delay = if value.trim() == "-1" {
+                None
+            } else {
+                let ms = parse_time_ms(name, value, 1)?;
+                if ms > i32::MAX as u64 {
+                    return Err(format!(
+                        "{ms} ms is outside the valid range for parameter \"{name}\" (-1 .. 2147483647)"
+                    ));
+                }
+                Some(Duration::from_millis(ms))
             }
         }
         "debug_io_fault" => {

@@ -450,3 +450,99 @@ fn commit_without_its_standby_warns(primary: &Server) {
         ],
     );
 }
+
+/// Starts `select * from <table>` on `c` and reads one row, then stops reading: the
+/// standby's scan stays open, its snapshot held, while the client does not read.
+async fn stalled_scan(
+    c: &tokio_postgres::Client,
+    table: &str,
+) -> std::pin::Pin<Box<tokio_postgres::RowStream>> {
+    let rows = c
+        .query_raw(&format!("select * from {table}"), std::iter::empty::<i64>())
+        .await
+        .unwrap();
+    let mut rows = Box::pin(rows);
+    futures::StreamExt::next(&mut rows).await.unwrap().unwrap();
+    rows
+}
+
+/// Reads the rest of a stalled scan: its error's SQLSTATE, if it failed.
+async fn finish(mut rows: std::pin::Pin<Box<tokio_postgres::RowStream>>) -> Option<String> {
+    while let Some(r) = futures::StreamExt::next(&mut rows).await {
+        if let Err(e) = r {
+            return Some(code_of(&e));
+        }
+    }
+    None
+}
+
+#[test]
+fn replay_waits_for_conflicting_standby_queries_then_cancels_them() {
+    if !have_basebackup() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (primary, standby) = pair(dir.path());
+    let copy = dir.path().join("standby");
+    stop(&copy);
+    drop(standby);
+    let standby = Server::start(&copy, &["max_standby_streaming_delay=1s"]);
+    primary.psql_ok(
+        "postgres",
+        &["-c", "create table big (a int, b text); insert into big select g, 'some padding text for the row' from generate_series(1, 300000) g; create table big2 (a int, b text); insert into big2 select a, b from big"],
+    );
+    catch_up(&primary, &standby);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        // A scan whose snapshot predates a DELETE: VACUUM's prune of those rows
+        // conflicts with it.
+        let s = connect_to(standby.port, "strata", "postgres", None)
+            .await
+            .unwrap();
+        let rows = stalled_scan(&s, "big").await;
+        primary.psql_ok(
+            "postgres",
+            &[
+                "-c",
+                "delete from big where a <= 100000",
+                "-c",
+                "vacuum big",
+            ],
+        );
+        let t0 = Instant::now();
+        catch_up(&primary, &standby);
+        let waited = t0.elapsed();
+        assert!(
+            waited >= Duration::from_millis(900),
+            "replay did not wait: {waited:?}"
+        );
+        assert!(
+            waited < Duration::from_secs(20),
+            "replay stalled: {waited:?}"
+        );
+        assert_eq!(finish(rows).await.as_deref(), Some("40001"));
+        // A scan of a table the primary drops: the drop waits, then the scan fails.
+        let s2 = connect_to(standby.port, "strata", "postgres", None)
+            .await
+            .unwrap();
+        let rows = stalled_scan(&s2, "big2").await;
+        primary.psql_ok("postgres", &["-c", "drop table big2"]);
+        let t0 = Instant::now();
+        catch_up(&primary, &standby);
+        let waited = t0.elapsed();
+        let end = finish(rows).await;
+        assert!(
+            waited >= Duration::from_millis(900),
+            "replay did not wait: {waited:?} {end:?}\n{}",
+            standby.log_text()
+        );
+        assert_eq!(end.as_deref(), Some("40001"));
+    });
+    // Queries that start after the replay see the new state.
+    assert_eq!(
+        one(&standby, "postgres", "select count(*) from big"),
+        "200000"
+    );
+    let log = standby.log_text();
+    assert!(log.contains("canceling queries on the standby"), "{log}");
+}
