@@ -121,6 +121,7 @@ pub fn init_cluster(dir: &Path, settings: &Settings) -> Result<()> {
         next_relfilenumber: rec.next_relfilenumber,
         wal_segment_bytes: seg,
         checkpoint_time_unix_s: unix_now(),
+        timeline: 1,
     }
     .write(&**vfs, dir)?;
     Ok(())
@@ -198,6 +199,7 @@ fn checkpoint_locked(
         next_oid: next_oid.0,
         next_relfilenumber: c.next_relfilenumber,
         wal_segment_bytes: sh.wal().segment_bytes(),
+        timeline: sh.timeline.load(std::sync::atomic::Ordering::Acquire),
         checkpoint_time_unix_s: unix_now(),
     }
     .write(&*sh.settings.vfs, &sh.dir)?;

@@ -236,6 +236,8 @@ pub enum EngineError {
     /// A WAL function on a standby.
     #[error("recovery is in progress")]
     RecoveryInProgress,
+    #[error("recovery is not in progress")]
+    NotInRecovery,
     /// A standby query cancelled because replay must remove rows it may see
     /// (standby rule 9).
     #[error("canceling statement due to conflict with recovery: the query might have needed to see row versions that replay had to remove")]
@@ -273,7 +275,7 @@ impl EngineError {
             EngineError::InvalidParameter(_) => "22023",
             EngineError::NotSupported(_) => "0A000",
             EngineError::ReadOnly(_) => "25006",
-            EngineError::RecoveryInProgress => "55000",
+            EngineError::RecoveryInProgress | EngineError::NotInRecovery => "55000",
             EngineError::RecoveryConflict => "40001",
             EngineError::RowTooBig(_) => "54000",
             EngineError::ConcurrentDrop(_) => "40001",
@@ -399,6 +401,8 @@ pub(crate) struct Shared {
     pub dir: PathBuf,
     /// Fixed at init (pg_control).
     pub wal_segment_bytes: u64,
+    /// The timeline written (primary) or replayed (standby); a promotion raises it.
+    pub timeline: std::sync::atomic::AtomicU32,
     /// A standby's replay, receiver and read-only state (standby rules).
     pub recovery: standby::RecoveryState,
     pub settings: Settings,
@@ -766,6 +770,11 @@ impl Engine {
         self.sh.ckpt.lock().system_identifier
     }
 
+    /// The cluster's timeline (IDENTIFY_SYSTEM): 1 until a promotion.
+    pub fn timeline(&self) -> u32 {
+        self.sh.timeline.load(Ordering::Acquire)
+    }
+
     /// The WAL segment size fixed at `init`.
     pub fn wal_segment_bytes(&self) -> u64 {
         self.sh.wal_segment_bytes
@@ -812,6 +821,9 @@ impl Engine {
         }
         if let Some(h) = self.checkpointer.lock().take() {
             let _ = h.join();
+        }
+        if let Some(h) = self.sh.recovery.checkpointer.lock().take() {
+            let _ = h.join(); // a promoted standby's
         }
     }
 

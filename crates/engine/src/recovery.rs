@@ -296,6 +296,7 @@ fn shared_for_replay(
     Ok(Shared {
         dir: dir.to_path_buf(),
         wal_segment_bytes: control.wal_segment_bytes,
+        timeline: control.timeline.into(),
         recovery: Default::default(),
         settings,
         smgr,
@@ -677,7 +678,7 @@ impl<'a> Redo<'a> {
     /// After the loop: rule 4 for transactions that never finished, rule 2's check of
     /// the skipped pages, and the counters past everything replayed. Returns how many
     /// transactions were unfinished.
-    fn finish(mut self) -> Result<usize> {
+    pub(crate) fn finish(mut self) -> Result<usize> {
         let sh = self.sh;
         let unfinished = std::mem::take(&mut self.unfinished);
         let aborted_unfinished = unfinished.len();

@@ -57,6 +57,12 @@
 //!    drops, replay waits the same way for scans of the dropped relations and
 //!    databases; then the drop takes the drop lock and a scan still running fails at
 //!    its next batch (rule 6).
+//! 10. Promotion (`Engine::promote`, or a `promote` file): the received WAL is closed
+//!     (no write or flush after), everything durable is replayed, then recovery ends
+//!     as crash recovery does (`Redo::finish`), the next timeline's history file is
+//!     made durable before any WAL of it, the WAL opens for appending at the end of
+//!     replay, an end-of-recovery checkpoint names the new timeline, `standby.signal`
+//!     goes, and only then are writes admitted.
 
 use crate::catalog::{self, DbEntry, Overlay, RelEntry, SpcEntry, Tid};
 use crate::records::{CheckpointRecord, RM_XLOG, XLOG_CHECKPOINT};
@@ -94,6 +100,12 @@ pub(crate) struct RecoveryState {
     pub progress_cv: Condvar,
     pub stop: AtomicBool,
     pub restartpoint_requested: AtomicBool,
+    /// Standby rule 10: promotion asked for (`strata promote`, `pg_promote()`).
+    pub promote_requested: AtomicBool,
+    /// Promotion has begun: no more WAL is received.
+    pub receiving_closed: AtomicBool,
+    /// The checkpointer a promotion starts (the engine joins it at close).
+    pub checkpointer: Mutex<Option<std::thread::JoinHandle<()>>>,
     pub stats: Mutex<ReplayStats>,
     /// Standby rule 9: snapshots with a horizon at or below this xid are cancelled
     /// (0: none).
@@ -240,7 +252,12 @@ pub(crate) fn spawn(
 }
 
 /// The startup thread: the local WAL, then the received WAL as it becomes durable.
-fn run(sh: &Shared, start: StandbyStart, ready: std::sync::mpsc::Sender<Result<RecoveryInfo>>) {
+fn run(
+    sh_arc: &Arc<Shared>,
+    start: StandbyStart,
+    ready: std::sync::mpsc::Sender<Result<RecoveryInfo>>,
+) {
+    let sh: &Shared = sh_arc;
     let mut ctx = Redo::new(sh, start.backup_start, true);
     if let Some((xid, creates)) = &start.ckpt.running {
         ctx.unfinished.insert(*xid, creates.clone());
@@ -267,16 +284,82 @@ fn run(sh: &Shared, start: StandbyStart, ready: std::sync::mpsc::Sender<Result<R
     };
     let mut last_ckpt = (start.ckpt_lsn, start.ckpt);
     let mut last_restartpoint = Instant::now();
-    if let Err(e) = stream_pass(
+    let streamed = stream_pass(
         &mut ctx,
         &mut reader,
         &mut last_ckpt,
         &mut last_restartpoint,
-    ) {
-        sh.fatal()
-            .raise(format!("could not replay WAL on the standby: {e}"));
+    );
+    match streamed {
+        Ok(true) => {
+            if let Err(e) = promote(ctx, &reader, sh_arc) {
+                sh.fatal()
+                    .raise(format!("could not promote the standby: {e}"));
+            }
+        }
+        Ok(false) => sh.log("startup process: standby replay stopped"),
+        Err(e) => {
+            sh.fatal()
+                .raise(format!("could not replay WAL on the standby: {e}"));
+        }
     }
-    sh.log("startup process: standby replay stopped");
+}
+
+/// Standby rule 10: ends recovery at the end of the WAL replayed and starts a new
+/// timeline there, as a primary.
+fn promote(ctx: Redo<'_>, reader: &WalReader, sh_arc: &Arc<Shared>) -> Result<()> {
+    let sh: &Shared = sh_arc;
+    if ctx.backup.is_some() && !ctx.backup_end_seen {
+        return Err(corrupt(
+            "WAL ends before end of online backup: a standby cannot be promoted before it is consistent",
+        ));
+    }
+    let (end, last) = (reader.end(), reader.last_lsn());
+    let label = ctx.backup.is_some();
+    let hot = ctx.hot;
+    let aborted = ctx.finish()?;
+    *sh.running.lock() = None;
+    let vfs = &sh.settings.vfs;
+    let old = sh.timeline.load(Ordering::Acquire);
+    let new = strata_wal::timeline::newest(&**vfs, &sh.dir, old) + 1;
+    let io = |op, e| EngineError::Io {
+        op,
+        path: sh.dir.join("pg_wal"),
+        source: e,
+    };
+    strata_wal::timeline::write_history(&**vfs, &sh.dir, new, old, end)
+        .map_err(|e| io("write the timeline history in", e))?;
+    sh.log(&format!("selected new timeline ID: {new}"));
+    let wal = strata_wal::Wal::open(vfs, &sh.dir, sh.wal_segment_bytes, end, last)?;
+    if sh.settings.archive_mode {
+        wal.enable_archiving();
+    }
+    if sh.late_wal.wal.set(Arc::new(wal)).is_err() {
+        unreachable!("a standby has no WAL open for appending");
+    }
+    sh.timeline.store(new, Ordering::Release);
+    if !hot {
+        load_catalog(sh)?;
+    }
+    crate::checkpoint::checkpoint(sh, false, true, true)?; // end of recovery
+    if label {
+        crate::recovery::retire_backup_label(sh)?;
+    }
+    for f in ["standby.signal", "promote"] {
+        let p = sh.dir.join(f);
+        if vfs.exists(&p) {
+            vfs.remove_file(&p).map_err(|e| io("remove", e))?;
+        }
+    }
+    vfs.sync_dir(&sh.dir).map_err(|e| io("sync", e))?;
+    sh.recovery.in_recovery.store(false, Ordering::Release);
+    *sh.recovery.checkpointer.lock() = Some(crate::checkpoint::spawn_checkpointer(sh_arc.clone()));
+    sh.log(&format!(
+        "archive recovery complete: promoted at {end} on timeline {new} ({aborted} unfinished transaction(s) aborted)"
+    ));
+    sh.log("database system is ready to accept connections");
+    sh.recovery.progress_cv.notify_all();
+    Ok(())
 }
 
 /// Replays the local WAL to its end; creates the received WAL after it and becomes
@@ -381,13 +464,20 @@ fn publish_stats(sh: &Shared, stats: &mut ReplayStats) {
     }
 }
 
-/// The received WAL, replayed as it becomes durable, until the engine stops.
+/// Standby rule 10: promotion was asked for, by `Engine::promote` or a `promote`
+/// file in the data directory (what `strata promote` writes).
+fn promotion_asked(sh: &Shared) -> bool {
+    sh.recovery.promote_requested.load(Ordering::Acquire) || sh.dir.join("promote").exists()
+}
+
+/// The received WAL, replayed as it becomes durable, until the engine stops (false)
+/// or a promotion is asked for (true: everything received has been replayed).
 fn stream_pass(
     ctx: &mut Redo<'_>,
     reader: &mut WalReader,
     last_ckpt: &mut (Lsn, CheckpointRecord),
     last_restartpoint: &mut Instant,
-) -> Result<()> {
+) -> Result<bool> {
     let sh = ctx.sh;
     let rs = &sh.recovery;
     let received = rs.received.get().expect("set by the local pass");
@@ -395,7 +485,15 @@ fn stream_pass(
     loop {
         let seen = *rs.wake.lock();
         if rs.stop.load(Ordering::Acquire) {
-            return Ok(());
+            return Ok(false);
+        }
+        if !rs.receiving_closed.load(Ordering::Acquire) && promotion_asked(sh) {
+            // Standby rule 10: nothing more is received; what is durable is replayed
+            // (the next pass), then the standby is promoted.
+            received.close();
+            rs.receiving_closed.store(true, Ordering::Release);
+            sh.log("received promote request");
+            continue;
         }
         let flushed = received.flushed_lsn();
         if flushed > reader.end() {
@@ -413,6 +511,9 @@ fn stream_pass(
             })?;
             publish_stats(sh, &mut stats);
             maybe_consistent(ctx, reader.end())?;
+        }
+        if rs.receiving_closed.load(Ordering::Acquire) && received.flushed_lsn() <= reader.end() {
+            return Ok(true);
         }
         if rs.restartpoint_requested.swap(false, Ordering::AcqRel) {
             restartpoint(ctx, last_ckpt)?;
@@ -444,6 +545,7 @@ fn restartpoint(ctx: &mut Redo<'_>, (lsn, ckpt): &(Lsn, CheckpointRecord)) -> Re
             next_relfilenumber: ckpt.next_relfilenumber,
             wal_segment_bytes: sh.wal_segment_bytes,
             checkpoint_time_unix_s: crate::checkpoint::unix_now(),
+            timeline: sh.timeline.load(Ordering::Acquire),
         }
         .write(&*sh.settings.vfs, &sh.dir)?;
         Ok((written, synced))
@@ -565,6 +667,11 @@ impl crate::Engine {
     /// [`Engine::flush_received_wal`].
     pub fn receive_wal(&self, lsn: Lsn, bytes: &[u8]) -> Result<()> {
         let r = self.received()?;
+        if self.sh.recovery.receiving_closed.load(Ordering::Acquire) {
+            return Err(EngineError::NotSupported(
+                "the standby is being promoted".into(),
+            ));
+        }
         r.write(lsn, bytes).map_err(|e| {
             self.sh
                 .fatal()
@@ -620,6 +727,53 @@ impl crate::Engine {
     /// time): what the standby spends its time on.
     pub fn replay_stats(&self) -> ReplayStats {
         self.sh.recovery.stats.lock().clone()
+    }
+
+    /// Promotes the standby (standby rule 10) and, if `wait`, waits up to `timeout`
+    /// for it to be done; whether it is (`pg_promote`). Err if not a standby.
+    pub fn promote(&self, wait: bool, timeout: Duration) -> Result<bool> {
+        if !self.in_recovery() {
+            return Err(EngineError::NotInRecovery);
+        }
+        self.sh
+            .recovery
+            .promote_requested
+            .store(true, Ordering::Release);
+        self.sh.recovery.wake();
+        if !wait {
+            return Ok(true);
+        }
+        let deadline = Instant::now() + timeout;
+        let rs = &self.sh.recovery;
+        let mut g = rs.progress.lock();
+        while self.in_recovery() {
+            if rs.progress_cv.wait_until(&mut g, deadline).timed_out() {
+                return Ok(!self.in_recovery());
+            }
+        }
+        Ok(true)
+    }
+
+    /// The standby follows its primary onto timeline `tli` (timeline rule 3): the
+    /// history file is stored durably first, then the timeline changes; the next
+    /// restartpoint writes it into `pg_control`.
+    pub fn adopt_timeline(&self, tli: u32, history: &str) -> Result<()> {
+        if !self.in_recovery() {
+            return Err(EngineError::NotInRecovery);
+        }
+        strata_wal::timeline::write_history_text(
+            &*self.sh.settings.vfs,
+            &self.sh.dir,
+            tli,
+            history,
+        )
+        .map_err(|source| EngineError::Io {
+            op: "write the timeline history in",
+            path: self.sh.dir.join("pg_wal"),
+            source,
+        })?;
+        self.sh.timeline.store(tli, Ordering::Release);
+        Ok(())
     }
 
     /// Asks the startup thread for a restartpoint (`CHECKPOINT` on a standby).

@@ -31,3 +31,4 @@ pub mod views;
 pub mod walreceiver;
 
 pub use server::{init, start, stop};
+pub use standby::promote;

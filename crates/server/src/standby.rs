@@ -17,6 +17,44 @@ use std::sync::Arc;
 use strata_engine::{Engine, LogSink};
 use strata_types::Lsn;
 
+/// `strata promote -D DIR` (PostgreSQL's `pg_ctl promote`): writes the `promote`
+/// file the standby's startup thread looks for (standby rule 10), then waits up to
+/// `wait_secs` (0: not at all) for `standby.signal` to go, which the promotion's end
+/// does.
+pub fn promote(data: &std::path::Path, wait_secs: u64) -> Result<(), String> {
+    let signal = data.join("standby.signal");
+    if !signal.exists() {
+        return Err(format!(
+            "cannot promote server: server is not in standby mode (no \"{}\")",
+            signal.display()
+        ));
+    }
+    let pid = crate::server::read_pid(data)
+        .filter(|p| crate::server::pid_alive(*p))
+        .ok_or_else(|| format!("no server running in \"{}\"", data.display()))?;
+    let file = data.join("promote");
+    std::fs::write(&file, b"").map_err(|e| {
+        format!(
+            "could not write promote signal file \"{}\": {e}",
+            file.display()
+        )
+    })?;
+    if wait_secs == 0 {
+        eprintln!("server promoting");
+        return Ok(());
+    }
+    eprintln!("waiting for server to promote...");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(wait_secs);
+    while signal.exists() {
+        if std::time::Instant::now() > deadline || !crate::server::pid_alive(pid) {
+            return Err("server did not promote in time".into());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    eprintln!("server promoted");
+    Ok(())
+}
+
 /// The engine, as the WAL receiver sees it.
 pub struct EngineSink {
     pub engine: Arc<Engine>,
@@ -30,7 +68,7 @@ impl ReceiverSink for EngineSink {
         self.engine.system_identifier()
     }
     fn timeline(&self) -> u32 {
-        1
+        self.engine.timeline()
     }
     fn start_lsn(&self) -> Lsn {
         self.engine.receive_start().unwrap_or_default()
@@ -51,6 +89,11 @@ impl ReceiverSink for EngineSink {
     }
     fn set_state(&self, state: ReceiverState) {
         *self.state.lock() = state;
+    }
+    fn adopt_timeline(&self, tli: u32, history: &str) -> Result<(), String> {
+        self.engine
+            .adopt_timeline(tli, history)
+            .map_err(|e| e.to_string())
     }
 }
 
@@ -81,6 +124,19 @@ pub fn start_receiver(
         log: log.clone(),
         state: Mutex::new(ReceiverState::default()),
     });
-    tokio::spawn(walreceiver::run(settings, sink.clone(), stop));
+    // The receiver stops with the server, or once the standby is promoted.
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    let (e, mut server_stop) = (engine.clone(), stop);
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(std::time::Duration::from_millis(50));
+        loop {
+            tokio::select! {
+                _ = server_stop.changed() => break,
+                _ = tick.tick() => if !e.in_recovery() { break },
+            }
+        }
+        let _ = tx.send(true);
+    });
+    tokio::spawn(walreceiver::run(settings, sink.clone(), rx));
     Ok(Some(sink))
 }

@@ -469,6 +469,9 @@ pub trait ReceiverSink: Send + Sync + 'static {
     fn log(&self, line: &str);
     /// The receiver's state, for `pg_stat_wal_receiver`.
     fn set_state(&self, state: ReceiverState);
+    /// The primary was promoted to timeline `tli` (history file `history`), which the
+    /// standby's WAL does not go past: the standby follows it from now on.
+    fn adopt_timeline(&self, tli: u32, history: &str) -> Result<(), String>;
 }
 
 /// The receiver's state, for `pg_stat_wal_receiver`.
@@ -902,12 +905,48 @@ async fn identify(sock: &mut Socket, sink: &dyn ReceiverSink) -> Result<(), Stri
         ));
     }
     let tli = sink.timeline();
-    if field(1).parse::<u32>().ok() != Some(tli) {
-        return Err(format!(
-            "FATAL:  timeline {} of the primary does not match recovery target timeline {tli}",
+    match field(1).parse::<u32>() {
+        Ok(t) if t == tli => Ok(()),
+        Ok(t) if t > tli => follow_timeline(sock, sink, t).await,
+        _ => Err(format!(
+            "FATAL:  highest timeline {} of the primary is behind recovery timeline {tli}",
             field(1)
+        )),
+    }
+}
+
+/// The primary is on a later timeline (it was promoted): the standby follows it if
+/// its own WAL does not go past where its timeline ends in the primary's history
+/// (timeline rule 3), storing the history file first.
+async fn follow_timeline(
+    sock: &mut Socket,
+    sink: &dyn ReceiverSink,
+    new: u32,
+) -> Result<(), String> {
+    let rows = simple_query(sock, &format!("TIMELINE_HISTORY {new}"))
+        .await
+        .map_err(|e| {
+            format!("FATAL:  could not receive timeline history file from the primary server: {e}")
+        })?;
+    let text = rows
+        .first()
+        .and_then(|r| r.get(1).cloned().flatten())
+        .ok_or("FATAL:  invalid response from primary server: no timeline history")?;
+    let history = strata_wal::timeline::parse_history(&text).map_err(|e| format!("FATAL:  {e}"))?;
+    let ours = sink.timeline();
+    let switch = strata_wal::timeline::switch_point(&history, ours).ok_or_else(|| {
+        format!(
+            "FATAL:  the primary's timeline {new} did not fork from this standby's timeline {ours}"
+        )
+    })?;
+    let at = sink.start_lsn();
+    if at > switch {
+        return Err(format!(
+            "FATAL:  new timeline {new} forked off current database system timeline {ours} before current recovery point {at}\nDETAIL:  The primary's history switched off timeline {ours} at {switch}."
         ));
     }
+    sink.adopt_timeline(new, &text)?;
+    sink.log(&format!("new target timeline is {new}"));
     Ok(())
 }
 
@@ -1349,6 +1388,9 @@ mod tests {
         }
         fn set_state(&self, state: ReceiverState) {
             self.states.lock().unwrap().push(state.status);
+        }
+        fn adopt_timeline(&self, _: u32, _: &str) -> Result<(), String> {
+            Err("the test sink stays on its timeline".into())
         }
     }
 

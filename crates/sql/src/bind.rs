@@ -37,6 +37,8 @@ pub trait Env {
     /// `pg_last_wal_receive_lsn`, `pg_last_wal_replay_lsn`: on a standby, the end of
     /// the WAL received and made durable, and of the WAL replayed; `None` on a primary.
     fn recovery_lsns(&self) -> Option<(Option<Lsn>, Lsn)>;
+    /// `pg_promote(wait, wait_seconds)`: promotes a standby; whether it is done.
+    fn promote(&self, wait: bool, wait_seconds: i32) -> SqlResult<bool>;
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,6 +66,7 @@ pub enum Func {
     CurrentWalLsn,
     WalLsnDiff,
     IsInRecovery,
+    Promote,
     LastWalReceiveLsn,
     LastWalReplayLsn,
     RelationFilepath,
@@ -1113,6 +1116,14 @@ fn scalar_signature(
         "pg_relation_filepath" => (Func::RelationFilepath, &[SqlType::Text], SqlType::Text),
         "pg_backend_pid" => (Func::BackendPid, &[], SqlType::Int4),
         "pg_is_in_recovery" => (Func::IsInRecovery, &[], SqlType::Bool),
+        "pg_promote" => {
+            let ps: &[SqlType] = match bound.len() {
+                0 => &[],
+                1 => &[SqlType::Bool],
+                _ => &[SqlType::Bool, SqlType::Int4],
+            };
+            (Func::Promote, ps, SqlType::Bool)
+        }
         "pg_last_wal_receive_lsn" => (Func::LastWalReceiveLsn, &[], SqlType::Lsn),
         "pg_last_wal_replay_lsn" => (Func::LastWalReplayLsn, &[], SqlType::Lsn),
         "pg_cancel_backend" => (Func::CancelBackend, &[SqlType::Int4], SqlType::Bool),
@@ -1518,6 +1529,14 @@ fn call(f: Func, vals: &[Datum], r: &Row<'_>) -> SqlResult<Datum> {
         }
         Func::CurrentWalLsn => Datum::Lsn(r.env.current_wal_lsn()),
         Func::IsInRecovery => Datum::Bool(r.env.in_recovery()),
+        Func::Promote => {
+            let wait = !matches!(vals.first(), Some(Datum::Bool(false)));
+            let secs = match vals.get(1) {
+                Some(Datum::Int4(s)) => *s,
+                _ => 60,
+            };
+            Datum::Bool(r.env.promote(wait, secs)?)
+        }
         Func::LastWalReceiveLsn => match r.env.recovery_lsns() {
             Some((Some(l), _)) => Datum::Lsn(l),
             _ => Datum::Null,
@@ -1652,6 +1671,9 @@ mod tests {
         }
         fn recovery_lsns(&self) -> Option<(Option<Lsn>, Lsn)> {
             None
+        }
+        fn promote(&self, _: bool, _: i32) -> SqlResult<bool> {
+            Err(SqlError::new("55000", "recovery is not in progress"))
         }
     }
 

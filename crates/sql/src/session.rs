@@ -392,6 +392,25 @@ impl Env for SessionEnv<'_> {
             .in_recovery()
             .then(|| (self.engine.received_lsn(), self.engine.replayed_lsn()))
     }
+    fn promote(&self, wait: bool, wait_seconds: i32) -> SqlResult<bool> {
+        if wait_seconds <= 0 && wait {
+            return Err(SqlError::new(
+                "22023",
+                "\"wait_seconds\" must not be negative or zero",
+            ));
+        }
+        let secs = u64::try_from(wait_seconds).unwrap_or(60);
+        self.engine
+            .promote(wait, Duration::from_secs(secs))
+            .map_err(|e| match e {
+                strata_engine::EngineError::NotInRecovery => {
+                    SqlError::new("55000", "recovery is not in progress").with_hint(
+                        "Recovery control functions can only be executed during recovery.",
+                    )
+                }
+                e => e.into(),
+            })
+    }
 }
 
 fn to_datum(v: Value) -> Datum {

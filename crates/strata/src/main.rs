@@ -1,7 +1,7 @@
 //! The `strata` binary: the command line.
 //!
 //! Owns: argument parsing (clap) and dispatch. Subcommands: `start` and `stop` (the
-//! server), `init` (a new cluster, like initdb), `waldump` (pg_waldump), `bench` (benchmarks: `bufpool`,
+//! server), `promote` (a standby becomes a primary), `init` (a new cluster, like initdb), `waldump` (pg_waldump), `bench` (benchmarks: `bufpool`,
 //! `crash`, `replay`, `seeds`, `standby`), and the hidden `debug` tools used by tests and benchmarks.
 //! Errors are printed once, here, with a non-zero exit status.
 
@@ -44,6 +44,14 @@ enum Command {
         #[arg(short = 't', long = "timeout", default_value_t = 60)]
         timeout: u64,
     },
+    /// Promote a standby to a primary, on a new timeline (like pg_ctl promote).
+    Promote {
+        #[arg(short = 'D', long = "pgdata", default_value = "strata-data")]
+        data: PathBuf,
+        /// Seconds to wait for the promotion to end (0: do not wait).
+        #[arg(short = 't', long = "timeout", default_value_t = 60)]
+        timeout: u64,
+    },
     /// Create a new cluster (databases template1, template0, postgres), like initdb.
     Init {
         /// The data directory to create; must not exist or be empty.
@@ -81,6 +89,7 @@ fn main() -> ExitCode {
             mode,
             timeout,
         } => strata_server::stop(&data, &mode, timeout),
+        Command::Promote { data, timeout } => strata_server::promote(&data, timeout),
         Command::Init {
             data,
             settings,

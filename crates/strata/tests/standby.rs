@@ -546,3 +546,119 @@ fn replay_waits_for_conflicting_standby_queries_then_cancels_them() {
     let log = standby.log_text();
     assert!(log.contains("canceling queries on the standby"), "{log}");
 }
+
+/// Points a stopped standby at the primary on `port` (its postgresql.auto.conf).
+fn repoint(standby: &Path, port: u16) {
+    let conf = standby.join("postgresql.auto.conf");
+    let text = std::fs::read_to_string(&conf).unwrap();
+    let kept: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with("primary_conninfo"))
+        .collect();
+    let line = format!("primary_conninfo = 'host=127.0.0.1 port={port} user=strata'");
+    std::fs::write(&conf, format!("{}\n{line}\n", kept.join("\n"))).unwrap();
+}
+
+fn identify_system(port: u16) -> String {
+    let out = Command::new(PSQL)
+        .arg(format!(
+            "host=127.0.0.1 port={port} user=strata dbname=replication replication=true"
+        ))
+        .args(["-XAtc", "IDENTIFY_SYSTEM"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn promotion_starts_a_timeline_that_another_standby_follows() {
+    if !have_basebackup() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (primary, s1) = pair(dir.path());
+    let (d1, d2) = (dir.path().join("standby"), dir.path().join("standby2"));
+    let out = pg_basebackup_r(primary.port, &d2);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s2 = Server::start(&d2, &["wal_retrieve_retry_interval=100ms"]);
+    insert_batches(&primary, 1, 5);
+    catch_up(&primary, &s1);
+    catch_up(&primary, &s2);
+    let err = primary.psql_db("postgres", &["-c", "select pg_promote()"]);
+    assert!(
+        sqlstate_of(&err).contains("recovery is not in progress"),
+        "{}",
+        sqlstate_of(&err)
+    );
+    stop(&dir.path().join("primary"));
+    drop(primary);
+    // strata promote: S1 leaves recovery on timeline 2.
+    let out = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(["promote", "-D"])
+        .arg(&d1)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(one(&s1, "postgres", "select pg_is_in_recovery()"), "f");
+    assert!(!d1.join("standby.signal").exists());
+    let history = std::fs::read_to_string(d1.join("pg_wal/00000002.history")).unwrap();
+    assert!(history.starts_with("1\t0/"), "{history}");
+    assert!(
+        identify_system(s1.port).contains("|2|"),
+        "{}",
+        identify_system(s1.port)
+    );
+    s1.psql_ok(
+        "postgres",
+        &[
+            "-c",
+            "insert into t select g, 'after' from generate_series(1, 300) g",
+        ],
+    );
+    // S2 follows S1 onto timeline 2.
+    stop(&d2);
+    drop(s2);
+    repoint(&d2, s1.port);
+    let s2 = Server::start(&d2, &["wal_retrieve_retry_interval=100ms"]);
+    catch_up(&s1, &s2);
+    let q = "select count(*), sum(a) from t";
+    assert_eq!(one(&s2, "postgres", q), one(&s1, "postgres", q));
+    assert_eq!(
+        one(&s2, "postgres", "select count(*) from t where b = 'after'"),
+        "300"
+    );
+    assert!(
+        s2.log_text().contains("new target timeline is 2"),
+        "{}",
+        s2.log_text()
+    );
+    // The new primary survives a SIGKILL on its timeline.
+    let mut s1 = s1;
+    s1.kill9();
+    drop(s1);
+    let s1 = Server::start(&d1, &[]);
+    assert!(identify_system(s1.port).contains("|2|"));
+    assert_eq!(
+        one(&s1, "postgres", "select count(*) from t where b = 'after'"),
+        "300"
+    );
+    // pg_promote() on S2: timeline 3, whose history holds both switches.
+    assert_eq!(one(&s2, "postgres", "select pg_promote()"), "t");
+    s2.psql_ok("postgres", &["-c", "insert into t values (0, 'on 3')"]);
+    let h3 = std::fs::read_to_string(d2.join("pg_wal/00000003.history")).unwrap();
+    assert_eq!(h3.lines().count(), 2, "{h3}");
+    assert!(h3.lines().nth(1).unwrap().starts_with("2\t"), "{h3}");
+}

@@ -7,7 +7,7 @@
 //! | offset | size | field                  |
 //! |--------|------|------------------------|
 //! | 0      | 8    | magic `STRATACF`       |
-//! | 8      | 4    | layout version (1)     |
+//! | 8      | 4    | layout version (2)     |
 //! | 12     | 4    | cluster state          |
 //! | 16     | 8    | system identifier      |
 //! | 24     | 8    | last checkpoint LSN    |
@@ -18,7 +18,11 @@
 //! | 56     | 8    | WAL segment size, bytes |
 //! | 64     | 4    | block size, bytes      |
 //! | 68     | 8    | checkpoint time, Unix seconds |
-//! | 76     | 4    | CRC32C of bytes 0..76  |
+//! | 76     | 4    | timeline ID (1 until a promotion) |
+//! | 80     | 4    | CRC32C of bytes 0..80  |
+//!
+//! Version 1 (written before timelines existed) has its CRC at 76 and is read as
+//! timeline 1.
 //!
 //! Rules:
 //! 1. A write is atomic: a new file is written and fsynced beside the old one, renamed
@@ -33,9 +37,11 @@ use strata_vfs::Vfs;
 use thiserror::Error;
 
 const MAGIC: &[u8; 8] = b"STRATACF";
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 const FILE_BYTES: usize = 512;
-const CRC_OFFSET: usize = 76;
+const CRC_OFFSET: usize = 80;
+/// Where version 1 of the layout kept its CRC.
+const CRC_OFFSET_V1: usize = 76;
 
 /// What the cluster was doing when the control file was last written.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -72,6 +78,8 @@ pub struct ControlFile {
     pub next_relfilenumber: RelFileNumber,
     pub wal_segment_bytes: u64,
     pub checkpoint_time_unix_s: u64,
+    /// The timeline the cluster writes (and a standby replays) on.
+    pub timeline: u32,
 }
 
 #[derive(Debug, Error)]
@@ -105,6 +113,7 @@ impl ControlFile {
         b[56..64].copy_from_slice(&self.wal_segment_bytes.to_le_bytes());
         b[64..68].copy_from_slice(&(BLCKSZ as u32).to_le_bytes());
         b[68..76].copy_from_slice(&self.checkpoint_time_unix_s.to_le_bytes());
+        b[76..80].copy_from_slice(&self.timeline.to_le_bytes());
         let crc = crc32c::crc32c(&b[..CRC_OFFSET]);
         b[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_le_bytes());
         b
@@ -123,10 +132,16 @@ impl ControlFile {
         }
         let u32_at = |o: usize| u32::from_le_bytes(b[o..o + 4].try_into().expect("4 bytes"));
         let u64_at = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().expect("8 bytes"));
-        if u32_at(CRC_OFFSET) != crc32c::crc32c(&b[..CRC_OFFSET]) {
+        let version = u32_at(8);
+        let crc_at = if version == 1 {
+            CRC_OFFSET_V1
+        } else {
+            CRC_OFFSET
+        };
+        if u32_at(crc_at) != crc32c::crc32c(&b[..crc_at]) {
             return Err(invalid("incorrect checksum".into()));
         }
-        if u32_at(8) != VERSION {
+        if version != VERSION && version != 1 {
             return Err(invalid(format!(
                 "layout version {}, this server reads {VERSION}",
                 u32_at(8)
@@ -150,6 +165,7 @@ impl ControlFile {
             next_relfilenumber: RelFileNumber(u64_at(48)),
             wal_segment_bytes: u64_at(56),
             checkpoint_time_unix_s: u64_at(68),
+            timeline: if version == 1 { 1 } else { u32_at(76) },
         })
     }
 
@@ -189,6 +205,7 @@ mod tests {
             next_relfilenumber: RelFileNumber(1 << 40),
             wal_segment_bytes: 16 << 20,
             checkpoint_time_unix_s: 1_795_000_000,
+            timeline: 3,
         }
     }
 

@@ -55,6 +55,7 @@ pub mod archive;
 pub mod control;
 pub mod redo;
 pub mod slots;
+pub mod timeline;
 
 use parking_lot::Mutex;
 use std::io;
@@ -489,9 +490,24 @@ pub struct ReceivedWal {
     written: AtomicU64,
     flushed: AtomicU64,
     failed: AtomicBool,
+    /// Closed for good (a promotion): writes and flushes are refused.
+    closed: AtomicBool,
 }
 
 impl ReceivedWal {
+    /// Refuses every later write and flush; returns once none is in progress.
+    pub fn close(&self) {
+        let _w = self.writer.lock();
+        self.closed.store(true, Ordering::Release);
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) || self.failed.load(Ordering::Acquire) {
+            return Err(WalError::Failed);
+        }
+        Ok(())
+    }
+
     /// Receives into `data_dir/pg_wal` from `start` on (the end of the valid WAL the
     /// standby has: bytes before it are already durable).
     pub fn new(vfs: &Arc<dyn Vfs>, data_dir: &Path, seg_bytes: u64, start: Lsn) -> Result<Self> {
@@ -507,6 +523,7 @@ impl ReceivedWal {
             written: AtomicU64::new(start.0),
             flushed: AtomicU64::new(start.0),
             failed: AtomicBool::new(false),
+            closed: AtomicBool::new(false),
         })
     }
 
@@ -514,10 +531,8 @@ impl ReceivedWal {
     /// reconnect starts again at [`ReceivedWal::flushed_lsn`]: call
     /// [`ReceivedWal::restart_at`] first). Not durable until `flush`.
     pub fn write(&self, lsn: Lsn, bytes: &[u8]) -> Result<()> {
-        if self.failed.load(Ordering::Acquire) {
-            return Err(WalError::Failed);
-        }
         let mut w = self.writer.lock();
+        self.check_open()?;
         let expected = Lsn(self.written.load(Ordering::Acquire));
         if lsn != expected {
             return Err(WalError::Io {
@@ -547,10 +562,8 @@ impl ReceivedWal {
 
     /// Fsyncs everything written; returns the durable end. A failure latches (rule 4).
     pub fn flush(&self) -> Result<Lsn> {
-        if self.failed.load(Ordering::Acquire) {
-            return Err(WalError::Failed);
-        }
         let mut w = self.writer.lock();
+        self.check_open()?;
         let end = self.written.load(Ordering::Acquire);
         if let Err(e) = w.sync() {
             self.failed.store(true, Ordering::Release);

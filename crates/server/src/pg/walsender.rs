@@ -20,7 +20,11 @@
 //!    answered at once.
 //! 3. A sender takes one of `max_wal_senders` slots, not a connection slot, and only
 //!    a superuser may start one (Strata has no REPLICATION attribute yet).
-//! 4. One timeline (1) until promotion exists; a request for another is an error.
+//! 4. Timelines (timeline rules): IDENTIFY_SYSTEM says the server's; TIMELINE_HISTORY
+//!    sends a history file; START_REPLICATION on the current timeline streams on, and
+//!    on an earlier one of this server's history streams up to that timeline's switch
+//!    point, then ends the COPY and answers with the next timeline and where it
+//!    begins (PostgreSQL's protocol); a timeline not in the history is an error.
 //! 5. A slot streamed through advances to what the client reports flushed
 //!    (slots rule 2); the checkpointer keeps WAL from the oldest slot on. A slot
 //!    created with RESERVE_WAL holds WAL from the current flush position at once.
@@ -389,24 +393,16 @@ async fn command(socket: &mut Socket, cx: &Context, text: &str) -> Result<Flow, 
     match first {
         Some("IDENTIFY_SYSTEM") if words.len() == 1 => identify_system(socket, cx).await,
         Some("SHOW") if words.len() == 2 => show(socket, cx, words[1]).await,
-        Some("TIMELINE_HISTORY") => Err(SqlError::new(
-            "58P01",
-            format!(
-                "could not open file \"pg_wal/{:08X}.history\": No such file or directory",
-                words
-                    .get(1)
-                    .and_then(|t| t.parse::<u32>().ok())
-                    .unwrap_or(0)
-            ),
-        )),
+        Some("TIMELINE_HISTORY") => timeline_history(socket, cx, words.get(1).copied()).await,
         Some("START_REPLICATION") => {
-            let (slot, start) = parse_start(&words, &upper)?;
+            let (slot, start, tli) = parse_start(&words, &upper)?;
+            let end_at = timeline_end(cx, tli)?;
             if let Some(name) = &slot {
                 let slots = cx.engine.slots();
                 slots.acquire(name, cx.slot).map_err(slot_error)?;
                 slots.advance(name, start); // a slot never used holds WAL from here
             }
-            let r = stream(socket, cx, slot.as_deref(), start).await;
+            let r = stream(socket, cx, slot.as_deref(), start, end_at).await;
             cx.engine.slots().release_all(cx.slot, false);
             r
         }
@@ -437,7 +433,7 @@ async fn identify_system(socket: &mut Socket, cx: &Context) -> Result<Flow, SqlE
     ];
     let row = vec![
         Some(cx.engine.system_identifier().to_string()),
-        Some("1".into()),
+        Some(cx.engine.timeline().to_string()),
         Some(cx.engine.flushed_wal_lsn().to_string()),
         None,
     ];
@@ -573,8 +569,71 @@ async fn read_slot(socket: &mut Socket, cx: &Context, name: &str) -> Result<Flow
     Ok(Flow::Continue)
 }
 
+/// `TIMELINE_HISTORY t`: the history file of timeline `t` (rule 4), as PostgreSQL
+/// sends it: its name and its bytes.
+async fn timeline_history(
+    socket: &mut Socket,
+    cx: &Context,
+    tli: Option<&str>,
+) -> Result<Flow, SqlError> {
+    let tli: u32 = tli
+        .and_then(|t| t.parse().ok())
+        .ok_or_else(|| SqlError::new("42601", "syntax error in TIMELINE_HISTORY"))?;
+    let name = strata_wal::timeline::history_file_name(tli);
+    let path = cx.engine.data_dir().join("pg_wal").join(&name);
+    let bytes = strata_vfs::read_file(&*cx.engine.settings().vfs, &path).map_err(|e| {
+        SqlError::new(
+            "58P01",
+            format!("could not open file \"pg_wal/{name}\": {e}"),
+        )
+    })?;
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    send_rows(
+        socket,
+        vec![text_field("filename", 25), text_field("content", 17)],
+        vec![vec![Some(name), Some(text)]],
+        "TIMELINE_HISTORY",
+    )
+    .await
+    .map_err(io)?;
+    Ok(Flow::Continue)
+}
+
+/// Rule 4: where streaming on `tli` must end — `None` on the current timeline, the
+/// switch point and the next timeline on an earlier one.
+fn timeline_end(cx: &Context, tli: Option<u32>) -> Result<Option<(Lsn, u32)>, SqlError> {
+    let current = cx.engine.timeline();
+    let Some(tli) = tli.filter(|t| *t != current) else {
+        return Ok(None);
+    };
+    let missing = || {
+        SqlError::new(
+            "22023",
+            format!("requested timeline {tli} is not in this server's history"),
+        )
+    };
+    if tli > current {
+        return Err(missing());
+    }
+    let history = strata_wal::timeline::read_history(
+        &*cx.engine.settings().vfs,
+        cx.engine.data_dir(),
+        current,
+    )
+    .map_err(|e| SqlError::new("58P01", e.to_string()))?;
+    let at = history
+        .iter()
+        .position(|e| e.tli == tli)
+        .ok_or_else(missing)?;
+    let next = history.get(at + 1).map_or(current, |e| e.tli);
+    Ok(Some((history[at].switch, next)))
+}
+
 /// `START_REPLICATION [SLOT s] [PHYSICAL] X/X [TIMELINE t]`.
-fn parse_start(words: &[&str], upper: &[String]) -> Result<(Option<String>, Lsn), SqlError> {
+fn parse_start(
+    words: &[&str],
+    upper: &[String],
+) -> Result<(Option<String>, Lsn, Option<u32>), SqlError> {
     let syntax = || SqlError::new("42601", "syntax error in START_REPLICATION");
     let mut i = 1;
     let mut slot = None;
@@ -598,28 +657,22 @@ fn parse_start(words: &[&str], upper: &[String]) -> Result<(Option<String>, Lsn)
         .parse()
         .map_err(|_| syntax())?;
     i += 1;
-    match upper.get(i).map(String::as_str) {
-        None => {}
-        Some("TIMELINE") => {
-            let tl: u32 = words
-                .get(i + 1)
-                .and_then(|t| t.parse().ok())
-                .ok_or_else(syntax)?;
-            if tl != 1 || words.len() != i + 2 {
-                return Err(SqlError::new(
-                    "22023",
-                    format!("requested timeline {tl} is not in this server's history"),
-                ));
-            }
+    let tli = match upper.get(i).map(String::as_str) {
+        None => None,
+        Some("TIMELINE") if words.len() == i + 2 => {
+            let tl: u32 = words[i + 1].parse().map_err(|_| syntax())?;
+            Some(tl)
         }
         Some(_) => return Err(syntax()),
-    }
-    Ok((slot, start))
+    };
+    Ok((slot, start, tli))
 }
 
 /// The state of one streaming exchange.
 struct Streaming {
     sent: Lsn,
+    /// The switch point of an earlier timeline being streamed (rule 4).
+    end_at: Option<Lsn>,
     last_reply: Instant,
     last_send: Instant,
     keepalive_pending: bool,
@@ -630,7 +683,17 @@ async fn stream(
     cx: &Context,
     slot: Option<&str>,
     start: Lsn,
+    end_at: Option<(Lsn, u32)>,
 ) -> Result<Flow, SqlError> {
+    if let Some((switch, _)) = end_at.filter(|(switch, _)| start > *switch) {
+        return Err(SqlError::new(
+            "XX000",
+            format!("requested starting point {start} is not in this server's history"),
+        )
+        .with_detail(format!(
+            "This server's history forked from the requested timeline at {switch}."
+        )));
+    }
     let flushed = cx.engine.flushed_wal_lsn();
     if start > flushed {
         return Err(SqlError::new(
@@ -652,6 +715,7 @@ async fn stream(
         last_reply: Instant::now(),
         last_send: Instant::now(),
         keepalive_pending: false,
+        end_at: end_at.map(|(l, _)| l),
     };
     loop {
         tokio::select! {
@@ -662,10 +726,53 @@ async fn stream(
             _ = tokio::time::sleep(POLL) => {}
         }
         send_pending(socket, cx, &mut st).await?;
+        if let Some((switch, next)) = end_at.filter(|(switch, _)| st.sent >= *switch) {
+            return end_of_timeline(socket, cx, slot, &mut st, (switch, next)).await;
+        }
         if let Some(flow) = keepalive(socket, cx, &mut st).await? {
             return Ok(flow);
         }
     }
+}
+
+/// Rule 4: the requested timeline ends at `switch`: CopyDone, the client's CopyDone,
+/// then the next timeline and where it begins, as PostgreSQL answers.
+async fn end_of_timeline(
+    socket: &mut Socket,
+    cx: &Context,
+    slot: Option<&str>,
+    st: &mut Streaming,
+    (switch, next): (Lsn, u32),
+) -> Result<Flow, SqlError> {
+    feed(socket, PgWireBackendMessage::CopyDone(CopyDone::new()))
+        .await
+        .map_err(io)?;
+    tokio_flush(socket, cx.timeout).await.map_err(io)?;
+    loop {
+        let m = match tokio::time::timeout(cx.timeout.max(POLL), socket.next()).await {
+            Ok(m) => m,
+            Err(_) => return Ok(Flow::Close),
+        };
+        match m {
+            Some(Ok(PgWireFrontendMessage::CopyDone(_))) => break,
+            Some(Ok(PgWireFrontendMessage::CopyData(_))) => {
+                on_client_message(socket, cx, slot, m, st).await?;
+            }
+            _ => return Ok(Flow::Close),
+        }
+    }
+    send_rows(
+        socket,
+        vec![
+            text_field("next_tli", 20),
+            text_field("next_tli_startpos", 25),
+        ],
+        vec![vec![Some(next.to_string()), Some(switch.to_string())]],
+        "START_STREAMING",
+    )
+    .await
+    .map_err(io)?;
+    Ok(Flow::Continue)
 }
 
 /// The segment holding `lsn` is still in pg_wal.
@@ -744,7 +851,10 @@ async fn send_pending(
 ) -> Result<(), SqlError> {
     let mut wrote = false;
     loop {
-        let flushed = cx.engine.flushed_wal_lsn();
+        let mut flushed = cx.engine.flushed_wal_lsn();
+        if let Some(end) = st.end_at {
+            flushed = flushed.min(end);
+        }
         if st.sent >= flushed {
             break;
         }
