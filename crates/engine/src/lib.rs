@@ -141,6 +141,11 @@ pub struct Settings {
     /// How long a standby's replay waits for queries that conflict with it before
     /// cancelling them (`max_standby_streaming_delay`; `None`: forever).
     pub max_standby_delay: Option<Duration>,
+    /// Fetches an archived WAL segment during recovery (`%f` its name, `%p` where to
+    /// put it, relative to the data directory): standby rule 11.
+    pub restore_command: Option<String>,
+    /// Recovery stops before the first record at or after it, then promotes.
+    pub recovery_target_lsn: Option<Lsn>,
     pub log: LogSink,
     pub on_fatal: FatalHook,
     /// The file system under every durable file (engine rule 7's seam for tests).
@@ -160,6 +165,8 @@ impl Default for Settings {
             max_files_per_process: 1000,
             recovery_init_sync_method: RecoverySyncMethod::Fsync,
             max_standby_delay: Some(Duration::from_secs(30)),
+            restore_command: None,
+            recovery_target_lsn: None,
             log: Arc::new(|line: &str| eprintln!("LOG:  {line}")),
             on_fatal: Arc::new(|_: &str| std::process::abort()),
             vfs: StdVfs::arc(),

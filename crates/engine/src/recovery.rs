@@ -82,6 +82,7 @@ pub fn startup(
         return Err(EngineError::NotACluster(dir.to_path_buf()));
     }
     let standby = dir.join("standby.signal").exists(); // rule 11
+    let archive = !standby && dir.join("recovery.signal").exists();
     let vfs = settings.vfs.clone();
     let control = ControlFile::read(&*vfs, dir)?;
     let when = utc_timestamp(control.checkpoint_time_unix_s);
@@ -116,8 +117,9 @@ pub fn startup(
     }
     let sh = shared_for_replay(dir, settings, smgr, &control, &ckpt)?;
     let backup_start = label.as_ref().map(|l| l.start);
-    if standby {
+    if standby || archive {
         let start = StandbyStart {
+            archive_only: archive,
             seg_bytes: control.wal_segment_bytes,
             ckpt_lsn,
             ckpt,

@@ -63,6 +63,13 @@
 //!     made durable before any WAL of it, the WAL opens for appending at the end of
 //!     replay, an end-of-recovery checkpoint names the new timeline, `standby.signal`
 //!     goes, and only then are writes admitted.
+//! 11. Archived WAL (`restore_command`): with `recovery.signal` (archive recovery),
+//!     once the local WAL is replayed each next segment is fetched with
+//!     `restore_command` into `pg_wal` (through `RECOVERYXLOG`, fsynced, renamed) and
+//!     replayed; when the archive has no more, or at `recovery_target_lsn` (replay
+//!     stops before the first record at or after it), recovery ends as a promotion
+//!     does, on a new timeline. A standby uses it when its stream has been silent for
+//!     a second, e.g. when the primary no longer has the WAL it needs.
 
 use crate::catalog::{self, DbEntry, Overlay, RelEntry, SpcEntry, Tid};
 use crate::records::{CheckpointRecord, RM_XLOG, XLOG_CHECKPOINT};
@@ -110,6 +117,11 @@ pub(crate) struct RecoveryState {
     /// Standby rule 9: snapshots with a horizon at or below this xid are cancelled
     /// (0: none).
     pub conflict_horizon: std::sync::atomic::AtomicU32,
+    /// Archive recovery (rule 11), not a streaming standby.
+    pub archive_only: AtomicBool,
+    /// Replay stopped before this record (its LSN and its predecessor's) because
+    /// `recovery_target_lsn` was reached: recovery ends there.
+    pub target_reached: Mutex<Option<(Lsn, Lsn)>>,
     /// Standby rule 9: the relations standby scans are reading, with counts.
     pub scanning: Mutex<FxHashMap<RelKey, usize>>,
 }
@@ -206,6 +218,9 @@ impl RecoveryState {
 
 /// Where the standby's replay starts (from `recovery::startup`).
 pub(crate) struct StandbyStart {
+    /// `recovery.signal` without `standby.signal`: archive recovery (rule 11), which
+    /// ends, rather than waits, when the archive has no more WAL.
+    pub archive_only: bool,
     pub seg_bytes: u64,
     pub ckpt_lsn: Lsn,
     pub ckpt: CheckpointRecord,
@@ -229,6 +244,9 @@ pub(crate) fn spawn(
     start: StandbyStart,
 ) -> Result<(std::thread::JoinHandle<()>, RecoveryInfo)> {
     sh.recovery.in_recovery.store(true, Ordering::Release);
+    sh.recovery
+        .archive_only
+        .store(start.archive_only, Ordering::Release);
     let (tx, rx) = std::sync::mpsc::channel();
     let handle = std::thread::Builder::new()
         .name("startup".into())
@@ -292,7 +310,9 @@ fn run(
     );
     match streamed {
         Ok(true) => {
-            if let Err(e) = promote(ctx, &reader, sh_arc) {
+            let at = sh.recovery.target_reached.lock().take();
+            let (end, last) = at.unwrap_or((reader.end(), reader.last_lsn()));
+            if let Err(e) = promote(ctx, (end, last), sh_arc) {
                 sh.fatal()
                     .raise(format!("could not promote the standby: {e}"));
             }
@@ -307,14 +327,13 @@ fn run(
 
 /// Standby rule 10: ends recovery at the end of the WAL replayed and starts a new
 /// timeline there, as a primary.
-fn promote(ctx: Redo<'_>, reader: &WalReader, sh_arc: &Arc<Shared>) -> Result<()> {
+fn promote(ctx: Redo<'_>, (end, last): (Lsn, Lsn), sh_arc: &Arc<Shared>) -> Result<()> {
     let sh: &Shared = sh_arc;
     if ctx.backup.is_some() && !ctx.backup_end_seen {
         return Err(corrupt(
             "WAL ends before end of online backup: a standby cannot be promoted before it is consistent",
         ));
     }
-    let (end, last) = (reader.end(), reader.last_lsn());
     let label = ctx.backup.is_some();
     let hot = ctx.hot;
     let aborted = ctx.finish()?;
@@ -345,7 +364,7 @@ fn promote(ctx: Redo<'_>, reader: &WalReader, sh_arc: &Arc<Shared>) -> Result<()
     if label {
         crate::recovery::retire_backup_label(sh)?;
     }
-    for f in ["standby.signal", "promote"] {
+    for f in ["standby.signal", "recovery.signal", "promote"] {
         let p = sh.dir.join(f);
         if vfs.exists(&p) {
             vfs.remove_file(&p).map_err(|e| io("remove", e))?;
@@ -366,7 +385,11 @@ fn promote(ctx: Redo<'_>, reader: &WalReader, sh_arc: &Arc<Shared>) -> Result<()
 /// consistent if it may (standby rule 2). Returns the reader and records replayed.
 fn local_pass(ctx: &mut Redo<'_>, start: &StandbyStart) -> Result<(WalReader, u64)> {
     let sh = ctx.sh;
-    sh.log("entering standby mode");
+    sh.log(if start.archive_only {
+        "starting archive recovery"
+    } else {
+        "entering standby mode"
+    });
     let vfs = &sh.settings.vfs;
     let mut reader = WalReader::new(vfs, &sh.dir, start.seg_bytes, start.ckpt.redo, Lsn::INVALID)?;
     let mut stats = ReplayStats::new();
@@ -428,6 +451,15 @@ fn replay_available(
     let sh = ctx.sh;
     let mut n = 0;
     while let Some(r) = reader.next_record()? {
+        if let Some(target) = sh.settings.recovery_target_lsn.filter(|t| r.lsn >= *t) {
+            // Rule 11: recovery stops before this record.
+            *sh.recovery.target_reached.lock() = Some((r.lsn, r.prev));
+            sh.log(&format!(
+                "recovery stopping before WAL location (LSN) \"{target}\": next record at {}",
+                r.lsn
+            ));
+            break;
+        }
         let t = Instant::now();
         ctx.apply(&r).map_err(|e| {
             corrupt(format!(
@@ -464,6 +496,66 @@ fn publish_stats(sh: &Shared, stats: &mut ReplayStats) {
     }
 }
 
+/// Rule 11: fetches the segment holding `need` (the first byte replay lacks) with `restore_command`
+/// (archive recovery, or a standby whose stream has nothing for it), installs it in
+/// `pg_wal` durably, and lets replay read through its end. Whether one was restored.
+/// A standby tries only once its stream has been silent for a second, so a restored
+/// segment never races the receiver's writes into the same file.
+fn restore_next(sh: &Shared, received: &ReceivedWal, need: Lsn) -> Result<bool> {
+    let Some(cmd) = &sh.settings.restore_command else {
+        return Ok(false);
+    };
+    let archive_only = sh.recovery.archive_only.load(Ordering::Acquire);
+    if !archive_only && !received.quiet_for(Duration::from_secs(1)) {
+        return Ok(false);
+    }
+    let seg = sh.wal_segment_bytes;
+    let segno = need.0 / seg;
+    let name = strata_wal::segment_file_name(segno, seg);
+    let restored = restore_file(sh, cmd, &name)?;
+    if restored {
+        received.restored_through(Lsn((segno + 1) * seg));
+        sh.log(&format!("restored log file \"{name}\" from archive"));
+    }
+    Ok(restored)
+}
+
+/// Runs `restore_command` for WAL file `name` into `pg_wal/RECOVERYXLOG`, then renames
+/// it into place and makes it durable. False if the command fails (not archived).
+fn restore_file(sh: &Shared, cmd: &str, name: &str) -> Result<bool> {
+    let tmp = sh.dir.join("pg_wal").join("RECOVERYXLOG");
+    let line = cmd
+        .replace("%%", "\u{0}")
+        .replace("%f", name)
+        .replace("%p", "pg_wal/RECOVERYXLOG")
+        .replace("%r", "000000010000000000000000")
+        .replace('\u{0}', "%");
+    let io = |op, source| EngineError::Io {
+        op,
+        path: tmp.clone(),
+        source,
+    };
+    let _ = std::fs::remove_file(&tmp);
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(&line)
+        .current_dir(&sh.dir)
+        .status()
+        .map_err(|e| io("run restore_command for", e))?;
+    if !status.success() || !tmp.exists() {
+        return Ok(false);
+    }
+    let vfs = &sh.settings.vfs;
+    let dest = sh.dir.join("pg_wal").join(name);
+    let f = vfs.open(&tmp, false).map_err(|e| io("open", e))?;
+    f.sync().map_err(|e| io("fsync", e))?;
+    drop(f);
+    vfs.rename(&tmp, &dest).map_err(|e| io("rename", e))?;
+    vfs.sync_dir(&sh.dir.join("pg_wal"))
+        .map_err(|e| io("fsync the directory of", e))?;
+    Ok(true)
+}
+
 /// Standby rule 10: promotion was asked for, by `Engine::promote` or a `promote`
 /// file in the data directory (what `strata promote` writes).
 fn promotion_asked(sh: &Shared) -> bool {
@@ -487,16 +579,11 @@ fn stream_pass(
         if rs.stop.load(Ordering::Acquire) {
             return Ok(false);
         }
-        if !rs.receiving_closed.load(Ordering::Acquire) && promotion_asked(sh) {
-            // Standby rule 10: nothing more is received; what is durable is replayed
-            // (the next pass), then the standby is promoted.
-            received.close();
-            rs.receiving_closed.store(true, Ordering::Release);
-            sh.log("received promote request");
-            continue;
-        }
+        let target = rs.target_reached.lock().is_some();
+        let closed = rs.receiving_closed.load(Ordering::Acquire);
         let flushed = received.flushed_lsn();
-        if flushed > reader.end() {
+        let before = reader.end();
+        if !target && flushed > before {
             reader.set_limit(flushed);
             reader.resume();
             let timeout = sh.settings.checkpoint_timeout;
@@ -511,9 +598,33 @@ fn stream_pass(
             })?;
             publish_stats(sh, &mut stats);
             maybe_consistent(ctx, reader.end())?;
+            if reader.end() != before {
+                continue;
+            }
+            // No progress: the next record reaches into WAL not here yet.
         }
-        if rs.receiving_closed.load(Ordering::Acquire) && received.flushed_lsn() <= reader.end() {
+        let archive_done = !closed && !target && rs.archive_only.load(Ordering::Acquire);
+        if !closed && !target && restore_next(sh, received, reader.end().max(flushed))? {
+            continue; // rule 11: an archived segment is in pg_wal now
+        }
+        if target || archive_done || closed {
+            received.close(); // rules 10, 11: recovery ends here
+            rs.receiving_closed.store(true, Ordering::Release);
+            if archive_done {
+                sh.log(&format!(
+                    "archive recovery: no more WAL in the archive after {}",
+                    reader.end()
+                ));
+            }
             return Ok(true);
+        }
+        if !closed && promotion_asked(sh) {
+            // Rule 10: nothing more is received; what is durable is replayed (the
+            // next pass), then the standby is promoted.
+            received.close();
+            rs.receiving_closed.store(true, Ordering::Release);
+            sh.log("received promote request");
+            continue;
         }
         if rs.restartpoint_requested.swap(false, Ordering::AcqRel) {
             restartpoint(ctx, last_ckpt)?;
@@ -650,6 +761,12 @@ impl crate::Engine {
     /// The cluster is a standby in recovery: read-only (standby rule 3).
     pub fn in_recovery(&self) -> bool {
         self.sh.recovery.in_recovery.load(Ordering::Acquire)
+    }
+
+    /// The cluster is in archive recovery (`recovery.signal`, standby rule 11), which
+    /// streams from nobody.
+    pub fn archive_recovery(&self) -> bool {
+        self.in_recovery() && self.sh.recovery.archive_only.load(Ordering::Acquire)
     }
 
     /// A standby has reached a consistent state: sessions may read (standby rule 2).

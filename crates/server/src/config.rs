@@ -22,6 +22,10 @@
 //! | `wal_sender_timeout` | ms (or `s`, `min`, ...) | 1min | 0 (none) .. 2147483647ms |
 //! | `synchronous_standby_names` | `FIRST n (names)`, `ANY n (names)`, `names` | '' | standbys whose confirmation a commit waits for (syncrep rules) |
 //! | `max_standby_streaming_delay` | ms | 30s | -1 (forever) .. 2147483647ms: how long a standby's replay waits for conflicting queries before cancelling them |
+//! | `restore_command` | shell command | '' | fetches an archived WAL segment in recovery: `%f` its name, `%p` where to put it |
+//! | `recovery_target_lsn` | pg_lsn | '' | archive recovery stops before the first record at or after it |
+//! | `recovery_target_timeline` | `latest` | latest | the only value Strata takes |
+//! | `recovery_target_action` | `promote` | promote | the only value Strata takes |
 //! | `primary_conninfo` | libpq connection string | '' | a standby's primary (with `standby.signal`) |
 //! | `primary_slot_name` | slot name | '' | the primary's replication slot the standby streams through |
 //! | `wal_receiver_status_interval` | s | 10s | 0 .. 2147483s: the standby reports its positions at least this often |
@@ -56,6 +60,55 @@ pub fn parse_bool(name: &str, value: &str) -> Result<bool, String> {
         "off" | "false" | "no" | "0" | "f" | "n" => Ok(false),
         _ => Err(format!("parameter \"{name}\" requires a Boolean value")),
     }
+}
+
+/// The recovery settings of `s` (standby rules 9 and 11).
+fn apply_recovery(s: &mut Settings, name: &str, value: &str) -> Result<(), String> {
+    match name {
+        "max_standby_streaming_delay" => {
+            s.max_standby_delay = if value.trim() == "-1" {
+                None
+            } else {
+                let ms = parse_time_ms(name, value, 1)?;
+                if ms > i32::MAX as u64 {
+                    return Err(format!(
+                        "{ms} ms is outside the valid range for parameter \"{name}\" (-1 .. 2147483647)"
+                    ));
+                }
+                Some(Duration::from_millis(ms))
+            }
+        }
+        "restore_command" => {
+            s.restore_command = Some(value.to_string()).filter(|v| !v.trim().is_empty())
+        }
+        "recovery_target_lsn" => {
+            s.recovery_target_lsn = if value.trim().is_empty() {
+                None
+            } else {
+                Some(value.trim().parse().map_err(|_| invalid(name, value, ""))?)
+            }
+        }
+        "recovery_target_timeline" => {
+            if !value.trim().eq_ignore_ascii_case("latest") {
+                return Err(invalid(
+                    name,
+                    value,
+                    "\nHINT:  Strata follows the latest timeline only.",
+                ));
+            }
+        }
+        "recovery_target_action" => {
+            if !value.trim().eq_ignore_ascii_case("promote") {
+                return Err(invalid(
+                    name,
+                    value,
+                    "\nHINT:  Strata ends recovery at its target by promoting (recovery_target_action = promote).",
+                ));
+            }
+        }
+        _ => return Err(format!("unrecognized configuration parameter \"{name}\"")),
+    }
+    Ok(())
 }
 
 /// Applies one `name=value` to `s`.
@@ -127,19 +180,11 @@ pub fn apply(s: &mut Settings, name: &str, value: &str) -> Result<(), String> {
                 }
             }
         }
-        "max_standby_streaming_delay" => {
-            s.max_standby_delay = if value.trim() == "-1" {
-                None
-            } else {
-                let ms = parse_time_ms(name, value, 1)?;
-                if ms > i32::MAX as u64 {
-                    return Err(format!(
-                        "{ms} ms is outside the valid range for parameter \"{name}\" (-1 .. 2147483647)"
-                    ));
-                }
-                Some(Duration::from_millis(ms))
-            }
-        }
+        "max_standby_streaming_delay"
+        | "restore_command"
+        | "recovery_target_lsn"
+        | "recovery_target_timeline"
+        | "recovery_target_action" => apply_recovery(s, name, value)?,
         "debug_io_fault" => {
             // A test seam: the server runs on the simulated disk with this fault armed.
             let fault = Fault::parse(value.trim()).ok_or_else(|| {

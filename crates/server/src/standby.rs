@@ -105,7 +105,7 @@ pub fn start_receiver(
     log: &LogSink,
     stop: tokio::sync::watch::Receiver<bool>,
 ) -> Result<Option<Arc<EngineSink>>, String> {
-    if !engine.in_recovery() {
+    if !engine.in_recovery() || engine.archive_recovery() {
         return Ok(None);
     }
     if cfg.primary_conninfo.is_empty() {

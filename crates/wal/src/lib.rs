@@ -492,6 +492,8 @@ pub struct ReceivedWal {
     failed: AtomicBool,
     /// Closed for good (a promotion): writes and flushes are refused.
     closed: AtomicBool,
+    /// When bytes were last written (a standby's archive fallback waits for silence).
+    last_write: Mutex<std::time::Instant>,
 }
 
 impl ReceivedWal {
@@ -524,6 +526,7 @@ impl ReceivedWal {
             flushed: AtomicU64::new(start.0),
             failed: AtomicBool::new(false),
             closed: AtomicBool::new(false),
+            last_write: Mutex::new(std::time::Instant::now()),
         })
     }
 
@@ -549,7 +552,25 @@ impl ReceivedWal {
         }
         self.written
             .store(lsn.0 + bytes.len() as u64, Ordering::Release);
+        *self.last_write.lock() = std::time::Instant::now();
         Ok(())
+    }
+
+    /// A complete archived segment ending at `end` was installed in `pg_wal` (standby
+    /// rule 11): replay may read through it, and streaming resumes after it.
+    pub fn restored_through(&self, end: Lsn) {
+        let mut w = self.writer.lock();
+        w.open = None; // the file was replaced
+        w.dirty.clear();
+        let e = end.0.max(self.flushed.load(Ordering::Acquire));
+        self.written.store(e, Ordering::Release);
+        self.flushed.store(e, Ordering::Release);
+        *self.last_write.lock() = std::time::Instant::now();
+    }
+
+    /// Nothing was written for `d` (the stream is silent).
+    pub fn quiet_for(&self, d: std::time::Duration) -> bool {
+        self.last_write.lock().elapsed() >= d
     }
 
     /// Forgets written but unflushed bytes: the next write starts at the flushed end.
