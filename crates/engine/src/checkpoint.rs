@@ -31,6 +31,9 @@
 //!    failed write or sync no later checkpoint can run, so none can move the redo
 //!    point past changes that never reached the disk, or remove the WAL that holds
 //!    them. Restart recovers them from WAL.
+//! 6. With archiving on and `archive_timeout` set, the checkpointer switches a
+//!    segment that has held WAL for longer than the timeout (wal rule 9), so it is
+//!    archived within about that time even when little WAL is written.
 //! 5. The checkpointer thread is also the WAL writer: every 100 ms it flushes WAL
 //!    inserted but not yet flushed (`wal_writer`), so no record waits for the next
 //!    commit to reach the disk and the standbys.
@@ -38,6 +41,7 @@
 use crate::codec::Dec;
 use crate::records::{
     BlockRef, CheckpointRecord, RM_XLOG, XLOG_BACKUP_END, XLOG_CHECKPOINT, XLOG_FPI, XLOG_NEXTOID,
+    XLOG_SWITCH,
 };
 use crate::redo::{unknown_record, RedoContext};
 use crate::{corrupt, EngineError, Result, Settings, Shared};
@@ -228,6 +232,53 @@ fn checkpoint_locked(
     Ok(stats)
 }
 
+/// Wal rule 9: a switch record, under the redo-pointer lock as every insert, then a
+/// flush through the segment's end. A failure is a PANIC (engine rule 7).
+pub(crate) fn switch_wal(sh: &Shared) -> Result<Lsn> {
+    sh.fatal().check()?;
+    let end = {
+        let _r = sh.redo_ptr.read();
+        sh.wal().switch_segment().map_err(|e| {
+            sh.fatal()
+                .raise(format!("could not insert WAL record: {e}"))
+        })?
+    };
+    let upto = sh.wal().insert_lsn();
+    sh.wal_flush(upto)?;
+    Ok(end.unwrap_or(upto))
+}
+
+/// Rule 6 (`archive_timeout`): with archiving on, switches the segment when it has
+/// held WAL for longer than the timeout. `since` is when the current segment began
+/// receiving WAL (as this thread saw it).
+fn archive_timeout(sh: &Shared, since: &mut Option<(u64, Instant)>) {
+    let timeout = sh.settings.archive_timeout;
+    let Some(wal) = sh.late_wal.wal.get() else {
+        return;
+    };
+    if !sh.settings.archive_mode || timeout.is_zero() {
+        return;
+    }
+    let insert = wal.insert_lsn().0;
+    let seg = wal.segment_bytes();
+    if insert % seg == 0 {
+        *since = None; // nothing in the current segment yet
+        return;
+    }
+    let segno = insert / seg;
+    match since {
+        Some((s, t)) if *s == segno => {
+            if t.elapsed() >= timeout {
+                if let Err(e) = switch_wal(sh) {
+                    sh.log(&format!("ERROR:  could not switch WAL segment: {e}"));
+                }
+                *since = None;
+            }
+        }
+        _ => *since = Some((segno, Instant::now())),
+    }
+}
+
 /// Rule 5 (PostgreSQL's WAL writer): WAL inserted but not flushed by a commit (VACUUM's
 /// records, an abort's) is flushed within a tick, so WAL senders, which send only
 /// flushed WAL, never leave it unsent. A failure is a PANIC (engine rule 7).
@@ -248,6 +299,7 @@ pub fn spawn_checkpointer(sh: Arc<Shared>) -> JoinHandle<()> {
         .name("checkpointer".into())
         .spawn(move || {
             let mut last = Instant::now();
+            let mut segment_since = None;
             loop {
                 let (due, reason) = {
                     let mut st = sh.ckpt.lock();
@@ -270,6 +322,7 @@ pub fn spawn_checkpointer(sh: Arc<Shared>) -> JoinHandle<()> {
                     }
                 };
                 wal_writer(&sh);
+                archive_timeout(&sh, &mut segment_since);
                 if due {
                     last = Instant::now();
                     match checkpoint(&sh, false, false, false) {
@@ -310,6 +363,7 @@ pub(crate) fn xlog_redo(rx: &mut dyn RedoContext, r: &Record) -> Result<()> {
                 .map_err(|_| corrupt("BACKUP_END record of wrong length"))?;
             rx.backup_end(Lsn(u64::from_le_bytes(b)));
         }
+        XLOG_SWITCH => {}
         XLOG_FPI => {
             let mut d = Dec::new(&r.payload, "FPI record");
             let b = BlockRef::decode(&mut d).map_err(corrupt)?;

@@ -134,6 +134,9 @@ pub struct Settings {
     /// `archive_mode = on`: completed segments are marked for the archiver and kept
     /// until archived (archive rules 1-2 in `strata_wal::archive`).
     pub archive_mode: bool,
+    /// With archiving on, a segment holding WAL is switched off (and so archived) at
+    /// most this long after it began (`archive_timeout`; zero: never).
+    pub archive_timeout: Duration,
     /// Used by `init` only; an existing cluster keeps the size it was made with.
     pub wal_segment_bytes: u64,
     pub max_files_per_process: usize,
@@ -161,6 +164,7 @@ impl Default for Settings {
             max_wal_size_bytes: 1 << 30,
             wal_keep_size_bytes: 0,
             archive_mode: false,
+            archive_timeout: Duration::ZERO,
             wal_segment_bytes: strata_wal::WAL_SEGMENT_BYTES_DEFAULT,
             max_files_per_process: 1000,
             recovery_init_sync_method: RecoverySyncMethod::Fsync,
@@ -586,6 +590,16 @@ impl Engine {
                 return Ok(Some(Txn::with_writer(&self.sh, g)));
             }
         }
+    }
+
+    /// Ends the current WAL segment (`pg_switch_wal()`, wal rule 9) and flushes, so it
+    /// is complete and can be archived. Returns the switch record's end (or the insert
+    /// position if the segment had nothing). 55000 on a standby.
+    pub fn switch_wal(&self) -> Result<Lsn> {
+        if self.in_recovery() {
+            return Err(EngineError::RecoveryInProgress);
+        }
+        checkpoint::switch_wal(&self.sh)
     }
 
     /// Runs a checkpoint now, as the CHECKPOINT command does (even if idle).

@@ -8,6 +8,7 @@
 //! | XLOG | 0 | 0x00 | [`CheckpointRecord`] | seeds counters and unfinished creates |
 //! | XLOG | 0 | 0x20 | NEXTOID: u32, OIDs below are handed out | raise the OID counter |
 //! | XLOG | 0 | 0x30 | full-page image ([`BlockRef`] only) | restore the page |
+//! | XLOG | 0 | 0x40 | SWITCH: empty; the rest of the segment is unused (wal rule 9) | nothing |
 //! | XLOG | 0 | 0x50 | BACKUP_END: u64, the backup's start LSN | ends a backup's recovery |
 //! | XACT | 1 | 0x00 | [`CommitRecord`] | clog; drop buffers, then files |
 //! | XACT | 1 | 0x20 | [`AbortRecord`] | clog; remove what the xact created |
@@ -43,6 +44,8 @@ pub const XLOG_FPI: u8 = 0x30;
 /// The end of an online base backup (PostgreSQL's XLOG_BACKUP_END): its payload is the
 /// backup's start LSN, little-endian; recovery from that backup may end only past it.
 pub const XLOG_BACKUP_END: u8 = 0x50;
+/// A segment switch (wal rule 9): the rest of the segment is unused.
+pub const XLOG_SWITCH: u8 = strata_wal::XLOG_SWITCH_INFO;
 pub const XACT_COMMIT: u8 = 0x00;
 pub const XACT_ABORT: u8 = 0x20;
 pub const SMGR_CREATE: u8 = 0x10;
@@ -61,6 +64,7 @@ pub fn record_name(rmgr: RmgrId, info: u8) -> &'static str {
         (RM_XLOG, XLOG_NEXTOID) => "XLOG/NEXTOID",
         (RM_XLOG, XLOG_FPI) => "XLOG/FPI",
         (RM_XLOG, XLOG_BACKUP_END) => "XLOG/BACKUP_END",
+        (RM_XLOG, XLOG_SWITCH) => "XLOG/SWITCH",
         (RM_XACT, XACT_COMMIT) => "Transaction/COMMIT",
         (RM_XACT, XACT_ABORT) => "Transaction/ABORT",
         (RM_SMGR, SMGR_CREATE) => "Storage/CREATE",

@@ -106,6 +106,7 @@ fn describe_payload(r: &Record, blocks: &mut Blocks) -> Result<String, String> {
             Ok(b) => format!("{}", Lsn(u64::from_le_bytes(b))),
             Err(_) => return Err("BACKUP_END record of wrong length".into()),
         },
+        (RM_XLOG, crate::records::XLOG_SWITCH) => String::new(),
         (RM_XLOG, XLOG_FPI) => {
             let mut d = crate::codec::Dec::new(&r.payload, "FPI record");
             blocks.push(block_of(&BlockRef::decode(&mut d).map_err(e)?));

@@ -17,6 +17,7 @@
 //! | `authentication_timeout` | s (or `ms`, `s`, `min`, ...) | 1min | 1s .. 10min |
 //! | `archive_mode` | on/off | off | completed WAL segments wait in pg_wal until archived |
 //! | `archive_command` | shell command | '' | `%p` the segment's path, `%f` its name |
+//! | `archive_timeout` | s | 0 | a segment holding WAL is switched (and archived) at most this long after it began |
 //! | `wal_keep_size` | MB | 0 | WAL kept behind the insert position for slot-less consumers |
 //! | `max_wal_senders` | count | 10 | 0 .. 10,000 (WAL sender slots, not connection slots) |
 //! | `wal_sender_timeout` | ms (or `s`, `min`, ...) | 1min | 0 (none) .. 2147483647ms |
@@ -134,15 +135,23 @@ pub fn apply(s: &mut Settings, name: &str, value: &str) -> Result<(), String> {
                 check_range(name, b, 2 << 20, 1 << 40).map_err(|e| e.to_string())?;
         }
         "archive_mode" => {
-            s.archive_mode = match value.trim().to_ascii_lowercase().as_str() {
-                "always" => {
-                    return Err(
-                        "archive_mode = always needs a standby, which Strata does not have yet"
+            s.archive_mode =
+                match value.trim().to_ascii_lowercase().as_str() {
+                    "always" => return Err(
+                        "archive_mode = always (archiving on a standby) is not supported by Strata"
                             .into(),
-                    )
+                    ),
+                    _ => parse_bool(name, value)?,
                 }
-                _ => parse_bool(name, value)?,
+        }
+        "archive_timeout" => {
+            let ms = parse_time_ms(name, value, 1000)?;
+            if ms > 1_073_741_823_000 {
+                return Err(format!(
+                    "{ms} ms is outside the valid range for parameter \"{name}\" (0 .. 1073741823s)"
+                ));
             }
+            s.archive_timeout = Duration::from_millis(ms);
         }
         "wal_keep_size" => {
             let b = parse_memory(name, value, 1 << 20).map_err(|e| e.to_string())?;

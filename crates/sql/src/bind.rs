@@ -39,6 +39,8 @@ pub trait Env {
     fn recovery_lsns(&self) -> Option<(Option<Lsn>, Lsn)>;
     /// `pg_promote(wait, wait_seconds)`: promotes a standby; whether it is done.
     fn promote(&self, wait: bool, wait_seconds: i32) -> SqlResult<bool>;
+    /// `pg_switch_wal()`: ends the current WAL segment; the end of the switch.
+    fn switch_wal(&self) -> SqlResult<Lsn>;
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,6 +69,7 @@ pub enum Func {
     WalLsnDiff,
     IsInRecovery,
     Promote,
+    SwitchWal,
     LastWalReceiveLsn,
     LastWalReplayLsn,
     RelationFilepath,
@@ -1116,6 +1119,7 @@ fn scalar_signature(
         "pg_relation_filepath" => (Func::RelationFilepath, &[SqlType::Text], SqlType::Text),
         "pg_backend_pid" => (Func::BackendPid, &[], SqlType::Int4),
         "pg_is_in_recovery" => (Func::IsInRecovery, &[], SqlType::Bool),
+        "pg_switch_wal" => (Func::SwitchWal, &[], SqlType::Lsn),
         "pg_promote" => {
             let ps: &[SqlType] = match bound.len() {
                 0 => &[],
@@ -1529,6 +1533,7 @@ fn call(f: Func, vals: &[Datum], r: &Row<'_>) -> SqlResult<Datum> {
         }
         Func::CurrentWalLsn => Datum::Lsn(r.env.current_wal_lsn()),
         Func::IsInRecovery => Datum::Bool(r.env.in_recovery()),
+        Func::SwitchWal => Datum::Lsn(r.env.switch_wal()?),
         Func::Promote => {
             let wait = !matches!(vals.first(), Some(Datum::Bool(false)));
             let secs = match vals.get(1) {
@@ -1674,6 +1679,9 @@ mod tests {
         }
         fn promote(&self, _: bool, _: i32) -> SqlResult<bool> {
             Err(SqlError::new("55000", "recovery is not in progress"))
+        }
+        fn switch_wal(&self) -> SqlResult<Lsn> {
+            Ok(Lsn(0x100_0000))
         }
     }
 

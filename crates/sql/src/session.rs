@@ -392,6 +392,15 @@ impl Env for SessionEnv<'_> {
             .in_recovery()
             .then(|| (self.engine.received_lsn(), self.engine.replayed_lsn()))
     }
+    fn switch_wal(&self) -> SqlResult<Lsn> {
+        self.engine.switch_wal().map_err(|e| match e {
+            strata_engine::EngineError::RecoveryInProgress => {
+                SqlError::new("55000", "recovery is in progress")
+                    .with_hint("WAL control functions cannot be executed during recovery.")
+            }
+            e => e.into(),
+        })
+    }
     fn promote(&self, wait: bool, wait_seconds: i32) -> SqlResult<bool> {
         if wait_seconds <= 0 && wait {
             return Err(SqlError::new(

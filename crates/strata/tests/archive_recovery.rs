@@ -1,6 +1,7 @@
 //! Property: a base backup with `recovery.signal` and a `restore_command` recovers from
 //! a directory of archived segments: it replays every archived segment in order and
-//! ends on a new timeline with every batch committed in them, whole; with
+//! ends on a new timeline with every batch committed in them, whole (`pg_switch_wal()`
+//! completes the last segment, so all are archived; `archive_timeout` does it alone); with
 //! `recovery_target_lsn` it stops exactly before the first record at the target, so it
 //! holds the batches committed before it and none after.
 
@@ -114,9 +115,11 @@ fn archive_recovery_replays_archived_segments_to_the_end_or_a_target() {
     for b in 1..=60 {
         ends.push(batch(&primary, b));
     }
-    // Everything up to the last complete segment is archived.
+    // pg_switch_wal() completes the last segment: then all of it is archived.
+    let switched = lsn(&one(&primary, "select pg_switch_wal()"));
+    assert!(switched > ends[60]);
     let seg = 1u64 << 20;
-    let last_complete = ends[60] / seg;
+    let last_complete = switched.div_ceil(seg);
     let t0 = Instant::now();
     let last_name = format!(
         "00000001{:08X}{:08X}",
@@ -131,21 +134,14 @@ fn archive_recovery_replays_archived_segments_to_the_end_or_a_target() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    let archived_end = last_complete * seg;
     let restore = format!("restore_command=cp {}/%f %p", arch.display());
     // To the end of the archive: every batch committed in an archived segment, whole.
     let full = dir.path().join("full");
     copy_dir(&base, &full);
     let s = recover(&full, &[&restore]);
     let (got, whole) = batches(&s);
-    let expect: Vec<i64> = (1..=60)
-        .filter(|b| ends[*b as usize] <= archived_end)
-        .collect();
     assert!(whole, "a batch was torn");
-    assert!(
-        got.starts_with(&expect) && got.len() >= expect.len(),
-        "{got:?} vs {expect:?}"
-    );
+    assert_eq!(got, (1..=60).collect::<Vec<i64>>(), "{}", s.log_text());
     assert!(
         s.log_text().contains("restored log file"),
         "{}",
@@ -169,4 +165,33 @@ fn archive_recovery_replays_archived_segments_to_the_end_or_a_target() {
         "{}",
         s.log_text()
     );
+}
+
+#[test]
+fn archive_timeout_completes_a_quiet_segment() {
+    let dir = tempfile::tempdir().unwrap();
+    let (data, arch) = (dir.path().join("p"), dir.path().join("arch"));
+    std::fs::create_dir(&arch).unwrap();
+    init_small_segments(&data);
+    let cmd = format!("archive_command=cp %p {}/%f", arch.display());
+    let primary = Server::start(&data, &["archive_mode=on", &cmd, "archive_timeout=1s"]);
+    primary.psql_ok(
+        "postgres",
+        &["-c", "create table q (a int); insert into q values (1)"],
+    );
+    let at = lsn(&one(&primary, "select pg_current_wal_lsn()"));
+    let segno = at / (1 << 20);
+    let name = format!("00000001{:08X}{:08X}", segno / 4096, segno % 4096);
+    let t0 = Instant::now();
+    while !arch.join(&name).exists() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(15),
+            "segment {name} not archived:\n{}",
+            primary.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The switch moved the insert position to the next segment's start.
+    let now = lsn(&one(&primary, "select pg_current_wal_lsn()"));
+    assert!(now >= (segno + 1) * (1 << 20), "{now:X}");
 }

@@ -46,6 +46,11 @@
 //!    unsynced WAL in the page cache, which a power loss would still take.
 //! 7. Every WAL file goes through the [`Vfs`] (`strata_vfs`), so tests can fail or lose
 //!    its writes and syncs.
+//! 9. A segment switch ([`Wal::switch_segment`]) is a record of resource manager 0,
+//!    info [`XLOG_SWITCH_INFO`], after which the rest of its segment is unused: the
+//!    next record starts at the next segment's first byte, and the reader skips there.
+//!    So a segment can be completed (and archived) early (`archive_timeout`,
+//!    `pg_switch_wal()`).
 //! 8. A standby's WAL arrives from its primary ([`ReceivedWal`]): bytes are written at
 //!    their own LSNs into zero-filled segments and count only once fsynced; replay
 //!    reads with a [`WalReader`] limited to that fsynced end, so it never applies a
@@ -75,6 +80,11 @@ const RECORD_ALIGN: u64 = 8;
 pub const RECORD_MAX_BYTES: u32 = 1 << 30;
 /// Inserted bytes buffered before they are written out without waiting for a flush.
 const WAL_BUFFERS_BYTES: usize = 4 << 20;
+
+/// Rule 9: the segment switch record's resource manager and info (PostgreSQL's
+/// XLOG_SWITCH).
+pub const XLOG_SWITCH_RMGR: RmgrId = RmgrId(0);
+pub const XLOG_SWITCH_INFO: u8 = 0x40;
 
 /// Identifies the resource manager (heap, xact, smgr, ...) that replays a record.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
@@ -338,6 +348,10 @@ impl Wal {
     /// Appends a record; returns `(its LSN, where the next record starts)`. The record
     /// is durable only after `flush` of its end.
     pub fn insert(&self, rmgr: RmgrId, info: u8, xid: u32, payload: &[u8]) -> Result<(Lsn, Lsn)> {
+        assert!(
+            !(rmgr == XLOG_SWITCH_RMGR && info == XLOG_SWITCH_INFO),
+            "a segment switch is inserted by switch_segment (rule 9)"
+        );
         self.check()?;
         let len = RECORD_HEADER_BYTES + payload.len();
         if len > RECORD_MAX_BYTES as usize {
@@ -345,29 +359,39 @@ impl Wal {
         }
         let (lsn, end, spill) = {
             let mut guard = self.insert.lock();
-            let ins = &mut *guard;
-            let lsn = ins.next;
-            let start = ins.buf.len();
-            ins.buf.extend_from_slice(&(len as u32).to_le_bytes());
-            ins.buf.extend_from_slice(&[0; 4]);
-            ins.buf.extend_from_slice(&ins.prev.0.to_le_bytes());
-            ins.buf.extend_from_slice(&lsn.0.to_le_bytes());
-            ins.buf.extend_from_slice(&xid.to_le_bytes());
-            ins.buf.extend_from_slice(&[rmgr.0, info, 0, 0]);
-            ins.buf.extend_from_slice(payload);
-            let crc = record_crc(&ins.buf[start..]);
-            ins.buf[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
-            let padded = align(len as u64);
-            ins.buf.resize(start + padded as usize, 0);
-            let end = lsn + padded;
-            ins.next = end;
-            ins.prev = lsn;
-            (lsn, end, ins.buf.len() > WAL_BUFFERS_BYTES)
+            let (lsn, end) = encode_record(&mut guard, rmgr, info, xid, payload);
+            (lsn, end, guard.buf.len() > WAL_BUFFERS_BYTES)
         };
         if spill {
             self.write_out(false)?;
         }
         Ok((lsn, end))
+    }
+
+    /// Rule 9: ends the current segment with a switch record; the next record starts
+    /// in the next segment. Returns the switch record's end, or `None` if the insert
+    /// position is at a segment's first byte already (nothing to switch). Not durable
+    /// until flushed.
+    pub fn switch_segment(&self) -> Result<Option<Lsn>> {
+        self.check()?;
+        let spill = {
+            let mut ins = self.insert.lock();
+            if ins.next.0 % self.seg_bytes == 0 {
+                return Ok(None);
+            }
+            let (lsn, end) = encode_record(&mut ins, XLOG_SWITCH_RMGR, XLOG_SWITCH_INFO, 0, &[]);
+            let boundary = end.0.div_ceil(self.seg_bytes) * self.seg_bytes;
+            let pad = (boundary - end.0) as usize;
+            let len = ins.buf.len();
+            ins.buf.resize(len + pad, 0);
+            ins.next = Lsn(boundary);
+            ins.prev = lsn;
+            (end, ins.buf.len() > WAL_BUFFERS_BYTES)
+        };
+        if spill.1 {
+            self.write_out(false)?;
+        }
+        Ok(Some(spill.0))
     }
 
     /// LSN where the next record will start.
@@ -609,6 +633,34 @@ impl WalFlusher for Wal {
     fn flush_wal(&self, lsn: Lsn) -> std::result::Result<(), String> {
         self.flush(lsn).map_err(|e| e.to_string())
     }
+}
+
+/// Appends one record at the insert position; returns (its LSN, its end).
+fn encode_record(
+    ins: &mut InsertState,
+    rmgr: RmgrId,
+    info: u8,
+    xid: u32,
+    payload: &[u8],
+) -> (Lsn, Lsn) {
+    let len = RECORD_HEADER_BYTES + payload.len();
+    let lsn = ins.next;
+    let start = ins.buf.len();
+    ins.buf.extend_from_slice(&(len as u32).to_le_bytes());
+    ins.buf.extend_from_slice(&[0; 4]);
+    ins.buf.extend_from_slice(&ins.prev.0.to_le_bytes());
+    ins.buf.extend_from_slice(&lsn.0.to_le_bytes());
+    ins.buf.extend_from_slice(&xid.to_le_bytes());
+    ins.buf.extend_from_slice(&[rmgr.0, info, 0, 0]);
+    ins.buf.extend_from_slice(payload);
+    let crc = record_crc(&ins.buf[start..]);
+    ins.buf[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
+    let padded = align(len as u64);
+    ins.buf.resize(start + padded as usize, 0);
+    let end = lsn + padded;
+    ins.next = end;
+    ins.prev = lsn;
+    (lsn, end)
 }
 
 /// Writes zeros over `[from, len)` of `f` (real writes, not a hole: rule 5).
@@ -949,9 +1001,13 @@ impl WalReader {
         if self.prev != Lsn::INVALID && prev != self.prev {
             return self.stop(StopReason::BadPrev(prev));
         }
+        let mut end = lsn + align(len as u64);
+        if header[28] == XLOG_SWITCH_RMGR.0 && header[29] == XLOG_SWITCH_INFO {
+            end = Lsn(end.0.div_ceil(self.seg_bytes) * self.seg_bytes); // rule 9
+        }
         let record = Record {
             lsn,
-            end: lsn + align(len as u64),
+            end,
             prev,
             xid: u32::from_le_bytes(header[24..28].try_into().expect("4")),
             rmgr: RmgrId(header[28]),

@@ -21,7 +21,8 @@ fn fill(dir: &Path, n: u64) -> (Wal, Vec<(Lsn, Lsn)>) {
     let mut pos = Vec::new();
     for i in 0..n {
         pos.push(
-            wal.insert(RmgrId((i % 5) as u8), i as u8, i as u32, &payload(i))
+            // Resource managers 1-5: rmgr 0 with info 0x40 is the switch (rule 9).
+            wal.insert(RmgrId((i % 5) as u8 + 1), i as u8, i as u32, &payload(i))
                 .unwrap(),
         );
     }
@@ -64,7 +65,7 @@ fn records_round_trip_across_segments() {
         assert_eq!(rec.payload, payload(i as u64));
         assert_eq!(
             (rec.rmgr, rec.info, rec.xid),
-            (RmgrId((i % 5) as u8), i as u8, i as u32)
+            (RmgrId((i % 5) as u8 + 1), i as u8, i as u32)
         );
         if i > 0 {
             assert_eq!(rec.prev, pos[i - 1].0);
@@ -257,4 +258,42 @@ fn buffer_pool_flushes_wal_before_writing_a_page() {
     }
     pool.flush_all_dirty().unwrap();
     assert!(wal.flushed_lsn() >= end, "WAL before data");
+}
+
+#[test]
+fn a_segment_switch_ends_its_segment_and_the_reader_goes_on_in_the_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let wal = Wal::open(&vfs(), dir.path(), SEG, Lsn(SEG), Lsn::INVALID).unwrap();
+    assert_eq!(
+        wal.switch_segment().unwrap(),
+        None,
+        "nothing to switch at a segment start"
+    );
+    let (a, _) = wal.insert(RmgrId(10), 0, 1, b"before").unwrap();
+    let switch_end = wal.switch_segment().unwrap().unwrap();
+    assert_eq!(
+        wal.insert_lsn(),
+        Lsn(2 * SEG),
+        "the next record starts the next segment"
+    );
+    let (b, end) = wal.insert(RmgrId(10), 0, 2, b"after").unwrap();
+    assert_eq!(b, Lsn(2 * SEG));
+    wal.flush(end).unwrap();
+    assert!(switch_end > a && switch_end < Lsn(2 * SEG));
+    let (recs, r) = read_all(dir.path(), Lsn(SEG));
+    let lsns: Vec<Lsn> = recs.iter().map(|r| r.lsn).collect();
+    assert_eq!(lsns.len(), 3);
+    assert_eq!((lsns[0], lsns[2]), (a, b));
+    assert_eq!(
+        recs[1].end,
+        Lsn(2 * SEG),
+        "a switch record ends at the boundary"
+    );
+    assert_eq!(recs[2].prev, recs[1].lsn);
+    assert_eq!(r.end(), end);
+    // Reopened after the switch, the log appends where it ended.
+    drop(wal);
+    let wal = Wal::open(&vfs(), dir.path(), SEG, end, b).unwrap();
+    let (c, _) = wal.insert(RmgrId(10), 0, 3, b"later").unwrap();
+    assert_eq!(c, end);
 }
