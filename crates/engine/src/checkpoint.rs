@@ -261,7 +261,7 @@ fn archive_timeout(sh: &Shared, since: &mut Option<(u64, Instant)>) {
     }
     let insert = wal.insert_lsn().0;
     let seg = wal.segment_bytes();
-    if insert % seg == 0 {
+    if insert.is_multiple_of(seg) {
         *since = None; // nothing in the current segment yet
         return;
     }

@@ -190,6 +190,9 @@ pub struct CommitRecord {
     /// Databases dropped, each with every tablespace holding a directory of it.
     pub dropped_dbs: Vec<(Oid, Vec<Oid>)>,
     pub dropped_spcs: Vec<Oid>,
+    /// When it committed, Unix microseconds (0 in records written before it was
+    /// kept): `pg_last_xact_replay_timestamp()` on a standby.
+    pub commit_time_unix_us: u64,
 }
 
 impl CommitRecord {
@@ -204,6 +207,7 @@ impl CommitRecord {
             e.u32(db.0).oids(spcs);
         }
         e.oids(&self.dropped_spcs);
+        e.u64(self.commit_time_unix_us);
         e.0
     }
     pub fn decode(b: &[u8]) -> DecResult<CommitRecord> {
@@ -216,11 +220,14 @@ impl CommitRecord {
             dropped_dbs.push((Oid(d.u32()?), d.oids()?));
         }
         let dropped_spcs = d.oids()?;
+        // A trailing time: absent in WAL written before it existed.
+        let commit_time_unix_us = if d.remaining() >= 8 { d.u64()? } else { 0 };
         d.finish()?;
         Ok(CommitRecord {
             dropped_rels,
             dropped_dbs,
             dropped_spcs,
+            commit_time_unix_us,
         })
     }
 }
@@ -574,8 +581,12 @@ mod tests {
             dropped_rels: vec![rel],
             dropped_dbs: vec![(Oid(7), vec![Oid(1663), Oid(16500)])],
             dropped_spcs: vec![Oid(16500)],
+            commit_time_unix_us: 1_795_000_000_000_000,
         };
         assert_eq!(CommitRecord::decode(&c.encode()).unwrap(), c);
+        // A commit record written before the time was kept still decodes.
+        let old = &c.encode()[..c.encode().len() - 8];
+        assert_eq!(CommitRecord::decode(old).unwrap().commit_time_unix_us, 0);
         let k = CheckpointRecord {
             redo: Lsn(0x100_0028),
             next_xid: Xid(9),

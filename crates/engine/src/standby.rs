@@ -117,6 +117,8 @@ pub(crate) struct RecoveryState {
     /// Standby rule 9: snapshots with a horizon at or below this xid are cancelled
     /// (0: none).
     pub conflict_horizon: std::sync::atomic::AtomicU32,
+    /// The commit time of the last commit replayed (Unix microseconds; 0: none).
+    pub last_commit_unix_us: AtomicU64,
     /// Archive recovery (rule 11), not a streaming standby.
     pub archive_only: AtomicBool,
     /// Replay stopped before this record (its LSN and its predecessor's) because
@@ -820,6 +822,12 @@ impl crate::Engine {
     /// End of the WAL received and made durable (`pg_last_wal_receive_lsn()`).
     pub fn received_lsn(&self) -> Option<Lsn> {
         self.sh.recovery.received.get().map(|r| r.flushed_lsn())
+    }
+
+    /// When the last transaction replayed committed on the primary, Unix
+    /// microseconds (`pg_last_xact_replay_timestamp()`); `None` before any.
+    pub fn last_replayed_commit_unix_us(&self) -> Option<u64> {
+        Some(self.sh.recovery.last_commit_unix_us.load(Ordering::Acquire)).filter(|t| *t > 0)
     }
 
     /// End of the last record replayed (`pg_last_wal_replay_lsn()`).

@@ -764,6 +764,9 @@ impl<'e> Txn<'e> {
             return Ok(None);
         };
         let rec = CommitRecord {
+            commit_time_unix_us: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_micros() as u64),
             dropped_rels: std::mem::take(&mut self.dropped_rels),
             dropped_dbs: std::mem::take(&mut self.dropped_dbs),
             dropped_spcs: std::mem::take(&mut self.dropped_spcs),
@@ -935,6 +938,10 @@ pub(crate) fn xact_redo(rx: &mut dyn RedoContext, r: &Record) -> Result<()> {
                 crate::standby::wait_for_scans(rx.shared(), &c);
             }
             rx.shared().clog.set(xid, XidStatus::Committed);
+            rx.shared()
+                .recovery
+                .last_commit_unix_us
+                .store(c.commit_time_unix_us, std::sync::atomic::Ordering::Release);
             rx.committed(xid)?;
             rx.forget_rels(&c.dropped_rels);
             for (db, _) in &c.dropped_dbs {

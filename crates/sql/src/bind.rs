@@ -41,6 +41,9 @@ pub trait Env {
     fn promote(&self, wait: bool, wait_seconds: i32) -> SqlResult<bool>;
     /// `pg_switch_wal()`: ends the current WAL segment; the end of the switch.
     fn switch_wal(&self) -> SqlResult<Lsn>;
+    /// `pg_last_xact_replay_timestamp()`: on a standby, when the last transaction
+    /// replayed committed (Unix microseconds).
+    fn last_xact_replay_unix_us(&self) -> Option<i64>;
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,6 +73,7 @@ pub enum Func {
     IsInRecovery,
     Promote,
     SwitchWal,
+    LastXactReplayTimestamp,
     LastWalReceiveLsn,
     LastWalReplayLsn,
     RelationFilepath,
@@ -1120,6 +1124,8 @@ fn scalar_signature(
         "pg_backend_pid" => (Func::BackendPid, &[], SqlType::Int4),
         "pg_is_in_recovery" => (Func::IsInRecovery, &[], SqlType::Bool),
         "pg_switch_wal" => (Func::SwitchWal, &[], SqlType::Lsn),
+        // timestamptz, shown as PostgreSQL prints one (Strata has no timestamp type yet).
+        "pg_last_xact_replay_timestamp" => (Func::LastXactReplayTimestamp, &[], SqlType::Text),
         "pg_promote" => {
             let ps: &[SqlType] = match bound.len() {
                 0 => &[],
@@ -1534,6 +1540,10 @@ fn call(f: Func, vals: &[Datum], r: &Row<'_>) -> SqlResult<Datum> {
         Func::CurrentWalLsn => Datum::Lsn(r.env.current_wal_lsn()),
         Func::IsInRecovery => Datum::Bool(r.env.in_recovery()),
         Func::SwitchWal => Datum::Lsn(r.env.switch_wal()?),
+        Func::LastXactReplayTimestamp => match r.env.last_xact_replay_unix_us() {
+            Some(us) => crate::views::timestamp(us),
+            None => Datum::Null,
+        },
         Func::Promote => {
             let wait = !matches!(vals.first(), Some(Datum::Bool(false)));
             let secs = match vals.get(1) {
@@ -1682,6 +1692,9 @@ mod tests {
         }
         fn switch_wal(&self) -> SqlResult<Lsn> {
             Ok(Lsn(0x100_0000))
+        }
+        fn last_xact_replay_unix_us(&self) -> Option<i64> {
+            None
         }
     }
 

@@ -392,6 +392,11 @@ impl Env for SessionEnv<'_> {
             .in_recovery()
             .then(|| (self.engine.received_lsn(), self.engine.replayed_lsn()))
     }
+    fn last_xact_replay_unix_us(&self) -> Option<i64> {
+        self.engine
+            .last_replayed_commit_unix_us()
+            .and_then(|t| i64::try_from(t).ok())
+    }
     fn switch_wal(&self) -> SqlResult<Lsn> {
         self.engine.switch_wal().map_err(|e| match e {
             strata_engine::EngineError::RecoveryInProgress => {

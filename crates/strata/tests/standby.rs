@@ -169,6 +169,20 @@ fn basebackup_r_makes_a_streaming_hot_standby() {
     );
     assert_eq!(one(&standby, "postgres", "select pg_is_in_recovery()"), "t");
     assert_eq!(one(&primary, "postgres", "select pg_is_in_recovery()"), "f");
+    let ts = one(
+        &standby,
+        "postgres",
+        "select pg_last_xact_replay_timestamp()",
+    );
+    assert!(ts.starts_with("20") && ts.ends_with("+00"), "{ts}");
+    assert_eq!(
+        one(
+            &primary,
+            "postgres",
+            "select pg_last_xact_replay_timestamp() is null"
+        ),
+        "t"
+    );
     let recv = lsn(&one(
         &standby,
         "postgres",

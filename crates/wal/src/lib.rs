@@ -376,7 +376,7 @@ impl Wal {
         self.check()?;
         let spill = {
             let mut ins = self.insert.lock();
-            if ins.next.0 % self.seg_bytes == 0 {
+            if ins.next.0.is_multiple_of(self.seg_bytes) {
                 return Ok(None);
             }
             let (lsn, end) = encode_record(&mut ins, XLOG_SWITCH_RMGR, XLOG_SWITCH_INFO, 0, &[]);
