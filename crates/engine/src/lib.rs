@@ -111,6 +111,10 @@ pub type LogSink = Arc<dyn Fn(&str) + Send + Sync>;
 /// the default aborts it. A test's may return: the engine then stays latched failed.
 pub type FatalHook = Arc<dyn Fn(&str) + Send + Sync>;
 
+/// Called on a hot standby when replay is about to drop database `name` (standby
+/// rule 9): the server ends the sessions connected to it (57P04).
+pub type DropDatabaseHook = Arc<dyn Fn(&str) + Send + Sync>;
+
 /// How crash recovery first makes the data directory durable (PostgreSQL's
 /// `recovery_init_sync_method`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -151,6 +155,8 @@ pub struct Settings {
     pub recovery_target_lsn: Option<Lsn>,
     pub log: LogSink,
     pub on_fatal: FatalHook,
+    /// Standby rule 9: sessions on a database replay drops are ended through it.
+    pub on_drop_database: Option<DropDatabaseHook>,
     /// The file system under every durable file (engine rule 7's seam for tests).
     pub vfs: Arc<dyn Vfs>,
 }
@@ -173,6 +179,7 @@ impl Default for Settings {
             recovery_target_lsn: None,
             log: Arc::new(|line: &str| eprintln!("LOG:  {line}")),
             on_fatal: Arc::new(|_: &str| std::process::abort()),
+            on_drop_database: None,
             vfs: StdVfs::arc(),
         }
     }

@@ -692,6 +692,7 @@ fn restartpoint(ctx: &mut Redo<'_>, (lsn, ckpt): &(Lsn, CheckpointRecord)) -> Re
 /// Standby rule 5: the catalog rows `xid` changed, applied to the cache at its commit.
 /// O(rows), plus the relations of each database it created.
 pub(crate) fn apply_catalog_rows(sh: &Shared, rows: Vec<CatalogRow>) -> Result<()> {
+    end_sessions_of_dropped_databases(sh, &rows)?;
     let mut ov = Overlay::default();
     let mut new_dbs = Vec::new();
     for row in rows {
@@ -730,6 +731,24 @@ pub(crate) fn apply_catalog_rows(sh: &Shared, rows: Vec<CatalogRow>) -> Result<(
         if cache.dbs.values().any(|d| d.oid == db) {
             cache.rels.insert(db, rels);
         }
+    }
+    Ok(())
+}
+
+/// Standby rule 9: before replay drops a database, the sessions connected to it end
+/// (PostgreSQL's 57P04): its name is in the row the transaction deleted from
+/// `pg_database`. O(rows).
+fn end_sessions_of_dropped_databases(sh: &Shared, rows: &[CatalogRow]) -> Result<()> {
+    let Some(hook) = &sh.settings.on_drop_database else {
+        return Ok(());
+    };
+    for row in rows
+        .iter()
+        .filter(|r| !r.inserted && r.rel == catalog::pg_database())
+    {
+        let v = heap::decode_values(&catalog::database_columns(), &row.tuple).map_err(corrupt)?;
+        let e = DbEntry::from_values(&v, row.tid).map_err(corrupt)?;
+        hook(&e.name);
     }
     Ok(())
 }

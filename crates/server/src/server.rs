@@ -241,6 +241,8 @@ fn serve(data: &Path, cfg: ServerConfig) -> Result<(), String> {
     // start recovers from WAL. A panic anywhere is treated the same way: it may have
     // left pages locked or a change half applied, so no thread may carry on.
     settings.on_fatal = Arc::new(|_: &str| std::process::exit(3));
+    let (hook, sessions) = drop_database_hook();
+    settings.on_drop_database = Some(hook);
     let panic_sink = sink.clone();
     std::panic::set_hook(Box::new(move |info| {
         panic_sink(&format!(
@@ -251,6 +253,7 @@ fn serve(data: &Path, cfg: ServerConfig) -> Result<(), String> {
     }));
     let engine = Arc::new(Engine::open(data, settings).map_err(|e| e.to_string())?);
     let (server, shared, views) = server_state(&cfg, &engine, data, &sink)?;
+    let _ = sessions.set(Arc::downgrade(&server));
     let archiver = start_archiver(&engine, &cfg, &sink)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -318,6 +321,23 @@ fn serve(data: &Path, cfg: ServerConfig) -> Result<(), String> {
     }
     sink("database system is shut down");
     Ok(())
+}
+
+/// Standby rule 9's hook: replay about to drop a database ends its sessions (57P04)
+/// through the registry, once the server state exists (a weak reference: the engine
+/// must not keep the server state alive).
+fn drop_database_hook() -> (
+    strata_engine::DropDatabaseHook,
+    Arc<std::sync::OnceLock<std::sync::Weak<ServerState>>>,
+) {
+    let cell: Arc<std::sync::OnceLock<std::sync::Weak<ServerState>>> = Arc::default();
+    let c = cell.clone();
+    let hook: strata_engine::DropDatabaseHook = Arc::new(move |db: &str| {
+        if let Some(s) = c.get().and_then(std::sync::Weak::upgrade) {
+            s.registry.terminate_dropped_database(db);
+        }
+    });
+    (hook, cell)
 }
 
 type States = (

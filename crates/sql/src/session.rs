@@ -169,6 +169,8 @@ pub struct Interrupts {
     pub gone: AtomicBool,
     /// The session is being terminated (DROP DATABASE ... FORCE, shutdown): 57P01.
     pub terminate: AtomicBool,
+    /// A standby's replay drops the session's database: 57P04.
+    pub db_dropped: AtomicBool,
 }
 
 /// What the registry keeps of a session.
@@ -288,6 +290,16 @@ impl Registry {
         g.dropping.retain(|d| d != db);
         if dropping {
             g.dropping.push(db.to_string());
+        }
+    }
+
+    /// A standby's replay drops `db`: every session on it ends with 57P04.
+    pub fn terminate_dropped_database(&self, db: &str) {
+        for (_, (d, m)) in self.inner.lock().sessions.iter() {
+            if d == db {
+                m.interrupts.db_dropped.store(true, Ordering::SeqCst);
+                (m.terminate)();
+            }
         }
     }
 
@@ -456,6 +468,15 @@ pub fn flagged(interrupts: &Interrupts) -> SqlResult<()> {
         fatal: true,
         ..SqlError::new(code, message)
     };
+    if interrupts.db_dropped.load(Ordering::Relaxed) {
+        return Err(SqlError {
+            detail: Some("User was connected to a database that must be dropped.".into()),
+            ..fatal(
+                "57P04",
+                "terminating connection due to conflict with recovery",
+            )
+        });
+    }
     if interrupts.terminate.load(Ordering::Relaxed) {
         return Err(fatal(
             "57P01",

@@ -194,31 +194,7 @@ fn basebackup_r_makes_a_streaming_hot_standby() {
         "select pg_last_wal_replay_lsn()",
     ));
     assert!(recv >= replay, "received {recv:X} < replayed {replay:X}");
-    // Read-only: 25006 for every write, 55000 for the WAL position.
-    for sql in [
-        "insert into t values (1, 'x')",
-        "create table nope (a int)",
-        "delete from t",
-        "vacuum t",
-    ] {
-        let out = psql_command(standby.port, "strata", "postgres", None)
-            .args(["-X", "-v", "VERBOSITY=verbose", "-c", sql])
-            .output()
-            .unwrap();
-        let err = sqlstate_of(&out);
-        assert!(err.contains("25006"), "{sql}: {err}");
-    }
-    let out = psql_command(standby.port, "strata", "postgres", None)
-        .args([
-            "-X",
-            "-v",
-            "VERBOSITY=verbose",
-            "-c",
-            "select pg_current_wal_lsn()",
-        ])
-        .output()
-        .unwrap();
-    assert!(sqlstate_of(&out).contains("55000"), "{}", sqlstate_of(&out));
+    check_read_only(&standby);
     // The files: the standby holds exactly the primary's relations.
     primary.psql_ok("postgres", &["-c", "checkpoint"]);
     catch_up(&primary, &standby);
@@ -675,4 +651,78 @@ fn promotion_starts_a_timeline_that_another_standby_follows() {
     let h3 = std::fs::read_to_string(d2.join("pg_wal/00000003.history")).unwrap();
     assert_eq!(h3.lines().count(), 2, "{h3}");
     assert!(h3.lines().nth(1).unwrap().starts_with("2\t"), "{h3}");
+}
+
+/// Read-only: 25006 for every write, 55000 for the WAL position.
+fn check_read_only(standby: &Server) {
+    for sql in [
+        "insert into t values (1, 'x')",
+        "create table nope (a int)",
+        "delete from t",
+        "vacuum t",
+    ] {
+        let out = psql_command(standby.port, "strata", "postgres", None)
+            .args(["-X", "-v", "VERBOSITY=verbose", "-c", sql])
+            .output()
+            .unwrap();
+        let err = sqlstate_of(&out);
+        assert!(err.contains("25006"), "{sql}: {err}");
+    }
+    let out = psql_command(standby.port, "strata", "postgres", None)
+        .args([
+            "-X",
+            "-v",
+            "VERBOSITY=verbose",
+            "-c",
+            "select pg_current_wal_lsn()",
+        ])
+        .output()
+        .unwrap();
+    assert!(sqlstate_of(&out).contains("55000"), "{}", sqlstate_of(&out));
+}
+
+#[test]
+fn replaying_drop_database_ends_the_standby_sessions_on_it() {
+    if !have_basebackup() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (primary, standby) = pair(dir.path());
+    primary.psql_ok("postgres", &["-c", "create database gone_db"]);
+    primary.psql_ok(
+        "gone_db",
+        &["-c", "create table x (a int); insert into x values (1)"],
+    );
+    catch_up(&primary, &standby);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let s = connect_to(standby.port, "strata", "gone_db", None)
+            .await
+            .unwrap();
+        let other = connect_to(standby.port, "strata", "postgres", None)
+            .await
+            .unwrap();
+        assert_eq!(
+            s.query_one("select count(*) from x", &[])
+                .await
+                .unwrap()
+                .get::<_, i64>(0),
+            1
+        );
+        primary.psql_ok("postgres", &["-c", "drop database gone_db"]);
+        catch_up(&primary, &standby);
+        let e = s
+            .query_one("select count(*) from x", &[])
+            .await
+            .unwrap_err();
+        assert_eq!(code_of(&e), "57P04", "{e}");
+        // Sessions on other databases go on.
+        other.query_one("select 1", &[]).await.unwrap();
+    });
+    let e = standby.psql_db("gone_db", &["-c", "select 1"]);
+    assert!(
+        sqlstate_of(&e).contains("does not exist"),
+        "{}",
+        sqlstate_of(&e)
+    );
 }

@@ -225,6 +225,8 @@ struct Params {
 const ENDED_TERMINATED: u8 = 1;
 const ENDED_IDLE_TIMEOUT: u8 = 2;
 const ENDED_IDLE_SESSION_TIMEOUT: u8 = 3;
+/// A standby's replay drops the session's database (57P04).
+const ENDED_DB_DROPPED: u8 = 4;
 
 /// How often a connection waiting for its backend checks that its client is there.
 const PEER_CHECK_INTERVAL: Duration = Duration::from_millis(100);
@@ -303,6 +305,11 @@ fn terminated(why: u8) -> SqlError {
             "57P05",
             "terminating connection due to idle-session timeout",
         ),
+        ENDED_DB_DROPPED => SqlError::new(
+            "57P04",
+            "terminating connection due to conflict with recovery",
+        )
+        .with_detail("User was connected to a database that must be dropped."),
         _ => SqlError::new(
             "57P01",
             "terminating connection due to administrator command",
@@ -350,6 +357,27 @@ impl Conn {
         })
     }
 
+    /// What the registry keeps of this session: how to end it (the reason, 57P01 or
+    /// 57P04, read from its interrupt flags), its flags and its cancel secret.
+    fn member(&self, term_tx: mpsc::Sender<Request>, secret: i32) -> Member {
+        let ended = self.ended.clone();
+        let term_interrupts = self.interrupts.clone();
+        Member {
+            terminate: Box::new(move || {
+                let why = if term_interrupts.db_dropped.load(Ordering::SeqCst) {
+                    ENDED_DB_DROPPED
+                } else {
+                    ENDED_TERMINATED
+                };
+                let _ = ended.compare_exchange(0, why, Ordering::SeqCst, Ordering::SeqCst);
+                term_interrupts.terminate.store(true, Ordering::SeqCst);
+                let _ = term_tx.send(Request::End);
+            }),
+            interrupts: self.interrupts.clone(),
+            secret: secret.to_be_bytes().to_vec(),
+        }
+    }
+
     fn start_session(&self, db: &str, user: &str) -> SqlResult<()> {
         if self.engine.in_recovery() && !self.engine.consistent() {
             // Standby rule 2: no session before the standby is consistent.
@@ -360,20 +388,8 @@ impl Conn {
             .with_detail("Consistent recovery state has not been yet reached."));
         }
         let (tx, rx) = mpsc::channel::<Request>();
-        let ended = self.ended.clone();
-        let term_tx = tx.clone();
-        let term_interrupts = self.interrupts.clone();
         let secret: i32 = rand::random();
-        let member = Member {
-            terminate: Box::new(move || {
-                let _ =
-                    ended.compare_exchange(0, ENDED_TERMINATED, Ordering::SeqCst, Ordering::SeqCst);
-                term_interrupts.terminate.store(true, Ordering::SeqCst);
-                let _ = term_tx.send(Request::End);
-            }),
-            interrupts: self.interrupts.clone(),
-            secret: secret.to_be_bytes().to_vec(),
-        };
+        let member = self.member(tx.clone(), secret);
         let id = self
             .server
             .registry
