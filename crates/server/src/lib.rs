@@ -4,6 +4,7 @@
 //! they return.
 //!
 //! Module map: [`archiver`] (runs `archive_command` for completed WAL segments),
+//! [`basebackup_client`] (`strata basebackup`: BASE_BACKUP and WAL streamed into a copy),
 //! [`config`] (settings: parsing, units, ranges, SHOW's list),
 //! [`server`] (the process: data directory, lock file, logging, listeners, shutdown),
 //! [`walreceiver`] (a standby's client of its primary's WAL sender), [`standby`] (the
@@ -23,6 +24,7 @@
 //!    own (the SQL layer is synchronous), so a long statement blocks nobody else.
 
 pub mod archiver;
+pub mod basebackup_client;
 pub mod config;
 pub mod pg;
 pub mod server;

@@ -294,7 +294,7 @@ impl Conninfo {
 }
 
 /// `key=value`, quoted when the value needs it.
-fn kv(k: &str, v: &str) -> String {
+pub(crate) fn kv(k: &str, v: &str) -> String {
     if !v.is_empty() && !v.contains(|c: char| c.is_whitespace() || c == '\'' || c == '\\') {
         return format!("{k}={v}");
     }
@@ -532,7 +532,7 @@ impl ReceiverSettings {
 }
 
 /// PostgreSQL's timestamps: microseconds since 2000-01-01 UTC.
-fn pg_now() -> i64 {
+pub(crate) fn pg_now() -> i64 {
     unix_now() - PG_EPOCH_US
 }
 
@@ -543,13 +543,13 @@ fn unix_now() -> i64 {
 }
 
 /// The stream to the primary: TCP or a Unix socket.
-trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
+pub(crate) trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
 
-type Socket = Framed<Box<dyn Io>, Codec>;
+pub(crate) type Socket = Framed<Box<dyn Io>, Codec>;
 
 /// A backend message: the ones `postgres_protocol` parses, and those it does not.
-enum Backend {
+pub(crate) enum Backend {
     Msg(Message),
     CopyBoth,
     Sasl(Vec<String>),
@@ -559,7 +559,7 @@ enum Backend {
 }
 
 /// Frames backend messages; frontend messages are encoded by `postgres_protocol`.
-struct Codec;
+pub(crate) struct Codec;
 
 impl Decoder for Codec {
     type Item = Backend;
@@ -629,7 +629,7 @@ fn error_message(body: &[u8]) -> String {
 }
 
 /// The columns of a DataRow body (after its column count): they fill it.
-fn data_row(body: &[u8]) -> Result<Vec<Option<String>>, String> {
+pub(crate) fn data_row(body: &[u8]) -> Result<Vec<Option<String>>, String> {
     let mut buf = body;
     let mut out = Vec::new();
     while !buf.is_empty() {
@@ -651,12 +651,12 @@ fn data_row(body: &[u8]) -> Result<Vec<Option<String>>, String> {
     Ok(out)
 }
 
-async fn send(sock: &mut Socket, msg: BytesMut) -> Result<(), String> {
+pub(crate) async fn send(sock: &mut Socket, msg: BytesMut) -> Result<(), String> {
     sock.send(msg).await.map_err(|e| e.to_string())
 }
 
 /// The next backend message; a closed connection is an error.
-async fn recv(sock: &mut Socket) -> Result<Backend, String> {
+pub(crate) async fn recv(sock: &mut Socket) -> Result<Backend, String> {
     match sock.next().await {
         Some(Ok(m)) => Ok(m),
         Some(Err(e)) => Err(e.to_string()),
@@ -755,7 +755,7 @@ async fn connection(
 
 /// Connects (TCP with TCP_NODELAY, or the Unix socket), sends the startup message,
 /// authenticates, and waits for ReadyForQuery.
-async fn connect(settings: &ReceiverSettings) -> Result<Socket, String> {
+pub(crate) async fn connect(settings: &ReceiverSettings) -> Result<Socket, String> {
     let ci = &settings.conninfo;
     let open = async {
         let io: Box<dyn Io> = if ci.host.starts_with('/') {
@@ -862,7 +862,10 @@ async fn scram(sock: &mut Socket, password: &str) -> Result<(), String> {
 }
 
 /// A simple Query's rows, up to ReadyForQuery.
-async fn simple_query(sock: &mut Socket, text: &str) -> Result<Vec<Vec<Option<String>>>, String> {
+pub(crate) async fn simple_query(
+    sock: &mut Socket,
+    text: &str,
+) -> Result<Vec<Vec<Option<String>>>, String> {
     let mut buf = BytesMut::new();
     frontend::query(text, &mut buf).map_err(|e| e.to_string())?;
     send(sock, buf).await?;

@@ -504,7 +504,18 @@ fn stop_checkpoints_and_one_server_per_directory() {
     rt.block_on(async {
         let mut held = Vec::new();
         for _ in 0..3 {
-            held.push(connect(port2, "strata", None).await.unwrap());
+            // psql's session above leaves its slot when its backend has ended, which
+            // may be a moment after psql exits: wait for the slot, not longer.
+            let t0 = std::time::Instant::now();
+            loop {
+                match connect(port2, "strata", None).await {
+                    Ok(c) => break held.push(c),
+                    Err(e) if code_of(&e) == "53300" && t0.elapsed().as_secs() < 10 => {
+                        tokio::time::sleep(std::time::Duration::from_millis(20)).await
+                    }
+                    Err(e) => panic!("{e}"),
+                }
+            }
         }
         let e = connect(port2, "strata", None).await.expect_err("refused");
         assert_eq!(code_of(&e), "53300");
