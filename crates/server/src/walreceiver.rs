@@ -46,6 +46,8 @@ use tokio_util::codec::{Decoder, Encoder, Framed};
 
 /// How often the streaming loop looks at the replay position, the timeout and stop.
 pub const TICK: Duration = Duration::from_millis(20);
+/// The tick while replay has not reached the flushed position (rule 4).
+pub const APPLY_TICK: Duration = Duration::from_millis(1);
 /// Received WAL is flushed at least this often, in bytes (rule 4).
 pub const FLUSH_EVERY: u64 = 1 << 20;
 /// The largest backend message accepted.
@@ -1024,12 +1026,17 @@ async fn stream(
         pinged: false,
         state_dirty: false,
     };
-    let mut tick = tokio::time::interval(TICK);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
+        // While replay is behind what was flushed, look every millisecond, so the
+        // apply position reaches the primary (remote_apply waits on it) at once.
+        let wait = if sink.replayed() < st.flushed {
+            APPLY_TICK
+        } else {
+            TICK
+        };
         let got = tokio::select! {
             m = sock.next() => Some(m),
-            _ = tick.tick() => None,
+            _ = tokio::time::sleep(wait) => None,
         };
         let step = match got {
             Some(m) => on_messages(sock, m, sink, state, &mut st).await,

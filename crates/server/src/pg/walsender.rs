@@ -59,7 +59,7 @@ type Socket = Framed<Guarded<TcpStream>, PgWireMessageServerCodec<Arc<super::Pre
 /// The largest XLogData payload sent at once.
 const MAX_SEND_BYTES: usize = 128 << 10;
 /// How often an idle sender looks for newly flushed WAL.
-const POLL: Duration = Duration::from_millis(5);
+const POLL: Duration = Duration::from_millis(1);
 
 /// Whether the startup parameter `replication` asks for a physical WAL sender.
 pub fn mode(value: Option<&str>) -> Result<bool, SqlError> {
