@@ -488,7 +488,40 @@ impl ServerConfig {
     pub fn show_list(&self, data: &std::path::Path) -> Vec<(String, String, String)> {
         let mut list = self.engine_show_list();
         list.extend(self.server_show_list(data));
+        list.extend(self.replication_show_list());
         list
+    }
+
+    /// Archiving, WAL senders, synchronous replication and the standby's settings,
+    /// for SHOW (on sessions and on replication connections).
+    fn replication_show_list(&self) -> Vec<(String, String, String)> {
+        let given = |n: &str, default: String| self.given_or(n, default);
+        let e = &self.engine;
+        // PostgreSQL's SHOW form: the largest unit that divides the time (`30s`, `1min`).
+        let secs = |d: Duration| strata_sql::settings::format_ms(d.as_millis() as u64);
+        let ms = secs;
+        let on = |b: bool| if b { "on" } else { "off" }.to_string();
+        let rows: Vec<(&str, String, &str)> = vec![
+            ("archive_mode", given("archive_mode", on(e.archive_mode)), "Allows archiving of WAL files using archive_command."),
+            ("archive_command", self.archive_command.clone(), "Sets the shell command that will be called to archive a WAL file."),
+            ("archive_timeout", given("archive_timeout", secs(e.archive_timeout)), "Sets the amount of time to wait before forcing a switch to the next WAL file."),
+            ("wal_keep_size", given("wal_keep_size", format!("{}MB", e.wal_keep_size_bytes >> 20)), "Sets the size of WAL files held for standby servers."),
+            ("max_wal_senders", self.max_wal_senders.to_string(), "Sets the maximum number of simultaneously running WAL sender processes."),
+            ("wal_sender_timeout", given("wal_sender_timeout", ms(self.wal_sender_timeout)), "Sets the maximum time to wait for WAL replication."),
+            ("synchronous_standby_names", self.synchronous_standby_names.clone(), "Number of synchronous standbys and list of names of potential synchronous ones."),
+            ("hot_standby", "on".into(), "Allows connections and queries during recovery."),
+            ("primary_conninfo", self.primary_conninfo.clone(), "Sets the connection string to be used to connect to the sending server."),
+            ("primary_slot_name", self.primary_slot_name.clone(), "Sets the name of the replication slot to use on the sending server."),
+            ("wal_receiver_status_interval", given("wal_receiver_status_interval", secs(self.wal_receiver_status_interval)), "Sets the maximum interval between WAL receiver status reports to the sending server."),
+            ("wal_receiver_timeout", given("wal_receiver_timeout", ms(self.wal_receiver_timeout)), "Sets the maximum wait time to receive data from the sending server."),
+            ("wal_retrieve_retry_interval", given("wal_retrieve_retry_interval", ms(self.wal_retrieve_retry_interval)), "Sets the time to wait before retrying to retrieve WAL after a failed attempt."),
+            ("max_standby_streaming_delay", given("max_standby_streaming_delay", e.max_standby_delay.map_or("-1".into(), ms)), "Sets the maximum delay before canceling queries when a hot standby server is processing streamed WAL data."),
+            ("restore_command", e.restore_command.clone().unwrap_or_default(), "Sets the shell command that will be called to retrieve an archived WAL file."),
+            ("recovery_target_lsn", e.recovery_target_lsn.map(|l| l.to_string()).unwrap_or_default(), "Sets the LSN of the write-ahead log location up to which recovery will proceed."),
+        ];
+        rows.into_iter()
+            .map(|(n, v, d)| (n.to_string(), v, d.to_string()))
+            .collect()
     }
 
     /// The value given for `name` (as written), or `default`.

@@ -368,6 +368,12 @@ fn remote_apply_commits_are_visible_on_the_standby_at_once() {
         }
     });
     check_replication_views(&primary, &standby, port);
+    assert_eq!(
+        one(&primary, "postgres", "show synchronous_standby_names"),
+        "*"
+    );
+    let conninfo = one(&standby, "postgres", "show primary_conninfo");
+    assert!(conninfo.contains(&format!("port={port}")), "{conninfo}");
     let mut standby = standby;
     standby.kill9();
     commit_without_its_standby_warns(&primary);
