@@ -375,6 +375,22 @@ impl Fatal {
 pub(crate) struct LateWal {
     pub wal: OnceLock<Arc<Wal>>,
     pub fatal: Arc<Fatal>,
+    /// Given to the WAL when it opens ([`Engine::on_wal_flushed`]); the mutex orders
+    /// opening against registering.
+    pub on_flush: Mutex<Option<strata_wal::LsnListener>>,
+}
+
+impl LateWal {
+    /// Opens the WAL for appending, once, with the flush listener if one is set.
+    pub fn install(&self, wal: Arc<Wal>) {
+        let listener = self.on_flush.lock();
+        if let Some(f) = listener.as_ref() {
+            wal.set_flush_listener(f.clone());
+        }
+        if self.wal.set(wal).is_err() {
+            unreachable!("the WAL is opened for appending once");
+        }
+    }
 }
 
 impl WalFlusher for LateWal {
@@ -777,6 +793,22 @@ impl Engine {
             Some(w) => w.insert_lsn(),
             None => self.replayed_lsn(),
         }
+    }
+
+    /// `f` is told the new durable end after every WAL flush, now or once a standby
+    /// is promoted (wal rule 10): WAL senders wait on it rather than poll.
+    pub fn on_wal_flushed(&self, f: strata_wal::LsnListener) {
+        let mut slot = self.sh.late_wal.on_flush.lock();
+        if let Some(w) = self.sh.late_wal.wal.get() {
+            w.set_flush_listener(f.clone());
+        }
+        *slot = Some(f);
+    }
+
+    /// `f` is told the replay position as a standby's replay advances (at least
+    /// every 64 records and whenever it stops for more WAL).
+    pub fn on_replayed(&self, f: strata_wal::LsnListener) {
+        let _ = self.sh.recovery.on_replay.set(f);
     }
 
     /// Everything before this LSN is durable (what a WAL sender may send). On a

@@ -140,9 +140,7 @@ pub fn startup(
     if sh.settings.archive_mode {
         wal.enable_archiving();
     }
-    if sh.late_wal.wal.set(wal).is_err() {
-        unreachable!("the WAL is opened once");
-    }
+    sh.late_wal.install(wal);
     load_catalog(&sh)?;
     if control.state != ClusterState::ShutDown {
         remove_orphan_database_dirs(&sh)?; // rule 9
@@ -293,6 +291,7 @@ fn shared_for_replay(
     let late = Arc::new(LateWal {
         wal: OnceLock::new(),
         fatal: Arc::new(Fatal::new(&settings, smgr.clone())),
+        on_flush: Mutex::new(None),
     });
     let pool = BufferPool::new(settings.shared_buffers_bytes, smgr.clone(), late.clone());
     Ok(Shared {

@@ -105,6 +105,8 @@ pub(crate) struct RecoveryState {
     /// Replay progress, for waiters on the replay position (`wait_for_replay`).
     pub progress: Mutex<()>,
     pub progress_cv: Condvar,
+    /// Told the replay position with every `progress_cv` notification.
+    pub on_replay: OnceLock<strata_wal::LsnListener>,
     pub stop: AtomicBool,
     pub restartpoint_requested: AtomicBool,
     /// Standby rule 10: promotion asked for (`strata promote`, `pg_promote()`).
@@ -355,9 +357,7 @@ fn promote(ctx: Redo<'_>, (end, last): (Lsn, Lsn), sh_arc: &Arc<Shared>) -> Resu
     if sh.settings.archive_mode {
         wal.enable_archiving();
     }
-    if sh.late_wal.wal.set(Arc::new(wal)).is_err() {
-        unreachable!("a standby has no WAL open for appending");
-    }
+    sh.late_wal.install(Arc::new(wal));
     sh.timeline.store(new, Ordering::Release);
     if !hot {
         load_catalog(sh)?;
@@ -479,11 +479,19 @@ fn replay_available(
         }
         n += 1;
         if n % 64 == 0 {
-            sh.recovery.progress_cv.notify_all();
+            replay_progressed(sh);
         }
     }
-    sh.recovery.progress_cv.notify_all();
+    replay_progressed(sh);
     Ok(n)
+}
+
+/// Wakes whoever waits on the replay position: sessions and the WAL receiver.
+fn replay_progressed(sh: &Shared) {
+    sh.recovery.progress_cv.notify_all();
+    if let Some(f) = sh.recovery.on_replay.get() {
+        f(Lsn(sh.recovery.replayed.load(Ordering::Acquire)));
+    }
 }
 
 fn publish_stats(sh: &Shared, stats: &mut ReplayStats) {

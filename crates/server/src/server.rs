@@ -357,6 +357,10 @@ fn server_state(
         &cfg.synchronous_standby_names,
     )?);
     let senders = crate::pg::walsender::WalSenders::new(cfg.max_wal_senders);
+    let flushed = senders.flushed.clone();
+    engine.on_wal_flushed(Arc::new(move |lsn| {
+        flushed.send_replace(lsn);
+    }));
     let views = Arc::new(crate::views::ServerViews {
         engine: engine.clone(),
         senders: senders.clone(),

@@ -61,6 +61,8 @@ pub struct EngineSink {
     pub log: LogSink,
     /// For `pg_stat_wal_receiver`.
     pub state: Mutex<ReceiverState>,
+    /// The replay position, sent by the startup thread as replay advances.
+    pub replay: tokio::sync::watch::Sender<Lsn>,
 }
 
 impl ReceiverSink for EngineSink {
@@ -83,6 +85,9 @@ impl ReceiverSink for EngineSink {
     }
     fn replayed(&self) -> Lsn {
         self.engine.replayed_lsn()
+    }
+    fn replay_progress(&self) -> Option<tokio::sync::watch::Receiver<Lsn>> {
+        Some(self.replay.subscribe())
     }
     fn log(&self, line: &str) {
         (self.log)(line)
@@ -119,10 +124,16 @@ pub fn start_receiver(
     settings.status_interval = cfg.wal_receiver_status_interval;
     settings.timeout = cfg.wal_receiver_timeout;
     settings.retry_interval = cfg.wal_retrieve_retry_interval;
+    let replay = tokio::sync::watch::Sender::new(engine.replayed_lsn());
+    let tx = replay.clone();
+    engine.on_replayed(Arc::new(move |lsn| {
+        tx.send_replace(lsn);
+    }));
     let sink = Arc::new(EngineSink {
         engine: engine.clone(),
         log: log.clone(),
         state: Mutex::new(ReceiverState::default()),
+        replay,
     });
     // The receiver stops with the server, or once the standby is promoted.
     let (tx, rx) = tokio::sync::watch::channel(false);

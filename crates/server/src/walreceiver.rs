@@ -22,8 +22,10 @@
 //!    sink's replay position.
 //! 4. Received WAL is flushed when no more is immediately buffered (or every
 //!    [`FLUSH_EVERY`] bytes), and each flush is reported at once; a keepalive asking
-//!    for a reply, a moved replay or flush position (checked every [`TICK`]) and
-//!    `wal_receiver_status_interval` send a status update too.
+//!    for a reply, a moved replay or flush position (checked every [`TICK`], and
+//!    the moment replay moves while it is behind the flushed end:
+//!    [`ReceiverSink::replay_progress`]) and `wal_receiver_status_interval` send a
+//!    status update too.
 //! 5. Reads and writes are concurrent: the socket is polled together with a tick, so
 //!    a silent primary is noticed after `wal_receiver_timeout` (pinged with a
 //!    reply-requested update at half of it), and a stop request within a tick.
@@ -467,6 +469,11 @@ pub trait ReceiverSink: Send + Sync + 'static {
     fn flush(&self) -> Result<Lsn, String>;
     /// The replay position, reported as `apply`.
     fn replayed(&self) -> Lsn;
+    /// Changes as replay advances, if the sink can tell (rule 4); else the receiver
+    /// looks every [`APPLY_TICK`] while replay is behind.
+    fn replay_progress(&self) -> Option<watch::Receiver<Lsn>> {
+        None
+    }
     /// A server log line: no severity prefix means LOG, else "FATAL:  " etc.
     fn log(&self, line: &str);
     /// The receiver's state, for `pg_stat_wal_receiver`.
@@ -1026,16 +1033,23 @@ async fn stream(
         pinged: false,
         state_dirty: false,
     };
+    let mut progress = sink.replay_progress();
     loop {
-        // While replay is behind what was flushed, look every millisecond, so the
-        // apply position reaches the primary (remote_apply waits on it) at once.
-        let wait = if sink.replayed() < st.flushed {
+        // While replay is behind what was flushed, the apply position must reach the
+        // primary (remote_apply waits on it) as soon as replay moves: woken by replay,
+        // or by looking every millisecond when the sink cannot wake us.
+        if let Some(p) = progress.as_mut() {
+            p.borrow_and_update();
+        }
+        let behind = sink.replayed() < st.flushed;
+        let wait = if behind && progress.is_none() {
             APPLY_TICK
         } else {
             TICK
         };
         let got = tokio::select! {
             m = sock.next() => Some(m),
+            _ = replay_moved(&mut progress), if behind => None,
             _ = tokio::time::sleep(wait) => None,
         };
         let step = match got {
@@ -1051,6 +1065,18 @@ async fn stream(
             Ok(Some(end)) => return end,
             Err(end) => return end,
         }
+    }
+}
+
+/// Returns when replay moves; never if it cannot tell (then it stops asking).
+async fn replay_moved(progress: &mut Option<watch::Receiver<Lsn>>) {
+    match progress {
+        Some(p) => {
+            if p.changed().await.is_err() {
+                *progress = None;
+            }
+        }
+        None => std::future::pending().await,
     }
 }
 

@@ -55,6 +55,9 @@
 //!    their own LSNs into zero-filled segments and count only once fsynced; replay
 //!    reads with a [`WalReader`] limited to that fsynced end, so it never applies a
 //!    record the standby could lose in a crash, nor reads a half-written one.
+//! 10. Whoever waits for WAL to become durable (a WAL sender) is told at the flush
+//!     ([`Wal::set_flush_listener`]), under the writer lock, so it never has to poll;
+//!     the listener must not block.
 
 pub mod archive;
 pub mod control;
@@ -66,7 +69,7 @@ use parking_lot::Mutex;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use strata_buffer::WalFlusher;
 use strata_types::Lsn;
 use strata_vfs::{Vfs, VfsFile};
@@ -234,7 +237,13 @@ pub struct Wal {
     archiving: AtomicBool,
     /// The next segment to mark ready.
     notified: AtomicU64,
+    /// Told the new flushed end after every fsync that advanced it (rule 10).
+    on_flush: OnceLock<LsnListener>,
 }
+
+/// Told of an LSN that advanced (a flush, a replay): wakes WAL senders and receivers
+/// at once instead of at their next poll.
+pub type LsnListener = Arc<dyn Fn(Lsn) + Send + Sync>;
 
 impl Wal {
     /// Opens `data_dir/pg_wal` for appending at `end` (the end of valid WAL, as found by
@@ -305,6 +314,7 @@ impl Wal {
             failed: AtomicBool::new(false),
             archiving: AtomicBool::new(false),
             notified: AtomicU64::new(0),
+            on_flush: OnceLock::new(),
         })
     }
 
@@ -392,6 +402,12 @@ impl Wal {
             self.write_out(false)?;
         }
         Ok(Some(spill.0))
+    }
+
+    /// Rule 10: `f` is called with the flushed end after every flush that advances
+    /// it. Set once; a second listener is ignored.
+    pub fn set_flush_listener(&self, f: LsnListener) {
+        let _ = self.on_flush.set(f);
     }
 
     /// LSN where the next record will start.
@@ -499,6 +515,9 @@ impl Wal {
         if sync {
             self.flushed.fetch_max(end.0, Ordering::AcqRel);
             self.notify_archiver(writer, end);
+            if let Some(f) = self.on_flush.get() {
+                f(self.flushed_lsn());
+            }
         }
         Ok(())
     }

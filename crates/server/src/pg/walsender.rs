@@ -35,6 +35,9 @@
 //!    sent so far, then `streaming`; `backup` during BASE_BACKUP.
 //! 7. Every status update goes to synchronous replication (`strata_sql::syncrep`),
 //!    under the sender's `application_name`; a sender that ends leaves it.
+//! 8. A streaming sender wakes at every WAL flush (wal rule 10, through
+//!    [`WalSenders::flushed`]), so WAL leaves the moment it is durable; the
+//!    `POLL` timer is only a fallback for timeouts and keepalives.
 
 mod basebackup;
 
@@ -58,8 +61,8 @@ type Socket = Framed<Guarded<TcpStream>, PgWireMessageServerCodec<Arc<super::Pre
 
 /// The largest XLogData payload sent at once.
 const MAX_SEND_BYTES: usize = 128 << 10;
-/// How often an idle sender looks for newly flushed WAL.
-const POLL: Duration = Duration::from_millis(1);
+/// How often an idle sender looks for newly flushed WAL without being woken (rule 8).
+const POLL: Duration = Duration::from_millis(20);
 
 /// Whether the startup parameter `replication` asks for a physical WAL sender.
 pub fn mode(value: Option<&str>) -> Result<bool, SqlError> {
@@ -163,6 +166,9 @@ pub fn pid_of(id: u64) -> i32 {
 /// The `max_wal_senders` slots (rule 3).
 pub struct WalSenders {
     max: usize,
+    /// The primary's durable WAL end, sent at every flush (rule 8): the
+    /// senders wait on it instead of polling.
+    pub flushed: tokio::sync::watch::Sender<Lsn>,
     active: Mutex<Vec<SenderInfo>>,
     next_id: Mutex<u64>,
 }
@@ -183,6 +189,7 @@ impl WalSenders {
     pub fn new(max: usize) -> Arc<WalSenders> {
         Arc::new(WalSenders {
             max,
+            flushed: tokio::sync::watch::Sender::new(Lsn::INVALID),
             active: Mutex::new(Vec::new()),
             next_id: Mutex::new(1),
         })
@@ -717,12 +724,14 @@ async fn stream(
         keepalive_pending: false,
         end_at: end_at.map(|(l, _)| l),
     };
+    let mut flushed = cx.senders.flushed.subscribe();
     loop {
         tokio::select! {
             m = socket.next() => match on_client_message(socket, cx, slot, m, &mut st).await? {
                 Some(flow) => return Ok(flow),
                 None => continue,
             },
+            _ = flushed.changed() => {}
             _ = tokio::time::sleep(POLL) => {}
         }
         send_pending(socket, cx, &mut st).await?;
