@@ -18,7 +18,9 @@
 //!   `seeds`, whose transactions insert 1,000 rows).
 //! - **C**: its own pair, the primary started with `synchronous_standby_names = '*'`;
 //!   workload C's tables, catch-up, `SET synchronous_commit = remote_apply`, then the
-//!   one transaction dropping 50 tables, timed. Skipped (with the server's message)
+//!   transaction dropping 50 tables, timed, and four more like it on the next 50
+//!   tables each (fewer when the scale leaves fewer tables); the median of the
+//!   rounds is reported ([`c_rounds`]). Skipped (with the server's message)
 //!   when the engine does not know either parameter or the commit never returns.
 //! - **A**: its own pair, the backup made after workload A's set-up (each tablespace
 //!   mapped to the standby's own directory with `-T`), catch-up, then DROP DATABASE;
@@ -67,6 +69,9 @@ pub struct Args {
     #[arg(long, default_value = "/usr/lib/postgresql/15/bin")]
     pub pg_bin: PathBuf,
 }
+
+/// C's rounds (transactions of 50 drops); the median is reported.
+const C_ROUNDS: usize = 5;
 
 /// The scenarios, in the order they run.
 const SCENARIOS: [&str; 4] = ["B", "G", "C", "A"];
@@ -677,15 +682,20 @@ impl Ctx<'_> {
                     Err(format!("C on {name}: SET synchronous_commit: {e}"))
                 };
             }
-            bar.set_message(format!("C {name} {sb}: drops"));
-            let timed = measure(&pair, &p, &s, Timed::Statements(&q.work), bar, limit);
-            let m = match tokio::time::timeout(limit, timed).await {
-                Ok(m) => m.map_err(|e| format!("C on {name}: {e}"))?,
-                Err(_) => return Ok(Err(format!(
-                    "the remote_apply COMMIT did not return within {} s",
-                    limit.as_secs()
-                ))),
-            };
+            let mut runs = Vec::new();
+            for (r, work) in c_rounds(&w, &q.work).iter().enumerate() {
+                bar.set_message(format!("C {name} {sb}: drops, round {}", r + 1));
+                let timed = measure(&pair, &p, &s, Timed::Statements(work), bar, limit);
+                match tokio::time::timeout(limit, timed).await {
+                    Ok(m) => runs.push(m.map_err(|e| format!("C on {name}: {e}"))?),
+                    Err(_) => return Ok(Err(format!(
+                        "the remote_apply COMMIT did not return within {} s",
+                        limit.as_secs()
+                    ))),
+                }
+            }
+            runs.sort_by(|a, b| a.primary.total_cmp(&b.primary));
+            let m = runs.swap_remove(runs.len() / 2);
             drop((p, s));
             pair.stop()?;
             Ok(Ok(m))
@@ -796,6 +806,24 @@ fn first_line_with(e: &str, what: &str) -> String {
         .unwrap_or(e)
         .trim()
         .to_string()
+}
+
+/// C's timed transactions: the workload's (dropping the first 50 tables), then as
+/// many more of the same kind on the next tables, up to [`C_ROUNDS`] in all while
+/// the workload has tables to spare: one commit of a few milliseconds is at the
+/// mercy of the scheduler, so C reports the median round.
+fn c_rounds(w: &Workload, first: &[String]) -> Vec<Vec<String>> {
+    let mut rounds = vec![first.to_vec()];
+    if let super::workloads::Work::DropTogether { prefix, count } = &w.work {
+        let spare = w.table_count().saturating_sub(1) / count.max(&1);
+        for r in 1..C_ROUNDS.min(spare) {
+            let drops: String = (r * count..(r + 1) * count)
+                .map(|i| format!("DROP TABLE {prefix}{i};\n"))
+                .collect();
+            rounds.push(vec![format!("BEGIN;\n{drops}COMMIT;")]);
+        }
+    }
+    rounds
 }
 
 /// One PNG per scenario: the standby's bytes behind over time, a line per engine and

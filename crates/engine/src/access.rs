@@ -148,12 +148,15 @@ impl Drop for Snapshot<'_> {
     }
 }
 
-/// The oldest horizon of any live snapshot (or the next xid): a tuple whose deleter
-/// committed below it is invisible to every scan, now and later. O(log snapshots).
-fn removal_horizon(sh: &Shared) -> Xid {
+/// The oldest horizon of any live snapshot (or the next xid), and of what standbys
+/// said their snapshots need (`hot_standby_feedback`): a tuple whose deleter
+/// committed below it is invisible to every scan, now and later. O(log snapshots +
+/// standbys).
+pub(crate) fn removal_horizon(sh: &Shared) -> Xid {
     let next = sh.counters.lock().next_xid;
     let oldest = sh.snapshots.lock().keys().next().copied();
-    oldest.map_or(next, |h| h.min(next))
+    let held = sh.horizon_hold.get().and_then(|f| f());
+    [oldest, held].into_iter().flatten().fold(next, Xid::min)
 }
 
 /// Visibility for a reader (`my` = None) or for the writer `my`, as of `snap`.

@@ -372,6 +372,9 @@ impl Fatal {
 /// The pool's WAL hook before and after the log is open: during replay every page LSN
 /// points into WAL already on disk, so there is nothing to flush. A failed flush is a
 /// PANIC (engine rule 7).
+/// The oldest xid some other holder (a standby, through its WAL sender) still needs.
+pub type HorizonHold = Arc<dyn Fn() -> Option<Xid> + Send + Sync>;
+
 pub(crate) struct LateWal {
     pub wal: OnceLock<Arc<Wal>>,
     pub fatal: Arc<Fatal>,
@@ -459,6 +462,9 @@ pub(crate) struct Shared {
     pub drop_lock: RecursiveRwLock<()>,
     /// Live scan snapshots by horizon, with counts (engine rule 9).
     pub snapshots: Mutex<std::collections::BTreeMap<Xid, usize>>,
+    /// What standbys' queries still need (`hot_standby_feedback`): VACUUM removes no
+    /// row version a standby's snapshot may see ([`Engine::hold_horizon`]).
+    pub horizon_hold: OnceLock<HorizonHold>,
     /// Per relation, the block inserts go to first (PostgreSQL's rd_targblock).
     pub targblock: Mutex<FxHashMap<RelKey, u32>>,
     pub ckpt: Mutex<CkptState>,
@@ -803,6 +809,19 @@ impl Engine {
             w.set_flush_listener(f.clone());
         }
         *slot = Some(f);
+    }
+
+    /// Standbys' feedback (`hot_standby_feedback`): `f` says the oldest xid a
+    /// standby's snapshot still needs, and VACUUM keeps every row version deleted at
+    /// or after it. Set once.
+    pub fn hold_horizon(&self, f: HorizonHold) {
+        let _ = self.sh.horizon_hold.set(f);
+    }
+
+    /// The oldest xid this server's snapshots still need (the next xid when none is
+    /// live): what a standby sends its primary as `hot_standby_feedback`.
+    pub fn oldest_needed_xid(&self) -> Xid {
+        access::removal_horizon(&self.sh)
     }
 
     /// `f` is told the replay position as a standby's replay advances (at least

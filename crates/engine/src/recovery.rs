@@ -318,6 +318,7 @@ fn shared_for_replay(
         running: Mutex::new(None),
         drop_lock: RecursiveRwLock::new(()),
         snapshots: Mutex::new(Default::default()),
+        horizon_hold: OnceLock::new(),
         targblock: Mutex::new(FxHashMap::default()),
         ckpt: Mutex::new(CkptState {
             system_identifier: control.system_identifier,

@@ -29,6 +29,7 @@
 //! | `recovery_target_action` | `promote` | promote | the only value Strata takes |
 //! | `primary_conninfo` | libpq connection string | '' | a standby's primary (with `standby.signal`) |
 //! | `primary_slot_name` | slot name | '' | the primary's replication slot the standby streams through |
+//! | `hot_standby_feedback` | boolean | off | a standby tells its primary the oldest xid its queries need, so the primary's VACUUM keeps those rows (fewer replay conflicts, more bloat) |
 //! | `wal_receiver_status_interval` | s | 10s | 0 .. 2147483s: the standby reports its positions at least this often |
 //! | `wal_receiver_timeout` | ms | 1min | 0 (none) .. 2147483647ms: a silent primary is disconnected after it |
 //! | `wal_retrieve_retry_interval` | ms | 5s | 1ms .. 2147483647ms: wait before a standby reconnects |
@@ -235,6 +236,7 @@ pub struct ServerConfig {
     pub primary_conninfo: String,
     pub primary_slot_name: String,
     pub wal_receiver_status_interval: Duration,
+    pub hot_standby_feedback: bool,
     pub wal_receiver_timeout: Duration,
     pub wal_retrieve_retry_interval: Duration,
     pub log_directory: Option<String>,
@@ -258,6 +260,7 @@ impl Default for ServerConfig {
             primary_conninfo: String::new(),
             primary_slot_name: String::new(),
             wal_receiver_status_interval: Duration::from_secs(10),
+            hot_standby_feedback: false,
             wal_receiver_timeout: Duration::from_secs(60),
             wal_retrieve_retry_interval: Duration::from_secs(5),
             log_directory: None,
@@ -391,6 +394,7 @@ impl ServerConfig {
             "primary_conninfo"
             | "primary_slot_name"
             | "wal_receiver_status_interval"
+            | "hot_standby_feedback"
             | "wal_receiver_timeout"
             | "wal_retrieve_retry_interval" => self.apply_standby(name, value)?,
             _ => apply(&mut self.engine, name, value)?,
@@ -416,6 +420,7 @@ impl ServerConfig {
             "primary_conninfo" => self.primary_conninfo = value.trim().to_string(),
             "primary_slot_name" => self.primary_slot_name = value.trim().to_string(),
             "wal_receiver_status_interval" => self.wal_receiver_status_interval = ms_in(0, 1000)?,
+            "hot_standby_feedback" => self.hot_standby_feedback = parse_bool(name, value)?,
             "wal_receiver_timeout" => self.wal_receiver_timeout = ms_in(0, 1)?,
             _ => self.wal_retrieve_retry_interval = ms_in(1, 1)?,
         }
@@ -513,6 +518,7 @@ impl ServerConfig {
             ("primary_conninfo", self.primary_conninfo.clone(), "Sets the connection string to be used to connect to the sending server."),
             ("primary_slot_name", self.primary_slot_name.clone(), "Sets the name of the replication slot to use on the sending server."),
             ("wal_receiver_status_interval", given("wal_receiver_status_interval", secs(self.wal_receiver_status_interval)), "Sets the maximum interval between WAL receiver status reports to the sending server."),
+            ("hot_standby_feedback", on(self.hot_standby_feedback), "Allows feedback from a hot standby to the primary that will avoid query conflicts."),
             ("wal_receiver_timeout", given("wal_receiver_timeout", ms(self.wal_receiver_timeout)), "Sets the maximum wait time to receive data from the sending server."),
             ("wal_retrieve_retry_interval", given("wal_retrieve_retry_interval", ms(self.wal_retrieve_retry_interval)), "Sets the time to wait before retrying to retrieve WAL after a failed attempt."),
             ("max_standby_streaming_delay", given("max_standby_streaming_delay", e.max_standby_delay.map_or("-1".into(), ms)), "Sets the maximum delay before canceling queries when a hot standby server is processing streamed WAL data."),

@@ -361,6 +361,8 @@ fn server_state(
     engine.on_wal_flushed(Arc::new(move |lsn| {
         flushed.send_replace(lsn);
     }));
+    let held = senders.clone();
+    engine.hold_horizon(Arc::new(move || held.feedback_horizon()));
     let views = Arc::new(crate::views::ServerViews {
         engine: engine.clone(),
         senders: senders.clone(),

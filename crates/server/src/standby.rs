@@ -86,6 +86,9 @@ impl ReceiverSink for EngineSink {
     fn replayed(&self) -> Lsn {
         self.engine.replayed_lsn()
     }
+    fn oldest_needed_xid(&self) -> u32 {
+        self.engine.oldest_needed_xid().0
+    }
     fn replay_progress(&self) -> Option<tokio::sync::watch::Receiver<Lsn>> {
         Some(self.replay.subscribe())
     }
@@ -122,6 +125,7 @@ pub fn start_receiver(
     let mut settings = ReceiverSettings::new(conninfo);
     settings.slot_name = Some(cfg.primary_slot_name.clone()).filter(|s| !s.is_empty());
     settings.status_interval = cfg.wal_receiver_status_interval;
+    settings.hot_standby_feedback = cfg.hot_standby_feedback;
     settings.timeout = cfg.wal_receiver_timeout;
     settings.retry_interval = cfg.wal_retrieve_retry_interval;
     let replay = tokio::sync::watch::Sender::new(engine.replayed_lsn());

@@ -47,6 +47,7 @@ impl ServerViews {
             opt(s.who.client_addr.map(|a| text(&a.ip().to_string()))),
             opt(s.who.client_addr.map(|a| Datum::Int4(i32::from(a.port())))),
             timestamp(s.backend_start_unix_us),
+            opt(s.xmin.map(|x| Datum::Int8(i64::from(x.0)))),
             text(s.state),
             lsn_or_null(p.sent),
             lsn_or_null(p.write),

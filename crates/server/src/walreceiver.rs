@@ -31,6 +31,9 @@
 //!    reply-requested update at half of it), and a stop request within a tick.
 //! 6. The password never reaches a log line: the conninfo shown is
 //!    [`Conninfo::display_sanitized`].
+//! 7. With `hot_standby_feedback` on, the oldest xid the standby's snapshots need
+//!    goes to the primary at stream start and every `wal_receiver_status_interval`
+//!    ('h' messages), so its VACUUM keeps the rows they may see.
 
 use bytes::{Buf, BufMut, BytesMut};
 use futures::{FutureExt, SinkExt, StreamExt};
@@ -474,6 +477,10 @@ pub trait ReceiverSink: Send + Sync + 'static {
     fn replay_progress(&self) -> Option<watch::Receiver<Lsn>> {
         None
     }
+    /// The oldest xid the standby's queries need (rule 7); 0 holds nothing.
+    fn oldest_needed_xid(&self) -> u32 {
+        0
+    }
     /// A server log line: no severity prefix means LOG, else "FATAL:  " etc.
     fn log(&self, line: &str);
     /// The receiver's state, for `pg_stat_wal_receiver`.
@@ -513,6 +520,8 @@ pub struct ReceiverSettings {
     pub application_name: String,
     /// `wal_receiver_status_interval`.
     pub status_interval: Duration,
+    /// `hot_standby_feedback` (rule 7).
+    pub hot_standby_feedback: bool,
     /// `wal_receiver_timeout`; zero never times out.
     pub timeout: Duration,
     /// `wal_retrieve_retry_interval`.
@@ -527,6 +536,7 @@ impl ReceiverSettings {
             slot_name: None,
             application_name: "walreceiver".into(),
             status_interval: Duration::from_secs(10),
+            hot_standby_feedback: false,
             timeout: Duration::from_secs(60),
             retry_interval: Duration::from_secs(5),
         }
@@ -1009,6 +1019,8 @@ struct Streaming {
     last_recv: Instant,
     pinged: bool,
     state_dirty: bool,
+    /// When hot-standby feedback was last sent (rule 7).
+    last_feedback: Option<Instant>,
 }
 
 /// A handled message's outcome: `Some(end)` or `Err(end)` ends the connection.
@@ -1032,6 +1044,7 @@ async fn stream(
         last_recv: Instant::now(),
         pinged: false,
         state_dirty: false,
+        last_feedback: None,
     };
     let mut progress = sink.replay_progress();
     loop {
@@ -1278,7 +1291,31 @@ async fn on_tick(
     if moved || st.unflushed > 0 || st.last_update.elapsed() >= settings.status_interval {
         flush_and_report(sock, sink, st, false).await?;
     }
+    let due = st
+        .last_feedback
+        .is_none_or(|t| t.elapsed() >= settings.status_interval);
+    if settings.hot_standby_feedback && due {
+        st.last_feedback = Some(Instant::now());
+        feedback(sock, sink.oldest_needed_xid()).await?;
+    }
     Ok(None)
+}
+
+/// Rule 7: hot-standby feedback ('h'): now, xmin, its epoch, catalog xmin and epoch
+/// (the last two are for logical slots, which Strata lacks: 0).
+async fn feedback(sock: &mut Socket, xmin: u32) -> Result<(), End> {
+    let mut msg = BytesMut::with_capacity(25);
+    msg.put_u8(b'h');
+    msg.put_i64(pg_now());
+    msg.put_u32(xmin);
+    msg.put_u32(0);
+    msg.put_u32(0);
+    msg.put_u32(0);
+    let mut buf = BytesMut::new();
+    frontend::CopyData::new(msg.freeze())
+        .map_err(|_| End::Retry)?
+        .write(&mut buf);
+    send(sock, buf).await.map_err(|_| End::Retry)
 }
 
 #[cfg(test)]

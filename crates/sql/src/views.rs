@@ -24,6 +24,7 @@ const REPLICATION: &[Col] = &[
     ("client_addr", SqlType::Text),
     ("client_port", SqlType::Int4),
     ("backend_start", SqlType::Text),
+    ("backend_xmin", SqlType::Int8),
     ("state", SqlType::Text),
     ("sent_lsn", SqlType::Lsn),
     ("write_lsn", SqlType::Lsn),

@@ -732,3 +732,85 @@ fn replaying_drop_database_ends_the_standby_sessions_on_it() {
         sqlstate_of(&e)
     );
 }
+
+/// Waits until the primary's `pg_stat_replication.backend_xmin` satisfies `ok`.
+fn wait_backend_xmin(primary: &Server, ok: impl Fn(i64) -> bool) -> i64 {
+    let t0 = Instant::now();
+    loop {
+        let x = one(
+            primary,
+            "postgres",
+            "select backend_xmin from pg_stat_replication",
+        );
+        if let Ok(x) = x.parse::<i64>() {
+            if ok(x) {
+                return x;
+            }
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "backend_xmin {x:?}\n{}",
+            primary.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn hot_standby_feedback_keeps_the_rows_a_standby_query_reads() {
+    if !have_basebackup() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (primary, standby) = pair(dir.path());
+    let copy = dir.path().join("standby");
+    stop(&copy);
+    drop(standby);
+    let standby = Server::start(
+        &copy,
+        &[
+            "max_standby_streaming_delay=1s",
+            "hot_standby_feedback=on",
+            "wal_receiver_status_interval=100ms",
+        ],
+    );
+    assert_eq!(one(&standby, "postgres", "show hot_standby_feedback"), "on");
+    primary.psql_ok(
+        "postgres",
+        &["-c", "create table big (a int, b text); insert into big select g, 'some padding text for the row' from generate_series(1, 300000) g"],
+    );
+    catch_up(&primary, &standby);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let s = connect_to(standby.port, "strata", "postgres", None)
+            .await
+            .unwrap();
+        let rows = stalled_scan(&s, "big").await;
+        // The scan's horizon reaches the primary; it holds there while the scan runs.
+        let held = wait_backend_xmin(&primary, |_| true);
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(wait_backend_xmin(&primary, |_| true), held);
+        primary.psql_ok(
+            "postgres",
+            &[
+                "-c",
+                "delete from big where a <= 100000",
+                "-c",
+                "vacuum big",
+            ],
+        );
+        // VACUUM kept the deleted rows the scan may see: replay has nothing to
+        // cancel, so it neither waits out max_standby_streaming_delay nor cancels.
+        let t0 = Instant::now();
+        catch_up(&primary, &standby);
+        let waited = t0.elapsed();
+        assert!(
+            waited < Duration::from_millis(900),
+            "replay waited {waited:?}: VACUUM removed rows the standby needs"
+        );
+        assert_eq!(finish(rows).await, None, "{}", standby.log_text());
+        // The scan is over: the standby's horizon moves on past the DELETE.
+        wait_backend_xmin(&primary, |x| x > held);
+    });
+    assert!(!standby.log_text().contains("canceling queries"));
+}

@@ -38,6 +38,11 @@
 //! 8. A streaming sender wakes at every WAL flush (wal rule 10, through
 //!    [`WalSenders::flushed`]), so WAL leaves the moment it is durable; the
 //!    `POLL` timer is only a fallback for timeouts and keepalives.
+//! 9. Hot-standby feedback ('h': the oldest xid the standby's queries need) is kept
+//!    per sender until the next one or the sender's end; VACUUM on this server
+//!    removes no row version deleted at or after the oldest of them
+//!    ([`WalSenders::feedback_horizon`], given to `Engine::hold_horizon`). An
+//!    invalid xid (feedback turned off) holds nothing.
 
 mod basebackup;
 
@@ -53,7 +58,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use strata_engine::{Engine, LogSink};
 use strata_sql::SqlError;
-use strata_types::Lsn;
+use strata_types::{Lsn, Xid};
 use tokio::net::TcpStream;
 use tokio_util::codec::Framed;
 
@@ -111,6 +116,9 @@ pub struct SenderInfo {
     pub flush_lag: Option<Duration>,
     pub replay_lag: Option<Duration>,
     pub reply_time_unix_us: Option<i64>,
+    /// The oldest xid the standby's queries need, from its hot-standby feedback
+    /// (rule 9); `backend_xmin`.
+    pub xmin: Option<Xid>,
     /// (flushed position, when it was sent): the lag tracker's samples.
     samples: std::collections::VecDeque<(Lsn, Instant)>,
 }
@@ -229,6 +237,12 @@ impl WalSenders {
             senders: self.clone(),
             id,
         })
+    }
+
+    /// Rule 9: the oldest xid any standby said its queries need (VACUUM keeps what
+    /// it may see).
+    pub fn feedback_horizon(&self) -> Option<Xid> {
+        self.active.lock().iter().filter_map(|s| s.xmin).min()
     }
 
     fn report(&self, id: u64, f: impl FnOnce(&mut SenderInfo)) {
@@ -830,6 +844,11 @@ async fn on_client_message(
                 if let Some(name) = slot {
                     cx.engine.slots().advance(name, flush); // rule 5
                 }
+            } else if d.data.first() == Some(&b'h') && d.data.len() >= 25 {
+                // Rule 9: timestamp, xmin, epoch, catalog xmin, catalog epoch.
+                let xmin = u32::from_be_bytes([d.data[9], d.data[10], d.data[11], d.data[12]]);
+                let xmin = Some(Xid(xmin)).filter(|x| *x >= Xid::FIRST_NORMAL);
+                cx.senders.report(cx.slot, |s| s.xmin = xmin);
             }
             Ok(None)
         }
