@@ -127,7 +127,7 @@ mod tests {
             interval(std::time::Duration::from_micros(3_723_000_450)),
             Datum::Text("01:02:03.000450".into())
         );
-        assert!(schema("pg_stat_replication").is_some_and(|c| c.len() == 17));
+        assert!(schema("pg_stat_replication").is_some_and(|c| c.len() == 18));
         assert!(schema("t").is_none());
     }
 }
