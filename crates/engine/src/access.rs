@@ -374,7 +374,7 @@ pub fn delete_where(
     rel: RelKey,
     cols: &[heap::Column],
     xid: Xid,
-    pred: &dyn Fn(&[heap::Value]) -> bool,
+    pred: &mut dyn FnMut(&[heap::Value]) -> bool,
     interrupt: crate::Interrupt<'_>,
 ) -> Result<u64> {
     let snap = Snapshot::take(sh);

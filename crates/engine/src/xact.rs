@@ -2,7 +2,7 @@
 //!
 //! Entry points: [`Txn`] (from `Engine::begin`): `create_tablespace`,
 //! `drop_tablespace`, `create_database`, `drop_database`, `create_table`,
-//! `drop_table`, `truncate_table`, `insert`, `delete_where`, `scan`, `vacuum`,
+//! `drop_table`, `truncate_table`, `insert`, `delete_where`, `update_where_checked`, `scan`, `vacuum`,
 //! [`Txn::commit`], [`Txn::abort`]; [`remove_dropped`] and [`remove_created`], shared
 //! with replay; the redo of the records written here, [`xact_redo`] (Transaction),
 //! [`dbase_redo`] (Database), [`tblspc_redo`] (Tablespace); [`bootstrap`] (initdb's
@@ -62,6 +62,8 @@ use strata_wal::{Record, RmgrId};
 
 /// OIDs covered by one NEXTOID record.
 const OID_BATCH: u32 = 8192;
+/// New row versions an UPDATE inserts per call of the insert path.
+const UPDATE_INSERT_BATCH: usize = 1000;
 
 /// How CREATE DATABASE copies its template.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -687,7 +689,54 @@ impl<'e> Txn<'e> {
         let rel = self.relation(&dbe, table)?;
         let xid = self.xid();
         let _d = self.sh.drop_lock.read();
-        access::delete_where(self.sh, rel.key(&dbe), &rel.columns, xid, pred, interrupt)
+        let mut pred = |v: &[Value]| pred(v);
+        access::delete_where(
+            self.sh,
+            rel.key(&dbe),
+            &rel.columns,
+            xid,
+            &mut pred,
+            interrupt,
+        )
+    }
+
+    /// UPDATE: every row this transaction sees for which `f` gives a new row gets a
+    /// new version (the old one deleted by this transaction, the new one inserted,
+    /// as PostgreSQL's heap keeps versions). The new versions are inserted after the
+    /// scan, so the scan never meets them; memory O(rows updated). Returns how many.
+    pub fn update_where_checked(
+        &mut self,
+        db: &str,
+        table: &str,
+        f: &mut dyn FnMut(&[Value]) -> Option<Vec<Value>>,
+        interrupt: Interrupt<'_>,
+    ) -> Result<u64> {
+        let dbe = self.database(db)?;
+        let rel = self.relation(&dbe, table)?;
+        let xid = self.xid();
+        let mut new_rows = Vec::new();
+        let n = {
+            let _d = self.sh.drop_lock.read();
+            let mut pred = |v: &[Value]| match f(v) {
+                Some(row) => {
+                    new_rows.push(row);
+                    true
+                }
+                None => false,
+            };
+            access::delete_where(
+                self.sh,
+                rel.key(&dbe),
+                &rel.columns,
+                xid,
+                &mut pred,
+                interrupt,
+            )?
+        };
+        for chunk in new_rows.chunks(UPDATE_INSERT_BATCH) {
+            self.insert_checked(db, table, chunk, interrupt)?;
+        }
+        Ok(n)
     }
 
     /// The rows of a table as this transaction sees them (memory O(the table):

@@ -1193,6 +1193,16 @@ fn is_cmp(op: BinOp) -> bool {
 }
 
 fn function_args(f: &ast::Function) -> SqlResult<(Vec<ast::Expr>, bool)> {
+    // Clauses that change a call's meaning are refused, never ignored (sql rule 2).
+    if f.filter.is_some() {
+        return Err(SqlError::unsupported("aggregate FILTER"));
+    }
+    if f.over.is_some() {
+        return Err(SqlError::unsupported("window functions"));
+    }
+    if !f.within_group.is_empty() || f.null_treatment.is_some() {
+        return Err(SqlError::unsupported(format!("the call {f}")));
+    }
     match &f.args {
         ast::FunctionArguments::None => Ok((vec![], false)),
         ast::FunctionArguments::Subquery(_) => Err(SqlError::unsupported("subqueries")),

@@ -264,6 +264,12 @@ pub enum Stmt {
         table: String,
         selection: Option<ast::Expr>,
     },
+    /// UPDATE t SET col = expr, ... [WHERE]: (column, value) in the order written.
+    Update {
+        table: String,
+        assignments: Vec<(String, ast::Expr)>,
+        selection: Option<ast::Expr>,
+    },
     /// CREATE/DROP/TRUNCATE of tables, CREATE/DROP of databases and tablespaces.
     Ddl(Ddl),
     /// SET, SHOW, CHECKPOINT, VACUUM, ALTER ROLE.
@@ -367,6 +373,7 @@ impl Stmt {
             Stmt::Control(c) => c.verb(),
             Stmt::Insert { .. } => "INSERT",
             Stmt::Delete { .. } => "DELETE",
+            Stmt::Update { .. } => "UPDATE",
             Stmt::Select(_) => "SELECT",
             Stmt::Ddl(d) => d.verb(),
             Stmt::Utility(u) => u.verb(),
@@ -825,6 +832,7 @@ fn parse_one(tokens: Vec<TokenWithSpan>) -> SqlResult<Stmt> {
         | ("WITH", _)
         | ("INSERT", _)
         | ("DELETE", _)
+        | ("UPDATE", _)
         | ("CREATE", _)
         | ("DROP", _)
         | ("TRUNCATE", _)
@@ -1222,12 +1230,54 @@ fn convert(st: ast::Statement) -> SqlResult<Stmt> {
                 selection: d.selection,
             })
         }
+        S::Update(u) => convert_update(u),
         other => {
             let text = other.to_string();
             let verb: Vec<&str> = text.split_whitespace().take(2).collect();
             Err(SqlError::unsupported(verb.join(" ")))
         }
     }
+}
+
+/// UPDATE of one table, by name, with `SET col = expr` assignments.
+fn convert_update(u: ast::Update) -> SqlResult<Stmt> {
+    if u.from.is_some() || u.returning.is_some() || u.limit.is_some() || u.or.is_some() {
+        return Err(SqlError::unsupported(
+            "UPDATE with FROM, RETURNING, LIMIT or OR",
+        ));
+    }
+    if !u.table.joins.is_empty() {
+        return Err(SqlError::unsupported("UPDATE with a join"));
+    }
+    let table = match &u.table.relation {
+        ast::TableFactor::Table {
+            name, alias: None, ..
+        } => object_name(name)?,
+        _ => return Err(SqlError::unsupported("UPDATE of this kind of table")),
+    };
+    let assignments = u
+        .assignments
+        .into_iter()
+        .map(|a| match a.target {
+            ast::AssignmentTarget::ColumnName(n) => match n.0.as_slice() {
+                [p] => p
+                    .as_ident()
+                    .map(|i| (ident_name(i), a.value))
+                    .ok_or_else(|| SqlError::syntax(format!("invalid column \"{n}\""))),
+                _ => Err(SqlError::unsupported(format!(
+                    "UPDATE of a qualified column \"{n}\""
+                ))),
+            },
+            ast::AssignmentTarget::Tuple(_) => {
+                Err(SqlError::unsupported("UPDATE ... SET (a, b) = ..."))
+            }
+        })
+        .collect::<SqlResult<_>>()?;
+    Ok(Stmt::Update {
+        table,
+        assignments,
+        selection: u.selection,
+    })
 }
 
 fn convert_create_table(ct: ast::CreateTable) -> SqlResult<Stmt> {
@@ -1397,7 +1447,7 @@ mod tests {
         }
         for s in [
             "create index i on t (a)",
-            "update t set a = 1",
+            "update t set a = 1 returning a",
             "create table t (a int primary key)",
             "create table t (a float)",
             "grant all on t to x",

@@ -535,6 +535,7 @@ enum Bound<'s> {
     Select(Box<SelectPlan>),
     Insert(BoundInsert),
     Delete(BoundDelete),
+    Update(BoundUpdate),
     Ddl(&'s Ddl),
     Utility(&'s Utility),
 }
@@ -553,6 +554,15 @@ struct BoundDelete {
     table: String,
     pred: Option<Expr>,
     ncols: usize,
+}
+
+/// A bound UPDATE: per table column, its new value's expression over the old row
+/// (None: kept).
+struct BoundUpdate {
+    table: String,
+    sets: Vec<Option<Expr>>,
+    col_types: Vec<SqlType>,
+    pred: Option<Expr>,
 }
 
 enum BoundSource {
@@ -877,6 +887,11 @@ impl<'e> Session<'e> {
             Stmt::Delete { table, selection } => {
                 Bound::Delete(self.bind_delete(table, selection.as_ref(), b)?)
             }
+            Stmt::Update {
+                table,
+                assignments,
+                selection,
+            } => Bound::Update(self.bind_update(table, assignments, selection.as_ref(), b)?),
             Stmt::Insert {
                 table,
                 columns,
@@ -976,6 +991,49 @@ impl<'e> Session<'e> {
         })
     }
 
+    /// An UPDATE: each `SET col = expr` bound over the old row and coerced to the
+    /// column's type (42703 unknown column, 42601 a column set twice, 42804 a type
+    /// that does not fit).
+    fn bind_update(
+        &self,
+        table: &str,
+        assignments: &[(String, sqlparser::ast::Expr)],
+        selection: Option<&sqlparser::ast::Expr>,
+        b: &mut Binder,
+    ) -> SqlResult<BoundUpdate> {
+        let cols = self.columns(table)?;
+        let scope = Scope {
+            qualifiers: vec![table.to_string()],
+            cols: cols.clone(),
+        };
+        let mut sets: Vec<Option<Expr>> = vec![None; cols.len()];
+        for (name, value) in assignments {
+            let i = cols.iter().position(|(c, _)| c == name).ok_or_else(|| {
+                SqlError::new(
+                    "42703",
+                    format!("column \"{name}\" of relation \"{table}\" does not exist"),
+                )
+            })?;
+            if sets[i].is_some() {
+                return Err(SqlError::syntax(format!(
+                    "multiple assignments to same column \"{name}\""
+                )));
+            }
+            let (e, t) = b.expr(&scope, value)?;
+            sets[i] = Some(assign(b, e, t, cols[i].1, name)?);
+        }
+        let pred = match selection {
+            Some(w) => Some(b.condition(&scope, w, "WHERE")?),
+            None => None,
+        };
+        Ok(BoundUpdate {
+            table: table.to_string(),
+            sets,
+            col_types: cols.iter().map(|c| c.1).collect(),
+            pred,
+        })
+    }
+
     /// Parameter types and result columns of one statement, without running it.
     pub fn describe(&self, stmt: &Stmt) -> SqlResult<Described> {
         let mut b = Binder::default();
@@ -998,6 +1056,7 @@ impl<'e> Session<'e> {
             | Bound::Control(_)
             | Bound::Insert(_)
             | Bound::Delete(_)
+            | Bound::Update(_)
             | Bound::Ddl(_) => vec![],
         };
         let params = b
@@ -1085,6 +1144,7 @@ impl<'e> Session<'e> {
             }
             Bound::Insert(ins) => self.insert(ins, b, params),
             Bound::Delete(del) => self.delete(del, params),
+            Bound::Update(up) => self.update(up, params),
             Bound::Ddl(d) => ddl::run(self, d, notices),
             Bound::Utility(u) => utility::run(self, u, sink),
         }
@@ -1271,6 +1331,47 @@ impl<'e> Session<'e> {
             Ok(n)
         })?;
         Ok(Output::Command(format!("DELETE {n}")))
+    }
+
+    /// UPDATE: each row the WHERE holds for gets a new version with the SET values,
+    /// evaluated over the old row (session rule 9's write path).
+    fn update(&mut self, bound: BoundUpdate, params: &[Datum]) -> SqlResult<Output> {
+        let BoundUpdate {
+            table,
+            sets,
+            col_types,
+            pred,
+        } = bound;
+        let db = self.db.clone();
+        let (engine, server, pid) = (self.engine, self.server, self.id);
+        let mut err: Option<SqlError> = None;
+        let n = self.write_checked(|t, check| {
+            let env = SessionEnv {
+                engine,
+                db: &db,
+                server,
+                pid,
+            };
+            let mut f = |vals: &[Value]| -> Option<Vec<Value>> {
+                if err.is_some() {
+                    return None;
+                }
+                let cols: Vec<Datum> = vals.iter().cloned().map(to_datum).collect();
+                match new_version(&cols, &sets, &col_types, pred.as_ref(), params, &env) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        err = Some(e);
+                        None
+                    }
+                }
+            };
+            let n = t.update_where_checked(&db, &table, &mut f, check)?;
+            match err.take() {
+                Some(e) => Err(e),
+                None => Ok(n),
+            }
+        })?;
+        Ok(Output::Command(format!("UPDATE {n}")))
     }
 
     /// A password change (ALTER ROLE): staged with the transaction's xid, installed
@@ -1713,6 +1814,37 @@ fn table_row(
         row.push(to_value(d));
     }
     Ok(row)
+}
+
+/// UPDATE's new version of `cols`, or None when the WHERE does not hold for it.
+fn new_version(
+    cols: &[Datum],
+    sets: &[Option<Expr>],
+    col_types: &[SqlType],
+    pred: Option<&Expr>,
+    params: &[Datum],
+    env: &dyn Env,
+) -> SqlResult<Option<Vec<Value>>> {
+    let row = Row {
+        cols,
+        params,
+        aggs: &[],
+        env,
+    };
+    if let Some(p) = pred {
+        if !bind::is_true(&bind::eval(p, &row)?) {
+            return Ok(None);
+        }
+    }
+    let mut out = Vec::with_capacity(cols.len());
+    for (i, set) in sets.iter().enumerate() {
+        let d = match set {
+            Some(e) => bind::cast_datum(bind::eval(e, &row)?, col_types[i])?,
+            None => cols[i].clone(),
+        };
+        out.push(to_value(d));
+    }
+    Ok(Some(out))
 }
 
 /// One bound VALUES row evaluated.

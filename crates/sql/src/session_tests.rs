@@ -380,3 +380,81 @@ fn ddl_and_utility_statements_answer_as_postgres() {
         ]));
     });
 }
+
+/// The rows of a query, each as text (NULL as "NULL").
+fn rows_text(s: &mut Session<'_>, sql: &str) -> Vec<String> {
+    let c = q(s, sql);
+    assert_eq!(codes(&c), [""], "{sql}");
+    c.rows
+        .iter()
+        .map(|r| {
+            r.iter()
+                .map(|d| d.to_text().unwrap_or_else(|| "NULL".into()))
+                .collect::<Vec<_>>()
+                .join("|")
+        })
+        .collect()
+}
+
+#[test]
+fn update_makes_new_versions_of_the_rows_its_where_holds_for() {
+    with_session(8 << 20, |s| {
+        let c = q(
+            s,
+            "INSERT INTO t SELECT g, 'row ' || g FROM generate_series(1, 500) g",
+        );
+        assert_eq!(codes(&c), [""]);
+        let c = q(s, "UPDATE t SET a = a + 1000, b = b || '!' WHERE a <= 10");
+        assert_eq!(tag(&c.results[0]), "UPDATE 10");
+        assert_eq!(count(s), 500, "an update adds no visible row");
+        assert_eq!(
+            rows_text(s, "SELECT a, b FROM t WHERE a > 1000 ORDER BY a LIMIT 2"),
+            ["1001|row 1!", "1002|row 2!"]
+        );
+        assert_eq!(rows_text(s, "SELECT count(*) FROM t WHERE a <= 10"), ["0"]);
+        // Every row once, even the ones whose new version lands after the scan.
+        assert_eq!(
+            tag(&q(s, "UPDATE t SET a = a + 1").results[0]),
+            "UPDATE 500"
+        );
+        assert_eq!(rows_text(s, "SELECT sum(a) FROM t"), ["135750"]);
+        // A rolled-back update leaves the old versions; a block sees its own.
+        let c = q(
+            s,
+            "BEGIN; UPDATE t SET b = NULL; SELECT count(b) FROM t; ROLLBACK",
+        );
+        assert_eq!(codes(&c), ["", "", "", ""]);
+        assert_eq!(c.rows, [vec![Datum::Int8(0)]]);
+        assert_eq!(rows_text(s, "SELECT count(b) FROM t"), ["500"]);
+        // Errors, with PostgreSQL's SQLSTATEs; none changes a row.
+        for (sql, code) in [
+            ("UPDATE t SET nope = 1", "42703"),
+            ("UPDATE t SET a = 1, a = 2", "42601"),
+            ("UPDATE t SET a = 'x'", "22P02"),
+            ("UPDATE t SET a = 1 WHERE nope = 1", "42703"),
+            ("UPDATE nosuch SET a = 1", "42P01"),
+            ("UPDATE t SET a = a / 0", "22012"),
+        ] {
+            assert_eq!(codes(&q(s, sql)), [code], "{sql}");
+        }
+        assert_eq!(rows_text(s, "SELECT sum(a) FROM t"), ["135750"]);
+        assert_eq!(
+            tag(&q(s, "UPDATE t SET b = 'x' WHERE a = 1011").results[0]),
+            "UPDATE 1"
+        );
+        assert_eq!(rows_text(s, "SELECT b FROM t WHERE a = 1011"), ["x"]);
+    });
+}
+
+#[test]
+fn clauses_that_change_a_calls_meaning_are_refused_not_ignored() {
+    with_session(8 << 20, |s| {
+        q(s, "INSERT INTO t VALUES (1, 'a'), (2, 'b')");
+        for sql in [
+            "SELECT count(*) FILTER (WHERE a > 1) FROM t",
+            "SELECT sum(a) OVER () FROM t",
+        ] {
+            assert_eq!(codes(&q(s, sql)), ["0A000"], "{sql}");
+        }
+    });
+}

@@ -51,18 +51,22 @@ fn psql_every_kind_of_error_fails_the_block() {
     let dir = tempfile::tempdir().unwrap();
     let s = Server::start(&dir.path().join("d"), &[]);
     s.psql_ok("postgres", &["-c", "create table t (a int)"]);
-    // The script: UPDATE is refused while parsing (0A000).
+    // The script, with a statement refused while parsing (0A000): UPDATE
+    // ... RETURNING (plain UPDATE runs now).
     let (out, err) = script(
         &s,
         dir.path(),
-        "BEGIN;\nINSERT INTO t VALUES (50);\nUPDATE t SET a = 1;\nSELECT 1;\nCOMMIT;\n",
+        "BEGIN;\nINSERT INTO t VALUES (50);\nUPDATE t SET a = 1 RETURNING a;\nSELECT 1;\nCOMMIT;\n",
     );
     assert_eq!(
         out.lines().collect::<Vec<_>>(),
         ["BEGIN", "INSERT 0 1", "ROLLBACK"],
         "{out}\n{err}"
     );
-    assert!(err.contains("UPDATE is not supported"), "{err}");
+    assert!(
+        err.contains("RETURNING, LIMIT or OR is not supported"),
+        "{err}"
+    );
     assert!(
         err.contains(
             "current transaction is aborted, commands ignored until end of transaction block"
@@ -102,7 +106,10 @@ fn driver_every_kind_of_error_fails_the_block() {
         c.batch_execute("begin; insert into t values (50)")
             .await
             .unwrap();
-        let e = c.batch_execute("update t set a = 1").await.unwrap_err();
+        let e = c
+            .batch_execute("update t set a = 1 returning a")
+            .await
+            .unwrap_err();
         assert_eq!(code_of(&e), "0A000");
         aborted(c.simple_query("select 1").await.unwrap_err());
         c.batch_execute("commit").await.unwrap();

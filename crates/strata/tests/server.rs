@@ -301,7 +301,7 @@ fn errors_carry_postgres_sqlstates_and_the_session_goes_on() {
         assert_eq!(err("create database postgres").await, "42P04");
         assert_eq!(err("selec 1").await, "42601");
         assert_eq!(err("create index i on t (a)").await, "0A000");
-        assert_eq!(err("update t set a = 1").await, "0A000");
+        assert_eq!(err("update t set a = 1 returning a").await, "0A000");
         assert_eq!(err("drop database nosuch").await, "3D000");
         assert_eq!(err("insert into t values ('x')").await, "22P02");
         // 25P02: an error in a block, then every statement is refused until ROLLBACK.
@@ -410,6 +410,57 @@ fn extended_protocol_binds_typed_parameters() {
             .get(0);
         assert_eq!(n, 19);
     });
+}
+
+#[test]
+fn updates_through_the_driver_survive_sigkill() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    let mut s = Server::start(&data, &[]);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let c = s.client("postgres").await;
+        c.batch_execute(
+            "create table acct (id int, balance bigint, note text); \
+             insert into acct select g, 1000, 'open' from generate_series(1, 2000) g",
+        )
+        .await
+        .unwrap();
+        let up = c
+            .prepare("update acct set balance = balance + $1, note = $2 where id = $3")
+            .await
+            .unwrap();
+        for id in 1..=200i32 {
+            let n = c
+                .execute(&up, &[&i64::from(id), &format!("paid {id}"), &id])
+                .await
+                .unwrap();
+            assert_eq!(n, 1);
+        }
+        assert_eq!(c.execute(&up, &[&1i64, &"none", &-1i32]).await.unwrap(), 0);
+        let mut c = c;
+        let tx = c.transaction().await.unwrap();
+        tx.execute("update acct set balance = 0", &[])
+            .await
+            .unwrap();
+        tx.rollback().await.unwrap();
+    });
+    s.kill9();
+    drop(s);
+    let s = Server::start(&data, &[]);
+    let out = s.psql_ok(
+        "postgres",
+        &[
+            "-XAtc",
+            "select count(*), sum(balance) from acct",
+            "-c",
+            "select count(*) from acct where note <> 'open'",
+            "-c",
+            "select note from acct where id = 77",
+        ],
+    );
+    // 2000 rows of 1000, plus 1 + 2 + ... + 200 paid in.
+    assert_eq!(out.trim(), "2000|2020100\n200\npaid 77");
 }
 
 #[test]

@@ -665,6 +665,7 @@ fn check_read_only(standby: &Server) {
         "insert into t values (1, 'x')",
         "create table nope (a int)",
         "delete from t",
+        "update t set a = 1",
         "vacuum t",
     ] {
         let out = psql_command(standby.port, "strata", "postgres", None)
