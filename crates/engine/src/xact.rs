@@ -674,7 +674,7 @@ impl<'e> Txn<'e> {
         table: &str,
         pred: &dyn Fn(&[Value]) -> bool,
     ) -> Result<u64> {
-        self.delete_where_checked(db, table, pred, &crate::no_interrupt)
+        self.delete_where_checked(db, table, &mut |v| pred(v), &crate::no_interrupt)
     }
 
     /// [`Txn::delete_where`], running `interrupt` before each page.
@@ -682,22 +682,14 @@ impl<'e> Txn<'e> {
         &mut self,
         db: &str,
         table: &str,
-        pred: &dyn Fn(&[Value]) -> bool,
+        pred: &mut dyn FnMut(&[Value]) -> bool,
         interrupt: Interrupt<'_>,
     ) -> Result<u64> {
         let dbe = self.database(db)?;
         let rel = self.relation(&dbe, table)?;
         let xid = self.xid();
         let _d = self.sh.drop_lock.read();
-        let mut pred = |v: &[Value]| pred(v);
-        access::delete_where(
-            self.sh,
-            rel.key(&dbe),
-            &rel.columns,
-            xid,
-            &mut pred,
-            interrupt,
-        )
+        access::delete_where(self.sh, rel.key(&dbe), &rel.columns, xid, pred, interrupt)
     }
 
     /// UPDATE: every row this transaction sees for which `f` gives a new row gets a

@@ -79,7 +79,7 @@ fn scans_and_writes_stop_at_the_interrupt() {
     let mut t = e.begin();
     assert!(t.insert_checked("postgres", "t", &rows, &fail).is_err());
     assert!(t
-        .delete_where_checked("postgres", "t", &|_| true, &fail)
+        .delete_where_checked("postgres", "t", &mut |_| true, &fail)
         .is_err());
     assert!(t.scan_checked("postgres", "t", &fail).is_err());
     t.abort().unwrap();

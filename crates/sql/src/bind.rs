@@ -862,6 +862,24 @@ impl Binder {
         })
     }
 
+    /// A DML statement's RETURNING list over its table's row: the bound items and
+    /// result columns (42803 for an aggregate, as PostgreSQL).
+    pub fn returning(
+        &mut self,
+        list: &[ast::SelectItem],
+        scope: &Scope,
+    ) -> SqlResult<(Vec<Expr>, Columns)> {
+        let mut aggs = Vec::new();
+        let out = self.projection(list, scope, &mut aggs)?;
+        if !aggs.is_empty() {
+            return Err(SqlError::new(
+                "42803",
+                "aggregate functions are not allowed in RETURNING",
+            ));
+        }
+        Ok(out)
+    }
+
     /// The select list: its bound items (aggregate calls collected into `aggs`) and
     /// result columns; `*` expands to the scope's columns.
     fn projection(

@@ -259,22 +259,28 @@ pub enum Stmt {
         table: String,
         columns: Option<Vec<String>>,
         source: InsertSource,
+        returning: Returning,
     },
     Delete {
         table: String,
         selection: Option<ast::Expr>,
+        returning: Returning,
     },
     /// UPDATE t SET col = expr, ... [WHERE]: (column, value) in the order written.
     Update {
         table: String,
         assignments: Vec<(String, ast::Expr)>,
         selection: Option<ast::Expr>,
+        returning: Returning,
     },
     /// CREATE/DROP/TRUNCATE of tables, CREATE/DROP of databases and tablespaces.
     Ddl(Ddl),
     /// SET, SHOW, CHECKPOINT, VACUUM, ALTER ROLE.
     Utility(Utility),
 }
+
+/// A DML statement's RETURNING list, as written (None: no RETURNING).
+pub type Returning = Option<Vec<ast::SelectItem>>;
 
 /// BEGIN, COMMIT, ROLLBACK and the savepoint commands.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -485,6 +491,7 @@ fn parse_split(text: &Arc<String>, s: &values::Split) -> Result<SqlResult<Stmt>,
             table,
             columns,
             source: InsertSource::Values(v),
+            returning: None,
         }) = check_complexity(&head).and_then(|()| parse_one(head))
         {
             if v.len() == 1 {
@@ -493,6 +500,7 @@ fn parse_split(text: &Arc<String>, s: &values::Split) -> Result<SqlResult<Stmt>,
                     table,
                     columns,
                     source: InsertSource::Rows(rows),
+                    returning: None,
                 }));
             }
         }
@@ -1175,9 +1183,6 @@ fn convert(st: ast::Statement) -> SqlResult<Stmt> {
             if ins.on.is_some() {
                 return Err(SqlError::unsupported("INSERT ... ON CONFLICT"));
             }
-            if ins.returning.is_some() {
-                return Err(SqlError::unsupported("RETURNING"));
-            }
             let columns = if ins.columns.is_empty() {
                 None
             } else {
@@ -1202,13 +1207,12 @@ fn convert(st: ast::Statement) -> SqlResult<Stmt> {
                 table,
                 columns,
                 source,
+                returning: ins.returning,
             })
         }
         S::Delete(d) => {
-            if d.using.is_some() || d.returning.is_some() || d.limit.is_some() {
-                return Err(SqlError::unsupported(
-                    "DELETE with USING, RETURNING or LIMIT",
-                ));
+            if d.using.is_some() || d.limit.is_some() {
+                return Err(SqlError::unsupported("DELETE with USING or LIMIT"));
             }
             let tables = match &d.from {
                 ast::FromTable::WithFromKeyword(t) | ast::FromTable::WithoutKeyword(t) => t,
@@ -1228,6 +1232,7 @@ fn convert(st: ast::Statement) -> SqlResult<Stmt> {
             Ok(Stmt::Delete {
                 table,
                 selection: d.selection,
+                returning: d.returning,
             })
         }
         S::Update(u) => convert_update(u),
@@ -1241,10 +1246,8 @@ fn convert(st: ast::Statement) -> SqlResult<Stmt> {
 
 /// UPDATE of one table, by name, with `SET col = expr` assignments.
 fn convert_update(u: ast::Update) -> SqlResult<Stmt> {
-    if u.from.is_some() || u.returning.is_some() || u.limit.is_some() || u.or.is_some() {
-        return Err(SqlError::unsupported(
-            "UPDATE with FROM, RETURNING, LIMIT or OR",
-        ));
+    if u.from.is_some() || u.limit.is_some() || u.or.is_some() {
+        return Err(SqlError::unsupported("UPDATE with FROM, LIMIT or OR"));
     }
     if !u.table.joins.is_empty() {
         return Err(SqlError::unsupported("UPDATE with a join"));
@@ -1277,6 +1280,7 @@ fn convert_update(u: ast::Update) -> SqlResult<Stmt> {
         table,
         assignments,
         selection: u.selection,
+        returning: u.returning,
     })
 }
 
@@ -1447,7 +1451,7 @@ mod tests {
         }
         for s in [
             "create index i on t (a)",
-            "update t set a = 1 returning a",
+            "update t set a = 1 from u",
             "create table t (a int primary key)",
             "create table t (a float)",
             "grant all on t to x",

@@ -542,6 +542,7 @@ enum Bound<'s> {
 
 /// A bound INSERT.
 struct BoundInsert {
+    returning: Option<Returning>,
     table: String,
     /// For each table column, the index of the source value (None: NULL).
     map: Vec<Option<usize>>,
@@ -551,6 +552,7 @@ struct BoundInsert {
 
 /// A bound DELETE.
 struct BoundDelete {
+    returning: Option<Returning>,
     table: String,
     pred: Option<Expr>,
     ncols: usize,
@@ -559,10 +561,32 @@ struct BoundDelete {
 /// A bound UPDATE: per table column, its new value's expression over the old row
 /// (None: kept).
 struct BoundUpdate {
+    returning: Option<Returning>,
     table: String,
     sets: Vec<Option<Expr>>,
     col_types: Vec<SqlType>,
     pred: Option<Expr>,
+}
+
+/// A bound RETURNING list: result columns and their expressions over the row
+/// inserted, the new version updated, or the row deleted.
+struct Returning {
+    columns: Vec<(String, SqlType)>,
+    exprs: Vec<Expr>,
+}
+
+impl Returning {
+    /// The result row for the table row `vals`.
+    fn row(&self, vals: &[Value], params: &[Datum], env: &dyn Env) -> SqlResult<Vec<Datum>> {
+        let cols: Vec<Datum> = vals.iter().cloned().map(to_datum).collect();
+        let row = Row {
+            cols: &cols,
+            params,
+            aggs: &[],
+            env,
+        };
+        self.exprs.iter().map(|e| bind::eval(e, &row)).collect()
+    }
 }
 
 enum BoundSource {
@@ -884,20 +908,54 @@ impl<'e> Session<'e> {
             Stmt::Ddl(d) => Bound::Ddl(d),
             Stmt::Utility(u) => Bound::Utility(u),
             Stmt::Select(q) => Bound::Select(Box::new(b.select(q, &scope_of)?)),
-            Stmt::Delete { table, selection } => {
-                Bound::Delete(self.bind_delete(table, selection.as_ref(), b)?)
+            Stmt::Delete {
+                table,
+                selection,
+                returning,
+            } => {
+                let mut d = self.bind_delete(table, selection.as_ref(), b)?;
+                d.returning = self.bind_returning(b, table, returning)?;
+                Bound::Delete(d)
             }
             Stmt::Update {
                 table,
                 assignments,
                 selection,
-            } => Bound::Update(self.bind_update(table, assignments, selection.as_ref(), b)?),
+                returning,
+            } => {
+                let mut u = self.bind_update(table, assignments, selection.as_ref(), b)?;
+                u.returning = self.bind_returning(b, table, returning)?;
+                Bound::Update(u)
+            }
             Stmt::Insert {
                 table,
                 columns,
                 source,
-            } => Bound::Insert(self.bind_insert(b, table, columns.as_deref(), source)?),
+                returning,
+            } => {
+                let mut i = self.bind_insert(b, table, columns.as_deref(), source)?;
+                i.returning = self.bind_returning(b, table, returning)?;
+                Bound::Insert(i)
+            }
         })
+    }
+
+    /// RETURNING over `table`'s columns, if the statement has one.
+    fn bind_returning(
+        &self,
+        b: &mut Binder,
+        table: &str,
+        returning: &crate::Returning,
+    ) -> SqlResult<Option<Returning>> {
+        let Some(list) = returning else {
+            return Ok(None);
+        };
+        let scope = Scope {
+            qualifiers: vec![table.to_string()],
+            cols: self.columns(table)?,
+        };
+        let (exprs, columns) = b.returning(list, &scope)?;
+        Ok(Some(Returning { columns, exprs }))
     }
 
     /// An INSERT: its target columns, and its source bound (a VALUES list kept as
@@ -962,6 +1020,7 @@ impl<'e> Session<'e> {
             }
         };
         Ok(BoundInsert {
+            returning: None,
             table: table.to_string(),
             map,
             col_types,
@@ -985,6 +1044,7 @@ impl<'e> Session<'e> {
             None => None,
         };
         Ok(BoundDelete {
+            returning: None,
             table: table.to_string(),
             pred,
             ncols: cols.len(),
@@ -1027,6 +1087,7 @@ impl<'e> Session<'e> {
             None => None,
         };
         Ok(BoundUpdate {
+            returning: None,
             table: table.to_string(),
             sets,
             col_types: cols.iter().map(|c| c.1).collect(),
@@ -1054,10 +1115,25 @@ impl<'e> Session<'e> {
             Bound::Utility(u) => utility::columns(u),
             Bound::Empty
             | Bound::Control(_)
-            | Bound::Insert(_)
-            | Bound::Delete(_)
-            | Bound::Update(_)
+            | Bound::Insert(BoundInsert {
+                returning: None, ..
+            })
+            | Bound::Delete(BoundDelete {
+                returning: None, ..
+            })
+            | Bound::Update(BoundUpdate {
+                returning: None, ..
+            })
             | Bound::Ddl(_) => vec![],
+            Bound::Insert(BoundInsert {
+                returning: Some(r), ..
+            })
+            | Bound::Delete(BoundDelete {
+                returning: Some(r), ..
+            })
+            | Bound::Update(BoundUpdate {
+                returning: Some(r), ..
+            }) => r.columns.clone(),
         };
         let params = b
             .params
@@ -1142,9 +1218,9 @@ impl<'e> Session<'e> {
                 let n = self.run_select(&plan, params, &mut |r| sink.row(r))?;
                 Ok(Output::Rows(n))
             }
-            Bound::Insert(ins) => self.insert(ins, b, params),
-            Bound::Delete(del) => self.delete(del, params),
-            Bound::Update(up) => self.update(up, params),
+            Bound::Insert(ins) => self.insert(ins, b, params, sink),
+            Bound::Delete(del) => self.delete(del, params, sink),
+            Bound::Update(up) => self.update(up, params, sink),
             Bound::Ddl(d) => ddl::run(self, d, notices),
             Bound::Utility(u) => utility::run(self, u, sink),
         }
@@ -1218,13 +1294,18 @@ impl<'e> Session<'e> {
         bound: BoundInsert,
         b: &mut Binder,
         params: &[Datum],
+        sink: &mut dyn ResultSink,
     ) -> SqlResult<Output> {
         let BoundInsert {
+            returning,
             table,
             map,
             col_types,
             source,
         } = bound;
+        if let Some(r) = &returning {
+            sink.columns(&r.columns)?;
+        }
         let collected = match &source {
             BoundSource::Query(plan) if matches!(plan.from, From::Table(_)) => {
                 let mut rows = Vec::new();
@@ -1250,7 +1331,11 @@ impl<'e> Session<'e> {
             let mut batch: Vec<Vec<Value>> = Vec::with_capacity(INSERT_BATCH_ROWS);
             let mut n = 0u64;
             let mut emit = |src: Vec<Datum>| -> SqlResult<()> {
-                batch.push(table_row(src, &map, &col_types)?);
+                let row = table_row(src, &map, &col_types)?;
+                if let Some(r) = &returning {
+                    sink.row(r.row(&row, params, &env)?)?;
+                }
+                batch.push(row);
                 if batch.len() >= INSERT_BATCH_ROWS {
                     n += t.insert_checked(&db, &table, &batch, check)?;
                     batch.clear();
@@ -1291,11 +1376,24 @@ impl<'e> Session<'e> {
         Ok(Output::Command(format!("INSERT 0 {n}")))
     }
 
-    fn delete(&mut self, bound: BoundDelete, params: &[Datum]) -> SqlResult<Output> {
-        let BoundDelete { table, pred, ncols } = bound;
+    fn delete(
+        &mut self,
+        bound: BoundDelete,
+        params: &[Datum],
+        sink: &mut dyn ResultSink,
+    ) -> SqlResult<Output> {
+        let BoundDelete {
+            returning,
+            table,
+            pred,
+            ncols,
+        } = bound;
+        if let Some(r) = &returning {
+            sink.columns(&r.columns)?;
+        }
         let db = self.db.clone();
         let (engine, server, pid) = (self.engine, self.server, self.id);
-        let err: std::cell::RefCell<Option<SqlError>> = std::cell::RefCell::new(None);
+        let mut err: Option<SqlError> = None;
         let n = self.write_checked(|t, check| {
             let env = SessionEnv {
                 engine,
@@ -1303,45 +1401,52 @@ impl<'e> Session<'e> {
                 server,
                 pid,
             };
-            let f = |vals: &[Value]| -> bool {
-                let Some(p) = &pred else { return true };
-                if err.borrow().is_some() {
+            let mut f = |vals: &[Value]| -> bool {
+                if err.is_some() {
                     return false;
                 }
-                let cols: Vec<Datum> = vals.iter().cloned().map(to_datum).collect();
-                debug_assert_eq!(cols.len(), ncols);
-                let row = Row {
-                    cols: &cols,
-                    params,
-                    aggs: &[],
-                    env: &env,
-                };
-                match bind::eval(p, &row) {
-                    Ok(d) => bind::is_true(&d),
-                    Err(e) => {
-                        *err.borrow_mut() = Some(e);
-                        false
+                debug_assert_eq!(vals.len(), ncols);
+                let mut hit = || -> SqlResult<bool> {
+                    if !where_holds(vals, pred.as_ref(), params, &env)? {
+                        return Ok(false);
                     }
-                }
+                    if let Some(r) = &returning {
+                        sink.row(r.row(vals, params, &env)?)?;
+                    }
+                    Ok(true)
+                };
+                hit().unwrap_or_else(|e| {
+                    err = Some(e);
+                    false
+                })
             };
-            let n = t.delete_where_checked(&db, &table, &f, check)?;
-            if let Some(e) = err.borrow_mut().take() {
-                return Err(e);
+            let n = t.delete_where_checked(&db, &table, &mut f, check)?;
+            match err.take() {
+                Some(e) => Err(e),
+                None => Ok(n),
             }
-            Ok(n)
         })?;
         Ok(Output::Command(format!("DELETE {n}")))
     }
 
     /// UPDATE: each row the WHERE holds for gets a new version with the SET values,
     /// evaluated over the old row (session rule 9's write path).
-    fn update(&mut self, bound: BoundUpdate, params: &[Datum]) -> SqlResult<Output> {
+    fn update(
+        &mut self,
+        bound: BoundUpdate,
+        params: &[Datum],
+        sink: &mut dyn ResultSink,
+    ) -> SqlResult<Output> {
         let BoundUpdate {
+            returning,
             table,
             sets,
             col_types,
             pred,
         } = bound;
+        if let Some(r) = &returning {
+            sink.columns(&r.columns)?;
+        }
         let db = self.db.clone();
         let (engine, server, pid) = (self.engine, self.server, self.id);
         let mut err: Option<SqlError> = None;
@@ -1357,7 +1462,14 @@ impl<'e> Session<'e> {
                     return None;
                 }
                 let cols: Vec<Datum> = vals.iter().cloned().map(to_datum).collect();
-                match new_version(&cols, &sets, &col_types, pred.as_ref(), params, &env) {
+                let new = new_version(&cols, &sets, &col_types, pred.as_ref(), params, &env);
+                let returned = |row: Vec<Value>| -> SqlResult<Vec<Value>> {
+                    if let Some(r) = &returning {
+                        sink.row(r.row(&row, params, &env)?)?;
+                    }
+                    Ok(row)
+                };
+                match new.and_then(|r| r.map(returned).transpose()) {
                     Ok(r) => r,
                     Err(e) => {
                         err = Some(e);
@@ -1814,6 +1926,24 @@ fn table_row(
         row.push(to_value(d));
     }
     Ok(row)
+}
+
+/// Whether a WHERE (None: no WHERE) holds for the table row `vals`.
+fn where_holds(
+    vals: &[Value],
+    pred: Option<&Expr>,
+    params: &[Datum],
+    env: &dyn Env,
+) -> SqlResult<bool> {
+    let Some(p) = pred else { return Ok(true) };
+    let cols: Vec<Datum> = vals.iter().cloned().map(to_datum).collect();
+    let row = Row {
+        cols: &cols,
+        params,
+        aggs: &[],
+        env,
+    };
+    Ok(bind::is_true(&bind::eval(p, &row)?))
 }
 
 /// UPDATE's new version of `cols`, or None when the WHERE does not hold for it.

@@ -458,3 +458,50 @@ fn clauses_that_change_a_calls_meaning_are_refused_not_ignored() {
         }
     });
 }
+
+#[test]
+fn returning_gives_the_rows_inserted_updated_and_deleted() {
+    with_session(8 << 20, |s| {
+        let c = q(
+            s,
+            "INSERT INTO t VALUES (1, 'a'), (2, 'b') RETURNING a, b || '!' AS x",
+        );
+        assert_eq!(tag(&c.results[0]), "INSERT 0 2");
+        assert_eq!(
+            c.rows,
+            [
+                vec![Datum::Int4(1), Datum::Text("a!".into())],
+                vec![Datum::Int4(2), Datum::Text("b!".into())]
+            ]
+        );
+        let c = q(
+            s,
+            "INSERT INTO t SELECT g, 'g' FROM generate_series(3, 5) g RETURNING a",
+        );
+        assert_eq!(tag(&c.results[0]), "INSERT 0 3");
+        assert_eq!(c.rows.len(), 3);
+        let c = q(s, "UPDATE t SET a = a * 10 WHERE a <= 2 RETURNING *");
+        assert_eq!(tag(&c.results[0]), "UPDATE 2");
+        let mut got = c.rows.clone();
+        got.sort_by_key(|r| r[0].to_text());
+        assert_eq!(
+            got,
+            [
+                vec![Datum::Int4(10), Datum::Text("a".into())],
+                vec![Datum::Int4(20), Datum::Text("b".into())]
+            ]
+        );
+        let c = q(s, "DELETE FROM t WHERE a = 10 RETURNING a + 1, b");
+        assert_eq!(tag(&c.results[0]), "DELETE 1");
+        assert_eq!(c.rows, [vec![Datum::Int4(11), Datum::Text("a".into())]]);
+        assert_eq!(count(s), 4);
+        for (sql, code) in [
+            ("INSERT INTO t VALUES (9, 'z') RETURNING count(*)", "42803"),
+            ("UPDATE t SET a = 1 RETURNING nope", "42703"),
+            ("DELETE FROM t RETURNING a / 0", "22012"),
+        ] {
+            assert_eq!(codes(&q(s, sql)), [code], "{sql}");
+        }
+        assert_eq!(count(s), 4, "a failed RETURNING changes nothing");
+    });
+}

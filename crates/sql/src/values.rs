@@ -821,12 +821,14 @@ mod tests {
                     table,
                     columns,
                     source: InsertSource::Rows(rows),
+                    returning,
                 } => Stmt::Insert {
                     table,
                     columns,
                     source: InsertSource::Values(
                         rows.iter().collect::<SqlResult<_>>().map_err(err)?,
                     ),
+                    returning,
                 },
                 st => st,
             };

@@ -301,7 +301,7 @@ fn errors_carry_postgres_sqlstates_and_the_session_goes_on() {
         assert_eq!(err("create database postgres").await, "42P04");
         assert_eq!(err("selec 1").await, "42601");
         assert_eq!(err("create index i on t (a)").await, "0A000");
-        assert_eq!(err("update t set a = 1 returning a").await, "0A000");
+        assert_eq!(err("update t set a = 1 from u").await, "0A000");
         assert_eq!(err("drop database nosuch").await, "3D000");
         assert_eq!(err("insert into t values ('x')").await, "22P02");
         // 25P02: an error in a block, then every statement is refused until ROLLBACK.
@@ -438,6 +438,32 @@ fn updates_through_the_driver_survive_sigkill() {
             assert_eq!(n, 1);
         }
         assert_eq!(c.execute(&up, &[&1i64, &"none", &-1i32]).await.unwrap(), 0);
+        // RETURNING through the extended protocol: described, then streamed.
+        let rows = c
+            .query(
+                "update acct set note = note where id = $1 returning id, balance, note",
+                &[&5i32],
+            )
+            .await
+            .unwrap();
+        let got: Vec<(i32, i64, String)> = rows
+            .iter()
+            .map(|r| (r.get(0), r.get(1), r.get(2)))
+            .collect();
+        assert_eq!(got, [(5, 1005, "paid 5".to_string())]);
+        let ins = c
+            .query_one(
+                "insert into acct values ($1, 0, 'new') returning id * 2",
+                &[&9000i32],
+            )
+            .await
+            .unwrap();
+        assert_eq!(ins.get::<_, i32>(0), 18000);
+        let del = c
+            .query("delete from acct where id = 9000 returning note", &[])
+            .await
+            .unwrap();
+        assert_eq!(del.len(), 1);
         let mut c = c;
         let tx = c.transaction().await.unwrap();
         tx.execute("update acct set balance = 0", &[])

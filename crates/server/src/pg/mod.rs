@@ -1284,6 +1284,10 @@ impl ExtendedQueryHandler for Query {
                     return Ok(match ex.output {
                         Output::Rows(_) if max_rows > 0 => rows_response(&schema, collected),
                         Output::Rows(_) => Response::Execution(Tag::new("SELECT").with_rows(count)),
+                        // DML with RETURNING under a row limit: its rows, kept.
+                        Output::Command(_) if !collected.is_empty() => {
+                            rows_response(&schema, collected)
+                        }
                         _ => response(ex),
                     });
                 }
