@@ -9,7 +9,7 @@
 //! Module map, in dependency order: this file (parsing, values, errors), [`settings`]
 //! (the session's SET/SHOW values), [`values`] (the pre-scan of a query string and
 //! an INSERT's VALUES rows kept as text), [`bind`] (names to the catalog, expressions,
-//! evaluation), [`sort`] (ORDER BY within `work_mem`), [`roles`] (`global/pg_authid`),
+//! evaluation), [`copy`] (COPY's text and csv formats), [`sort`] (ORDER BY within `work_mem`), [`roles`] (`global/pg_authid`),
 //! [`session`] (a session's transaction-block state machine, binding, the dispatch of
 //! each statement kind to its executor, and DML), `ddl` (tables, databases,
 //! tablespaces) and `utility` (SET, SHOW, CHECKPOINT, VACUUM, ALTER ROLE), which the
@@ -33,6 +33,7 @@
 //!    at a time. What the pre-scan cannot split is tokenized whole, as before.
 
 pub mod bind;
+pub mod copy;
 mod ddl;
 #[cfg(test)]
 mod fuzz_tests;
@@ -273,10 +274,22 @@ pub enum Stmt {
         selection: Option<ast::Expr>,
         returning: Returning,
     },
+    /// COPY t [(cols)] FROM STDIN | TO STDOUT [WITH (...)].
+    Copy(CopyStmt),
     /// CREATE/DROP/TRUNCATE of tables, CREATE/DROP of databases and tablespaces.
     Ddl(Ddl),
     /// SET, SHOW, CHECKPOINT, VACUUM, ALTER ROLE.
     Utility(Utility),
+}
+
+/// A COPY between a table and the client.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CopyStmt {
+    pub table: String,
+    pub columns: Option<Vec<String>>,
+    /// TO STDOUT (else FROM STDIN).
+    pub to: bool,
+    pub options: copy::CopyOptions,
 }
 
 /// A DML statement's RETURNING list, as written (None: no RETURNING).
@@ -380,6 +393,7 @@ impl Stmt {
             Stmt::Insert { .. } => "INSERT",
             Stmt::Delete { .. } => "DELETE",
             Stmt::Update { .. } => "UPDATE",
+            Stmt::Copy(_) => "COPY",
             Stmt::Select(_) => "SELECT",
             Stmt::Ddl(d) => d.verb(),
             Stmt::Utility(u) => u.verb(),
@@ -760,6 +774,11 @@ impl Toks {
     }
 }
 
+/// Statements sqlparser parses whole (sql rule 3).
+const SQLPARSER_VERBS: [&str; 10] = [
+    "SELECT", "WITH", "INSERT", "DELETE", "UPDATE", "COPY", "CREATE", "DROP", "TRUNCATE", "TABLE",
+];
+
 fn parse_one(tokens: Vec<TokenWithSpan>) -> SqlResult<Stmt> {
     let mut k = Toks::new(tokens);
     if k.at_end() {
@@ -836,15 +855,7 @@ fn parse_one(tokens: Vec<TokenWithSpan>) -> SqlResult<Stmt> {
         | ("SAVEPOINT", _)
         | ("RELEASE", _) => parse_txn_control(&mut k, &w0),
         ("VALUES", _) => parse_with_sqlparser(std::mem::take(&mut k.t)),
-        ("SELECT", _)
-        | ("WITH", _)
-        | ("INSERT", _)
-        | ("DELETE", _)
-        | ("UPDATE", _)
-        | ("CREATE", _)
-        | ("DROP", _)
-        | ("TRUNCATE", _)
-        | ("TABLE", _) => parse_with_sqlparser(std::mem::take(&mut k.t)),
+        (w, _) if SQLPARSER_VERBS.contains(&w) => parse_with_sqlparser(std::mem::take(&mut k.t)),
         _ => {
             // Parse it anyway, for a precise 42601, else name it as unsupported.
             let verb = if w1.is_empty() || !k.get(1).is_some_and(is_keyword) {
@@ -1210,38 +1221,90 @@ fn convert(st: ast::Statement) -> SqlResult<Stmt> {
                 returning: ins.returning,
             })
         }
-        S::Delete(d) => {
-            if d.using.is_some() || d.limit.is_some() {
-                return Err(SqlError::unsupported("DELETE with USING or LIMIT"));
-            }
-            let tables = match &d.from {
-                ast::FromTable::WithFromKeyword(t) | ast::FromTable::WithoutKeyword(t) => t,
-            };
-            let [t] = tables.as_slice() else {
-                return Err(SqlError::unsupported("DELETE from several tables"));
-            };
-            if !t.joins.is_empty() {
-                return Err(SqlError::unsupported("DELETE with a join"));
-            }
-            let table = match &t.relation {
-                ast::TableFactor::Table {
-                    name, alias: None, ..
-                } => object_name(name)?,
-                _ => return Err(SqlError::unsupported("DELETE from this kind of table")),
-            };
-            Ok(Stmt::Delete {
-                table,
-                selection: d.selection,
-                returning: d.returning,
-            })
-        }
+        S::Delete(d) => convert_delete(d),
         S::Update(u) => convert_update(u),
+        S::Copy {
+            source,
+            to,
+            target,
+            options,
+            legacy_options,
+            values,
+        } => convert_copy(source, to, target, &options, &legacy_options, &values),
         other => {
             let text = other.to_string();
             let verb: Vec<&str> = text.split_whitespace().take(2).collect();
             Err(SqlError::unsupported(verb.join(" ")))
         }
     }
+}
+
+/// DELETE from one table, by name.
+fn convert_delete(d: ast::Delete) -> SqlResult<Stmt> {
+    if d.using.is_some() || d.limit.is_some() {
+        return Err(SqlError::unsupported("DELETE with USING or LIMIT"));
+    }
+    let tables = match &d.from {
+        ast::FromTable::WithFromKeyword(t) | ast::FromTable::WithoutKeyword(t) => t,
+    };
+    let [t] = tables.as_slice() else {
+        return Err(SqlError::unsupported("DELETE from several tables"));
+    };
+    if !t.joins.is_empty() {
+        return Err(SqlError::unsupported("DELETE with a join"));
+    }
+    let table = match &t.relation {
+        ast::TableFactor::Table {
+            name, alias: None, ..
+        } => object_name(name)?,
+        _ => return Err(SqlError::unsupported("DELETE from this kind of table")),
+    };
+    Ok(Stmt::Delete {
+        table,
+        selection: d.selection,
+        returning: d.returning,
+    })
+}
+
+/// COPY between one table and the client (copy module).
+fn convert_copy(
+    source: ast::CopySource,
+    to: bool,
+    target: ast::CopyTarget,
+    options: &[ast::CopyOption],
+    legacy: &[ast::CopyLegacyOption],
+    values: &[Option<String>],
+) -> SqlResult<Stmt> {
+    let ast::CopySource::Table {
+        table_name,
+        columns,
+    } = source
+    else {
+        return Err(SqlError::unsupported("COPY (query) TO"));
+    };
+    match (&target, to) {
+        (ast::CopyTarget::Stdin, false) | (ast::CopyTarget::Stdout, true) => {}
+        (ast::CopyTarget::Stdin, true) | (ast::CopyTarget::Stdout, false) => {
+            return Err(SqlError::syntax(format!(
+                "syntax error at or near \"{target}\""
+            )))
+        }
+        _ => {
+            return Err(SqlError::unsupported(format!("COPY with {target}"))
+                .with_hint("Use psql's \\copy, which reads and writes files on the client."))
+        }
+    }
+    if !values.is_empty() {
+        return Err(SqlError::syntax(
+            "COPY data must follow the statement, not be in it",
+        ));
+    }
+    Ok(Stmt::Copy(CopyStmt {
+        table: object_name(&table_name)?,
+        columns: (!columns.is_empty()).then(|| columns.iter().map(ident_name).collect()),
+        to,
+        options: copy::CopyOptions::from_ast(options, legacy)?,
+    }))
 }
 
 /// UPDATE of one table, by name, with `SET col = expr` assignments.

@@ -113,6 +113,24 @@ pub trait ResultSink {
     fn row(&mut self, row: Vec<Datum>) -> SqlResult<()>;
     /// A statement of a query string ended, with its result (its rows all given).
     fn end(&mut self, result: SqlResult<Executed>);
+    /// COPY FROM STDIN: asks the client for data, `columns` fields a row.
+    fn copy_in(&mut self, _columns: usize, _csv: bool) -> SqlResult<()> {
+        Err(SqlError::unsupported("COPY FROM STDIN here"))
+    }
+    /// The client's next chunk of COPY data; None at its end (CopyDone), an error
+    /// when it failed the copy (CopyFail) or went away.
+    fn copy_chunk(&mut self) -> SqlResult<Option<Vec<u8>>> {
+        Ok(None)
+    }
+    /// COPY TO STDOUT: data of `columns` fields a row follows.
+    fn copy_out(&mut self, _columns: usize, _csv: bool) -> SqlResult<()> {
+        Err(SqlError::unsupported("COPY TO STDOUT here"))
+    }
+    /// COPY TO's rows, each a line of the format (one CopyData message each, as
+    /// PostgreSQL sends them and clients read them).
+    fn copy_data(&mut self, _rows: Vec<Vec<u8>>) -> SqlResult<()> {
+        Ok(())
+    }
 }
 
 /// A [`ResultSink`] that keeps everything (in-process tests).
@@ -122,6 +140,10 @@ pub struct Collect {
     pub columns: Vec<(String, SqlType)>,
     pub rows: Vec<Vec<Datum>>,
     pub results: Vec<SqlResult<Executed>>,
+    /// COPY FROM STDIN's chunks, given in order.
+    pub copy_input: std::collections::VecDeque<Vec<u8>>,
+    /// COPY TO STDOUT's data.
+    pub copied: Vec<u8>,
 }
 
 #[cfg(test)]
@@ -136,6 +158,19 @@ impl ResultSink for Collect {
     }
     fn end(&mut self, result: SqlResult<Executed>) {
         self.results.push(result);
+    }
+    fn copy_in(&mut self, _columns: usize, _csv: bool) -> SqlResult<()> {
+        Ok(())
+    }
+    fn copy_chunk(&mut self) -> SqlResult<Option<Vec<u8>>> {
+        Ok(self.copy_input.pop_front())
+    }
+    fn copy_out(&mut self, _columns: usize, _csv: bool) -> SqlResult<()> {
+        Ok(())
+    }
+    fn copy_data(&mut self, rows: Vec<Vec<u8>>) -> SqlResult<()> {
+        rows.iter().for_each(|r| self.copied.extend_from_slice(r));
+        Ok(())
     }
 }
 
@@ -507,6 +542,8 @@ const CHECK_EVERY_ROWS: i64 = 1024;
 
 /// Rows an INSERT hands the engine at a time (session rule 9).
 const INSERT_BATCH_ROWS: usize = 1024;
+/// COPY TO's rows go to the client in batches of about this many bytes.
+const COPY_OUT_CHUNK: usize = 64 << 10;
 
 fn statement_timeout() -> SqlError {
     SqlError::new("57014", "canceling statement due to statement timeout")
@@ -536,6 +573,7 @@ enum Bound<'s> {
     Insert(BoundInsert),
     Delete(BoundDelete),
     Update(BoundUpdate),
+    Copy(BoundCopy),
     Ddl(&'s Ddl),
     Utility(&'s Utility),
 }
@@ -566,6 +604,16 @@ struct BoundUpdate {
     sets: Vec<Option<Expr>>,
     col_types: Vec<SqlType>,
     pred: Option<Expr>,
+}
+
+/// A bound COPY: the table's columns, the ones copied (their indexes, in the
+/// data's order) and the options.
+struct BoundCopy {
+    table: String,
+    cols: Vec<(String, SqlType)>,
+    targets: Vec<usize>,
+    to: bool,
+    options: crate::copy::CopyOptions,
 }
 
 /// A bound RETURNING list: result columns and their expressions over the row
@@ -927,6 +975,7 @@ impl<'e> Session<'e> {
                 u.returning = self.bind_returning(b, table, returning)?;
                 Bound::Update(u)
             }
+            Stmt::Copy(c) => Bound::Copy(self.bind_copy(c)?),
             Stmt::Insert {
                 table,
                 columns,
@@ -937,6 +986,46 @@ impl<'e> Session<'e> {
                 i.returning = self.bind_returning(b, table, returning)?;
                 Bound::Insert(i)
             }
+        })
+    }
+
+    /// COPY: the columns named must be the table's, each once (42703, 42701).
+    fn bind_copy(&self, c: &crate::CopyStmt) -> SqlResult<BoundCopy> {
+        if crate::views::schema(&c.table).is_some() && !c.to {
+            return Err(SqlError::new(
+                "42809",
+                format!("cannot copy to view \"{}\"", c.table),
+            ));
+        }
+        let cols = self.columns(&c.table)?;
+        let targets = match &c.columns {
+            None => (0..cols.len()).collect(),
+            Some(names) => {
+                let mut t = Vec::new();
+                for n in names {
+                    let i = cols.iter().position(|(c, _)| c == n).ok_or_else(|| {
+                        SqlError::new(
+                            "42703",
+                            format!("column \"{n}\" of relation \"{}\" does not exist", c.table),
+                        )
+                    })?;
+                    if t.contains(&i) {
+                        return Err(SqlError::new(
+                            "42701",
+                            format!("column \"{n}\" specified more than once"),
+                        ));
+                    }
+                    t.push(i);
+                }
+                t
+            }
+        };
+        Ok(BoundCopy {
+            table: c.table.clone(),
+            cols,
+            targets,
+            to: c.to,
+            options: c.options.clone(),
         })
     }
 
@@ -1124,6 +1213,7 @@ impl<'e> Session<'e> {
             | Bound::Update(BoundUpdate {
                 returning: None, ..
             })
+            | Bound::Copy(_)
             | Bound::Ddl(_) => vec![],
             Bound::Insert(BoundInsert {
                 returning: Some(r), ..
@@ -1221,6 +1311,8 @@ impl<'e> Session<'e> {
             Bound::Insert(ins) => self.insert(ins, b, params, sink),
             Bound::Delete(del) => self.delete(del, params, sink),
             Bound::Update(up) => self.update(up, params, sink),
+            Bound::Copy(c) if c.to => self.copy_to(c, sink),
+            Bound::Copy(c) => self.copy_from(c, sink),
             Bound::Ddl(d) => ddl::run(self, d, notices),
             Bound::Utility(u) => utility::run(self, u, sink),
         }
@@ -1484,6 +1576,78 @@ impl<'e> Session<'e> {
             }
         })?;
         Ok(Output::Command(format!("UPDATE {n}")))
+    }
+
+    /// COPY FROM STDIN: the client's data read record by record as it arrives
+    /// (copy rule 4), each row cast to its columns' types and inserted in batches
+    /// of [`INSERT_BATCH_ROWS`] in the statement's transaction.
+    fn copy_from(&mut self, c: BoundCopy, sink: &mut dyn ResultSink) -> SqlResult<Output> {
+        sink.copy_in(c.targets.len(), c.options.csv)?;
+        let mut reader = crate::copy::Reader::new(c.options.clone());
+        let db = self.db.clone();
+        let n = self.write_checked(|t, check| {
+            let (mut batch, mut n, mut eof) = (Vec::new(), 0u64, false);
+            loop {
+                while let Some(rec) = reader.next_record(eof)? {
+                    let row = copy_row(&c, rec).map_err(|e| {
+                        let at = format!("COPY {}, line {}", c.table, reader.line);
+                        e.with_detail(at)
+                    })?;
+                    batch.push(row);
+                    if batch.len() >= INSERT_BATCH_ROWS {
+                        n += t.insert_checked(&db, &c.table, &batch, check)?;
+                        batch.clear();
+                    }
+                }
+                if eof {
+                    break;
+                }
+                check().map_err(SqlError::from)?;
+                match sink.copy_chunk()? {
+                    Some(chunk) => reader.push(&chunk),
+                    None => eof = true,
+                }
+            }
+            if !batch.is_empty() {
+                n += t.insert_checked(&db, &c.table, &batch, check)?;
+            }
+            Ok(n)
+        })?;
+        Ok(Output::Command(format!("COPY {n}")))
+    }
+
+    /// COPY TO STDOUT: the table's rows as this session sees them, in batches of
+    /// about [`COPY_OUT_CHUNK`] bytes.
+    fn copy_to(&mut self, c: BoundCopy, sink: &mut dyn ResultSink) -> SqlResult<Output> {
+        sink.copy_out(c.targets.len(), c.options.csv)?;
+        let (mut batch, mut bytes, mut n) = (Vec::new(), 0, 0u64);
+        if c.options.header {
+            let names: Vec<Option<String>> = c
+                .targets
+                .iter()
+                .map(|&i| Some(c.cols[i].0.clone()))
+                .collect();
+            let mut line = Vec::new();
+            crate::copy::write_row(&c.options, &names, &mut line);
+            batch.push(line);
+        }
+        self.scan_table(&c.table, &mut |row| {
+            let fields: Vec<Option<String>> = c.targets.iter().map(|&i| row[i].to_text()).collect();
+            let mut line = Vec::new();
+            crate::copy::write_row(&c.options, &fields, &mut line);
+            bytes += line.len();
+            batch.push(line);
+            n += 1;
+            if bytes >= COPY_OUT_CHUNK {
+                bytes = 0;
+                sink.copy_data(std::mem::take(&mut batch))?;
+            }
+            Ok(true)
+        })?;
+        if !batch.is_empty() {
+            sink.copy_data(batch)?;
+        }
+        Ok(Output::Command(format!("COPY {n}")))
     }
 
     /// A password change (ALTER ROLE): staged with the transaction's xid, installed
@@ -1924,6 +2088,30 @@ fn table_row(
             None => Datum::Null,
         };
         row.push(to_value(d));
+    }
+    Ok(row)
+}
+
+/// One COPY record as a table row: its fields in the columns copied (22P04 for too
+/// few or too many), each cast from text to its column's type, the others NULL.
+fn copy_row(c: &BoundCopy, rec: Vec<Option<String>>) -> SqlResult<Vec<Value>> {
+    if rec.len() > c.targets.len() {
+        return Err(SqlError::new(
+            "22P04",
+            "extra data after last expected column",
+        ));
+    }
+    if let Some(&missing) = c.targets.get(rec.len()) {
+        return Err(SqlError::new(
+            "22P04",
+            format!("missing data for column \"{}\"", c.cols[missing].0),
+        ));
+    }
+    let mut row = vec![Value::Null; c.cols.len()];
+    for (field, &i) in rec.into_iter().zip(&c.targets) {
+        if let Some(text) = field {
+            row[i] = to_value(bind::cast_datum(Datum::Text(text), c.cols[i].1)?);
+        }
     }
     Ok(row)
 }

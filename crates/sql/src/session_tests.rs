@@ -505,3 +505,63 @@ fn returning_gives_the_rows_inserted_updated_and_deleted() {
         assert_eq!(count(s), 4, "a failed RETURNING changes nothing");
     });
 }
+
+/// Runs `sql` with `chunks` as the client's COPY data.
+fn q_copy(s: &mut Session<'_>, sql: &str, chunks: &[&[u8]]) -> Collect {
+    let mut c = Collect {
+        copy_input: chunks.iter().map(|c| c.to_vec()).collect(),
+        ..Default::default()
+    };
+    s.run_simple(sql.to_string(), &mut c);
+    c
+}
+
+#[test]
+fn copy_from_stdin_inserts_and_copy_to_stdout_gives_it_back() {
+    with_session(8 << 20, |s| {
+        let c = q_copy(
+            s,
+            "COPY t FROM STDIN",
+            &[b"1\tone\n2\t\\N\n3\tthr", b"ee\n\\.\n"],
+        );
+        assert_eq!(tag(&c.results[0]), "COPY 3");
+        assert_eq!(
+            rows_text(s, "SELECT a, b FROM t ORDER BY a"),
+            ["1|one", "2|NULL", "3|three"]
+        );
+        let c = q_copy(
+            s,
+            "COPY t (b, a) FROM STDIN WITH (FORMAT csv, HEADER)",
+            &[b"b,a\n\"x,y\",4\n,5\n"],
+        );
+        assert_eq!(tag(&c.results[0]), "COPY 2");
+        assert_eq!(
+            rows_text(s, "SELECT b FROM t WHERE a >= 4 ORDER BY a"),
+            ["x,y", "NULL"]
+        );
+        let c = q_copy(s, "COPY t TO STDOUT WITH (FORMAT csv, HEADER)", &[]);
+        assert_eq!(tag(&c.results[0]), "COPY 5");
+        let mut lines: Vec<&str> = std::str::from_utf8(&c.copied).unwrap().lines().collect();
+        assert_eq!(lines.remove(0), "a,b", "the header first");
+        lines.sort();
+        assert_eq!(lines, ["1,one", "2,", "3,three", "4,\"x,y\"", "5,"]);
+        // Errors: nothing of a failed COPY stays.
+        for (data, code) in [
+            (&b"6\tsix\textra\n"[..], "22P04"),
+            (b"7\n", "22P04"),
+            (b"x\ty\n", "22P02"),
+        ] {
+            let c = q_copy(s, "COPY t FROM STDIN", &[b"9\tnine\n", data]);
+            assert_eq!(codes(&c), [code]);
+        }
+        assert_eq!(count(s), 5);
+        for (sql, code) in [
+            ("COPY nosuch FROM STDIN", "42P01"),
+            ("COPY t (nope) FROM STDIN", "42703"),
+            ("COPY t FROM '/etc/passwd'", "0A000"),
+            ("COPY t FROM STDIN WITH (FORMAT binary)", "0A000"),
+        ] {
+            assert_eq!(codes(&q_copy(s, sql, &[])), [code], "{sql}");
+        }
+    });
+}

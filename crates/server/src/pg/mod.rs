@@ -36,6 +36,15 @@
 //!    size. An Execute with a row limit (a suspended portal) collects its rows,
 //!    because the client may send other messages before fetching the rest and the
 //!    backend must be free to answer them.
+//! 9. COPY FROM STDIN: the backend announces it (`Event::CopyIn`) with a bounded
+//!    channel for the data; the connection sends CopyInResponse and keeps the
+//!    query's events aside (`Conn::copy`) while pgwire hands each CopyData to the
+//!    [`CopyHandler`], which forwards it (backpressure: [`COPY_QUEUE_CHUNKS`]).
+//!    CopyDone resumes the query's events (simple protocol: the rest of the query
+//!    string; extended: the CommandComplete, then Sync); CopyFail fails the COPY
+//!    with 57014 and reports that one error. A COPY that failed early stops
+//!    listening, and the rest of the data is discarded until CopyDone. COPY TO
+//!    STDOUT sends one CopyData per row, as PostgreSQL does.
 
 pub mod auth;
 pub mod frames;
@@ -46,14 +55,16 @@ use async_trait::async_trait;
 use bytes::{BufMut, BytesMut};
 use futures::sink::Sink;
 use futures::SinkExt;
+use pgwire::api::copy::CopyHandler;
 use pgwire::api::portal::{Format, Portal};
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
-use pgwire::api::results::{FieldFormat, FieldInfo, QueryResponse, Response, Tag};
+use pgwire::api::results::{CopyResponse, FieldFormat, FieldInfo, QueryResponse, Response, Tag};
 use pgwire::api::stmt::QueryParser;
 use pgwire::api::store::PortalStore;
 use pgwire::api::PgWireConnectionState;
 use pgwire::api::{ClientInfo, ClientPortalStore, PgWireServerHandlers, Type};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use pgwire::messages::copy::{CopyData, CopyDone, CopyFail, CopyInResponse, CopyOutResponse};
 use pgwire::messages::data::RowDescription;
 use pgwire::messages::extendedquery::Sync as PgSync;
 use pgwire::messages::response::NoticeResponse;
@@ -102,6 +113,37 @@ enum Event {
     /// A batch of at most [`FEED_BATCH_ROWS`] rows or about [`FEED_BATCH_BYTES`].
     Rows(Vec<Vec<Datum>>),
     End(SqlResult<Executed>),
+    /// COPY FROM STDIN (invariant 9): the client's data goes to `data`.
+    CopyIn {
+        columns: usize,
+        data: tokio::sync::mpsc::Sender<CopyChunk>,
+    },
+    /// COPY TO STDOUT: CopyData events follow, then the statement's End.
+    CopyOut {
+        columns: usize,
+    },
+    /// Rows of COPY TO's data, a CopyData message each.
+    CopyData(Vec<Vec<u8>>),
+}
+
+/// What the client sends during COPY FROM STDIN.
+enum CopyChunk {
+    Data(bytes::Bytes),
+    Done,
+    Fail(String),
+}
+
+/// COPY data chunks in flight from a connection to its backend.
+const COPY_QUEUE_CHUNKS: usize = 8;
+
+/// A COPY FROM STDIN in progress: the query's events and where its data goes, kept
+/// between the Query message and the client's CopyDone or CopyFail.
+struct PendingCopy {
+    rx: EventRx,
+    status: pgwire::messages::response::TransactionStatus,
+    data: tokio::sync::mpsc::Sender<CopyChunk>,
+    /// Started by an Execute: its end is a CommandComplete, then the client's Sync.
+    extended: bool,
 }
 
 type EventTx = tokio::sync::mpsc::Sender<Event>;
@@ -127,6 +169,8 @@ struct Feed {
     runtime: Option<tokio::runtime::Handle>,
     batch: Vec<Vec<Datum>>,
     batch_bytes: usize,
+    /// COPY FROM STDIN's data, while one runs.
+    copy_rx: Option<tokio::sync::mpsc::Receiver<CopyChunk>>,
 }
 
 fn client_lost() -> SqlError {
@@ -144,6 +188,7 @@ impl Feed {
             runtime: cx.runtime.clone(),
             batch: Vec::new(),
             batch_bytes: 0,
+            copy_rx: None,
         }
     }
 
@@ -201,7 +246,47 @@ impl ResultSink for Feed {
         }
         Ok(())
     }
+    fn copy_in(&mut self, columns: usize, _csv: bool) -> SqlResult<()> {
+        self.flush()?;
+        let (data, rx) = tokio::sync::mpsc::channel(COPY_QUEUE_CHUNKS);
+        self.copy_rx = Some(rx);
+        self.send(Event::CopyIn { columns, data })
+    }
+    fn copy_chunk(&mut self) -> SqlResult<Option<Vec<u8>>> {
+        let Some(rx) = self.copy_rx.as_mut() else {
+            return Ok(None);
+        };
+        let got = match &self.runtime {
+            None => rx.blocking_recv(),
+            Some(rt) => loop {
+                let wait =
+                    rt.block_on(async { tokio::time::timeout(FEED_WAIT_SLICE, rx.recv()).await });
+                match wait {
+                    Ok(got) => break got,
+                    Err(_) => strata_sql::session::flagged(&self.interrupts)?,
+                }
+            },
+        };
+        match got {
+            Some(CopyChunk::Data(b)) => Ok(Some(b.to_vec())),
+            Some(CopyChunk::Done) => Ok(None),
+            Some(CopyChunk::Fail(m)) => Err(SqlError::new(
+                "57014",
+                format!("COPY from stdin failed: {m}"),
+            )),
+            None => Err(client_lost()),
+        }
+    }
+    fn copy_out(&mut self, columns: usize, _csv: bool) -> SqlResult<()> {
+        self.flush()?;
+        self.send(Event::CopyOut { columns })
+    }
+    fn copy_data(&mut self, rows: Vec<Vec<u8>>) -> SqlResult<()> {
+        self.send(Event::CopyData(rows))
+    }
     fn end(&mut self, result: SqlResult<Executed>) {
+        // A COPY that ended early: the rest of the client's data is discarded.
+        self.copy_rx = None;
         let _ = self.flush();
         // The result must arrive (it may be the error that stopped the rows): only
         // termination or the client's going ends this wait, not a cancel.
@@ -256,6 +341,8 @@ pub struct Conn {
     shared: Arc<Shared>,
     /// Set when the connection is a WAL sender (walsender rule 3).
     walsender: OnceLock<walsender::Slot>,
+    /// A COPY FROM STDIN waiting for the client's data (invariant 9).
+    copy: parking_lot::Mutex<Option<PendingCopy>>,
 }
 
 /// Server-wide state of the protocol layer.
@@ -962,6 +1049,7 @@ impl Handlers {
             peer,
             shared,
             walsender: OnceLock::new(),
+            copy: parking_lot::Mutex::new(None),
         });
         Handlers {
             startup: Arc::new(auth::Startup::new(conn.clone())),
@@ -1053,19 +1141,36 @@ impl Query {
         &self,
         client: &mut C,
         sql: String,
+        status: pgwire::messages::response::TransactionStatus,
+    ) -> PgWireResult<Pumped>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let rx = self
+            .conn
+            .start(|tx| Request::Simple(sql, tx))
+            .map_err(user_error)?;
+        self.pump(client, rx, status, true).await
+    }
+
+    /// Turns a simple query's events into messages until the query is done or a
+    /// COPY FROM STDIN needs the client's data (invariant 9; only the first of a
+    /// query string may: `copy_allowed`).
+    async fn pump<C>(
+        &self,
+        client: &mut C,
+        mut rx: EventRx,
         mut status: pgwire::messages::response::TransactionStatus,
-    ) -> PgWireResult<pgwire::messages::response::TransactionStatus>
+        copy_allowed: bool,
+    ) -> PgWireResult<Pumped>
     where
         C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let conn = &self.conn;
-        let mut rx = conn
-            .start(|tx| Request::Simple(sql, tx))
-            .map_err(user_error)?;
         let mut schema = Arc::new(Vec::new());
-        let mut count = 0;
-        let mut ended = false;
+        let (mut count, mut ended, mut copying_out) = (0, false, false);
         while let Some(ev) = conn.next_event(&mut rx).await {
             ended |= matches!(ev, Event::End(_));
             let msg = match ev {
@@ -1080,34 +1185,55 @@ impl Query {
                     count += feed_rows(client, &schema, rows).await?;
                     continue;
                 }
+                Event::CopyIn { columns, data } if copy_allowed => {
+                    let formats = vec![0; columns];
+                    let resp = CopyInResponse::new(0, columns as i16, formats);
+                    client
+                        .send(PgWireBackendMessage::CopyInResponse(resp))
+                        .await?;
+                    let extended = false;
+                    return Ok(Pumped::CopyIn(PendingCopy {
+                        rx,
+                        status,
+                        data,
+                        extended,
+                    }));
+                }
+                Event::CopyIn { data, .. } => {
+                    let why = "only the first COPY FROM STDIN of a query string can run";
+                    let _ = data.send(CopyChunk::Fail(why.into())).await;
+                    continue;
+                }
+                Event::CopyOut { columns } => {
+                    copying_out = true;
+                    let resp = CopyOutResponse::new(0, columns as i16, vec![0; columns]);
+                    PgWireBackendMessage::CopyOutResponse(resp)
+                }
+                Event::CopyData(rows) => {
+                    for r in rows {
+                        client
+                            .feed(PgWireBackendMessage::CopyData(CopyData::new(r.into())))
+                            .await?;
+                    }
+                    continue;
+                }
                 Event::End(Err(e)) if e.fatal => return Err(user_error(e)),
                 Event::End(Err(e)) => {
+                    copying_out = false;
                     status = status.to_error_state();
                     PgWireBackendMessage::ErrorResponse(error_info(&e).into())
                 }
                 Event::End(Ok(ex)) => {
+                    if std::mem::take(&mut copying_out) {
+                        client
+                            .feed(PgWireBackendMessage::CopyDone(CopyDone::new()))
+                            .await?;
+                    }
                     send_notices(client, &ex.notices).await?;
-                    let tag = match ex.output {
-                        Output::Rows(_) => Tag::new("SELECT").with_rows(count),
-                        Output::Command(tag) if tag.is_empty() => {
-                            client
-                                .feed(PgWireBackendMessage::EmptyQueryResponse(
-                                    EmptyQueryResponse::new(),
-                                ))
-                                .await?;
-                            continue;
-                        }
-                        Output::Command(tag) => Tag::new(&tag),
-                        Output::TxnStart(tag) => {
-                            status = status.to_in_transaction_state();
-                            Tag::new(&tag)
-                        }
-                        Output::TxnEnd(tag) => {
-                            status = status.to_idle_state();
-                            Tag::new(&tag)
-                        }
-                    };
-                    PgWireBackendMessage::CommandComplete(tag.into())
+                    match end_tag(ex.output, count, &mut status) {
+                        Some(tag) => PgWireBackendMessage::CommandComplete(tag.into()),
+                        None => PgWireBackendMessage::EmptyQueryResponse(EmptyQueryResponse::new()),
+                    }
                 }
             };
             client.feed(msg).await?;
@@ -1116,7 +1242,151 @@ impl Query {
             // The backend stopped before answering anything.
             return Err(user_error(conn.lost()));
         }
-        Ok(status)
+        Ok(Pumped::Done(status))
+    }
+}
+
+/// A statement's CommandComplete tag (None: an empty query), moving the
+/// transaction status on BEGIN, COMMIT and ROLLBACK.
+fn end_tag(
+    output: Output,
+    rows: usize,
+    status: &mut pgwire::messages::response::TransactionStatus,
+) -> Option<Tag> {
+    Some(match output {
+        Output::Rows(_) => Tag::new("SELECT").with_rows(rows),
+        Output::Command(tag) if tag.is_empty() => return None,
+        Output::Command(tag) => Tag::new(&tag),
+        Output::TxnStart(tag) => {
+            *status = status.to_in_transaction_state();
+            Tag::new(&tag)
+        }
+        Output::TxnEnd(tag) => {
+            *status = status.to_idle_state();
+            Tag::new(&tag)
+        }
+    })
+}
+
+/// COPY TO's rows in the extended protocol, as pgwire's CopyOut stream: each row
+/// a CopyData; an error ends the stream.
+fn copy_out_stream(
+    rx: EventRx,
+) -> impl futures::Stream<Item = PgWireResult<CopyData>> + Send + 'static {
+    use futures::StreamExt;
+    futures::stream::unfold(rx, |mut rx| async move {
+        loop {
+            match rx.recv().await? {
+                Event::CopyData(rows) => {
+                    let items: Vec<PgWireResult<CopyData>> = rows
+                        .into_iter()
+                        .map(|r| Ok(CopyData::new(r.into())))
+                        .collect();
+                    return Some((futures::stream::iter(items), rx));
+                }
+                Event::End(Err(e)) => {
+                    return Some((futures::stream::iter(vec![Err(user_error(e))]), rx))
+                }
+                Event::End(Ok(_)) => return None,
+                _ => {}
+            }
+        }
+    })
+    .flatten()
+}
+
+impl Query {
+    /// CopyDone of a COPY an Execute started: its CommandComplete (or error); the
+    /// client's Sync follows.
+    async fn finish_extended_copy<C>(&self, client: &mut C, mut rx: EventRx) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        while let Some(ev) = self.conn.next_event(&mut rx).await {
+            match ev {
+                Event::End(Ok(ex)) => {
+                    send_notices(client, &ex.notices).await?;
+                    let mut status = client.transaction_status();
+                    if let Some(tag) = end_tag(ex.output, 0, &mut status) {
+                        client
+                            .send(PgWireBackendMessage::CommandComplete(tag.into()))
+                            .await?;
+                    }
+                }
+                Event::End(Err(e)) => return Err(user_error(e)),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What a simple query's events came to.
+enum Pumped {
+    Done(pgwire::messages::response::TransactionStatus),
+    /// A COPY FROM STDIN waits for the client's data.
+    CopyIn(PendingCopy),
+}
+
+#[async_trait]
+impl CopyHandler for Query {
+    /// Forwards the data; once the COPY has failed its backend no longer listens,
+    /// and the rest is discarded until CopyDone, as PostgreSQL does.
+    async fn on_copy_data<C>(&self, _client: &mut C, d: CopyData) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let data = self.conn.copy.lock().as_ref().map(|p| p.data.clone());
+        if let Some(tx) = data {
+            let _ = tx.send(CopyChunk::Data(d.data)).await;
+        }
+        Ok(())
+    }
+
+    /// The data's end: the COPY completes, then the rest of the query string runs.
+    async fn on_copy_done<C>(&self, client: &mut C, _d: CopyDone) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let Some(p) = self.conn.copy.lock().take() else {
+            return Err(user_error(SqlError::new("08P01", "unexpected CopyDone")));
+        };
+        let _ = p.data.send(CopyChunk::Done).await;
+        if p.extended {
+            return self.finish_extended_copy(client, p.rx).await;
+        }
+        match self.pump(client, p.rx, p.status, false).await? {
+            Pumped::Done(status) => client.set_transaction_status(status),
+            Pumped::CopyIn(_) => unreachable!("a second COPY is failed in pump"),
+        }
+        Ok(())
+    }
+
+    /// CopyFail: the COPY fails with the client's message (57014) and the rest of
+    /// the query string is skipped; the error goes out once, through pgwire.
+    async fn on_copy_fail<C>(&self, _client: &mut C, fail: CopyFail) -> PgWireError
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let Some(mut p) = self.conn.copy.lock().take() else {
+            return user_error(SqlError::new("08P01", "unexpected CopyFail"));
+        };
+        let _ = p.data.send(CopyChunk::Fail(fail.message)).await;
+        let mut first = None;
+        while let Some(ev) = self.conn.next_event(&mut p.rx).await {
+            if let Event::End(Err(e)) = ev {
+                first.get_or_insert(e);
+            }
+        }
+        user_error(first.unwrap_or_else(|| SqlError::new("57014", "COPY from stdin failed")))
     }
 }
 
@@ -1143,7 +1413,15 @@ impl SimpleQueryHandler for Query {
                 ))
                 .await?;
         } else {
-            status = self.stream_simple(client, query.query, status).await?;
+            match self.stream_simple(client, query.query, status).await? {
+                Pumped::Done(st) => status = st,
+                Pumped::CopyIn(p) => {
+                    // The data comes as CopyData messages (the CopyHandler below).
+                    *self.conn.copy.lock() = Some(p);
+                    client.set_state(PgWireConnectionState::CopyInProgress(false));
+                    return Ok(());
+                }
+            }
         }
         client.set_state(PgWireConnectionState::ReadyForQuery);
         client.set_transaction_status(status);
@@ -1278,6 +1556,24 @@ impl ExtendedQueryHandler for Query {
                 // pgwire sends for the Execution response counts them.
                 Event::Rows(mut rows) if max_rows > 0 => collected.append(&mut rows),
                 Event::Rows(rows) => count += feed_rows(client, &schema, rows).await?,
+                // COPY (invariant 9): pgwire sends CopyInResponse and takes the
+                // data to the CopyHandler; COPY TO's rows stream from the events.
+                Event::CopyIn { columns, data } => {
+                    let status = pgwire::messages::response::TransactionStatus::Idle;
+                    *conn.copy.lock() = Some(PendingCopy {
+                        rx,
+                        status,
+                        data,
+                        extended: true,
+                    });
+                    let none = futures::stream::empty();
+                    return Ok(Response::CopyIn(CopyResponse::new(0, columns, none)));
+                }
+                Event::CopyOut { columns } => {
+                    let rows = copy_out_stream(rx);
+                    return Ok(Response::CopyOut(CopyResponse::new(0, columns, rows)));
+                }
+                Event::CopyData(_) => {}
                 Event::End(Err(e)) => return Err(user_error(e)),
                 Event::End(Ok(ex)) => {
                     send_notices(client, &ex.notices).await?;

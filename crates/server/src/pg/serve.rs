@@ -251,7 +251,7 @@ pub async fn serve_socket(
             startup.clone(),
             query.clone(),
             query.clone(),
-            noop.clone(),
+            query.clone(),
             noop.clone(),
         )
         .await;
