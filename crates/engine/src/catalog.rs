@@ -181,7 +181,8 @@ impl DbEntry {
     }
 }
 
-/// `relcolumns`: per column `<type code><name length>:<name>`.
+/// `relcolumns`: per column `<type code><name length>:<name>`, then `!n` if NOT
+/// NULL and `!d<length>:<default SQL>` if it has a DEFAULT (lengths in bytes).
 fn encode_columns(cols: &[Column]) -> String {
     let mut s = String::new();
     for c in cols {
@@ -189,8 +190,24 @@ fn encode_columns(cols: &[Column]) -> String {
         s.push_str(&c.name.len().to_string());
         s.push(':');
         s.push_str(&c.name);
+        if c.not_null {
+            s.push_str("!n");
+        }
+        if let Some(d) = &c.default {
+            s.push_str(&format!("!d{}:{d}", d.len()));
+        }
     }
     s
+}
+
+/// A `<length>:<text>` at the start of `rest`: the text and what follows it.
+fn counted(rest: &str) -> DecResult<(&str, &str)> {
+    let colon = rest.find(':').ok_or_else(|| bad("pg_class columns"))?;
+    let len: usize = rest[..colon].parse().map_err(|_| bad("pg_class columns"))?;
+    let text = rest
+        .get(colon + 1..colon + 1 + len)
+        .ok_or_else(|| bad("pg_class columns"))?;
+    Ok((text, &rest[colon + 1 + len..]))
 }
 
 fn decode_columns(s: &str) -> DecResult<Vec<Column>> {
@@ -199,15 +216,22 @@ fn decode_columns(s: &str) -> DecResult<Vec<Column>> {
     while !rest.is_empty() {
         let code = rest.as_bytes()[0].wrapping_sub(b'0');
         let ty = ColType::from_code(code).ok_or_else(|| bad("pg_class columns"))?;
-        let colon = rest.find(':').ok_or_else(|| bad("pg_class columns"))?;
-        let len: usize = rest[1..colon]
-            .parse()
-            .map_err(|_| bad("pg_class columns"))?;
-        let name = rest
-            .get(colon + 1..colon + 1 + len)
-            .ok_or_else(|| bad("pg_class columns"))?;
-        out.push(Column::new(name, ty));
-        rest = &rest[colon + 1 + len..];
+        let (name, after) = counted(rest.get(1..).ok_or_else(|| bad("pg_class columns"))?)?;
+        let mut col = Column::new(name, ty);
+        rest = after;
+        loop {
+            if let Some(r) = rest.strip_prefix("!n") {
+                col.not_null = true;
+                rest = r;
+            } else if let Some(r) = rest.strip_prefix("!d") {
+                let (d, after) = counted(r)?;
+                col.default = Some(d.to_string());
+                rest = after;
+            } else {
+                break;
+            }
+        }
+        out.push(col);
     }
     Ok(out)
 }
@@ -335,6 +359,15 @@ mod tests {
             columns: vec![
                 Column::new("a:b", ColType::Int4),
                 Column::new("", ColType::Text),
+                Column {
+                    not_null: true,
+                    default: Some("'x!n:' || 1".into()),
+                    ..Column::new("c!d", ColType::Int8)
+                },
+                Column {
+                    not_null: true,
+                    ..Column::new("d", ColType::Bool)
+                },
             ],
             tid: Some(Tid {
                 block: BlockNumber(2),

@@ -87,6 +87,11 @@ impl ColType {
 pub struct Column {
     pub name: String,
     pub ty: ColType,
+    /// NOT NULL: the insert path refuses a NULL (23502).
+    pub not_null: bool,
+    /// DEFAULT, as SQL text: the SQL layer parses and evaluates it for a column an
+    /// INSERT or COPY does not give.
+    pub default: Option<String>,
 }
 
 impl Column {
@@ -94,6 +99,8 @@ impl Column {
         Column {
             name: name.to_string(),
             ty,
+            not_null: false,
+            default: None,
         }
     }
 }

@@ -244,6 +244,10 @@ pub enum EngineError {
     ObjectInUse(String),
     #[error("{0}")]
     DatatypeMismatch(String),
+    #[error(
+        "null value in column \"{column}\" of relation \"{table}\" violates not-null constraint"
+    )]
+    NotNullViolation { column: String, table: String },
     #[error("{0}")]
     InvalidParameter(String),
     #[error("{0}")]
@@ -290,6 +294,7 @@ impl EngineError {
             EngineError::InvalidTablespaceLocation(_) => "42P17",
             EngineError::ObjectInUse(_) => "55006",
             EngineError::DatatypeMismatch(_) => "42804",
+            EngineError::NotNullViolation { .. } => "23502",
             EngineError::InvalidParameter(_) => "22023",
             EngineError::NotSupported(_) => "0A000",
             EngineError::ReadOnly(_) => "25006",

@@ -648,6 +648,12 @@ impl<'e> Txn<'e> {
                 )));
             }
             for (v, c) in row.iter().zip(&rel.columns) {
+                if c.not_null && *v == Value::Null {
+                    return Err(EngineError::NotNullViolation {
+                        column: c.name.clone(),
+                        table: table.to_string(),
+                    });
+                }
                 if !v.type_matches(c.ty) {
                     return Err(EngineError::DatatypeMismatch(format!(
                         "column \"{}\" is of type {} but expression is {v:?}",

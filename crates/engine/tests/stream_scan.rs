@@ -21,10 +21,7 @@ fn engine() -> (tempfile::TempDir, Engine) {
 const ROWS: i32 = 5 * SCAN_BATCH_ROWS as i32;
 
 fn table(e: &Engine, name: &str) {
-    let cols = vec![Column {
-        name: "a".into(),
-        ty: ColType::Int4,
-    }];
+    let cols = vec![Column::new("a", ColType::Int4)];
     let rows: Vec<Vec<Value>> = (0..ROWS).map(|i| vec![Value::Int4(i)]).collect();
     let mut t = e.begin();
     t.create_table("postgres", name, &cols, None).unwrap();

@@ -75,6 +75,11 @@ fn create_table(
     tablespace: Option<&str>,
     notices: &mut Notices,
 ) -> SqlResult<Output> {
+    for c in columns {
+        if let Some(d) = &c.default {
+            crate::session::bind_default(&mut crate::bind::Binder::default(), c, d)?;
+        }
+    }
     let db = s.db().to_string();
     let mut skipped = false;
     s.write(|t| {

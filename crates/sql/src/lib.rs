@@ -1120,6 +1120,17 @@ fn insert_source(q: Box<ast::Query>) -> InsertSource {
     }
 }
 
+/// A column's DEFAULT, stored as SQL text, parsed back into an expression.
+pub fn parse_default(text: &str) -> SqlResult<ast::Expr> {
+    let dialect = PostgreSqlDialect {};
+    let toks = tokens(text).map_err(|e| SqlError::syntax(e.to_string()))?;
+    Parser::new(&dialect)
+        .with_recursion_limit(PARSER_RECURSION_LIMIT)
+        .with_tokens_with_locations(toks)
+        .parse_expr()
+        .map_err(|e| SqlError::syntax(format!("invalid DEFAULT expression {text:?}: {e}")))
+}
+
 fn parse_with_sqlparser(tokens: Vec<TokenWithSpan>) -> SqlResult<Stmt> {
     let dialect = PostgreSqlDialect {};
     let mut p = Parser::new(&dialect)
@@ -1361,9 +1372,31 @@ fn convert_create_table(ct: ast::CreateTable) -> SqlResult<Stmt> {
     let mut columns = Vec::new();
     for c in &ct.columns {
         let ty = SqlType::from_ast(&c.data_type)?.to_col()?;
+        let cname = ident_name(&c.name);
+        let mut col = Column::new(&cname, ty);
+        let mut null_given = None;
         for o in &c.options {
             match &o.option {
-                ast::ColumnOption::Null => {}
+                ast::ColumnOption::Null | ast::ColumnOption::NotNull => {
+                    let not_null = matches!(o.option, ast::ColumnOption::NotNull);
+                    if null_given.is_some_and(|n| n != not_null) {
+                        return Err(SqlError::syntax(format!(
+                            "conflicting NULL/NOT NULL declarations for column \"{cname}\" of table \"{}\"",
+                            object_name(&ct.name)?
+                        )));
+                    }
+                    null_given = Some(not_null);
+                    col.not_null = not_null;
+                }
+                ast::ColumnOption::Default(e) => {
+                    if col.default.is_some() {
+                        return Err(SqlError::syntax(format!(
+                            "multiple default values specified for column \"{cname}\" of table \"{}\"",
+                            object_name(&ct.name)?
+                        )));
+                    }
+                    col.default = Some(e.to_string());
+                }
                 other => {
                     return Err(SqlError::unsupported(format!(
                         "column option \"{other}\" (column constraints)"
@@ -1371,14 +1404,13 @@ fn convert_create_table(ct: ast::CreateTable) -> SqlResult<Stmt> {
                 }
             }
         }
-        let cname = ident_name(&c.name);
         if columns.iter().any(|x: &Column| x.name == cname) {
             return Err(SqlError::new(
                 "42701",
                 format!("column \"{cname}\" specified more than once"),
             ));
         }
-        columns.push(Column::new(&cname, ty));
+        columns.push(col);
     }
     let mut tablespace = None;
     let text = ct.to_string();

@@ -581,6 +581,8 @@ enum Bound<'s> {
 /// A bound INSERT.
 struct BoundInsert {
     returning: Option<Returning>,
+    /// Per table column, its DEFAULT when the INSERT does not give it.
+    defaults: Vec<Option<Expr>>,
     table: String,
     /// For each table column, the index of the source value (None: NULL).
     map: Vec<Option<usize>>,
@@ -609,6 +611,8 @@ struct BoundUpdate {
 /// A bound COPY: the table's columns, the ones copied (their indexes, in the
 /// data's order) and the options.
 struct BoundCopy {
+    /// Per table column, its DEFAULT when the COPY does not give it.
+    defaults: Vec<Option<Expr>>,
     table: String,
     cols: Vec<(String, SqlType)>,
     targets: Vec<usize>,
@@ -936,14 +940,41 @@ impl<'e> Session<'e> {
         if let Some(cols) = crate::views::schema(table) {
             return Ok(cols); // views rule 1
         }
-        let cols = match &self.block {
-            Block::Open { txn: Some(t), .. } => t.columns(&self.db, table)?,
-            _ => self.engine.table(&self.db, table)?.columns,
-        };
-        Ok(cols
+        Ok(self
+            .table_columns(table)?
             .into_iter()
             .map(|c| (c.name, SqlType::of_col(c.ty)))
             .collect())
+    }
+
+    /// A table's columns as the catalog keeps them (with NOT NULL and DEFAULT).
+    fn table_columns(&self, table: &str) -> SqlResult<Vec<strata_engine::Column>> {
+        Ok(match &self.block {
+            Block::Open { txn: Some(t), .. } => t.columns(&self.db, table)?,
+            _ => self.engine.table(&self.db, table)?.columns,
+        })
+    }
+
+    /// Each column's DEFAULT bound (None: NULL), for the columns an INSERT or COPY
+    /// does not give (`given`).
+    fn bind_defaults(
+        &self,
+        b: &mut Binder,
+        table: &str,
+        given: &[usize],
+    ) -> SqlResult<Vec<Option<Expr>>> {
+        if crate::views::schema(table).is_some() {
+            return Ok(Vec::new());
+        }
+        let cols = self.table_columns(table)?;
+        let mut out = Vec::with_capacity(cols.len());
+        for (i, c) in cols.iter().enumerate() {
+            out.push(match &c.default {
+                Some(text) if !given.contains(&i) => Some(bind_default(b, c, text)?),
+                _ => None,
+            });
+        }
+        Ok(out)
     }
 
     /// Binds a statement: DML against the catalog as this session sees it; the
@@ -975,7 +1006,13 @@ impl<'e> Session<'e> {
                 u.returning = self.bind_returning(b, table, returning)?;
                 Bound::Update(u)
             }
-            Stmt::Copy(c) => Bound::Copy(self.bind_copy(c)?),
+            Stmt::Copy(c) => {
+                let mut bc = self.bind_copy(c)?;
+                if !bc.to {
+                    bc.defaults = self.bind_defaults(b, &c.table, &bc.targets)?;
+                }
+                Bound::Copy(bc)
+            }
             Stmt::Insert {
                 table,
                 columns,
@@ -1021,6 +1058,7 @@ impl<'e> Session<'e> {
             }
         };
         Ok(BoundCopy {
+            defaults: Vec::new(),
             table: c.table.clone(),
             cols,
             targets,
@@ -1078,6 +1116,7 @@ impl<'e> Session<'e> {
                 }
             }
         }
+        let defaults = self.bind_defaults(b, table, &targets)?;
         let mut map = vec![None; cols.len()];
         for (k, ci) in targets.iter().enumerate() {
             map[*ci] = Some(k);
@@ -1110,6 +1149,7 @@ impl<'e> Session<'e> {
         };
         Ok(BoundInsert {
             returning: None,
+            defaults,
             table: table.to_string(),
             map,
             col_types,
@@ -1390,6 +1430,7 @@ impl<'e> Session<'e> {
     ) -> SqlResult<Output> {
         let BoundInsert {
             returning,
+            defaults,
             table,
             map,
             col_types,
@@ -1423,7 +1464,8 @@ impl<'e> Session<'e> {
             let mut batch: Vec<Vec<Value>> = Vec::with_capacity(INSERT_BATCH_ROWS);
             let mut n = 0u64;
             let mut emit = |src: Vec<Datum>| -> SqlResult<()> {
-                let row = table_row(src, &map, &col_types)?;
+                let mut row = table_row(src, &map, &col_types)?;
+                fill_defaults(&mut row, &defaults, params, &env)?;
                 if let Some(r) = &returning {
                     sink.row(r.row(&row, params, &env)?)?;
                 }
@@ -1585,14 +1627,26 @@ impl<'e> Session<'e> {
         sink.copy_in(c.targets.len(), c.options.csv)?;
         let mut reader = crate::copy::Reader::new(c.options.clone());
         let db = self.db.clone();
+        let (engine, server, pid) = (self.engine, self.server, self.id);
         let n = self.write_checked(|t, check| {
+            let env = SessionEnv {
+                engine,
+                db: &db,
+                server,
+                pid,
+            };
             let (mut batch, mut n, mut eof) = (Vec::new(), 0u64, false);
             loop {
                 while let Some(rec) = reader.next_record(eof)? {
-                    let row = copy_row(&c, rec).map_err(|e| {
-                        let at = format!("COPY {}, line {}", c.table, reader.line);
-                        e.with_detail(at)
-                    })?;
+                    let row = copy_row(&c, rec)
+                        .and_then(|mut row| {
+                            fill_defaults(&mut row, &c.defaults, &[], &env)?;
+                            Ok(row)
+                        })
+                        .map_err(|e| {
+                            let at = format!("COPY {}, line {}", c.table, reader.line);
+                            e.with_detail(at)
+                        })?;
                     batch.push(row);
                     if batch.len() >= INSERT_BATCH_ROWS {
                         n += t.insert_checked(&db, &c.table, &batch, check)?;
@@ -2090,6 +2144,52 @@ fn table_row(
         row.push(to_value(d));
     }
     Ok(row)
+}
+
+/// A column's DEFAULT expression bound: no column references (0A000) or
+/// parameters, its type assignable to the column's (42804).
+pub(crate) fn bind_default(
+    b: &mut Binder,
+    col: &strata_engine::Column,
+    text: &str,
+) -> SqlResult<Expr> {
+    let ast = crate::parse_default(text)?;
+    let params = b.params.len();
+    let (e, t) = b.expr(&Scope::default(), &ast).map_err(|e| {
+        if e.code == "42703" {
+            SqlError::unsupported("a column reference in a DEFAULT expression")
+        } else {
+            e
+        }
+    })?;
+    if b.params.len() != params {
+        return Err(SqlError::new(
+            "42P02",
+            "there is no parameter $1 in a DEFAULT expression",
+        ));
+    }
+    assign(b, e, t, SqlType::of_col(col.ty), &col.name)
+}
+
+/// Sets each column with a bound DEFAULT (one not given) to its value.
+fn fill_defaults(
+    row: &mut [Value],
+    defaults: &[Option<Expr>],
+    params: &[Datum],
+    env: &dyn Env,
+) -> SqlResult<()> {
+    let none = Row {
+        cols: &[],
+        params,
+        aggs: &[],
+        env,
+    };
+    for (v, d) in row.iter_mut().zip(defaults) {
+        if let Some(e) = d {
+            *v = to_value(bind::eval(e, &none)?);
+        }
+    }
+    Ok(())
 }
 
 /// One COPY record as a table row: its fields in the columns copied (22P04 for too

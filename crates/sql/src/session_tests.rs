@@ -565,3 +565,37 @@ fn copy_from_stdin_inserts_and_copy_to_stdout_gives_it_back() {
         }
     });
 }
+
+#[test]
+fn not_null_and_default_hold_for_insert_update_and_copy() {
+    with_session(8 << 20, |s| {
+        let c = q(
+            s,
+            "CREATE TABLE k (id int NOT NULL, n bigint DEFAULT 7 * 6, note text NOT NULL DEFAULT 'none', f bool NULL)",
+        );
+        assert_eq!(codes(&c), [""]);
+        assert_eq!(codes(&q(s, "INSERT INTO k (id) VALUES (1)")), [""]);
+        assert_eq!(codes(&q(s, "INSERT INTO k (id, n) VALUES (2, NULL)")), [""]);
+        let c = q_copy(s, "COPY k (id, f) FROM STDIN", &[b"3\tt\n"]);
+        assert_eq!(codes(&c), [""]);
+        assert_eq!(
+            rows_text(s, "SELECT id, n, note, f FROM k ORDER BY id"),
+            ["1|42|none|NULL", "2|NULL|none|NULL", "3|42|none|t"]
+        );
+        for (sql, code) in [
+            ("INSERT INTO k (n) VALUES (1)", "23502"),
+            ("INSERT INTO k VALUES (NULL, 1, 'x', true)", "23502"),
+            ("INSERT INTO k (id, note) VALUES (4, NULL)", "23502"),
+            ("UPDATE k SET note = NULL WHERE id = 1", "23502"),
+            ("CREATE TABLE bad1 (a int DEFAULT 'x')", "22P02"),
+            ("CREATE TABLE bad2 (a int DEFAULT true)", "42804"),
+            ("CREATE TABLE bad3 (a int, b int DEFAULT a)", "0A000"),
+            ("CREATE TABLE bad4 (a int NULL NOT NULL)", "42601"),
+        ] {
+            assert_eq!(codes(&q(s, sql)), [code], "{sql}");
+        }
+        let c = q_copy(s, "COPY k (n) FROM STDIN", &[b"5\n"]);
+        assert_eq!(codes(&c), ["23502"]);
+        assert_eq!(rows_text(s, "SELECT count(*) FROM k"), ["3"]);
+    });
+}

@@ -640,3 +640,41 @@ fn scram_password_when_one_is_set() {
             .success()
     );
 }
+
+#[test]
+fn not_null_and_defaults_survive_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    let mut s = Server::start(&data, &[]);
+    s.psql_ok(
+        "postgres",
+        &[
+            "-c",
+            "create table k (id int not null, n bigint default 40 + 2, note text not null default 'it''s')",
+            "-c",
+            "insert into k (id) values (1)",
+        ],
+    );
+    s.kill9();
+    drop(s);
+    let s = Server::start(&data, &[]);
+    assert_eq!(
+        s.psql_ok(
+            "postgres",
+            &[
+                "-c",
+                "insert into k (id) values (2)",
+                "-c",
+                "select id, n, note from k order by id"
+            ]
+        )
+        .trim(),
+        "1|42|it's\n2|42|it's"
+    );
+    let out = s.psql_db("postgres", &["-c", "insert into k (n) values (1)"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("null value in column \"id\" of relation \"k\" violates not-null constraint"),
+        "{err}"
+    );
+}
