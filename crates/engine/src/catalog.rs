@@ -196,6 +196,13 @@ fn encode_columns(cols: &[Column]) -> String {
         if let Some(d) = &c.default {
             s.push_str(&format!("!d{}:{d}", d.len()));
         }
+        if let Some(n) = c.max_chars {
+            let n = n.to_string();
+            s.push_str(&format!("!l{}:{n}", n.len()));
+        }
+        if c.padded {
+            s.push_str("!p");
+        }
     }
     s
 }
@@ -227,6 +234,13 @@ fn decode_columns(s: &str) -> DecResult<Vec<Column>> {
                 let (d, after) = counted(r)?;
                 col.default = Some(d.to_string());
                 rest = after;
+            } else if let Some(r) = rest.strip_prefix("!l") {
+                let (n, after) = counted(r)?;
+                col.max_chars = Some(n.parse().map_err(|_| bad("pg_class columns"))?);
+                rest = after;
+            } else if let Some(r) = rest.strip_prefix("!p") {
+                col.padded = true;
+                rest = r;
             } else {
                 break;
             }
@@ -367,6 +381,11 @@ mod tests {
                 Column {
                     not_null: true,
                     ..Column::new("d", ColType::Bool)
+                },
+                Column {
+                    max_chars: Some(22),
+                    padded: true,
+                    ..Column::new("e", ColType::Text)
                 },
             ],
             tid: Some(Tid {

@@ -92,6 +92,11 @@ pub struct Column {
     /// DEFAULT, as SQL text: the SQL layer parses and evaluates it for a column an
     /// INSERT or COPY does not give.
     pub default: Option<String>,
+    /// `varchar(n)` / `char(n)`: at most n characters (22001), trailing spaces
+    /// beyond n cut as PostgreSQL does.
+    pub max_chars: Option<u32>,
+    /// `char(n)`: blank-padded to n characters.
+    pub padded: bool,
 }
 
 impl Column {
@@ -101,7 +106,40 @@ impl Column {
             ty,
             not_null: false,
             default: None,
+            max_chars: None,
+            padded: false,
         }
+    }
+
+    /// The column's type as PostgreSQL names it in errors.
+    pub fn type_name(&self) -> String {
+        match (self.max_chars, self.padded) {
+            (Some(n), true) => format!("character({n})"),
+            (Some(n), false) => format!("character varying({n})"),
+            _ => self.ty.name().to_string(),
+        }
+    }
+
+    /// A text value made to fit `varchar(n)` / `char(n)`: Ok(None) if it fits as
+    /// it is, Ok(Some(fitted)) if cut (only trailing spaces) or padded, Err(type
+    /// name) if too long.
+    pub fn fit_text(&self, s: &str) -> std::result::Result<Option<String>, String> {
+        let Some(n) = self.max_chars.map(|n| n as usize) else {
+            return Ok(None);
+        };
+        let len = s.chars().count();
+        if len > n {
+            if !s.chars().skip(n).all(|c| c == ' ') {
+                return Err(self.type_name());
+            }
+            return Ok(Some(s.chars().take(n).collect()));
+        }
+        if self.padded && len < n {
+            let mut out = s.to_string();
+            out.extend(std::iter::repeat_n(' ', n - len));
+            return Ok(Some(out));
+        }
+        Ok(None)
     }
 }
 

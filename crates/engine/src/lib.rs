@@ -248,6 +248,8 @@ pub enum EngineError {
         "null value in column \"{column}\" of relation \"{table}\" violates not-null constraint"
     )]
     NotNullViolation { column: String, table: String },
+    #[error("value too long for type {0}")]
+    StringTooLong(String),
     #[error("{0}")]
     InvalidParameter(String),
     #[error("{0}")]
@@ -295,6 +297,7 @@ impl EngineError {
             EngineError::ObjectInUse(_) => "55006",
             EngineError::DatatypeMismatch(_) => "42804",
             EngineError::NotNullViolation { .. } => "23502",
+            EngineError::StringTooLong(_) => "22001",
             EngineError::InvalidParameter(_) => "22023",
             EngineError::NotSupported(_) => "0A000",
             EngineError::ReadOnly(_) => "25006",

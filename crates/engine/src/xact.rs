@@ -639,6 +639,8 @@ impl<'e> Txn<'e> {
     ) -> Result<u64> {
         let dbe = self.database(db)?;
         let rel = self.relation(&dbe, table)?;
+        let fitted = fit_rows(&rel.columns, rows)?;
+        let rows = fitted.as_deref().unwrap_or(rows);
         for row in rows {
             if row.len() != rel.columns.len() {
                 return Err(EngineError::DatatypeMismatch(format!(
@@ -876,6 +878,24 @@ impl Drop for Txn<'_> {
             }
         }
     }
+}
+
+/// Rows with their text made to fit `varchar(n)` / `char(n)` columns (22001 for
+/// too long); None when every value fits as it is (the common case: no copy).
+fn fit_rows(cols: &[heap::Column], rows: &[Vec<Value>]) -> Result<Option<Vec<Vec<Value>>>> {
+    if cols.iter().all(|c| c.max_chars.is_none()) {
+        return Ok(None);
+    }
+    let mut out: Option<Vec<Vec<Value>>> = None;
+    for (r, row) in rows.iter().enumerate() {
+        for (i, (v, c)) in row.iter().zip(cols).enumerate() {
+            let Value::Text(s) = v else { continue };
+            if let Some(fit) = c.fit_text(s).map_err(EngineError::StringTooLong)? {
+                out.get_or_insert_with(|| rows.to_vec())[r][i] = Value::Text(fit);
+            }
+        }
+    }
+    Ok(out)
 }
 
 fn tablespace_is_empty(dir: &Path) -> bool {

@@ -80,6 +80,7 @@ pub enum Func {
     Length,
     Lower,
     Upper,
+    Repeat,
     Abs,
     BackendPid,
     CancelBackend,
@@ -1158,6 +1159,7 @@ fn scalar_signature(
         "length" | "char_length" => (Func::Length, &[SqlType::Text], SqlType::Int4),
         "lower" => (Func::Lower, &[SqlType::Text], SqlType::Text),
         "upper" => (Func::Upper, &[SqlType::Text], SqlType::Text),
+        "repeat" => (Func::Repeat, &[SqlType::Text, SqlType::Int4], SqlType::Text),
         "abs" => {
             let t = bound.first().map(|b| b.1).unwrap_or(SqlType::Int4);
             let t = if t.is_int() { t } else { SqlType::Int4 };
@@ -1612,12 +1614,25 @@ fn call(f: Func, vals: &[Datum], r: &Row<'_>) -> SqlResult<Datum> {
         },
         Func::Lower => Datum::Text(vals[0].to_text().unwrap_or_default().to_lowercase()),
         Func::Upper => Datum::Text(vals[0].to_text().unwrap_or_default().to_uppercase()),
+        Func::Repeat => match (&vals[0], &vals[1]) {
+            (Datum::Text(t), Datum::Int4(n)) => {
+                let n = (*n).max(0) as usize;
+                if t.len().saturating_mul(n) >= MAX_TEXT_BYTES {
+                    return Err(SqlError::new("54000", "requested length too large"));
+                }
+                Datum::Text(t.repeat(n))
+            }
+            _ => Datum::Null,
+        },
         Func::Abs => {
             let v = int_of(&vals[0]).unwrap_or(0);
             int_as(v.abs(), type_of(&vals[0]))?
         }
     })
 }
+
+/// The largest text value, as PostgreSQL's 1 GB field limit.
+const MAX_TEXT_BYTES: usize = 1 << 30;
 
 /// `version()`: says what answers, in PostgreSQL's shape so tools that parse it work.
 pub fn version_string() -> String {

@@ -1120,6 +1120,42 @@ fn insert_source(q: Box<ast::Query>) -> InsertSource {
     }
 }
 
+/// `varchar(n)` / `character varying(n)`: at most n characters; `char(n)` /
+/// `character(n)` also blank-padded (`char` alone is `char(1)`), as PostgreSQL
+/// (22023 for n out of 1 ..= 10485760).
+fn char_length(t: &ast::DataType) -> SqlResult<(Option<u32>, bool)> {
+    let s = t.to_string().to_ascii_lowercase();
+    let (base, n) = match s.split_once('(') {
+        Some((b, rest)) => (b.trim(), Some(rest.trim_end_matches(')').trim())),
+        None => (s.trim(), None),
+    };
+    let (padded, name) = match base {
+        "char" | "character" => (true, "char"),
+        "varchar" | "character varying" => (false, "varchar"),
+        _ => return Ok((None, false)),
+    };
+    let n = match n {
+        None if padded => 1,
+        None => return Ok((None, false)),
+        Some(n) => n
+            .parse::<i64>()
+            .map_err(|_| SqlError::syntax(format!("invalid length for type {name}: {n}")))?,
+    };
+    if n < 1 {
+        return Err(SqlError::new(
+            "22023",
+            format!("length for type {name} must be at least 1"),
+        ));
+    }
+    if n > 10_485_760 {
+        return Err(SqlError::new(
+            "22023",
+            format!("length for type {name} cannot exceed 10485760"),
+        ));
+    }
+    Ok((Some(n as u32), padded))
+}
+
 /// A column's DEFAULT, stored as SQL text, parsed back into an expression.
 pub fn parse_default(text: &str) -> SqlResult<ast::Expr> {
     let dialect = PostgreSqlDialect {};
@@ -1374,6 +1410,7 @@ fn convert_create_table(ct: ast::CreateTable) -> SqlResult<Stmt> {
         let ty = SqlType::from_ast(&c.data_type)?.to_col()?;
         let cname = ident_name(&c.name);
         let mut col = Column::new(&cname, ty);
+        (col.max_chars, col.padded) = char_length(&c.data_type)?;
         let mut null_given = None;
         for o in &c.options {
             match &o.option {

@@ -599,3 +599,41 @@ fn not_null_and_default_hold_for_insert_update_and_copy() {
         assert_eq!(rows_text(s, "SELECT count(*) FROM k"), ["3"]);
     });
 }
+
+#[test]
+fn varchar_and_char_lengths_are_enforced_as_postgres_does() {
+    with_session(8 << 20, |s| {
+        let c = q(
+            s,
+            "CREATE TABLE v (a varchar(3), b char(4), c character, d varchar)",
+        );
+        assert_eq!(codes(&c), [""]);
+        let ok = q(
+            s,
+            "INSERT INTO v VALUES ('abc', 'xy', 'z', repeat('long', 100))",
+        );
+        assert_eq!(codes(&ok), [""], "{:?}", ok.results);
+        // Trailing spaces beyond the length are cut, not an error.
+        assert_eq!(
+            codes(&q(s, "INSERT INTO v VALUES ('ab   ', 'w     ', NULL, '')")),
+            [""]
+        );
+        assert_eq!(
+            rows_text(s, "SELECT a, b, length(d) FROM v ORDER BY a DESC"),
+            ["abc|xy  |400", "ab |w   |0"]
+        );
+        for (sql, code) in [
+            ("INSERT INTO v (a) VALUES ('abcd')", "22001"),
+            ("INSERT INTO v (b) VALUES ('12345')", "22001"),
+            ("INSERT INTO v (c) VALUES ('zz')", "22001"),
+            ("UPDATE v SET a = a || 'x'", "22001"),
+            ("CREATE TABLE v0 (a varchar(0))", "22023"),
+            ("SELECT repeat('long', 1000000000)", "54000"),
+        ] {
+            assert_eq!(codes(&q(s, sql)), [code], "{sql}");
+        }
+        let c = q_copy(s, "COPY v (a) FROM STDIN", &[b"toolong\n"]);
+        assert_eq!(codes(&c), ["22001"]);
+        assert_eq!(rows_text(s, "SELECT count(*) FROM v"), ["2"]);
+    });
+}
