@@ -41,6 +41,10 @@ pub enum ColType {
     Int8,
     Text,
     Bool,
+    /// `timestamp`: microseconds since 2000-01-01 00:00:00, as PostgreSQL's.
+    Timestamp,
+    /// `timestamptz`: the same count, in UTC.
+    TimestampTz,
 }
 
 impl ColType {
@@ -50,6 +54,8 @@ impl ColType {
             ColType::Int8 => "int8",
             ColType::Text => "text",
             ColType::Bool => "bool",
+            ColType::Timestamp => "timestamp",
+            ColType::TimestampTz => "timestamptz",
         }
     }
     pub fn from_name(s: &str) -> Option<ColType> {
@@ -58,6 +64,8 @@ impl ColType {
             "int8" | "bigint" => ColType::Int8,
             "text" | "varchar" => ColType::Text,
             "bool" | "boolean" => ColType::Bool,
+            "timestamp" => ColType::Timestamp,
+            "timestamptz" => ColType::TimestampTz,
             _ => return None,
         })
     }
@@ -67,6 +75,8 @@ impl ColType {
             ColType::Int8 => 2,
             ColType::Text => 3,
             ColType::Bool => 4,
+            ColType::Timestamp => 5,
+            ColType::TimestampTz => 6,
         }
     }
     pub fn from_code(c: u8) -> Option<ColType> {
@@ -75,6 +85,8 @@ impl ColType {
             2 => ColType::Int8,
             3 => ColType::Text,
             4 => ColType::Bool,
+            5 => ColType::Timestamp,
+            6 => ColType::TimestampTz,
             _ => return None,
         })
     }
@@ -150,6 +162,10 @@ pub enum Value {
     Int8(i64),
     Text(String),
     Bool(bool),
+    /// `timestamp`: microseconds since 2000-01-01.
+    Timestamp(i64),
+    /// `timestamptz`: microseconds since 2000-01-01 UTC.
+    TimestampTz(i64),
 }
 
 impl Value {
@@ -161,6 +177,8 @@ impl Value {
                 | (Value::Int8(_), ColType::Int8)
                 | (Value::Text(_), ColType::Text)
                 | (Value::Bool(_), ColType::Bool)
+                | (Value::Timestamp(_), ColType::Timestamp)
+                | (Value::TimestampTz(_), ColType::TimestampTz)
         )
     }
 }
@@ -173,6 +191,7 @@ impl std::fmt::Display for Value {
             Value::Int8(v) => write!(f, "{v}"),
             Value::Text(v) => f.write_str(v),
             Value::Bool(v) => f.write_str(if *v { "t" } else { "f" }),
+            Value::Timestamp(v) | Value::TimestampTz(v) => write!(f, "{v}"),
         }
     }
 }
@@ -196,6 +215,7 @@ pub fn encode_tuple(xmin: Xid, cols: &[Column], values: &[Value]) -> Vec<u8> {
             Value::Int4(x) => out.extend_from_slice(&x.to_le_bytes()),
             Value::Int8(x) => out.extend_from_slice(&x.to_le_bytes()),
             Value::Bool(x) => out.push(*x as u8),
+            Value::Timestamp(x) | Value::TimestampTz(x) => out.extend_from_slice(&x.to_le_bytes()),
             Value::Text(s) => {
                 out.extend_from_slice(&(s.len() as u32).to_le_bytes());
                 out.extend_from_slice(s.as_bytes());
@@ -220,6 +240,8 @@ pub fn decode_values(cols: &[Column], tuple: &[u8]) -> DecResult<Vec<Value>> {
             ColType::Int4 => Value::Int4(d.u32()? as i32),
             ColType::Int8 => Value::Int8(d.u64()? as i64),
             ColType::Bool => Value::Bool(d.u8()? != 0),
+            ColType::Timestamp => Value::Timestamp(d.u64()? as i64),
+            ColType::TimestampTz => Value::TimestampTz(d.u64()? as i64),
             ColType::Text => Value::Text(d.str()?),
         });
     }

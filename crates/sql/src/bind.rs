@@ -44,6 +44,11 @@ pub trait Env {
     /// `pg_last_xact_replay_timestamp()`: on a standby, when the last transaction
     /// replayed committed (Unix microseconds).
     fn last_xact_replay_unix_us(&self) -> Option<i64>;
+    /// `now()`, `current_timestamp`: when the transaction began ([`crate::time`]
+    /// microseconds). Without a session, the time of the call.
+    fn xact_start_us(&self) -> i64 {
+        crate::time::now_us()
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,6 +86,12 @@ pub enum Func {
     Lower,
     Upper,
     Repeat,
+    /// now(), current_timestamp, transaction_timestamp(): the transaction's start.
+    Now,
+    /// clock_timestamp(), statement_timestamp(): the time of the call.
+    Clock,
+    /// localtimestamp: the transaction's start, as a timestamp.
+    LocalTimestamp,
     Abs,
     BackendPid,
     CancelBackend,
@@ -189,6 +200,10 @@ fn mismatch(op: &str, a: SqlType, b: SqlType) -> SqlError {
     .with_hint("No operator matches the given name and argument types.")
 }
 
+pub fn is_timestamp(t: SqlType) -> bool {
+    matches!(t, SqlType::Timestamp | SqlType::TimestampTz)
+}
+
 fn int_rank(t: SqlType) -> u8 {
     match t {
         SqlType::Int4 => 1,
@@ -231,6 +246,20 @@ pub fn text_to(s: &str, t: SqlType) -> SqlResult<Datum> {
             _ => return Err(bad()),
         },
         SqlType::Lsn => Datum::Lsn(v.parse().map_err(|_| bad())?),
+        SqlType::Timestamp | SqlType::TimestampTz => {
+            let tz = t == SqlType::TimestampTz;
+            let us = crate::time::parse(v, tz).ok_or_else(|| {
+                SqlError::new(
+                    "22007",
+                    format!("invalid input syntax for type {}: \"{s}\"", t.name()),
+                )
+            })?;
+            if tz {
+                Datum::TimestampTz(us)
+            } else {
+                Datum::Timestamp(us)
+            }
+        }
     })
 }
 
@@ -255,6 +284,7 @@ impl Binder {
             _ if int_rank(from) > 0 && int_rank(to) >= int_rank(from) => {
                 Ok(Expr::Cast(Box::new(e), to))
             }
+            _ if is_timestamp(from) && is_timestamp(to) => Ok(Expr::Cast(Box::new(e), to)),
             _ => Err(SqlError::new(
                 "42804",
                 format!(
@@ -510,8 +540,8 @@ impl Binder {
     fn unify_to(&mut self, e: Expr, t: SqlType, to: SqlType, op: &str) -> SqlResult<Expr> {
         if t == to || t == SqlType::Unknown {
             self.coerce(e, t, to)
-        } else if t.is_int() && to.is_int() {
-            Ok(e) // integers of any width compare by value
+        } else if (t.is_int() && to.is_int()) || (is_timestamp(t) && is_timestamp(to)) {
+            Ok(e) // integers of any width, and both timestamps, compare by value
         } else {
             Err(mismatch(op, to, t))
         }
@@ -661,6 +691,10 @@ impl Binder {
                         }
                     }
                     (a, b) if a == b => a,
+                    // timestamp against timestamptz: both as timestamptz (UTC).
+                    (a, b) if is_timestamp(a) && is_timestamp(b) && is_cmp(op) => {
+                        SqlType::TimestampTz
+                    }
                     (a, b) => return Err(mismatch(sym, a, b)),
                 };
                 let l = self.coerce(l, lt, t)?;
@@ -1160,6 +1194,11 @@ fn scalar_signature(
         "lower" => (Func::Lower, &[SqlType::Text], SqlType::Text),
         "upper" => (Func::Upper, &[SqlType::Text], SqlType::Text),
         "repeat" => (Func::Repeat, &[SqlType::Text, SqlType::Int4], SqlType::Text),
+        "now" | "current_timestamp" | "transaction_timestamp" => {
+            (Func::Now, &[], SqlType::TimestampTz)
+        }
+        "clock_timestamp" | "statement_timestamp" => (Func::Clock, &[], SqlType::TimestampTz),
+        "localtimestamp" => (Func::LocalTimestamp, &[], SqlType::Timestamp),
         "abs" => {
             let t = bound.first().map(|b| b.1).unwrap_or(SqlType::Int4);
             let t = if t.is_int() { t } else { SqlType::Int4 };
@@ -1357,6 +1396,10 @@ pub fn compare(a: &Datum, b: &Datum) -> Ordering {
         (Datum::Text(x), Datum::Text(y)) => x.as_bytes().cmp(y.as_bytes()),
         (Datum::Bool(x), Datum::Bool(y)) => x.cmp(y),
         (Datum::Lsn(x), Datum::Lsn(y)) => x.cmp(y),
+        (
+            Datum::Timestamp(x) | Datum::TimestampTz(x),
+            Datum::Timestamp(y) | Datum::TimestampTz(y),
+        ) => x.cmp(y),
         (Datum::Null, Datum::Null) => Ordering::Equal,
         // NULLs sort last, as in PostgreSQL's default ascending order.
         (Datum::Null, _) => Ordering::Greater,
@@ -1374,6 +1417,8 @@ fn type_of(d: &Datum) -> SqlType {
         Datum::Bool(_) => SqlType::Bool,
         Datum::Lsn(_) => SqlType::Lsn,
         Datum::Numeric(_) => SqlType::Numeric,
+        Datum::Timestamp(_) => SqlType::Timestamp,
+        Datum::TimestampTz(_) => SqlType::TimestampTz,
     }
 }
 
@@ -1385,6 +1430,13 @@ pub fn cast_datum(d: Datum, to: SqlType) -> SqlResult<Datum> {
         (_, SqlType::Text) => Ok(Datum::Text(d.to_text().unwrap_or_default())),
         (Datum::Text(s), t) => text_to(s, t),
         (Datum::Bool(b), SqlType::Int4) => Ok(Datum::Int4(i32::from(*b))),
+        // The server's TimeZone is UTC: the same instant either way.
+        (Datum::Timestamp(t) | Datum::TimestampTz(t), SqlType::Timestamp) => {
+            Ok(Datum::Timestamp(*t))
+        }
+        (Datum::Timestamp(t) | Datum::TimestampTz(t), SqlType::TimestampTz) => {
+            Ok(Datum::TimestampTz(*t))
+        }
         (Datum::Int4(v), SqlType::Bool) => Ok(Datum::Bool(*v != 0)),
         _ => match int_of(&d) {
             Some(v) => int_as(v, to),
@@ -1614,6 +1666,9 @@ fn call(f: Func, vals: &[Datum], r: &Row<'_>) -> SqlResult<Datum> {
         },
         Func::Lower => Datum::Text(vals[0].to_text().unwrap_or_default().to_lowercase()),
         Func::Upper => Datum::Text(vals[0].to_text().unwrap_or_default().to_uppercase()),
+        Func::Now => Datum::TimestampTz(r.env.xact_start_us()),
+        Func::Clock => Datum::TimestampTz(crate::time::now_us()),
+        Func::LocalTimestamp => Datum::Timestamp(r.env.xact_start_us()),
         Func::Repeat => match (&vals[0], &vals[1]) {
             (Datum::Text(t), Datum::Int4(n)) => {
                 let n = (*n).max(0) as usize;

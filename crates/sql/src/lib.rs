@@ -44,6 +44,7 @@ mod session_tests;
 pub mod settings;
 pub mod sort;
 pub mod syncrep;
+pub mod time;
 mod utility;
 pub mod values;
 pub mod views;
@@ -141,6 +142,9 @@ pub enum SqlType {
     Lsn,
     /// `numeric`, integral values only (what `pg_wal_lsn_diff` returns).
     Numeric,
+    /// `timestamp` (without time zone) and `timestamptz` ([`time`]).
+    Timestamp,
+    TimestampTz,
     /// A NULL literal or a parameter whose type nothing determines.
     Unknown,
 }
@@ -152,6 +156,8 @@ impl SqlType {
             ColType::Int8 => SqlType::Int8,
             ColType::Text => SqlType::Text,
             ColType::Bool => SqlType::Bool,
+            ColType::Timestamp => SqlType::Timestamp,
+            ColType::TimestampTz => SqlType::TimestampTz,
         }
     }
     pub fn name(self) -> &'static str {
@@ -162,6 +168,8 @@ impl SqlType {
             SqlType::Bool => "boolean",
             SqlType::Lsn => "pg_lsn",
             SqlType::Numeric => "numeric",
+            SqlType::Timestamp => "timestamp without time zone",
+            SqlType::TimestampTz => "timestamp with time zone",
             SqlType::Unknown => "unknown",
         }
     }
@@ -171,7 +179,19 @@ impl SqlType {
     /// A type name as written in SQL (`int`, `bigint`, `varchar(20)`, ...).
     pub fn from_ast(t: &ast::DataType) -> SqlResult<SqlType> {
         let s = t.to_string().to_ascii_lowercase();
-        let base = s.split('(').next().unwrap_or("").trim();
+        // The name without its modifier: `varchar(20)`, `timestamp(3) with time zone`.
+        let mut bare = String::new();
+        let mut depth = 0;
+        for c in s.chars() {
+            match c {
+                '(' => depth += 1,
+                ')' => depth -= 1,
+                c if depth == 0 => bare.push(c),
+                _ => {}
+            }
+        }
+        let bare = bare.split_whitespace().collect::<Vec<_>>().join(" ");
+        let base = bare.as_str();
         Ok(match base {
             "int" | "integer" | "int4" => SqlType::Int4,
             "bigint" | "int8" => SqlType::Int8,
@@ -181,12 +201,14 @@ impl SqlType {
             "bool" | "boolean" => SqlType::Bool,
             "pg_lsn" => SqlType::Lsn,
             "numeric" | "decimal" => SqlType::Numeric,
+            "timestamp" | "timestamp without time zone" => SqlType::Timestamp,
+            "timestamptz" | "timestamp with time zone" => SqlType::TimestampTz,
             _ => {
                 return Err(SqlError::new(
                     "42704",
                     format!("type \"{s}\" is not supported by Strata"),
                 )
-                .with_hint("Column types are int4, int8, text and bool."))
+                .with_hint("Column types are int4, int8, text, varchar(n), char(n), bool, timestamp and timestamptz."))
             }
         })
     }
@@ -196,6 +218,8 @@ impl SqlType {
             SqlType::Int8 => Ok(ColType::Int8),
             SqlType::Text => Ok(ColType::Text),
             SqlType::Bool => Ok(ColType::Bool),
+            SqlType::Timestamp => Ok(ColType::Timestamp),
+            SqlType::TimestampTz => Ok(ColType::TimestampTz),
             other => Err(SqlError::new(
                 "0A000",
                 format!(
@@ -217,6 +241,9 @@ pub enum Datum {
     Bool(bool),
     Lsn(Lsn),
     Numeric(i128),
+    /// Microseconds since 2000-01-01 ([`time`]).
+    Timestamp(i64),
+    TimestampTz(i64),
 }
 
 impl Datum {
@@ -233,6 +260,8 @@ impl Datum {
             Datum::Text(s) => s.clone(),
             Datum::Bool(b) => (if *b { "t" } else { "f" }).to_string(),
             Datum::Lsn(l) => l.to_string(),
+            Datum::Timestamp(t) => time::format(*t, false),
+            Datum::TimestampTz(t) => time::format(*t, true),
         })
     }
 }
@@ -774,6 +803,23 @@ impl Toks {
     }
 }
 
+/// COPY's boolean options as PostgreSQL takes them (`FREEZE on`, `HEADER off`,
+/// what `pgbench -i` sends), in the TRUE / FALSE sqlparser expects.
+fn copy_booleans(mut toks: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    for i in 1..toks.len() {
+        let opt = matches!(&toks[i - 1].token, Token::Word(w)
+            if w.value.eq_ignore_ascii_case("freeze") || w.value.eq_ignore_ascii_case("header"));
+        if let (true, Token::Word(w)) = (opt, &toks[i].token) {
+            let v = w.value.to_ascii_lowercase();
+            if v == "on" || v == "off" {
+                let kw = if v == "on" { "TRUE" } else { "FALSE" };
+                toks[i].token = Token::make_keyword(kw);
+            }
+        }
+    }
+    toks
+}
+
 /// Statements sqlparser parses whole (sql rule 3).
 const SQLPARSER_VERBS: [&str; 10] = [
     "SELECT", "WITH", "INSERT", "DELETE", "UPDATE", "COPY", "CREATE", "DROP", "TRUNCATE", "TABLE",
@@ -804,11 +850,15 @@ fn parse_one(tokens: Vec<TokenWithSpan>) -> SqlResult<Stmt> {
                     k.i += 1;
                 }
             }
-            for opt in ["FULL", "FREEZE", "VERBOSE", "ANALYZE"] {
+            for opt in ["FULL", "FREEZE"] {
                 if k.word(opt) {
                     return Err(SqlError::unsupported(format!("VACUUM {opt}")));
                 }
             }
+            // Strata keeps no planner statistics, so ANALYZE has nothing to gather;
+            // VERBOSE's report is not written.
+            k.word("VERBOSE");
+            k.word("ANALYZE");
             let table = if k.at_end() { None } else { Some(k.ident()?) };
             k.end()?;
             Ok(Stmt::Utility(Utility::Vacuum { table }))
@@ -855,6 +905,7 @@ fn parse_one(tokens: Vec<TokenWithSpan>) -> SqlResult<Stmt> {
         | ("SAVEPOINT", _)
         | ("RELEASE", _) => parse_txn_control(&mut k, &w0),
         ("VALUES", _) => parse_with_sqlparser(std::mem::take(&mut k.t)),
+        ("COPY", _) => parse_with_sqlparser(copy_booleans(std::mem::take(&mut k.t))),
         (w, _) if SQLPARSER_VERBS.contains(&w) => parse_with_sqlparser(std::mem::take(&mut k.t)),
         _ => {
             // Parse it anyway, for a precise 42601, else name it as unsupported.

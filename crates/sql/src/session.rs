@@ -400,6 +400,9 @@ pub struct Session<'e> {
     /// Warnings of a commit whose synchronous-replication wait was cancelled
     /// (syncrep rule 1), sent with the next statement's result.
     late_notices: Notices,
+    /// When the current transaction began (`now()`): set as a block opens and as a
+    /// statement starts outside one.
+    xact_start_us: i64,
 }
 
 struct SessionEnv<'a> {
@@ -407,9 +410,14 @@ struct SessionEnv<'a> {
     db: &'a str,
     server: &'a ServerState,
     pid: u64,
+    /// When the session's transaction began (`now()`).
+    xact_start_us: i64,
 }
 
 impl Env for SessionEnv<'_> {
+    fn xact_start_us(&self) -> i64 {
+        self.xact_start_us
+    }
     fn current_database(&self) -> String {
         self.db.to_string()
     }
@@ -481,6 +489,8 @@ fn to_datum(v: Value) -> Datum {
         Value::Int8(x) => Datum::Int8(x),
         Value::Text(x) => Datum::Text(x),
         Value::Bool(x) => Datum::Bool(x),
+        Value::Timestamp(x) => Datum::Timestamp(x),
+        Value::TimestampTz(x) => Datum::TimestampTz(x),
     }
 }
 
@@ -493,6 +503,8 @@ fn to_value(d: Datum) -> Value {
         Datum::Bool(x) => Value::Bool(x),
         Datum::Lsn(l) => Value::Text(l.to_string()),
         Datum::Numeric(n) => Value::Text(n.to_string()),
+        Datum::Timestamp(x) => Value::Timestamp(x),
+        Datum::TimestampTz(x) => Value::TimestampTz(x),
     }
 }
 
@@ -720,6 +732,7 @@ impl<'e> Session<'e> {
             deadline: None,
             pipeline: false,
             late_notices: Vec::new(),
+            xact_start_us: crate::time::now_us(),
         }
     }
 
@@ -773,6 +786,7 @@ impl<'e> Session<'e> {
     /// Idle → Open.
     fn open_block(&mut self, implicit: bool) {
         debug_assert!(matches!(self.block, Block::Idle));
+        self.xact_start_us = crate::time::now_us();
         self.block = Block::Open {
             txn: None,
             implicit,
@@ -1288,6 +1302,9 @@ impl<'e> Session<'e> {
         sink: &mut dyn ResultSink,
     ) -> SqlResult<Executed> {
         self.interrupts.cancel.store(false, Ordering::SeqCst);
+        if matches!(self.block, Block::Idle) {
+            self.xact_start_us = crate::time::now_us();
+        }
         let timeout_ms = self.setting_ms("statement_timeout");
         self.deadline =
             (timeout_ms > 0).then(|| Instant::now() + Duration::from_millis(timeout_ms));
@@ -1452,6 +1469,7 @@ impl<'e> Session<'e> {
         };
         let db = self.db.clone();
         let (engine, server, pid) = (self.engine, self.server, self.id);
+        let xact_start_us = self.xact_start_us;
         let work_mem_bytes = settings::work_mem_bytes(self.vars.get("work_mem"));
         let n = self.write_checked(|t, check| {
             let env = SessionEnv {
@@ -1459,6 +1477,7 @@ impl<'e> Session<'e> {
                 db: &db,
                 server,
                 pid,
+                xact_start_us,
             };
             let chk = || check().map_err(SqlError::from);
             let mut batch: Vec<Vec<Value>> = Vec::with_capacity(INSERT_BATCH_ROWS);
@@ -1527,6 +1546,7 @@ impl<'e> Session<'e> {
         }
         let db = self.db.clone();
         let (engine, server, pid) = (self.engine, self.server, self.id);
+        let xact_start_us = self.xact_start_us;
         let mut err: Option<SqlError> = None;
         let n = self.write_checked(|t, check| {
             let env = SessionEnv {
@@ -1534,6 +1554,7 @@ impl<'e> Session<'e> {
                 db: &db,
                 server,
                 pid,
+                xact_start_us,
             };
             let mut f = |vals: &[Value]| -> bool {
                 if err.is_some() {
@@ -1583,6 +1604,7 @@ impl<'e> Session<'e> {
         }
         let db = self.db.clone();
         let (engine, server, pid) = (self.engine, self.server, self.id);
+        let xact_start_us = self.xact_start_us;
         let mut err: Option<SqlError> = None;
         let n = self.write_checked(|t, check| {
             let env = SessionEnv {
@@ -1590,6 +1612,7 @@ impl<'e> Session<'e> {
                 db: &db,
                 server,
                 pid,
+                xact_start_us,
             };
             let mut f = |vals: &[Value]| -> Option<Vec<Value>> {
                 if err.is_some() {
@@ -1628,12 +1651,14 @@ impl<'e> Session<'e> {
         let mut reader = crate::copy::Reader::new(c.options.clone());
         let db = self.db.clone();
         let (engine, server, pid) = (self.engine, self.server, self.id);
+        let xact_start_us = self.xact_start_us;
         let n = self.write_checked(|t, check| {
             let env = SessionEnv {
                 engine,
                 db: &db,
                 server,
                 pid,
+                xact_start_us,
             };
             let (mut batch, mut n, mut eof) = (Vec::new(), 0u64, false);
             loop {
@@ -1864,6 +1889,7 @@ impl<'e> Session<'e> {
             db: &self.db,
             server: self.server,
             pid: self.id,
+            xact_start_us: self.xact_start_us,
         };
         let check = || self.interrupted();
         let run = Run {
@@ -2297,7 +2323,7 @@ fn assign(b: &mut Binder, e: Expr, t: SqlType, col: SqlType, cname: &str) -> Sql
     if t == col || t == SqlType::Unknown {
         return b.coerce(e, t, col);
     }
-    if t.is_int() && col.is_int() {
+    if (t.is_int() && col.is_int()) || (bind::is_timestamp(t) && bind::is_timestamp(col)) {
         return Ok(Expr::Cast(Box::new(e), col));
     }
     Err(SqlError::new(

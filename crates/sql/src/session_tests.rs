@@ -637,3 +637,51 @@ fn varchar_and_char_lengths_are_enforced_as_postgres_does() {
         assert_eq!(rows_text(s, "SELECT count(*) FROM v"), ["2"]);
     });
 }
+
+#[test]
+fn timestamps_store_compare_print_and_default_to_the_transaction_start() {
+    with_session(8 << 20, |s| {
+        let c = q(
+            s,
+            "CREATE TABLE h (id int, at timestamp DEFAULT now(), tz timestamptz DEFAULT current_timestamp)",
+        );
+        assert_eq!(codes(&c), [""]);
+        let c = q(
+            s,
+            "INSERT INTO h VALUES (1, '2026-01-02 03:04:05.5', '2026-01-02 03:04:05+02'), (2, '1999-12-31T23:59:59', '2000-01-01 00:00:00 UTC')",
+        );
+        assert_eq!(codes(&c), [""]);
+        assert_eq!(
+            rows_text(s, "SELECT at, tz FROM h ORDER BY at"),
+            [
+                "1999-12-31 23:59:59|2000-01-01 00:00:00+00",
+                "2026-01-02 03:04:05.5|2026-01-02 01:04:05+00"
+            ]
+        );
+        assert_eq!(
+            rows_text(s, "SELECT id FROM h WHERE at > '2000-01-01' AND tz < now()"),
+            ["1"]
+        );
+        // One transaction, one now(): both defaults and both rows agree.
+        let c = q(
+            s,
+            "BEGIN; INSERT INTO h (id) VALUES (3); INSERT INTO h (id) VALUES (4); COMMIT",
+        );
+        assert_eq!(codes(&c), ["", "", "", ""]);
+        assert_eq!(
+            rows_text(s, "SELECT min(at) = max(at) FROM h WHERE id >= 3"),
+            ["t"]
+        );
+        assert_eq!(
+            rows_text(s, "SELECT count(*) FROM h WHERE id >= 3 AND at = tz"),
+            ["2"]
+        );
+        for (sql, code) in [
+            ("INSERT INTO h (at) VALUES ('yesterday-ish')", "22007"),
+            ("INSERT INTO h (at) VALUES ('2023-02-30')", "22007"),
+            ("INSERT INTO h (at) VALUES (5)", "42804"),
+        ] {
+            assert_eq!(codes(&q(s, sql)), [code], "{sql}");
+        }
+    });
+}

@@ -786,6 +786,8 @@ fn pg_type(t: SqlType) -> Type {
         SqlType::Bool => Type::BOOL,
         SqlType::Lsn => Type::PG_LSN,
         SqlType::Numeric => Type::NUMERIC,
+        SqlType::Timestamp => Type::TIMESTAMP,
+        SqlType::TimestampTz => Type::TIMESTAMPTZ,
     }
 }
 
@@ -807,6 +809,8 @@ impl ToSql for Wire<'_> {
             Datum::Bool(b) => out.put_u8(u8::from(*b)),
             Datum::Lsn(l) => out.put_u64(l.0),
             Datum::Numeric(n) => encode_numeric(*n, out),
+            // PostgreSQL's binary timestamps: microseconds since 2000-01-01.
+            Datum::Timestamp(t) | Datum::TimestampTz(t) => out.put_i64(*t),
         }
         Ok(IsNull::No)
     }
@@ -996,6 +1000,12 @@ fn decode_param(bytes: Option<&[u8]>, binary: bool, t: SqlType) -> SqlResult<Dat
             b.try_into().map_err(|_| bad())?,
         ))),
         SqlType::Numeric => Datum::Numeric(decode_numeric(b).ok_or_else(bad)?),
+        SqlType::Timestamp => {
+            Datum::Timestamp(i64::from_be_bytes(b.try_into().map_err(|_| bad())?))
+        }
+        SqlType::TimestampTz => {
+            Datum::TimestampTz(i64::from_be_bytes(b.try_into().map_err(|_| bad())?))
+        }
         SqlType::Text | SqlType::Unknown => {
             Datum::Text(String::from_utf8(b.to_vec()).map_err(|_| {
                 SqlError::new("22021", "invalid byte sequence for encoding \"UTF8\"")
@@ -1013,6 +1023,8 @@ fn client_type(t: &Type) -> Option<SqlType> {
         Type::BOOL => SqlType::Bool,
         Type::PG_LSN => SqlType::Lsn,
         Type::NUMERIC => SqlType::Numeric,
+        Type::TIMESTAMP => SqlType::Timestamp,
+        Type::TIMESTAMPTZ => SqlType::TimestampTz,
         _ => return None,
     })
 }
