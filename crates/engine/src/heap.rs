@@ -37,6 +37,8 @@ pub const TUPLE_MAX_BYTES: usize =
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ColType {
+    /// `smallint`.
+    Int2,
     Int4,
     Int8,
     Text,
@@ -50,6 +52,7 @@ pub enum ColType {
 impl ColType {
     pub fn name(self) -> &'static str {
         match self {
+            ColType::Int2 => "int2",
             ColType::Int4 => "int4",
             ColType::Int8 => "int8",
             ColType::Text => "text",
@@ -60,6 +63,7 @@ impl ColType {
     }
     pub fn from_name(s: &str) -> Option<ColType> {
         Some(match s {
+            "int2" | "smallint" => ColType::Int2,
             "int4" | "int" | "integer" => ColType::Int4,
             "int8" | "bigint" => ColType::Int8,
             "text" | "varchar" => ColType::Text,
@@ -77,6 +81,7 @@ impl ColType {
             ColType::Bool => 4,
             ColType::Timestamp => 5,
             ColType::TimestampTz => 6,
+            ColType::Int2 => 7,
         }
     }
     pub fn from_code(c: u8) -> Option<ColType> {
@@ -87,6 +92,7 @@ impl ColType {
             4 => ColType::Bool,
             5 => ColType::Timestamp,
             6 => ColType::TimestampTz,
+            7 => ColType::Int2,
             _ => return None,
         })
     }
@@ -158,6 +164,7 @@ impl Column {
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Value {
     Null,
+    Int2(i16),
     Int4(i32),
     Int8(i64),
     Text(String),
@@ -173,6 +180,7 @@ impl Value {
         matches!(
             (self, ty),
             (Value::Null, _)
+                | (Value::Int2(_), ColType::Int2)
                 | (Value::Int4(_), ColType::Int4)
                 | (Value::Int8(_), ColType::Int8)
                 | (Value::Text(_), ColType::Text)
@@ -187,6 +195,7 @@ impl std::fmt::Display for Value {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Value::Null => Ok(()),
+            Value::Int2(v) => write!(f, "{v}"),
             Value::Int4(v) => write!(f, "{v}"),
             Value::Int8(v) => write!(f, "{v}"),
             Value::Text(v) => f.write_str(v),
@@ -212,6 +221,7 @@ pub fn encode_tuple(xmin: Xid, cols: &[Column], values: &[Value]) -> Vec<u8> {
     for v in values {
         match v {
             Value::Null => {}
+            Value::Int2(x) => out.extend_from_slice(&x.to_le_bytes()),
             Value::Int4(x) => out.extend_from_slice(&x.to_le_bytes()),
             Value::Int8(x) => out.extend_from_slice(&x.to_le_bytes()),
             Value::Bool(x) => out.push(*x as u8),
@@ -237,6 +247,7 @@ pub fn decode_values(cols: &[Column], tuple: &[u8]) -> DecResult<Vec<Value>> {
             continue;
         }
         out.push(match c.ty {
+            ColType::Int2 => Value::Int2(d.u16()? as i16),
             ColType::Int4 => Value::Int4(d.u32()? as i32),
             ColType::Int8 => Value::Int8(d.u64()? as i64),
             ColType::Bool => Value::Bool(d.u8()? != 0),

@@ -206,9 +206,10 @@ pub fn is_timestamp(t: SqlType) -> bool {
 
 fn int_rank(t: SqlType) -> u8 {
     match t {
-        SqlType::Int4 => 1,
-        SqlType::Int8 => 2,
-        SqlType::Numeric => 3,
+        SqlType::Int2 => 1,
+        SqlType::Int4 => 2,
+        SqlType::Int8 => 3,
+        SqlType::Numeric => 4,
         _ => 0,
     }
 }
@@ -225,6 +226,13 @@ pub fn text_to(s: &str, t: SqlType) -> SqlResult<Datum> {
     let v = s.trim();
     Ok(match t {
         SqlType::Text | SqlType::Unknown => Datum::Text(s.to_string()),
+        SqlType::Int2 => Datum::Int2(v.parse().map_err(|_| {
+            if v.parse::<i128>().is_ok() {
+                out_of_range("smallint")
+            } else {
+                bad()
+            }
+        })?),
         SqlType::Int4 => Datum::Int4(v.parse().map_err(|_| {
             if v.parse::<i128>().is_ok() {
                 out_of_range("integer")
@@ -790,7 +798,7 @@ impl Binder {
                 let (a, t) = self.settle(a, t);
                 let ty = match func {
                     AggFunc::Count => SqlType::Int8,
-                    AggFunc::Sum if t == SqlType::Int4 => SqlType::Int8,
+                    AggFunc::Sum if matches!(t, SqlType::Int2 | SqlType::Int4) => SqlType::Int8,
                     AggFunc::Sum if t.is_int() => SqlType::Numeric,
                     AggFunc::Sum => {
                         return Err(SqlError::new(
@@ -1370,6 +1378,7 @@ pub struct Row<'a> {
 
 fn int_of(d: &Datum) -> Option<i128> {
     match d {
+        Datum::Int2(v) => Some(i128::from(*v)),
         Datum::Int4(v) => Some(i128::from(*v)),
         Datum::Int8(v) => Some(i128::from(*v)),
         Datum::Numeric(v) => Some(*v),
@@ -1380,6 +1389,9 @@ fn int_of(d: &Datum) -> Option<i128> {
 /// Converts an integer result to type `t`, or 22003.
 fn int_as(v: i128, t: SqlType) -> SqlResult<Datum> {
     match t {
+        SqlType::Int2 => i16::try_from(v)
+            .map(Datum::Int2)
+            .map_err(|_| out_of_range("smallint")),
         SqlType::Int4 => i32::try_from(v)
             .map(Datum::Int4)
             .map_err(|_| out_of_range("integer")),
@@ -1411,6 +1423,7 @@ pub fn compare(a: &Datum, b: &Datum) -> Ordering {
 fn type_of(d: &Datum) -> SqlType {
     match d {
         Datum::Null => SqlType::Unknown,
+        Datum::Int2(_) => SqlType::Int2,
         Datum::Int4(_) => SqlType::Int4,
         Datum::Int8(_) => SqlType::Int8,
         Datum::Text(_) => SqlType::Text,

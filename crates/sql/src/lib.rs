@@ -134,6 +134,8 @@ pub fn too_deep() -> SqlError {
 /// The SQL types of results and expressions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SqlType {
+    /// `smallint`.
+    Int2,
     Int4,
     Int8,
     Text,
@@ -152,6 +154,7 @@ pub enum SqlType {
 impl SqlType {
     pub fn of_col(t: ColType) -> SqlType {
         match t {
+            ColType::Int2 => SqlType::Int2,
             ColType::Int4 => SqlType::Int4,
             ColType::Int8 => SqlType::Int8,
             ColType::Text => SqlType::Text,
@@ -162,6 +165,7 @@ impl SqlType {
     }
     pub fn name(self) -> &'static str {
         match self {
+            SqlType::Int2 => "smallint",
             SqlType::Int4 => "integer",
             SqlType::Int8 => "bigint",
             SqlType::Text => "text",
@@ -174,7 +178,10 @@ impl SqlType {
         }
     }
     pub fn is_int(self) -> bool {
-        matches!(self, SqlType::Int4 | SqlType::Int8 | SqlType::Numeric)
+        matches!(
+            self,
+            SqlType::Int2 | SqlType::Int4 | SqlType::Int8 | SqlType::Numeric
+        )
     }
     /// A type name as written in SQL (`int`, `bigint`, `varchar(20)`, ...).
     pub fn from_ast(t: &ast::DataType) -> SqlResult<SqlType> {
@@ -193,6 +200,7 @@ impl SqlType {
         let bare = bare.split_whitespace().collect::<Vec<_>>().join(" ");
         let base = bare.as_str();
         Ok(match base {
+            "smallint" | "int2" => SqlType::Int2,
             "int" | "integer" | "int4" => SqlType::Int4,
             "bigint" | "int8" => SqlType::Int8,
             "text" | "varchar" | "character varying" | "char" | "character" | "name" => {
@@ -208,12 +216,13 @@ impl SqlType {
                     "42704",
                     format!("type \"{s}\" is not supported by Strata"),
                 )
-                .with_hint("Column types are int4, int8, text, varchar(n), char(n), bool, timestamp and timestamptz."))
+                .with_hint("Column types are smallint, int4, int8, text, varchar(n), char(n), bool, timestamp and timestamptz."))
             }
         })
     }
     pub fn to_col(self) -> SqlResult<ColType> {
         match self {
+            SqlType::Int2 => Ok(ColType::Int2),
             SqlType::Int4 => Ok(ColType::Int4),
             SqlType::Int8 => Ok(ColType::Int8),
             SqlType::Text => Ok(ColType::Text),
@@ -235,6 +244,7 @@ impl SqlType {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Datum {
     Null,
+    Int2(i16),
     Int4(i32),
     Int8(i64),
     Text(String),
@@ -254,6 +264,7 @@ impl Datum {
     pub fn to_text(&self) -> Option<String> {
         Some(match self {
             Datum::Null => return None,
+            Datum::Int2(v) => v.to_string(),
             Datum::Int4(v) => v.to_string(),
             Datum::Int8(v) => v.to_string(),
             Datum::Numeric(v) => v.to_string(),

@@ -485,6 +485,7 @@ impl Env for SessionEnv<'_> {
 fn to_datum(v: Value) -> Datum {
     match v {
         Value::Null => Datum::Null,
+        Value::Int2(x) => Datum::Int2(x),
         Value::Int4(x) => Datum::Int4(x),
         Value::Int8(x) => Datum::Int8(x),
         Value::Text(x) => Datum::Text(x),
@@ -497,6 +498,7 @@ fn to_datum(v: Value) -> Datum {
 fn to_value(d: Datum) -> Value {
     match d {
         Datum::Null => Value::Null,
+        Datum::Int2(x) => Value::Int2(x),
         Datum::Int4(x) => Value::Int4(x),
         Datum::Int8(x) => Value::Int8(x),
         Datum::Text(x) => Value::Text(x),

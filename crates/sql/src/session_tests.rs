@@ -685,3 +685,26 @@ fn timestamps_store_compare_print_and_default_to_the_transaction_start() {
         }
     });
 }
+
+#[test]
+fn smallint_is_an_integer_of_its_own_width() {
+    with_session(8 << 20, |s| {
+        assert_eq!(codes(&q(s, "CREATE TABLE sm (a smallint, b int2)")), [""]);
+        assert_eq!(
+            codes(&q(s, "INSERT INTO sm VALUES (32767, -32768), (1, '7')")),
+            [""]
+        );
+        assert_eq!(
+            rows_text(s, "SELECT sum(a), min(b), max(a) + 1 FROM sm"),
+            ["32768|-32768|32768"]
+        );
+        assert_eq!(rows_text(s, "SELECT b FROM sm WHERE a = 1"), ["7"]);
+        for (sql, code) in [
+            ("INSERT INTO sm (a) VALUES (32768)", "22003"),
+            ("INSERT INTO sm (a) VALUES ('40000')", "22003"),
+            ("UPDATE sm SET a = a + a", "22003"),
+        ] {
+            assert_eq!(codes(&q(s, sql)), [code], "{sql}");
+        }
+    });
+}

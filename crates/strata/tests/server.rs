@@ -678,3 +678,28 @@ fn not_null_and_defaults_survive_a_restart() {
         "{err}"
     );
 }
+
+#[test]
+fn smallint_and_timestamps_cross_the_wire_in_binary() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(&dir.path().join("d"), &[]);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let c = s.client("postgres").await;
+        c.batch_execute("create table w (a smallint, at timestamp, tz timestamptz)")
+            .await
+            .unwrap();
+        let t = std::time::UNIX_EPOCH + std::time::Duration::from_micros(1_764_000_000_123_456);
+        c.execute("insert into w values ($1, $2, $3)", &[&-12i16, &t, &t])
+            .await
+            .unwrap();
+        let row = c
+            .query_one("select a, at, tz, tz::text from w", &[])
+            .await
+            .unwrap();
+        assert_eq!(row.get::<_, i16>(0), -12);
+        assert_eq!(row.get::<_, std::time::SystemTime>(1), t);
+        assert_eq!(row.get::<_, std::time::SystemTime>(2), t);
+        assert_eq!(row.get::<_, String>(3), "2025-11-24 16:00:00.123456+00");
+    });
+}

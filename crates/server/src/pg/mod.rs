@@ -780,6 +780,7 @@ fn decode_params(p: &Prepared, params: &Params) -> SqlResult<Vec<Datum>> {
 
 fn pg_type(t: SqlType) -> Type {
     match t {
+        SqlType::Int2 => Type::INT2,
         SqlType::Int4 => Type::INT4,
         SqlType::Int8 => Type::INT8,
         SqlType::Text | SqlType::Unknown => Type::TEXT,
@@ -803,6 +804,7 @@ impl ToSql for Wire<'_> {
     ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
         match self.0 {
             Datum::Null => return Ok(IsNull::Yes),
+            Datum::Int2(v) => out.put_i16(*v),
             Datum::Int4(v) => out.put_i32(*v),
             Datum::Int8(v) => out.put_i64(*v),
             Datum::Text(s) => out.put_slice(s.as_bytes()),
@@ -990,6 +992,7 @@ fn decode_param(bytes: Option<&[u8]>, binary: bool, t: SqlType) -> SqlResult<Dat
         return sql::bind::text_to(s, t);
     }
     Ok(match t {
+        SqlType::Int2 => Datum::Int2(i16::from_be_bytes(b.try_into().map_err(|_| bad())?)),
         SqlType::Int4 => Datum::Int4(i32::from_be_bytes(b.try_into().map_err(|_| bad())?)),
         SqlType::Int8 => Datum::Int8(i64::from_be_bytes(b.try_into().map_err(|_| bad())?)),
         SqlType::Bool => match b {
@@ -1017,6 +1020,7 @@ fn decode_param(bytes: Option<&[u8]>, binary: bool, t: SqlType) -> SqlResult<Dat
 /// The type a client declared for a parameter, in Strata's terms.
 fn client_type(t: &Type) -> Option<SqlType> {
     Some(match *t {
+        Type::INT2 => SqlType::Int2,
         Type::INT4 => SqlType::Int4,
         Type::INT8 => SqlType::Int8,
         Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME => SqlType::Text,
