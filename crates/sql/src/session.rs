@@ -414,6 +414,31 @@ struct SessionEnv<'a> {
     xact_start_us: i64,
 }
 
+/// What a [`SessionEnv`] needs of the session, copied out before a write borrows
+/// the session (`write_checked`'s closure).
+#[derive(Clone, Copy)]
+struct EnvParts<'e> {
+    engine: &'e Engine,
+    server: &'e ServerState,
+    pid: u64,
+    xact_start_us: i64,
+}
+
+impl<'e> EnvParts<'e> {
+    fn env<'a>(&self, db: &'a str) -> SessionEnv<'a>
+    where
+        'e: 'a,
+    {
+        SessionEnv {
+            engine: self.engine,
+            db,
+            server: self.server,
+            pid: self.pid,
+            xact_start_us: self.xact_start_us,
+        }
+    }
+}
+
 impl Env for SessionEnv<'_> {
     fn xact_start_us(&self) -> i64 {
         self.xact_start_us
@@ -963,6 +988,15 @@ impl<'e> Session<'e> {
             .collect())
     }
 
+    fn env_parts(&self) -> EnvParts<'e> {
+        EnvParts {
+            engine: self.engine,
+            server: self.server,
+            pid: self.id,
+            xact_start_us: self.xact_start_us,
+        }
+    }
+
     /// A table's columns as the catalog keeps them (with NOT NULL and DEFAULT).
     fn table_columns(&self, table: &str) -> SqlResult<Vec<strata_engine::Column>> {
         Ok(match &self.block {
@@ -1470,17 +1504,10 @@ impl<'e> Session<'e> {
             _ => None,
         };
         let db = self.db.clone();
-        let (engine, server, pid) = (self.engine, self.server, self.id);
-        let xact_start_us = self.xact_start_us;
+        let env_of = self.env_parts();
         let work_mem_bytes = settings::work_mem_bytes(self.vars.get("work_mem"));
         let n = self.write_checked(|t, check| {
-            let env = SessionEnv {
-                engine,
-                db: &db,
-                server,
-                pid,
-                xact_start_us,
-            };
+            let env = env_of.env(&db);
             let chk = || check().map_err(SqlError::from);
             let mut batch: Vec<Vec<Value>> = Vec::with_capacity(INSERT_BATCH_ROWS);
             let mut n = 0u64;
@@ -1547,17 +1574,10 @@ impl<'e> Session<'e> {
             sink.columns(&r.columns)?;
         }
         let db = self.db.clone();
-        let (engine, server, pid) = (self.engine, self.server, self.id);
-        let xact_start_us = self.xact_start_us;
+        let env_of = self.env_parts();
         let mut err: Option<SqlError> = None;
         let n = self.write_checked(|t, check| {
-            let env = SessionEnv {
-                engine,
-                db: &db,
-                server,
-                pid,
-                xact_start_us,
-            };
+            let env = env_of.env(&db);
             let mut f = |vals: &[Value]| -> bool {
                 if err.is_some() {
                     return false;
@@ -1605,17 +1625,10 @@ impl<'e> Session<'e> {
             sink.columns(&r.columns)?;
         }
         let db = self.db.clone();
-        let (engine, server, pid) = (self.engine, self.server, self.id);
-        let xact_start_us = self.xact_start_us;
+        let env_of = self.env_parts();
         let mut err: Option<SqlError> = None;
         let n = self.write_checked(|t, check| {
-            let env = SessionEnv {
-                engine,
-                db: &db,
-                server,
-                pid,
-                xact_start_us,
-            };
+            let env = env_of.env(&db);
             let mut f = |vals: &[Value]| -> Option<Vec<Value>> {
                 if err.is_some() {
                     return None;
@@ -1652,16 +1665,9 @@ impl<'e> Session<'e> {
         sink.copy_in(c.targets.len(), c.options.csv)?;
         let mut reader = crate::copy::Reader::new(c.options.clone());
         let db = self.db.clone();
-        let (engine, server, pid) = (self.engine, self.server, self.id);
-        let xact_start_us = self.xact_start_us;
+        let env_of = self.env_parts();
         let n = self.write_checked(|t, check| {
-            let env = SessionEnv {
-                engine,
-                db: &db,
-                server,
-                pid,
-                xact_start_us,
-            };
+            let env = env_of.env(&db);
             let (mut batch, mut n, mut eof) = (Vec::new(), 0u64, false);
             loop {
                 while let Some(rec) = reader.next_record(eof)? {
@@ -1886,13 +1892,7 @@ impl<'e> Session<'e> {
         params: &[Datum],
         emit: &mut dyn FnMut(Vec<Datum>) -> SqlResult<()>,
     ) -> SqlResult<u64> {
-        let env = SessionEnv {
-            engine: self.engine,
-            db: &self.db,
-            server: self.server,
-            pid: self.id,
-            xact_start_us: self.xact_start_us,
-        };
+        let env = self.env_parts().env(&self.db);
         let check = || self.interrupted();
         let run = Run {
             plan,
