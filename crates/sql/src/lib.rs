@@ -814,6 +814,32 @@ impl Toks {
     }
 }
 
+/// VACUUM's parenthesized options, after the `(`: VERBOSE and ANALYZE (with an
+/// optional boolean) run as a plain VACUUM; any other is refused (0A000), never
+/// skipped.
+fn vacuum_options(k: &mut Toks) -> SqlResult<()> {
+    loop {
+        let Some(opt) = k.peek_word(0) else {
+            return Err(SqlError::syntax("syntax error in VACUUM options"));
+        };
+        if opt != "VERBOSE" && opt != "ANALYZE" {
+            return Err(SqlError::unsupported(format!("VACUUM option {opt}")));
+        }
+        k.i += 1;
+        for b in ["TRUE", "FALSE", "ON", "OFF"] {
+            if k.word(b) {
+                break;
+            }
+        }
+        if k.tok(&Token::RParen) {
+            return Ok(());
+        }
+        if !k.tok(&Token::Comma) {
+            return Err(SqlError::syntax("syntax error in VACUUM options"));
+        }
+    }
+}
+
 /// COPY's boolean options as PostgreSQL takes them (`FREEZE on`, `HEADER off`,
 /// what `pgbench -i` sends), in the TRUE / FALSE sqlparser expects.
 fn copy_booleans(mut toks: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
@@ -856,10 +882,8 @@ fn parse_one(tokens: Vec<TokenWithSpan>) -> SqlResult<Stmt> {
         ("DROP", "DATABASE") => parse_drop_database(&mut k),
         ("VACUUM", _) => {
             k.i += 1;
-            if k.peek() == Some(&Token::LParen) {
-                while !k.at_end() && !k.tok(&Token::RParen) {
-                    k.i += 1;
-                }
+            if k.tok(&Token::LParen) {
+                vacuum_options(&mut k)?;
             }
             for opt in ["FULL", "FREEZE"] {
                 if k.word(opt) {

@@ -708,3 +708,19 @@ fn smallint_is_an_integer_of_its_own_width() {
         }
     });
 }
+
+#[test]
+fn vacuum_options_run_or_are_refused_never_skipped() {
+    with_session(8 << 20, |s| {
+        for (sql, code) in [
+            ("VACUUM (FULL) t", "0A000"),
+            ("VACUUM (VERBOSE, FREEZE) t", "0A000"),
+            ("VACUUM FULL t", "0A000"),
+            ("VACUUM (VERBOSE, ANALYZE false) t", ""),
+            ("VACUUM ANALYZE t", ""),
+            ("VACUUM (VERBOSE", "42601"),
+        ] {
+            assert_eq!(codes(&q(s, sql)), [code], "{sql}");
+        }
+    });
+}
