@@ -203,6 +203,9 @@ fn encode_columns(cols: &[Column]) -> String {
         if c.padded {
             s.push_str("!p");
         }
+        for (name, sql) in &c.checks {
+            s.push_str(&format!("!c{}:{name}{}:{sql}", name.len(), sql.len()));
+        }
     }
     s
 }
@@ -241,6 +244,11 @@ fn decode_columns(s: &str) -> DecResult<Vec<Column>> {
             } else if let Some(r) = rest.strip_prefix("!p") {
                 col.padded = true;
                 rest = r;
+            } else if let Some(r) = rest.strip_prefix("!c") {
+                let (name, r) = counted(r)?;
+                let (sql, after) = counted(r)?;
+                col.checks.push((name.to_string(), sql.to_string()));
+                rest = after;
             } else {
                 break;
             }
@@ -385,6 +393,10 @@ mod tests {
                 Column {
                     max_chars: Some(22),
                     padded: true,
+                    checks: vec![
+                        ("e_check".into(), "e <> '!c1:x'".into()),
+                        ("two".into(), "true".into()),
+                    ],
                     ..Column::new("e", ColType::Text)
                 },
             ],

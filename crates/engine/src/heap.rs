@@ -115,6 +115,9 @@ pub struct Column {
     pub max_chars: Option<u32>,
     /// `char(n)`: blank-padded to n characters.
     pub padded: bool,
+    /// CHECK constraints kept with this column, (name, SQL text): the SQL layer
+    /// evaluates them over the whole row (a table's CHECKs sit on its first column).
+    pub checks: Vec<(String, String)>,
 }
 
 impl Column {
@@ -126,6 +129,7 @@ impl Column {
             default: None,
             max_chars: None,
             padded: false,
+            checks: Vec::new(),
         }
     }
 

@@ -75,9 +75,14 @@ fn create_table(
     tablespace: Option<&str>,
     notices: &mut Notices,
 ) -> SqlResult<Output> {
+    let scope = crate::session::check_scope(name, columns);
     for c in columns {
+        let mut b = crate::bind::Binder::default();
         if let Some(d) = &c.default {
-            crate::session::bind_default(&mut crate::bind::Binder::default(), c, d)?;
+            crate::session::bind_default(&mut b, c, d)?;
+        }
+        for (_, sql) in &c.checks {
+            crate::session::bind_check(&mut b, &scope, sql)?;
         }
     }
     let db = s.db().to_string();

@@ -1242,7 +1242,7 @@ fn char_length(t: &ast::DataType) -> SqlResult<(Option<u32>, bool)> {
     Ok((Some(n as u32), padded))
 }
 
-/// A column's DEFAULT, stored as SQL text, parsed back into an expression.
+/// A DEFAULT or CHECK expression, stored as SQL text, parsed back.
 pub fn parse_default(text: &str) -> SqlResult<ast::Expr> {
     let dialect = PostgreSqlDialect {};
     let toks = tokens(text).map_err(|e| SqlError::syntax(e.to_string()))?;
@@ -1250,7 +1250,7 @@ pub fn parse_default(text: &str) -> SqlResult<ast::Expr> {
         .with_recursion_limit(PARSER_RECURSION_LIMIT)
         .with_tokens_with_locations(toks)
         .parse_expr()
-        .map_err(|e| SqlError::syntax(format!("invalid DEFAULT expression {text:?}: {e}")))
+        .map_err(|e| SqlError::syntax(format!("invalid expression {text:?}: {e}")))
 }
 
 fn parse_with_sqlparser(tokens: Vec<TokenWithSpan>) -> SqlResult<Stmt> {
@@ -1480,15 +1480,45 @@ fn convert_update(u: ast::Update) -> SqlResult<Stmt> {
     })
 }
 
+/// A table's CHECK constraints, kept on its first column (PRIMARY KEY, UNIQUE and
+/// FOREIGN KEY need indexes Strata does not have yet: 0A000). Unnamed ones are
+/// `<table>_check`, numbered when taken, as PostgreSQL names them.
+fn table_checks(
+    table: &str,
+    constraints: &[ast::TableConstraint],
+    columns: &mut [Column],
+) -> SqlResult<()> {
+    for c in constraints {
+        let ast::TableConstraint::Check(c) = c else {
+            return Err(SqlError::unsupported(format!("table constraint {c}")));
+        };
+        let Some(first) = columns.first_mut() else {
+            return Err(SqlError::unsupported("a CHECK on a table without columns"));
+        };
+        let name = match &c.name {
+            Some(n) => ident_name(n),
+            None => {
+                let taken = |n: &str| first.checks.iter().any(|(x, _)| x == n);
+                let mut n = format!("{table}_check");
+                let mut k = 0;
+                while taken(&n) {
+                    k += 1;
+                    n = format!("{table}_check{k}");
+                }
+                n
+            }
+        };
+        first.checks.push((name, c.expr.to_string()));
+    }
+    Ok(())
+}
+
 fn convert_create_table(ct: ast::CreateTable) -> SqlResult<Stmt> {
     if ct.query.is_some() {
         return Err(SqlError::unsupported("CREATE TABLE ... AS"));
     }
     if ct.temporary {
         return Err(SqlError::unsupported("temporary tables"));
-    }
-    if !ct.constraints.is_empty() {
-        return Err(SqlError::unsupported("table constraints"));
     }
     let name = object_name(&ct.name)?;
     let mut columns = Vec::new();
@@ -1510,6 +1540,11 @@ fn convert_create_table(ct: ast::CreateTable) -> SqlResult<Stmt> {
                     }
                     null_given = Some(not_null);
                     col.not_null = not_null;
+                }
+                ast::ColumnOption::Check(c) => {
+                    let given = o.name.as_ref().or(c.name.as_ref()).map(ident_name);
+                    let n = given.unwrap_or_else(|| format!("{name}_{cname}_check"));
+                    col.checks.push((n, c.expr.to_string()));
                 }
                 ast::ColumnOption::Default(e) => {
                     if col.default.is_some() {
@@ -1535,6 +1570,7 @@ fn convert_create_table(ct: ast::CreateTable) -> SqlResult<Stmt> {
         }
         columns.push(col);
     }
+    table_checks(&name, &ct.constraints, &mut columns)?;
     let mut tablespace = None;
     let text = ct.to_string();
     // sqlparser keeps PostgreSQL's trailing TABLESPACE clause among the options.

@@ -620,6 +620,8 @@ enum Bound<'s> {
 /// A bound INSERT.
 struct BoundInsert {
     returning: Option<Returning>,
+    /// The table's CHECK constraints over its row.
+    checks: Vec<(String, Expr)>,
     /// Per table column, its DEFAULT when the INSERT does not give it.
     defaults: Vec<Option<Expr>>,
     table: String,
@@ -641,6 +643,7 @@ struct BoundDelete {
 /// (None: kept).
 struct BoundUpdate {
     returning: Option<Returning>,
+    checks: Vec<(String, Expr)>,
     table: String,
     sets: Vec<Option<Expr>>,
     col_types: Vec<SqlType>,
@@ -650,6 +653,7 @@ struct BoundUpdate {
 /// A bound COPY: the table's columns, the ones copied (their indexes, in the
 /// data's order) and the options.
 struct BoundCopy {
+    checks: Vec<(String, Expr)>,
     /// Per table column, its DEFAULT when the COPY does not give it.
     defaults: Vec<Option<Expr>>,
     table: String,
@@ -1005,6 +1009,23 @@ impl<'e> Session<'e> {
         })
     }
 
+    /// The table's CHECK constraints bound over its row (table rule: every CHECK
+    /// holds, or is NULL, for every row written).
+    fn bind_checks(&self, b: &mut Binder, table: &str) -> SqlResult<Vec<(String, Expr)>> {
+        if crate::views::schema(table).is_some() {
+            return Ok(Vec::new());
+        }
+        let cols = self.table_columns(table)?;
+        let scope = check_scope(table, &cols);
+        let mut out = Vec::new();
+        for c in &cols {
+            for (name, sql) in &c.checks {
+                out.push((name.clone(), bind_check(b, &scope, sql)?));
+            }
+        }
+        Ok(out)
+    }
+
     /// Each column's DEFAULT bound (None: NULL), for the columns an INSERT or COPY
     /// does not give (`given`).
     fn bind_defaults(
@@ -1060,6 +1081,7 @@ impl<'e> Session<'e> {
                 let mut bc = self.bind_copy(c)?;
                 if !bc.to {
                     bc.defaults = self.bind_defaults(b, &c.table, &bc.targets)?;
+                    bc.checks = self.bind_checks(b, &c.table)?;
                 }
                 Bound::Copy(bc)
             }
@@ -1108,6 +1130,7 @@ impl<'e> Session<'e> {
             }
         };
         Ok(BoundCopy {
+            checks: Vec::new(),
             defaults: Vec::new(),
             table: c.table.clone(),
             cols,
@@ -1199,6 +1222,7 @@ impl<'e> Session<'e> {
         };
         Ok(BoundInsert {
             returning: None,
+            checks: self.bind_checks(b, table)?,
             defaults,
             table: table.to_string(),
             map,
@@ -1267,6 +1291,7 @@ impl<'e> Session<'e> {
         };
         Ok(BoundUpdate {
             returning: None,
+            checks: self.bind_checks(b, table)?,
             table: table.to_string(),
             sets,
             col_types: cols.iter().map(|c| c.1).collect(),
@@ -1483,6 +1508,7 @@ impl<'e> Session<'e> {
     ) -> SqlResult<Output> {
         let BoundInsert {
             returning,
+            checks,
             defaults,
             table,
             map,
@@ -1514,6 +1540,7 @@ impl<'e> Session<'e> {
             let mut emit = |src: Vec<Datum>| -> SqlResult<()> {
                 let mut row = table_row(src, &map, &col_types)?;
                 fill_defaults(&mut row, &defaults, params, &env)?;
+                check_row(&table, &row, &checks, params, &env)?;
                 if let Some(r) = &returning {
                     sink.row(r.row(&row, params, &env)?)?;
                 }
@@ -1616,6 +1643,7 @@ impl<'e> Session<'e> {
     ) -> SqlResult<Output> {
         let BoundUpdate {
             returning,
+            checks,
             table,
             sets,
             col_types,
@@ -1636,6 +1664,7 @@ impl<'e> Session<'e> {
                 let cols: Vec<Datum> = vals.iter().cloned().map(to_datum).collect();
                 let new = new_version(&cols, &sets, &col_types, pred.as_ref(), params, &env);
                 let returned = |row: Vec<Value>| -> SqlResult<Vec<Value>> {
+                    check_row(&table, &row, &checks, params, &env)?;
                     if let Some(r) = &returning {
                         sink.row(r.row(&row, params, &env)?)?;
                     }
@@ -1674,6 +1703,7 @@ impl<'e> Session<'e> {
                     let row = copy_row(&c, rec)
                         .and_then(|mut row| {
                             fill_defaults(&mut row, &c.defaults, &[], &env)?;
+                            check_row(&c.table, &row, &c.checks, &[], &env)?;
                             Ok(row)
                         })
                         .map_err(|e| {
@@ -2197,6 +2227,69 @@ pub(crate) fn bind_default(
         ));
     }
     assign(b, e, t, SqlType::of_col(col.ty), &col.name)
+}
+
+/// The scope a table's CHECK constraints are bound in: its columns.
+pub(crate) fn check_scope(table: &str, cols: &[strata_engine::Column]) -> Scope {
+    Scope {
+        qualifiers: vec![table.to_string()],
+        cols: cols
+            .iter()
+            .map(|c| (c.name.clone(), SqlType::of_col(c.ty)))
+            .collect(),
+    }
+}
+
+/// A CHECK constraint's expression bound: boolean (42804), no parameters.
+pub(crate) fn bind_check(b: &mut Binder, scope: &Scope, sql: &str) -> SqlResult<Expr> {
+    let ast = crate::parse_default(sql)?;
+    let params = b.params.len();
+    let (e, t) = b.expr(scope, &ast)?;
+    if b.params.len() != params {
+        return Err(SqlError::new(
+            "42P02",
+            "there is no parameter $1 in a CHECK constraint",
+        ));
+    }
+    if t != SqlType::Bool && t != SqlType::Unknown {
+        return Err(SqlError::new(
+            "42804",
+            format!(
+                "argument of CHECK constraint must be type boolean, not type {}",
+                t.name()
+            ),
+        ));
+    }
+    Ok(e)
+}
+
+/// 23514 unless every CHECK is true or NULL for the row about to be written.
+fn check_row(
+    table: &str,
+    row: &[Value],
+    checks: &[(String, Expr)],
+    params: &[Datum],
+    env: &dyn Env,
+) -> SqlResult<()> {
+    if checks.is_empty() {
+        return Ok(());
+    }
+    let cols: Vec<Datum> = row.iter().cloned().map(to_datum).collect();
+    let r = Row {
+        cols: &cols,
+        params,
+        aggs: &[],
+        env,
+    };
+    for (name, e) in checks {
+        if bind::eval(e, &r)? == Datum::Bool(false) {
+            return Err(SqlError::new(
+                "23514",
+                format!("new row for relation \"{table}\" violates check constraint \"{name}\""),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Sets each column with a bound DEFAULT (one not given) to its value.

@@ -724,3 +724,43 @@ fn vacuum_options_run_or_are_refused_never_skipped() {
         }
     });
 }
+
+#[test]
+fn check_constraints_hold_for_insert_update_and_copy() {
+    with_session(8 << 20, |s| {
+        let c = q(
+            s,
+            "CREATE TABLE ck (a int CHECK (a > 0), b int, CONSTRAINT b_le_a CHECK (b <= a), CHECK (b <> 13))",
+        );
+        assert_eq!(codes(&c), [""]);
+        assert_eq!(
+            codes(&q(s, "INSERT INTO ck VALUES (5, 3), (7, NULL)")),
+            [""]
+        );
+        let c = q(s, "INSERT INTO ck VALUES (0, 0)");
+        assert_eq!(codes(&c), ["23514"]);
+        let Err(e) = &c.results[0] else { panic!() };
+        assert_eq!(
+            e.message,
+            "new row for relation \"ck\" violates check constraint \"ck_a_check\""
+        );
+        for (sql, code) in [
+            ("INSERT INTO ck VALUES (5, 6)", "23514"),
+            ("INSERT INTO ck VALUES (20, 13)", "23514"),
+            ("UPDATE ck SET b = a + 1", "23514"),
+            ("CREATE TABLE ck2 (a int CHECK (a + 1))", "42804"),
+            ("CREATE TABLE ck3 (a int CHECK (nope > 0))", "42703"),
+            ("CREATE TABLE ck4 (a int PRIMARY KEY)", "0A000"),
+            ("CREATE TABLE ck5 (a int, UNIQUE (a))", "0A000"),
+        ] {
+            assert_eq!(codes(&q(s, sql)), [code], "{sql}");
+        }
+        let c = q_copy(s, "COPY ck FROM STDIN", &[b"9\t1\n-1\t-5\n"]);
+        assert_eq!(codes(&c), ["23514"]);
+        assert_eq!(codes(&q(s, "UPDATE ck SET b = b - 1")), [""]);
+        assert_eq!(
+            rows_text(s, "SELECT a, b FROM ck ORDER BY a"),
+            ["5|2", "7|NULL"]
+        );
+    });
+}

@@ -642,7 +642,7 @@ fn scram_password_when_one_is_set() {
 }
 
 #[test]
-fn not_null_and_defaults_survive_a_restart() {
+fn not_null_defaults_and_checks_survive_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("d");
     let mut s = Server::start(&data, &[]);
@@ -650,7 +650,7 @@ fn not_null_and_defaults_survive_a_restart() {
         "postgres",
         &[
             "-c",
-            "create table k (id int not null, n bigint default 40 + 2, note text not null default 'it''s')",
+            "create table k (id int not null check (id > 0), n bigint default 40 + 2, note text not null default 'it''s')",
             "-c",
             "insert into k (id) values (1)",
         ],
@@ -675,6 +675,12 @@ fn not_null_and_defaults_survive_a_restart() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("null value in column \"id\" of relation \"k\" violates not-null constraint"),
+        "{err}"
+    );
+    let out = s.psql_db("postgres", &["-c", "insert into k (id) values (-1)"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("violates check constraint \"k_id_check\""),
         "{err}"
     );
 }
