@@ -47,6 +47,12 @@ pub enum ColType {
     Timestamp,
     /// `timestamptz`: the same count, in UTC.
     TimestampTz,
+    /// `date`: days since 2000-01-01.
+    Date,
+    /// `uuid`: 16 bytes.
+    Uuid,
+    /// `bytea`: bytes.
+    Bytea,
 }
 
 impl ColType {
@@ -59,6 +65,9 @@ impl ColType {
             ColType::Bool => "bool",
             ColType::Timestamp => "timestamp",
             ColType::TimestampTz => "timestamptz",
+            ColType::Date => "date",
+            ColType::Uuid => "uuid",
+            ColType::Bytea => "bytea",
         }
     }
     pub fn from_name(s: &str) -> Option<ColType> {
@@ -70,6 +79,9 @@ impl ColType {
             "bool" | "boolean" => ColType::Bool,
             "timestamp" => ColType::Timestamp,
             "timestamptz" => ColType::TimestampTz,
+            "date" => ColType::Date,
+            "uuid" => ColType::Uuid,
+            "bytea" => ColType::Bytea,
             _ => return None,
         })
     }
@@ -82,6 +94,10 @@ impl ColType {
             ColType::Timestamp => 5,
             ColType::TimestampTz => 6,
             ColType::Int2 => 7,
+            ColType::Date => 8,
+            ColType::Uuid => 9,
+            // Past '9': the catalog writes the code as one character from '0'.
+            ColType::Bytea => 10,
         }
     }
     pub fn from_code(c: u8) -> Option<ColType> {
@@ -93,6 +109,9 @@ impl ColType {
             5 => ColType::Timestamp,
             6 => ColType::TimestampTz,
             7 => ColType::Int2,
+            8 => ColType::Date,
+            9 => ColType::Uuid,
+            10 => ColType::Bytea,
             _ => return None,
         })
     }
@@ -177,6 +196,10 @@ pub enum Value {
     Timestamp(i64),
     /// `timestamptz`: microseconds since 2000-01-01 UTC.
     TimestampTz(i64),
+    /// `date`: days since 2000-01-01.
+    Date(i32),
+    Uuid([u8; 16]),
+    Bytea(Vec<u8>),
 }
 
 impl Value {
@@ -191,6 +214,9 @@ impl Value {
                 | (Value::Bool(_), ColType::Bool)
                 | (Value::Timestamp(_), ColType::Timestamp)
                 | (Value::TimestampTz(_), ColType::TimestampTz)
+                | (Value::Date(_), ColType::Date)
+                | (Value::Uuid(_), ColType::Uuid)
+                | (Value::Bytea(_), ColType::Bytea)
         )
     }
 }
@@ -205,6 +231,9 @@ impl std::fmt::Display for Value {
             Value::Text(v) => f.write_str(v),
             Value::Bool(v) => f.write_str(if *v { "t" } else { "f" }),
             Value::Timestamp(v) | Value::TimestampTz(v) => write!(f, "{v}"),
+            Value::Date(v) => write!(f, "{v}"),
+            Value::Uuid(v) => write!(f, "{v:02x?}"),
+            Value::Bytea(v) => write!(f, "{v:02x?}"),
         }
     }
 }
@@ -234,6 +263,12 @@ pub fn encode_tuple(xmin: Xid, cols: &[Column], values: &[Value]) -> Vec<u8> {
                 out.extend_from_slice(&(s.len() as u32).to_le_bytes());
                 out.extend_from_slice(s.as_bytes());
             }
+            Value::Date(x) => out.extend_from_slice(&x.to_le_bytes()),
+            Value::Uuid(u) => out.extend_from_slice(u),
+            Value::Bytea(b) => {
+                out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+                out.extend_from_slice(b);
+            }
         }
     }
     out
@@ -258,6 +293,9 @@ pub fn decode_values(cols: &[Column], tuple: &[u8]) -> DecResult<Vec<Value>> {
             ColType::Timestamp => Value::Timestamp(d.u64()? as i64),
             ColType::TimestampTz => Value::TimestampTz(d.u64()? as i64),
             ColType::Text => Value::Text(d.str()?),
+            ColType::Date => Value::Date(d.u32()? as i32),
+            ColType::Uuid => Value::Uuid(d.take(16)?.try_into().expect("16 bytes")),
+            ColType::Bytea => Value::Bytea(d.bytes()?.to_vec()),
         });
     }
     d.finish()?;

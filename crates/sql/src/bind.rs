@@ -92,6 +92,8 @@ pub enum Func {
     Clock,
     /// localtimestamp: the transaction's start, as a timestamp.
     LocalTimestamp,
+    /// current_date: the day of the transaction's start.
+    CurrentDate,
     Abs,
     BackendPid,
     CancelBackend,
@@ -204,6 +206,11 @@ pub fn is_timestamp(t: SqlType) -> bool {
     matches!(t, SqlType::Timestamp | SqlType::TimestampTz)
 }
 
+/// A timestamp or a date: compared and assigned to each other, as PostgreSQL does.
+pub fn is_datetime(t: SqlType) -> bool {
+    is_timestamp(t) || t == SqlType::Date
+}
+
 fn int_rank(t: SqlType) -> u8 {
     match t {
         SqlType::Int2 => 1,
@@ -254,6 +261,14 @@ pub fn text_to(s: &str, t: SqlType) -> SqlResult<Datum> {
             _ => return Err(bad()),
         },
         SqlType::Lsn => Datum::Lsn(v.parse().map_err(|_| bad())?),
+        SqlType::Date => Datum::Date(crate::time::parse_date(v).ok_or_else(|| {
+            SqlError::new(
+                "22007",
+                format!("invalid input syntax for type date: \"{s}\""),
+            )
+        })?),
+        SqlType::Uuid => Datum::Uuid(crate::parse_uuid(v).ok_or_else(bad)?),
+        SqlType::Bytea => Datum::Bytea(crate::parse_bytea(s).ok_or_else(bad)?),
         SqlType::Timestamp | SqlType::TimestampTz => {
             let tz = t == SqlType::TimestampTz;
             let us = crate::time::parse(v, tz).ok_or_else(|| {
@@ -292,7 +307,7 @@ impl Binder {
             _ if int_rank(from) > 0 && int_rank(to) >= int_rank(from) => {
                 Ok(Expr::Cast(Box::new(e), to))
             }
-            _ if is_timestamp(from) && is_timestamp(to) => Ok(Expr::Cast(Box::new(e), to)),
+            _ if is_datetime(from) && is_timestamp(to) => Ok(Expr::Cast(Box::new(e), to)),
             _ => Err(SqlError::new(
                 "42804",
                 format!(
@@ -700,7 +715,7 @@ impl Binder {
                     }
                     (a, b) if a == b => a,
                     // timestamp against timestamptz: both as timestamptz (UTC).
-                    (a, b) if is_timestamp(a) && is_timestamp(b) && is_cmp(op) => {
+                    (a, b) if is_datetime(a) && is_datetime(b) && is_cmp(op) => {
                         SqlType::TimestampTz
                     }
                     (a, b) => return Err(mismatch(sym, a, b)),
@@ -1207,6 +1222,7 @@ fn scalar_signature(
         }
         "clock_timestamp" | "statement_timestamp" => (Func::Clock, &[], SqlType::TimestampTz),
         "localtimestamp" => (Func::LocalTimestamp, &[], SqlType::Timestamp),
+        "current_date" => (Func::CurrentDate, &[], SqlType::Date),
         "abs" => {
             let t = bound.first().map(|b| b.1).unwrap_or(SqlType::Int4);
             let t = if t.is_int() { t } else { SqlType::Int4 };
@@ -1412,6 +1428,9 @@ pub fn compare(a: &Datum, b: &Datum) -> Ordering {
             Datum::Timestamp(x) | Datum::TimestampTz(x),
             Datum::Timestamp(y) | Datum::TimestampTz(y),
         ) => x.cmp(y),
+        (Datum::Date(x), Datum::Date(y)) => x.cmp(y),
+        (Datum::Uuid(x), Datum::Uuid(y)) => x.cmp(y),
+        (Datum::Bytea(x), Datum::Bytea(y)) => x.cmp(y),
         (Datum::Null, Datum::Null) => Ordering::Equal,
         // NULLs sort last, as in PostgreSQL's default ascending order.
         (Datum::Null, _) => Ordering::Greater,
@@ -1432,6 +1451,9 @@ fn type_of(d: &Datum) -> SqlType {
         Datum::Numeric(_) => SqlType::Numeric,
         Datum::Timestamp(_) => SqlType::Timestamp,
         Datum::TimestampTz(_) => SqlType::TimestampTz,
+        Datum::Date(_) => SqlType::Date,
+        Datum::Uuid(_) => SqlType::Uuid,
+        Datum::Bytea(_) => SqlType::Bytea,
     }
 }
 
@@ -1443,6 +1465,11 @@ pub fn cast_datum(d: Datum, to: SqlType) -> SqlResult<Datum> {
         (_, SqlType::Text) => Ok(Datum::Text(d.to_text().unwrap_or_default())),
         (Datum::Text(s), t) => text_to(s, t),
         (Datum::Bool(b), SqlType::Int4) => Ok(Datum::Int4(i32::from(*b))),
+        (Datum::Timestamp(t) | Datum::TimestampTz(t), SqlType::Date) => {
+            Ok(Datum::Date(crate::time::date_of(*t)))
+        }
+        (Datum::Date(d), SqlType::Timestamp) => Ok(Datum::Timestamp(crate::time::midnight(*d))),
+        (Datum::Date(d), SqlType::TimestampTz) => Ok(Datum::TimestampTz(crate::time::midnight(*d))),
         // The server's TimeZone is UTC: the same instant either way.
         (Datum::Timestamp(t) | Datum::TimestampTz(t), SqlType::Timestamp) => {
             Ok(Datum::Timestamp(*t))
@@ -1682,6 +1709,7 @@ fn call(f: Func, vals: &[Datum], r: &Row<'_>) -> SqlResult<Datum> {
         Func::Now => Datum::TimestampTz(r.env.xact_start_us()),
         Func::Clock => Datum::TimestampTz(crate::time::now_us()),
         Func::LocalTimestamp => Datum::Timestamp(r.env.xact_start_us()),
+        Func::CurrentDate => Datum::Date(crate::time::date_of(r.env.xact_start_us())),
         Func::Repeat => match (&vals[0], &vals[1]) {
             (Datum::Text(t), Datum::Int4(n)) => {
                 let n = (*n).max(0) as usize;

@@ -147,6 +147,9 @@ pub enum SqlType {
     /// `timestamp` (without time zone) and `timestamptz` ([`time`]).
     Timestamp,
     TimestampTz,
+    Date,
+    Uuid,
+    Bytea,
     /// A NULL literal or a parameter whose type nothing determines.
     Unknown,
 }
@@ -161,6 +164,9 @@ impl SqlType {
             ColType::Bool => SqlType::Bool,
             ColType::Timestamp => SqlType::Timestamp,
             ColType::TimestampTz => SqlType::TimestampTz,
+            ColType::Date => SqlType::Date,
+            ColType::Uuid => SqlType::Uuid,
+            ColType::Bytea => SqlType::Bytea,
         }
     }
     pub fn name(self) -> &'static str {
@@ -174,6 +180,9 @@ impl SqlType {
             SqlType::Numeric => "numeric",
             SqlType::Timestamp => "timestamp without time zone",
             SqlType::TimestampTz => "timestamp with time zone",
+            SqlType::Date => "date",
+            SqlType::Uuid => "uuid",
+            SqlType::Bytea => "bytea",
             SqlType::Unknown => "unknown",
         }
     }
@@ -211,6 +220,9 @@ impl SqlType {
             "numeric" | "decimal" => SqlType::Numeric,
             "timestamp" | "timestamp without time zone" => SqlType::Timestamp,
             "timestamptz" | "timestamp with time zone" => SqlType::TimestampTz,
+            "date" => SqlType::Date,
+            "uuid" => SqlType::Uuid,
+            "bytea" => SqlType::Bytea,
             _ => {
                 return Err(SqlError::new(
                     "42704",
@@ -229,6 +241,9 @@ impl SqlType {
             SqlType::Bool => Ok(ColType::Bool),
             SqlType::Timestamp => Ok(ColType::Timestamp),
             SqlType::TimestampTz => Ok(ColType::TimestampTz),
+            SqlType::Date => Ok(ColType::Date),
+            SqlType::Uuid => Ok(ColType::Uuid),
+            SqlType::Bytea => Ok(ColType::Bytea),
             other => Err(SqlError::new(
                 "0A000",
                 format!(
@@ -254,6 +269,10 @@ pub enum Datum {
     /// Microseconds since 2000-01-01 ([`time`]).
     Timestamp(i64),
     TimestampTz(i64),
+    /// Days since 2000-01-01.
+    Date(i32),
+    Uuid([u8; 16]),
+    Bytea(Vec<u8>),
 }
 
 impl Datum {
@@ -273,8 +292,82 @@ impl Datum {
             Datum::Lsn(l) => l.to_string(),
             Datum::Timestamp(t) => time::format(*t, false),
             Datum::TimestampTz(t) => time::format(*t, true),
+            Datum::Date(d) => time::format_date(*d),
+            Datum::Uuid(u) => format_uuid(u),
+            Datum::Bytea(b) => {
+                let mut s = String::with_capacity(2 + 2 * b.len());
+                s.push_str("\\x");
+                for x in b {
+                    s.push_str(&format!("{x:02x}"));
+                }
+                s
+            }
         })
     }
+}
+
+/// A uuid as PostgreSQL prints it: lowercase, 8-4-4-4-12.
+fn format_uuid(u: &[u8; 16]) -> String {
+    let h: String = u.iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..]
+    )
+}
+
+/// A uuid from its text: 32 hex digits, with PostgreSQL's optional hyphens after
+/// any group of four and braces around.
+pub fn parse_uuid(s: &str) -> Option<[u8; 16]> {
+    let t = s.trim();
+    let t = t
+        .strip_prefix('{')
+        .and_then(|x| x.strip_suffix('}'))
+        .unwrap_or(t);
+    let hex: String = t.chars().filter(|c| *c != '-').collect();
+    if hex.len() != 32 || t.starts_with('-') || t.ends_with('-') || t.contains("--") {
+        return None;
+    }
+    let mut out = [0u8; 16];
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
+}
+
+/// bytea from its text: `\x` and hex digits, or the escape format (`\\` a
+/// backslash, `\nnn` an octal byte, anything else itself).
+pub fn parse_bytea(s: &str) -> Option<Vec<u8>> {
+    if let Some(h) = s.strip_prefix("\\x") {
+        let h: Vec<u8> = h.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
+        if !h.len().is_multiple_of(2) {
+            return None;
+        }
+        return h
+            .chunks(2)
+            .map(|p| u8::from_str_radix(std::str::from_utf8(p).ok()?, 16).ok())
+            .collect();
+    }
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'\\' {
+            out.push(b[i]);
+            i += 1;
+        } else if b.get(i + 1) == Some(&b'\\') {
+            out.push(b'\\');
+            i += 2;
+        } else {
+            let o = std::str::from_utf8(b.get(i + 1..i + 4)?).ok()?;
+            out.push(u8::from_str_radix(o, 8).ok()?);
+            i += 4;
+        }
+    }
+    Some(out)
 }
 
 /// Where INSERT's rows come from.

@@ -517,6 +517,9 @@ fn to_datum(v: Value) -> Datum {
         Value::Bool(x) => Datum::Bool(x),
         Value::Timestamp(x) => Datum::Timestamp(x),
         Value::TimestampTz(x) => Datum::TimestampTz(x),
+        Value::Date(x) => Datum::Date(x),
+        Value::Uuid(x) => Datum::Uuid(x),
+        Value::Bytea(x) => Datum::Bytea(x),
     }
 }
 
@@ -532,6 +535,9 @@ fn to_value(d: Datum) -> Value {
         Datum::Numeric(n) => Value::Text(n.to_string()),
         Datum::Timestamp(x) => Value::Timestamp(x),
         Datum::TimestampTz(x) => Value::TimestampTz(x),
+        Datum::Date(x) => Value::Date(x),
+        Datum::Uuid(x) => Value::Uuid(x),
+        Datum::Bytea(x) => Value::Bytea(x),
     }
 }
 
@@ -2418,7 +2424,7 @@ fn assign(b: &mut Binder, e: Expr, t: SqlType, col: SqlType, cname: &str) -> Sql
     if t == col || t == SqlType::Unknown {
         return b.coerce(e, t, col);
     }
-    if (t.is_int() && col.is_int()) || (bind::is_timestamp(t) && bind::is_timestamp(col)) {
+    if (t.is_int() && col.is_int()) || (bind::is_datetime(t) && bind::is_datetime(col)) {
         return Ok(Expr::Cast(Box::new(e), col));
     }
     Err(SqlError::new(

@@ -764,3 +764,41 @@ fn check_constraints_hold_for_insert_update_and_copy() {
         );
     });
 }
+
+#[test]
+fn date_uuid_and_bytea_read_write_and_compare() {
+    with_session(8 << 20, |s| {
+        let c = q(s, "CREATE TABLE d (day date, id uuid, raw bytea)");
+        assert_eq!(codes(&c), [""]);
+        let c = q(
+            s,
+            "INSERT INTO d VALUES ('2026-11-24', 'A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11', '\\x00ff10'), ('1999-12-31', '{a0eebc999c0b4ef8bb6d6bb9bd380a12}', 'a\\\\b\\001')",
+        );
+        assert_eq!(codes(&c), [""], "{:?}", c.results);
+        assert_eq!(
+            rows_text(s, "SELECT day, id, raw FROM d ORDER BY day"),
+            [
+                "1999-12-31|a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a12|\\x615c6201",
+                "2026-11-24|a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11|\\x00ff10"
+            ]
+        );
+        assert_eq!(
+            rows_text(s, "SELECT count(*) FROM d WHERE day <= current_date AND day >= '2000-01-01'::timestamp"),
+            ["1"]
+        );
+        assert_eq!(
+            rows_text(
+                s,
+                "SELECT day FROM d WHERE id = 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a12'"
+            ),
+            ["1999-12-31"]
+        );
+        for (sql, code) in [
+            ("INSERT INTO d (day) VALUES ('2026-02-30')", "22007"),
+            ("INSERT INTO d (id) VALUES ('not-a-uuid')", "22P02"),
+            ("INSERT INTO d (raw) VALUES ('\\xabc')", "22P02"),
+        ] {
+            assert_eq!(codes(&q(s, sql)), [code], "{sql}");
+        }
+    });
+}

@@ -47,6 +47,28 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
     (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
+/// A `date` (days since 2000-01-01) as `YYYY-MM-DD`.
+pub fn format_date(days: i32) -> String {
+    let (y, m, d) = civil_from_days(i64::from(days) + PG_EPOCH_UNIX_US / US_PER_DAY);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// A `date` from `YYYY-MM-DD` (or a timestamp's text: its day), or None.
+pub fn parse_date(s: &str) -> Option<i32> {
+    let us = parse(s, false)?;
+    i32::try_from(us.div_euclid(US_PER_DAY)).ok()
+}
+
+/// The day of a timestamp, as a `date`.
+pub fn date_of(us: i64) -> i32 {
+    us.div_euclid(US_PER_DAY) as i32
+}
+
+/// Midnight of a `date`, as a timestamp.
+pub fn midnight(days: i32) -> i64 {
+    i64::from(days) * US_PER_DAY
+}
+
 /// Time rule 1.
 pub fn format(us: i64, tz: bool) -> String {
     let unix = us + PG_EPOCH_UNIX_US;
@@ -170,6 +192,11 @@ mod tests {
             assert_eq!(format(parse(s, false).unwrap(), false), s);
         }
         assert_eq!(parse("epoch", true), Some(-PG_EPOCH_UNIX_US));
+        assert_eq!(format_date(0), "2000-01-01");
+        assert_eq!(parse_date("1999-12-31"), Some(-1));
+        assert_eq!(format_date(parse_date("2026-11-24").unwrap()), "2026-11-24");
+        assert_eq!(date_of(-1), -1);
+        assert_eq!(midnight(1), 86_400_000_000);
         assert_eq!(parse("2000-01-01", false), Some(0));
         assert_eq!(parse("2000-01-01T01:02", false), Some(3_720_000_000));
         assert_eq!(parse("2000-01-01 02:00:00+02", true), Some(0));

@@ -686,7 +686,7 @@ fn not_null_defaults_and_checks_survive_a_restart() {
 }
 
 #[test]
-fn smallint_and_timestamps_cross_the_wire_in_binary() {
+fn smallint_timestamps_and_bytea_cross_the_wire_in_binary() {
     let dir = tempfile::tempdir().unwrap();
     let s = Server::start(&dir.path().join("d"), &[]);
     let rt = tokio::runtime::Runtime::new().unwrap();
@@ -707,5 +707,26 @@ fn smallint_and_timestamps_cross_the_wire_in_binary() {
         assert_eq!(row.get::<_, std::time::SystemTime>(1), t);
         assert_eq!(row.get::<_, std::time::SystemTime>(2), t);
         assert_eq!(row.get::<_, String>(3), "2025-11-24 16:00:00.123456+00");
+        // bytea in binary, date and uuid as text.
+        c.batch_execute("create table bin (b bytea, d date, u uuid)")
+            .await
+            .unwrap();
+        let bytes: Vec<u8> = (0..=255u8).collect();
+        c.execute(
+            "insert into bin values ($1, '2024-02-29', '0123456789abcdef0123456789ABCDEF')",
+            &[&bytes],
+        )
+        .await
+        .unwrap();
+        let row = c
+            .query_one("select b, d::text, u::text, length(b::text) from bin", &[])
+            .await
+            .unwrap();
+        assert_eq!(row.get::<_, Vec<u8>>(0), bytes);
+        assert_eq!(row.get::<_, String>(1), "2024-02-29");
+        assert_eq!(
+            row.get::<_, String>(2),
+            "01234567-89ab-cdef-0123-456789abcdef"
+        );
     });
 }

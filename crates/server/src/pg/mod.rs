@@ -789,6 +789,9 @@ fn pg_type(t: SqlType) -> Type {
         SqlType::Numeric => Type::NUMERIC,
         SqlType::Timestamp => Type::TIMESTAMP,
         SqlType::TimestampTz => Type::TIMESTAMPTZ,
+        SqlType::Date => Type::DATE,
+        SqlType::Uuid => Type::UUID,
+        SqlType::Bytea => Type::BYTEA,
     }
 }
 
@@ -813,6 +816,9 @@ impl ToSql for Wire<'_> {
             Datum::Numeric(n) => encode_numeric(*n, out),
             // PostgreSQL's binary timestamps: microseconds since 2000-01-01.
             Datum::Timestamp(t) | Datum::TimestampTz(t) => out.put_i64(*t),
+            Datum::Date(d) => out.put_i32(*d),
+            Datum::Uuid(u) => out.put_slice(u),
+            Datum::Bytea(b) => out.put_slice(b),
         }
         Ok(IsNull::No)
     }
@@ -1009,6 +1015,9 @@ fn decode_param(bytes: Option<&[u8]>, binary: bool, t: SqlType) -> SqlResult<Dat
         SqlType::TimestampTz => {
             Datum::TimestampTz(i64::from_be_bytes(b.try_into().map_err(|_| bad())?))
         }
+        SqlType::Date => Datum::Date(i32::from_be_bytes(b.try_into().map_err(|_| bad())?)),
+        SqlType::Uuid => Datum::Uuid(b.try_into().map_err(|_| bad())?),
+        SqlType::Bytea => Datum::Bytea(b.to_vec()),
         SqlType::Text | SqlType::Unknown => {
             Datum::Text(String::from_utf8(b.to_vec()).map_err(|_| {
                 SqlError::new("22021", "invalid byte sequence for encoding \"UTF8\"")
@@ -1029,6 +1038,9 @@ fn client_type(t: &Type) -> Option<SqlType> {
         Type::NUMERIC => SqlType::Numeric,
         Type::TIMESTAMP => SqlType::Timestamp,
         Type::TIMESTAMPTZ => SqlType::TimestampTz,
+        Type::DATE => SqlType::Date,
+        Type::UUID => SqlType::Uuid,
+        Type::BYTEA => SqlType::Bytea,
         _ => return None,
     })
 }
