@@ -35,7 +35,11 @@
 //!    waits: memory per connection is bounded by the queue, whatever the result's
 //!    size. An Execute with a row limit (a suspended portal) collects its rows,
 //!    because the client may send other messages before fetching the rest and the
-//!    backend must be free to answer them.
+//!    backend must be free to answer them. A statement's end (CommandComplete) is
+//!    held by the backend until it sends anything else, the request ends or
+//!    [`HELD_ENDS`] are held, and then goes in one event: a query of many statements
+//!    wakes its connection once, not once per statement (PostgreSQL too buffers
+//!    CommandCompletes until its output fills or ReadyForQuery).
 //! 9. COPY FROM STDIN: the backend announces it (`Event::CopyIn`) with a bounded
 //!    channel for the data; the connection sends CopyInResponse and keeps the
 //!    query's events aside (`Conn::copy`) while pgwire hands each CopyData to the
@@ -113,6 +117,9 @@ enum Event {
     /// A batch of at most [`FEED_BATCH_ROWS`] rows or about [`FEED_BATCH_BYTES`].
     Rows(Vec<Vec<Datum>>),
     End(SqlResult<Executed>),
+    /// Several statements' ends at once (invariant 8: held while nothing else is
+    /// sent, as PostgreSQL buffers its CommandCompletes until the output fills).
+    Ends(Vec<SqlResult<Executed>>),
     /// COPY FROM STDIN (invariant 9): the client's data goes to `data`.
     CopyIn {
         columns: usize,
@@ -171,7 +178,13 @@ struct Feed {
     batch_bytes: usize,
     /// COPY FROM STDIN's data, while one runs.
     copy_rx: Option<tokio::sync::mpsc::Receiver<CopyChunk>>,
+    /// Statements' results not sent yet: they go before the next event, at
+    /// [`HELD_ENDS`], or when the feed is dropped (the request's end).
+    held: Vec<SqlResult<Executed>>,
 }
+
+/// Statement results a feed holds at most before sending them.
+const HELD_ENDS: usize = 64;
 
 fn client_lost() -> SqlError {
     SqlError {
@@ -189,7 +202,29 @@ impl Feed {
             batch: Vec::new(),
             batch_bytes: 0,
             copy_rx: None,
+            held: Vec::new(),
         }
+    }
+
+    /// Sends the held results. Only termination or the client's going ends this
+    /// wait, not a cancel: a result must arrive (it may be the error that stopped
+    /// the rows).
+    fn release(&mut self) -> SqlResult<()> {
+        if self.held.is_empty() {
+            return Ok(());
+        }
+        let mut held = std::mem::take(&mut self.held);
+        let ev = if held.len() == 1 {
+            Event::End(held.pop().expect("one"))
+        } else {
+            Event::Ends(held)
+        };
+        self.send_until(ev, &|i| {
+            if i.terminate.load(Ordering::Relaxed) || i.gone.load(Ordering::Relaxed) {
+                return Err(client_lost());
+            }
+            Ok(())
+        })
     }
 
     /// Sends an event, waiting for room until `give_up` says otherwise (checked
@@ -220,6 +255,7 @@ impl Feed {
     /// Sends rows or columns: a wait for room ends at any interrupt (cancel,
     /// termination, the client gone), as PostgreSQL's does while it writes.
     fn send(&mut self, ev: Event) -> SqlResult<()> {
+        self.release()?;
         self.send_until(ev, &strata_sql::session::flagged)
     }
 
@@ -288,14 +324,17 @@ impl ResultSink for Feed {
         // A COPY that ended early: the rest of the client's data is discarded.
         self.copy_rx = None;
         let _ = self.flush();
-        // The result must arrive (it may be the error that stopped the rows): only
-        // termination or the client's going ends this wait, not a cancel.
-        let _ = self.send_until(Event::End(result), &|i| {
-            if i.terminate.load(Ordering::Relaxed) || i.gone.load(Ordering::Relaxed) {
-                return Err(client_lost());
-            }
-            Ok(())
-        });
+        self.held.push(result);
+        if self.held.len() >= HELD_ENDS {
+            let _ = self.release();
+        }
+    }
+}
+
+impl Drop for Feed {
+    /// The request is done: what is held goes now.
+    fn drop(&mut self) {
+        let _ = self.release();
     }
 }
 
@@ -343,6 +382,8 @@ pub struct Conn {
     walsender: OnceLock<walsender::Slot>,
     /// A COPY FROM STDIN waiting for the client's data (invariant 9).
     copy: parking_lot::Mutex<Option<PendingCopy>>,
+    /// Results of an `Event::Ends` not handed out yet (one request at a time).
+    unpacked: parking_lot::Mutex<std::collections::VecDeque<Event>>,
 }
 
 /// Server-wide state of the protocol layer.
@@ -600,9 +641,20 @@ impl Conn {
     /// The next event of a running request (`None`: the request is done), checking
     /// while it waits that the client is still there (invariant 5).
     async fn next_event(&self, rx: &mut EventRx) -> Option<Event> {
+        if let Some(ev) = self.unpacked.lock().pop_front() {
+            return Some(ev);
+        }
         loop {
             tokio::select! {
-                ev = rx.recv() => return ev,
+                ev = rx.recv() => return match ev {
+                    // Held results arrive together; they are handed out one by one.
+                    Some(Event::Ends(v)) => {
+                        let mut q = self.unpacked.lock();
+                        q.extend(v.into_iter().map(Event::End));
+                        q.pop_front()
+                    }
+                    ev => ev,
+                },
                 () = tokio::time::sleep(PEER_CHECK_INTERVAL) => {
                     if self.peer_gone() {
                         self.interrupts.gone.store(true, Ordering::SeqCst);
@@ -1078,6 +1130,7 @@ impl Handlers {
             shared,
             walsender: OnceLock::new(),
             copy: parking_lot::Mutex::new(None),
+            unpacked: parking_lot::Mutex::new(std::collections::VecDeque::new()),
         });
         Handlers {
             startup: Arc::new(auth::Startup::new(conn.clone())),
@@ -1237,6 +1290,7 @@ impl Query {
                     let resp = CopyOutResponse::new(0, columns as i16, vec![0; columns]);
                     PgWireBackendMessage::CopyOutResponse(resp)
                 }
+                Event::Ends(_) => unreachable!("next_event hands out held results one by one"),
                 Event::CopyData(rows) => {
                     for r in rows {
                         client
@@ -1602,6 +1656,7 @@ impl ExtendedQueryHandler for Query {
                     return Ok(Response::CopyOut(CopyResponse::new(0, columns, rows)));
                 }
                 Event::CopyData(_) => {}
+                Event::Ends(_) => unreachable!("next_event hands out held results one by one"),
                 Event::End(Err(e)) => return Err(user_error(e)),
                 Event::End(Ok(ex)) => {
                     send_notices(client, &ex.notices).await?;
