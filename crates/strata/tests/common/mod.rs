@@ -29,24 +29,42 @@ pub fn free_port() -> u16 {
 impl Server {
     /// `strata start -D data -c port=.. -c extra...`; `shell_prefix` (e.g.
     /// `ulimit -n 128;`) runs it through `sh -c` first.
+    /// A port another test takes between `free_port` and the bind is tried again
+    /// with a new one.
     pub fn start_with(data: &Path, extra: &[&str], shell_prefix: Option<&str>) -> Server {
-        let port = free_port();
-        let settings: Vec<String> = [format!("port={port}"), "listen_addresses=127.0.0.1".into()]
-            .into_iter()
-            .chain(extra.iter().map(|s| s.to_string()))
-            .collect();
-        Server::launch(data, port, &settings, shell_prefix)
+        for _ in 0..5 {
+            let port = free_port();
+            let settings: Vec<String> =
+                [format!("port={port}"), "listen_addresses=127.0.0.1".into()]
+                    .into_iter()
+                    .chain(extra.iter().map(|s| s.to_string()))
+                    .collect();
+            match Server::launch(data, port, &settings, shell_prefix) {
+                Ok(s) => return s,
+                Err(log) if log.contains("could not bind") => continue,
+                Err(log) => panic!("server did not start:\n{log}"),
+            }
+        }
+        panic!("no free port after five tries");
     }
 
     /// `strata start -D data` with no `-c` settings at all: the port (and the rest)
     /// come from `strata.conf`, so the caller says which `port` to wait on.
     pub fn start_from_conf(data: &Path, port: u16) -> Server {
         Server::launch(data, port, &[], None)
+            .unwrap_or_else(|log| panic!("server did not start:\n{log}"))
     }
 
     /// Spawns `strata start -D data -c settings...` with stderr to the log, and waits
-    /// until `port` accepts connections.
-    fn launch(data: &Path, port: u16, settings: &[String], shell_prefix: Option<&str>) -> Server {
+    /// until it says it listens on `port` and the port accepts connections (a port
+    /// answering for another test's server is not taken for this one's); its log
+    /// if it ends first.
+    fn launch(
+        data: &Path,
+        port: u16,
+        settings: &[String],
+        shell_prefix: Option<&str>,
+    ) -> Result<Server, String> {
         let log = data.with_extension(format!("log{port}"));
         let logf = std::fs::OpenOptions::new()
             .create(true)
@@ -73,18 +91,37 @@ impl Server {
                 c
             }
         };
+        let from = std::fs::metadata(&log).map_or(0, |m| m.len() as usize);
         let child = cmd
             .stdout(Stdio::null())
             .stderr(logf)
             .spawn()
             .expect("spawn strata start");
-        let s = Server {
+        let mut s = Server {
             child: Some(child),
             port,
             log,
         };
-        s.wait_ready();
-        s
+        let listening = format!(", port {port}");
+        let t0 = Instant::now();
+        loop {
+            let text = s.log_text();
+            let mine = text.get(from..).is_some_and(|t| {
+                t.lines()
+                    .any(|l| l.contains("listening on") && l.ends_with(&listening))
+            });
+            if mine && TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return Ok(s);
+            }
+            if !s.alive() {
+                return Err(text);
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(60),
+                "server did not start:\n{text}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     pub fn start(data: &Path, extra: &[&str]) -> Server {
