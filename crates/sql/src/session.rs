@@ -1611,30 +1611,19 @@ impl<'e> Session<'e> {
         let mut err: Option<SqlError> = None;
         let n = self.write_checked(|t, check| {
             let env = env_of.env(&db);
-            let mut f = |vals: &[Value]| -> bool {
-                if err.is_some() {
-                    return false;
-                }
+            let mut hit = |vals: &[Value]| -> SqlResult<bool> {
                 debug_assert_eq!(vals.len(), ncols);
-                let mut hit = || -> SqlResult<bool> {
-                    if !where_holds(vals, pred.as_ref(), params, &env)? {
-                        return Ok(false);
-                    }
-                    if let Some(r) = &returning {
-                        sink.row(r.row(vals, params, &env)?)?;
-                    }
-                    Ok(true)
-                };
-                hit().unwrap_or_else(|e| {
-                    err = Some(e);
-                    false
-                })
+                if !where_holds(vals, pred.as_ref(), params, &env)? {
+                    return Ok(false);
+                }
+                if let Some(r) = &returning {
+                    sink.row(r.row(vals, params, &env)?)?;
+                }
+                Ok(true)
             };
+            let mut f = |vals: &[Value]| catching(&mut err, false, || hit(vals));
             let n = t.delete_where_checked(&db, &table, &mut f, check)?;
-            match err.take() {
-                Some(e) => Err(e),
-                None => Ok(n),
-            }
+            err.take().map_or(Ok(n), Err)
         })?;
         Ok(Output::Command(format!("DELETE {n}")))
     }
@@ -1663,32 +1652,21 @@ impl<'e> Session<'e> {
         let mut err: Option<SqlError> = None;
         let n = self.write_checked(|t, check| {
             let env = env_of.env(&db);
-            let mut f = |vals: &[Value]| -> Option<Vec<Value>> {
-                if err.is_some() {
-                    return None;
-                }
+            let mut version = |vals: &[Value]| -> SqlResult<Option<Vec<Value>>> {
                 let cols: Vec<Datum> = vals.iter().cloned().map(to_datum).collect();
-                let new = new_version(&cols, &sets, &col_types, pred.as_ref(), params, &env);
-                let returned = |row: Vec<Value>| -> SqlResult<Vec<Value>> {
-                    check_row(&table, &row, &checks, params, &env)?;
-                    if let Some(r) = &returning {
-                        sink.row(r.row(&row, params, &env)?)?;
-                    }
-                    Ok(row)
+                let Some(row) = new_version(&cols, &sets, &col_types, pred.as_ref(), params, &env)?
+                else {
+                    return Ok(None);
                 };
-                match new.and_then(|r| r.map(returned).transpose()) {
-                    Ok(r) => r,
-                    Err(e) => {
-                        err = Some(e);
-                        None
-                    }
+                check_row(&table, &row, &checks, params, &env)?;
+                if let Some(r) = &returning {
+                    sink.row(r.row(&row, params, &env)?)?;
                 }
+                Ok(Some(row))
             };
+            let mut f = |vals: &[Value]| catching(&mut err, None, || version(vals));
             let n = t.update_where_checked(&db, &table, &mut f, check)?;
-            match err.take() {
-                Some(e) => Err(e),
-                None => Ok(n),
-            }
+            err.take().map_or(Ok(n), Err)
         })?;
         Ok(Output::Command(format!("UPDATE {n}")))
     }
@@ -2341,6 +2319,19 @@ fn copy_row(c: &BoundCopy, rec: Vec<Option<String>>) -> SqlResult<Vec<Value>> {
         }
     }
     Ok(row)
+}
+
+/// Runs a fallible per-row step under an engine callback that cannot fail: the
+/// first error is kept in `err` (returned once the engine is done) and every row
+/// after it gets `miss` (not deleted, not updated).
+fn catching<R>(err: &mut Option<SqlError>, miss: R, step: impl FnOnce() -> SqlResult<R>) -> R {
+    if err.is_some() {
+        return miss;
+    }
+    step().unwrap_or_else(|e| {
+        *err = Some(e);
+        miss
+    })
 }
 
 /// Whether a WHERE (None: no WHERE) holds for the table row `vals`.

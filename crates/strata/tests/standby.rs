@@ -472,20 +472,35 @@ async fn finish(mut rows: std::pin::Pin<Box<tokio_postgres::RowStream>>) -> Opti
     None
 }
 
+/// [`pair`], the standby restarted with `settings`, then a 300,000-row table `big`
+/// on the primary that the standby has replayed.
+fn pair_with_big_table(dir: &Path, settings: &[&str]) -> (Server, Server) {
+    let (primary, standby) = pair(dir);
+    let copy = dir.join("standby");
+    stop(&copy);
+    drop(standby);
+    let standby = Server::start(&copy, settings);
+    primary.psql_ok(
+        "postgres",
+        &["-c", "create table big (a int, b text); insert into big select g, 'some padding text for the row' from generate_series(1, 300000) g"],
+    );
+    catch_up(&primary, &standby);
+    (primary, standby)
+}
+
 #[test]
 fn replay_waits_for_conflicting_standby_queries_then_cancels_them() {
     if !have_basebackup() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let (primary, standby) = pair(dir.path());
-    let copy = dir.path().join("standby");
-    stop(&copy);
-    drop(standby);
-    let standby = Server::start(&copy, &["max_standby_streaming_delay=1s"]);
+    let (primary, standby) = pair_with_big_table(dir.path(), &["max_standby_streaming_delay=1s"]);
     primary.psql_ok(
         "postgres",
-        &["-c", "create table big (a int, b text); insert into big select g, 'some padding text for the row' from generate_series(1, 300000) g; create table big2 (a int, b text); insert into big2 select a, b from big"],
+        &[
+            "-c",
+            "create table big2 (a int, b text); insert into big2 select a, b from big",
+        ],
     );
     catch_up(&primary, &standby);
     let rt = tokio::runtime::Runtime::new().unwrap();
@@ -763,12 +778,8 @@ fn hot_standby_feedback_keeps_the_rows_a_standby_query_reads() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let (primary, standby) = pair(dir.path());
-    let copy = dir.path().join("standby");
-    stop(&copy);
-    drop(standby);
-    let standby = Server::start(
-        &copy,
+    let (primary, standby) = pair_with_big_table(
+        dir.path(),
         &[
             "max_standby_streaming_delay=1s",
             "hot_standby_feedback=on",
@@ -776,11 +787,6 @@ fn hot_standby_feedback_keeps_the_rows_a_standby_query_reads() {
         ],
     );
     assert_eq!(one(&standby, "postgres", "show hot_standby_feedback"), "on");
-    primary.psql_ok(
-        "postgres",
-        &["-c", "create table big (a int, b text); insert into big select g, 'some padding text for the row' from generate_series(1, 300000) g"],
-    );
-    catch_up(&primary, &standby);
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
         let s = connect_to(standby.port, "strata", "postgres", None)
