@@ -265,7 +265,7 @@ impl<'e> Txn<'e> {
         };
         self.log_create(PendingCreate::Rel(rel), RM_SMGR, SMGR_CREATE, &rec.encode())?;
         self.sh.smgr.create_database_dir(rel.spc, rel.db)?;
-        self.sh.smgr.create(rel, ForkNumber::Main, false)?;
+        self.sh.smgr.create_relation(rel)?;
         Ok(())
     }
 
