@@ -170,6 +170,7 @@ fn checkpoint_locked(
     };
     // Step 2.
     sh.wal_flush(redo)?;
+    sh.unlinks.settle(&sh.smgr)?; // unlink rule 1
     let buffers_written = sh.pool.flush_all_dirty()?;
     // Step 3.
     sh.clog.write_dirty(&*sh.settings.vfs)?;

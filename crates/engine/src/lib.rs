@@ -36,9 +36,12 @@
 //!    does a database directory, which crash recovery sweeps (recovery rule 9). Creates
 //!    made before a checkpoint's redo point by the transaction then running travel in
 //!    the checkpoint record.
-//! 5. Between a commit or truncate record and its file removal, a checkpoint cannot
-//!    begin (the remover holds the redo-pointer lock shared): a crash never leaves a
-//!    durable drop whose files survive because replay started after its record.
+//! 5. Between a commit or truncate record and its file removal, no checkpoint can
+//!    complete: a truncation removes under the redo-pointer lock (shared), and a
+//!    commit queues its dropped relations' files under it for the unlinker thread,
+//!    which every checkpoint and restartpoint waits for (unlink rule 1). A crash
+//!    never leaves a durable drop whose files survive because replay started after
+//!    its record; the commit does not wait for the removals.
 //! 6. Every operation's cost is proportional to the pages and objects it touches:
 //!    nothing here visits every buffer, every relation or every file.
 //! 7. A failure after which durability is unknown is a PANIC, never an ERROR: a failed
@@ -69,6 +72,7 @@ mod recovery;
 mod redo;
 mod standby;
 mod stream;
+mod unlink;
 pub mod waldump;
 mod xact;
 
@@ -480,6 +484,8 @@ pub(crate) struct Shared {
     pub ckpt_cv: Condvar,
     /// Replication slots: the checkpointer keeps WAL from their oldest position.
     pub slots: strata_wal::slots::Slots,
+    /// Dropped relations whose files are still to go (engine rule 5).
+    pub unlinks: unlink::Unlinks,
 }
 
 impl Shared {
@@ -536,6 +542,8 @@ pub struct Engine {
     checkpointer: Mutex<Option<JoinHandle<()>>>,
     /// A standby's startup thread (standby rules).
     startup: Mutex<Option<JoinHandle<()>>>,
+    /// Removes dropped relations' files ([`unlink`]).
+    unlinker: Mutex<Option<JoinHandle<()>>>,
 }
 
 /// What recovery did at open.
@@ -579,6 +587,7 @@ impl Engine {
             let engine = Engine {
                 checkpointer: Mutex::new(None),
                 startup: Mutex::new(Some(thread)),
+                unlinker: Mutex::new(Some(unlink::spawn_unlinker(sh.clone()))),
                 sh,
             };
             return Ok((engine, info));
@@ -586,6 +595,7 @@ impl Engine {
         let engine = Engine {
             checkpointer: Mutex::new(Some(checkpoint::spawn_checkpointer(sh.clone()))),
             startup: Mutex::new(None),
+            unlinker: Mutex::new(Some(unlink::spawn_unlinker(sh.clone()))),
             sh,
         };
         Ok((engine, info))
@@ -896,6 +906,20 @@ impl Engine {
         &self.sh.smgr
     }
 
+    /// Removes now the files of every relation dropped so far (which the unlinker
+    /// thread does soon after each commit): unlink rule 2. Returns how many
+    /// relations' files it removed.
+    pub fn settle_unlinks(&self) -> Result<usize> {
+        Ok(self.sh.unlinks.settle(&self.sh.smgr)?)
+    }
+
+    /// Pauses the unlinker thread (`true`) or lets it go on: for tests that need
+    /// dropped files to wait for a checkpoint.
+    #[doc(hidden)]
+    pub fn pause_unlinker(&self, on: bool) {
+        self.sh.unlinks.pause(on);
+    }
+
     fn stop_checkpointer(&self) {
         self.stop_standby();
         if let Some(h) = self.startup.lock().take() {
@@ -911,6 +935,10 @@ impl Engine {
         }
         if let Some(h) = self.sh.recovery.checkpointer.lock().take() {
             let _ = h.join(); // a promoted standby's
+        }
+        self.sh.unlinks.stop();
+        if let Some(h) = self.unlinker.lock().take() {
+            let _ = h.join();
         }
     }
 

@@ -328,6 +328,7 @@ fn shared_for_replay(
         ckpt_lock: Mutex::new(()),
         ckpt_cv: Condvar::new(),
         slots,
+        unlinks: Default::default(),
     })
 }
 

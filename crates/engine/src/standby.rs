@@ -652,6 +652,7 @@ fn restartpoint(ctx: &mut Redo<'_>, (lsn, ckpt): &(Lsn, CheckpointRecord)) -> Re
     let sh = ctx.sh;
     let started = Instant::now();
     let r = (|| -> Result<(usize, usize)> {
+        sh.unlinks.settle(&sh.smgr)?; // unlink rule 1
         let written = sh.pool.flush_all_dirty()?;
         sh.clog.write_dirty(&*sh.settings.vfs)?;
         let synced = sh.smgr.sync_pending()?;

@@ -348,6 +348,7 @@ impl<'e> Txn<'e> {
                 .values()
                 .any(|d| d.spc == spc.oid && self.ov.dbs.get(&d.name).is_none_or(|o| o.is_some()))
         } || self.ov.dbs.values().flatten().any(|d| d.spc == spc.oid);
+        self.sh.unlinks.settle(&self.sh.smgr)?; // unlink rule 3: only live relations' files
         if used_by_db || !tablespace_is_empty(&self.sh.smgr.tablespace_dir(spc.oid)) {
             return Err(EngineError::TablespaceNotEmpty(name.into()));
         }
@@ -929,15 +930,16 @@ fn copy_fork_files(sh: &Shared, src: RelKey, dst: RelKey, fork: ForkNumber) -> R
 }
 
 /// After a commit record is durable (or in its replay): forget the buffers, then
-/// remove the files, of everything it dropped (engine rule 3). O(cached pages and
-/// files of what was dropped).
+/// remove the files, of everything it dropped (engine rule 3) — a relation's files
+/// through the unlink queue (engine rule 5), databases and tablespaces at once.
+/// O(cached pages and files of what was dropped).
 pub(crate) fn remove_dropped(sh: &Shared, rec: &CommitRecord) -> Result<()> {
     if rec.dropped_rels.is_empty() && rec.dropped_dbs.is_empty() && rec.dropped_spcs.is_empty() {
         return Ok(());
     }
     let _d = sh.drop_lock.write();
     sh.pool.drop_relations(&rec.dropped_rels);
-    sh.smgr.unlink(&rec.dropped_rels)?;
+    sh.unlinks.defer(&rec.dropped_rels); // engine rule 5
     {
         let mut t = sh.targblock.lock();
         for r in &rec.dropped_rels {

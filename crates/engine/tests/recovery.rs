@@ -217,6 +217,7 @@ fn replay_removes_files_of_a_drop_whose_unlink_the_crash_prevented() {
         t.drop_table("postgres", &format!("t{i}")).unwrap();
     }
     t.commit().unwrap();
+    e.settle_unlinks().unwrap(); // the unlinker's work, done now
     assert_files_match_catalog(&e, "postgres");
     e.abandon();
     for entry in std::fs::read_dir(saved.path()).unwrap().flatten() {
@@ -734,4 +735,44 @@ fn a_file_copy_database_made_during_a_backup_is_copied_in_replay() {
     let got = restored.scan("d2", "tt").unwrap();
     assert_eq!(got.len(), 500, "the new database's table, copied in replay");
     restored.close().unwrap();
+}
+
+#[test]
+fn dropped_files_wait_for_no_commit_and_go_before_a_checkpoint_completes() {
+    let c = Cluster::new();
+    let e = c.open();
+    e.pause_unlinker(true);
+    let mut t = e.begin();
+    for i in 0..6 {
+        t.create_table("postgres", &format!("t{i}"), &cols(), None)
+            .unwrap();
+        t.insert("postgres", &format!("t{i}"), &rows(0..i)).unwrap();
+    }
+    t.commit().unwrap();
+    let dbe = e
+        .databases()
+        .into_iter()
+        .find(|d| d.name == "postgres")
+        .unwrap();
+    let dir = e.smgr().database_dir(dbe.spc, dbe.oid);
+    let before = files_in(&dir);
+    let mut t = e.begin();
+    for i in 0..3 {
+        t.drop_table("postgres", &format!("t{i}")).unwrap();
+    }
+    t.commit().unwrap();
+    // The commit returned with its files still there (the unlinker is paused) ...
+    assert_eq!(files_in(&dir), before);
+    // ... and a checkpoint does not complete before they are gone (unlink rule 1).
+    e.checkpoint().unwrap();
+    assert_files_match_catalog(&e, "postgres");
+    // A crash with drops still queued: replay removes their files.
+    let mut t = e.begin();
+    t.drop_table("postgres", "t3").unwrap();
+    t.commit().unwrap();
+    assert_eq!(files_in(&dir).len(), before.len() - 3);
+    e.abandon();
+    let e = c.open();
+    assert_files_match_catalog(&e, "postgres");
+    assert_eq!(e.tables("postgres").unwrap().len(), 2);
 }
