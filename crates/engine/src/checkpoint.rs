@@ -99,7 +99,7 @@ pub fn init_cluster(dir: &Path, settings: &Settings) -> Result<()> {
             .map_err(|e| io("create directory", &p, e))?;
     }
     let seg = settings.wal_segment_bytes;
-    let wal = Wal::open(vfs, dir, seg, Lsn(seg), Lsn::INVALID)?;
+    let wal = Wal::open(vfs, dir, seg, (Lsn(seg), Lsn::INVALID), 1)?;
     let first = Lsn(seg);
     let rec = CheckpointRecord {
         redo: first,

@@ -885,8 +885,8 @@ impl Engine {
             &*self.sh.settings.vfs,
             &self.sh.dir,
             self.wal_segment_bytes(),
-            start,
-            end,
+            (start, end),
+            self.sh.timeline.load(std::sync::atomic::Ordering::Acquire),
         )?)
     }
 

@@ -136,7 +136,14 @@ pub fn startup(
         backup_start,
     )?;
     let seg = control.wal_segment_bytes;
-    let wal = Arc::new(Wal::open(&vfs, dir, seg, summary.end, summary.last_record)?);
+    let tli = sh.timeline.load(std::sync::atomic::Ordering::Acquire);
+    let wal = Arc::new(Wal::open(
+        &vfs,
+        dir,
+        seg,
+        (summary.end, summary.last_record),
+        tli,
+    )?);
     if sh.settings.archive_mode {
         wal.enable_archiving();
     }

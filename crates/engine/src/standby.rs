@@ -353,7 +353,12 @@ fn promote(ctx: Redo<'_>, (end, last): (Lsn, Lsn), sh_arc: &Arc<Shared>) -> Resu
     strata_wal::timeline::write_history(&**vfs, &sh.dir, new, old, end)
         .map_err(|e| io("write the timeline history in", e))?;
     sh.log(&format!("selected new timeline ID: {new}"));
-    let wal = strata_wal::Wal::open(vfs, &sh.dir, sh.wal_segment_bytes, end, last)?;
+    if sh.settings.archive_mode {
+        let name = strata_wal::timeline::history_file_name(new);
+        strata_wal::archive::mark_ready(&**vfs, &sh.dir, &name)
+            .map_err(|e| io("mark ready for archiving in", e))?;
+    }
+    let wal = strata_wal::Wal::open(vfs, &sh.dir, sh.wal_segment_bytes, (end, last), new)?;
     if sh.settings.archive_mode {
         wal.enable_archiving();
     }
@@ -407,7 +412,8 @@ fn local_pass(ctx: &mut Redo<'_>, start: &StandbyStart) -> Result<(WalReader, u6
             start.ckpt_lsn
         )));
     }
-    let received = ReceivedWal::new(vfs, &sh.dir, start.seg_bytes, reader.end())?;
+    let tli = sh.timeline.load(Ordering::Acquire);
+    let received = ReceivedWal::new(vfs, &sh.dir, start.seg_bytes, reader.end(), tli)?;
     reader.set_limit(received.flushed_lsn());
     if sh.recovery.received.set(received).is_err() {
         unreachable!("the received WAL is set once");
@@ -521,7 +527,17 @@ fn restore_next(sh: &Shared, received: &ReceivedWal, need: Lsn) -> Result<bool> 
     }
     let seg = sh.wal_segment_bytes;
     let segno = need.0 / seg;
-    let name = strata_wal::segment_file_name(segno, seg);
+    let tli = sh.timeline.load(Ordering::Acquire);
+    let history =
+        strata_wal::timeline::read_history(&*sh.settings.vfs, &sh.dir, tli).map_err(|e| {
+            EngineError::Io {
+                op: "read the timeline history in",
+                path: sh.dir.join("pg_wal"),
+                source: e,
+            }
+        })?;
+    let owner = strata_wal::timeline::segment_timeline(&history, tli, segno, seg);
+    let name = strata_wal::segment_file_name(owner, segno, seg);
     let restored = restore_file(sh, cmd, &name)?;
     if restored {
         received.restored_through(Lsn((segno + 1) * seg));
@@ -926,6 +942,9 @@ impl crate::Engine {
             source,
         })?;
         self.sh.timeline.store(tli, Ordering::Release);
+        if let Some(received) = self.sh.recovery.received.get() {
+            received.set_timeline(tli)?; // WAL rule 11: its own files from now on
+        }
         Ok(())
     }
 

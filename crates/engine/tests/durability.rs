@@ -331,7 +331,7 @@ fn wal_ending_before_the_checkpoint_stops_recovery_without_cutting() {
     e.abandon();
     // Damage the first record after the redo point (its CRC field).
     let seg = control.wal_segment_bytes;
-    let name = strata_wal::segment_file_name(control.redo.0 / seg, seg);
+    let name = strata_wal::segment_file_name(1, control.redo.0 / seg, seg);
     let path = c.dir.join("pg_wal").join(name);
     let mut bytes = std::fs::read(&path).unwrap();
     bytes[(control.redo.0 % seg) as usize + 4] ^= 0xff;

@@ -508,7 +508,7 @@ fn without_full_page_writes_a_torn_page_stops_recovery_with_its_name() {
 
 fn wal_file_at(dir: &Path, lsn: strata_types::Lsn) -> (PathBuf, u64) {
     let seg = 1u64 << 20;
-    let name = strata_wal::segment_file_name(lsn.0 / seg, seg);
+    let name = strata_wal::segment_file_name(1, lsn.0 / seg, seg);
     (dir.join("pg_wal").join(name), lsn.0 % seg)
 }
 

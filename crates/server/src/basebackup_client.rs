@@ -787,6 +787,7 @@ async fn stream_wal(
     let mut wal = WalFiles {
         dir,
         seg_bytes,
+        timeline,
         next: from,
         cur: None,
         segments: 0,
@@ -906,6 +907,8 @@ async fn status_update(sock: &mut Socket, at: Lsn) -> Result<(), String> {
 struct WalFiles {
     dir: PathBuf,
     seg_bytes: u64,
+    /// The timeline streamed: its segments' names.
+    timeline: u32,
     /// Where the next XLogData must start.
     next: Lsn,
     cur: Option<(u64, fs::File, PathBuf)>,
@@ -933,9 +936,11 @@ impl WalFiles {
     fn segment(&mut self, segno: u64) -> Result<(&fs::File, &Path), String> {
         if !matches!(&self.cur, Some((s, _, _)) if *s == segno) {
             self.sync()?;
-            let path = self
-                .dir
-                .join(strata_wal::segment_file_name(segno, self.seg_bytes));
+            let path = self.dir.join(strata_wal::segment_file_name(
+                self.timeline,
+                segno,
+                self.seg_bytes,
+            ));
             let f = create_file(&path)?;
             let zeros = vec![0u8; 1 << 20];
             let mut at = 0u64;
@@ -1071,6 +1076,7 @@ mod tests {
         let mut wal = WalFiles {
             dir: dir.path().to_path_buf(),
             seg_bytes: seg,
+            timeline: 1,
             next: Lsn(3 * seg - 10),
             cur: None,
             segments: 0,
@@ -1079,7 +1085,11 @@ mod tests {
         wal.sync().unwrap();
         assert_eq!((wal.next, wal.segments), (Lsn(3 * seg + 20), 2));
         let read = |segno: u64| {
-            fs::read(dir.path().join(strata_wal::segment_file_name(segno, seg))).unwrap()
+            fs::read(
+                dir.path()
+                    .join(strata_wal::segment_file_name(1, segno, seg)),
+            )
+            .unwrap()
         };
         let (a, b) = (read(2), read(3));
         assert_eq!((a.len() as u64, b.len() as u64), (seg, seg));

@@ -399,8 +399,10 @@ type Archiver = Option<(
 )>;
 
 fn start_archiver(engine: &Engine, cfg: &ServerConfig, sink: &LogSink) -> Result<Archiver, String> {
-    if !cfg.engine.archive_mode || engine.in_recovery() {
-        return Ok(None); // a standby archives nothing (archive_mode = always is not built)
+    if !cfg.engine.archive_mode {
+        // A standby's archiver finds nothing ready until it is promoted: received WAL
+        // is its primary's to archive (archive_mode = always is not built).
+        return Ok(None);
     }
     if cfg.archive_command.is_empty() {
         sink("WARNING:  archive_mode enabled, yet archive_command is not set: WAL segments accumulate in pg_wal");

@@ -674,6 +674,95 @@ fn promotion_starts_a_timeline_that_another_standby_follows() {
     assert!(h3.lines().nth(1).unwrap().starts_with("2\t"), "{h3}");
 }
 
+/// The names in a directory that start with `prefix`, sorted.
+fn names_with(dir: &Path, prefix: &str) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with(prefix))
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
+    let t0 = Instant::now();
+    while !f() {
+        assert!(t0.elapsed() < Duration::from_secs(30), "timed out: {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// WAL rule 11: a promoted standby writes its timeline's own segment files and, with
+/// `archive_mode = on`, archives them and its history into the archive its old primary
+/// used, beside the old timeline's segments and without touching them.
+#[test]
+fn a_promoted_standby_archives_its_own_timeline_beside_the_old_one() {
+    if !have_basebackup() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let arch = dir.path().join("arch");
+    std::fs::create_dir(&arch).unwrap();
+    let cmd = format!(
+        "archive_command=test ! -f {0}/%f && cp %p {0}/%f",
+        arch.display()
+    );
+    let (primary, standby) = pair(dir.path());
+    let (dp, ds) = (dir.path().join("primary"), dir.path().join("standby"));
+    stop(&dp);
+    drop(primary);
+    let primary = Server::start(&dp, &["archive_mode=on", &cmd]);
+    insert_batches(&primary, 1, 3);
+    one(&primary, "postgres", "select pg_switch_wal()");
+    wait_for("the old timeline archived", || {
+        !names_with(&arch, "00000001").is_empty()
+    });
+    stop(&ds);
+    drop(standby);
+    repoint(&ds, primary.port);
+    let standby = Server::start(&ds, &["archive_mode=on", &cmd]);
+    catch_up(&primary, &standby);
+    let old: Vec<(String, Vec<u8>)> = names_with(&arch, "00000001")
+        .into_iter()
+        .map(|n| (n.clone(), std::fs::read(arch.join(&n)).unwrap()))
+        .collect();
+    stop(&dp);
+    drop(primary);
+    assert_eq!(one(&standby, "postgres", "select pg_promote()"), "t");
+    insert_batches(&standby, 4, 2);
+    one(&standby, "postgres", "select pg_switch_wal()");
+    wait_for("timeline 2's history and a segment archived", || {
+        names_with(&arch, "00000002").len() >= 2
+    });
+    let tl2 = names_with(&arch, "00000002");
+    assert_eq!(tl2[0], "00000002.history", "{tl2:?}");
+    assert!(tl2[1].len() == 24, "{tl2:?}");
+    assert!(!names_with(&ds.join("pg_wal"), "00000002").is_empty());
+    // The old timeline's archive is as its primary left it: no name reused.
+    for (n, bytes) in &old {
+        assert_eq!(&std::fs::read(arch.join(n)).unwrap(), bytes, "{n} changed");
+    }
+    assert!(
+        !standby.log_text().contains("archive command failed"),
+        "{}",
+        standby.log_text()
+    );
+    // The promoted server restarts from its own timeline's files.
+    let mut standby = standby;
+    standby.kill9();
+    drop(standby);
+    let s = Server::start(&ds, &[]);
+    let q = "select count(*) from t where a > 100000";
+    assert_eq!(
+        one(&s, "postgres", q),
+        "500",
+        "three batches on 1, two on 2"
+    );
+}
+
 /// Read-only: 25006 for every write, 55000 for the WAL position.
 fn check_read_only(standby: &Server) {
     for sql in [

@@ -24,8 +24,9 @@
 //! | 32     | len−32 | payload  |                                                    |
 //!
 //! Segment `n` holds LSNs `[n·S, (n+1)·S)` for segment size `S` (16 MiB by default) and
-//! is named as PostgreSQL names it on timeline 1 (`000000010000000000000001`). A record
-//! may cross a segment boundary.
+//! is named as PostgreSQL names it, after the timeline that wrote it
+//! (`000000010000000000000001` is segment 1 of timeline 1). A record may cross a
+//! segment boundary.
 //!
 //! Rules:
 //! 1. A record is valid only if its length is sane, its CRC matches, its own `lsn` field
@@ -55,6 +56,12 @@
 //!    their own LSNs into zero-filled segments and count only once fsynced; replay
 //!    reads with a [`WalReader`] limited to that fsynced end, so it never applies a
 //!    record the standby could lose in a crash, nor reads a half-written one.
+//! 11. A segment's file carries the timeline whose writer (a primary's [`Wal`], a
+//!     standby's [`ReceivedWal`]) created it. A timeline that begins inside a segment
+//!     starts its own file of that segment with the older file's bytes up to where it
+//!     begins (PostgreSQL's copy at a timeline switch), so the segment of the highest
+//!     timeline holds the whole history up to that timeline's end: readers take that
+//!     one ([`locate_segment`]). The older file stays, for the archive.
 //! 10. Whoever waits for WAL to become durable (a WAL sender) is told at the flush
 //!     ([`Wal::set_flush_listener`]), under the writer lock, so it never has to poll;
 //!     the listener must not block.
@@ -130,10 +137,35 @@ fn check_segment_bytes(seg: u64) -> Result<()> {
     }
 }
 
-/// File name of segment `segno`, PostgreSQL style, timeline 1.
-pub fn segment_file_name(segno: u64, seg_bytes: u64) -> String {
+/// File name of segment `segno` of timeline `tli`, PostgreSQL style.
+pub fn segment_file_name(tli: u32, segno: u64, seg_bytes: u64) -> String {
     let per_log = 0x1_0000_0000 / seg_bytes;
-    format!("{:08X}{:08X}{:08X}", 1, segno / per_log, segno % per_log)
+    format!("{:08X}{:08X}{:08X}", tli, segno / per_log, segno % per_log)
+}
+
+/// The file of segment `segno` in `dir` (a `pg_wal`) to read: the highest timeline's
+/// (rule 11), with that timeline. `hint` is the timeline the caller expects: when its
+/// file exists and the next timeline's does not, two lookups by name answer; otherwise
+/// the directory is listed. None if no timeline has the segment.
+pub fn locate_segment(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    segno: u64,
+    seg_bytes: u64,
+    hint: u32,
+) -> io::Result<Option<(u32, PathBuf)>> {
+    let at = |t: u32| dir.join(segment_file_name(t, segno, seg_bytes));
+    if hint > 0 && vfs.exists(&at(hint)) && !vfs.exists(&at(hint + 1)) {
+        return Ok(Some((hint, at(hint))));
+    }
+    let best = vfs
+        .list_dir(dir)?
+        .into_iter()
+        .filter_map(|e| parse_segment_name(&e.name, seg_bytes))
+        .filter(|&(_, s)| s == segno)
+        .map(|(t, _)| t)
+        .max();
+    Ok(best.map(|t| (t, at(t))))
 }
 
 fn align(n: u64) -> u64 {
@@ -172,6 +204,8 @@ struct SegmentWriter {
     vfs: Arc<dyn Vfs>,
     dir: PathBuf,
     seg_bytes: u64,
+    /// The timeline whose files it writes (rule 11).
+    tli: u32,
     open: Option<(u64, Arc<dyn VfsFile>)>,
     /// Segments written since the last fsync.
     dirty: Vec<u64>,
@@ -179,14 +213,18 @@ struct SegmentWriter {
 
 impl SegmentWriter {
     fn path(&self, segno: u64) -> PathBuf {
-        self.dir.join(segment_file_name(segno, self.seg_bytes))
+        self.dir
+            .join(segment_file_name(self.tli, segno, self.seg_bytes))
     }
 
-    fn file(&mut self, segno: u64) -> Result<&Arc<dyn VfsFile>> {
+    /// The open file of `segno`, created if missing (rule 5) with an older timeline's
+    /// bytes before `offset`, where this write starts (rule 11).
+    fn file(&mut self, segno: u64, offset: u64) -> Result<&Arc<dyn VfsFile>> {
         if self.open.as_ref().map(|(s, _)| *s) != Some(segno) {
             let path = self.path(segno);
             if !self.vfs.exists(&path) {
-                create_zeroed(&*self.vfs, &self.dir, &path, self.seg_bytes)?;
+                let prefix = self.older_prefix(segno, offset)?;
+                create_zeroed(&*self.vfs, &self.dir, &path, self.seg_bytes, &prefix)?;
             }
             let f = self
                 .vfs
@@ -197,13 +235,34 @@ impl SegmentWriter {
         Ok(&self.open.as_ref().expect("just opened").1)
     }
 
+    /// Bytes `[0, upto)` of the segment's file of an older timeline (rule 11); empty
+    /// if there is none or nothing comes before.
+    fn older_prefix(&self, segno: u64, upto: u64) -> Result<Vec<u8>> {
+        if upto == 0 || self.tli <= 1 {
+            return Ok(Vec::new());
+        }
+        let found = locate_segment(&*self.vfs, &self.dir, segno, self.seg_bytes, self.tli - 1)
+            .map_err(|e| io_err("read directory", &self.dir, e))?;
+        let Some((_, path)) = found.filter(|(t, _)| *t < self.tli) else {
+            return Ok(Vec::new());
+        };
+        let f = self
+            .vfs
+            .open(&path, false)
+            .map_err(|e| io_err("open", &path, e))?;
+        let mut buf = vec![0u8; upto as usize];
+        let got = read_full(&*f, &mut buf, 0).map_err(|e| io_err("read", &path, e))?;
+        buf.truncate(got);
+        Ok(buf)
+    }
+
     fn write(&mut self, mut lsn: Lsn, mut bytes: &[u8]) -> Result<()> {
         while !bytes.is_empty() {
             let segno = lsn.0 / self.seg_bytes;
             let offset = lsn.0 % self.seg_bytes;
             let n = ((self.seg_bytes - offset) as usize).min(bytes.len());
             let path = self.path(segno);
-            self.file(segno)?
+            self.file(segno, offset)?
                 .write_all_at(&bytes[..n], offset)
                 .map_err(|e| io_err("write", &path, e))?;
             if self.dirty.last() != Some(&segno) {
@@ -218,7 +277,7 @@ impl SegmentWriter {
     fn sync(&mut self) -> Result<()> {
         for segno in std::mem::take(&mut self.dirty) {
             let path = self.path(segno);
-            self.file(segno)?
+            self.file(segno, 0)?
                 .sync_data()
                 .map_err(|e| io_err("fsync", &path, e))?;
         }
@@ -249,14 +308,14 @@ impl Wal {
     /// Opens `data_dir/pg_wal` for appending at `end` (the end of valid WAL, as found by
     /// [`find_end`] or recovery), `prev` being the LSN of the last valid record (or
     /// `Lsn::INVALID` for an empty log). Cuts everything beyond `end` (rule 2), and
-    /// fsyncs every segment it keeps before counting them flushed (rule 6).
-    /// O(segments in pg_wal).
+    /// fsyncs every segment it keeps before counting them flushed (rule 6). New
+    /// segments are timeline `tli`'s (rule 11). O(segments in pg_wal).
     pub fn open(
         vfs: &Arc<dyn Vfs>,
         data_dir: &Path,
         seg_bytes: u64,
-        end: Lsn,
-        prev: Lsn,
+        (end, prev): (Lsn, Lsn),
+        tli: u32,
     ) -> Result<Wal> {
         check_segment_bytes(seg_bytes)?;
         assert_eq!(end.0 % RECORD_ALIGN, 0, "WAL end {end} not aligned");
@@ -275,7 +334,7 @@ impl Wal {
                     .map_err(|e| io_err("remove", &path, e))?;
                 continue;
             }
-            let Some(segno) = parse_segment_name(&entry.name, seg_bytes) else {
+            let Some((_, segno)) = parse_segment_name(&entry.name, seg_bytes) else {
                 continue;
             };
             if segno > end_seg {
@@ -307,6 +366,7 @@ impl Wal {
                 vfs: vfs.clone(),
                 dir,
                 seg_bytes,
+                tli,
                 open: None,
                 dirty: Vec::new(),
             }),
@@ -342,7 +402,7 @@ impl Wal {
         let from = self.notified.load(Ordering::Acquire);
         let data_dir = writer.dir.parent().unwrap_or(&writer.dir);
         for segno in from..complete {
-            let name = segment_file_name(segno, self.seg_bytes);
+            let name = segment_file_name(writer.tli, segno, self.seg_bytes);
             let _ = archive::mark_ready(&*writer.vfs, data_dir, &name);
         }
         self.notified.fetch_max(complete, Ordering::AcqRel);
@@ -449,7 +509,8 @@ impl Wal {
     }
 
     /// Removes every segment wholly before `lsn` (a checkpoint's redo point: recovery
-    /// never reads before it), with archiving on only those archived (archive rule 2).
+    /// never reads before it), with archiving on only those archived (archive rule 2)
+    /// of its own timeline (rule 11).
     /// Returns how many were removed. O(files in pg_wal).
     pub fn remove_segments_before(&self, lsn: Lsn) -> Result<usize> {
         self.check()?;
@@ -461,14 +522,17 @@ impl Wal {
             .map_err(|e| io_err("read directory", &writer.dir, e))?;
         let mut removed = 0;
         for entry in entries {
-            let Some(segno) = parse_segment_name(&entry.name, self.seg_bytes) else {
+            let Some((tli, segno)) = parse_segment_name(&entry.name, self.seg_bytes) else {
                 continue;
             };
             if segno >= keep_from {
                 continue;
             }
             let data_dir = writer.dir.parent().unwrap_or(&writer.dir);
-            let archiving = self.archiving.load(Ordering::Acquire);
+            // An older timeline's segments came from a primary while this server was its
+            // standby: they are the primary's to archive (PostgreSQL marks them done
+            // as they arrive).
+            let archiving = self.archiving.load(Ordering::Acquire) && tli >= writer.tli;
             if archiving
                 && !archive::removable(&*writer.vfs, data_dir, &entry.name).map_err(|e| {
                     io_err("check archive status of", &writer.dir.join(&entry.name), e)
@@ -554,14 +618,21 @@ impl ReceivedWal {
     }
 
     /// Receives into `data_dir/pg_wal` from `start` on (the end of the valid WAL the
-    /// standby has: bytes before it are already durable).
-    pub fn new(vfs: &Arc<dyn Vfs>, data_dir: &Path, seg_bytes: u64, start: Lsn) -> Result<Self> {
+    /// standby has: bytes before it are already durable), into timeline `tli`'s files.
+    pub fn new(
+        vfs: &Arc<dyn Vfs>,
+        data_dir: &Path,
+        seg_bytes: u64,
+        start: Lsn,
+        tli: u32,
+    ) -> Result<Self> {
         check_segment_bytes(seg_bytes)?;
         Ok(ReceivedWal {
             writer: Mutex::new(SegmentWriter {
                 vfs: vfs.clone(),
                 dir: data_dir.join("pg_wal"),
                 seg_bytes,
+                tli,
                 open: None,
                 dirty: Vec::new(),
             }),
@@ -614,6 +685,23 @@ impl ReceivedWal {
     /// Nothing was written for `d` (the stream is silent).
     pub fn quiet_for(&self, d: std::time::Duration) -> bool {
         self.last_write.lock().elapsed() >= d
+    }
+
+    /// From now on, what arrives is timeline `tli`'s (the primary's, after a
+    /// promotion): written to its files (rule 11). Unflushed bytes are flushed first.
+    pub fn set_timeline(&self, tli: u32) -> Result<()> {
+        let mut w = self.writer.lock();
+        self.check_open()?;
+        if w.tli == tli {
+            return Ok(());
+        }
+        if let Err(e) = w.sync() {
+            self.failed.store(true, Ordering::Release);
+            return Err(e);
+        }
+        w.tli = tli;
+        w.open = None;
+        Ok(())
     }
 
     /// Forgets written but unflushed bytes: the next write starts at the flushed end.
@@ -697,14 +785,36 @@ fn zero_from(f: &dyn VfsFile, from: u64, len: u64) -> io::Result<()> {
     Ok(())
 }
 
-/// Creates a whole, zero-filled, fsynced segment at `path` (rule 5).
-fn create_zeroed(vfs: &dyn Vfs, dir: &Path, path: &Path, seg_bytes: u64) -> Result<()> {
+/// Reads into `buf` from `offset` until it is full or the file ends; how much was read.
+fn read_full(f: &dyn VfsFile, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match f.read_at(&mut buf[got..], offset + got as u64) {
+            Ok(0) => break,
+            Ok(k) => got += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
+/// Creates a whole, fsynced segment at `path` (rule 5): `prefix` (an older timeline's
+/// bytes, rule 11), then zeros.
+fn create_zeroed(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    path: &Path,
+    seg_bytes: u64,
+    prefix: &[u8],
+) -> Result<()> {
     let tmp = path.with_extension("tmp");
     let f = vfs
         .open(&tmp, true)
         .map_err(|e| io_err("create", &tmp, e))?;
     f.set_len(0)
-        .and_then(|()| zero_from(&*f, 0, seg_bytes))
+        .and_then(|()| f.write_all_at(prefix, 0))
+        .and_then(|()| zero_from(&*f, prefix.len() as u64, seg_bytes))
         .and_then(|()| f.sync())
         .map_err(|e| io_err("zero-fill", &tmp, e))?;
     drop(f);
@@ -714,13 +824,15 @@ fn create_zeroed(vfs: &dyn Vfs, dir: &Path, path: &Path, seg_bytes: u64) -> Resu
         .map_err(|e| io_err("fsync directory of", path, e))
 }
 
-fn parse_segment_name(name: &str, seg_bytes: u64) -> Option<u64> {
+/// `(timeline, segment number)` of a segment file's name.
+pub fn parse_segment_name(name: &str, seg_bytes: u64) -> Option<(u32, u64)> {
     if name.len() != 24 || !name.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
     }
+    let tli = u32::from_str_radix(&name[0..8], 16).ok()?;
     let log = u64::from_str_radix(&name[8..16], 16).ok()?;
     let seg = u64::from_str_radix(&name[16..24], 16).ok()?;
-    Some(log * (0x1_0000_0000 / seg_bytes) + seg)
+    Some((tli, log * (0x1_0000_0000 / seg_bytes) + seg))
 }
 
 /// Removes every segment of `data_dir/pg_wal` wholly before `lsn` (a standby's
@@ -739,7 +851,7 @@ pub fn remove_segments_before(
         .map_err(|e| io_err("read directory", &dir, e))?;
     let mut removed = 0;
     for entry in entries {
-        if parse_segment_name(&entry.name, seg_bytes).is_some_and(|s| s < keep_from) {
+        if parse_segment_name(&entry.name, seg_bytes).is_some_and(|(_, s)| s < keep_from) {
             let path = dir.join(&entry.name);
             vfs.remove_file(&path)
                 .map_err(|e| io_err("remove", &path, e))?;
@@ -785,21 +897,25 @@ impl std::fmt::Display for StopReason {
 /// The log's bytes from `start` up to `end` (exclusive) or the end of `start`'s
 /// segment, whichever comes first, as stored: for a WAL sender, which streams only what
 /// is flushed (`end` = [`Wal::flushed_lsn`]). `Ok(None)` if the segment no longer
-/// exists (a checkpoint removed it). O(bytes read).
+/// exists (a checkpoint removed it). `tli`: the timeline expected to hold it
+/// ([`locate_segment`]). O(bytes read).
 pub fn read_bytes(
     vfs: &dyn Vfs,
     data_dir: &Path,
     seg_bytes: u64,
-    start: Lsn,
-    end: Lsn,
+    (start, end): (Lsn, Lsn),
+    tli: u32,
 ) -> Result<Option<Vec<u8>>> {
     check_segment_bytes(seg_bytes)?;
     let segno = start.0 / seg_bytes;
     let offset = start.0 % seg_bytes;
     let want = end.0.saturating_sub(start.0).min(seg_bytes - offset) as usize;
-    let path = data_dir
-        .join("pg_wal")
-        .join(segment_file_name(segno, seg_bytes));
+    let dir = data_dir.join("pg_wal");
+    let Some((_, path)) = locate_segment(vfs, &dir, segno, seg_bytes, tli)
+        .map_err(|e| io_err("read directory", &dir, e))?
+    else {
+        return Ok(None);
+    };
     let f = match vfs.open(&path, false) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -827,6 +943,8 @@ pub struct WalReader {
     next: Lsn,
     prev: Lsn,
     file: Option<(u64, Arc<dyn VfsFile>)>,
+    /// The timeline of the last file opened: the first guess for the next one.
+    tli: u32,
     stop: Option<StopReason>,
     /// Read-ahead: bytes of the log from `cache_start`, as read from the file (only
     /// what was there: a log that grows later is read again past the cached end).
@@ -865,6 +983,7 @@ impl WalReader {
             next: start,
             prev,
             file: None,
+            tli: 1,
             stop: None,
             cache: Vec::new(),
             cache_start: Lsn::INVALID,
@@ -905,19 +1024,30 @@ impl WalReader {
         self.stop.as_ref()
     }
 
+    /// Opens the file of `segno` (the highest timeline's, rule 11).
+    fn open_segment(&mut self, segno: u64) -> std::result::Result<(), ReadFail> {
+        let found = locate_segment(&*self.vfs, &self.dir, segno, self.seg_bytes, self.tli)
+            .map_err(|e| ReadFail::Io(io_err("read directory", &self.dir, e)))?;
+        let Some((tli, path)) = found else {
+            return Err(ReadFail::Missing(segno));
+        };
+        match self.vfs.open(&path, false) {
+            Ok(f) => {
+                self.file = Some((segno, f));
+                self.tli = tli;
+                Ok(())
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Err(ReadFail::Missing(segno)),
+            Err(e) => Err(ReadFail::Io(io_err("open", &path, e))),
+        }
+    }
+
     /// Fills the read-ahead cache from `lsn` to at most the end of its segment.
     fn refill(&mut self, lsn: Lsn) -> std::result::Result<(), ReadFail> {
         let segno = lsn.0 / self.seg_bytes;
         let offset = lsn.0 % self.seg_bytes;
         if self.file.as_ref().map(|(s, _)| *s) != Some(segno) {
-            let path = self.dir.join(segment_file_name(segno, self.seg_bytes));
-            match self.vfs.open(&path, false) {
-                Ok(f) => self.file = Some((segno, f)),
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                    return Err(ReadFail::Missing(segno))
-                }
-                Err(e) => return Err(ReadFail::Io(io_err("open", &path, e))),
-            }
+            self.open_segment(segno)?;
         }
         let f = &self.file.as_ref().expect("opened").1;
         let mut want = ((self.seg_bytes - offset) as usize).min(READ_AHEAD_BYTES);
@@ -937,7 +1067,9 @@ impl WalReader {
                 Ok(k) => got += k,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    let path = self.dir.join(segment_file_name(segno, self.seg_bytes));
+                    let path = self
+                        .dir
+                        .join(segment_file_name(self.tli, segno, self.seg_bytes));
                     self.cache.clear();
                     return Err(ReadFail::Io(io_err("read", &path, e)));
                 }

@@ -149,7 +149,7 @@ mod tests {
     #[test]
     fn replays_in_order_counts_types_and_logs_like_postgres() {
         let dir = tempfile::tempdir().unwrap();
-        let wal = Wal::open(&vfs(), dir.path(), SEG, Lsn(SEG), Lsn::INVALID).unwrap();
+        let wal = Wal::open(&vfs(), dir.path(), SEG, (Lsn(SEG), Lsn::INVALID), 1).unwrap();
         let mut lsns = Vec::new();
         for i in 0..300u32 {
             let (lsn, end) = wal
@@ -200,7 +200,7 @@ mod tests {
     #[test]
     fn nothing_to_replay_is_said_so() {
         let dir = tempfile::tempdir().unwrap();
-        let _wal = Wal::open(&vfs(), dir.path(), SEG, Lsn(SEG), Lsn::INVALID).unwrap();
+        let _wal = Wal::open(&vfs(), dir.path(), SEG, (Lsn(SEG), Lsn::INVALID), 1).unwrap();
         let mut lines = Vec::new();
         let s = redo(reader(dir.path()), |_| Ok(()), &mut |l| {
             lines.push(l.to_string())
@@ -213,7 +213,7 @@ mod tests {
     #[test]
     fn a_record_that_cannot_be_applied_stops_recovery_and_is_named() {
         let dir = tempfile::tempdir().unwrap();
-        let wal = Wal::open(&vfs(), dir.path(), SEG, Lsn(SEG), Lsn::INVALID).unwrap();
+        let wal = Wal::open(&vfs(), dir.path(), SEG, (Lsn(SEG), Lsn::INVALID), 1).unwrap();
         let mut bad = Lsn::INVALID;
         for i in 0..10u32 {
             let (lsn, _) = wal.insert(RmgrId(7), 0x20, i, b"").unwrap();

@@ -17,7 +17,7 @@ fn payload(i: u64) -> Vec<u8> {
 }
 
 fn fill(dir: &Path, n: u64) -> (Wal, Vec<(Lsn, Lsn)>) {
-    let wal = Wal::open(&vfs(), dir, SEG, Lsn(SEG), Lsn::INVALID).unwrap();
+    let wal = Wal::open(&vfs(), dir, SEG, (Lsn(SEG), Lsn::INVALID), 1).unwrap();
     let mut pos = Vec::new();
     for i in 0..n {
         pos.push(
@@ -40,17 +40,26 @@ fn read_all(dir: &Path, start: Lsn) -> (Vec<Record>, WalReader) {
 }
 
 fn segment_path(dir: &Path, lsn: Lsn) -> PathBuf {
-    dir.join("pg_wal").join(segment_file_name(lsn.0 / SEG, SEG))
+    dir.join("pg_wal")
+        .join(segment_file_name(1, lsn.0 / SEG, SEG))
 }
 
 #[test]
 fn names_match_postgres() {
     let s = WAL_SEGMENT_BYTES_DEFAULT;
-    assert_eq!(segment_file_name(1, s), "000000010000000000000001");
-    assert_eq!(segment_file_name(256, s), "000000010000000100000000");
-    assert_eq!(parse_segment_name("000000010000000100000003", s), Some(259));
+    assert_eq!(segment_file_name(1, 1, s), "000000010000000000000001");
+    assert_eq!(segment_file_name(10, 1, s), "0000000A0000000000000001");
+    assert_eq!(segment_file_name(1, 256, s), "000000010000000100000000");
+    assert_eq!(
+        parse_segment_name("000000010000000100000003", s),
+        Some((1, 259))
+    );
+    assert_eq!(
+        parse_segment_name("0000000B0000000100000003", s),
+        Some((11, 259))
+    );
     assert_eq!(parse_segment_name("00000001000000010000000G", s), None);
-    assert!(Wal::open(&vfs(), Path::new("/nonexistent"), 3000, Lsn(0), Lsn(0)).is_err());
+    assert!(Wal::open(&vfs(), Path::new("/nonexistent"), 3000, (Lsn(0), Lsn(0)), 1).is_err());
 }
 
 #[test]
@@ -86,7 +95,7 @@ fn reopen_at_the_end_continues_the_chain() {
     drop(wal);
     let (end, last, reason) = find_end(&vfs(), dir.path(), SEG, Lsn(SEG), Lsn::INVALID).unwrap();
     assert_eq!((end, last, reason), (pos[99].1, pos[99].0, StopReason::End));
-    let wal = Wal::open(&vfs(), dir.path(), SEG, end, last).unwrap();
+    let wal = Wal::open(&vfs(), dir.path(), SEG, (end, last), 1).unwrap();
     let (l, e) = wal.insert(RmgrId(9), 0, 0, b"after restart").unwrap();
     wal.flush(e).unwrap();
     let (recs, _) = read_all(dir.path(), Lsn(SEG));
@@ -109,7 +118,7 @@ fn torn_tail_ends_at_the_last_whole_record_and_is_cut_on_open() {
     let (end, prev, reason) = find_end(&vfs(), dir.path(), SEG, Lsn(SEG), Lsn::INVALID).unwrap();
     assert_eq!((end, prev, reason), (last, pos[198].0, StopReason::Torn));
     // Reopen there, append: the torn bytes are gone, the chain is whole.
-    let wal = Wal::open(&vfs(), dir.path(), SEG, end, prev).unwrap();
+    let wal = Wal::open(&vfs(), dir.path(), SEG, (end, prev), 1).unwrap();
     let (_, e) = wal.insert(RmgrId(1), 0, 0, b"x").unwrap();
     wal.flush(e).unwrap();
     let (recs, r) = read_all(dir.path(), Lsn(SEG));
@@ -153,7 +162,7 @@ fn zeroed_tail_is_a_clean_end() {
 #[test]
 fn stale_record_at_the_wrong_position_is_not_replayed() {
     let dir = tempfile::tempdir().unwrap();
-    let wal = Wal::open(&vfs(), dir.path(), SEG, Lsn(SEG), Lsn::INVALID).unwrap();
+    let wal = Wal::open(&vfs(), dir.path(), SEG, (Lsn(SEG), Lsn::INVALID), 1).unwrap();
     let mut pos = Vec::new();
     for i in 0..10u8 {
         pos.push(wal.insert(RmgrId(1), i, 0, &[i; 40]).unwrap());
@@ -192,7 +201,7 @@ fn missing_segment_ends_the_log() {
 #[test]
 fn concurrent_inserts_form_one_chain() {
     let dir = tempfile::tempdir().unwrap();
-    let wal = Arc::new(Wal::open(&vfs(), dir.path(), SEG, Lsn(SEG), Lsn::INVALID).unwrap());
+    let wal = Arc::new(Wal::open(&vfs(), dir.path(), SEG, (Lsn(SEG), Lsn::INVALID), 1).unwrap());
     let threads: Vec<_> = (0..2u32)
         .map(|t| {
             let wal = wal.clone();
@@ -237,7 +246,7 @@ fn buffer_pool_flushes_wal_before_writing_a_page() {
         BlockNumber, BufferTag, ForkNumber, Oid, RelFileNumber, RelKey, DEFAULT_TABLESPACE,
     };
     let dir = tempfile::tempdir().unwrap();
-    let wal = Arc::new(Wal::open(&vfs(), dir.path(), SEG, Lsn(SEG), Lsn::INVALID).unwrap());
+    let wal = Arc::new(Wal::open(&vfs(), dir.path(), SEG, (Lsn(SEG), Lsn::INVALID), 1).unwrap());
     let smgr = Arc::new(Smgr::open(dir.path(), Arc::new(StdVfs), 16).unwrap());
     smgr.create_database_dir(DEFAULT_TABLESPACE, Oid(5))
         .unwrap();
@@ -263,7 +272,7 @@ fn buffer_pool_flushes_wal_before_writing_a_page() {
 #[test]
 fn a_segment_switch_ends_its_segment_and_the_reader_goes_on_in_the_next() {
     let dir = tempfile::tempdir().unwrap();
-    let wal = Wal::open(&vfs(), dir.path(), SEG, Lsn(SEG), Lsn::INVALID).unwrap();
+    let wal = Wal::open(&vfs(), dir.path(), SEG, (Lsn(SEG), Lsn::INVALID), 1).unwrap();
     assert_eq!(
         wal.switch_segment().unwrap(),
         None,
@@ -293,7 +302,7 @@ fn a_segment_switch_ends_its_segment_and_the_reader_goes_on_in_the_next() {
     assert_eq!(r.end(), end);
     // Reopened after the switch, the log appends where it ended.
     drop(wal);
-    let wal = Wal::open(&vfs(), dir.path(), SEG, end, b).unwrap();
+    let wal = Wal::open(&vfs(), dir.path(), SEG, (end, b), 1).unwrap();
     let (c, _) = wal.insert(RmgrId(10), 0, 3, b"later").unwrap();
     assert_eq!(c, end);
 }

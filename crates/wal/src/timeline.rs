@@ -113,6 +113,26 @@ pub fn switch_point(history: &[Entry], tli: u32) -> Option<Lsn> {
     history.iter().find(|e| e.tli == tli).map(|e| e.switch)
 }
 
+/// Which timeline's file of segment `segno` holds the WAL of timeline `tli`'s history
+/// there (`history` being `tli`'s): the newest timeline that begins at or before the
+/// segment's end (PostgreSQL's XLogFileReadAnyTLI order). WAL rule 11: a timeline's
+/// first segment is its own file, with the parent's bytes before the switch.
+pub fn segment_timeline(history: &[Entry], tli: u32, segno: u64, seg_bytes: u64) -> u32 {
+    if history
+        .last()
+        .is_none_or(|e| e.switch.0 / seg_bytes <= segno)
+    {
+        return tli;
+    }
+    for i in (0..history.len()).rev() {
+        let begins = if i == 0 { 0 } else { history[i - 1].switch.0 };
+        if begins / seg_bytes <= segno {
+            return history[i].tli;
+        }
+    }
+    tli
+}
+
 /// The highest timeline with a history file in `data_dir/pg_wal`, at least `from`
 /// (PostgreSQL's findNewestTimeLine: a promotion picks the one after it).
 pub fn newest(vfs: &dyn Vfs, data_dir: &Path, from: u32) -> u32 {
@@ -126,6 +146,31 @@ pub fn newest(vfs: &dyn Vfs, data_dir: &Path, from: u32) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn segment_timeline_is_the_newest_begun_by_the_segment() {
+        let seg = 16 << 20;
+        let h = [
+            Entry {
+                tli: 1,
+                switch: Lsn(5 * seg + 100),
+            },
+            Entry {
+                tli: 2,
+                switch: Lsn(9 * seg),
+            },
+        ];
+        assert_eq!(segment_timeline(&h, 3, 4, seg), 1);
+        assert_eq!(segment_timeline(&h, 3, 5, seg), 2, "2 began inside 5");
+        assert_eq!(segment_timeline(&h, 3, 8, seg), 2);
+        assert_eq!(
+            segment_timeline(&h, 3, 9, seg),
+            3,
+            "3 began at 9's first byte"
+        );
+        assert_eq!(segment_timeline(&h, 3, 12, seg), 3);
+        assert_eq!(segment_timeline(&[], 1, 12, seg), 1);
+    }
 
     #[test]
     fn history_files_read_back_what_was_written() {

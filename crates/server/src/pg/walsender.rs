@@ -807,6 +807,7 @@ fn check_segment(cx: &Context, lsn: Lsn) -> Result<(), SqlError> {
             format!(
                 "requested WAL segment {} has already been removed",
                 strata_wal::segment_file_name(
+                    cx.engine.timeline(),
                     lsn.0 / cx.engine.wal_segment_bytes(),
                     cx.engine.wal_segment_bytes()
                 )

@@ -600,11 +600,11 @@ fn tablespace_members(spc: &Tablespace) -> Result<Vec<Member>, SqlError> {
 }
 
 /// The backup label PostgreSQL writes (`do_pg_backup_start`), for recovery rule 10.
-fn backup_label(b: &OnlineBackup, label: &str, segment_bytes: u64) -> String {
+fn backup_label(b: &OnlineBackup, label: &str, segment_bytes: u64, tli: u32) -> String {
     format!(
-        "START WAL LOCATION: {} (file {})\nCHECKPOINT LOCATION: {}\nBACKUP METHOD: streamed\nBACKUP FROM: primary\nSTART TIME: {}\nLABEL: {label}\nSTART TIMELINE: 1\n",
+        "START WAL LOCATION: {} (file {})\nCHECKPOINT LOCATION: {}\nBACKUP METHOD: streamed\nBACKUP FROM: primary\nSTART TIME: {}\nLABEL: {label}\nSTART TIMELINE: {tli}\n",
         b.start,
-        strata_wal::segment_file_name(b.start.0 / segment_bytes, segment_bytes),
+        strata_wal::segment_file_name(tli, b.start.0 / segment_bytes, segment_bytes),
         b.checkpoint,
         strata_engine::utc_timestamp(b.start_time_unix_s),
     )
@@ -919,7 +919,12 @@ pub(super) async fn base_backup(
     ));
     let data = cx.engine.data_dir().to_path_buf();
     let spcs = tablespaces(&data)?;
-    let label = backup_label(&backup, &opts.label, cx.engine.wal_segment_bytes());
+    let label = backup_label(
+        &backup,
+        &opts.label,
+        cx.engine.wal_segment_bytes(),
+        cx.engine.timeline(),
+    );
     let map = opts.tablespace_map.then(|| {
         spcs.iter()
             .map(|s| format!("{} {}\n", s.oid, s.location))
