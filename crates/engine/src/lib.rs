@@ -152,6 +152,9 @@ pub struct Settings {
     /// How long a standby's replay waits for queries that conflict with it before
     /// cancelling them (`max_standby_streaming_delay`; `None`: forever).
     pub max_standby_delay: Option<Duration>,
+    /// The same, while replaying WAL restored from the archive
+    /// (`max_standby_archive_delay`; `None`: forever).
+    pub max_standby_archive_delay: Option<Duration>,
     /// Fetches an archived WAL segment during recovery (`%f` its name, `%p` where to
     /// put it, relative to the data directory): standby rule 11.
     pub restore_command: Option<String>,
@@ -179,6 +182,7 @@ impl Default for Settings {
             max_files_per_process: 1000,
             recovery_init_sync_method: RecoverySyncMethod::Fsync,
             max_standby_delay: Some(Duration::from_secs(30)),
+            max_standby_archive_delay: Some(Duration::from_secs(30)),
             restore_command: None,
             recovery_target_lsn: None,
             log: Arc::new(|line: &str| eprintln!("LOG:  {line}")),

@@ -56,7 +56,8 @@
 //!    needs — so it fails (40001) before it could read a pruned page. Before a commit's
 //!    drops, replay waits the same way for scans of the dropped relations and
 //!    databases; then the drop takes the drop lock and a scan still running fails at
-//!    its next batch (rule 6).
+//!    its next batch (rule 6). WAL restored from the archive waits
+//!    `max_standby_archive_delay` instead, as PostgreSQL's does.
 //! 10. Promotion (`Engine::promote`, or a `promote` file): the received WAL is closed
 //!     (no write or flush after), everything durable is replayed, then recovery ends
 //!     as crash recovery does (`Redo::finish`), the next timeline's history file is
@@ -123,6 +124,9 @@ pub(crate) struct RecoveryState {
     pub last_commit_unix_us: AtomicU64,
     /// Archive recovery (rule 11), not a streaming standby.
     pub archive_only: AtomicBool,
+    /// Segments restored from the archive at or after the one replay is in (rule 9:
+    /// their conflicts wait `max_standby_archive_delay`).
+    pub restored_segments: Mutex<std::collections::BTreeSet<u64>>,
     /// Replay stopped before this record (its LSN and its predecessor's) because
     /// `recovery_target_lsn` was reached: recovery ends there.
     pub target_reached: Mutex<Option<(Lsn, Lsn)>>,
@@ -159,16 +163,32 @@ impl Drop for ScanGuard<'_> {
     }
 }
 
-/// Waits while `busy` holds, up to `max_standby_streaming_delay`; whether it still
-/// holds (the conflict must be resolved by cancelling). Polls every 5 ms.
+/// Whether the record replay is at came from the archive: archive recovery, or a
+/// segment the standby restored (rule 11).
+fn replaying_archived(sh: &Shared) -> bool {
+    if sh.recovery.archive_only.load(Ordering::Acquire) {
+        return true;
+    }
+    let segno = sh.recovery.replayed.load(Ordering::Acquire) / sh.wal_segment_bytes;
+    let mut restored = sh.recovery.restored_segments.lock();
+    while restored.first().is_some_and(|&s| s < segno) {
+        restored.pop_first(); // replay is past it
+    }
+    restored.contains(&segno)
+}
+
+/// Waits while `busy` holds, up to `max_standby_streaming_delay` (or
+/// `max_standby_archive_delay` for archived WAL); whether it still holds (the
+/// conflict must be resolved by cancelling). Polls every 5 ms.
 fn wait_out(sh: &Shared, busy: &dyn Fn() -> bool) -> bool {
     let started = Instant::now();
+    let delay = if replaying_archived(sh) {
+        sh.settings.max_standby_archive_delay
+    } else {
+        sh.settings.max_standby_delay
+    };
     while busy() {
-        if sh
-            .settings
-            .max_standby_delay
-            .is_some_and(|d| started.elapsed() >= d)
-            || sh.recovery.stop.load(Ordering::Acquire)
+        if delay.is_some_and(|d| started.elapsed() >= d) || sh.recovery.stop.load(Ordering::Acquire)
         {
             return true;
         }
@@ -540,6 +560,7 @@ fn restore_next(sh: &Shared, received: &ReceivedWal, need: Lsn) -> Result<bool> 
     let name = strata_wal::segment_file_name(owner, segno, seg);
     let restored = restore_file(sh, cmd, &name)?;
     if restored {
+        sh.recovery.restored_segments.lock().insert(segno);
         received.restored_through(Lsn((segno + 1) * seg));
         sh.log(&format!("restored log file \"{name}\" from archive"));
     }

@@ -23,6 +23,7 @@
 //! | `wal_sender_timeout` | ms (or `s`, `min`, ...) | 1min | 0 (none) .. 2147483647ms |
 //! | `synchronous_standby_names` | `FIRST n (names)`, `ANY n (names)`, `names` | '' | standbys whose confirmation a commit waits for (syncrep rules) |
 //! | `max_standby_streaming_delay` | ms | 30s | -1 (forever) .. 2147483647ms: how long a standby's replay waits for conflicting queries before cancelling them |
+//! | `max_standby_archive_delay` | ms | 30s | -1 (forever) .. 2147483647ms: the same, while replaying WAL restored from the archive |
 //! | `restore_command` | shell command | '' | fetches an archived WAL segment in recovery: `%f` its name, `%p` where to put it |
 //! | `recovery_target_lsn` | pg_lsn | '' | archive recovery stops before the first record at or after it |
 //! | `recovery_target_timeline` | `latest` | latest | the only value Strata takes |
@@ -64,22 +65,25 @@ pub fn parse_bool(name: &str, value: &str) -> Result<bool, String> {
     }
 }
 
+/// `max_standby_streaming_delay` / `max_standby_archive_delay`: -1 is forever.
+fn standby_delay(name: &str, value: &str) -> Result<Option<Duration>, String> {
+    if value.trim() == "-1" {
+        return Ok(None);
+    }
+    let ms = parse_time_ms(name, value, 1)?;
+    if ms > i32::MAX as u64 {
+        return Err(format!(
+            "{ms} ms is outside the valid range for parameter \"{name}\" (-1 .. 2147483647)"
+        ));
+    }
+    Ok(Some(Duration::from_millis(ms)))
+}
+
 /// The recovery settings of `s` (standby rules 9 and 11).
 fn apply_recovery(s: &mut Settings, name: &str, value: &str) -> Result<(), String> {
     match name {
-        "max_standby_streaming_delay" => {
-            s.max_standby_delay = if value.trim() == "-1" {
-                None
-            } else {
-                let ms = parse_time_ms(name, value, 1)?;
-                if ms > i32::MAX as u64 {
-                    return Err(format!(
-                        "{ms} ms is outside the valid range for parameter \"{name}\" (-1 .. 2147483647)"
-                    ));
-                }
-                Some(Duration::from_millis(ms))
-            }
-        }
+        "max_standby_streaming_delay" => s.max_standby_delay = standby_delay(name, value)?,
+        "max_standby_archive_delay" => s.max_standby_archive_delay = standby_delay(name, value)?,
         "restore_command" => {
             s.restore_command = Some(value.to_string()).filter(|v| !v.trim().is_empty())
         }
@@ -191,6 +195,7 @@ pub fn apply(s: &mut Settings, name: &str, value: &str) -> Result<(), String> {
             }
         }
         "max_standby_streaming_delay"
+        | "max_standby_archive_delay"
         | "restore_command"
         | "recovery_target_lsn"
         | "recovery_target_timeline"
@@ -522,6 +527,7 @@ impl ServerConfig {
             ("wal_receiver_timeout", given("wal_receiver_timeout", ms(self.wal_receiver_timeout)), "Sets the maximum wait time to receive data from the sending server."),
             ("wal_retrieve_retry_interval", given("wal_retrieve_retry_interval", ms(self.wal_retrieve_retry_interval)), "Sets the time to wait before retrying to retrieve WAL after a failed attempt."),
             ("max_standby_streaming_delay", given("max_standby_streaming_delay", e.max_standby_delay.map_or("-1".into(), ms)), "Sets the maximum delay before canceling queries when a hot standby server is processing streamed WAL data."),
+            ("max_standby_archive_delay", given("max_standby_archive_delay", e.max_standby_archive_delay.map_or("-1".into(), ms)), "Sets the maximum delay before canceling queries when a hot standby server is processing archived WAL data."),
             ("restore_command", e.restore_command.clone().unwrap_or_default(), "Sets the shell command that will be called to retrieve an archived WAL file."),
             ("recovery_target_lsn", e.recovery_target_lsn.map(|l| l.to_string()).unwrap_or_default(), "Sets the LSN of the write-ahead log location up to which recovery will proceed."),
         ];

@@ -558,6 +558,84 @@ fn replay_waits_for_conflicting_standby_queries_then_cancels_them() {
     assert!(log.contains("canceling queries on the standby"), "{log}");
 }
 
+/// Standby rule 9 with WAL from the archive: a standby whose primary cannot be reached
+/// restores every segment, and its conflicts wait `max_standby_archive_delay` (0 here:
+/// cancel at once), not `max_standby_streaming_delay` (-1 here: forever).
+#[test]
+fn archived_wal_conflicts_wait_max_standby_archive_delay() {
+    if !have_basebackup() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let arch = dir.path().join("arch");
+    std::fs::create_dir(&arch).unwrap();
+    let (dp, ds) = (dir.path().join("primary"), dir.path().join("standby"));
+    let (primary, standby) = pair_with_big_table(dir.path(), &[]);
+    stop(&dp);
+    drop(primary);
+    stop(&ds);
+    drop(standby);
+    let cmd = format!("archive_command=cp %p {}/%f", arch.display());
+    let primary = Server::start(&dp, &["archive_mode=on", &cmd]);
+    primary.psql_ok(
+        "postgres",
+        &[
+            "-c",
+            "create table big2 (a int, b text); insert into big2 select a, b from big",
+        ],
+    );
+    one(&primary, "postgres", "select pg_switch_wal()");
+    repoint(&ds, free_port()); // nothing listens there: every segment is restored
+    let restore = format!("restore_command=cp {}/%f %p", arch.display());
+    let standby = Server::start(
+        &ds,
+        &[
+            &restore,
+            "max_standby_archive_delay=0",
+            "max_standby_streaming_delay=-1",
+        ],
+    );
+    let count = "select count(*) from big2";
+    let t0 = Instant::now();
+    while !standby
+        .psql_db("postgres", &["-Atc", count])
+        .status
+        .success()
+    {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "big2 not restored on the standby:\n{}",
+            standby.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let s = connect_to(standby.port, "strata", "postgres", None)
+            .await
+            .unwrap();
+        let rows = stalled_scan(&s, "big2").await;
+        primary.psql_ok("postgres", &["-c", "drop table big2"]);
+        one(&primary, "postgres", "select pg_switch_wal()");
+        // Replay does not wait for the open scan (it would forever with the
+        // streaming delay) ...
+        wait_for("the drop replayed", || {
+            !standby
+                .psql_db("postgres", &["-Atc", count])
+                .status
+                .success()
+        });
+        // ... and the scan fails at its next batch.
+        assert_eq!(finish(rows).await.as_deref(), Some("40001"));
+    });
+    let log = standby.log_text();
+    assert!(log.contains("restored log file"), "{log}");
+    assert!(
+        log.contains("canceling queries on the standby: replay must drop the relations they read"),
+        "{log}"
+    );
+}
+
 /// Points a stopped standby at the primary on `port` (its postgresql.auto.conf).
 fn repoint(standby: &Path, port: u16) {
     let conf = standby.join("postgresql.auto.conf");

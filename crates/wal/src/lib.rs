@@ -679,7 +679,9 @@ impl ReceivedWal {
         let e = end.0.max(self.flushed.load(Ordering::Acquire));
         self.written.store(e, Ordering::Release);
         self.flushed.store(e, Ordering::Release);
-        *self.last_write.lock() = std::time::Instant::now();
+        // Not a write of the stream: a silent stream stays silent, and the next
+        // segment is restored at once (the receiver, if it reconnects, starts after
+        // this one).
     }
 
     /// Nothing was written for `d` (the stream is silent).
