@@ -110,6 +110,8 @@ fn reports_scripts_run_through_psql_f() {
     );
     assert!(data.join(path.trim()).exists(), "{path}");
     s.psql_ok("postgres", &["-f", df.to_str().unwrap()]);
+    // Dropped files go after their commits, before the next checkpoint completes.
+    s.psql_ok("postgres", &["-c", "checkpoint"]);
     assert_eq!(
         files_under(&base).len(),
         before,
@@ -154,10 +156,14 @@ fn one_transaction_drops_fifty_tables_or_none() {
             .trim(),
         "100"
     );
-    // Committed: all fifty go, at commit.
+    // Committed: all fifty go, at commit; their files right after it (the unlinker),
+    // and at the latest before the next checkpoint completes (engine rule 5).
     let cm = dir.path().join("cm.sql");
     std::fs::write(&cm, format!("begin;\n{drops}commit;\n")).unwrap();
     s.psql_ok("postgres", &["-f", cm.to_str().unwrap()]);
+    let gone = s.psql_db("postgres", &["-c", "select count(*) from t7"]);
+    assert!(String::from_utf8_lossy(&gone.stderr).contains("does not exist"));
+    s.psql_ok("postgres", &["-c", "checkpoint"]);
     for (i, p) in paths.iter().enumerate() {
         assert_eq!(p.exists(), i >= 50, "t{i}: {}", p.display());
     }
