@@ -1,6 +1,7 @@
 //! The 8 KiB page: header, slotted items, checksum. Pure functions over a byte array.
 //!
-//! Entry points: [`init`], [`add_item`], [`item`], [`set_checksum`], [`verify`].
+//! Entry points: [`init`], [`add_item`], [`insert_item`], [`item`], [`special`],
+//! [`set_checksum`], [`verify`].
 //!
 //! On-disk layout (all integers little-endian):
 //!
@@ -188,6 +189,35 @@ pub fn add_item(p: &mut PageBuf, data: &[u8]) -> Option<usize> {
     Some(idx)
 }
 
+/// Inserts an item at index `idx` (at most the item count), moving the item ids at and
+/// after it up by one: a sorted page's insert. Returns false if it does not fit.
+pub fn insert_item(p: &mut PageBuf, idx: usize, data: &[u8]) -> bool {
+    let n = item_count(p);
+    if is_new(p) || idx > n || data.len() > free_space(p) {
+        return false;
+    }
+    let ids = HEADER_BYTES + idx * ITEM_ID_BYTES;
+    let end = HEADER_BYTES + n * ITEM_ID_BYTES;
+    p.copy_within(ids..end, ids + ITEM_ID_BYTES);
+    let upper = get_u16(p, OFF_UPPER) as usize - data.len();
+    p[upper..upper + data.len()].copy_from_slice(data);
+    put_item_id(p, idx, upper, ItemState::Normal, data.len());
+    put_u16(p, OFF_UPPER, upper as u16);
+    put_u16(p, OFF_LOWER, (end + ITEM_ID_BYTES) as u16);
+    true
+}
+
+/// The special space at the end of the page (`init`'s `special_bytes`).
+pub fn special(p: &PageBuf) -> &[u8] {
+    &p[get_u16(p, OFF_SPECIAL) as usize..]
+}
+
+/// The special space, to write.
+pub fn special_mut(p: &mut PageBuf) -> &mut [u8] {
+    let at = get_u16(p, OFF_SPECIAL) as usize;
+    &mut p[at..]
+}
+
 /// The state of item `idx`, or `None` past the end of the item array.
 pub fn item_state(p: &PageBuf, idx: usize) -> Option<ItemState> {
     (idx < item_count(p)).then(|| item_id(p, idx).1)
@@ -337,6 +367,31 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn insert_item_keeps_the_order_asked_for(
+            ops in proptest::collection::vec((0usize..1000, 1usize..300), 1..80)
+        ) {
+            let mut p = page();
+            init(&mut p, 16);
+            let mut model: Vec<Vec<u8>> = Vec::new();
+            for (i, (at, len)) in ops.into_iter().enumerate() {
+                let at = at % (model.len() + 1);
+                let data = vec![i as u8; len];
+                let fits = data.len() <= free_space(&p);
+                prop_assert_eq!(insert_item(&mut p, at, &data), fits);
+                if fits {
+                    model.insert(at, data);
+                }
+            }
+            prop_assert_eq!(item_count(&p), model.len());
+            for (i, m) in model.iter().enumerate() {
+                prop_assert_eq!(item(&p, i), Some(&m[..]));
+            }
+            prop_assert_eq!(special(&p).len(), 16);
+            set_checksum(&mut p, BlockNumber(2));
+            prop_assert_eq!(verify(&p, BlockNumber(2)), Ok(()));
+        }
+
         #[test]
         fn any_single_bit_flip_is_detected(byte in 0usize..BLCKSZ, bit in 0u8..8) {
             let mut p = page();

@@ -1,0 +1,281 @@
+//! A whole tree of pages in memory, driven by the page functions as the engine will
+//! drive them through the buffer pool: inserts with splits up to new roots, searches
+//! that move right, scans along the leaves, and a tree-wide check.
+
+use crate::key::{encode_key, leaf_entry, split_leaf_entry, KeyPart};
+use crate::page::*;
+use proptest::prelude::*;
+use strata_page::PageBuf;
+use strata_types::{BlockNumber, BLCKSZ};
+
+fn blank() -> Box<PageBuf> {
+    Box::new([0u8; BLCKSZ])
+}
+
+/// Block 0 is the meta page.
+struct Tree {
+    pages: Vec<Box<PageBuf>>,
+}
+
+impl Tree {
+    fn new() -> Tree {
+        let mut meta = blank();
+        init_meta(&mut meta, Meta { root: 1, level: 0 });
+        let mut root = blank();
+        init_page(
+            &mut root,
+            Opaque {
+                level: 0,
+                flags: FLAG_LEAF | FLAG_ROOT,
+                left: 0,
+                right: 0,
+            },
+        );
+        Tree {
+            pages: vec![meta, root],
+        }
+    }
+
+    fn page(&self, b: u32) -> &PageBuf {
+        &self.pages[b as usize]
+    }
+
+    /// The leaf for `target`, and the internal pages passed on the way down.
+    fn find_leaf(&self, target: &[u8]) -> (u32, Vec<u32>) {
+        let mut b = meta(self.page(0)).unwrap().root;
+        let mut path = Vec::new();
+        loop {
+            let p = self.page(b);
+            if moves_right(p, target) {
+                b = opaque(p).right;
+            } else if opaque(p).is_leaf() {
+                return (b, path);
+            } else {
+                path.push(b);
+                b = descend(p, target);
+            }
+        }
+    }
+
+    fn insert(&mut self, entry: &[u8]) {
+        let (leaf, mut path) = self.find_leaf(entry);
+        self.insert_into(leaf, entry.to_vec(), &mut path);
+    }
+
+    /// Inserts `entry` into page `b` or a right sibling of it, splitting upwards.
+    fn insert_into(&mut self, mut b: u32, mut entry: Vec<u8>, path: &mut Vec<u32>) {
+        loop {
+            let o = opaque(self.page(b));
+            let key_len = entry.len() - if o.is_leaf() { 0 } else { CHILD_BYTES };
+            if moves_right(self.page(b), &entry[..key_len]) {
+                b = o.right;
+                continue;
+            }
+            let at = lower_bound(self.page(b), &entry[..key_len]);
+            if strata_page::insert_item(&mut self.pages[b as usize], at, &entry) {
+                return;
+            }
+            let new_block = self.pages.len() as u32;
+            let s = split(self.page(b), b, new_block, at, &entry);
+            self.pages[b as usize] = s.left;
+            self.pages.push(s.right);
+            if o.right != 0 {
+                let r = &mut self.pages[o.right as usize];
+                let mut ro = opaque(r);
+                ro.left = new_block;
+                set_opaque(r, ro);
+            }
+            if o.flags & FLAG_ROOT != 0 {
+                let root = self.pages.len() as u32;
+                let mut r = blank();
+                new_root(&mut r, o.level + 1, b, &s.separator, new_block);
+                self.pages.push(r);
+                let m = Meta {
+                    root,
+                    level: o.level + 1,
+                };
+                init_meta(&mut self.pages[0], m);
+                return;
+            }
+            entry = internal_entry(&s.separator, new_block);
+            b = path.pop().expect("a page below the root has a parent");
+        }
+    }
+
+    /// Every leaf entry, left to right.
+    fn scan(&self) -> Vec<Vec<u8>> {
+        let (mut b, _) = self.find_leaf(&[]);
+        let mut out = Vec::new();
+        loop {
+            let p = self.page(b);
+            for i in first_entry(p)..strata_page::item_count(p) {
+                out.push(entry(p, i).to_vec());
+            }
+            match opaque(p).right {
+                0 => return out,
+                r => b = r,
+            }
+        }
+    }
+
+    fn contains(&self, e: &[u8]) -> bool {
+        let (b, _) = self.find_leaf(e);
+        let p = self.page(b);
+        let at = lower_bound(p, e);
+        at < strata_page::item_count(p) && entry(p, at) == e
+    }
+
+    /// Every page checks; siblings link both ways; each high key is the next page's
+    /// first key; each child lies between its parent entry's low key and the next.
+    fn check(&self) -> Result<(), String> {
+        let root = meta(self.page(0)).unwrap().root;
+        self.check_subtree(root, None, None)
+    }
+
+    fn check_subtree(&self, b: u32, low: Option<&[u8]>, high: Option<&[u8]>) -> Result<(), String> {
+        let p = self.page(b);
+        check_page(p).map_err(|e| format!("block {b}: {e}"))?;
+        let o = opaque(p);
+        if high_key(p) != high {
+            return Err(format!("block {b}: high key is not its parent's bound"));
+        }
+        if o.right != 0 && opaque(self.page(o.right)).left != b {
+            return Err(format!("block {b}: right sibling does not link back"));
+        }
+        let (first, n) = (first_entry(p), strata_page::item_count(p));
+        if o.is_leaf() {
+            let below = low.is_some_and(|l| n > first && entry_key(p, first, true) < l);
+            return if below {
+                Err(format!("block {b}: an entry below its low key"))
+            } else {
+                Ok(())
+            };
+        }
+        for i in first..n {
+            let lo = if i == first {
+                low
+            } else {
+                Some(entry_key(p, i, false))
+            };
+            let hi = if i + 1 < n {
+                Some(entry_key(p, i + 1, false))
+            } else {
+                high
+            };
+            let c = self.page(child(p, i));
+            if opaque(c).level + 1 != o.level {
+                return Err(format!(
+                    "block {b}: child {} on the wrong level",
+                    child(p, i)
+                ));
+            }
+            self.check_subtree(child(p, i), lo, hi)?;
+        }
+        Ok(())
+    }
+}
+
+fn row_entry(a: Option<i64>, s: &Option<String>, tid: u32) -> Vec<u8> {
+    let mut key = Vec::new();
+    let text = s.as_deref().map(str::as_bytes);
+    let parts = [
+        a.map_or(KeyPart::Null, KeyPart::Int),
+        text.map_or(KeyPart::Null, KeyPart::Bytes),
+    ];
+    encode_key(&parts, &mut key);
+    leaf_entry(&key, BlockNumber(tid / 100), (tid % 100) as u16)
+}
+
+/// Values in PostgreSQL's ascending order: NULLs last.
+fn cmp_nulls_last<T: Ord>(a: &Option<T>, b: &Option<T>) -> std::cmp::Ordering {
+    match (a, b) {
+        (Some(x), Some(y)) => x.cmp(y),
+        (None, None) => std::cmp::Ordering::Equal,
+        (None, _) => std::cmp::Ordering::Greater,
+        (_, None) => std::cmp::Ordering::Less,
+    }
+}
+
+fn text() -> impl Strategy<Value = Option<String>> {
+    prop_oneof![
+        1 => Just(None),
+        6 => "[a-c\u{0}]{0,6}".prop_map(Some),
+        2 => "[a-z]{200,600}".prop_map(Some),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// Btree rule 1: byte order is value order, column by column, NULLs last.
+    #[test]
+    fn keys_sort_as_their_values(
+        a in proptest::collection::vec((proptest::option::of(any::<i64>()), text()), 2..40)
+    ) {
+        for x in &a {
+            for y in &a {
+                let (ex, ey) = (row_entry(x.0, &x.1, 0), row_entry(y.0, &y.1, 0));
+                let want = cmp_nulls_last(&x.0, &y.0).then_with(|| cmp_nulls_last(&x.1, &y.1));
+                prop_assert_eq!(ex.cmp(&ey), want, "{:?} vs {:?}", x, y);
+            }
+        }
+    }
+
+    /// Inserted in any order, with splits up to a three-level tree: every entry is
+    /// found, the leaves hold them all in order, and every page and link checks.
+    #[test]
+    fn a_tree_of_pages_holds_every_entry_in_order(
+        rows in proptest::collection::vec((proptest::option::of(-50i64..50), text()), 1..1500)
+    ) {
+        let mut t = Tree::new();
+        let mut entries: Vec<Vec<u8>> = rows
+            .iter()
+            .enumerate()
+            .map(|(i, (a, s))| row_entry(*a, s, i as u32))
+            .collect();
+        for e in &entries {
+            t.insert(e);
+        }
+        prop_assert_eq!(t.check(), Ok(()));
+        for e in &entries {
+            prop_assert!(t.contains(e));
+        }
+        entries.sort();
+        prop_assert_eq!(t.scan(), entries);
+    }
+}
+
+#[test]
+fn splits_grow_the_tree_upwards_and_tids_come_back() {
+    let mut t = Tree::new();
+    for i in 0..20_000u32 {
+        let mut key = Vec::new();
+        encode_key(&[KeyPart::Int(i64::from((i * 7919) % 20_000))], &mut key);
+        t.insert(&leaf_entry(&key, BlockNumber(i), 1));
+    }
+    assert_eq!(t.check(), Ok(()));
+    let m = meta(t.page(0)).unwrap();
+    assert!(m.level >= 1, "{m:?}");
+    let all = t.scan();
+    assert_eq!(all.len(), 20_000);
+    let (k0, b0, i0) = split_leaf_entry(&all[0]);
+    let mut zero = Vec::new();
+    encode_key(&[KeyPart::Int(0)], &mut zero);
+    assert_eq!((k0, b0, i0), (&zero[..], BlockNumber(0), 1));
+}
+
+#[test]
+fn meta_and_special_round_trip() {
+    let mut p = blank();
+    init_meta(&mut p, Meta { root: 7, level: 2 });
+    assert_eq!(meta(&p), Some(Meta { root: 7, level: 2 }));
+    let o = Opaque {
+        level: 3,
+        flags: FLAG_ROOT,
+        left: 5,
+        right: 9,
+    };
+    init_page(&mut p, o);
+    assert_eq!(opaque(&p), o);
+    assert_eq!(meta(&p), None);
+}
