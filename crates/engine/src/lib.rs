@@ -62,6 +62,7 @@
 //!    deleter committed below the oldest of them.
 
 mod access;
+mod btree;
 mod catalog;
 mod checkpoint;
 mod clog;
@@ -915,6 +916,24 @@ impl Engine {
     /// relations' files it removed.
     pub fn settle_unlinks(&self) -> Result<usize> {
         Ok(self.sh.unlinks.settle(&self.sh.smgr)?)
+    }
+
+    /// Checks a B-tree page by page and link by link (as PostgreSQL's amcheck) and
+    /// returns its leaf entries in order; an error names the block that fails.
+    #[doc(hidden)]
+    pub fn btree_check(&self, index: RelKey) -> Result<Vec<Vec<u8>>> {
+        btree::check(&self.sh, index)
+    }
+
+    /// The leaf entries of a B-tree at or above `from`, in order, while `f` says so.
+    #[doc(hidden)]
+    pub fn btree_scan_from(
+        &self,
+        index: RelKey,
+        from: &[u8],
+        f: &mut dyn FnMut(&[u8]) -> Result<bool>,
+    ) -> Result<()> {
+        btree::scan_from(&self.sh, index, from, f)
     }
 
     /// Pauses the unlinker thread (`true`) or lets it go on: for tests that need

@@ -37,6 +37,7 @@ pub const RM_SMGR: RmgrId = RmgrId(2);
 pub const RM_DBASE: RmgrId = RmgrId(4);
 pub const RM_TBLSPC: RmgrId = RmgrId(5);
 pub const RM_HEAP: RmgrId = RmgrId(10);
+pub const RM_BTREE: RmgrId = RmgrId(11);
 
 pub const XLOG_CHECKPOINT: u8 = 0x00;
 pub const XLOG_NEXTOID: u8 = 0x20;
@@ -75,6 +76,8 @@ pub fn record_name(rmgr: RmgrId, info: u8) -> &'static str {
         (RM_HEAP, HEAP_INSERT) => "Heap/INSERT",
         (RM_HEAP, HEAP_DELETE) => "Heap/DELETE",
         (RM_HEAP, HEAP_PRUNE) => "Heap/PRUNE",
+        (RM_BTREE, crate::btree::BTREE_INSERT) => "Btree/INSERT",
+        (RM_BTREE, crate::btree::BTREE_PAGES) => "Btree/PAGES",
         _ => "unknown",
     }
 }

@@ -742,6 +742,7 @@ impl<'a> Redo<'a> {
             RM_DBASE => xact::dbase_redo(self, r),
             RM_TBLSPC => xact::tblspc_redo(self, r),
             RM_HEAP => access::heap_redo(self, r),
+            RM_BTREE => crate::btree::btree_redo(self, r),
             _ => Err(unknown_record(r)),
         }
     }

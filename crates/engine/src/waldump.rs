@@ -117,6 +117,9 @@ fn describe_payload(r: &Record, blocks: &mut Blocks) -> Result<String, String> {
             blocks.push(block_of(&b));
             describe_heap(&body)
         }
+        (crate::records::RM_BTREE, _) => {
+            crate::btree::describe(r, &mut |b| blocks.push(block_of(b))).map_err(e)?
+        }
         _ => describe_ddl(r).map_err(e)?,
     })
 }

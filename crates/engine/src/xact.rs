@@ -593,6 +593,28 @@ impl<'e> Txn<'e> {
         Ok(())
     }
 
+    /// A B-tree's storage in database `db`: its file (created as a table's is,
+    /// removed if this transaction does not commit) holding an empty index (btree
+    /// rule 1). Issue 14's next step puts indexes in the catalog; until then this is
+    /// the storage layer's entry point, for its tests.
+    #[doc(hidden)]
+    pub fn create_btree_storage(&mut self, db: &str) -> Result<RelKey> {
+        let dbe = self.database(db)?;
+        let rel = RelKey::new(dbe.spc, dbe.oid, self.alloc_relfilenumber());
+        self.create_rel_file(rel)?;
+        let xid = self.xid();
+        crate::btree::build_empty(self.sh, rel, xid)?;
+        Ok(rel)
+    }
+
+    /// Inserts a leaf entry (`strata_btree::key::leaf_entry`) into a B-tree made by
+    /// [`Txn::create_btree_storage`]: one WAL record (btree rule 1).
+    #[doc(hidden)]
+    pub fn btree_insert(&mut self, index: RelKey, entry: &[u8]) -> Result<()> {
+        let xid = self.xid();
+        crate::btree::insert(self.sh, index, entry, xid)
+    }
+
     /// DROP TABLE: the files go when the commit record is durable.
     pub fn drop_table(&mut self, db: &str, name: &str) -> Result<()> {
         let dbe = self.database(db)?;

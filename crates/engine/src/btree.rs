@@ -1,0 +1,390 @@
+//! B-tree indexes on the engine: `strata_btree`'s pages through the buffer pool,
+//! WAL-logged and replayed (issue 14, step 2; the catalog and SQL come next).
+//!
+//! Entry points: [`build_empty`], [`insert`], [`scan_from`], [`check`]; the redo of
+//! the records written here, [`btree_redo`] (Btree).
+//!
+//! Records (resource manager Btree, 11):
+//!
+//! | record | content | written for |
+//! |--------|---------|-------------|
+//! | `BTREE_INSERT` | one block reference, item index (u16), entry | an entry inserted into a page with room |
+//! | `BTREE_PAGES` | a count (u16), then block references, each with the page's image after the change | a split cascade (every split page, its new right sibling, the old right sibling's left link, the parents, a new root and the meta page), and a new index |
+//!
+//! Rules (cited as "btree rule N"; the pages' own are `strata_btree::page`'s):
+//! 1. One record per insert: an entry into one page, or every page a split cascade
+//!    changes as images in one record, so a crash never leaves half a split.
+//!    (PostgreSQL logs a split and its parent's downlink in two records and completes
+//!    incomplete splits later; one record is simpler, and a split is one insert in
+//!    hundreds.)
+//! 2. One writer (engine rule 1): only the transaction holding the writer lock
+//!    changes an index. Readers lock one page at a time, shared, and move right past
+//!    a split they did not see (btree page rule 3), so they never wait for a parent.
+//! 3. Every page a record changes is locked exclusively from before the change until
+//!    its LSN is set (engine rule 2); a split cascade locks its pages in the order it
+//!    met them (leaf upwards), which no reader can invert: readers hold one lock.
+//! 4. New blocks are extended through the storage manager first (access rule 3).
+
+use crate::access::ZERO_PAGE;
+use crate::records::{BlockRef, RM_BTREE};
+use crate::redo::{unknown_record, RedoContext};
+use crate::{corrupt, EngineError, Result, Shared};
+use strata_btree::page::{self as bt, Meta, Opaque, FLAG_LEAF, FLAG_ROOT};
+use strata_buffer::ReadMode;
+use strata_page::PageBuf;
+use strata_types::{BlockNumber, BufferTag, ForkNumber, RelKey, Xid};
+use strata_wal::Record;
+
+pub(crate) const BTREE_INSERT: u8 = 0x00;
+pub(crate) const BTREE_PAGES: u8 = 0x10;
+
+fn tag(rel: RelKey, block: u32) -> BufferTag {
+    BufferTag::new(rel, ForkNumber::Main, BlockNumber(block))
+}
+
+/// Formats a new (empty, file just created) index: the meta page and an empty root
+/// leaf, in one `BTREE_PAGES` record.
+pub(crate) fn build_empty(sh: &Shared, rel: RelKey, xid: Xid) -> Result<()> {
+    let mut meta = Box::new(ZERO_PAGE);
+    bt::init_meta(&mut meta, Meta { root: 1, level: 0 });
+    let mut root = Box::new(ZERO_PAGE);
+    let o = Opaque {
+        level: 0,
+        flags: FLAG_LEAF | FLAG_ROOT,
+        left: 0,
+        right: 0,
+    };
+    bt::init_page(&mut root, o);
+    let (m, r) = (extend(sh, rel)?, extend(sh, rel)?); // rule 4
+    if (m, r) != (0, 1) {
+        return Err(corrupt(format!("index {rel:?} is not new")));
+    }
+    write_pages(sh, rel, xid, vec![(0, meta), (1, root)])
+}
+
+/// The root's block, from the meta page.
+fn root(sh: &Shared, rel: RelKey) -> Result<u32> {
+    let buf = sh.pool.read_buffer(tag(rel, 0), ReadMode::Normal)?;
+    let g = buf.read();
+    bt::meta(&g)
+        .map(|m| m.root)
+        .ok_or_else(|| corrupt(format!("index {rel:?} has no meta page")))
+}
+
+/// Rule 2: the leaf where `target` belongs, and the internal pages passed on the way.
+fn find_leaf(sh: &Shared, rel: RelKey, target: &[u8]) -> Result<(u32, Vec<u32>)> {
+    let mut b = root(sh, rel)?;
+    let mut path = Vec::new();
+    loop {
+        let buf = sh.pool.read_buffer(tag(rel, b), ReadMode::Normal)?;
+        let g = buf.read();
+        let o = bt::opaque(&g);
+        if bt::moves_right(&g, target) {
+            b = o.right;
+        } else if o.is_leaf() {
+            return Ok((b, path));
+        } else {
+            path.push(b);
+            b = bt::descend(&g, target);
+        }
+    }
+}
+
+/// Inserts a leaf entry (`strata_btree::key::leaf_entry`): rule 1's one record.
+pub(crate) fn insert(sh: &Shared, rel: RelKey, entry: &[u8], xid: Xid) -> Result<()> {
+    if entry.len() > bt::MAX_ENTRY_BYTES {
+        return Err(EngineError::RowTooBig(entry.len()));
+    }
+    let (mut b, mut path) = find_leaf(sh, rel, entry)?;
+    // Move right while the leaf's high key says so (a split since the descent: none
+    // with one writer, but the rule costs nothing).
+    loop {
+        let buf = sh.pool.read_buffer(tag(rel, b), ReadMode::Normal)?;
+        let mut g = buf.write();
+        if bt::moves_right(&g, entry) {
+            b = bt::opaque(&g).right;
+            continue;
+        }
+        let at = bt::lower_bound(&g, entry);
+        if entry.len() <= strata_page::free_space(&g) {
+            strata_page::insert_item(&mut g, at, entry);
+            buf.mark_dirty(&g);
+            let mut payload_tail = Vec::with_capacity(entry.len() + 2);
+            payload_tail.extend_from_slice(&(at as u16).to_le_bytes());
+            payload_tail.extend_from_slice(entry);
+            crate::access::log_block(
+                sh,
+                buf.tag(),
+                &mut g,
+                false,
+                RM_BTREE,
+                BTREE_INSERT,
+                xid,
+                |r| {
+                    let mut e = crate::codec::Enc::new();
+                    r.encode(&mut e);
+                    e.raw(&payload_tail);
+                    e.0
+                },
+            )?;
+            return Ok(());
+        }
+        drop(g);
+        drop(buf);
+        let pages = split_cascade(sh, rel, b, entry.to_vec(), &mut path)?;
+        return write_pages(sh, rel, xid, pages);
+    }
+}
+
+/// The pages a split of `b` for `entry` changes, up to where an entry fits or a new
+/// root (rule 1), computed from the pages as they are (one writer: nothing else
+/// changes them meanwhile). New blocks are extended first (rule 4).
+fn split_cascade(
+    sh: &Shared,
+    rel: RelKey,
+    mut b: u32,
+    mut entry: Vec<u8>,
+    path: &mut Vec<u32>,
+) -> Result<Vec<(u32, Box<PageBuf>)>> {
+    let mut out: Vec<(u32, Box<PageBuf>)> = Vec::new();
+    loop {
+        let page = current(sh, rel, b, &out)?;
+        let o = bt::opaque(&page);
+        let key_len = entry.len() - if o.is_leaf() { 0 } else { bt::CHILD_BYTES };
+        let at = bt::lower_bound(&page, &entry[..key_len]);
+        if entry.len() <= strata_page::free_space(&page) {
+            let mut p = page;
+            strata_page::insert_item(&mut p, at, &entry);
+            out.push((b, p));
+            return Ok(out);
+        }
+        let new_block = extend(sh, rel)?;
+        let s = bt::split(&page, b, new_block, at, &entry);
+        out.push((b, s.left));
+        out.push((new_block, s.right));
+        if o.right != 0 {
+            let mut r = current(sh, rel, o.right, &out)?;
+            let mut ro = bt::opaque(&r);
+            ro.left = new_block;
+            bt::set_opaque(&mut r, ro);
+            out.push((o.right, r));
+        }
+        if o.flags & FLAG_ROOT != 0 {
+            let root = extend(sh, rel)?;
+            let mut r = Box::new(ZERO_PAGE);
+            bt::new_root(&mut r, o.level + 1, b, &s.separator, new_block);
+            out.push((root, r));
+            let mut m = current(sh, rel, 0, &out)?;
+            bt::init_meta(
+                &mut m,
+                Meta {
+                    root,
+                    level: o.level + 1,
+                },
+            );
+            out.push((0, m));
+            return Ok(out);
+        }
+        entry = bt::internal_entry(&s.separator, new_block);
+        b = path.pop().ok_or_else(|| {
+            corrupt(format!(
+                "index {rel:?}: block {b} is not the root and has no parent"
+            ))
+        })?;
+    }
+}
+
+/// Page `b` as the cascade has it so far: its newest version in `out`, else the pool's.
+fn current(sh: &Shared, rel: RelKey, b: u32, out: &[(u32, Box<PageBuf>)]) -> Result<Box<PageBuf>> {
+    if let Some((_, p)) = out.iter().rev().find(|(ob, _)| *ob == b) {
+        return Ok(p.clone());
+    }
+    let buf = sh.pool.read_buffer(tag(rel, b), ReadMode::Normal)?;
+    let g = buf.read();
+    Ok(Box::new(*g))
+}
+
+/// A new block at the end of the index, zeroed on disk first (rule 4).
+fn extend(sh: &Shared, rel: RelKey) -> Result<u32> {
+    let b = sh.smgr.nblocks(rel, ForkNumber::Main)?;
+    sh.smgr
+        .extend(rel, ForkNumber::Main, BlockNumber(b), &ZERO_PAGE)?;
+    Ok(b)
+}
+
+/// Rules 1 and 3: installs the new versions of `pages` (the last version of each
+/// block wins) under exclusive locks and logs them in one `BTREE_PAGES` record.
+fn write_pages(sh: &Shared, rel: RelKey, xid: Xid, pages: Vec<(u32, Box<PageBuf>)>) -> Result<()> {
+    let mut last: Vec<(u32, Box<PageBuf>)> = Vec::new();
+    for (b, p) in pages.into_iter().rev() {
+        if !last.iter().any(|(lb, _)| *lb == b) {
+            last.push((b, p));
+        }
+    }
+    last.reverse();
+    let bufs = last
+        .iter()
+        .map(|(b, _)| sh.pool.read_buffer(tag(rel, *b), ReadMode::Zero))
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    let mut guards: Vec<_> = bufs.iter().map(|b| b.write()).collect();
+    let mut e = crate::codec::Enc::new();
+    e.u16(last.len() as u16);
+    for ((b, p), (buf, g)) in last.iter().zip(bufs.iter().zip(guards.iter_mut())) {
+        **g = **p;
+        buf.mark_dirty(g);
+        BlockRef {
+            tag: tag(rel, *b),
+            will_init: true,
+            image: Some(p.clone()),
+        }
+        .encode(&mut e);
+    }
+    let _redo = sh.redo_ptr.read();
+    let (_, end) = sh.wal_insert(RM_BTREE, BTREE_PAGES, xid.0, &e.0)?;
+    for g in guards.iter_mut() {
+        strata_page::set_lsn(g, end);
+    }
+    Ok(())
+}
+
+/// Calls `f` with each leaf entry at or above `from`, in order, until it returns
+/// false (rule 2: one shared page lock at a time).
+pub(crate) fn scan_from(
+    sh: &Shared,
+    rel: RelKey,
+    from: &[u8],
+    f: &mut dyn FnMut(&[u8]) -> Result<bool>,
+) -> Result<()> {
+    let (mut b, _) = find_leaf(sh, rel, from)?;
+    let mut first = true;
+    loop {
+        let buf = sh.pool.read_buffer(tag(rel, b), ReadMode::Normal)?;
+        let g = buf.read();
+        let start = if first {
+            bt::lower_bound(&g, from)
+        } else {
+            bt::first_entry(&g)
+        };
+        first = false;
+        for i in start..strata_page::item_count(&g) {
+            if !f(bt::entry(&g, i))? {
+                return Ok(());
+            }
+        }
+        match bt::opaque(&g).right {
+            0 => return Ok(()),
+            r => b = r,
+        }
+    }
+}
+
+/// An amcheck for the whole index: every page checks (btree page rule 4), siblings
+/// link both ways, each page's high key is its parent's bound, each child is on the
+/// level below. Returns the leaf entries in order.
+pub(crate) fn check(sh: &Shared, rel: RelKey) -> Result<Vec<Vec<u8>>> {
+    let root = root(sh, rel)?;
+    let mut out = Vec::new();
+    check_subtree(sh, rel, root, (None, None), &mut out)?;
+    Ok(out)
+}
+
+fn check_subtree(
+    sh: &Shared,
+    rel: RelKey,
+    b: u32,
+    (low, high): (Option<Vec<u8>>, Option<Vec<u8>>),
+    out: &mut Vec<Vec<u8>>,
+) -> Result<()> {
+    let page = current(sh, rel, b, &[])?;
+    let bad = |m: String| corrupt(format!("index {rel:?} block {b}: {m}"));
+    bt::check_page(&page).map_err(bad)?;
+    let o = bt::opaque(&page);
+    if bt::high_key(&page) != high.as_deref() {
+        return Err(bad("high key is not its parent's bound".into()));
+    }
+    if o.right != 0 && bt::opaque(&*current(sh, rel, o.right, &[])?).left != b {
+        return Err(bad("right sibling does not link back".into()));
+    }
+    let (first, n) = (bt::first_entry(&page), strata_page::item_count(&page));
+    if o.is_leaf() {
+        if low
+            .as_deref()
+            .is_some_and(|l| n > first && bt::entry(&page, first) < l)
+        {
+            return Err(bad("an entry below its parent's low key".into()));
+        }
+        out.extend((first..n).map(|i| bt::entry(&page, i).to_vec()));
+        return Ok(());
+    }
+    for i in first..n {
+        let lo = if i == first {
+            low.clone()
+        } else {
+            Some(bt::entry_key(&page, i, false).to_vec())
+        };
+        let hi = if i + 1 < n {
+            Some(bt::entry_key(&page, i + 1, false).to_vec())
+        } else {
+            high.clone()
+        };
+        let c = bt::child(&page, i);
+        if bt::opaque(&*current(sh, rel, c, &[])?).level + 1 != o.level {
+            return Err(bad(format!("child {c} is not on the level below")));
+        }
+        check_subtree(sh, rel, c, (lo, hi), out)?;
+    }
+    Ok(())
+}
+
+/// `strata waldump`'s text for a Btree record; each block reference goes to `block`.
+pub(crate) fn describe(
+    r: &Record,
+    block: &mut dyn FnMut(&BlockRef),
+) -> std::result::Result<String, crate::codec::DecodeError> {
+    let mut d = crate::codec::Dec::new(&r.payload, "Btree record");
+    match r.info {
+        BTREE_INSERT => {
+            block(&BlockRef::decode(&mut d)?);
+            let at = d.u16()?;
+            Ok(format!("item {at}, {} bytes", d.rest().len()))
+        }
+        BTREE_PAGES => {
+            let n = d.u16()?;
+            for _ in 0..n {
+                block(&BlockRef::decode(&mut d)?);
+            }
+            Ok(format!("{n} pages"))
+        }
+        other => Err(crate::codec::DecodeError(format!("info 0x{other:02X}"))),
+    }
+}
+
+/// Redo of the Btree resource manager: an entry into one page, or the images of a
+/// split cascade (recovery rule 2 for each block).
+pub(crate) fn btree_redo(rx: &mut dyn RedoContext, r: &Record) -> Result<()> {
+    let mut d = crate::codec::Dec::new(&r.payload, "Btree record");
+    match r.info {
+        BTREE_INSERT => {
+            let b = BlockRef::decode(&mut d).map_err(corrupt)?;
+            let at = d.u16().map_err(corrupt)? as usize;
+            let entry = d.rest().to_vec();
+            rx.redo_block(r, &b, &mut |p| {
+                if strata_page::insert_item(p, at, &entry) {
+                    Ok(())
+                } else {
+                    Err(format!("no room for an index entry at item {at}"))
+                }
+            })?;
+            Ok(())
+        }
+        BTREE_PAGES => {
+            let n = d.u16().map_err(corrupt)?;
+            for _ in 0..n {
+                let b = BlockRef::decode(&mut d).map_err(corrupt)?;
+                rx.redo_block(r, &b, &mut |_| Ok(()))?;
+            }
+            Ok(())
+        }
+        _ => Err(unknown_record(r)),
+    }
+}
