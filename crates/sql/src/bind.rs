@@ -1201,7 +1201,9 @@ fn scalar_signature(
         "pg_is_in_recovery" => (Func::IsInRecovery, &[], SqlType::Bool),
         "pg_switch_wal" => (Func::SwitchWal, &[], SqlType::Lsn),
         // timestamptz, shown as PostgreSQL prints one (Strata has no timestamp type yet).
-        "pg_last_xact_replay_timestamp" => (Func::LastXactReplayTimestamp, &[], SqlType::Text),
+        "pg_last_xact_replay_timestamp" => {
+            (Func::LastXactReplayTimestamp, &[], SqlType::TimestampTz)
+        }
         "pg_promote" => {
             let ps: &[SqlType] = match bound.len() {
                 0 => &[],

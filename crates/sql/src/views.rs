@@ -9,8 +9,8 @@
 //!    `pg_catalog` comes first in the search path; its rows are made at the scan, in
 //!    the column order of [`schema`], and are never written (a write names no table:
 //!    42P01).
-//! 2. Types Strata lacks are shown as text in PostgreSQL's output format:
-//!    timestamps as `YYYY-MM-DD HH:MM:SS.ffffff+00`, intervals as `HH:MM:SS.ffffff`,
+//! 2. Times are `timestamp with time zone`, as PostgreSQL's; types Strata lacks are
+//!    shown as text in PostgreSQL's output format: intervals as `HH:MM:SS.ffffff`,
 //!    addresses as text.
 
 use crate::{Datum, SqlType};
@@ -23,7 +23,7 @@ const REPLICATION: &[Col] = &[
     ("application_name", SqlType::Text),
     ("client_addr", SqlType::Text),
     ("client_port", SqlType::Int4),
-    ("backend_start", SqlType::Text),
+    ("backend_start", SqlType::TimestampTz),
     ("backend_xmin", SqlType::Int8),
     ("state", SqlType::Text),
     ("sent_lsn", SqlType::Lsn),
@@ -35,7 +35,7 @@ const REPLICATION: &[Col] = &[
     ("replay_lag", SqlType::Text),
     ("sync_priority", SqlType::Int4),
     ("sync_state", SqlType::Text),
-    ("reply_time", SqlType::Text),
+    ("reply_time", SqlType::TimestampTz),
 ];
 
 const WAL_RECEIVER: &[Col] = &[
@@ -46,8 +46,8 @@ const WAL_RECEIVER: &[Col] = &[
     ("written_lsn", SqlType::Lsn),
     ("flushed_lsn", SqlType::Lsn),
     ("received_tli", SqlType::Int4),
-    ("last_msg_send_time", SqlType::Text),
-    ("last_msg_receipt_time", SqlType::Text),
+    ("last_msg_send_time", SqlType::TimestampTz),
+    ("last_msg_receipt_time", SqlType::TimestampTz),
     ("latest_end_lsn", SqlType::Lsn),
     ("slot_name", SqlType::Text),
     ("sender_host", SqlType::Text),
@@ -91,13 +91,9 @@ impl SystemViews for NoViews {
     }
 }
 
-/// A Unix time in microseconds as PostgreSQL prints a timestamptz in UTC (rule 2).
+/// A Unix time in microseconds as a `timestamp with time zone` (rule 2).
 pub fn timestamp(unix_us: i64) -> Datum {
-    let secs = unix_us.div_euclid(1_000_000);
-    let us = unix_us.rem_euclid(1_000_000);
-    let day = strata_engine::utc_timestamp(u64::try_from(secs).unwrap_or(0));
-    let day = day.trim_end_matches(" UTC");
-    Datum::Text(format!("{day}.{us:06}+00"))
+    Datum::TimestampTz(unix_us - crate::time::PG_EPOCH_UNIX_US)
 }
 
 /// A duration as PostgreSQL prints an interval under a day (rule 2).
@@ -120,8 +116,14 @@ mod tests {
     #[test]
     fn times_print_as_postgres_prints_them() {
         assert_eq!(
-            timestamp(1_795_374_007_000_123),
-            Datum::Text("2026-11-22 19:00:07.000123+00".into())
+            crate::time::format(
+                match timestamp(1_795_374_007_000_123) {
+                    Datum::TimestampTz(t) => t,
+                    other => panic!("{other:?}"),
+                },
+                true
+            ),
+            "2026-11-22 19:00:07.000123+00"
         );
         assert_eq!(
             interval(std::time::Duration::from_micros(3_723_000_450)),

@@ -175,6 +175,11 @@ fn basebackup_r_makes_a_streaming_hot_standby() {
         "select pg_last_xact_replay_timestamp()",
     );
     assert!(ts.starts_with("20") && ts.ends_with("+00"), "{ts}");
+    // A timestamptz, as PostgreSQL's: it compares with now() and its own text.
+    let q = format!(
+        "select pg_last_xact_replay_timestamp() <= now(), pg_last_xact_replay_timestamp() = '{ts}'::timestamptz"
+    );
+    assert_eq!(one(&standby, "postgres", &q), "t|t");
     assert_eq!(
         one(
             &primary,
