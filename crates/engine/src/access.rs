@@ -635,7 +635,9 @@ fn dead_items(
     let mut all_visible = true;
     for i in 0..strata_page::item_count(g) {
         let Some(tuple) = strata_page::item(g, i) else {
-            removed.push(i as u16);
+            if strata_page::item_state(g, i) != Some(strata_page::ItemState::Unused) {
+                removed.push(i as u16); // dead or redirected: its slot is freed
+            }
             continue;
         };
         if tuple.len() < heap::TUPLE_HEADER_BYTES {

@@ -34,6 +34,9 @@ pub type PageBuf = [u8; BLCKSZ];
 pub const HEADER_BYTES: usize = 24;
 pub const ITEM_ID_BYTES: usize = 4;
 pub const LAYOUT_VERSION: u16 = 4;
+/// `pd_flags` bit: some item id is unused (a hint: inserts look for one only then),
+/// PostgreSQL's PD_HAS_FREE_LINES.
+pub const PD_HAS_FREE_LINES: u16 = 0x0001;
 
 const _: () = assert!(BLCKSZ <= 1 << 15, "item offsets and lengths are 15 bits");
 const _: () = assert!(BLCKSZ as u16 & LAYOUT_VERSION == 0);
@@ -218,6 +221,81 @@ pub fn special_mut(p: &mut PageBuf) -> &mut [u8] {
     &mut p[at..]
 }
 
+/// Marks item `idx` unused: its id stays, so later items keep their indexes (a tuple's
+/// address is stable); [`compact`] reclaims its bytes, and [`add_item_reusing`] its
+/// slot.
+pub fn set_unused(p: &mut PageBuf, idx: usize) {
+    assert!(idx < item_count(p), "item {idx} out of range");
+    put_item_id(p, idx, 0, ItemState::Unused, 0);
+}
+
+/// Packs the bytes of every item still holding some against the special space, in
+/// item order, and drops unused ids from the end of the array. Every remaining item
+/// keeps its index.
+pub fn compact(p: &mut PageBuf) {
+    if is_new(p) {
+        return;
+    }
+    let old = *p;
+    let n = item_count(&old);
+    let mut upper = get_u16(&old, OFF_SPECIAL) as usize;
+    let mut last_used = 0;
+    for idx in 0..n {
+        let (off, state, len) = item_id(&old, idx);
+        if state == ItemState::Unused {
+            continue;
+        }
+        last_used = idx + 1;
+        upper -= len;
+        p[upper..upper + len].copy_from_slice(&old[off..off + len]);
+        put_item_id(p, idx, upper, state, len);
+    }
+    put_u16(p, OFF_UPPER, upper as u16);
+    put_u16(
+        p,
+        OFF_LOWER,
+        (HEADER_BYTES + last_used * ITEM_ID_BYTES) as u16,
+    );
+    let free_lines = (0..last_used).any(|i| item_id(p, i).1 == ItemState::Unused);
+    let flags = get_u16(p, OFF_FLAGS) & !PD_HAS_FREE_LINES;
+    put_u16(
+        p,
+        OFF_FLAGS,
+        flags | if free_lines { PD_HAS_FREE_LINES } else { 0 },
+    );
+}
+
+/// Adds an item in the first unused slot (looked for only under
+/// [`PD_HAS_FREE_LINES`]), or at the end if there is none; returns its index, or
+/// `None` if it does not fit.
+pub fn add_item_reusing(p: &mut PageBuf, data: &[u8]) -> Option<usize> {
+    if is_new(p) {
+        return None;
+    }
+    let hinted = get_u16(p, OFF_FLAGS) & PD_HAS_FREE_LINES != 0;
+    let free_slot = hinted
+        .then(|| (0..item_count(p)).find(|&i| item_id(p, i).1 == ItemState::Unused))
+        .flatten();
+    let Some(idx) = free_slot else {
+        if hinted {
+            put_u16(p, OFF_FLAGS, get_u16(p, OFF_FLAGS) & !PD_HAS_FREE_LINES);
+        }
+        return add_item(p, data);
+    };
+    let (lower, upper) = (
+        get_u16(p, OFF_LOWER) as usize,
+        get_u16(p, OFF_UPPER) as usize,
+    );
+    if data.len() > upper - lower {
+        return None;
+    }
+    let at = upper - data.len();
+    p[at..upper].copy_from_slice(data);
+    put_item_id(p, idx, at, ItemState::Normal, data.len());
+    put_u16(p, OFF_UPPER, at as u16);
+    Some(idx)
+}
+
 /// The state of item `idx`, or `None` past the end of the item array.
 pub fn item_state(p: &PageBuf, idx: usize) -> Option<ItemState> {
     (idx < item_count(p)).then(|| item_id(p, idx).1)
@@ -393,13 +471,62 @@ mod tests {
         }
 
         #[test]
-        fn any_single_bit_flip_is_detected(byte in 0usize..BLCKSZ, bit in 0u8..8) {
+        fn unused_slots_keep_the_other_items_in_place(
+            removed in proptest::collection::btree_set(0usize..30, 0..30),
+            refill in 0usize..40,
+        ) {
             let mut p = page();
             init(&mut p, 0);
-            add_item(&mut p, b"some tuple bytes").unwrap();
-            set_checksum(&mut p, BlockNumber(1));
-            p[byte] ^= 1 << bit;
-            prop_assert!(verify(&p, BlockNumber(1)).is_err());
+            for i in 0..30u8 {
+                add_item(&mut p, &[i; 37]).unwrap();
+            }
+            for &r in &removed {
+                set_unused(&mut p, r);
+            }
+            compact(&mut p);
+            for i in 0..30usize {
+                let want = (!removed.contains(&i)).then(|| vec![i as u8; 37]);
+                prop_assert_eq!(item(&p, i).map(<[u8]>::to_vec), want);
+            }
+            let kept_tail = (0..30).rev().find(|i| !removed.contains(i)).map_or(0, |i| i + 1);
+            prop_assert_eq!(item_count(&p), kept_tail);
+            // Refilled: the first unused slots first, then the end.
+            let holes: Vec<usize> = (0..kept_tail).filter(|i| removed.contains(i)).collect();
+            for k in 0..refill {
+                let at = add_item_reusing(&mut p, &[200; 37]).unwrap();
+                let want = holes.get(k).copied().unwrap_or(kept_tail + k - holes.len());
+                prop_assert_eq!(at, want);
+            }
+            set_checksum(&mut p, BlockNumber(4));
+            prop_assert_eq!(verify(&p, BlockNumber(4)), Ok(()));
         }
+    }
+
+    /// Every one of a page's 65,536 single-bit flips, tried: a 16-bit checksum folded
+    /// from CRC32C misses a flip only where the flip's CRC difference folds to the same
+    /// value (two positions of this page: byte 3798 bit 4, byte 4376 bit 7). This was
+    /// a proptest of "any flip is detected", which failed about once in 250 runs, when
+    /// it drew one of them.
+    #[test]
+    fn single_bit_flips_are_detected_but_for_a_fold_collision_or_two() {
+        let mut p = page();
+        init(&mut p, 0);
+        add_item(&mut p, b"some tuple bytes").unwrap();
+        set_checksum(&mut p, BlockNumber(1));
+        let mut missed = Vec::new();
+        for byte in 0..BLCKSZ {
+            for bit in 0..8 {
+                p[byte] ^= 1 << bit;
+                if verify(&p, BlockNumber(1)).is_ok() {
+                    missed.push((byte, bit));
+                }
+                p[byte] ^= 1 << bit;
+            }
+        }
+        assert!(
+            missed.len() <= 2,
+            "{} flips missed: {missed:?}",
+            missed.len()
+        );
     }
 }
