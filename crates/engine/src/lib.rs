@@ -237,6 +237,10 @@ pub enum EngineError {
     UndefinedTable(String),
     #[error("relation \"{0}\" already exists")]
     DuplicateTable(String),
+    #[error("column \"{0}\" does not exist")]
+    UndefinedColumn(String),
+    #[error("column \"{column}\" of relation \"{table}\" already exists")]
+    DuplicateColumn { column: String, table: String },
     #[error("database \"{0}\" does not exist")]
     UndefinedDatabase(String),
     #[error("database \"{0}\" already exists")]
@@ -297,6 +301,8 @@ impl EngineError {
         match self {
             EngineError::UndefinedTable(_) => "42P01",
             EngineError::DuplicateTable(_) => "42P07",
+            EngineError::UndefinedColumn(_) => "42703",
+            EngineError::DuplicateColumn { .. } => "42701",
             EngineError::UndefinedDatabase(_) => "3D000",
             EngineError::DuplicateDatabase(_) => "42P04",
             EngineError::UndefinedTablespace(_) => "42704",

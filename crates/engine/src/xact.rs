@@ -641,6 +641,69 @@ impl<'e> Txn<'e> {
         Ok(())
     }
 
+    /// ALTER TABLE ... RENAME TO: the same relation (OID, files, rows) under a new
+    /// name, from this transaction's commit on.
+    pub fn rename_table(&mut self, db: &str, name: &str, new_name: &str) -> Result<()> {
+        let dbe = self.database(db)?;
+        let rel = self.relation(&dbe, name)?;
+        if self.relation_opt(&dbe, new_name).is_some() {
+            return Err(EngineError::DuplicateTable(new_name.into()));
+        }
+        let mut e = (*rel).clone();
+        e.name = new_name.into();
+        self.replace_class_row(&dbe, &rel, e)
+    }
+
+    /// ALTER TABLE ... RENAME COLUMN. A column a CHECK constraint names is refused
+    /// (0A000): constraints are kept as SQL text, which would still say the old name.
+    pub fn rename_column(
+        &mut self,
+        db: &str,
+        table: &str,
+        column: &str,
+        new_name: &str,
+    ) -> Result<()> {
+        let dbe = self.database(db)?;
+        let rel = self.relation(&dbe, table)?;
+        let Some(at) = rel.columns.iter().position(|c| c.name == column) else {
+            return Err(EngineError::UndefinedColumn(column.into()));
+        };
+        if rel.columns.iter().any(|c| c.name == new_name) {
+            return Err(EngineError::DuplicateColumn {
+                column: new_name.into(),
+                table: table.into(),
+            });
+        }
+        let lower = column.to_lowercase();
+        let named_in_check = rel
+            .columns
+            .iter()
+            .flat_map(|c| &c.checks)
+            .any(|(_, sql)| sql.to_lowercase().contains(&lower));
+        if named_in_check {
+            return Err(EngineError::NotSupported(format!(
+                "renaming column \"{column}\", which a CHECK constraint of \"{table}\" uses, is not supported by Strata"
+            )));
+        }
+        let mut e = (*rel).clone();
+        e.columns[at].name = new_name.into();
+        self.replace_class_row(&dbe, &rel, e)
+    }
+
+    /// Replaces a relation's pg_class row with `e` (a new version, as UPDATE makes);
+    /// the overlay forgets the old name if it changed.
+    fn replace_class_row(&mut self, dbe: &DbEntry, old: &RelEntry, mut e: RelEntry) -> Result<()> {
+        self.catalog_delete(dbe.pg_class(), old.tid)?;
+        e.tid = Some(self.catalog_insert(dbe.pg_class(), &class_columns(), &e.values())?);
+        if old.name != e.name {
+            self.ov.rels.insert((dbe.oid, old.name.clone()), None);
+        }
+        self.ov
+            .rels
+            .insert((dbe.oid, e.name.clone()), Some(Arc::new(e)));
+        Ok(())
+    }
+
     /// Column definitions of a table, as this transaction sees it.
     pub fn columns(&self, db: &str, table: &str) -> Result<Vec<Column>> {
         let dbe = self.database(db)?;

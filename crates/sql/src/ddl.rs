@@ -45,6 +45,12 @@ pub(crate) fn run(s: &mut Session<'_>, ddl: &Ddl, notices: &mut Notices) -> SqlR
         ),
         Ddl::DropTable { names, if_exists } => drop_table(s, names, *if_exists, notices),
         Ddl::Truncate { names } => truncate(s, names),
+        Ddl::Rename {
+            table,
+            if_exists,
+            column,
+            new_name,
+        } => rename(s, (table, *if_exists), column.as_deref(), new_name, notices),
         Ddl::CreateTablespace { name, location } => create_tablespace(s, name, location),
         Ddl::DropTablespace { name, if_exists } => drop_tablespace(s, name, *if_exists, notices),
         Ddl::CreateDatabase {
@@ -152,6 +158,37 @@ fn truncate(s: &mut Session<'_>, names: &[String]) -> SqlResult<Output> {
         Ok(())
     })?;
     Ok(Output::Command("TRUNCATE TABLE".into()))
+}
+
+/// ALTER TABLE ... RENAME (a table, or one of its columns).
+fn rename(
+    s: &mut Session<'_>,
+    (table, if_exists): (&str, bool),
+    column: Option<&str>,
+    new_name: &str,
+    notices: &mut Notices,
+) -> SqlResult<Output> {
+    let db = s.db().to_string();
+    let mut skipped = false;
+    s.write(|t| {
+        let dbe = t.database(&db)?;
+        if if_exists && t.relation(&dbe, table).is_err() {
+            skipped = true;
+            return Ok(());
+        }
+        match column {
+            None => t.rename_table(&db, table, new_name)?,
+            Some(c) => t.rename_column(&db, table, c, new_name)?,
+        }
+        Ok(())
+    })?;
+    if skipped {
+        notices.push((
+            "NOTICE",
+            format!("relation \"{table}\" does not exist, skipping"),
+        ));
+    }
+    Ok(Output::Command("ALTER TABLE".into()))
 }
 
 fn create_tablespace(s: &mut Session<'_>, name: &str, location: &str) -> SqlResult<Output> {

@@ -457,6 +457,13 @@ pub enum Ddl {
     Truncate {
         names: Vec<String>,
     },
+    /// ALTER TABLE [IF EXISTS] t RENAME TO n, or RENAME [COLUMN] c TO n.
+    Rename {
+        table: String,
+        if_exists: bool,
+        column: Option<String>,
+        new_name: String,
+    },
     CreateTablespace {
         name: String,
         location: String,
@@ -551,6 +558,7 @@ impl Ddl {
             Ddl::CreateTable { .. } => "CREATE TABLE",
             Ddl::DropTable { .. } => "DROP TABLE",
             Ddl::Truncate { .. } => "TRUNCATE TABLE",
+            Ddl::Rename { .. } => "ALTER TABLE",
             Ddl::CreateTablespace { .. } => "CREATE TABLESPACE",
             Ddl::DropTablespace { .. } => "DROP TABLESPACE",
             Ddl::CreateDatabase { .. } => "CREATE DATABASE",
@@ -1032,7 +1040,7 @@ fn parse_one(tokens: Vec<TokenWithSpan>) -> SqlResult<Stmt> {
         | ("ABORT", _)
         | ("SAVEPOINT", _)
         | ("RELEASE", _) => parse_txn_control(&mut k, &w0),
-        ("VALUES", _) => parse_with_sqlparser(std::mem::take(&mut k.t)),
+        ("VALUES", _) | ("ALTER", "TABLE") => parse_with_sqlparser(std::mem::take(&mut k.t)),
         ("COPY", _) => parse_with_sqlparser(copy_booleans(std::mem::take(&mut k.t))),
         (w, _) if SQLPARSER_VERBS.contains(&w) => parse_with_sqlparser(std::mem::take(&mut k.t)),
         _ => {
@@ -1447,6 +1455,7 @@ fn convert(st: ast::Statement) -> SqlResult<Stmt> {
                 returning: ins.returning,
             })
         }
+        S::AlterTable(at) => convert_alter_table(at),
         S::Delete(d) => convert_delete(d),
         S::Update(u) => convert_update(u),
         S::Copy {
@@ -1463,6 +1472,42 @@ fn convert(st: ast::Statement) -> SqlResult<Stmt> {
             Err(SqlError::unsupported(verb.join(" ")))
         }
     }
+}
+
+/// ALTER TABLE: RENAME TO and RENAME COLUMN; the rest is 0A000 (issue 14).
+fn convert_alter_table(at: ast::AlterTable) -> SqlResult<Stmt> {
+    use ast::AlterTableOperation as Op;
+    let table = object_name(&at.name)?;
+    let [op] = at.operations.as_slice() else {
+        return Err(SqlError::unsupported("ALTER TABLE with several actions"));
+    };
+    let (column, new_name) = match op {
+        Op::RenameTable { table_name } => {
+            let (ast::RenameTableNameKind::To(n) | ast::RenameTableNameKind::As(n)) = table_name;
+            (None, object_name(n)?)
+        }
+        Op::RenameColumn {
+            old_column_name,
+            new_column_name,
+        } => (
+            Some(ident_name(old_column_name)),
+            ident_name(new_column_name),
+        ),
+        other => {
+            let text = other.to_string();
+            let verb: Vec<&str> = text.split_whitespace().take(2).collect();
+            return Err(SqlError::unsupported(format!(
+                "ALTER TABLE ... {}",
+                verb.join(" ")
+            )));
+        }
+    };
+    Ok(Stmt::Ddl(Ddl::Rename {
+        table,
+        if_exists: at.if_exists,
+        column,
+        new_name,
+    }))
 }
 
 /// DELETE from one table, by name.

@@ -802,3 +802,55 @@ fn date_uuid_and_bytea_read_write_and_compare() {
         }
     });
 }
+
+#[test]
+fn alter_table_renames_tables_and_columns_in_the_transaction() {
+    with_session(8 << 20, |s| {
+        assert_eq!(
+            codes(&q(s, "INSERT INTO t VALUES (1, 'a'), (2, 'b')")),
+            [""]
+        );
+        let c = q(
+            s,
+            "BEGIN; ALTER TABLE t RENAME TO u; SELECT count(*) FROM u; ROLLBACK",
+        );
+        assert_eq!(codes(&c), ["", "", "", ""]);
+        assert_eq!(count(s), 2, "rolled back: t is t again");
+        assert_eq!(codes(&q(s, "ALTER TABLE t RENAME COLUMN a TO id")), [""]);
+        let c = q(s, "SELECT id FROM t WHERE id = 2");
+        assert_eq!((codes(&c), c.rows.len()), (vec![""], 1));
+        assert_eq!(codes(&q(s, "SELECT a FROM t")), ["42703"]);
+        assert_eq!(
+            codes(&q(s, "ALTER TABLE t RENAME COLUMN nosuch TO x")),
+            ["42703"]
+        );
+        assert_eq!(
+            codes(&q(s, "ALTER TABLE t RENAME COLUMN id TO b")),
+            ["42701"]
+        );
+        assert_eq!(codes(&q(s, "CREATE TABLE other (x int)")), [""]);
+        assert_eq!(codes(&q(s, "ALTER TABLE t RENAME TO other")), ["42P07"]);
+        let c = q(s, "ALTER TABLE t RENAME TO renamed");
+        assert!(matches!(&ok(&c.results[0]).output, Output::Command(t) if t == "ALTER TABLE"));
+        assert_eq!(codes(&q(s, "SELECT * FROM t")), ["42P01"]);
+        let c = q(s, "SELECT count(*) FROM renamed");
+        assert_eq!(c.rows, vec![vec![Datum::Int8(2)]]);
+        assert_eq!(codes(&q(s, "ALTER TABLE nosuch RENAME TO x")), ["42P01"]);
+        let c = q(s, "ALTER TABLE IF EXISTS nosuch RENAME TO x");
+        assert_eq!(
+            notices(&c.results[0]),
+            ["relation \"nosuch\" does not exist, skipping"]
+        );
+        assert_eq!(
+            codes(&q(s, "ALTER TABLE renamed ADD COLUMN c int")),
+            ["0A000"]
+        );
+        // A CHECK keeps its SQL text: renaming a column it names is refused.
+        assert_eq!(codes(&q(s, "CREATE TABLE k (v int CHECK (v > 0))")), [""]);
+        assert_eq!(
+            codes(&q(s, "ALTER TABLE k RENAME COLUMN v TO w")),
+            ["0A000"]
+        );
+        assert_eq!(codes(&q(s, "INSERT INTO k VALUES (0)")), ["23514"]);
+    });
+}

@@ -273,6 +273,22 @@ fn streaming_survives_sigkill_of_standby_and_primary() {
     assert_eq!(one(&standby, "postgres", "select count(*) from t"), "6000");
     let log = standby.log_text();
     assert!(log.contains("started streaming WAL from primary"), "{log}");
+    // ALTER TABLE ... RENAME is a catalog change like any other: replayed, and the
+    // standby's sessions see the new names.
+    primary.psql_ok(
+        "postgres",
+        &[
+            "-c",
+            "alter table t rename to t2",
+            "-c",
+            "alter table t2 rename column b to label",
+        ],
+    );
+    catch_up(&primary, &standby);
+    let q2 = "select count(*) from t2 where label = 'b'";
+    assert_eq!(one(&standby, "postgres", q2), one(&primary, "postgres", q2));
+    let gone = standby.psql_db("postgres", &["-c", "select * from t"]);
+    assert!(String::from_utf8_lossy(&gone.stderr).contains("does not exist"));
 }
 
 #[test]
