@@ -51,6 +51,18 @@ pub(crate) fn run(s: &mut Session<'_>, ddl: &Ddl, notices: &mut Notices) -> SqlR
             column,
             new_name,
         } => rename(s, (table, *if_exists), column.as_deref(), new_name, notices),
+        Ddl::AddColumn {
+            table,
+            if_exists,
+            column,
+            if_not_exists,
+        } => add_column(s, (table, *if_exists), column, *if_not_exists, notices),
+        Ddl::DropColumn {
+            table,
+            if_exists,
+            column,
+            column_if_exists,
+        } => drop_column(s, (table, *if_exists), column, *column_if_exists, notices),
         Ddl::CreateTablespace { name, location } => create_tablespace(s, name, location),
         Ddl::DropTablespace { name, if_exists } => drop_tablespace(s, name, *if_exists, notices),
         Ddl::CreateDatabase {
@@ -158,6 +170,79 @@ fn truncate(s: &mut Session<'_>, names: &[String]) -> SqlResult<Output> {
         Ok(())
     })?;
     Ok(Output::Command("TRUNCATE TABLE".into()))
+}
+
+/// ALTER TABLE ... ADD COLUMN: the DEFAULT (bound as CREATE TABLE binds it) is
+/// evaluated once and fills every existing row; a CHECK on the new column is 0A000
+/// (existing rows would have to be checked).
+fn add_column(
+    s: &mut Session<'_>,
+    (table, if_exists): (&str, bool),
+    column: &Column,
+    if_not_exists: bool,
+    notices: &mut Notices,
+) -> SqlResult<Output> {
+    if !column.checks.is_empty() {
+        return Err(SqlError::unsupported(
+            "ALTER TABLE ... ADD COLUMN with a CHECK constraint",
+        ));
+    }
+    let fill = s.default_value(column)?;
+    let db = s.db().to_string();
+    let mut skipped = None;
+    s.write(|t| {
+        let dbe = t.database(&db)?;
+        let Ok(rel) = t.relation(&dbe, table) else {
+            if if_exists {
+                skipped = Some(format!("relation \"{table}\" does not exist, skipping"));
+                return Ok(());
+            }
+            return Err(strata_engine::EngineError::UndefinedTable(table.into()).into());
+        };
+        if if_not_exists && rel.columns.iter().any(|c| c.name == column.name) {
+            skipped = Some(format!(
+                "column \"{}\" of relation \"{table}\" already exists, skipping",
+                column.name
+            ));
+            return Ok(());
+        }
+        t.add_column(&db, table, column.clone(), fill)?;
+        Ok(())
+    })?;
+    notices.extend(skipped.map(|m| ("NOTICE", m)));
+    Ok(Output::Command("ALTER TABLE".into()))
+}
+
+/// ALTER TABLE ... DROP COLUMN: the table rewritten without it.
+fn drop_column(
+    s: &mut Session<'_>,
+    (table, if_exists): (&str, bool),
+    column: &str,
+    column_if_exists: bool,
+    notices: &mut Notices,
+) -> SqlResult<Output> {
+    let db = s.db().to_string();
+    let mut skipped = None;
+    s.write(|t| {
+        let dbe = t.database(&db)?;
+        let Ok(rel) = t.relation(&dbe, table) else {
+            if if_exists {
+                skipped = Some(format!("relation \"{table}\" does not exist, skipping"));
+                return Ok(());
+            }
+            return Err(strata_engine::EngineError::UndefinedTable(table.into()).into());
+        };
+        if column_if_exists && !rel.columns.iter().any(|c| c.name == column) {
+            skipped = Some(format!(
+                "column \"{column}\" of relation \"{table}\" does not exist, skipping"
+            ));
+            return Ok(());
+        }
+        t.drop_column(&db, table, column)?;
+        Ok(())
+    })?;
+    notices.extend(skipped.map(|m| ("NOTICE", m)));
+    Ok(Output::Command("ALTER TABLE".into()))
 }
 
 /// ALTER TABLE ... RENAME (a table, or one of its columns).

@@ -457,6 +457,20 @@ pub enum Ddl {
     Truncate {
         names: Vec<String>,
     },
+    /// ALTER TABLE [IF EXISTS] t ADD [COLUMN] [IF NOT EXISTS] col type ...
+    AddColumn {
+        table: String,
+        if_exists: bool,
+        column: Column,
+        if_not_exists: bool,
+    },
+    /// ALTER TABLE [IF EXISTS] t DROP [COLUMN] [IF EXISTS] c.
+    DropColumn {
+        table: String,
+        if_exists: bool,
+        column: String,
+        column_if_exists: bool,
+    },
     /// ALTER TABLE [IF EXISTS] t RENAME TO n, or RENAME [COLUMN] c TO n.
     Rename {
         table: String,
@@ -558,7 +572,7 @@ impl Ddl {
             Ddl::CreateTable { .. } => "CREATE TABLE",
             Ddl::DropTable { .. } => "DROP TABLE",
             Ddl::Truncate { .. } => "TRUNCATE TABLE",
-            Ddl::Rename { .. } => "ALTER TABLE",
+            Ddl::Rename { .. } | Ddl::AddColumn { .. } | Ddl::DropColumn { .. } => "ALTER TABLE",
             Ddl::CreateTablespace { .. } => "CREATE TABLESPACE",
             Ddl::DropTablespace { .. } => "DROP TABLESPACE",
             Ddl::CreateDatabase { .. } => "CREATE DATABASE",
@@ -1474,7 +1488,8 @@ fn convert(st: ast::Statement) -> SqlResult<Stmt> {
     }
 }
 
-/// ALTER TABLE: RENAME TO and RENAME COLUMN; the rest is 0A000 (issue 14).
+/// ALTER TABLE: RENAME TO, RENAME COLUMN, ADD COLUMN, DROP COLUMN; the rest is
+/// 0A000 (issue 14).
 fn convert_alter_table(at: ast::AlterTable) -> SqlResult<Stmt> {
     use ast::AlterTableOperation as Op;
     let table = object_name(&at.name)?;
@@ -1482,6 +1497,39 @@ fn convert_alter_table(at: ast::AlterTable) -> SqlResult<Stmt> {
         return Err(SqlError::unsupported("ALTER TABLE with several actions"));
     };
     let (column, new_name) = match op {
+        Op::AddColumn {
+            if_not_exists,
+            column_def,
+            column_position: None,
+            ..
+        } => {
+            return Ok(Stmt::Ddl(Ddl::AddColumn {
+                column: convert_column(&table, column_def)?,
+                table,
+                if_exists: at.if_exists,
+                if_not_exists: *if_not_exists,
+            }))
+        }
+        Op::DropColumn {
+            column_names,
+            if_exists,
+            drop_behavior,
+            ..
+        } => {
+            let ([c], None | Some(ast::DropBehavior::Restrict)) =
+                (column_names.as_slice(), drop_behavior)
+            else {
+                return Err(SqlError::unsupported(
+                    "ALTER TABLE ... DROP COLUMN with CASCADE or several columns",
+                ));
+            };
+            return Ok(Stmt::Ddl(Ddl::DropColumn {
+                table,
+                if_exists: at.if_exists,
+                column: ident_name(c),
+                column_if_exists: *if_exists,
+            }));
+        }
         Op::RenameTable { table_name } => {
             let (ast::RenameTableNameKind::To(n) | ast::RenameTableNameKind::As(n)) = table_name;
             (None, object_name(n)?)
@@ -1651,6 +1699,50 @@ fn table_checks(
     Ok(())
 }
 
+/// One column of CREATE TABLE or ALTER TABLE ... ADD COLUMN: its type, NULL/NOT
+/// NULL, DEFAULT and CHECKs (`table` names the constraints and the errors).
+fn convert_column(table: &str, c: &ast::ColumnDef) -> SqlResult<Column> {
+    let ty = SqlType::from_ast(&c.data_type)?.to_col()?;
+    let cname = ident_name(&c.name);
+    let mut col = Column::new(&cname, ty);
+    (col.max_chars, col.padded) = char_length(&c.data_type)?;
+    let mut null_given = None;
+    for o in &c.options {
+        match &o.option {
+            ast::ColumnOption::Null | ast::ColumnOption::NotNull => {
+                let not_null = matches!(o.option, ast::ColumnOption::NotNull);
+                if null_given.is_some_and(|n| n != not_null) {
+                    return Err(SqlError::syntax(format!(
+                        "conflicting NULL/NOT NULL declarations for column \"{cname}\" of table \"{table}\""
+                    )));
+                }
+                null_given = Some(not_null);
+                col.not_null = not_null;
+            }
+            ast::ColumnOption::Check(c) => {
+                let given = o.name.as_ref().or(c.name.as_ref()).map(ident_name);
+                let n = given.unwrap_or_else(|| format!("{table}_{cname}_check"));
+                col.checks.push((n, c.expr.to_string()));
+            }
+            ast::ColumnOption::Default(e) => {
+                if col.default.is_some() {
+                    return Err(SqlError::syntax(format!(
+                        "multiple default values specified for column \"{cname}\" of table \"{}\"",
+                        table
+                    )));
+                }
+                col.default = Some(e.to_string());
+            }
+            other => {
+                return Err(SqlError::unsupported(format!(
+                    "column option \"{other}\" (column constraints)"
+                )))
+            }
+        }
+    }
+    Ok(col)
+}
+
 fn convert_create_table(ct: ast::CreateTable) -> SqlResult<Stmt> {
     if ct.query.is_some() {
         return Err(SqlError::unsupported("CREATE TABLE ... AS"));
@@ -1661,45 +1753,8 @@ fn convert_create_table(ct: ast::CreateTable) -> SqlResult<Stmt> {
     let name = object_name(&ct.name)?;
     let mut columns = Vec::new();
     for c in &ct.columns {
-        let ty = SqlType::from_ast(&c.data_type)?.to_col()?;
-        let cname = ident_name(&c.name);
-        let mut col = Column::new(&cname, ty);
-        (col.max_chars, col.padded) = char_length(&c.data_type)?;
-        let mut null_given = None;
-        for o in &c.options {
-            match &o.option {
-                ast::ColumnOption::Null | ast::ColumnOption::NotNull => {
-                    let not_null = matches!(o.option, ast::ColumnOption::NotNull);
-                    if null_given.is_some_and(|n| n != not_null) {
-                        return Err(SqlError::syntax(format!(
-                            "conflicting NULL/NOT NULL declarations for column \"{cname}\" of table \"{}\"",
-                            object_name(&ct.name)?
-                        )));
-                    }
-                    null_given = Some(not_null);
-                    col.not_null = not_null;
-                }
-                ast::ColumnOption::Check(c) => {
-                    let given = o.name.as_ref().or(c.name.as_ref()).map(ident_name);
-                    let n = given.unwrap_or_else(|| format!("{name}_{cname}_check"));
-                    col.checks.push((n, c.expr.to_string()));
-                }
-                ast::ColumnOption::Default(e) => {
-                    if col.default.is_some() {
-                        return Err(SqlError::syntax(format!(
-                            "multiple default values specified for column \"{cname}\" of table \"{}\"",
-                            object_name(&ct.name)?
-                        )));
-                    }
-                    col.default = Some(e.to_string());
-                }
-                other => {
-                    return Err(SqlError::unsupported(format!(
-                        "column option \"{other}\" (column constraints)"
-                    )))
-                }
-            }
-        }
+        let col = convert_column(&name, c)?;
+        let cname = col.name.clone();
         if columns.iter().any(|x: &Column| x.name == cname) {
             return Err(SqlError::new(
                 "42701",

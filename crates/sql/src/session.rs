@@ -1007,6 +1007,24 @@ impl<'e> Session<'e> {
         }
     }
 
+    /// The value a column's DEFAULT gives now (NULL without one): ALTER TABLE ... ADD
+    /// COLUMN's fill for the existing rows, bound and checked as CREATE TABLE's.
+    pub(crate) fn default_value(&self, col: &strata_engine::Column) -> SqlResult<Value> {
+        let Some(text) = &col.default else {
+            return Ok(Value::Null);
+        };
+        let mut b = Binder::default();
+        let e = bind_default(&mut b, col, text)?;
+        let env = self.env_parts().env(&self.db);
+        let row = Row {
+            cols: &[],
+            params: &[],
+            aggs: &[],
+            env: &env,
+        };
+        Ok(to_value(bind::eval(&e, &row)?))
+    }
+
     /// A table's columns as the catalog keeps them (with NOT NULL and DEFAULT).
     fn table_columns(&self, table: &str) -> SqlResult<Vec<strata_engine::Column>> {
         Ok(match &self.block {

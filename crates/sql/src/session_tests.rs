@@ -842,7 +842,7 @@ fn alter_table_renames_tables_and_columns_in_the_transaction() {
             ["relation \"nosuch\" does not exist, skipping"]
         );
         assert_eq!(
-            codes(&q(s, "ALTER TABLE renamed ADD COLUMN c int")),
+            codes(&q(s, "ALTER TABLE renamed ALTER COLUMN b TYPE text")),
             ["0A000"]
         );
         // A CHECK keeps its SQL text: renaming a column it names is refused.
@@ -852,5 +852,57 @@ fn alter_table_renames_tables_and_columns_in_the_transaction() {
             ["0A000"]
         );
         assert_eq!(codes(&q(s, "INSERT INTO k VALUES (0)")), ["23514"]);
+    });
+}
+
+#[test]
+fn alter_table_adds_and_drops_columns_by_rewriting_the_table() {
+    with_session(8 << 20, |s| {
+        let c = q(
+            s,
+            "INSERT INTO t SELECT g, 'r' || g FROM generate_series(1, 300) g",
+        );
+        assert_eq!(codes(&c), [""]);
+        let c = q(s, "ALTER TABLE t ADD COLUMN c int DEFAULT 7");
+        assert!(matches!(&ok(&c.results[0]).output, Output::Command(t) if t == "ALTER TABLE"));
+        let c = q(s, "SELECT count(*) FROM t WHERE c = 7");
+        assert_eq!(c.rows, vec![vec![Datum::Int8(300)]]);
+        // New rows get the DEFAULT too; a column without one is NULL in old rows.
+        assert_eq!(codes(&q(s, "INSERT INTO t (a, b) VALUES (301, 'x')")), [""]);
+        assert_eq!(codes(&q(s, "ALTER TABLE t ADD d text")), [""]);
+        let c = q(s, "SELECT count(*) FROM t WHERE c = 7 AND d IS NULL");
+        assert_eq!(c.rows, vec![vec![Datum::Int8(301)]]);
+        // NOT NULL without a default cannot fill rows that exist (23502); rolled back.
+        assert_eq!(codes(&q(s, "ALTER TABLE t ADD e int NOT NULL")), ["23502"]);
+        assert_eq!(codes(&q(s, "ALTER TABLE t ADD c int")), ["42701"]);
+        let c = q(s, "ALTER TABLE t ADD COLUMN IF NOT EXISTS c int");
+        assert_eq!(
+            notices(&c.results[0]),
+            ["column \"c\" of relation \"t\" already exists, skipping"]
+        );
+        assert_eq!(
+            codes(&q(s, "ALTER TABLE t ADD f varchar(2) DEFAULT 'abc'")),
+            ["22001"]
+        );
+        assert_eq!(
+            codes(&q(s, "ALTER TABLE t ADD g int CHECK (g > 0)")),
+            ["0A000"]
+        );
+        // DROP COLUMN: the values go with it; the rest stay, in a rollback too.
+        let c = q(s, "BEGIN; ALTER TABLE t DROP COLUMN b; SELECT b FROM t");
+        assert_eq!(codes(&c), ["", "", "42703"]);
+        assert_eq!(codes(&q(s, "ROLLBACK")), [""]);
+        assert_eq!(codes(&q(s, "SELECT b FROM t WHERE a = 1")), [""]);
+        assert_eq!(codes(&q(s, "ALTER TABLE t DROP COLUMN b")), [""]);
+        let c = q(s, "SELECT sum(a), sum(c) FROM t");
+        assert_eq!(c.rows, vec![vec![Datum::Int8(45_451), Datum::Int8(2_107)]]);
+        assert_eq!(codes(&q(s, "SELECT b FROM t")), ["42703"]);
+        assert_eq!(codes(&q(s, "ALTER TABLE t DROP COLUMN nosuch")), ["42703"]);
+        let c = q(s, "ALTER TABLE t DROP COLUMN IF EXISTS nosuch");
+        assert_eq!(
+            notices(&c.results[0]),
+            ["column \"nosuch\" of relation \"t\" does not exist, skipping"]
+        );
+        assert_eq!(count(s), 301);
     });
 }

@@ -289,6 +289,25 @@ fn streaming_survives_sigkill_of_standby_and_primary() {
     assert_eq!(one(&standby, "postgres", q2), one(&primary, "postgres", q2));
     let gone = standby.psql_db("postgres", &["-c", "select * from t"]);
     assert!(String::from_utf8_lossy(&gone.stderr).contains("does not exist"));
+    // ADD and DROP COLUMN rewrite the table in their transaction: replayed, and after
+    // a SIGKILL of the primary the committed schema and rows are there.
+    primary.psql_ok(
+        "postgres",
+        &[
+            "-c",
+            "alter table t2 add column n int not null default 5",
+            "-c",
+            "alter table t2 drop column label",
+        ],
+    );
+    catch_up(&primary, &standby);
+    let q3 = "select count(*), sum(a), sum(n) from t2";
+    assert_eq!(one(&standby, "postgres", q3), one(&primary, "postgres", q3));
+    assert!(one(&standby, "postgres", q3).ends_with("|30000"));
+    let mut primary = primary;
+    primary.kill9();
+    let primary = Server::start_from_conf(&pdata, port);
+    assert_eq!(one(&primary, "postgres", q3), one(&standby, "postgres", q3));
 }
 
 #[test]
