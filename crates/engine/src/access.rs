@@ -26,11 +26,14 @@
 //!    the record and a crash lose the clear (tests/vm_clear.rs pins this).
 //! 3. Extension writes a zero page through the storage manager first (PostgreSQL's
 //!    smgrextend), so the file's length always covers every page in the pool.
+//! 4. Several rows inserted together ([`insert_many`]) go into each page as many as
+//!    fit, with one Heap/MULTI_INSERT record per page (PostgreSQL's heap_multi_insert,
+//!    which PostgreSQL uses for COPY only; here every multi-row INSERT too).
 
 use crate::heap::{self, page_tuples, PD_ALL_VISIBLE};
 use crate::records::{
-    BlockRef, HeapBody, HeapDelete, HeapInsert, HeapPrune, PendingCreate, SmgrCreate, SmgrTruncate,
-    RM_HEAP, RM_SMGR, SMGR_CREATE, SMGR_TRUNCATE,
+    BlockRef, HeapBody, HeapDelete, HeapInsert, HeapMultiInsert, HeapPrune, PendingCreate,
+    SmgrCreate, SmgrTruncate, RM_HEAP, RM_SMGR, SMGR_CREATE, SMGR_TRUNCATE,
 };
 use crate::redo::{unknown_record, RedoContext};
 use crate::{corrupt, EngineError, Result, Shared};
@@ -211,8 +214,31 @@ pub fn scan_page(
 /// Inserts a tuple: into the relation's target block, else a block the FSM says has
 /// room, else a new block (rule 3). Returns where it went.
 pub fn insert(sh: &Shared, rel: RelKey, xid: Xid, tuple: &[u8]) -> Result<crate::catalog::Tid> {
-    if tuple.len() > heap::TUPLE_MAX_BYTES {
-        return Err(EngineError::RowTooBig(tuple.len()));
+    let (block, offsets) = insert_batch(sh, rel, xid, &[tuple])?;
+    Ok(crate::catalog::Tid {
+        block: BlockNumber(block),
+        offset: offsets[0],
+    })
+}
+
+/// Inserts tuples, as many into each page as fit, with one record per page (rule 4:
+/// PostgreSQL's heap_multi_insert). O(tuples + pages).
+pub fn insert_many(sh: &Shared, rel: RelKey, xid: Xid, tuples: &[&[u8]]) -> Result<()> {
+    let mut rest = tuples;
+    while !rest.is_empty() {
+        let (_, offsets) = insert_batch(sh, rel, xid, rest)?;
+        rest = &rest[offsets.len()..];
+    }
+    Ok(())
+}
+
+/// Inserts the first of `tuples` and as many after it as fit into one page: the
+/// target block, else one the free-space map names, else a new one. Returns the
+/// block and the item indexes.
+fn insert_batch(sh: &Shared, rel: RelKey, xid: Xid, tuples: &[&[u8]]) -> Result<(u32, Vec<u16>)> {
+    let first = tuples[0];
+    if let Some(t) = tuples.iter().find(|t| t.len() > heap::TUPLE_MAX_BYTES) {
+        return Err(EngineError::RowTooBig(t.len()));
     }
     let nblocks = sh.smgr.nblocks(rel, ForkNumber::Main)?;
     let cand_was_target = sh.targblock.lock().get(&rel).copied();
@@ -220,80 +246,91 @@ pub fn insert(sh: &Shared, rel: RelKey, xid: Xid, tuple: &[u8]) -> Result<crate:
         .filter(|b| *b < nblocks)
         .or(nblocks.checked_sub(1));
     let mut tries = 0;
-    loop {
-        if let Some(b) = cand {
-            let buf = sh
-                .pool
-                .read_buffer(tag(rel, ForkNumber::Main, b), ReadMode::Normal)?;
-            let g = buf.write();
-            if strata_page::free_space(&g) >= tuple.len() {
-                let off = insert_on(sh, &buf, g, false, xid, tuple)?;
-                if cand_was_target != Some(b) {
-                    sh.targblock.lock().insert(rel, b);
-                }
-                return Ok(crate::catalog::Tid {
-                    block: BlockNumber(b),
-                    offset: off,
-                });
-            }
-            let free = strata_page::free_space(&g);
-            drop(g);
-            drop(buf);
-            fsm_set(sh, rel, b, free)?;
-            tries += 1;
-            cand = if tries < 4 {
-                fsm_search(sh, rel, tuple.len() + strata_page::ITEM_ID_BYTES, nblocks)?
-            } else {
-                None
-            };
-            continue;
-        }
-        let b = sh.smgr.nblocks(rel, ForkNumber::Main)?;
-        sh.smgr
-            .extend(rel, ForkNumber::Main, BlockNumber(b), &ZERO_PAGE)?;
+    while let Some(b) = cand {
         let buf = sh
             .pool
-            .read_buffer(tag(rel, ForkNumber::Main, b), ReadMode::Zero)?;
-        let mut g = buf.write();
-        strata_page::init(&mut g, 0);
-        let off = insert_on(sh, &buf, g, true, xid, tuple)?;
-        sh.targblock.lock().insert(rel, b);
-        return Ok(crate::catalog::Tid {
-            block: BlockNumber(b),
-            offset: off,
-        });
+            .read_buffer(tag(rel, ForkNumber::Main, b), ReadMode::Normal)?;
+        let g = buf.write();
+        if strata_page::free_space(&g) >= first.len() {
+            let offs = insert_on(sh, &buf, g, false, xid, tuples)?;
+            if cand_was_target != Some(b) {
+                sh.targblock.lock().insert(rel, b);
+            }
+            return Ok((b, offs));
+        }
+        let free = strata_page::free_space(&g);
+        drop(g);
+        drop(buf);
+        fsm_set(sh, rel, b, free)?;
+        tries += 1;
+        cand = if tries < 4 {
+            fsm_search(sh, rel, first.len() + strata_page::ITEM_ID_BYTES, nblocks)?
+        } else {
+            None
+        };
     }
+    let b = sh.smgr.nblocks(rel, ForkNumber::Main)?;
+    sh.smgr
+        .extend(rel, ForkNumber::Main, BlockNumber(b), &ZERO_PAGE)?;
+    let buf = sh
+        .pool
+        .read_buffer(tag(rel, ForkNumber::Main, b), ReadMode::Zero)?;
+    let mut g = buf.write();
+    strata_page::init(&mut g, 0);
+    let offs = insert_on(sh, &buf, g, true, xid, tuples)?;
+    sh.targblock.lock().insert(rel, b);
+    Ok((b, offs))
 }
 
+/// Inserts the first tuple (which fits) and those after it while they fit, then logs
+/// them: a Heap/INSERT for one, a Heap/MULTI_INSERT for several.
 fn insert_on(
     sh: &Shared,
     buf: &PinnedBuffer<'_>,
     mut g: parking_lot::MappedRwLockWriteGuard<'_, PageBuf>,
     will_init: bool,
     xid: Xid,
-    tuple: &[u8],
-) -> Result<u16> {
+    tuples: &[&[u8]],
+) -> Result<Vec<u16>> {
     let t = buf.tag();
     let vm = vm_pin_if_visible(sh, t.rel, t.block.0, &g)?; // fallible: before the change
     let mut vm_g = vm.as_ref().map(|b| b.write());
-    let (off, vm_cleared) = heap::page_insert(&mut g, tuple).expect("free space checked");
+    let mut offs = Vec::new();
+    let mut vm_cleared = false;
+    for tuple in tuples {
+        if strata_page::free_space(&g) < tuple.len() {
+            break;
+        }
+        let (off, cleared) = heap::page_insert(&mut g, tuple).expect("free space checked");
+        vm_cleared |= cleared;
+        offs.push(off);
+    }
     buf.mark_dirty(&g);
     if let (Some(vb), Some(vg)) = (&vm, &mut vm_g) {
         vm_clear_bit(vg, t.block.0);
         vb.mark_dirty(vg);
     }
-    let body = HeapBody::Insert(HeapInsert {
-        offset: off,
-        vm_cleared,
-        tuple: tuple.to_vec(),
-    });
+    let body = if let [off] = offs[..] {
+        HeapBody::Insert(HeapInsert {
+            offset: off,
+            vm_cleared,
+            tuple: tuples[0].to_vec(),
+        })
+    } else {
+        let items = offs
+            .iter()
+            .zip(tuples)
+            .map(|(o, t)| (*o, t.to_vec()))
+            .collect();
+        HeapBody::MultiInsert(HeapMultiInsert { vm_cleared, items })
+    };
     let end = log_block(sh, t, &mut g, will_init, RM_HEAP, body.info(), xid, |b| {
         body.encode(b)
     })?;
     if let Some(vg) = &mut vm_g {
         raise_lsn(vg, end);
     }
-    Ok(off)
+    Ok(offs)
 }
 
 /// The VM page of a heap block, pinned (not locked) if the heap page is all-visible:
@@ -748,6 +785,18 @@ pub(crate) fn heap_redo(rx: &mut dyn RedoContext, r: &Record) -> Result<()> {
             heap::page_prune(p, &pr.removed, pr.all_visible);
             Ok(())
         }
+        HeapBody::MultiInsert(m) => {
+            for (want, t) in &m.items {
+                match heap::page_insert(p, t) {
+                    Some((off, _)) if off == *want => {}
+                    Some((off, _)) => {
+                        return Err(format!("insert went to item {off}, record says {want}"))
+                    }
+                    None => return Err("no room for the tuples".into()),
+                }
+            }
+            Ok(())
+        }
     })?;
     if applied.is_none() {
         return Ok(());
@@ -758,6 +807,9 @@ pub(crate) fn heap_redo(rx: &mut dyn RedoContext, r: &Record) -> Result<()> {
     let sh = rx.shared();
     match &body {
         HeapBody::Insert(HeapInsert {
+            vm_cleared: true, ..
+        })
+        | HeapBody::MultiInsert(HeapMultiInsert {
             vm_cleared: true, ..
         })
         | HeapBody::Delete(HeapDelete {
@@ -830,6 +882,19 @@ fn note_catalog_rows(
                         tid: tid(off),
                         inserted: false,
                         tuple,
+                    },
+                );
+            }
+        }
+        HeapBody::MultiInsert(m) => {
+            for (off, t) in &m.items {
+                rx.catalog_row(
+                    xid,
+                    crate::standby::CatalogRow {
+                        rel: tag.rel,
+                        tid: tid(*off),
+                        inserted: true,
+                        tuple: t.clone(),
                     },
                 );
             }

@@ -57,6 +57,7 @@ pub const TBLSPC_CREATE: u8 = 0x00;
 pub const HEAP_INSERT: u8 = 0x00;
 pub const HEAP_DELETE: u8 = 0x10;
 pub const HEAP_PRUNE: u8 = 0x20;
+pub const HEAP_MULTI_INSERT: u8 = 0x30;
 
 /// Name of a record type for the redo statistics table.
 pub fn record_name(rmgr: RmgrId, info: u8) -> &'static str {
@@ -76,6 +77,7 @@ pub fn record_name(rmgr: RmgrId, info: u8) -> &'static str {
         (RM_HEAP, HEAP_INSERT) => "Heap/INSERT",
         (RM_HEAP, HEAP_DELETE) => "Heap/DELETE",
         (RM_HEAP, HEAP_PRUNE) => "Heap/PRUNE",
+        (RM_HEAP, HEAP_MULTI_INSERT) => "Heap/MULTI_INSERT",
         (RM_BTREE, crate::btree::BTREE_INSERT) => "Btree/INSERT",
         (RM_BTREE, crate::btree::BTREE_PAGES) => "Btree/PAGES",
         _ => "unknown",
@@ -464,6 +466,14 @@ fn hole(p: &PageBuf) -> (usize, usize) {
     }
 }
 
+/// Several tuples into one page, in one record (PostgreSQL's heap_multi_insert):
+/// `(item index, tuple)` in the order they went in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HeapMultiInsert {
+    pub vm_cleared: bool,
+    pub items: Vec<(u16, Vec<u8>)>,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HeapInsert {
     pub offset: u16,
@@ -491,6 +501,7 @@ pub enum HeapBody {
     Insert(HeapInsert),
     Delete(HeapDelete),
     Prune(HeapPrune),
+    MultiInsert(HeapMultiInsert),
 }
 
 fn encode_u16s(e: &mut Enc, v: &[u16]) {
@@ -511,6 +522,7 @@ impl HeapBody {
             HeapBody::Insert(_) => HEAP_INSERT,
             HeapBody::Delete(_) => HEAP_DELETE,
             HeapBody::Prune(_) => HEAP_PRUNE,
+            HeapBody::MultiInsert(_) => HEAP_MULTI_INSERT,
         }
     }
 
@@ -520,6 +532,7 @@ impl HeapBody {
             HeapBody::Insert(r) => 3 + r.tuple.len(),
             HeapBody::Delete(r) => 9 + 2 * r.offsets.len(),
             HeapBody::Prune(r) => 5 + 2 * r.removed.len(),
+            HeapBody::MultiInsert(r) => 5 + r.items.iter().map(|(_, t)| 6 + t.len()).sum::<usize>(),
         };
         let image = block
             .image
@@ -538,6 +551,12 @@ impl HeapBody {
             HeapBody::Prune(r) => {
                 e.u8(r.all_visible as u8);
                 encode_u16s(&mut e, &r.removed);
+            }
+            HeapBody::MultiInsert(r) => {
+                e.u8(r.vm_cleared as u8).u32(r.items.len() as u32);
+                for (off, t) in &r.items {
+                    e.u16(*off).bytes(t);
+                }
             }
         }
         e.0
@@ -561,6 +580,15 @@ impl HeapBody {
                 all_visible: d.u8()? != 0,
                 removed: decode_u16s(&mut d)?,
             }),
+            HEAP_MULTI_INSERT => {
+                let vm_cleared = d.u8()? != 0;
+                let n = d.u32()? as usize;
+                let mut items = Vec::with_capacity(n.min(BLCKSZ));
+                for _ in 0..n {
+                    items.push((d.u16()?, d.bytes()?.to_vec()));
+                }
+                HeapBody::MultiInsert(HeapMultiInsert { vm_cleared, items })
+            }
             other => {
                 return Err(DecodeError(format!(
                     "unknown heap record info {other:#04x}"

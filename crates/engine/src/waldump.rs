@@ -126,6 +126,16 @@ fn describe_payload(r: &Record, blocks: &mut Blocks) -> Result<String, String> {
 
 fn describe_heap(body: &HeapBody) -> String {
     match body {
+        HeapBody::MultiInsert(m) => format!(
+            "ntuples {} offs {:?}{}",
+            m.items.len(),
+            m.items.iter().map(|(o, _)| *o).collect::<Vec<_>>(),
+            if m.vm_cleared {
+                " all_visible_cleared"
+            } else {
+                ""
+            }
+        ),
         HeapBody::Insert(i) => format!(
             "off {}{}",
             i.offset,

@@ -466,6 +466,8 @@ fn a_torn_page_is_repaired_from_its_full_page_image() {
     }
     std::fs::write(&path, &bytes).unwrap();
     let e = c.open();
+    // The ten rows went in one record per page (access rule 4), with the image.
+    assert!(c.log_has("Heap/MULTI_INSERT"), "{}", c.log_text());
     assert_eq!(ids(&e, "postgres", "t"), (0..110).collect::<Vec<_>>());
     e.close().unwrap();
     assert_checksums(path.parent().unwrap());
@@ -567,7 +569,9 @@ fn checkpoints_remove_old_wal_and_max_wal_size_triggers_them() {
     t.create_table("postgres", "g", &cols(), None).unwrap();
     t.commit().unwrap();
     let before = e.checkpoints_done();
-    for k in 0..20 {
+    // Enough WAL for several 1MB segments (multi-row inserts log little beyond
+    // the tuples).
+    for k in 0..60 {
         let mut t = e.begin();
         t.insert("postgres", "g", &rows(k * 1000..(k + 1) * 1000))
             .unwrap();
@@ -589,7 +593,7 @@ fn checkpoints_remove_old_wal_and_max_wal_size_triggers_them() {
     assert!(!idle.skipped && idle.buffers_written == 0);
     e.abandon();
     let e = Engine::open(&c.dir, settings).unwrap();
-    assert_eq!(e.scan("postgres", "g").unwrap().len(), 20_000);
+    assert_eq!(e.scan("postgres", "g").unwrap().len(), 60_000);
 }
 
 #[test]
@@ -668,7 +672,7 @@ fn an_online_backup_keeps_its_wal_until_it_ends() {
         c.dir
             .join("pg_wal")
             .join(format!("{:08X}{:08X}{:08X}", 1, seg / per_id, seg % per_id));
-    for k in 0..20 {
+    for k in 0..60 {
         let mut t = e.begin();
         t.insert("postgres", "g", &rows(k * 1000..(k + 1) * 1000))
             .unwrap();

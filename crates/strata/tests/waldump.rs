@@ -30,6 +30,12 @@ fn stat_n(table: &str, row: &str) -> u64 {
     line.split_whitespace().nth(1).unwrap().parse().unwrap()
 }
 
+/// The tuple count of a Heap/MULTI_INSERT line (`ntuples N`).
+fn ntuples(line: &str) -> usize {
+    let n = line.split_once("ntuples ").unwrap().1;
+    n.split(' ').next().unwrap().parse().unwrap()
+}
+
 #[test]
 fn waldump_shows_each_record_of_a_workload_and_counts_them() {
     let dir = tempfile::tempdir().unwrap();
@@ -73,7 +79,11 @@ fn waldump_shows_each_record_of_a_workload_and_counts_them() {
             .filter(|l| l.contains(&format!("desc: {kind} ")) && l.contains(&blk))
             .collect()
     };
-    assert_eq!(on_w("INSERT").len(), 250, "{dump}");
+    // 250 rows of one INSERT: as many per record as fit a page (access rule 4).
+    let multi = on_w("MULTI_INSERT");
+    assert!(!multi.is_empty(), "{dump}");
+    let in_multi: usize = multi.iter().map(|l| ntuples(l)).sum();
+    assert_eq!(on_w("INSERT").len() + in_multi, 250, "{dump}");
     let deleted: usize = on_w("DELETE")
         .iter()
         .map(|l| {
@@ -91,6 +101,15 @@ fn waldump_shows_each_record_of_a_workload_and_counts_them() {
     assert!(ok);
     let inserts = lines.iter().filter(|l| l.contains("desc: INSERT ")).count();
     assert_eq!(stat_n(&by_type, "Heap/INSERT"), inserts as u64, "{by_type}");
+    let multis = lines
+        .iter()
+        .filter(|l| l.contains("desc: MULTI_INSERT "))
+        .count();
+    assert_eq!(
+        stat_n(&by_type, "Heap/MULTI_INSERT"),
+        multis as u64,
+        "{by_type}"
+    );
     assert_eq!(stat_n(&by_type, "Total"), lines.len() as u64, "{by_type}");
     let (ok, by_rmgr, _) = waldump(&data, &["--stats"]);
     assert!(ok);
@@ -99,14 +118,19 @@ fn waldump_shows_each_record_of_a_workload_and_counts_them() {
         .filter(|l| l.starts_with("rmgr: Heap "))
         .count();
     assert_eq!(stat_n(&by_rmgr, "Heap"), heap as u64, "{by_rmgr}");
-    // Filters, limits and a start that is not a record.
-    let (_, xact, _) = waldump(&data, &["-r", "transaction"]);
+    filters_limits_and_starts(&data, &lines);
+}
+
+/// `-r`, `-n` and `-s` over the dump `lines` of the cluster at `data`, and a start that
+/// is not a record.
+fn filters_limits_and_starts(data: &Path, lines: &[&str]) {
+    let (_, xact, _) = waldump(data, &["-r", "transaction"]);
     assert!(xact.lines().count() >= 4);
     assert!(
         xact.lines().all(|l| l.starts_with("rmgr: Transaction ")),
         "{xact}"
     );
-    let (_, five, _) = waldump(&data, &["-n", "5"]);
+    let (_, five, _) = waldump(data, &["-n", "5"]);
     assert_eq!(five.lines().collect::<Vec<_>>(), lines[..5].to_vec());
     let second = lines[1]
         .split("lsn: ")
@@ -115,8 +139,8 @@ fn waldump_shows_each_record_of_a_workload_and_counts_them() {
         .split(',')
         .next()
         .unwrap();
-    let (_, from_second, _) = waldump(&data, &["-s", second]);
+    let (_, from_second, _) = waldump(data, &["-s", second]);
     assert_eq!(from_second.lines().next(), Some(lines[1]));
-    let (ok, _, err) = waldump(&data, &["-s", "0/1"]);
+    let (ok, _, err) = waldump(data, &["-s", "0/1"]);
     assert!(!ok && err.contains("no valid record at 0/1"), "{err}");
 }
