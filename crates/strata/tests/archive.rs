@@ -19,7 +19,7 @@ fn names(dir: &Path) -> Vec<String> {
     v
 }
 
-/// About three 1MB segments of WAL.
+/// About three 1MB segments of WAL (rows go in one record per page).
 fn fill(s: &Server, table: &str) {
     s.psql_ok(
         "postgres",
@@ -27,7 +27,7 @@ fn fill(s: &Server, table: &str) {
             "-c",
             &format!("create table {table} (a int, b text)"),
             "-c",
-            &format!("insert into {table} select g, 'some text to fill the log with ' || g from generate_series(1, 30000) g"),
+            &format!("insert into {table} select g, 'some text to fill the log with ' || g from generate_series(1, 90000) g"),
         ],
     );
 }
@@ -106,6 +106,6 @@ fn no_segment_leaves_before_it_is_archived() {
     assert_eq!(
         s.psql_ok("postgres", &["-c", "select count(*) from t1"])
             .trim(),
-        "30000"
+        "90000"
     );
 }

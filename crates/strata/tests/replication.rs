@@ -206,7 +206,7 @@ fn a_slot_holds_wal_until_dropped_and_survives_a_restart() {
                 "-c",
                 &format!("create table {table} (a int, b text)"),
                 "-c",
-                &format!("insert into {table} select g, 'some text to fill the log ' || g from generate_series(1, 30000) g"),
+                &format!("insert into {table} select g, 'some text to fill the log ' || g from generate_series(1, 90000) g"),
                 "-c",
                 "checkpoint",
             ],
