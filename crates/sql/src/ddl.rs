@@ -44,6 +44,11 @@ pub(crate) fn run(s: &mut Session<'_>, ddl: &Ddl, notices: &mut Notices) -> SqlR
             notices,
         ),
         Ddl::DropTable { names, if_exists } => drop_table(s, names, *if_exists, notices),
+        Ddl::CreateTableAs {
+            name,
+            if_not_exists,
+            query,
+        } => s.create_table_as(name, *if_not_exists, query, notices),
         Ddl::Truncate { names } => truncate(s, names),
         Ddl::Rename {
             table,

@@ -457,6 +457,13 @@ pub enum Ddl {
     Truncate {
         names: Vec<String>,
     },
+    /// CREATE TABLE [IF NOT EXISTS] t AS query: a table with the query's columns,
+    /// holding its rows.
+    CreateTableAs {
+        name: String,
+        if_not_exists: bool,
+        query: Box<ast::Query>,
+    },
     /// ALTER TABLE [IF EXISTS] t ADD [COLUMN] [IF NOT EXISTS] col type ...
     AddColumn {
         table: String,
@@ -573,6 +580,7 @@ impl Ddl {
             Ddl::DropTable { .. } => "DROP TABLE",
             Ddl::Truncate { .. } => "TRUNCATE TABLE",
             Ddl::Rename { .. } | Ddl::AddColumn { .. } | Ddl::DropColumn { .. } => "ALTER TABLE",
+            Ddl::CreateTableAs { .. } => "CREATE TABLE AS",
             Ddl::CreateTablespace { .. } => "CREATE TABLESPACE",
             Ddl::DropTablespace { .. } => "DROP TABLESPACE",
             Ddl::CreateDatabase { .. } => "CREATE DATABASE",
@@ -1458,10 +1466,12 @@ fn convert(st: ast::Statement) -> SqlResult<Stmt> {
                         .collect::<SqlResult<_>>()?,
                 )
             };
-            let Some(q) = ins.source else {
-                return Err(SqlError::unsupported("INSERT ... DEFAULT VALUES"));
+            // DEFAULT VALUES: one row naming no column, so every column gets its
+            // DEFAULT (or NULL).
+            let (columns, source) = match ins.source {
+                Some(q) => (columns, insert_source(q)),
+                None => (Some(Vec::new()), InsertSource::Values(vec![Vec::new()])),
             };
-            let source = insert_source(q);
             Ok(Stmt::Insert {
                 table,
                 columns,
@@ -1744,11 +1754,18 @@ fn convert_column(table: &str, c: &ast::ColumnDef) -> SqlResult<Column> {
 }
 
 fn convert_create_table(ct: ast::CreateTable) -> SqlResult<Stmt> {
-    if ct.query.is_some() {
-        return Err(SqlError::unsupported("CREATE TABLE ... AS"));
-    }
     if ct.temporary {
         return Err(SqlError::unsupported("temporary tables"));
+    }
+    if let Some(query) = ct.query {
+        if !ct.columns.is_empty() {
+            return Err(SqlError::unsupported("CREATE TABLE t (columns) AS"));
+        }
+        return Ok(Stmt::Ddl(Ddl::CreateTableAs {
+            name: object_name(&ct.name)?,
+            if_not_exists: ct.if_not_exists,
+            query,
+        }));
     }
     let name = object_name(&ct.name)?;
     let mut columns = Vec::new();

@@ -133,6 +133,20 @@ pub trait ResultSink {
     }
 }
 
+/// A [`ResultSink`] for a statement run inside another that returns no rows
+/// (CREATE TABLE AS's INSERT).
+struct NoRows;
+
+impl ResultSink for NoRows {
+    fn columns(&mut self, _: &[(String, SqlType)]) -> SqlResult<()> {
+        Ok(())
+    }
+    fn row(&mut self, _: Vec<Datum>) -> SqlResult<()> {
+        Ok(())
+    }
+    fn end(&mut self, _: SqlResult<Executed>) {}
+}
+
 /// A [`ResultSink`] that keeps everything (in-process tests).
 #[cfg(test)]
 #[derive(Default)]
@@ -1005,6 +1019,81 @@ impl<'e> Session<'e> {
             pid: self.id,
             xact_start_us: self.xact_start_us,
         }
+    }
+
+    /// CREATE TABLE ... AS query: the query bound as the SELECT it is gives the
+    /// columns (an untyped literal makes a text column, as PostgreSQL's); the table is
+    /// made and filled in one transaction (this statement's, if no block is open).
+    /// Tag `SELECT n`, as PostgreSQL's.
+    pub(crate) fn create_table_as(
+        &mut self,
+        name: &str,
+        if_not_exists: bool,
+        query: &sqlparser::ast::Query,
+        notices: &mut Notices,
+    ) -> SqlResult<Output> {
+        let mut b = Binder::default();
+        let select = Stmt::Select(Box::new(query.clone()));
+        let Bound::Select(plan) = self.bind(&select, &mut b)? else {
+            unreachable!("a query binds as a SELECT");
+        };
+        let mut cols: Vec<strata_engine::Column> = Vec::new();
+        for (n, t) in &plan.columns {
+            let ty = if *t == SqlType::Unknown {
+                SqlType::Text
+            } else {
+                *t
+            };
+            if cols.iter().any(|c| &c.name == n) {
+                return Err(SqlError::new(
+                    "42701",
+                    format!("column \"{n}\" specified more than once"),
+                ));
+            }
+            cols.push(strata_engine::Column::new(n, ty.to_col()?));
+        }
+        if if_not_exists && self.columns(name).is_ok() {
+            notices.push((
+                "NOTICE",
+                format!("relation \"{name}\" already exists, skipping"),
+            ));
+            return Ok(Output::Command("CREATE TABLE AS".into()));
+        }
+        let opened = matches!(self.block, Block::Idle);
+        if opened {
+            self.open_block(true);
+        }
+        let r = self.create_and_fill(name, &cols, query);
+        if opened {
+            self.end_block(r.is_ok())?;
+        }
+        r
+    }
+
+    fn create_and_fill(
+        &mut self,
+        name: &str,
+        cols: &[strata_engine::Column],
+        query: &sqlparser::ast::Query,
+    ) -> SqlResult<Output> {
+        let db = self.db.clone();
+        self.write(|t| Ok(t.create_table(&db, name, cols, None)?))?;
+        let insert = Stmt::Insert {
+            table: name.to_string(),
+            columns: None,
+            source: crate::InsertSource::Query(Box::new(query.clone())),
+            returning: None,
+        };
+        let mut b = Binder::default();
+        let Bound::Insert(ins) = self.bind(&insert, &mut b)? else {
+            unreachable!("an INSERT binds as an INSERT");
+        };
+        let out = self.insert(ins, &mut b, &[], &mut NoRows)?;
+        let n = match &out {
+            Output::Command(tag) => tag.rsplit(' ').next().unwrap_or("0").to_string(),
+            _ => "0".into(),
+        };
+        Ok(Output::Command(format!("SELECT {n}")))
     }
 
     /// The value a column's DEFAULT gives now (NULL without one): ALTER TABLE ... ADD

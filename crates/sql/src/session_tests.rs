@@ -906,3 +906,62 @@ fn alter_table_adds_and_drops_columns_by_rewriting_the_table() {
         assert_eq!(count(s), 301);
     });
 }
+
+#[test]
+fn insert_default_values_gives_every_column_its_default() {
+    with_session(8 << 20, |s| {
+        let c = q(
+            s,
+            "CREATE TABLE d (a int DEFAULT 7, b text, c bool DEFAULT true)",
+        );
+        assert_eq!(codes(&c), [""]);
+        assert_eq!(codes(&q(s, "INSERT INTO d DEFAULT VALUES")), [""]);
+        let c = q(s, "INSERT INTO d DEFAULT VALUES RETURNING a, b, c");
+        assert_eq!(
+            c.rows,
+            vec![vec![Datum::Int4(7), Datum::Null, Datum::Bool(true)]]
+        );
+        let c = q(s, "SELECT count(*) FROM d WHERE a = 7 AND b IS NULL AND c");
+        assert_eq!(c.rows, vec![vec![Datum::Int8(2)]]);
+        assert_eq!(codes(&q(s, "CREATE TABLE n (a int NOT NULL)")), [""]);
+        assert_eq!(codes(&q(s, "INSERT INTO n DEFAULT VALUES")), ["23502"]);
+    });
+}
+
+#[test]
+fn create_table_as_makes_and_fills_a_table_in_one_transaction() {
+    with_session(8 << 20, |s| {
+        let c = q(
+            s,
+            "INSERT INTO t SELECT g, 'r' || g FROM generate_series(1, 50) g",
+        );
+        assert_eq!(codes(&c), [""]);
+        let c = q(
+            s,
+            "CREATE TABLE u AS SELECT a, b, a * 2 AS twice, 'x' AS tag FROM t WHERE a <= 20",
+        );
+        assert!(matches!(&ok(&c.results[0]).output, Output::Command(t) if t == "SELECT 20"));
+        let c = q(s, "SELECT sum(twice), count(*) FROM u WHERE tag = 'x'");
+        assert_eq!(c.rows, vec![vec![Datum::Int8(420), Datum::Int8(20)]]);
+        assert_eq!(codes(&q(s, "CREATE TABLE u AS SELECT 1 AS a")), ["42P07"]);
+        let c = q(s, "CREATE TABLE IF NOT EXISTS u AS SELECT 1 AS a");
+        assert_eq!(
+            notices(&c.results[0]),
+            ["relation \"u\" already exists, skipping"]
+        );
+        assert_eq!(
+            codes(&q(s, "CREATE TABLE w AS SELECT a, a FROM t")),
+            ["42701"]
+        );
+        // All or nothing: a failing query leaves no table behind.
+        assert_eq!(
+            codes(&q(s, "CREATE TABLE v AS SELECT 1 / (a - 10) AS z FROM t")),
+            ["22012"]
+        );
+        assert_eq!(codes(&q(s, "SELECT * FROM v")), ["42P01"]);
+        // In a block, it is the block's.
+        let c = q(s, "BEGIN; CREATE TABLE v AS SELECT a FROM t; ROLLBACK");
+        assert_eq!(codes(&c), ["", "", ""]);
+        assert_eq!(codes(&q(s, "SELECT * FROM v")), ["42P01"]);
+    });
+}

@@ -736,3 +736,37 @@ fn smallint_timestamps_and_bytea_cross_the_wire_in_binary() {
         );
     });
 }
+
+/// Through psql: CREATE TABLE AS, INSERT DEFAULT VALUES and ALTER TABLE, then a
+/// SIGKILL: what was committed is there, with its new shape.
+#[test]
+fn create_table_as_default_values_and_alter_table_survive_sigkill() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    let mut s = Server::start(&data, &[]);
+    s.psql_ok(
+        "postgres",
+        &[
+            "-c",
+            "create table src (a int, b text)",
+            "-c",
+            "insert into src select g, 'v' || g from generate_series(1, 1000) g",
+            "-c",
+            "create table dst as select a, b, a % 7 as m from src where a > 100",
+            "-c",
+            "alter table dst add column d int default 3",
+            "-c",
+            "alter table dst drop column b",
+            "-c",
+            "alter table dst rename column m to modulo",
+            "-c",
+            "insert into dst default values",
+        ],
+    );
+    s.kill9();
+    let s = Server::start(&data, &[]);
+    let q = "select count(*), count(a), sum(modulo), sum(d) from dst";
+    let got = s.psql_ok("postgres", &["-XAtc", q]);
+    let m: i64 = (101..=1000).map(|a| a % 7).sum();
+    assert_eq!(got.trim(), format!("901|900|{m}|2703"));
+}
