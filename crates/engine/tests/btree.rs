@@ -3,54 +3,14 @@
 //! some torn) replayed into a tree that checks page by page and link by link and
 //! holds every committed entry.
 
-use parking_lot::Mutex;
+mod common;
+use common::Cluster;
 use std::collections::BTreeSet;
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use strata_btree::key::{encode_key, leaf_entry, KeyPart};
 use strata_engine::*;
 use strata_types::{BlockNumber, RelKey};
 use strata_vfs::sim::SimVfs;
-use strata_vfs::Vfs;
-
-struct Cluster {
-    _tmp: tempfile::TempDir,
-    dir: PathBuf,
-    logs: Arc<Mutex<Vec<String>>>,
-}
-
-impl Cluster {
-    fn new() -> Cluster {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().join("data");
-        let c = Cluster {
-            _tmp: tmp,
-            dir,
-            logs: Arc::default(),
-        };
-        Engine::init(&c.dir, c.settings(strata_vfs::StdVfs::arc())).unwrap();
-        c
-    }
-
-    /// A 32-page pool: index pages are evicted and written between checkpoints.
-    fn settings(&self, vfs: Arc<dyn Vfs>) -> Settings {
-        let logs = self.logs.clone();
-        let panicked = Arc::new(AtomicBool::new(false));
-        Settings {
-            shared_buffers_bytes: 256 << 10,
-            wal_segment_bytes: 1 << 20,
-            log: Arc::new(move |l: &str| logs.lock().push(l.to_string())),
-            on_fatal: Arc::new(move |_: &str| panicked.store(true, Ordering::SeqCst)),
-            vfs,
-            ..Settings::default()
-        }
-    }
-
-    fn open(&self, vfs: Arc<dyn Vfs>) -> Engine {
-        Engine::open(&self.dir, self.settings(vfs)).unwrap()
-    }
-}
 
 /// Entry `i`: a scrambled integer and, for one in five, a long text (deep trees).
 fn entry(i: u32) -> Vec<u8> {

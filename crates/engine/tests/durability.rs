@@ -5,59 +5,14 @@
 //! the next one's recovery; a failed commit record never takes the abort path; WAL that
 //! ends before the checkpoint is refused, not cut.
 
-use parking_lot::Mutex;
-use std::path::{Path, PathBuf};
+mod common;
+use common::Cluster;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use strata_engine::*;
 use strata_vfs::sim::{Fault, FaultErrno, FaultOp, SimVfs};
 use strata_vfs::{FileKind, Vfs};
-
-struct Cluster {
-    _tmp: tempfile::TempDir,
-    dir: PathBuf,
-    logs: Arc<Mutex<Vec<String>>>,
-    panicked: Arc<AtomicBool>,
-}
-
-impl Cluster {
-    fn new() -> Cluster {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().join("data");
-        let c = Cluster {
-            _tmp: tmp,
-            dir,
-            logs: Arc::default(),
-            panicked: Arc::default(),
-        };
-        Engine::init(&c.dir, c.settings(strata_vfs::StdVfs::arc())).unwrap();
-        c
-    }
-
-    /// Small pool (evictions write pages between checkpoints), small WAL segments
-    /// (checkpoints remove WAL), and a PANIC hook that only records: the test stands in
-    /// for the process exit.
-    fn settings(&self, vfs: Arc<dyn Vfs>) -> Settings {
-        let logs = self.logs.clone();
-        let panicked = self.panicked.clone();
-        Settings {
-            shared_buffers_bytes: 256 << 10,
-            wal_segment_bytes: 1 << 20,
-            log: Arc::new(move |l: &str| logs.lock().push(l.to_string())),
-            on_fatal: Arc::new(move |_: &str| panicked.store(true, Ordering::SeqCst)),
-            vfs,
-            ..Settings::default()
-        }
-    }
-
-    fn open(&self, vfs: Arc<dyn Vfs>) -> Engine {
-        Engine::open(&self.dir, self.settings(vfs)).unwrap()
-    }
-
-    fn log_text(&self) -> String {
-        self.logs.lock().join("\n")
-    }
-}
 
 fn cols() -> Vec<Column> {
     vec![

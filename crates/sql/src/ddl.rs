@@ -177,12 +177,39 @@ fn truncate(s: &mut Session<'_>, names: &[String]) -> SqlResult<Output> {
     Ok(Output::Command("TRUNCATE TABLE".into()))
 }
 
+/// One ALTER TABLE action in one write: `act` gets the transaction, the database and
+/// the table's columns, and returns the NOTICE of an action IF [NOT] EXISTS skipped.
+/// A missing table is 42P01, or with IF EXISTS a notice.
+fn alter_table(
+    s: &mut Session<'_>,
+    (table, if_exists): (&str, bool),
+    notices: &mut Notices,
+    act: impl FnOnce(&mut strata_engine::Txn<'_>, &str, &[Column]) -> SqlResult<Option<String>>,
+) -> SqlResult<Output> {
+    let db = s.db().to_string();
+    let mut skipped = None;
+    s.write(|t| {
+        let dbe = t.database(&db)?;
+        let Ok(rel) = t.relation(&dbe, table) else {
+            if if_exists {
+                skipped = Some(format!("relation \"{table}\" does not exist, skipping"));
+                return Ok(());
+            }
+            return Err(strata_engine::EngineError::UndefinedTable(table.into()).into());
+        };
+        skipped = act(t, &db, &rel.columns)?;
+        Ok(())
+    })?;
+    notices.extend(skipped.map(|m| ("NOTICE", m)));
+    Ok(Output::Command("ALTER TABLE".into()))
+}
+
 /// ALTER TABLE ... ADD COLUMN: the DEFAULT (bound as CREATE TABLE binds it) is
 /// evaluated once and fills every existing row; a CHECK on the new column is 0A000
 /// (existing rows would have to be checked).
 fn add_column(
     s: &mut Session<'_>,
-    (table, if_exists): (&str, bool),
+    target: (&str, bool),
     column: &Column,
     if_not_exists: bool,
     notices: &mut Notices,
@@ -193,92 +220,55 @@ fn add_column(
         ));
     }
     let fill = s.default_value(column)?;
-    let db = s.db().to_string();
-    let mut skipped = None;
-    s.write(|t| {
-        let dbe = t.database(&db)?;
-        let Ok(rel) = t.relation(&dbe, table) else {
-            if if_exists {
-                skipped = Some(format!("relation \"{table}\" does not exist, skipping"));
-                return Ok(());
-            }
-            return Err(strata_engine::EngineError::UndefinedTable(table.into()).into());
-        };
-        if if_not_exists && rel.columns.iter().any(|c| c.name == column.name) {
-            skipped = Some(format!(
+    let table = target.0;
+    alter_table(s, target, notices, |t, db, cols| {
+        if if_not_exists && cols.iter().any(|c| c.name == column.name) {
+            return Ok(Some(format!(
                 "column \"{}\" of relation \"{table}\" already exists, skipping",
                 column.name
-            ));
-            return Ok(());
+            )));
         }
-        t.add_column(&db, table, column.clone(), fill)?;
-        Ok(())
-    })?;
-    notices.extend(skipped.map(|m| ("NOTICE", m)));
-    Ok(Output::Command("ALTER TABLE".into()))
+        t.add_column(db, table, column.clone(), fill)?;
+        Ok(None)
+    })
 }
 
 /// ALTER TABLE ... DROP COLUMN: the table rewritten without it.
 fn drop_column(
     s: &mut Session<'_>,
-    (table, if_exists): (&str, bool),
+    target: (&str, bool),
     column: &str,
     column_if_exists: bool,
     notices: &mut Notices,
 ) -> SqlResult<Output> {
-    let db = s.db().to_string();
-    let mut skipped = None;
-    s.write(|t| {
-        let dbe = t.database(&db)?;
-        let Ok(rel) = t.relation(&dbe, table) else {
-            if if_exists {
-                skipped = Some(format!("relation \"{table}\" does not exist, skipping"));
-                return Ok(());
-            }
-            return Err(strata_engine::EngineError::UndefinedTable(table.into()).into());
-        };
-        if column_if_exists && !rel.columns.iter().any(|c| c.name == column) {
-            skipped = Some(format!(
+    let table = target.0;
+    alter_table(s, target, notices, |t, db, cols| {
+        if column_if_exists && !cols.iter().any(|c| c.name == column) {
+            return Ok(Some(format!(
                 "column \"{column}\" of relation \"{table}\" does not exist, skipping"
-            ));
-            return Ok(());
+            )));
         }
-        t.drop_column(&db, table, column)?;
-        Ok(())
-    })?;
-    notices.extend(skipped.map(|m| ("NOTICE", m)));
-    Ok(Output::Command("ALTER TABLE".into()))
+        t.drop_column(db, table, column)?;
+        Ok(None)
+    })
 }
 
 /// ALTER TABLE ... RENAME (a table, or one of its columns).
 fn rename(
     s: &mut Session<'_>,
-    (table, if_exists): (&str, bool),
+    target: (&str, bool),
     column: Option<&str>,
     new_name: &str,
     notices: &mut Notices,
 ) -> SqlResult<Output> {
-    let db = s.db().to_string();
-    let mut skipped = false;
-    s.write(|t| {
-        let dbe = t.database(&db)?;
-        if if_exists && t.relation(&dbe, table).is_err() {
-            skipped = true;
-            return Ok(());
-        }
+    let table = target.0;
+    alter_table(s, target, notices, |t, db, _| {
         match column {
-            None => t.rename_table(&db, table, new_name)?,
-            Some(c) => t.rename_column(&db, table, c, new_name)?,
+            None => t.rename_table(db, table, new_name)?,
+            Some(c) => t.rename_column(db, table, c, new_name)?,
         }
-        Ok(())
-    })?;
-    if skipped {
-        notices.push((
-            "NOTICE",
-            format!("relation \"{table}\" does not exist, skipping"),
-        ));
-    }
-    Ok(Output::Command("ALTER TABLE".into()))
+        Ok(None)
+    })
 }
 
 fn create_tablespace(s: &mut Session<'_>, name: &str, location: &str) -> SqlResult<Output> {

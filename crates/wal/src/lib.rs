@@ -924,15 +924,7 @@ pub fn read_bytes(
         Err(e) => return Err(io_err("open", &path, e)),
     };
     let mut buf = vec![0u8; want];
-    let mut got = 0;
-    while got < want {
-        match f.read_at(&mut buf[got..], offset + got as u64) {
-            Ok(0) => break,
-            Ok(k) => got += k,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(io_err("read", &path, e)),
-        }
-    }
+    let got = read_full(&*f, &mut buf, offset).map_err(|e| io_err("read", &path, e))?;
     buf.truncate(got);
     Ok(Some(buf))
 }
