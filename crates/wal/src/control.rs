@@ -7,7 +7,7 @@
 //! | offset | size | field                  |
 //! |--------|------|------------------------|
 //! | 0      | 8    | magic `STRATACF`       |
-//! | 8      | 4    | layout version (2)     |
+//! | 8      | 4    | layout version (3)     |
 //! | 12     | 4    | cluster state          |
 //! | 16     | 8    | system identifier      |
 //! | 24     | 8    | last checkpoint LSN    |
@@ -22,13 +22,18 @@
 //! | 80     | 4    | CRC32C of bytes 0..80  |
 //!
 //! Version 1 (written before timelines existed) has its CRC at 76 and is read as
-//! timeline 1.
+//! timeline 1. Version 3 has version 2's layout; it marks the WAL and heap formats
+//! that came with it (heap pruning keeps item indexes, Heap/MULTI_INSERT, Btree
+//! records, timeline-named segments), which an earlier build's WAL does not follow.
 //!
 //! Rules:
 //! 1. A write is atomic: a new file is written and fsynced beside the old one, renamed
 //!    over it, and the directory fsynced. A crash leaves the old or the new file whole.
 //! 2. A read verifies magic, version, CRC and block size; any mismatch is an error that
 //!    names the file: recovery never starts from a control file it cannot trust.
+//! 3. A control file of an earlier version is taken only from a cluster shut down
+//!    cleanly (nothing of the earlier build's WAL is replayed but its shutdown
+//!    checkpoint); the next write makes it the current version.
 
 use crate::WalError;
 use std::path::{Path, PathBuf};
@@ -37,7 +42,7 @@ use strata_vfs::Vfs;
 use thiserror::Error;
 
 const MAGIC: &[u8; 8] = b"STRATACF";
-const VERSION: u32 = 2;
+const VERSION: u32 = 3;
 const FILE_BYTES: usize = 512;
 const CRC_OFFSET: usize = 80;
 /// Where version 1 of the layout kept its CRC.
@@ -141,10 +146,16 @@ impl ControlFile {
         if u32_at(crc_at) != crc32c::crc32c(&b[..crc_at]) {
             return Err(invalid("incorrect checksum".into()));
         }
-        if version != VERSION && version != 1 {
+        if !(1..=VERSION).contains(&version) {
             return Err(invalid(format!(
                 "layout version {}, this server reads {VERSION}",
                 u32_at(8)
+            )));
+        }
+        if version < VERSION && u32_at(12) != ClusterState::ShutDown as u32 {
+            return Err(invalid(format!(
+                "layout version {version} of an earlier build, whose WAL this server cannot replay; \
+                 shut the cluster down cleanly with that build first (rule 3)"
             )));
         }
         if u32_at(64) != BLCKSZ as u32 {
@@ -265,6 +276,30 @@ mod tests {
                 .unwrap_err()
                 .to_string();
             assert!(err.contains(expect) && err.contains("pg_control"), "{err}");
+        }
+    }
+
+    /// Rule 3: a version-2 file (version 3's layout) is read if the cluster was shut
+    /// down cleanly, refused if its WAL would have to be replayed.
+    #[test]
+    fn an_earlier_version_is_taken_only_after_a_clean_shutdown() {
+        let dir = setup();
+        let path = dir.path().join("global/pg_control");
+        for (state, ok) in [
+            (ClusterState::ShutDown, true),
+            (ClusterState::InProduction, false),
+        ] {
+            let mut c = sample();
+            c.state = state;
+            let mut b = c.encode();
+            b[8..12].copy_from_slice(&2u32.to_le_bytes());
+            let crc = crc32c::crc32c(&b[..CRC_OFFSET]);
+            b[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_le_bytes());
+            fs::write(&path, b).unwrap();
+            match ControlFile::read(&StdVfs, dir.path()) {
+                Ok(read) => assert!(ok && read == c, "{state:?}"),
+                Err(e) => assert!(!ok && e.to_string().contains("earlier build"), "{e}"),
+            }
         }
     }
 
