@@ -33,7 +33,8 @@
 use crate::heap::{self, page_tuples, PD_ALL_VISIBLE};
 use crate::records::{
     BlockRef, HeapBody, HeapDelete, HeapInsert, HeapMultiInsert, HeapPrune, PendingCreate,
-    SmgrCreate, SmgrTruncate, RM_HEAP, RM_SMGR, SMGR_CREATE, SMGR_TRUNCATE,
+    SmgrCreate, SmgrTruncate, HEAP_INSERT, HEAP_MULTI_INSERT, RM_HEAP, RM_SMGR, SMGR_CREATE,
+    SMGR_TRUNCATE,
 };
 use crate::redo::{unknown_record, RedoContext};
 use crate::{corrupt, EngineError, Result, Shared};
@@ -214,6 +215,9 @@ pub fn scan_page(
 /// Inserts a tuple: into the relation's target block, else a block the FSM says has
 /// room, else a new block (rule 3). Returns where it went.
 pub fn insert(sh: &Shared, rel: RelKey, xid: Xid, tuple: &[u8]) -> Result<crate::catalog::Tid> {
+    if tuple.len() > heap::TUPLE_MAX_BYTES {
+        return Err(EngineError::RowTooBig(tuple.len()));
+    }
     let (block, offsets) = insert_batch(sh, rel, xid, &[tuple])?;
     Ok(crate::catalog::Tid {
         block: BlockNumber(block),
@@ -224,6 +228,9 @@ pub fn insert(sh: &Shared, rel: RelKey, xid: Xid, tuple: &[u8]) -> Result<crate:
 /// Inserts tuples, as many into each page as fit, with one record per page (rule 4:
 /// PostgreSQL's heap_multi_insert). O(tuples + pages).
 pub fn insert_many(sh: &Shared, rel: RelKey, xid: Xid, tuples: &[&[u8]]) -> Result<()> {
+    if let Some(t) = tuples.iter().find(|t| t.len() > heap::TUPLE_MAX_BYTES) {
+        return Err(EngineError::RowTooBig(t.len()));
+    }
     let mut rest = tuples;
     while !rest.is_empty() {
         let (_, offsets) = insert_batch(sh, rel, xid, rest)?;
@@ -236,10 +243,7 @@ pub fn insert_many(sh: &Shared, rel: RelKey, xid: Xid, tuples: &[&[u8]]) -> Resu
 /// target block, else one the free-space map names, else a new one. Returns the
 /// block and the item indexes.
 fn insert_batch(sh: &Shared, rel: RelKey, xid: Xid, tuples: &[&[u8]]) -> Result<(u32, Vec<u16>)> {
-    let first = tuples[0];
-    if let Some(t) = tuples.iter().find(|t| t.len() > heap::TUPLE_MAX_BYTES) {
-        return Err(EngineError::RowTooBig(t.len()));
-    }
+    let first = tuples[0]; // sizes checked by the callers
     let nblocks = sh.smgr.nblocks(rel, ForkNumber::Main)?;
     let cand_was_target = sh.targblock.lock().get(&rel).copied();
     let mut cand = cand_was_target
@@ -310,22 +314,14 @@ fn insert_on(
         vm_clear_bit(vg, t.block.0);
         vb.mark_dirty(vg);
     }
-    let body = if let [off] = offs[..] {
-        HeapBody::Insert(HeapInsert {
-            offset: off,
-            vm_cleared,
-            tuple: tuples[0].to_vec(),
-        })
+    let items: Vec<(u16, &[u8])> = offs.iter().copied().zip(tuples.iter().copied()).collect();
+    let info = if items.len() == 1 {
+        HEAP_INSERT
     } else {
-        let items = offs
-            .iter()
-            .zip(tuples)
-            .map(|(o, t)| (*o, t.to_vec()))
-            .collect();
-        HeapBody::MultiInsert(HeapMultiInsert { vm_cleared, items })
+        HEAP_MULTI_INSERT
     };
-    let end = log_block(sh, t, &mut g, will_init, RM_HEAP, body.info(), xid, |b| {
-        body.encode(b)
+    let end = log_block(sh, t, &mut g, will_init, RM_HEAP, info, xid, |b| {
+        crate::records::encode_inserts(b, vm_cleared, &items)
     })?;
     if let Some(vg) = &mut vm_g {
         raise_lsn(vg, end);

@@ -516,6 +516,26 @@ fn decode_u16s(d: &mut Dec<'_>) -> DecResult<Vec<u16>> {
     (0..n).map(|_| d.u16()).collect()
 }
 
+/// The body of a Heap/INSERT (one item) or Heap/MULTI_INSERT (several) record from
+/// tuples the caller holds: the insert path encodes the page's tuples straight into
+/// the record, with no owned copy of each in between (the decoded form is
+/// [`HeapBody`]).
+pub fn encode_inserts(block: &BlockRef, vm_cleared: bool, items: &[(u16, &[u8])]) -> Vec<u8> {
+    let bytes: usize = items.iter().map(|(_, t)| 6 + t.len()).sum();
+    let image = block.image.as_ref().map_or(0, |_| BLCKSZ);
+    let mut e = Enc(Vec::with_capacity(64 + image + 5 + bytes));
+    block.encode(&mut e);
+    if let [(off, t)] = items {
+        e.u16(*off).u8(vm_cleared as u8).raw(t);
+        return e.0;
+    }
+    e.u8(vm_cleared as u8).u32(items.len() as u32);
+    for (off, t) in items {
+        e.u16(*off).bytes(t);
+    }
+    e.0
+}
+
 impl HeapBody {
     pub fn info(&self) -> u8 {
         match self {
@@ -527,37 +547,28 @@ impl HeapBody {
     }
 
     pub fn encode(&self, block: &BlockRef) -> Vec<u8> {
-        // Sized once: one allocation per record on the insert path.
-        let body = match self {
-            HeapBody::Insert(r) => 3 + r.tuple.len(),
-            HeapBody::Delete(r) => 9 + 2 * r.offsets.len(),
-            HeapBody::Prune(r) => 5 + 2 * r.removed.len(),
-            HeapBody::MultiInsert(r) => 5 + r.items.iter().map(|(_, t)| 6 + t.len()).sum::<usize>(),
-        };
-        let image = block
-            .image
-            .as_ref()
-            .map_or(0, |_| std::mem::size_of::<PageBuf>());
-        let mut e = Enc(Vec::with_capacity(64 + image + body));
-        block.encode(&mut e);
-        match self {
+        let (r_delete, r_prune) = match self {
             HeapBody::Insert(r) => {
-                e.u16(r.offset).u8(r.vm_cleared as u8).raw(&r.tuple);
-            }
-            HeapBody::Delete(r) => {
-                e.u32(r.xmax.0).u8(r.vm_cleared as u8);
-                encode_u16s(&mut e, &r.offsets);
-            }
-            HeapBody::Prune(r) => {
-                e.u8(r.all_visible as u8);
-                encode_u16s(&mut e, &r.removed);
+                return encode_inserts(block, r.vm_cleared, &[(r.offset, &r.tuple[..])])
             }
             HeapBody::MultiInsert(r) => {
-                e.u8(r.vm_cleared as u8).u32(r.items.len() as u32);
-                for (off, t) in &r.items {
-                    e.u16(*off).bytes(t);
-                }
+                let xs: Vec<(u16, &[u8])> = r.items.iter().map(|(o, t)| (*o, &t[..])).collect();
+                return encode_inserts(block, r.vm_cleared, &xs);
             }
+            HeapBody::Delete(r) => (Some(r), None),
+            HeapBody::Prune(r) => (None, Some(r)),
+        };
+        let mut e = Enc(Vec::with_capacity(
+            64 + block.image.as_ref().map_or(0, |_| BLCKSZ),
+        ));
+        block.encode(&mut e);
+        if let Some(r) = r_delete {
+            e.u32(r.xmax.0).u8(r.vm_cleared as u8);
+            encode_u16s(&mut e, &r.offsets);
+        }
+        if let Some(r) = r_prune {
+            e.u8(r.all_visible as u8);
+            encode_u16s(&mut e, &r.removed);
         }
         e.0
     }

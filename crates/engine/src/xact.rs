@@ -674,13 +674,7 @@ impl<'e> Txn<'e> {
                 table: table.into(),
             });
         }
-        let lower = column.to_lowercase();
-        let named_in_check = rel
-            .columns
-            .iter()
-            .flat_map(|c| &c.checks)
-            .any(|(_, sql)| sql.to_lowercase().contains(&lower));
-        if named_in_check {
+        if check_names(&rel.columns, column, None) {
             return Err(EngineError::NotSupported(format!(
                 "renaming column \"{column}\", which a CHECK constraint of \"{table}\" uses, is not supported by Strata"
             )));
@@ -723,14 +717,7 @@ impl<'e> Txn<'e> {
                 "dropping the last column of \"{table}\" is not supported by Strata"
             )));
         }
-        let lower = column.to_lowercase();
-        let named_elsewhere = rel.columns.iter().enumerate().any(|(i, c)| {
-            i != at
-                && c.checks
-                    .iter()
-                    .any(|(_, sql)| sql.to_lowercase().contains(&lower))
-        });
-        if named_elsewhere {
+        if check_names(&rel.columns, column, Some(at)) {
             return Err(EngineError::NotSupported(format!(
                 "dropping column \"{column}\", which a CHECK constraint of \"{table}\" uses, is not supported by Strata"
             )));
@@ -1063,6 +1050,18 @@ impl Drop for Txn<'_> {
             }
         }
     }
+}
+
+/// Whether a CHECK constraint of `cols` (but those of column `except`) may name
+/// `column`: its SQL text contains the name, case aside (conservative: CHECKs are kept
+/// as text, so renaming or dropping a column they name would leave them stale).
+fn check_names(cols: &[Column], column: &str, except: Option<usize>) -> bool {
+    let lower = column.to_lowercase();
+    cols.iter()
+        .enumerate()
+        .filter(|(i, _)| Some(*i) != except)
+        .flat_map(|(_, c)| &c.checks)
+        .any(|(_, sql)| sql.to_lowercase().contains(&lower))
 }
 
 /// Rows an INSERT encodes and inserts at once (one interrupt check per chunk).

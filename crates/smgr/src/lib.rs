@@ -671,13 +671,15 @@ impl Smgr {
     pub fn unlink(&self, rels: &[RelKey]) -> Result<()> {
         self.check_writable()?;
         for &rel in rels {
-            let forks = self
-                .inner
-                .lock()
-                .handles
-                .get(&rel)
-                .map_or([ForkState::Unknown; ForkNumber::COUNT], |h| h.forks);
-            self.inner.lock().close(rel);
+            let forks = {
+                let mut inner = self.inner.lock();
+                let forks = inner
+                    .handles
+                    .get(&rel)
+                    .map_or([ForkState::Unknown; ForkNumber::COUNT], |h| h.forks);
+                inner.close(rel);
+                forks
+            };
             {
                 let mut pending = self.pending.lock();
                 for fork in ForkNumber::ALL {
