@@ -5,7 +5,8 @@
 //!
 //! Entry points: [`key::encode_key`], [`key::leaf_entry`], [`page::lower_bound`],
 //! [`page::descend`], [`page::moves_right`], [`page::split`], [`page::new_root`],
-//! [`page::check_page`].
+//! [`page::check_page`], [`build::LevelBuilder`] (bottom-up builds),
+//! [`build::delete_entries`].
 //!
 //! Rules (cited as "btree rule N"; the page's own rules are in [`page`]):
 //! 1. Comparing encoded bytes is comparing the values: an index never calls back into
@@ -13,6 +14,7 @@
 //! 2. Every function here is a pure function of its arguments; the caller owns
 //!    locking, WAL and which blocks are new.
 
+pub mod build;
 pub mod key;
 pub mod page;
 

@@ -247,7 +247,7 @@ pub fn split(p: &PageBuf, me: u32, new_block: u32, at: usize, new: &[u8]) -> Spl
             right: new_block,
         },
     );
-    fill(&mut left, Some(&separator), &entries[..k]);
+    fill_page(&mut left, Some(&separator), &entries[..k]);
     let mut right = Box::new([0u8; BLCKSZ]);
     init_page(
         &mut right,
@@ -258,7 +258,7 @@ pub fn split(p: &PageBuf, me: u32, new_block: u32, at: usize, new: &[u8]) -> Spl
             right: o.right,
         },
     );
-    fill(&mut right, high_key(p), &entries[k..]);
+    fill_page(&mut right, high_key(p), &entries[k..]);
     Split {
         left,
         right,
@@ -281,7 +281,8 @@ fn split_point(entries: &[&[u8]]) -> usize {
     entries.len() - 1
 }
 
-fn fill(p: &mut PageBuf, high: Option<&[u8]>, entries: &[&[u8]]) {
+/// Writes `high` (if any) then `entries` into an empty page, in order.
+pub fn fill_page(p: &mut PageBuf, high: Option<&[u8]>, entries: &[&[u8]]) {
     if let Some(h) = high {
         strata_page::add_item(p, h).expect("the high key fits an empty page");
     }

@@ -36,6 +36,43 @@ impl Tree {
         }
     }
 
+    /// A tree built bottom-up from sorted `entries` (build rules 1-3).
+    fn build(entries: &[Vec<u8>]) -> Tree {
+        let mut pages: Vec<Box<PageBuf>> = vec![blank()];
+        let put = |(b, p): (u32, Box<PageBuf>), pages: &mut Vec<Box<PageBuf>>| {
+            assert_eq!(b as usize, pages.len(), "blocks are handed out in order");
+            pages.push(p);
+        };
+        let mut level = crate::build::LevelBuilder::new(0, 1);
+        for e in entries {
+            if let Some(done) = level.push(e.clone()) {
+                put(done, &mut pages);
+            }
+        }
+        let mut n = 0u16;
+        loop {
+            let (last, parents, next) = level.finish();
+            put(last, &mut pages);
+            if parents.len() == 1 {
+                init_meta(
+                    &mut pages[0],
+                    Meta {
+                        root: next - 1,
+                        level: n,
+                    },
+                );
+                return Tree { pages };
+            }
+            n += 1;
+            level = crate::build::LevelBuilder::new(n, next);
+            for e in parents {
+                if let Some(done) = level.push(e) {
+                    put(done, &mut pages);
+                }
+            }
+        }
+    }
+
     fn page(&self, b: u32) -> &PageBuf {
         &self.pages[b as usize]
     }
@@ -241,6 +278,49 @@ proptest! {
             prop_assert!(t.contains(e));
         }
         entries.sort();
+        prop_assert_eq!(t.scan(), entries);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    /// Build rules 1-3: a tree built bottom-up from any sorted entries (small keys,
+    /// keys of hundreds of bytes, none) checks, holds them all in order, takes inserts
+    /// afterwards, and loses entries to `delete_entries` only where asked.
+    #[test]
+    fn a_tree_built_bottom_up_checks_and_takes_inserts(
+        rows in proptest::collection::vec((proptest::option::of(-50i64..50), text()), 0..3000),
+        more in proptest::collection::vec((proptest::option::of(-50i64..50), text()), 0..300),
+    ) {
+        let mut entries: Vec<Vec<u8>> = rows
+            .iter()
+            .enumerate()
+            .map(|(i, (a, s))| row_entry(*a, s, i as u32))
+            .collect();
+        entries.sort();
+        let mut t = Tree::build(&entries);
+        prop_assert_eq!(t.check(), Ok(()));
+        prop_assert_eq!(t.scan(), entries.clone());
+        for (i, (a, s)) in more.iter().enumerate() {
+            let e = row_entry(*a, s, 10_000 + i as u32);
+            t.insert(&e);
+            entries.push(e);
+        }
+        entries.sort();
+        prop_assert_eq!(t.check(), Ok(()));
+        prop_assert_eq!(t.scan(), entries.clone());
+        // Every third entry of the leftmost leaf removed.
+        let (leaf, _) = t.find_leaf(&[]);
+        let p = t.page(leaf);
+        let remove: Vec<u16> = (first_entry(p)..strata_page::item_count(p))
+            .step_by(3)
+            .map(|i| i as u16)
+            .collect();
+        let gone: Vec<Vec<u8>> = remove.iter().map(|i| entry(p, *i as usize).to_vec()).collect();
+        t.pages[leaf as usize] = crate::build::delete_entries(p, &remove);
+        prop_assert_eq!(t.check(), Ok(()));
+        entries.retain(|e| !gone.contains(e));
         prop_assert_eq!(t.scan(), entries);
     }
 }

@@ -226,17 +226,27 @@ pub fn insert(sh: &Shared, rel: RelKey, xid: Xid, tuple: &[u8]) -> Result<crate:
 }
 
 /// Inserts tuples, as many into each page as fit, with one record per page (rule 4:
-/// PostgreSQL's heap_multi_insert). O(tuples + pages).
-pub fn insert_many(sh: &Shared, rel: RelKey, xid: Xid, tuples: &[&[u8]]) -> Result<()> {
+/// PostgreSQL's heap_multi_insert). Returns where each went. O(tuples + pages).
+pub fn insert_many(
+    sh: &Shared,
+    rel: RelKey,
+    xid: Xid,
+    tuples: &[&[u8]],
+) -> Result<Vec<crate::catalog::Tid>> {
     if let Some(t) = tuples.iter().find(|t| t.len() > heap::TUPLE_MAX_BYTES) {
         return Err(EngineError::RowTooBig(t.len()));
     }
     let mut rest = tuples;
+    let mut tids = Vec::with_capacity(tuples.len());
     while !rest.is_empty() {
-        let (_, offsets) = insert_batch(sh, rel, xid, rest)?;
+        let (block, offsets) = insert_batch(sh, rel, xid, rest)?;
         rest = &rest[offsets.len()..];
+        tids.extend(offsets.into_iter().map(|offset| crate::catalog::Tid {
+            block: BlockNumber(block),
+            offset,
+        }));
     }
-    Ok(())
+    Ok(tids)
 }
 
 /// Inserts the first of `tuples` and as many after it as fit into one page: the
@@ -438,6 +448,52 @@ pub fn delete_where(
     Ok(deleted)
 }
 
+/// [`delete_where`] over the rows at `tids` only (sorted by block: an index scan's
+/// candidates), each checked for visibility and `pred`. O(pages of `tids`).
+pub fn delete_tids(
+    sh: &Shared,
+    rel: RelKey,
+    cols: &[heap::Column],
+    xid: Xid,
+    tids: &[crate::catalog::Tid],
+    pred: &mut dyn FnMut(&[heap::Value]) -> bool,
+    interrupt: crate::Interrupt<'_>,
+) -> Result<u64> {
+    let snap = Snapshot::take(sh);
+    let n = sh.smgr.nblocks(rel, ForkNumber::Main)?;
+    let mut deleted = 0;
+    for same in tids.chunk_by(|a, b| a.block == b.block) {
+        let b = same[0].block.0;
+        if b >= n {
+            continue;
+        }
+        interrupt()?;
+        let offsets = {
+            let buf = sh
+                .pool
+                .read_buffer(tag(rel, ForkNumber::Main, b), ReadMode::Normal)?;
+            let g = buf.read();
+            let mut v = Vec::new();
+            for t in same {
+                let Some(tuple) = strata_page::item(&g, t.offset as usize) else {
+                    continue;
+                };
+                if visible(&snap, tuple, Some(xid))
+                    && pred(&heap::decode_values(cols, tuple).map_err(corrupt)?)
+                {
+                    v.push(t.offset);
+                }
+            }
+            v
+        };
+        if !offsets.is_empty() {
+            deleted += offsets.len() as u64;
+            delete_on_page(sh, rel, b, &offsets, xid)?;
+        }
+    }
+    Ok(deleted)
+}
+
 /// Creates a map fork of an existing relation if missing (logged, not transactional).
 fn ensure_fork(sh: &Shared, rel: RelKey, fork: ForkNumber) -> Result<()> {
     if sh.smgr.exists(rel, fork) {
@@ -625,9 +681,16 @@ pub struct VacuumStats {
     pub pages_truncated: u64,
 }
 
-/// VACUUM of one relation, by the writer (so no transaction is in progress: a tuple
-/// whose inserter is not committed is dead). O(pages not all-visible + log).
-pub fn vacuum_rel(sh: &Shared, rel: RelKey) -> Result<VacuumStats> {
+/// Dead rows one VACUUM pass collects before it removes their index entries (index
+/// rule 2): 8 bytes each, so at most 32 MiB (PostgreSQL's maintenance_work_mem bound).
+const VACUUM_DEAD_PER_PASS: usize = 4 << 20;
+
+/// VACUUM of one relation with indexes `indexes`, by the writer (so no transaction is
+/// in progress: a tuple whose inserter is not committed is dead). In passes: the dead
+/// rows of a range of blocks are collected, their entries removed from every index,
+/// then the blocks pruned (index rule 2). O(pages not all-visible + log + index
+/// leaves per pass).
+pub fn vacuum_rel(sh: &Shared, rel: RelKey, indexes: &[RelKey]) -> Result<VacuumStats> {
     let mut stats = VacuumStats::default();
     let n = sh.smgr.nblocks(rel, ForkNumber::Main)?;
     if n == 0 {
@@ -637,22 +700,62 @@ pub fn vacuum_rel(sh: &Shared, rel: RelKey) -> Result<VacuumStats> {
     ensure_fork(sh, rel, ForkNumber::Vm)?;
     let mut nonempty_end = 0u32;
     let horizon = removal_horizon(sh);
-    for b in 0..n {
-        if vm_is_set(sh, rel, b)? {
-            nonempty_end = b + 1; // all-visible pages hold tuples (empty ones never get the bit)
-            continue;
+    let mut b = 0;
+    while b < n {
+        let mut dead = Vec::new();
+        let end = if indexes.is_empty() {
+            n
+        } else {
+            let end = collect_dead(sh, rel, b, n, horizon, &mut dead)?;
+            for ix in indexes.iter().filter(|_| !dead.is_empty()) {
+                crate::index::bulk_delete(sh, *ix, &dead)?;
+            }
+            end
+        };
+        let only = (!indexes.is_empty()).then_some(dead.as_slice());
+        for blk in b..end {
+            if vm_is_set(sh, rel, blk)? {
+                nonempty_end = blk + 1; // all-visible pages hold tuples (empty ones never get the bit)
+                continue;
+            }
+            let (live, removed) = vacuum_page(sh, rel, blk, horizon, only)?;
+            stats.tuples_removed += removed;
+            if live > 0 {
+                nonempty_end = blk + 1;
+            }
         }
-        let (live, removed) = vacuum_page(sh, rel, b, horizon)?;
-        stats.tuples_removed += removed;
-        if live > 0 {
-            nonempty_end = b + 1;
-        }
+        b = end;
     }
     if nonempty_end < n {
         truncate_tail(sh, rel, nonempty_end)?;
         stats.pages_truncated = (n - nonempty_end) as u64;
     }
     Ok(stats)
+}
+
+/// The dead rows (block, item) of blocks from `from` on, until
+/// [`VACUUM_DEAD_PER_PASS`] or the end `n`; returns the block after the last read.
+fn collect_dead(
+    sh: &Shared,
+    rel: RelKey,
+    from: u32,
+    n: u32,
+    horizon: Xid,
+    dead: &mut Vec<(u32, u16)>,
+) -> Result<u32> {
+    let mut b = from;
+    while b < n && dead.len() < VACUUM_DEAD_PER_PASS {
+        if !vm_is_set(sh, rel, b)? {
+            let buf = sh
+                .pool
+                .read_buffer(tag(rel, ForkNumber::Main, b), ReadMode::Normal)?;
+            let g = buf.read();
+            let (removed, _, _) = dead_items(sh, &g, buf.tag(), horizon)?;
+            dead.extend(removed.into_iter().map(|i| (b, i)));
+        }
+        b += 1;
+    }
+    Ok(b)
 }
 
 /// Which items of a heap page VACUUM removes (dead to every snapshot, engine rule 9),
@@ -691,13 +794,29 @@ fn dead_items(
 }
 
 /// Prunes one heap page (one record), sets or clears its VM bit and records its free
-/// space. Returns (live tuples left, tuples removed).
-fn vacuum_page(sh: &Shared, rel: RelKey, b: u32, horizon: Xid) -> Result<(usize, u64)> {
+/// space. With `only` (an indexed table), removes only the rows named there, whose
+/// index entries are gone (index rule 2); any other dead row stays and counts as a
+/// live one, so no truncation cuts it. Returns (live tuples left, tuples removed).
+fn vacuum_page(
+    sh: &Shared,
+    rel: RelKey,
+    b: u32,
+    horizon: Xid,
+    only: Option<&[(u32, u16)]>,
+) -> Result<(usize, u64)> {
     let buf = sh
         .pool
         .read_buffer(tag(rel, ForkNumber::Main, b), ReadMode::Normal)?;
     let mut g = buf.write();
-    let (removed, live, all_visible) = dead_items(sh, &g, buf.tag(), horizon)?;
+    let (mut removed, mut live, mut all_visible) = dead_items(sh, &g, buf.tag(), horizon)?;
+    if let Some(only) = only {
+        let before = removed.len();
+        removed.retain(|i| only.binary_search(&(b, *i)).is_ok());
+        if removed.len() != before {
+            live += before - removed.len();
+            all_visible = false;
+        }
+    }
     let was_visible = strata_page::flags(&g) & PD_ALL_VISIBLE != 0;
     let mut vm = None;
     if !removed.is_empty() || all_visible || was_visible {

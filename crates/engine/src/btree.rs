@@ -9,7 +9,8 @@
 //! | record | content | written for |
 //! |--------|---------|-------------|
 //! | `BTREE_INSERT` | one block reference, item index (u16), entry | an entry inserted into a page with room |
-//! | `BTREE_PAGES` | a count (u16), then block references, each with the page's image after the change | a split cascade (every split page, its new right sibling, the old right sibling's left link, the parents, a new root and the meta page), and a new index |
+//! | `BTREE_PAGES` | a count (u16), then block references, each with the page's image after the change | a split cascade (every split page, its new right sibling, the old right sibling's left link, the parents, a new root and the meta page), a new index, a build's pages |
+//! | `BTREE_DELETE` | one block reference, a count (u16), the item indexes (u16 each, ascending) | VACUUM's removal of entries from a leaf (index rule 2) |
 //!
 //! Rules (cited as "btree rule N"; the pages' own are `strata_btree::page`'s):
 //! 1. One record per insert: an entry into one page, or every page a split cascade
@@ -37,6 +38,7 @@ use strata_wal::Record;
 
 pub(crate) const BTREE_INSERT: u8 = 0x00;
 pub(crate) const BTREE_PAGES: u8 = 0x10;
+pub(crate) const BTREE_DELETE: u8 = 0x20;
 
 fn tag(rel: RelKey, block: u32) -> BufferTag {
     BufferTag::new(rel, ForkNumber::Main, BlockNumber(block))
@@ -205,7 +207,7 @@ fn current(sh: &Shared, rel: RelKey, b: u32, out: &[(u32, Box<PageBuf>)]) -> Res
 }
 
 /// A new block at the end of the index, zeroed on disk first (rule 4).
-fn extend(sh: &Shared, rel: RelKey) -> Result<u32> {
+pub(crate) fn extend(sh: &Shared, rel: RelKey) -> Result<u32> {
     let b = sh.smgr.nblocks(rel, ForkNumber::Main)?;
     sh.smgr
         .extend(rel, ForkNumber::Main, BlockNumber(b), &ZERO_PAGE)?;
@@ -214,7 +216,12 @@ fn extend(sh: &Shared, rel: RelKey) -> Result<u32> {
 
 /// Rules 1 and 3: installs the new versions of `pages` (the last version of each
 /// block wins) under exclusive locks and logs them in one `BTREE_PAGES` record.
-fn write_pages(sh: &Shared, rel: RelKey, xid: Xid, pages: Vec<(u32, Box<PageBuf>)>) -> Result<()> {
+pub(crate) fn write_pages(
+    sh: &Shared,
+    rel: RelKey,
+    xid: Xid,
+    pages: Vec<(u32, Box<PageBuf>)>,
+) -> Result<()> {
     let mut last: Vec<(u32, Box<PageBuf>)> = Vec::new();
     for (b, p) in pages.into_iter().rev() {
         if !last.iter().any(|(lb, _)| *lb == b) {
@@ -270,6 +277,48 @@ pub(crate) fn scan_from(
             if !f(bt::entry(&g, i))? {
                 return Ok(());
             }
+        }
+        match bt::opaque(&g).right {
+            0 => return Ok(()),
+            r => b = r,
+        }
+    }
+}
+
+/// Visits the leaves left to right under an exclusive lock each; `f` names the item
+/// indexes to remove from the page (ascending), removed with one `BTREE_DELETE`
+/// record per page that changes (index rule 2; the caller is the writer).
+pub(crate) fn each_leaf(
+    sh: &Shared,
+    rel: RelKey,
+    f: &mut dyn FnMut(&PageBuf) -> Result<Vec<u16>>,
+) -> Result<()> {
+    let (mut b, _) = find_leaf(sh, rel, &[])?;
+    loop {
+        let buf = sh.pool.read_buffer(tag(rel, b), ReadMode::Normal)?;
+        let mut g = buf.write();
+        let items = f(&g)?;
+        if !items.is_empty() {
+            *g = *strata_btree::build::delete_entries(&g, &items);
+            buf.mark_dirty(&g);
+            crate::access::log_block(
+                sh,
+                buf.tag(),
+                &mut g,
+                false,
+                RM_BTREE,
+                BTREE_DELETE,
+                Xid::INVALID,
+                |r| {
+                    let mut e = crate::codec::Enc::new();
+                    r.encode(&mut e);
+                    e.u16(items.len() as u16);
+                    for i in &items {
+                        e.u16(*i);
+                    }
+                    e.0
+                },
+            )?;
         }
         match bt::opaque(&g).right {
             0 => return Ok(()),
@@ -355,6 +404,10 @@ pub(crate) fn describe(
             }
             Ok(format!("{n} pages"))
         }
+        BTREE_DELETE => {
+            block(&BlockRef::decode(&mut d)?);
+            Ok(format!("{} entries removed", d.u16()?))
+        }
         other => Err(crate::codec::DecodeError(format!("info 0x{other:02X}"))),
     }
 }
@@ -383,6 +436,19 @@ pub(crate) fn btree_redo(rx: &mut dyn RedoContext, r: &Record) -> Result<()> {
                 let b = BlockRef::decode(&mut d).map_err(corrupt)?;
                 rx.redo_block(r, &b, &mut |_| Ok(()))?;
             }
+            Ok(())
+        }
+        BTREE_DELETE => {
+            let b = BlockRef::decode(&mut d).map_err(corrupt)?;
+            let n = d.u16().map_err(corrupt)?;
+            let items = (0..n)
+                .map(|_| d.u16())
+                .collect::<std::result::Result<Vec<u16>, _>>()
+                .map_err(corrupt)?;
+            rx.redo_block(r, &b, &mut |p| {
+                *p = *strata_btree::build::delete_entries(p, &items);
+                Ok(())
+            })?;
             Ok(())
         }
         _ => Err(unknown_record(r)),

@@ -19,6 +19,11 @@
 //! 3. Each cache entry remembers where its row is (`tid`) so that a drop deletes that
 //!    row without a scan. Catalog heaps are never pruned, so a tid stays valid.
 //! 4. Lookups are hash lookups: nothing here is O(objects) except loading at start-up.
+//! 5. A table's indexes ([`IndexDef`]) are kept in its own `pg_class` row, so that
+//!    creating, dropping or rebuilding one is one row change with the table's, and the
+//!    writer finds every index of a table it changes in the entry it already holds.
+//!    Index names share the relations' namespace (42P07); the cache derives an index
+//!    name → table map from the rows (`index_owner`).
 
 use crate::codec::{DecResult, DecodeError};
 use crate::heap::{ColType, Column, Value};
@@ -114,10 +119,36 @@ pub struct RelEntry {
     /// 0 = the database's default tablespace.
     pub reltablespace: Oid,
     pub columns: Vec<Column>,
+    /// The table's indexes (rule 5).
+    pub indexes: Vec<IndexDef>,
     pub tid: Option<Tid>,
 }
 
+/// A B-tree index of a table (rule 5): its storage sits in the table's tablespace.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexDef {
+    pub oid: Oid,
+    pub name: String,
+    pub relfilenumber: RelFileNumber,
+    /// The indexed columns, as positions in the table's columns.
+    pub columns: Vec<usize>,
+    pub unique: bool,
+    /// The table's PRIMARY KEY (unique, its columns NOT NULL).
+    pub primary: bool,
+    /// Made by a PRIMARY KEY or UNIQUE constraint (dropped with the constraint, not
+    /// by DROP INDEX: 2BP01).
+    pub constraint: bool,
+}
+
 impl RelEntry {
+    /// Where index `ix` of this table is stored inside database `db`.
+    pub fn index_key(&self, db: &DbEntry, ix: &IndexDef) -> RelKey {
+        RelKey {
+            rel: ix.relfilenumber,
+            ..self.key(db)
+        }
+    }
+
     /// The relation's storage key inside database `db`.
     pub fn key(&self, db: &DbEntry) -> RelKey {
         let spc = if self.reltablespace == Oid(0) {
@@ -182,8 +213,10 @@ impl DbEntry {
 }
 
 /// `relcolumns`: per column `<type code><name length>:<name>`, then `!n` if NOT
-/// NULL and `!d<length>:<default SQL>` if it has a DEFAULT (lengths in bytes).
-fn encode_columns(cols: &[Column]) -> String {
+/// NULL and `!d<length>:<default SQL>` if it has a DEFAULT (lengths in bytes); then
+/// per index `#` and five counted texts: name, OID, relation file number, flags
+/// (`u` unique, `p` primary, `c` constraint), column positions joined by `,`.
+fn encode_columns(cols: &[Column], indexes: &[IndexDef]) -> String {
     let mut s = String::new();
     for c in cols {
         s.push((b'0' + c.ty.code_of()) as char);
@@ -207,7 +240,49 @@ fn encode_columns(cols: &[Column]) -> String {
             s.push_str(&format!("!c{}:{name}{}:{sql}", name.len(), sql.len()));
         }
     }
+    for ix in indexes {
+        let flags: String = [(ix.unique, 'u'), (ix.primary, 'p'), (ix.constraint, 'c')]
+            .iter()
+            .filter(|(on, _)| *on)
+            .map(|(_, c)| *c)
+            .collect();
+        let cols: Vec<String> = ix.columns.iter().map(usize::to_string).collect();
+        s.push('#');
+        for t in [
+            ix.name.clone(),
+            ix.oid.0.to_string(),
+            ix.relfilenumber.0.to_string(),
+            flags,
+            cols.join(","),
+        ] {
+            s.push_str(&format!("{}:{t}", t.len()));
+        }
+    }
     s
+}
+
+/// One index of `relcolumns` (after its `#`), and what follows it.
+fn decode_index(rest: &str) -> DecResult<(IndexDef, &str)> {
+    let b = || bad("pg_class indexes");
+    let (name, r) = counted(rest)?;
+    let (oid, r) = counted(r)?;
+    let (rfn, r) = counted(r)?;
+    let (flags, r) = counted(r)?;
+    let (cols, r) = counted(r)?;
+    let columns = cols
+        .split(',')
+        .map(|c| c.parse::<usize>().map_err(|_| b()))
+        .collect::<DecResult<Vec<_>>>()?;
+    let ix = IndexDef {
+        oid: Oid(oid.parse().map_err(|_| b())?),
+        name: name.to_string(),
+        relfilenumber: RelFileNumber(rfn.parse().map_err(|_| b())?),
+        columns,
+        unique: flags.contains('u'),
+        primary: flags.contains('p'),
+        constraint: flags.contains('c'),
+    };
+    Ok((ix, r))
 }
 
 /// A `<length>:<text>` at the start of `rest`: the text and what follows it.
@@ -220,10 +295,23 @@ fn counted(rest: &str) -> DecResult<(&str, &str)> {
     Ok((text, &rest[colon + 1 + len..]))
 }
 
-fn decode_columns(s: &str) -> DecResult<Vec<Column>> {
+fn decode_columns(s: &str) -> DecResult<(Vec<Column>, Vec<IndexDef>)> {
     let mut out = Vec::new();
+    let mut indexes = Vec::new();
     let mut rest = s;
     while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix('#') {
+            let (ix, after) = decode_index(r)?;
+            if ix.columns.iter().any(|c| *c >= out.len()) {
+                return Err(bad("pg_class indexes"));
+            }
+            indexes.push(ix);
+            rest = after;
+            continue;
+        }
+        if !indexes.is_empty() {
+            return Err(bad("pg_class columns"));
+        }
         let code = rest.as_bytes()[0].wrapping_sub(b'0');
         let ty = ColType::from_code(code).ok_or_else(|| bad("pg_class columns"))?;
         let (name, after) = counted(rest.get(1..).ok_or_else(|| bad("pg_class columns"))?)?;
@@ -255,7 +343,7 @@ fn decode_columns(s: &str) -> DecResult<Vec<Column>> {
         }
         out.push(col);
     }
-    Ok(out)
+    Ok((out, indexes))
 }
 
 impl RelEntry {
@@ -265,18 +353,21 @@ impl RelEntry {
             Value::Text(self.name.clone()),
             Value::Int8(self.relfilenumber.0 as i64),
             Value::Int4(self.reltablespace.0 as i32),
-            Value::Text(encode_columns(&self.columns)),
+            Value::Text(encode_columns(&self.columns, &self.indexes)),
         ]
     }
     pub fn from_values(v: &[Value], tid: Tid) -> DecResult<RelEntry> {
         match v {
-            [Value::Int4(oid), Value::Text(name), Value::Int8(rfn), Value::Int4(spc), Value::Text(cols)] => {
+            [Value::Int4(oid), Value::Text(name), Value::Int8(rfn), Value::Int4(spc), Value::Text(cols)] =>
+            {
+                let (columns, indexes) = decode_columns(cols)?;
                 Ok(RelEntry {
                     oid: Oid(*oid as u32),
                     name: name.clone(),
                     relfilenumber: RelFileNumber(*rfn as u64),
                     reltablespace: Oid(*spc as u32),
-                    columns: decode_columns(cols)?,
+                    columns,
+                    indexes,
                     tid: Some(tid),
                 })
             }
@@ -292,9 +383,24 @@ pub struct CatalogCache {
     pub dbs: FxHashMap<String, Arc<DbEntry>>,
     /// Per database OID: its relations by name.
     pub rels: FxHashMap<Oid, FxHashMap<String, Arc<RelEntry>>>,
+    /// Per database OID: the table each index name belongs to (rule 5), derived from
+    /// `rels` wherever it changes.
+    pub index_owner: FxHashMap<Oid, FxHashMap<String, String>>,
 }
 
 impl CatalogCache {
+    /// Sets database `db`'s relations (loading), deriving its index names.
+    pub fn set_rels(&mut self, db: Oid, rels: FxHashMap<String, Arc<RelEntry>>) {
+        let owners = self.index_owner.entry(db).or_default();
+        owners.clear();
+        for r in rels.values() {
+            for ix in &r.indexes {
+                owners.insert(ix.name.clone(), r.name.clone());
+            }
+        }
+        self.rels.insert(db, rels);
+    }
+
     pub fn builtin_spcs() -> [SpcEntry; 2] {
         [
             SpcEntry {
@@ -349,20 +455,28 @@ impl Overlay {
                 }
             }
         }
+        // Rule 5: index names follow their tables; every old entry's go first, so a
+        // renamed table's (old name removed, new one added) survive.
+        for ((db, name), _) in self.rels.iter() {
+            let old = cache.rels.get_mut(db).and_then(|m| m.remove(name));
+            if let (Some(old), Some(owners)) = (old, cache.index_owner.get_mut(db)) {
+                for ix in &old.indexes {
+                    owners.remove(&ix.name);
+                }
+            }
+        }
         for ((db, name), e) in self.rels {
-            match e {
-                Some(e) => {
-                    cache.rels.entry(db).or_default().insert(name, e);
+            if let Some(e) = e {
+                let owners = cache.index_owner.entry(db).or_default();
+                for ix in &e.indexes {
+                    owners.insert(ix.name.clone(), name.clone());
                 }
-                None => {
-                    if let Some(m) = cache.rels.get_mut(&db) {
-                        m.remove(&name);
-                    }
-                }
+                cache.rels.entry(db).or_default().insert(name, e);
             }
         }
         for db in dropped_dbs {
             cache.rels.remove(&db);
+            cache.index_owner.remove(&db);
         }
     }
 }
@@ -400,6 +514,26 @@ mod tests {
                     ..Column::new("e", ColType::Text)
                 },
             ],
+            indexes: vec![
+                IndexDef {
+                    oid: Oid(16391),
+                    name: "t_pkey#1:x".into(),
+                    relfilenumber: RelFileNumber(77),
+                    columns: vec![2],
+                    unique: true,
+                    primary: true,
+                    constraint: true,
+                },
+                IndexDef {
+                    oid: Oid(16392),
+                    name: String::new(),
+                    relfilenumber: RelFileNumber(78),
+                    columns: vec![4, 0, 1],
+                    unique: false,
+                    primary: false,
+                    constraint: false,
+                },
+            ],
             tid: Some(Tid {
                 block: BlockNumber(2),
                 offset: 7,
@@ -409,5 +543,9 @@ mod tests {
         assert_eq!(back, r);
         assert!(decode_columns("9x").is_err());
         assert!(decode_columns("15:ab").is_err());
+        // An index on a column the table lacks, and a column after an index.
+        assert!(decode_columns("11:a#1:i2:102:991:u1:1").is_err());
+        assert!(decode_columns("11:a#1:i2:102:991:u1:011:b").is_err());
+        assert!(decode_columns("11:a#1:i2:102:991:u1:0").is_ok());
     }
 }

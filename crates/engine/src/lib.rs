@@ -9,7 +9,9 @@
 //! Module map, in dependency order: `codec` (byte encoding), `records` (WAL record
 //! formats), `redo` (what a resource manager's redo may ask of the redo loop), `heap`
 //! (tuples and page operations), `clog` (commit log), `catalog`, `access` (heap/FSM/VM
-//! through the pool, the WAL-logged change; Heap and Storage redo), `xact` (transactions
+//! through the pool, the WAL-logged change; Heap and Storage redo), `btree` (B-tree
+//! pages through the pool; Btree redo), `index` (a table's indexes: keys, builds,
+//! upkeep, VACUUM's entry removal, index scans, the check), `xact` (transactions
 //! and DDL; Transaction, Database and Tablespace redo), `checkpoint` (XLOG redo),
 //! `recovery` (start-up, the redo loop dispatching on the resource manager, and its
 //! bookkeeping), `standby` (a standby's continuous replay, read-only sessions, the
@@ -68,6 +70,7 @@ mod checkpoint;
 mod clog;
 mod codec;
 mod heap;
+mod index;
 mod records;
 mod recovery;
 mod redo;
@@ -77,14 +80,17 @@ mod unlink;
 pub mod waldump;
 mod xact;
 
-pub use catalog::{DbEntry, RelEntry, SpcEntry, POSTGRES_OID, TEMPLATE0_OID, TEMPLATE1_OID};
+pub use catalog::{
+    DbEntry, IndexDef, RelEntry, SpcEntry, POSTGRES_OID, TEMPLATE0_OID, TEMPLATE1_OID,
+};
 pub use checkpoint::{CheckpointStats, OnlineBackup};
 pub use heap::{ColType, Column, Value};
+pub use index::IndexRange;
 pub use records::record_name;
 pub use recovery::utc_timestamp;
 pub use standby::ReplayStats;
 pub use stream::{RowVisitor, SCAN_BATCH_ROWS};
-pub use xact::{CreateDbStrategy, Txn};
+pub use xact::{Access, CreateDbStrategy, NewIndex, Txn};
 /// On-page layouts a test may check through [`Engine::pool`]: the heap page flag
 /// "every tuple visible to all" and the heap blocks one VM page maps (one bit each,
 /// after the page header; access.rs's map table).
@@ -261,6 +267,21 @@ pub enum EngineError {
         "null value in column \"{column}\" of relation \"{table}\" violates not-null constraint"
     )]
     NotNullViolation { column: String, table: String },
+    /// A unique index refused a key (index rule 3): the index and the key's columns.
+    #[error("duplicate key value violates unique constraint \"{constraint}\"")]
+    UniqueViolation {
+        constraint: String,
+        key: Vec<(String, Value)>,
+    },
+    /// A second PRIMARY KEY, or a constraint naming a column twice.
+    #[error("{0}")]
+    InvalidTableDefinition(String),
+    /// DROP INDEX of an index a constraint owns.
+    #[error("{0}")]
+    DependentObjects(String),
+    /// An index or constraint that does not exist (the whole message).
+    #[error("{0}")]
+    UndefinedObject(String),
     #[error("value too long for type {0}")]
     StringTooLong(String),
     #[error("{0}")]
@@ -312,6 +333,10 @@ impl EngineError {
             EngineError::ObjectInUse(_) => "55006",
             EngineError::DatatypeMismatch(_) => "42804",
             EngineError::NotNullViolation { .. } => "23502",
+            EngineError::UniqueViolation { .. } => "23505",
+            EngineError::InvalidTableDefinition(_) => "42P16",
+            EngineError::DependentObjects(_) => "2BP01",
+            EngineError::UndefinedObject(_) => "42704",
             EngineError::StringTooLong(_) => "22001",
             EngineError::InvalidParameter(_) => "22023",
             EngineError::NotSupported(_) => "0A000",
@@ -718,6 +743,51 @@ impl Engine {
             Ok((rel.key(dbe), rel.clone()))
         };
         stream::scan_batches(&self.sh, &resolve, None, interrupt, f)
+    }
+
+    /// [`Engine::scan_each`] through index `index`'s `range` (index rule 4: the caller
+    /// rechecks its WHERE on each row), as of the scan's start.
+    pub fn scan_index_each(
+        &self,
+        db: &str,
+        table: &str,
+        index: &str,
+        range: &IndexRange,
+        interrupt: Interrupt<'_>,
+        f: &mut RowVisitor<'_>,
+    ) -> Result<()> {
+        let resolve = || {
+            let cat = self.sh.catalog.read();
+            let dbe = cat
+                .dbs
+                .get(db)
+                .ok_or_else(|| EngineError::UndefinedDatabase(db.into()))?;
+            let rel = cat
+                .rels
+                .get(&dbe.oid)
+                .and_then(|m| m.get(table))
+                .ok_or_else(|| EngineError::UndefinedTable(table.into()))?;
+            let ix = xact::index_of(rel, index)?;
+            Ok((rel.key(dbe), rel.clone(), rel.index_key(dbe, ix)))
+        };
+        index::scan_batches(&self.sh, &resolve, range, None, interrupt, f)
+    }
+
+    /// PostgreSQL's `bt_index_check(index, heapallindexed => true)`: index `index`'s
+    /// tree checks, and it holds exactly one entry per row of its table with storage
+    /// (index rules 1 and 2). Takes the writer lock (nothing changes meanwhile).
+    /// Returns the number of entries. O(the table + the index).
+    pub fn check_index(&self, db: &str, index: &str) -> Result<usize> {
+        let txn = self.begin();
+        let dbe = txn.database(db)?;
+        let table = txn.index_table(db, index)?.ok_or_else(|| {
+            EngineError::UndefinedObject(format!("index \"{index}\" does not exist"))
+        })?;
+        let rel = txn.relation(&dbe, &table)?;
+        let ix = xact::index_of(&rel, index)?;
+        let n = index::check(&self.sh, &rel, rel.key(&dbe), ix)?;
+        txn.abort()?;
+        Ok(n)
     }
 
     /// VACUUM: removes dead tuples, sets visibility-map bits, records free space, and

@@ -80,6 +80,7 @@ pub fn record_name(rmgr: RmgrId, info: u8) -> &'static str {
         (RM_HEAP, HEAP_MULTI_INSERT) => "Heap/MULTI_INSERT",
         (RM_BTREE, crate::btree::BTREE_INSERT) => "Btree/INSERT",
         (RM_BTREE, crate::btree::BTREE_PAGES) => "Btree/PAGES",
+        (RM_BTREE, crate::btree::BTREE_DELETE) => "Btree/DELETE",
         _ => "unknown",
     }
 }

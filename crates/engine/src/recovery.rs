@@ -524,7 +524,7 @@ pub(crate) fn load_catalog(sh: &Shared) -> Result<()> {
     for d in dbs {
         let mut rels = FxHashMap::default();
         scan_class(sh, &d, &mut rels)?;
-        cache.rels.insert(d.oid, rels);
+        cache.set_rels(d.oid, rels);
         cache.dbs.insert(d.name.clone(), Arc::new(d));
     }
     *sh.catalog.write() = cache;

@@ -775,7 +775,7 @@ pub(crate) fn apply_catalog_rows(sh: &Shared, rows: Vec<CatalogRow>) -> Result<(
     ov.apply(&mut cache);
     for (db, rels) in rels_of_new {
         if cache.dbs.values().any(|d| d.oid == db) {
-            cache.rels.insert(db, rels);
+            cache.set_rels(db, rels);
         }
     }
     Ok(())

@@ -37,11 +37,12 @@
 use crate::access;
 use crate::catalog::{
     self, class_columns, database_columns, pg_class, pg_database, pg_tablespace,
-    tablespace_columns, DbEntry, Overlay, RelEntry, SpcEntry, Tid,
+    tablespace_columns, DbEntry, IndexDef, Overlay, RelEntry, SpcEntry, Tid,
 };
 use crate::clog::XidStatus;
 use crate::codec::Enc;
 use crate::heap::{self, Column, Value};
+use crate::index::IndexRange;
 use crate::records::{
     AbortRecord, BlockRef, CommitRecord, DbCreateDir, DbFileCopy, PendingCreate, SmgrCreate,
     TblspcCreate, DBASE_CREATE_DIR, DBASE_FILE_COPY, RM_DBASE, RM_SMGR, RM_TBLSPC, RM_XACT,
@@ -72,6 +73,37 @@ pub enum CreateDbStrategy {
     WalLog,
     /// Files copied, one record (see the module doc for the hazard).
     FileCopy,
+}
+
+/// How a DELETE or UPDATE finds its rows.
+#[derive(Clone, Copy, Debug)]
+pub enum Access<'a> {
+    /// Every page of the table.
+    Seq,
+    /// The rows the entries of `range` in index `index` point at.
+    Index {
+        index: &'a str,
+        range: &'a IndexRange,
+    },
+}
+
+/// Index `name` of `rel` (42704 if it has none such: dropped since planning).
+pub(crate) fn index_of<'r>(rel: &'r RelEntry, name: &str) -> Result<&'r IndexDef> {
+    rel.indexes
+        .iter()
+        .find(|ix| ix.name == name)
+        .ok_or_else(|| EngineError::UndefinedObject(format!("index \"{name}\" does not exist")))
+}
+
+/// An index to create ([`Txn::create_index`]).
+#[derive(Clone, Copy, Debug)]
+pub struct NewIndex<'a> {
+    pub name: &'a str,
+    pub columns: &'a [String],
+    pub unique: bool,
+    pub primary: bool,
+    /// Made by a PRIMARY KEY or UNIQUE constraint.
+    pub constraint: bool,
 }
 
 /// A transaction: holds the writer lock (engine rule 1) until commit, abort or drop.
@@ -191,6 +223,43 @@ impl<'e> Txn<'e> {
                 .and_then(|m| m.get(name))
                 .cloned(),
         }
+    }
+
+    /// The table that owns index `name`, as this transaction sees it (catalog rule 5):
+    /// the overlay's changed tables first (O(changes)), then the cache's map.
+    fn index_owner(&self, db: &DbEntry, name: &str) -> Option<Arc<RelEntry>> {
+        let has = |r: &RelEntry| r.indexes.iter().any(|ix| ix.name == name);
+        for ((d, _), r) in &self.ov.rels {
+            if let Some(r) = r.as_ref().filter(|r| *d == db.oid && has(r)) {
+                return Some(r.clone());
+            }
+        }
+        let table = self
+            .sh
+            .catalog
+            .read()
+            .index_owner
+            .get(&db.oid)?
+            .get(name)?
+            .clone();
+        self.relation_opt(db, &table).filter(|r| has(r))
+    }
+
+    /// Whether a table or an index of `db` is called `name` (one namespace, 42P07).
+    fn name_taken(&self, db: &DbEntry, name: &str) -> bool {
+        self.relation_opt(db, name).is_some() || self.index_owner(db, name).is_some()
+    }
+
+    /// Whether a table or index of database `db` is called `name`, as this transaction
+    /// sees it (for choosing the name of an index a constraint makes).
+    pub fn relation_name_taken(&self, db: &str, name: &str) -> Result<bool> {
+        Ok(self.name_taken(&*self.database(db)?, name))
+    }
+
+    /// The name of the table that owns index `index`, if there is such an index.
+    pub fn index_table(&self, db: &str, index: &str) -> Result<Option<String>> {
+        let dbe = self.database(db)?;
+        Ok(self.index_owner(&dbe, index).map(|r| r.name.clone()))
     }
 
     pub fn relation(&self, db: &DbEntry, name: &str) -> Result<Arc<RelEntry>> {
@@ -554,7 +623,7 @@ impl<'e> Txn<'e> {
         spc: Option<&str>,
     ) -> Result<()> {
         let dbe = self.database(db)?;
-        if self.relation_opt(&dbe, name).is_some() {
+        if self.name_taken(&dbe, name) {
             return Err(EngineError::DuplicateTable(name.into()));
         }
         for (i, c) in columns.iter().enumerate() {
@@ -583,6 +652,7 @@ impl<'e> Txn<'e> {
             relfilenumber: self.alloc_relfilenumber(),
             reltablespace: if spc_oid == dbe.spc { Oid(0) } else { spc_oid },
             columns: columns.to_vec(),
+            indexes: Vec::new(),
             tid: None,
         };
         self.create_rel_file(e.key(&dbe))?;
@@ -615,30 +685,142 @@ impl<'e> Txn<'e> {
         crate::btree::insert(self.sh, index, entry, xid)
     }
 
-    /// DROP TABLE: the files go when the commit record is durable.
+    /// DROP TABLE: the table's and its indexes' files go when the commit record is
+    /// durable (one commit record for all of them).
     pub fn drop_table(&mut self, db: &str, name: &str) -> Result<()> {
         let dbe = self.database(db)?;
         let rel = self.relation(&dbe, name)?;
         self.catalog_delete(dbe.pg_class(), rel.tid)?;
         self.ov.rels.insert((dbe.oid, name.into()), None);
         self.dropped_rels.push(rel.key(&dbe));
+        for ix in &rel.indexes {
+            self.dropped_rels.push(rel.index_key(&dbe, ix));
+        }
         Ok(())
     }
 
-    /// TRUNCATE: a new, empty relation file number; the old files go at commit.
+    /// TRUNCATE: new, empty relation file numbers for the table and each index (an
+    /// empty B-tree); the old files go at commit.
     pub fn truncate_table(&mut self, db: &str, name: &str) -> Result<()> {
         let dbe = self.database(db)?;
         let rel = self.relation(&dbe, name)?;
         let mut e = (*rel).clone();
         e.relfilenumber = self.alloc_relfilenumber();
         self.create_rel_file(e.key(&dbe))?;
-        self.catalog_delete(dbe.pg_class(), rel.tid)?;
-        e.tid = Some(self.catalog_insert(dbe.pg_class(), &class_columns(), &e.values())?);
-        self.ov
-            .rels
-            .insert((dbe.oid, name.into()), Some(Arc::new(e)));
         self.dropped_rels.push(rel.key(&dbe));
-        Ok(())
+        for i in 0..e.indexes.len() {
+            self.dropped_rels.push(rel.index_key(&dbe, &rel.indexes[i]));
+            e.indexes[i].relfilenumber = self.alloc_relfilenumber();
+            let key = e.index_key(&dbe, &e.indexes[i]);
+            self.create_rel_file(key)?;
+            let xid = self.xid();
+            crate::btree::build_empty(self.sh, key, xid)?;
+        }
+        self.replace_class_row(&dbe, &rel, e)
+    }
+
+    /// CREATE [UNIQUE] INDEX, or the index of a PRIMARY KEY or UNIQUE constraint:
+    /// a new file built bottom-up from the table's rows (index rule 1), the table's
+    /// row replaced with the index in it (catalog rule 5). 42P07 if the name is
+    /// taken, 23505 if a unique index meets a duplicate, 23502 if a primary key meets
+    /// a NULL (its columns become NOT NULL), 42P16 for a second primary key.
+    pub fn create_index(&mut self, db: &str, table: &str, spec: &NewIndex<'_>) -> Result<()> {
+        let dbe = self.database(db)?;
+        let rel = self.relation(&dbe, table)?;
+        if self.name_taken(&dbe, spec.name) {
+            return Err(EngineError::DuplicateTable(spec.name.into()));
+        }
+        if spec.primary && rel.indexes.iter().any(|ix| ix.primary) {
+            return Err(EngineError::InvalidTableDefinition(format!(
+                "multiple primary keys for table \"{table}\" are not allowed"
+            )));
+        }
+        let mut columns = Vec::new();
+        for c in spec.columns {
+            let at = rel
+                .columns
+                .iter()
+                .position(|col| col.name == *c)
+                .ok_or_else(|| EngineError::UndefinedColumn(c.clone()))?;
+            if columns.contains(&at) {
+                return Err(EngineError::InvalidTableDefinition(format!(
+                    "column \"{c}\" appears twice in index definition"
+                )));
+            }
+            columns.push(at);
+        }
+        let ix = IndexDef {
+            oid: self.alloc_oid()?,
+            name: spec.name.into(),
+            relfilenumber: self.alloc_relfilenumber(),
+            columns,
+            unique: spec.unique || spec.primary,
+            primary: spec.primary,
+            constraint: spec.constraint,
+        };
+        let mut e = (*rel).clone();
+        if ix.primary {
+            for c in &ix.columns {
+                e.columns[*c].not_null = true;
+            }
+        }
+        let key = e.index_key(&dbe, &ix);
+        self.create_rel_file(key)?;
+        let xid = self.xid();
+        crate::index::build(self.sh, &e, e.key(&dbe), key, &ix, xid)?;
+        e.indexes.push(ix);
+        self.replace_class_row(&dbe, &rel, e)
+    }
+
+    /// DROP INDEX: the table's row without it; its file goes at commit. An index a
+    /// constraint owns is refused (2BP01), as PostgreSQL refuses it. Returns the table.
+    pub fn drop_index(&mut self, db: &str, name: &str) -> Result<String> {
+        let dbe = self.database(db)?;
+        let rel = self.index_owner(&dbe, name).ok_or_else(|| {
+            EngineError::UndefinedObject(format!("index \"{name}\" does not exist"))
+        })?;
+        let ix = rel
+            .indexes
+            .iter()
+            .find(|ix| ix.name == name)
+            .expect("owner");
+        if ix.constraint {
+            return Err(EngineError::DependentObjects(format!(
+                "cannot drop index {name} because constraint {name} on table {} requires it",
+                rel.name
+            )));
+        }
+        self.remove_index(&dbe, &rel, name)?;
+        Ok(rel.name.clone())
+    }
+
+    /// ALTER TABLE ... DROP CONSTRAINT of a PRIMARY KEY or UNIQUE constraint: its
+    /// index goes. 42704 if the table has no such constraint.
+    pub fn drop_constraint(&mut self, db: &str, table: &str, name: &str) -> Result<()> {
+        let dbe = self.database(db)?;
+        let rel = self.relation(&dbe, table)?;
+        if !rel
+            .indexes
+            .iter()
+            .any(|ix| ix.constraint && ix.name == name)
+        {
+            return Err(EngineError::UndefinedObject(format!(
+                "constraint \"{name}\" of relation \"{table}\" does not exist"
+            )));
+        }
+        self.remove_index(&dbe, &rel, name)
+    }
+
+    fn remove_index(&mut self, dbe: &DbEntry, rel: &RelEntry, name: &str) -> Result<()> {
+        let mut e = rel.clone();
+        let at = e
+            .indexes
+            .iter()
+            .position(|ix| ix.name == name)
+            .expect("present");
+        let ix = e.indexes.remove(at);
+        self.dropped_rels.push(rel.index_key(dbe, &ix));
+        self.replace_class_row(dbe, rel, e)
     }
 
     /// ALTER TABLE ... RENAME TO: the same relation (OID, files, rows) under a new
@@ -646,7 +828,7 @@ impl<'e> Txn<'e> {
     pub fn rename_table(&mut self, db: &str, name: &str, new_name: &str) -> Result<()> {
         let dbe = self.database(db)?;
         let rel = self.relation(&dbe, name)?;
-        if self.relation_opt(&dbe, new_name).is_some() {
+        if self.name_taken(&dbe, new_name) {
             return Err(EngineError::DuplicateTable(new_name.into()));
         }
         let mut e = (*rel).clone();
@@ -698,7 +880,8 @@ impl<'e> Txn<'e> {
         }
         let mut cols = rel.columns.clone();
         cols.push(column);
-        self.rewrite(db, table, cols, &mut |mut row| {
+        let indexes = rel.indexes.clone();
+        self.rewrite(db, table, (cols, indexes), &mut |mut row| {
             row.push(fill.clone());
             row
         })
@@ -724,20 +907,35 @@ impl<'e> Txn<'e> {
         }
         let mut cols = rel.columns.clone();
         cols.remove(at);
-        self.rewrite(db, table, cols, &mut |mut row| {
+        // PostgreSQL drops the indexes (and constraints) a dropped column is in.
+        let indexes = rel
+            .indexes
+            .iter()
+            .filter(|ix| !ix.columns.contains(&at))
+            .map(|ix| IndexDef {
+                columns: ix
+                    .columns
+                    .iter()
+                    .map(|c| c - usize::from(*c > at))
+                    .collect(),
+                ..ix.clone()
+            })
+            .collect();
+        self.rewrite(db, table, (cols, indexes), &mut |mut row| {
             row.remove(at);
             row
         })
     }
 
     /// The table's rows, as this transaction sees them, through `map` into a new file
-    /// with columns `cols`; the old file goes at commit (as TRUNCATE's does). NOT NULL
+    /// with columns `cols`; the old file goes at commit (as TRUNCATE's does), and so
+    /// do the old indexes' files: `indexes` are built anew over the new file. NOT NULL
     /// and lengths are checked on the new rows (23502, 22001).
     fn rewrite(
         &mut self,
         db: &str,
         table: &str,
-        cols: Vec<Column>,
+        (cols, indexes): (Vec<Column>, Vec<IndexDef>),
         map: &mut dyn FnMut(Vec<Value>) -> Vec<Value>,
     ) -> Result<()> {
         let dbe = self.database(db)?;
@@ -767,6 +965,16 @@ impl<'e> Txn<'e> {
             Ok(true)
         })?;
         self.dropped_rels.push(rel.key(&dbe));
+        for ix in &rel.indexes {
+            self.dropped_rels.push(rel.index_key(&dbe, ix));
+        }
+        e.indexes = indexes;
+        for i in 0..e.indexes.len() {
+            e.indexes[i].relfilenumber = self.alloc_relfilenumber();
+            let ikey = e.index_key(&dbe, &e.indexes[i]);
+            self.create_rel_file(ikey)?;
+            crate::index::build(self.sh, &e, key, ikey, &e.indexes[i], xid)?;
+        }
         self.replace_class_row(&dbe, &rel, e)
     }
 
@@ -842,7 +1050,8 @@ impl<'e> Txn<'e> {
                 .map(|row| heap::encode_tuple(xid, &rel.columns, row))
                 .collect();
             let refs: Vec<&[u8]> = tuples.iter().map(Vec::as_slice).collect();
-            access::insert_many(self.sh, key, xid, &refs)?;
+            let tids = access::insert_many(self.sh, key, xid, &refs)?;
+            crate::index::insert_rows(self.sh, &rel, key, chunk, &tids, xid)?;
         }
         Ok(rows.len() as u64)
     }
@@ -865,17 +1074,39 @@ impl<'e> Txn<'e> {
         pred: &mut dyn FnMut(&[Value]) -> bool,
         interrupt: Interrupt<'_>,
     ) -> Result<u64> {
+        self.delete_using(db, table, Access::Seq, pred, interrupt)
+    }
+
+    /// [`Txn::delete_where_checked`] over the rows `access` finds: every row, or the
+    /// rows an index range points at (`pred` still decides; index rule 4).
+    pub fn delete_using(
+        &mut self,
+        db: &str,
+        table: &str,
+        access: Access<'_>,
+        pred: &mut dyn FnMut(&[Value]) -> bool,
+        interrupt: Interrupt<'_>,
+    ) -> Result<u64> {
         let dbe = self.database(db)?;
         let rel = self.relation(&dbe, table)?;
         let xid = self.xid();
+        let key = rel.key(&dbe);
         let _d = self.sh.drop_lock.read();
-        access::delete_where(self.sh, rel.key(&dbe), &rel.columns, xid, pred, interrupt)
+        match access {
+            Access::Seq => access::delete_where(self.sh, key, &rel.columns, xid, pred, interrupt),
+            Access::Index { index, range } => {
+                let ix = index_of(&rel, index)?;
+                let tids = crate::index::collect_tids(self.sh, rel.index_key(&dbe, ix), range)?;
+                access::delete_tids(self.sh, key, &rel.columns, xid, &tids, pred, interrupt)
+            }
+        }
     }
 
     /// UPDATE: every row this transaction sees for which `f` gives a new row gets a
     /// new version (the old one deleted by this transaction, the new one inserted,
-    /// as PostgreSQL's heap keeps versions). The new versions are inserted after the
-    /// scan, so the scan never meets them; memory O(rows updated). Returns how many.
+    /// as PostgreSQL's heap keeps versions, with new entries in every index). The new
+    /// versions are inserted after the scan, so the scan never meets them; memory
+    /// O(rows updated). Returns how many.
     pub fn update_where_checked(
         &mut self,
         db: &str,
@@ -883,28 +1114,27 @@ impl<'e> Txn<'e> {
         f: &mut dyn FnMut(&[Value]) -> Option<Vec<Value>>,
         interrupt: Interrupt<'_>,
     ) -> Result<u64> {
-        let dbe = self.database(db)?;
-        let rel = self.relation(&dbe, table)?;
-        let xid = self.xid();
+        self.update_using(db, table, Access::Seq, f, interrupt)
+    }
+
+    /// [`Txn::update_where_checked`] over the rows `access` finds.
+    pub fn update_using(
+        &mut self,
+        db: &str,
+        table: &str,
+        access: Access<'_>,
+        f: &mut dyn FnMut(&[Value]) -> Option<Vec<Value>>,
+        interrupt: Interrupt<'_>,
+    ) -> Result<u64> {
         let mut new_rows = Vec::new();
-        let n = {
-            let _d = self.sh.drop_lock.read();
-            let mut pred = |v: &[Value]| match f(v) {
-                Some(row) => {
-                    new_rows.push(row);
-                    true
-                }
-                None => false,
-            };
-            access::delete_where(
-                self.sh,
-                rel.key(&dbe),
-                &rel.columns,
-                xid,
-                &mut pred,
-                interrupt,
-            )?
+        let mut pred = |v: &[Value]| match f(v) {
+            Some(row) => {
+                new_rows.push(row);
+                true
+            }
+            None => false,
         };
+        let n = self.delete_using(db, table, access, &mut pred, interrupt)?;
         for chunk in new_rows.chunks(UPDATE_INSERT_BATCH) {
             self.insert_checked(db, table, chunk, interrupt)?;
         }
@@ -951,6 +1181,25 @@ impl<'e> Txn<'e> {
         crate::stream::scan_batches(self.sh, &resolve, self.xid, interrupt, f)
     }
 
+    /// Visits the rows of `table` that index `index`'s `range` points at, as this
+    /// transaction sees them, in index order (index rule 4: the caller rechecks its
+    /// WHERE). Memory O(one batch).
+    pub fn scan_index_each(
+        &self,
+        db: &str,
+        table: &str,
+        index: &str,
+        range: &IndexRange,
+        interrupt: Interrupt<'_>,
+        f: &mut crate::RowVisitor<'_>,
+    ) -> Result<()> {
+        let dbe = self.database(db)?;
+        let rel = self.relation(&dbe, table)?;
+        let ikey = rel.index_key(&dbe, index_of(&rel, index)?);
+        let resolve = || Ok((rel.key(&dbe), rel.clone(), ikey));
+        crate::index::scan_batches(self.sh, &resolve, range, self.xid, interrupt, f)
+    }
+
     /// VACUUM of one table or of every table of `db` (no transaction is in progress:
     /// the writer lock is held and no xid assigned). Returns pages truncated.
     pub fn vacuum(self, db: &str, table: Option<&str>) -> Result<u64> {
@@ -966,7 +1215,8 @@ impl<'e> Txn<'e> {
         };
         let mut truncated = 0;
         for r in rels {
-            truncated += access::vacuum_rel(self.sh, r.key(&dbe))?.pages_truncated;
+            let indexes: Vec<RelKey> = r.indexes.iter().map(|ix| r.index_key(&dbe, ix)).collect();
+            truncated += access::vacuum_rel(self.sh, r.key(&dbe), &indexes)?.pages_truncated;
         }
         Ok(truncated)
     }

@@ -1,0 +1,534 @@
+//! Indexes of tables: keys from rows, bottom-up builds, upkeep on insert with the
+//! unique check, VACUUM's removal of entries whose rows are gone, index scans, and
+//! the index-against-table check (PostgreSQL's amcheck with heapallindexed).
+//!
+//! Entry points: [`row_key`], [`build`], [`insert_rows`], [`bulk_delete`],
+//! [`scan_batches`], [`collect_tids`], [`fetch`], [`check`].
+//!
+//! Rules (cited as "index rule N"):
+//! 1. Every heap row whose inserter committed or is in progress has one entry in each
+//!    index of its table, whether or not any snapshot sees it (a build indexes dead
+//!    rows too): an index never decides visibility; a fetch through it does (engine
+//!    rule 9). A row of an aborted transaction may lack its entry (a unique check
+//!    refused it, or the crash took its record); no entry points anywhere but at an
+//!    item with storage and that key.
+//! 2. Entries go only with their rows: VACUUM removes the entries of the rows it will
+//!    prune, from every index, before it prunes them (and before it truncates), so no
+//!    entry ever points at an unused or reused item. A crash in between leaves dead
+//!    rows without entries, which the next VACUUM prunes.
+//! 3. A unique index refuses a key (23505) that a row visible to the writer already
+//!    has (one writer, engine rule 1: no other transaction is in progress to wait
+//!    for). Keys with a NULL are never equal (PostgreSQL's NULLS DISTINCT).
+//! 4. A scan rechecks nothing itself: it hands over every visible row its range's
+//!    entries point at; the caller applies its whole WHERE to them. Its batches follow
+//!    `stream`'s rules 1-4, resolving the index again under the drop lock each time.
+
+use crate::access::{self, Snapshot};
+use crate::catalog::{IndexDef, RelEntry, Tid};
+use crate::heap::{self, Value};
+use crate::{corrupt, EngineError, Interrupt, Result, Shared};
+use std::sync::Arc;
+use strata_btree::build::LevelBuilder;
+use strata_btree::key::{encode_key, leaf_entry, split_leaf_entry, KeyPart, TID_BYTES};
+use strata_buffer::ReadMode;
+use strata_page::PageBuf;
+use strata_types::{BlockNumber, BufferTag, ForkNumber, RelKey, Xid};
+
+/// Pages per `BTREE_PAGES` record of a build.
+const BUILD_PAGES_PER_RECORD: usize = 16;
+/// Entries of `NULL` sort after every value (the key encoding's NULL byte).
+const NULL_BYTE: u8 = 0x02;
+
+fn part(v: &Value) -> KeyPart<'_> {
+    match v {
+        Value::Null => KeyPart::Null,
+        Value::Int2(x) => KeyPart::Int(i64::from(*x)),
+        Value::Int4(x) => KeyPart::Int(i64::from(*x)),
+        Value::Int8(x) | Value::Timestamp(x) | Value::TimestampTz(x) => KeyPart::Int(*x),
+        Value::Date(d) => KeyPart::Int(i64::from(*d)),
+        Value::Bool(b) => KeyPart::Bool(*b),
+        Value::Text(s) => KeyPart::Bytes(s.as_bytes()),
+        Value::Bytea(b) => KeyPart::Bytes(b),
+        Value::Uuid(u) => KeyPart::Fixed(u),
+    }
+}
+
+/// The encoded key of `values` (btree rule 1).
+pub(crate) fn encode(values: &[&Value]) -> Vec<u8> {
+    let parts: Vec<KeyPart<'_>> = values.iter().map(|v| part(v)).collect();
+    let mut out = Vec::new();
+    encode_key(&parts, &mut out);
+    out
+}
+
+/// The key of `row` in index `ix`, and whether one of its columns is NULL.
+pub(crate) fn row_key(ix: &IndexDef, row: &[Value]) -> (Vec<u8>, bool) {
+    let vals: Vec<&Value> = ix.columns.iter().map(|c| &row[*c]).collect();
+    let has_null = vals.iter().any(|v| **v == Value::Null);
+    (encode(&vals), has_null)
+}
+
+fn heap_tag(rel: RelKey, block: u32) -> BufferTag {
+    BufferTag::new(rel, ForkNumber::Main, BlockNumber(block))
+}
+
+/// Calls `f` with the tuple at `tid` if it has storage and `snap` (with `my`) sees it.
+/// The caller holds the drop lock or the writer lock (engine rule 8).
+pub(crate) fn fetch<R>(
+    sh: &Shared,
+    heap: RelKey,
+    tid: Tid,
+    snap: &Snapshot<'_>,
+    my: Option<Xid>,
+    f: impl FnOnce(&[u8]) -> Result<R>,
+) -> Result<Option<R>> {
+    if tid.block.0 >= sh.smgr.nblocks(heap, ForkNumber::Main)? {
+        return Ok(None);
+    }
+    let buf = sh
+        .pool
+        .read_buffer(heap_tag(heap, tid.block.0), ReadMode::Normal)?;
+    let g = buf.read();
+    if snap.cancelled_by_recovery() {
+        return Err(EngineError::RecoveryConflict);
+    }
+    match strata_page::item(&g, tid.offset as usize) {
+        Some(t) if t.len() >= heap::TUPLE_HEADER_BYTES && access::visible(snap, t, my) => {
+            f(t).map(Some)
+        }
+        _ => Ok(None),
+    }
+}
+
+/// The key columns of a row, for 23505's detail.
+fn key_values(rel: &RelEntry, ix: &IndexDef, row: &[Value]) -> Vec<(String, Value)> {
+    ix.columns
+        .iter()
+        .map(|c| (rel.columns[*c].name.clone(), row[*c].clone()))
+        .collect()
+}
+
+fn unique_violation(rel: &RelEntry, ix: &IndexDef, row: &[Value]) -> EngineError {
+    EngineError::UniqueViolation {
+        constraint: ix.name.clone(),
+        key: key_values(rel, ix, row),
+    }
+}
+
+/// Rule 3: whether a row the writer `xid` sees, other than at `except`, has `key`.
+fn taken(
+    sh: &Shared,
+    heap: RelKey,
+    index: RelKey,
+    key: &[u8],
+    except: Tid,
+    xid: Xid,
+) -> Result<bool> {
+    let snap = Snapshot::take(sh);
+    let mut found = false;
+    crate::btree::scan_from(sh, index, key, &mut |e| {
+        if !e.starts_with(key) || e.len() != key.len() + TID_BYTES {
+            return Ok(false);
+        }
+        let (_, block, offset) = split_leaf_entry(e);
+        let tid = Tid { block, offset };
+        if tid != except && fetch(sh, heap, tid, &snap, Some(xid), |_| Ok(()))?.is_some() {
+            found = true;
+            return Ok(false);
+        }
+        Ok(true)
+    })?;
+    Ok(found)
+}
+
+/// Adds the entries of rows just inserted at `tids` to every index of `rel` (rule 1),
+/// refusing duplicate keys in unique ones (rule 3). One WAL record per entry (btree
+/// rule 1).
+pub(crate) fn insert_rows(
+    sh: &Shared,
+    rel: &RelEntry,
+    heap: RelKey,
+    rows: &[Vec<Value>],
+    tids: &[Tid],
+    xid: Xid,
+) -> Result<()> {
+    for ix in &rel.indexes {
+        let index = RelKey {
+            rel: ix.relfilenumber,
+            ..heap
+        };
+        for (row, tid) in rows.iter().zip(tids) {
+            let (key, has_null) = row_key(ix, row);
+            if ix.unique && !has_null && taken(sh, heap, index, &key, *tid, xid)? {
+                return Err(unique_violation(rel, ix, row));
+            }
+            crate::btree::insert(sh, index, &leaf_entry(&key, tid.block, tid.offset), xid)?;
+        }
+    }
+    Ok(())
+}
+
+/// Rule 1's entries of every heap item with storage, sorted, each with whether the
+/// writer `xid` sees its row. O(rows) memory (PostgreSQL spills a build's sort to
+/// disk past maintenance_work_mem; Strata does not yet).
+fn collect_entries(
+    sh: &Shared,
+    rel: &RelEntry,
+    heap: RelKey,
+    ix: &IndexDef,
+    xid: Xid,
+) -> Result<Vec<(Vec<u8>, bool)>> {
+    let snap = Snapshot::take(sh);
+    let n = sh.smgr.nblocks(heap, ForkNumber::Main)?;
+    let mut out = Vec::new();
+    for b in 0..n {
+        let buf = sh.pool.read_buffer(heap_tag(heap, b), ReadMode::Normal)?;
+        let g = buf.read();
+        for (off, t) in heap::page_tuples(&g).map_err(corrupt)? {
+            let row = heap::decode_values(&rel.columns, t).map_err(corrupt)?;
+            let live = access::visible(&snap, t, Some(xid));
+            if ix.primary && live {
+                if let Some(c) = ix.columns.iter().find(|c| row[**c] == Value::Null) {
+                    return Err(EngineError::NotNullViolation {
+                        column: rel.columns[*c].name.clone(),
+                        table: rel.name.clone(),
+                    });
+                }
+            }
+            let (key, _) = row_key(ix, &row);
+            out.push((leaf_entry(&key, BlockNumber(b), off), live));
+        }
+    }
+    out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    Ok(out)
+}
+
+/// Rule 3 over a build's sorted entries: two rows the writer sees with one key.
+fn check_unique(
+    sh: &Shared,
+    rel: &RelEntry,
+    heap: RelKey,
+    ix: &IndexDef,
+    entries: &[(Vec<u8>, bool)],
+    xid: Xid,
+) -> Result<()> {
+    let key_of = |e: &[u8]| e.len() - TID_BYTES;
+    let mut prev: Option<&[u8]> = None;
+    for (e, live) in entries.iter().filter(|(_, live)| *live) {
+        let key = &e[..key_of(e)];
+        if prev == Some(key) && *live {
+            let (_, block, offset) = split_leaf_entry(e);
+            let snap = Snapshot::take(sh);
+            let row = fetch(sh, heap, Tid { block, offset }, &snap, Some(xid), |t| {
+                heap::decode_values(&rel.columns, t).map_err(corrupt)
+            })?
+            .ok_or_else(|| corrupt("a build's live row is gone"))?;
+            if !row_key(ix, &row).1 {
+                return Err(unique_violation(rel, ix, &row));
+            }
+        }
+        prev = Some(key);
+    }
+    Ok(())
+}
+
+/// Builds index `ix` of `rel` into its new, empty file `index`, bottom-up from the
+/// table's rows (rule 1; build rules 1-3): one `BTREE_PAGES` record per
+/// [`BUILD_PAGES_PER_RECORD`] pages. O(rows log rows + pages).
+pub(crate) fn build(
+    sh: &Shared,
+    rel: &RelEntry,
+    heap: RelKey,
+    index: RelKey,
+    ix: &IndexDef,
+    xid: Xid,
+) -> Result<()> {
+    let entries = collect_entries(sh, rel, heap, ix, xid)?;
+    if ix.unique {
+        check_unique(sh, rel, heap, ix, &entries, xid)?;
+    }
+    if crate::btree::extend(sh, index)? != 0 {
+        return Err(corrupt(format!("index {index:?} is not new")));
+    }
+    let mut batch: Vec<(u32, Box<PageBuf>)> = Vec::new();
+    let put = |page: (u32, Box<PageBuf>), batch: &mut Vec<(u32, Box<PageBuf>)>| {
+        if crate::btree::extend(sh, index)? != page.0 {
+            return Err(corrupt(format!("index {index:?}: blocks out of order")));
+        }
+        batch.push(page);
+        if batch.len() == BUILD_PAGES_PER_RECORD {
+            crate::btree::write_pages(sh, index, xid, std::mem::take(batch))?;
+        }
+        Ok(())
+    };
+    let mut level = LevelBuilder::new(0, 1);
+    for (e, _) in entries {
+        if let Some(done) = level.push(e) {
+            put(done, &mut batch)?;
+        }
+    }
+    let mut n = 0u16;
+    let root = loop {
+        let (last, parents, next) = level.finish();
+        put(last, &mut batch)?;
+        if parents.len() == 1 {
+            break next - 1;
+        }
+        n += 1;
+        level = LevelBuilder::new(n, next);
+        for e in parents {
+            if let Some(done) = level.push(e) {
+                put(done, &mut batch)?;
+            }
+        }
+    };
+    let mut meta = Box::new(crate::access::ZERO_PAGE);
+    strata_btree::page::init_meta(&mut meta, strata_btree::page::Meta { root, level: n });
+    batch.push((0, meta));
+    crate::btree::write_pages(sh, index, xid, batch)
+}
+
+/// Rule 2: removes from `index` the entries pointing at `dead` (sorted TIDs), one
+/// `BTREE_DELETE` record per leaf changed. O(the index's leaves). Returns how many.
+pub(crate) fn bulk_delete(sh: &Shared, index: RelKey, dead: &[(u32, u16)]) -> Result<u64> {
+    let mut removed = 0;
+    crate::btree::each_leaf(sh, index, &mut |page| {
+        let first = strata_btree::page::first_entry(page);
+        let items: Vec<u16> = (first..strata_page::item_count(page))
+            .filter(|i| {
+                let (_, b, o) = split_leaf_entry(strata_btree::page::entry(page, *i));
+                dead.binary_search(&(b.0, o)).is_ok()
+            })
+            .map(|i| i as u16)
+            .collect();
+        removed += items.len() as u64;
+        Ok(items)
+    })?;
+    Ok(removed)
+}
+
+/// Which entries an index scan takes: `eq` on the leading columns, then an optional
+/// range on the next one (`(value, inclusive)`). A NULL anywhere matches nothing
+/// (`=` and the comparisons are never true of NULL).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct IndexRange {
+    pub eq: Vec<Value>,
+    pub lo: Option<(Value, bool)>,
+    pub hi: Option<(Value, bool)>,
+}
+
+/// A range's bytes: where to start, and the tests that skip and stop.
+struct Bounds {
+    start: Vec<u8>,
+    /// Entries starting with this are skipped (an exclusive low bound).
+    skip: Option<Vec<u8>>,
+    /// The first byte string past the range, and whether entries starting with it
+    /// are still inside (an inclusive high bound).
+    stop: Vec<u8>,
+    stop_inclusive: bool,
+}
+
+impl IndexRange {
+    fn bounds(&self) -> Option<Bounds> {
+        let nulls = self.eq.iter().chain(self.lo.iter().map(|(v, _)| v));
+        if nulls
+            .chain(self.hi.iter().map(|(v, _)| v))
+            .any(|v| *v == Value::Null)
+        {
+            return None;
+        }
+        let eq: Vec<&Value> = self.eq.iter().collect();
+        let prefix = encode(&eq);
+        let with = |v: &Value| {
+            let mut k = prefix.clone();
+            k.extend_from_slice(&encode(&[v]));
+            k
+        };
+        let (start, skip) = match &self.lo {
+            Some((v, incl)) => (with(v), (!incl).then(|| with(v))),
+            None => (prefix.clone(), None),
+        };
+        let (stop, stop_inclusive) = match &self.hi {
+            Some((v, incl)) => (with(v), *incl),
+            // A range on the next column ends where its NULLs begin; equality alone
+            // where the prefix ends.
+            None if self.lo.is_some() => ([prefix.as_slice(), &[NULL_BYTE]].concat(), false),
+            None => (prefix, true),
+        };
+        Some(Bounds {
+            start,
+            skip,
+            stop,
+            stop_inclusive,
+        })
+    }
+}
+
+impl Bounds {
+    /// Whether entry `e` is past the range.
+    fn past(&self, e: &[u8]) -> bool {
+        if self.stop_inclusive {
+            !e.starts_with(&self.stop) && e > self.stop.as_slice()
+        } else {
+            e >= self.stop.as_slice()
+        }
+    }
+    fn skips(&self, e: &[u8]) -> bool {
+        self.skip.as_deref().is_some_and(|s| e.starts_with(s))
+    }
+}
+
+/// The TIDs of `range`'s entries after `after` (exclusive), up to `limit`, in index
+/// order; whether the range is done.
+fn range_tids(
+    sh: &Shared,
+    index: RelKey,
+    b: &Bounds,
+    after: Option<&[u8]>,
+    limit: usize,
+    out: &mut Vec<(Vec<u8>, Tid)>,
+) -> Result<bool> {
+    let from = after.unwrap_or(&b.start);
+    let mut done = true;
+    crate::btree::scan_from(sh, index, from, &mut |e| {
+        if Some(e) == after || b.skips(e) {
+            return Ok(true);
+        }
+        if b.past(e) {
+            return Ok(false);
+        }
+        if out.len() >= limit {
+            done = false;
+            return Ok(false);
+        }
+        let (_, block, offset) = split_leaf_entry(e);
+        out.push((e.to_vec(), Tid { block, offset }));
+        Ok(true)
+    })?;
+    Ok(done)
+}
+
+/// The writer's TIDs for `range` in `index` (all of them: memory O(matches)), for
+/// UPDATE and DELETE, sorted by position in the heap.
+pub(crate) fn collect_tids(sh: &Shared, index: RelKey, range: &IndexRange) -> Result<Vec<Tid>> {
+    let Some(b) = range.bounds() else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    range_tids(sh, index, &b, None, usize::MAX, &mut out)?;
+    let mut tids: Vec<Tid> = out.into_iter().map(|(_, t)| t).collect();
+    tids.sort_unstable_by_key(|t| (t.block.0, t.offset));
+    Ok(tids)
+}
+
+/// Resolves the table and index a scan reads, as of now: heap key, entry, index key.
+pub(crate) type ResolveIndex<'a> = &'a dyn Fn() -> Result<(RelKey, Arc<RelEntry>, RelKey)>;
+
+/// Visits the rows `range`'s entries point at that `my` (None: a reader) sees, in
+/// index order and in batches (rule 4). Memory O(one batch).
+pub(crate) fn scan_batches(
+    sh: &Shared,
+    resolve: ResolveIndex<'_>,
+    range: &IndexRange,
+    my: Option<Xid>,
+    interrupt: Interrupt<'_>,
+    f: &mut crate::RowVisitor<'_>,
+) -> Result<()> {
+    let Some(bounds) = range.bounds() else {
+        return Ok(());
+    };
+    let snap = Snapshot::take(sh);
+    let mut start: Option<RelKey> = None;
+    let mut after: Option<Vec<u8>> = None;
+    let mut rows = Vec::new();
+    let mut _registered = None;
+    loop {
+        interrupt()?;
+        let done = {
+            let _d = sh.drop_lock.read();
+            let (heap, rel, index) = match (resolve(), &start) {
+                (Ok(r), _) => r,
+                (Err(EngineError::UndefinedTable(n)), Some(_)) => {
+                    return Err(EngineError::ConcurrentDrop(n))
+                }
+                (Err(e), _) => return Err(e),
+            };
+            if *start.get_or_insert(index) != index {
+                return Err(EngineError::ConcurrentDrop(rel.name.clone()));
+            }
+            if _registered.is_none() {
+                _registered = crate::standby::ScanGuard::new(sh, heap);
+            }
+            let mut tids = Vec::new();
+            let limit = crate::stream::SCAN_BATCH_ROWS;
+            let done = range_tids(sh, index, &bounds, after.as_deref(), limit, &mut tids)?;
+            for (_, tid) in &tids {
+                let row = fetch(sh, heap, *tid, &snap, my, |t| {
+                    heap::decode_values(&rel.columns, t).map_err(corrupt)
+                })?;
+                rows.extend(row);
+            }
+            after = tids.pop().map(|(e, _)| e).or(after);
+            done
+        };
+        for row in rows.drain(..) {
+            if !f(row)? {
+                return Ok(());
+            }
+        }
+        if done {
+            return Ok(());
+        }
+    }
+}
+
+/// The amcheck of one index against its table (PostgreSQL's `bt_index_check` with
+/// `heapallindexed`): the tree checks (btree's `check`), every row rule 1 names has
+/// its entry, and every entry points at an item with storage and that key. The caller
+/// holds the writer lock: no transaction is in progress.
+/// Returns the number of entries. O(the table + the index).
+pub(crate) fn check(sh: &Shared, rel: &RelEntry, heap: RelKey, ix: &IndexDef) -> Result<usize> {
+    let index = RelKey {
+        rel: ix.relfilenumber,
+        ..heap
+    };
+    let mut entries = crate::btree::check(sh, index)?;
+    entries.sort_unstable();
+    let n = sh.smgr.nblocks(heap, ForkNumber::Main)?;
+    let mut want = Vec::new();
+    for b in 0..n {
+        let buf = sh.pool.read_buffer(heap_tag(heap, b), ReadMode::Normal)?;
+        let g = buf.read();
+        for (off, t) in heap::page_tuples(&g).map_err(corrupt)? {
+            let row = heap::decode_values(&rel.columns, t).map_err(corrupt)?;
+            let needed = sh.clog.is_committed(heap::tuple_xmin(t));
+            want.push((
+                leaf_entry(&row_key(ix, &row).0, BlockNumber(b), off),
+                needed,
+            ));
+        }
+    }
+    want.sort_unstable();
+    let missing = want
+        .iter()
+        .find(|(w, needed)| *needed && entries.binary_search(w).is_err());
+    if let Some((missing, _)) = missing {
+        let (_, b, o) = split_leaf_entry(missing);
+        return Err(corrupt(format!(
+            "index \"{}\" lacks the entry of heap row ({}, {o})",
+            ix.name, b.0
+        )));
+    }
+    let has = |e: &Vec<u8>| {
+        want.binary_search_by(|(w, _)| w.as_slice().cmp(e.as_slice()))
+            .is_ok()
+    };
+    if let Some(extra) = entries.iter().find(|e| !has(e)) {
+        let (_, b, o) = split_leaf_entry(extra);
+        return Err(corrupt(format!(
+            "index \"{}\" has an entry for ({}, {o}) that no heap row matches",
+            ix.name, b.0
+        )));
+    }
+    Ok(entries.len())
+}
