@@ -49,6 +49,11 @@ pub trait Env {
     fn xact_start_us(&self) -> i64 {
         crate::time::now_us()
     }
+    /// `bt_index_check(index [, heapallindexed])`: checks index `index` against its
+    /// table (the engine's `check_index`); its entry count. Without a server, 0A000.
+    fn check_index(&self, _index: &str) -> SqlResult<i64> {
+        Err(SqlError::unsupported("bt_index_check here"))
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,6 +82,7 @@ pub enum Func {
     WalLsnDiff,
     IsInRecovery,
     Promote,
+    BtIndexCheck,
     SwitchWal,
     LastXactReplayTimestamp,
     LastWalReceiveLsn,
@@ -177,6 +183,9 @@ pub struct SelectPlan {
     pub limit: Option<Expr>,
     pub offset: Option<Expr>,
     pub columns: Vec<(String, SqlType)>,
+    /// The index its table is read through, if the WHERE allows (set by the session,
+    /// which knows the table's indexes: `plan` module).
+    pub index: Option<crate::plan::IndexPath>,
 }
 
 #[derive(Clone, Debug)]
@@ -917,6 +926,7 @@ impl Binder {
             limit,
             offset,
             columns,
+            index: None,
         })
     }
 
@@ -1197,6 +1207,14 @@ fn scalar_signature(
             SqlType::Numeric,
         ),
         "pg_relation_filepath" => (Func::RelationFilepath, &[SqlType::Text], SqlType::Text),
+        // amcheck's: void, shown as an empty value; heapallindexed is always done.
+        "bt_index_check" => {
+            let ps: &[SqlType] = match bound.len() {
+                1 => &[SqlType::Text],
+                _ => &[SqlType::Text, SqlType::Bool],
+            };
+            (Func::BtIndexCheck, ps, SqlType::Text)
+        }
         "pg_backend_pid" => (Func::BackendPid, &[], SqlType::Int4),
         "pg_is_in_recovery" => (Func::IsInRecovery, &[], SqlType::Bool),
         "pg_switch_wal" => (Func::SwitchWal, &[], SqlType::Lsn),
@@ -1694,6 +1712,13 @@ fn call(f: Func, vals: &[Datum], r: &Row<'_>) -> SqlResult<Datum> {
         },
         Func::WalLsnDiff => match (&vals[0], &vals[1]) {
             (Datum::Lsn(a), Datum::Lsn(b)) => Datum::Numeric(lsn_diff(*a, *b)),
+            _ => Datum::Null,
+        },
+        Func::BtIndexCheck => match &vals[0] {
+            Datum::Text(ix) => {
+                r.env.check_index(ix)?;
+                Datum::Text(String::new())
+            }
             _ => Datum::Null,
         },
         Func::RelationFilepath => match &vals[0] {

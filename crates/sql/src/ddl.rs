@@ -1,5 +1,5 @@
-//! Data definition: CREATE TABLE, DROP TABLE, TRUNCATE, CREATE/DROP TABLESPACE and
-//! CREATE/DROP DATABASE, one function each.
+//! Data definition: CREATE TABLE, DROP TABLE, TRUNCATE, ALTER TABLE, CREATE/DROP
+//! INDEX, CREATE/DROP TABLESPACE and CREATE/DROP DATABASE, one function each.
 //!
 //! Entry point: [`run`], which the session's dispatcher calls with a parsed [`Ddl`]
 //! once the block state allows it (session rules 3 and 4).
@@ -20,9 +20,9 @@
 //!    is dropped.
 
 use crate::session::{Notices, Output, Session};
-use crate::{Ddl, SqlError, SqlResult};
+use crate::{Ddl, IndexSpec, SqlError, SqlResult};
 use std::time::{Duration, Instant};
-use strata_engine::{Column, CreateDbStrategy};
+use strata_engine::{Column, CreateDbStrategy, NewIndex, Txn};
 
 /// How long DROP DATABASE waits for other sessions to leave (PostgreSQL's 5 s).
 const DROP_DATABASE_WAIT_MS: u64 = 5000;
@@ -35,14 +35,34 @@ pub(crate) fn run(s: &mut Session<'_>, ddl: &Ddl, notices: &mut Notices) -> SqlR
             if_not_exists,
             columns,
             tablespace,
+            indexes,
         } => create_table(
             s,
-            name,
-            *if_not_exists,
+            (name, *if_not_exists),
             columns,
-            tablespace.as_deref(),
+            (tablespace.as_deref(), indexes),
             notices,
         ),
+        Ddl::CreateIndex {
+            table,
+            spec,
+            if_not_exists,
+        } => create_index(s, table, spec, *if_not_exists, notices),
+        Ddl::DropIndex { names, if_exists } => drop_index(s, names, *if_exists, notices),
+        Ddl::AddConstraint {
+            table,
+            if_exists,
+            spec,
+        } => alter_table(s, (table, *if_exists), notices, |t, db, _| {
+            add_index(t, db, table, spec)?;
+            Ok(None)
+        }),
+        Ddl::DropConstraint {
+            table,
+            if_exists,
+            name,
+            constraint_if_exists,
+        } => drop_constraint(s, (table, *if_exists), name, *constraint_if_exists, notices),
         Ddl::DropTable { names, if_exists } => drop_table(s, names, *if_exists, notices),
         Ddl::CreateTableAs {
             name,
@@ -92,10 +112,9 @@ pub(crate) fn run(s: &mut Session<'_>, ddl: &Ddl, notices: &mut Notices) -> SqlR
 
 fn create_table(
     s: &mut Session<'_>,
-    name: &str,
-    if_not_exists: bool,
+    (name, if_not_exists): (&str, bool),
     columns: &[Column],
-    tablespace: Option<&str>,
+    (tablespace, indexes): (Option<&str>, &[IndexSpec]),
     notices: &mut Notices,
 ) -> SqlResult<Output> {
     let scope = crate::session::check_scope(name, columns);
@@ -111,12 +130,14 @@ fn create_table(
     let db = s.db().to_string();
     let mut skipped = false;
     s.write(|t| {
-        let dbe = t.database(&db)?;
-        if if_not_exists && t.relation(&dbe, name).is_ok() {
+        if if_not_exists && t.relation_name_taken(&db, name)? {
             skipped = true;
             return Ok(());
         }
         t.create_table(&db, name, columns, tablespace)?;
+        for ix in indexes {
+            add_index(t, &db, name, ix)?;
+        }
         Ok(())
     })?;
     if skipped {
@@ -126,6 +147,124 @@ fn create_table(
         ));
     }
     Ok(Output::Command("CREATE TABLE".into()))
+}
+
+/// The name PostgreSQL gives an index it names: `<table>_<columns>_<suffix>`
+/// (`<table>_pkey` for a primary key), numbered from 1 while taken.
+fn index_name(t: &Txn<'_>, db: &str, table: &str, spec: &IndexSpec) -> SqlResult<String> {
+    let base = if spec.primary {
+        format!("{table}_pkey")
+    } else {
+        let suffix = if spec.constraint { "key" } else { "idx" };
+        format!("{table}_{}_{suffix}", spec.columns.join("_"))
+    };
+    let mut name = base.clone();
+    let mut k = 0;
+    while t.relation_name_taken(db, &name)? {
+        k += 1;
+        name = format!("{base}{k}");
+    }
+    Ok(name)
+}
+
+/// Creates the index of `spec` on `table` (a constraint's, or CREATE INDEX's).
+fn add_index(t: &mut Txn<'_>, db: &str, table: &str, spec: &IndexSpec) -> SqlResult<()> {
+    let name = match &spec.name {
+        Some(n) => n.clone(),
+        None => index_name(t, db, table, spec)?,
+    };
+    let new = NewIndex {
+        name: &name,
+        columns: &spec.columns,
+        unique: spec.unique,
+        primary: spec.primary,
+        constraint: spec.constraint,
+    };
+    t.create_index(db, table, &new)?;
+    Ok(())
+}
+
+/// CREATE [UNIQUE] INDEX: built in the session's transaction (ddl rule 1).
+fn create_index(
+    s: &mut Session<'_>,
+    table: &str,
+    spec: &IndexSpec,
+    if_not_exists: bool,
+    notices: &mut Notices,
+) -> SqlResult<Output> {
+    let db = s.db().to_string();
+    let mut skipped = None;
+    s.write(|t| {
+        if let Some(n) = spec.name.as_deref() {
+            if if_not_exists && t.relation_name_taken(&db, n)? {
+                skipped = Some(n.to_string());
+                return Ok(());
+            }
+        }
+        add_index(t, &db, table, spec)
+    })?;
+    if let Some(n) = skipped {
+        notices.push((
+            "NOTICE",
+            format!("relation \"{n}\" already exists, skipping"),
+        ));
+    }
+    Ok(Output::Command("CREATE INDEX".into()))
+}
+
+/// DROP INDEX: every name checked first (42704, or a NOTICE with IF EXISTS), then
+/// all dropped in the one transaction (ddl rule 4).
+fn drop_index(
+    s: &mut Session<'_>,
+    names: &[String],
+    if_exists: bool,
+    notices: &mut Notices,
+) -> SqlResult<Output> {
+    let db = s.db().to_string();
+    let mut skipped = Vec::new();
+    s.write(|t| {
+        let mut seen: Vec<&String> = Vec::new();
+        for n in names {
+            if t.index_table(&db, n)?.is_none() || seen.contains(&n) {
+                if if_exists {
+                    skipped.push(n.clone());
+                    continue;
+                }
+                return Err(SqlError::new(
+                    "42704",
+                    format!("index \"{n}\" does not exist"),
+                ));
+            }
+            seen.push(n);
+        }
+        for n in seen {
+            t.drop_index(&db, n)?;
+        }
+        Ok(())
+    })?;
+    for n in skipped {
+        notices.push(("NOTICE", format!("index \"{n}\" does not exist, skipping")));
+    }
+    Ok(Output::Command("DROP INDEX".into()))
+}
+
+/// ALTER TABLE ... DROP CONSTRAINT of a PRIMARY KEY or UNIQUE constraint.
+fn drop_constraint(
+    s: &mut Session<'_>,
+    target: (&str, bool),
+    name: &str,
+    if_exists: bool,
+    notices: &mut Notices,
+) -> SqlResult<Output> {
+    let table = target.0;
+    alter_table(s, target, notices, |t, db, _| {
+        match t.drop_constraint(db, table, name) {
+            Err(e) if if_exists && e.sqlstate() == "42704" => Ok(Some(format!(
+                "constraint \"{name}\" of relation \"{table}\" does not exist, skipping"
+            ))),
+            r => r.map(|_| None).map_err(Into::into),
+        }
+    })
 }
 
 /// DROP TABLE: every name checked first (a missing one is 42P01 unless IF EXISTS;

@@ -37,6 +37,7 @@ pub mod copy;
 mod ddl;
 #[cfg(test)]
 mod fuzz_tests;
+pub mod plan;
 pub mod roles;
 pub mod session;
 #[cfg(test)]
@@ -104,7 +105,35 @@ impl fmt::Display for SqlError {
 
 impl From<EngineError> for SqlError {
     fn from(e: EngineError) -> SqlError {
-        SqlError::new(e.sqlstate(), e.to_string())
+        let err = SqlError::new(e.sqlstate(), e.to_string());
+        match e {
+            // PostgreSQL's DETAIL: Key (a, b)=(1, x) already exists.
+            EngineError::UniqueViolation { key, .. } => {
+                let (names, values): (Vec<String>, Vec<String>) = key
+                    .into_iter()
+                    .map(|(n, v)| {
+                        let text = session::to_datum(v).to_text();
+                        (n, text.unwrap_or_else(|| "null".into()))
+                    })
+                    .unzip();
+                err.with_detail(format!(
+                    "Key ({})=({}) already exists.",
+                    names.join(", "),
+                    values.join(", ")
+                ))
+            }
+            EngineError::DependentObjects(m) => {
+                let hint = m
+                    .split_once(" because constraint ")
+                    .and_then(|(_, rest)| rest.split_once(" requires it"))
+                    .map(|(c, _)| format!("You can drop constraint {c} instead."));
+                match hint {
+                    Some(h) => err.with_hint(h),
+                    None => err,
+                }
+            }
+            _ => err,
+        }
     }
 }
 
@@ -449,6 +478,31 @@ pub enum Ddl {
         if_not_exists: bool,
         columns: Vec<Column>,
         tablespace: Option<String>,
+        /// Its PRIMARY KEY and UNIQUE constraints, in the order written.
+        indexes: Vec<IndexSpec>,
+    },
+    /// CREATE [UNIQUE] INDEX [IF NOT EXISTS] [name] ON t (cols).
+    CreateIndex {
+        table: String,
+        spec: IndexSpec,
+        if_not_exists: bool,
+    },
+    DropIndex {
+        names: Vec<String>,
+        if_exists: bool,
+    },
+    /// ALTER TABLE [IF EXISTS] t ADD [CONSTRAINT name] PRIMARY KEY | UNIQUE (cols).
+    AddConstraint {
+        table: String,
+        if_exists: bool,
+        spec: IndexSpec,
+    },
+    /// ALTER TABLE [IF EXISTS] t DROP CONSTRAINT [IF EXISTS] name.
+    DropConstraint {
+        table: String,
+        if_exists: bool,
+        name: String,
+        constraint_if_exists: bool,
     },
     DropTable {
         names: Vec<String>,
@@ -504,6 +558,30 @@ pub enum Ddl {
         if_exists: bool,
         force: bool,
     },
+}
+
+/// A PRIMARY KEY or UNIQUE constraint, or CREATE INDEX's index; `name` as given
+/// (None: chosen as PostgreSQL chooses it, `<table>_pkey`, `<table>_<cols>_key`,
+/// `<table>_<cols>_idx`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexSpec {
+    pub name: Option<String>,
+    pub columns: Vec<String>,
+    pub unique: bool,
+    pub primary: bool,
+    pub constraint: bool,
+}
+
+impl IndexSpec {
+    fn constraint(name: Option<&ast::Ident>, columns: Vec<String>, primary: bool) -> IndexSpec {
+        IndexSpec {
+            name: name.map(ident_name),
+            columns,
+            unique: true,
+            primary,
+            constraint: true,
+        }
+    }
 }
 
 /// The other utility statements: settings, maintenance, roles.
@@ -577,6 +655,9 @@ impl Ddl {
     pub fn verb(&self) -> &'static str {
         match self {
             Ddl::CreateTable { .. } => "CREATE TABLE",
+            Ddl::CreateIndex { .. } => "CREATE INDEX",
+            Ddl::DropIndex { .. } => "DROP INDEX",
+            Ddl::AddConstraint { .. } | Ddl::DropConstraint { .. } => "ALTER TABLE",
             Ddl::DropTable { .. } => "DROP TABLE",
             Ddl::Truncate { .. } => "TRUNCATE TABLE",
             Ddl::Rename { .. } | Ddl::AddColumn { .. } | Ddl::DropColumn { .. } => "ALTER TABLE",
@@ -1428,6 +1509,10 @@ fn convert(st: ast::Statement) -> SqlResult<Stmt> {
                 names: names.iter().map(object_name).collect::<SqlResult<_>>()?,
                 if_exists,
             })),
+            ast::ObjectType::Index => Ok(Stmt::Ddl(Ddl::DropIndex {
+                names: names.iter().map(object_name).collect::<SqlResult<_>>()?,
+                if_exists,
+            })),
             other => Err(SqlError::unsupported(format!("DROP {other}"))),
         },
         S::Truncate(t) => {
@@ -1480,6 +1565,7 @@ fn convert(st: ast::Statement) -> SqlResult<Stmt> {
             })
         }
         S::AlterTable(at) => convert_alter_table(at),
+        S::CreateIndex(ci) => convert_create_index(ci),
         S::Delete(d) => convert_delete(d),
         S::Update(u) => convert_update(u),
         S::Copy {
@@ -1498,8 +1584,89 @@ fn convert(st: ast::Statement) -> SqlResult<Stmt> {
     }
 }
 
-/// ALTER TABLE: RENAME TO, RENAME COLUMN, ADD COLUMN, DROP COLUMN; the rest is
-/// 0A000 (issue 14).
+/// The columns of an index or constraint: plain column names, ascending, NULLs
+/// last (Strata's B-tree order); anything else is 0A000.
+fn index_columns(cols: &[ast::IndexColumn]) -> SqlResult<Vec<String>> {
+    cols.iter()
+        .map(|c| {
+            let o = &c.column.options;
+            let plain = c.operator_class.is_none()
+                && matches!(o.sort, None | Some(ast::OrderBySort::Asc))
+                && o.nulls_first != Some(true)
+                && c.column.with_fill.is_none();
+            match &c.column.expr {
+                ast::Expr::Identifier(i) if plain => Ok(ident_name(i)),
+                _ => Err(SqlError::unsupported(format!(
+                    "index column \"{}\" (only plain columns, ascending, NULLS LAST)",
+                    c.column
+                ))),
+            }
+        })
+        .collect()
+}
+
+/// A PRIMARY KEY or UNIQUE table constraint; `None` for any other kind.
+fn table_index(c: &ast::TableConstraint) -> SqlResult<Option<IndexSpec>> {
+    let unsupported = |what: &str| Err(SqlError::unsupported(format!("{what} in a constraint")));
+    match c {
+        ast::TableConstraint::PrimaryKey(p) => {
+            if !p.include.is_empty() || p.characteristics.is_some() {
+                return unsupported("INCLUDE or DEFERRABLE");
+            }
+            let name = p.name.as_ref().or(p.index_name.as_ref());
+            let cols = index_columns(&p.columns)?;
+            Ok(Some(IndexSpec::constraint(name, cols, true)))
+        }
+        ast::TableConstraint::Unique(u) => {
+            if !u.include.is_empty()
+                || u.characteristics.is_some()
+                || matches!(u.nulls_distinct, ast::NullsDistinctOption::NotDistinct)
+            {
+                return unsupported("INCLUDE, DEFERRABLE or NULLS NOT DISTINCT");
+            }
+            let name = u.name.as_ref().or(u.index_name.as_ref());
+            let cols = index_columns(&u.columns)?;
+            Ok(Some(IndexSpec::constraint(name, cols, false)))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// CREATE [UNIQUE] INDEX [IF NOT EXISTS] [name] ON t [USING btree] (cols).
+fn convert_create_index(ci: ast::CreateIndex) -> SqlResult<Stmt> {
+    let btree = match &ci.using {
+        None => true,
+        Some(u) => u.to_string().eq_ignore_ascii_case("btree"),
+    };
+    if !btree {
+        return Err(SqlError::unsupported(format!(
+            "access method \"{}\" (Strata has B-tree indexes)",
+            ci.using.as_ref().map(|u| u.to_string()).unwrap_or_default()
+        )));
+    }
+    if ci.concurrently || !ci.include.is_empty() || ci.predicate.is_some() || !ci.with.is_empty() {
+        return Err(SqlError::unsupported(
+            "CREATE INDEX with CONCURRENTLY, INCLUDE, WITH or WHERE",
+        ));
+    }
+    if ci.nulls_distinct == Some(false) {
+        return Err(SqlError::unsupported("NULLS NOT DISTINCT"));
+    }
+    Ok(Stmt::Ddl(Ddl::CreateIndex {
+        table: object_name(&ci.table_name)?,
+        spec: IndexSpec {
+            name: ci.name.as_ref().map(object_name).transpose()?,
+            columns: index_columns(&ci.columns)?,
+            unique: ci.unique,
+            primary: false,
+            constraint: false,
+        },
+        if_not_exists: ci.if_not_exists,
+    }))
+}
+
+/// ALTER TABLE: RENAME TO, RENAME COLUMN, ADD COLUMN, DROP COLUMN, ADD/DROP of a
+/// PRIMARY KEY or UNIQUE constraint; the rest is 0A000 (issue 14).
 fn convert_alter_table(at: ast::AlterTable) -> SqlResult<Stmt> {
     use ast::AlterTableOperation as Op;
     let table = object_name(&at.name)?;
@@ -1514,7 +1681,7 @@ fn convert_alter_table(at: ast::AlterTable) -> SqlResult<Stmt> {
             ..
         } => {
             return Ok(Stmt::Ddl(Ddl::AddColumn {
-                column: convert_column(&table, column_def)?,
+                column: add_column_def(&table, column_def)?,
                 table,
                 if_exists: at.if_exists,
                 if_not_exists: *if_not_exists,
@@ -1539,6 +1706,33 @@ fn convert_alter_table(at: ast::AlterTable) -> SqlResult<Stmt> {
                 column: ident_name(c),
                 column_if_exists: *if_exists,
             }));
+        }
+        Op::AddConstraint {
+            constraint,
+            not_valid: false,
+        } => {
+            let Some(spec) = table_index(constraint)? else {
+                return Err(SqlError::unsupported(format!(
+                    "ALTER TABLE ... ADD {constraint}"
+                )));
+            };
+            return Ok(Stmt::Ddl(Ddl::AddConstraint {
+                table,
+                if_exists: at.if_exists,
+                spec,
+            }));
+        }
+        Op::DropConstraint {
+            if_exists,
+            name,
+            drop_behavior: None | Some(ast::DropBehavior::Restrict),
+        } => {
+            return Ok(Stmt::Ddl(Ddl::DropConstraint {
+                table,
+                if_exists: at.if_exists,
+                name: ident_name(name),
+                constraint_if_exists: *if_exists,
+            }))
         }
         Op::RenameTable { table_name } => {
             let (ast::RenameTableNameKind::To(n) | ast::RenameTableNameKind::As(n)) = table_name;
@@ -1566,6 +1760,16 @@ fn convert_alter_table(at: ast::AlterTable) -> SqlResult<Stmt> {
         column,
         new_name,
     }))
+}
+
+/// ALTER TABLE ... ADD COLUMN's column: a PRIMARY KEY or UNIQUE on it is 0A000.
+fn add_column_def(table: &str, c: &ast::ColumnDef) -> SqlResult<Column> {
+    match convert_column(table, c)? {
+        (col, ix) if ix.is_empty() => Ok(col),
+        _ => Err(SqlError::unsupported(
+            "ALTER TABLE ... ADD COLUMN with PRIMARY KEY or UNIQUE (add the column, then the constraint)",
+        )),
+    }
 }
 
 /// DELETE from one table, by name.
@@ -1676,15 +1880,20 @@ fn convert_update(u: ast::Update) -> SqlResult<Stmt> {
     })
 }
 
-/// A table's CHECK constraints, kept on its first column (PRIMARY KEY, UNIQUE and
-/// FOREIGN KEY need indexes Strata does not have yet: 0A000). Unnamed ones are
-/// `<table>_check`, numbered when taken, as PostgreSQL names them.
-fn table_checks(
+/// A table's constraints: CHECKs kept on its first column, PRIMARY KEY and UNIQUE as
+/// indexes (FOREIGN KEY: 0A000). Unnamed CHECKs are `<table>_check`, numbered when
+/// taken, as PostgreSQL names them.
+fn table_constraints(
     table: &str,
     constraints: &[ast::TableConstraint],
     columns: &mut [Column],
+    indexes: &mut Vec<IndexSpec>,
 ) -> SqlResult<()> {
     for c in constraints {
+        if let Some(ix) = table_index(c)? {
+            indexes.push(ix);
+            continue;
+        }
         let ast::TableConstraint::Check(c) = c else {
             return Err(SqlError::unsupported(format!("table constraint {c}")));
         };
@@ -1710,15 +1919,25 @@ fn table_checks(
 }
 
 /// One column of CREATE TABLE or ALTER TABLE ... ADD COLUMN: its type, NULL/NOT
-/// NULL, DEFAULT and CHECKs (`table` names the constraints and the errors).
-fn convert_column(table: &str, c: &ast::ColumnDef) -> SqlResult<Column> {
+/// NULL, DEFAULT and CHECKs (`table` names the constraints and the errors), and its
+/// PRIMARY KEY or UNIQUE constraint, if any.
+fn convert_column(table: &str, c: &ast::ColumnDef) -> SqlResult<(Column, Vec<IndexSpec>)> {
     let ty = SqlType::from_ast(&c.data_type)?.to_col()?;
     let cname = ident_name(&c.name);
     let mut col = Column::new(&cname, ty);
     (col.max_chars, col.padded) = char_length(&c.data_type)?;
     let mut null_given = None;
+    let mut indexes = Vec::new();
     for o in &c.options {
         match &o.option {
+            ast::ColumnOption::PrimaryKey(p) => {
+                let name = o.name.as_ref().or(p.name.as_ref());
+                indexes.push(IndexSpec::constraint(name, vec![cname.clone()], true));
+            }
+            ast::ColumnOption::Unique(u) => {
+                let name = o.name.as_ref().or(u.name.as_ref());
+                indexes.push(IndexSpec::constraint(name, vec![cname.clone()], false));
+            }
             ast::ColumnOption::Null | ast::ColumnOption::NotNull => {
                 let not_null = matches!(o.option, ast::ColumnOption::NotNull);
                 if null_given.is_some_and(|n| n != not_null) {
@@ -1750,7 +1969,7 @@ fn convert_column(table: &str, c: &ast::ColumnDef) -> SqlResult<Column> {
             }
         }
     }
-    Ok(col)
+    Ok((col, indexes))
 }
 
 fn convert_create_table(ct: ast::CreateTable) -> SqlResult<Stmt> {
@@ -1769,8 +1988,10 @@ fn convert_create_table(ct: ast::CreateTable) -> SqlResult<Stmt> {
     }
     let name = object_name(&ct.name)?;
     let mut columns = Vec::new();
+    let mut indexes = Vec::new();
     for c in &ct.columns {
-        let col = convert_column(&name, c)?;
+        let (col, ix) = convert_column(&name, c)?;
+        indexes.extend(ix);
         let cname = col.name.clone();
         if columns.iter().any(|x: &Column| x.name == cname) {
             return Err(SqlError::new(
@@ -1780,7 +2001,7 @@ fn convert_create_table(ct: ast::CreateTable) -> SqlResult<Stmt> {
         }
         columns.push(col);
     }
-    table_checks(&name, &ct.constraints, &mut columns)?;
+    table_constraints(&name, &ct.constraints, &mut columns, &mut indexes)?;
     let mut tablespace = None;
     let text = ct.to_string();
     // sqlparser keeps PostgreSQL's trailing TABLESPACE clause among the options.
@@ -1805,6 +2026,7 @@ fn convert_create_table(ct: ast::CreateTable) -> SqlResult<Stmt> {
         if_not_exists: ct.if_not_exists,
         columns,
         tablespace,
+        indexes,
     }))
 }
 
@@ -1864,13 +2086,29 @@ mod tests {
 
     #[test]
     fn table_statements_parse() {
-        match one("CREATE TABLE IF NOT EXISTS Test1 (id int, name varchar(20), ok boolean, big bigint) TABLESPACE ts9") {
+        match one("CREATE TABLE IF NOT EXISTS Test1 (id int PRIMARY KEY, name varchar(20) CONSTRAINT nm UNIQUE, ok boolean, big bigint, UNIQUE (ok, Big)) TABLESPACE ts9") {
             Stmt::Ddl(Ddl::CreateTable {
                 name,
                 if_not_exists,
                 columns,
                 tablespace,
+                indexes,
             }) => {
+                let spec = |name: Option<&str>, cols: &[&str], primary| IndexSpec {
+                    name: name.map(str::to_string),
+                    columns: cols.iter().map(|c| c.to_string()).collect(),
+                    unique: true,
+                    primary,
+                    constraint: true,
+                };
+                assert_eq!(
+                    indexes,
+                    vec![
+                        spec(None, &["id"], true),
+                        spec(Some("nm"), &["name"], false),
+                        spec(None, &["ok", "big"], false)
+                    ]
+                );
                 assert_eq!(name, "test1");
                 assert!(if_not_exists);
                 assert_eq!(
@@ -1881,6 +2119,33 @@ mod tests {
             }
             s => panic!("{s:?}"),
         }
+        match one("create unique index if not exists ix on T using btree (a, B asc nulls last)") {
+            Stmt::Ddl(Ddl::CreateIndex {
+                table,
+                spec,
+                if_not_exists: true,
+            }) => {
+                assert_eq!(table, "t");
+                assert_eq!((spec.name.as_deref(), spec.unique), (Some("ix"), true));
+                assert_eq!(spec.columns, ["a", "b"]);
+            }
+            s => panic!("{s:?}"),
+        }
+        assert!(matches!(
+            one("alter table pgbench_branches add primary key (bid)"),
+            Stmt::Ddl(Ddl::AddConstraint { spec, .. }) if spec.primary && spec.columns == ["bid"]
+        ));
+        assert!(matches!(
+            one("alter table t drop constraint if exists t_pkey"),
+            Stmt::Ddl(Ddl::DropConstraint {
+                constraint_if_exists: true,
+                ..
+            })
+        ));
+        assert!(matches!(
+            one("drop index if exists i1, i2"),
+            Stmt::Ddl(Ddl::DropIndex { names, if_exists: true }) if names == ["i1", "i2"]
+        ));
         assert!(matches!(
             one("DROP TABLE IF EXISTS a, public.b"),
             Stmt::Ddl(Ddl::DropTable { names, if_exists: true }) if names == ["a", "b"]
@@ -1914,9 +2179,11 @@ mod tests {
             assert_eq!(parse(s).unwrap_err().code, "42601", "{s}");
         }
         for s in [
-            "create index i on t (a)",
+            "create index i on t using hash (a)",
+            "create index i on t (a desc)",
+            "create index i on t (lower(a))",
             "update t set a = 1 from u",
-            "create table t (a int primary key)",
+            "create table t (a int references u (a))",
             "create table t (a float)",
             "grant all on t to x",
         ] {

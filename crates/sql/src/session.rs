@@ -75,13 +75,14 @@ use super::sort::Sorter;
 use super::values::Rows;
 use super::{ast, ddl, settings, utility, Control, Datum, Ddl, InsertSource, SqlError, SqlResult};
 use super::{SqlType, Stmt, Utility};
+use crate::plan::IndexPath;
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use strata_engine::{Engine, Txn, Value};
+use strata_engine::{Access, Engine, IndexRange, Txn, Value};
 use strata_types::{ForkNumber, Lsn};
 
 /// What one statement returned.
@@ -426,6 +427,8 @@ struct SessionEnv<'a> {
     pid: u64,
     /// When the session's transaction began (`now()`).
     xact_start_us: i64,
+    /// The session's transaction holds the writer lock (it has written).
+    writing: bool,
 }
 
 /// What a [`SessionEnv`] needs of the session, copied out before a write borrows
@@ -436,6 +439,7 @@ struct EnvParts<'e> {
     server: &'e ServerState,
     pid: u64,
     xact_start_us: i64,
+    writing: bool,
 }
 
 impl<'e> EnvParts<'e> {
@@ -449,11 +453,25 @@ impl<'e> EnvParts<'e> {
             server: self.server,
             pid: self.pid,
             xact_start_us: self.xact_start_us,
+            writing: self.writing,
         }
     }
 }
 
 impl Env for SessionEnv<'_> {
+    fn check_index(&self, index: &str) -> SqlResult<i64> {
+        if self.writing {
+            // The check takes the writer lock, which this session's transaction holds.
+            return Err(SqlError::unsupported(
+                "bt_index_check in a transaction that has written",
+            ));
+        }
+        match self.engine.check_index(self.db, index) {
+            Ok(n) => Ok(n as i64),
+            Err(strata_engine::EngineError::Corrupt(m)) => Err(SqlError::new("XX002", m)),
+            Err(e) => Err(e.into()),
+        }
+    }
     fn xact_start_us(&self) -> i64 {
         self.xact_start_us
     }
@@ -521,7 +539,7 @@ impl Env for SessionEnv<'_> {
     }
 }
 
-fn to_datum(v: Value) -> Datum {
+pub(crate) fn to_datum(v: Value) -> Datum {
     match v {
         Value::Null => Datum::Null,
         Value::Int2(x) => Datum::Int2(x),
@@ -657,6 +675,7 @@ struct BoundDelete {
     table: String,
     pred: Option<Expr>,
     ncols: usize,
+    index: Option<IndexPath>,
 }
 
 /// A bound UPDATE: per table column, its new value's expression over the old row
@@ -668,6 +687,7 @@ struct BoundUpdate {
     sets: Vec<Option<Expr>>,
     col_types: Vec<SqlType>,
     pred: Option<Expr>,
+    index: Option<IndexPath>,
 }
 
 /// A bound COPY: the table's columns, the ones copied (their indexes, in the
@@ -1018,6 +1038,7 @@ impl<'e> Session<'e> {
             server: self.server,
             pid: self.id,
             xact_start_us: self.xact_start_us,
+            writing: matches!(self.block, Block::Open { txn: Some(_), .. }),
         }
     }
 
@@ -1115,6 +1136,21 @@ impl<'e> Session<'e> {
     }
 
     /// A table's columns as the catalog keeps them (with NOT NULL and DEFAULT).
+    /// The index `table` is best read through for `pred` (plan rule 2), if any.
+    fn index_path(&self, table: &str, pred: Option<&Expr>) -> SqlResult<Option<IndexPath>> {
+        if crate::views::schema(table).is_some() || pred.is_none() {
+            return Ok(None);
+        }
+        let rel = match &self.block {
+            Block::Open { txn: Some(t), .. } => {
+                let dbe = t.database(&self.db)?;
+                (*t.relation(&dbe, table)?).clone()
+            }
+            _ => self.engine.table(&self.db, table)?,
+        };
+        Ok(crate::plan::choose(pred, &rel.columns, &rel.indexes))
+    }
+
     fn table_columns(&self, table: &str) -> SqlResult<Vec<strata_engine::Column>> {
         Ok(match &self.block {
             Block::Open { txn: Some(t), .. } => t.columns(&self.db, table)?,
@@ -1170,7 +1206,13 @@ impl<'e> Session<'e> {
             Stmt::Control(c) => Bound::Control(c),
             Stmt::Ddl(d) => Bound::Ddl(d),
             Stmt::Utility(u) => Bound::Utility(u),
-            Stmt::Select(q) => Bound::Select(Box::new(b.select(q, &scope_of)?)),
+            Stmt::Select(q) => {
+                let mut plan = b.select(q, &scope_of)?;
+                if let From::Table(t) = &plan.from {
+                    plan.index = self.index_path(t, plan.filter.as_ref())?;
+                }
+                Bound::Select(Box::new(plan))
+            }
             Stmt::Delete {
                 table,
                 selection,
@@ -1362,6 +1404,7 @@ impl<'e> Session<'e> {
         Ok(BoundDelete {
             returning: None,
             table: table.to_string(),
+            index: self.index_path(table, pred.as_ref())?,
             pred,
             ncols: cols.len(),
         })
@@ -1408,6 +1451,7 @@ impl<'e> Session<'e> {
             table: table.to_string(),
             sets,
             col_types: cols.iter().map(|c| c.1).collect(),
+            index: self.index_path(table, pred.as_ref())?,
             pred,
         })
     }
@@ -1709,6 +1753,7 @@ impl<'e> Session<'e> {
             table,
             pred,
             ncols,
+            index,
         } = bound;
         if let Some(r) = &returning {
             sink.columns(&r.columns)?;
@@ -1728,8 +1773,9 @@ impl<'e> Session<'e> {
                 }
                 Ok(true)
             };
+            let range = index_range(index.as_ref(), params, &env)?;
             let mut f = |vals: &[Value]| catching(&mut err, false, || hit(vals));
-            let n = t.delete_where_checked(&db, &table, &mut f, check)?;
+            let n = t.delete_using(&db, &table, access(&index, &range), &mut f, check)?;
             err.take().map_or(Ok(n), Err)
         })?;
         Ok(Output::Command(format!("DELETE {n}")))
@@ -1750,6 +1796,7 @@ impl<'e> Session<'e> {
             sets,
             col_types,
             pred,
+            index,
         } = bound;
         if let Some(r) = &returning {
             sink.columns(&r.columns)?;
@@ -1771,8 +1818,9 @@ impl<'e> Session<'e> {
                 }
                 Ok(Some(row))
             };
+            let range = index_range(index.as_ref(), params, &env)?;
             let mut f = |vals: &[Value]| catching(&mut err, None, || version(vals));
-            let n = t.update_where_checked(&db, &table, &mut f, check)?;
+            let n = t.update_using(&db, &table, access(&index, &range), &mut f, check)?;
             err.take().map_or(Ok(n), Err)
         })?;
         Ok(Output::Command(format!("UPDATE {n}")))
@@ -1839,7 +1887,7 @@ impl<'e> Session<'e> {
             crate::copy::write_row(&c.options, &names, &mut line);
             batch.push(line);
         }
-        self.scan_table(&c.table, &mut |row| {
+        self.scan_table(&c.table, Access::Seq, &mut |row| {
             let fields: Vec<Option<String>> = c.targets.iter().map(|&i| row[i].to_text()).collect();
             let mut line = Vec::new();
             crate::copy::write_row(&c.options, &fields, &mut line);
@@ -2022,9 +2070,10 @@ impl<'e> Session<'e> {
             check: &check,
             work_mem_bytes: settings::work_mem_bytes(self.vars.get("work_mem")),
         };
+        let range = index_range(plan.index.as_ref(), params, &env)?;
         let mut input = |f: &mut RowFn<'_>| -> SqlResult<()> {
             match &plan.from {
-                From::Table(t) => self.scan_table(t, f),
+                From::Table(t) => self.scan_table(t, access(&plan.index, &range), f),
                 _ => source_rows(&run, f),
             }
         };
@@ -2033,7 +2082,7 @@ impl<'e> Session<'e> {
 
     /// Streams the rows of `table` as this session sees them into `f` (which may
     /// stop the scan): the block's transaction's view, or the committed one.
-    fn scan_table(&self, table: &str, f: &mut RowFn<'_>) -> SqlResult<()> {
+    fn scan_table(&self, table: &str, path: Access<'_>, f: &mut RowFn<'_>) -> SqlResult<()> {
         if crate::views::schema(table).is_some() {
             for row in self.server.views.rows(table) {
                 if !f(row)? {
@@ -2053,11 +2102,19 @@ impl<'e> Session<'e> {
                 }
             }
         };
-        let r = match &self.block {
-            Block::Open { txn: Some(txn), .. } => {
-                txn.scan_each(&self.db, table, &check, &mut visit)
+        let db = &self.db;
+        let r = match (&self.block, path) {
+            (Block::Open { txn: Some(txn), .. }, Access::Seq) => {
+                txn.scan_each(db, table, &check, &mut visit)
             }
-            _ => self.engine.scan_each(&self.db, table, &check, &mut visit),
+            (Block::Open { txn: Some(txn), .. }, Access::Index { index, range }) => {
+                txn.scan_index_each(db, table, index, range, &check, &mut visit)
+            }
+            (_, Access::Seq) => self.engine.scan_each(db, table, &check, &mut visit),
+            (_, Access::Index { index, range }) => {
+                let e = self.engine;
+                e.scan_index_each(db, table, index, range, &check, &mut visit)
+            }
         };
         match failed {
             Some(e) => Err(e),
@@ -2439,6 +2496,33 @@ fn catching<R>(err: &mut Option<SqlError>, miss: R, step: impl FnOnce() -> SqlRe
         *err = Some(e);
         miss
     })
+}
+
+/// This execution's range of an index path (plan rule 4: `None` reads every page).
+fn index_range(
+    path: Option<&IndexPath>,
+    params: &[Datum],
+    env: &dyn Env,
+) -> SqlResult<Option<IndexRange>> {
+    let Some(p) = path else { return Ok(None) };
+    let row = Row {
+        cols: &[],
+        params,
+        aggs: &[],
+        env,
+    };
+    p.range(&|e| bind::eval(e, &row))
+}
+
+/// The engine's access path for a path and its range.
+fn access<'a>(path: &'a Option<IndexPath>, range: &'a Option<IndexRange>) -> Access<'a> {
+    match (path, range) {
+        (Some(p), Some(range)) => Access::Index {
+            index: &p.index,
+            range,
+        },
+        _ => Access::Seq,
+    }
 }
 
 /// Whether a WHERE (None: no WHERE) holds for the table row `vals`.

@@ -750,8 +750,11 @@ fn check_constraints_hold_for_insert_update_and_copy() {
             ("UPDATE ck SET b = a + 1", "23514"),
             ("CREATE TABLE ck2 (a int CHECK (a + 1))", "42804"),
             ("CREATE TABLE ck3 (a int CHECK (nope > 0))", "42703"),
-            ("CREATE TABLE ck4 (a int PRIMARY KEY)", "0A000"),
-            ("CREATE TABLE ck5 (a int, UNIQUE (a))", "0A000"),
+            ("CREATE TABLE ck4 (a int REFERENCES ck (a))", "0A000"),
+            (
+                "CREATE TABLE ck5 (a int, FOREIGN KEY (a) REFERENCES ck (a))",
+                "0A000",
+            ),
         ] {
             assert_eq!(codes(&q(s, sql)), [code], "{sql}");
         }
@@ -963,5 +966,132 @@ fn create_table_as_makes_and_fills_a_table_in_one_transaction() {
         let c = q(s, "BEGIN; CREATE TABLE v AS SELECT a FROM t; ROLLBACK");
         assert_eq!(codes(&c), ["", "", ""]);
         assert_eq!(codes(&q(s, "SELECT * FROM v")), ["42P01"]);
+    });
+}
+
+/// The error of a one-statement query, with its detail and hint.
+fn error_of(s: &mut Session<'_>, sql: &str) -> crate::SqlError {
+    let c = q(s, sql);
+    match &c.results[..] {
+        [Err(e)] => e.clone(),
+        other => panic!("{sql}: {other:?}"),
+    }
+}
+
+#[test]
+fn primary_keys_unique_constraints_and_indexes_hold_and_serve_lookups() {
+    with_session(8 << 20, |s| {
+        let setup = "CREATE TABLE k (id int PRIMARY KEY, e text UNIQUE, n int); \
+                     INSERT INTO k SELECT g, 'e' || g, g % 10 FROM generate_series(1, 500) g";
+        assert_eq!(codes(&q(s, setup)), ["", ""]);
+        let e = error_of(s, "INSERT INTO k VALUES (7, 'x', 1)");
+        assert_eq!(e.code, "23505");
+        assert_eq!(
+            e.message,
+            "duplicate key value violates unique constraint \"k_pkey\""
+        );
+        assert_eq!(e.detail.as_deref(), Some("Key (id)=(7) already exists."));
+        let e = error_of(s, "UPDATE k SET e = 'e9' WHERE id = 8");
+        assert_eq!(e.detail.as_deref(), Some("Key (e)=(e9) already exists."));
+        assert_eq!(
+            error_of(s, "INSERT INTO k VALUES (NULL, 'y', 1)").code,
+            "23502"
+        );
+        // Lookups through the index give what a scan of every page gives.
+        for (indexed, scanned) in [
+            (
+                "SELECT * FROM k WHERE id = 42",
+                "SELECT * FROM k WHERE id + 0 = 42",
+            ),
+            (
+                "SELECT id FROM k WHERE id >= 10 AND id < 20 AND n <> 3",
+                "SELECT id FROM k WHERE id + 0 >= 10 AND id + 0 < 20 AND n <> 3 ORDER BY id",
+            ),
+            (
+                "SELECT id FROM k WHERE 495 < id",
+                "SELECT id FROM k WHERE 495 < id + 0 ORDER BY id",
+            ),
+            (
+                "SELECT n FROM k WHERE e = 'e77'",
+                "SELECT n FROM k WHERE e || '' = 'e77'",
+            ),
+            (
+                "SELECT * FROM k WHERE id = NULL",
+                "SELECT * FROM k WHERE false",
+            ),
+        ] {
+            assert_eq!(rows_text(s, indexed), rows_text(s, scanned), "{indexed}");
+        }
+        let c = q(
+            s,
+            "UPDATE k SET n = n + 100 WHERE id BETWEEN 1 AND 3; DELETE FROM k WHERE id = 4",
+        );
+        assert_eq!(codes(&c), ["", ""]);
+        assert_eq!(tag(&c.results[0]), "UPDATE 3");
+        assert_eq!(tag(&c.results[1]), "DELETE 1");
+        assert_eq!(
+            rows_text(s, "SELECT n FROM k WHERE id <= 4"),
+            ["101", "102", "103"]
+        );
+    });
+}
+
+#[test]
+fn indexes_and_constraints_are_named_added_and_dropped_as_postgres_does() {
+    with_session(8 << 20, |s| {
+        let setup = "CREATE TABLE k (id int PRIMARY KEY, e text UNIQUE, n int); \
+                     INSERT INTO k SELECT g, 'e' || g, g % 10 FROM generate_series(1, 500) g";
+        assert_eq!(codes(&q(s, setup)), ["", ""]);
+        // CREATE INDEX names itself as PostgreSQL does; a constraint's index is the
+        // constraint's to drop.
+        let c = q(s, "CREATE INDEX ON k (n, id); CREATE INDEX ON k (n, id); CREATE UNIQUE INDEX IF NOT EXISTS k_n_id_idx ON k (n)");
+        assert_eq!(codes(&c), ["", "", ""]);
+        assert_eq!(
+            notices(&c.results[2]),
+            ["relation \"k_n_id_idx\" already exists, skipping"]
+        );
+        assert_eq!(rows_text(s, "SELECT count(*) FROM k WHERE n = 5"), ["50"]);
+        let e = error_of(s, "DROP INDEX k_pkey");
+        assert_eq!(
+            (e.code, e.hint.as_deref()),
+            (
+                "2BP01",
+                Some("You can drop constraint k_pkey on table k instead.")
+            )
+        );
+        let c = q(s, "DROP INDEX k_n_id_idx1, nope");
+        assert_eq!(codes(&c), ["42704"]);
+        let c = q(s, "DROP INDEX IF EXISTS k_n_id_idx1, nope; ALTER TABLE k DROP CONSTRAINT k_pkey; INSERT INTO k VALUES (7, 'z', 0)");
+        assert_eq!(codes(&c), ["", "", ""]);
+        // Adding a primary key checks the rows already there.
+        let e = error_of(s, "ALTER TABLE k ADD PRIMARY KEY (id)");
+        assert_eq!(
+            (e.code, e.detail.as_deref()),
+            ("23505", Some("Key (id)=(7) already exists."))
+        );
+        let c = q(s, "DELETE FROM k WHERE e = 'z'; ALTER TABLE k ADD CONSTRAINT k_pk PRIMARY KEY (id); ALTER TABLE k ADD UNIQUE (n, e)");
+        assert_eq!(codes(&c), ["", "", ""]);
+        assert_eq!(codes(&q(s, "CREATE TABLE k_pk (a int)")), ["42P07"]);
+        assert_eq!(
+            error_of(s, "ALTER TABLE k ADD PRIMARY KEY (e)").code,
+            "42P16"
+        );
+        let c = q(
+            s,
+            "BEGIN; INSERT INTO k VALUES (1000, 'q', 1); SELECT e FROM k WHERE id = 1000; ROLLBACK",
+        );
+        assert_eq!(c.rows, [vec![Datum::Text("q".into())]]);
+        assert_eq!(
+            rows_text(s, "SELECT e FROM k WHERE id = 1000"),
+            Vec::<String>::new()
+        );
+        assert_eq!(rows_text(s, "SELECT bt_index_check('k_pk', true)"), [""]);
+        assert_eq!(error_of(s, "SELECT bt_index_check('nope')").code, "42704");
+        let c = q(
+            s,
+            "BEGIN; INSERT INTO k VALUES (2000, 'w', 1); SELECT bt_index_check('k_pk')",
+        );
+        assert_eq!(codes(&c), ["", "", "0A000"]);
+        assert_eq!(codes(&q(s, "ROLLBACK")), [""]);
     });
 }

@@ -1,0 +1,272 @@
+//! Access paths: whether a statement's WHERE lets it read its table through an index
+//! instead of every page, and the index range to read.
+//!
+//! Entry points: [`choose`] (at bind time, over the table's columns and indexes) and
+//! [`IndexPath::range`] (at execution, with the parameters' values).
+//!
+//! Rules (cited as "plan rule N"):
+//! 1. Only conjuncts of the WHERE count: `col op value` or `value op col` with `op`
+//!    one of `= < <= > >=` and `value` free of columns and of volatile functions
+//!    (constants, parameters, casts and arithmetic of them), evaluated once.
+//! 2. An index is usable if its first column has an equality or a range; it then
+//!    takes equalities on its leading columns and at most a low and a high bound on
+//!    the next. The index with the most equalities wins, then one with a range; ties go
+//!    to the unique index, then the first defined (PostgreSQL's cost model would
+//!    also weigh selectivity; with equalities first the choice is the same for
+//!    key lookups).
+//! 3. The WHERE is still applied to every row the index gives (engine index rule 4),
+//!    so a path only narrows what is read, never what qualifies.
+//! 4. A value that does not convert exactly to its column's key (a numeric against an
+//!    integer column, a padded `char(n)` column) gives no range: the statement reads
+//!    every page instead, with the same result.
+
+use crate::bind::{BinOp, Expr};
+use crate::{Datum, SqlResult};
+use strata_engine::{ColType, Column, IndexDef, IndexRange, Value};
+
+/// An index and the expressions of its range (plan rule 2).
+#[derive(Clone, Debug)]
+pub struct IndexPath {
+    pub index: String,
+    eq: Vec<Expr>,
+    lo: Option<(Expr, bool)>,
+    hi: Option<(Expr, bool)>,
+    /// The types of the index's columns the range covers.
+    types: Vec<ColType>,
+}
+
+/// A conjunct `col op value` (plan rule 1), with `op` as seen from the column.
+struct Cmp<'a> {
+    col: usize,
+    op: BinOp,
+    value: &'a Expr,
+}
+
+/// Plan rule 1: a value computed once: no columns, no volatile function.
+fn is_value(e: &Expr) -> bool {
+    match e {
+        Expr::Const(_) | Expr::Param(_) => true,
+        Expr::Cast(x, _) | Expr::Neg(x) => is_value(x),
+        Expr::Bin(a, op, b) => {
+            matches!(
+                op,
+                BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Mod | BinOp::Concat
+            ) && is_value(a)
+                && is_value(b)
+        }
+        _ => false,
+    }
+}
+
+fn flip(op: BinOp) -> BinOp {
+    match op {
+        BinOp::Lt => BinOp::Gt,
+        BinOp::Le => BinOp::Ge,
+        BinOp::Gt => BinOp::Lt,
+        BinOp::Ge => BinOp::Le,
+        other => other,
+    }
+}
+
+fn conjuncts<'a>(e: &'a Expr, out: &mut Vec<Cmp<'a>>) {
+    match e {
+        Expr::Bool(BinOp::And, v) => v.iter().for_each(|x| conjuncts(x, out)),
+        Expr::Bin(a, BinOp::And, b) => {
+            conjuncts(a, out);
+            conjuncts(b, out);
+        }
+        Expr::Bin(a, op, b)
+            if matches!(
+                op,
+                BinOp::Eq | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge
+            ) =>
+        {
+            match (&**a, &**b) {
+                (Expr::Col(c), v) if is_value(v) => out.push(Cmp {
+                    col: *c,
+                    op: *op,
+                    value: v,
+                }),
+                (v, Expr::Col(c)) if is_value(v) => out.push(Cmp {
+                    col: *c,
+                    op: flip(*op),
+                    value: v,
+                }),
+                _ => {}
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Plan rule 4: a column whose values an index orders as SQL compares them.
+fn keyable(c: &Column) -> bool {
+    !c.padded
+}
+
+/// Plan rule 2: the best index for `pred` over a table with `columns` and `indexes`.
+pub fn choose(pred: Option<&Expr>, columns: &[Column], indexes: &[IndexDef]) -> Option<IndexPath> {
+    let mut cmps = Vec::new();
+    conjuncts(pred?, &mut cmps);
+    let mut best: Option<((usize, bool, bool), IndexPath)> = None;
+    for ix in indexes {
+        let mut path = IndexPath {
+            index: ix.name.clone(),
+            eq: Vec::new(),
+            lo: None,
+            hi: None,
+            types: Vec::new(),
+        };
+        for &c in &ix.columns {
+            if !keyable(&columns[c]) {
+                break;
+            }
+            let on = |op: BinOp| cmps.iter().find(|x| x.col == c && x.op == op);
+            if let Some(eq) = on(BinOp::Eq) {
+                path.eq.push(eq.value.clone());
+                path.types.push(columns[c].ty);
+                continue;
+            }
+            let lo = on(BinOp::Ge)
+                .map(|x| (x, true))
+                .or(on(BinOp::Gt).map(|x| (x, false)));
+            let hi = on(BinOp::Le)
+                .map(|x| (x, true))
+                .or(on(BinOp::Lt).map(|x| (x, false)));
+            path.lo = lo.map(|(x, incl)| (x.value.clone(), incl));
+            path.hi = hi.map(|(x, incl)| (x.value.clone(), incl));
+            if lo.is_some() || hi.is_some() {
+                path.types.push(columns[c].ty);
+            }
+            break;
+        }
+        if path.eq.is_empty() && path.lo.is_none() && path.hi.is_none() {
+            continue;
+        }
+        let score = (
+            path.eq.len(),
+            path.lo.is_some() || path.hi.is_some(),
+            ix.unique,
+        );
+        if best.as_ref().is_none_or(|(s, _)| score > *s) {
+            best = Some((score, path));
+        }
+    }
+    best.map(|(_, p)| p)
+}
+
+/// A value as the index key of a column of type `ty` (plan rule 4): `None` if it does
+/// not convert exactly. NULL stays NULL (the range then matches nothing, as `=` and
+/// the comparisons with NULL never hold).
+fn key_value(d: Datum, ty: ColType) -> Option<Value> {
+    use ColType as C;
+    Some(match (d, ty) {
+        (Datum::Null, _) => Value::Null,
+        // Every integer type has the same key encoding.
+        (Datum::Int2(v), C::Int2 | C::Int4 | C::Int8) => Value::Int8(i64::from(v)),
+        (Datum::Int4(v), C::Int2 | C::Int4 | C::Int8) => Value::Int8(i64::from(v)),
+        (Datum::Int8(v), C::Int2 | C::Int4 | C::Int8) => Value::Int8(v),
+        (Datum::Text(s), C::Text) => Value::Text(s),
+        (Datum::Bool(b), C::Bool) => Value::Bool(b),
+        (Datum::Timestamp(t), C::Timestamp) => Value::Timestamp(t),
+        (Datum::TimestampTz(t), C::TimestampTz) => Value::TimestampTz(t),
+        (Datum::Date(d), C::Date) => Value::Date(d),
+        (Datum::Uuid(u), C::Uuid) => Value::Uuid(u),
+        (Datum::Bytea(b), C::Bytea) => Value::Bytea(b),
+        _ => return None,
+    })
+}
+
+impl IndexPath {
+    /// The range for this execution, its values computed by `eval`; `None` if a value
+    /// does not convert (plan rule 4: read every page instead).
+    pub fn range(&self, eval: &dyn Fn(&Expr) -> SqlResult<Datum>) -> SqlResult<Option<IndexRange>> {
+        let mut r = IndexRange::default();
+        for (e, ty) in self.eq.iter().zip(&self.types) {
+            match key_value(eval(e)?, *ty) {
+                Some(v) => r.eq.push(v),
+                None => return Ok(None),
+            }
+        }
+        let ty = self.types.last().copied();
+        for (bound, slot) in [(&self.lo, &mut r.lo), (&self.hi, &mut r.hi)] {
+            if let (Some((e, incl)), Some(ty)) = (bound, ty) {
+                match key_value(eval(e)?, ty) {
+                    Some(v) => *slot = Some((v, *incl)),
+                    None => return Ok(None),
+                }
+            }
+        }
+        Ok(Some(r))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ix(name: &str, columns: &[usize], unique: bool) -> IndexDef {
+        IndexDef {
+            oid: strata_types::Oid(1),
+            name: name.into(),
+            relfilenumber: strata_types::RelFileNumber(1),
+            columns: columns.to_vec(),
+            unique,
+            primary: false,
+            constraint: false,
+        }
+    }
+
+    fn cmp(col: usize, op: BinOp, v: i64) -> Expr {
+        Expr::Bin(
+            Box::new(Expr::Col(col)),
+            op,
+            Box::new(Expr::Const(Datum::Int8(v))),
+        )
+    }
+
+    /// Plan rules 1 and 2: the index with the most equalities, then a range; nothing
+    /// for a WHERE with no usable conjunct.
+    #[test]
+    fn the_index_with_the_most_equalities_wins() {
+        let cols: Vec<Column> = ["a", "b", "c"]
+            .iter()
+            .map(|n| Column::new(n, ColType::Int4))
+            .collect();
+        let idx = [
+            ix("i_b", &[1], false),
+            ix("i_ab", &[0, 1], false),
+            ix("i_c", &[2], true),
+        ];
+        let and = |v: Vec<Expr>| Expr::Bool(BinOp::And, v);
+        let pick = |e: &Expr| choose(Some(e), &cols, &idx).map(|p| p.index);
+        assert_eq!(
+            pick(&and(vec![cmp(0, BinOp::Eq, 1), cmp(1, BinOp::Eq, 2)])).as_deref(),
+            Some("i_ab")
+        );
+        assert_eq!(pick(&cmp(1, BinOp::Eq, 2)).as_deref(), Some("i_b"));
+        assert_eq!(
+            pick(&and(vec![cmp(1, BinOp::Eq, 2), cmp(2, BinOp::Eq, 2)])).as_deref(),
+            Some("i_c")
+        );
+        assert_eq!(pick(&cmp(0, BinOp::Gt, 2)).as_deref(), Some("i_ab"));
+        assert_eq!(pick(&cmp(0, BinOp::Ne, 2)), None);
+        let or = Expr::Bool(BinOp::Or, vec![cmp(1, BinOp::Eq, 1), cmp(1, BinOp::Eq, 2)]);
+        assert_eq!(pick(&or), None);
+        // A value flipped to the right side; a column on both sides is no value.
+        let flipped = Expr::Bin(Box::new(Expr::Param(0)), BinOp::Lt, Box::new(Expr::Col(2)));
+        let p = choose(Some(&flipped), &cols, &idx).unwrap();
+        assert_eq!(
+            (p.index.as_str(), p.lo.is_some(), p.hi.is_none()),
+            ("i_c", true, true)
+        );
+        let cols_both = Expr::Bin(Box::new(Expr::Col(0)), BinOp::Eq, Box::new(Expr::Col(1)));
+        assert_eq!(pick(&cols_both), None);
+        // Plan rule 4: a value that is not an integer gives no range.
+        let p = choose(Some(&cmp(2, BinOp::Eq, 5)), &cols, &idx).unwrap();
+        let text = p.range(&|_| Ok(Datum::Text("5".into()))).unwrap();
+        assert_eq!(text, None);
+        let int = p.range(&|_| Ok(Datum::Int4(5))).unwrap().unwrap();
+        assert_eq!(int.eq, vec![Value::Int8(5)]);
+    }
+}
