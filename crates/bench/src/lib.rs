@@ -13,6 +13,7 @@
 //!   `plot`;
 //! - [`standby`]: a streaming hot standby's lag behind its primary (made by
 //!   `pg_basebackup -R`), side by side with PostgreSQL 15;
+//! - [`pgbench`]: PostgreSQL's pgbench against both engines, side by side;
 //! - [`crash`]: SIGKILL and power-loss crash tests.
 //!
 //! Each benchmark returns `Vec<Record>`. The dependencies only benchmarks use
@@ -26,6 +27,7 @@
 pub mod bufpool;
 pub mod crash;
 pub mod measure;
+pub mod pgbench;
 mod plot;
 pub mod replay;
 pub mod seeds;
@@ -51,6 +53,9 @@ pub enum BenchCommand {
     /// Workloads A–G side by side against PostgreSQL 15: the same SQL through the same
     /// client, the same shared_buffers, crashed and recovered the same way.
     Seeds(seeds::Args),
+    /// PostgreSQL 15's pgbench (-i, then timed -M simple/prepared runs at several
+    /// client counts) against Strata and PostgreSQL, same shared_buffers and settings.
+    Pgbench(pgbench::Args),
     /// A streaming standby (pg_basebackup -R) behind its primary, against PostgreSQL
     /// 15: lag after B's drops and a stream of inserts, a remote_apply commit of C,
     /// the replay of A's DROP DATABASE; lag over time with --plot.
@@ -98,6 +103,13 @@ pub fn run(cmd: BenchCommand) -> Result<(), String> {
         }
         BenchCommand::Seeds(args) => {
             let records = seeds::run(&args)?;
+            if let Some(path) = &args.json {
+                write_json(path, &records)?;
+            }
+            Ok(())
+        }
+        BenchCommand::Pgbench(args) => {
+            let records = pgbench::run(&args)?;
             if let Some(path) = &args.json {
                 write_json(path, &records)?;
             }

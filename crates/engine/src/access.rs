@@ -702,13 +702,13 @@ pub fn vacuum_rel(sh: &Shared, rel: RelKey, indexes: &[RelKey]) -> Result<Vacuum
     let horizon = removal_horizon(sh);
     let mut b = 0;
     while b < n {
-        let mut dead = Vec::new();
+        let (mut dead, mut conflict) = (Vec::new(), Xid::INVALID);
         let end = if indexes.is_empty() {
             n
         } else {
-            let end = collect_dead(sh, rel, b, n, horizon, &mut dead)?;
+            let end = collect_dead(sh, rel, b, n, horizon, (&mut dead, &mut conflict))?;
             for ix in indexes.iter().filter(|_| !dead.is_empty()) {
-                crate::index::bulk_delete(sh, *ix, &dead)?;
+                crate::index::bulk_delete(sh, *ix, &dead, conflict)?;
             }
             end
         };
@@ -734,14 +734,15 @@ pub fn vacuum_rel(sh: &Shared, rel: RelKey, indexes: &[RelKey]) -> Result<Vacuum
 }
 
 /// The dead rows (block, item) of blocks from `from` on, until
-/// [`VACUUM_DEAD_PER_PASS`] or the end `n`; returns the block after the last read.
+/// [`VACUUM_DEAD_PER_PASS`] or the end `n`, and the newest deleter among them;
+/// returns the block after the last read.
 fn collect_dead(
     sh: &Shared,
     rel: RelKey,
     from: u32,
     n: u32,
     horizon: Xid,
-    dead: &mut Vec<(u32, u16)>,
+    (dead, conflict): (&mut Vec<(u32, u16)>, &mut Xid),
 ) -> Result<u32> {
     let mut b = from;
     while b < n && dead.len() < VACUUM_DEAD_PER_PASS {
@@ -751,6 +752,7 @@ fn collect_dead(
                 .read_buffer(tag(rel, ForkNumber::Main, b), ReadMode::Normal)?;
             let g = buf.read();
             let (removed, _, _) = dead_items(sh, &g, buf.tag(), horizon)?;
+            *conflict = (*conflict).max(newest_deleter(sh, &g, &removed)?);
             dead.extend(removed.into_iter().map(|i| (b, i)));
         }
         b += 1;
@@ -944,10 +946,16 @@ fn removed_xmax(sh: &Shared, tag: BufferTag, removed: &[u16]) -> Result<Xid> {
     }
     let buf = sh.pool.read_buffer(tag, ReadMode::Normal)?;
     let g = buf.read();
+    newest_deleter(sh, &g, removed)
+}
+
+/// The newest committed deleter among items `removed` (sorted) of a heap page.
+fn newest_deleter(sh: &Shared, g: &PageBuf, removed: &[u16]) -> Result<Xid> {
     let mut newest = Xid::INVALID;
-    for (off, t) in page_tuples(&g).map_err(corrupt)? {
+    for (off, t) in page_tuples(g).map_err(corrupt)? {
         let xmax = heap::tuple_xmax(t);
-        if removed.contains(&off) && xmax != Xid::INVALID && sh.clog.is_committed(xmax) {
+        if removed.binary_search(&off).is_ok() && xmax != Xid::INVALID && sh.clog.is_committed(xmax)
+        {
             newest = newest.max(xmax);
         }
     }

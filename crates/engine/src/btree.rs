@@ -10,7 +10,7 @@
 //! |--------|---------|-------------|
 //! | `BTREE_INSERT` | one block reference, item index (u16), entry | an entry inserted into a page with room |
 //! | `BTREE_PAGES` | a count (u16), then block references, each with the page's image after the change | a split cascade (every split page, its new right sibling, the old right sibling's left link, the parents, a new root and the meta page), a new index, a build's pages |
-//! | `BTREE_DELETE` | one block reference, a count (u16), the item indexes (u16 each, ascending) | VACUUM's removal of entries from a leaf (index rule 2) |
+//! | `BTREE_DELETE` | one block reference, the newest deleter of the rows (u32: standby conflicts), a count (u16), the item indexes (u16 each, ascending) | the removal of entries whose rows are dead to every snapshot from a leaf: VACUUM's, and the writer's on its way through an index (index rule 2) |
 //!
 //! Rules (cited as "btree rule N"; the pages' own are `strata_btree::page`'s):
 //! 1. One record per insert: an entry into one page, or every page a split cascade
@@ -285,46 +285,96 @@ pub(crate) fn scan_from(
     }
 }
 
+/// A leaf's visitor in [`each_leaf`]: the items to remove and their rows' newest
+/// deleter.
+pub(crate) type LeafVisitor<'a> = dyn FnMut(&PageBuf) -> Result<(Vec<u16>, Xid)> + 'a;
+
 /// Visits the leaves left to right under an exclusive lock each; `f` names the item
-/// indexes to remove from the page (ascending), removed with one `BTREE_DELETE`
-/// record per page that changes (index rule 2; the caller is the writer).
+/// indexes to remove from the page (ascending) and the newest deleter among their
+/// rows, removed with one `BTREE_DELETE` record per page that changes (index rule 2;
+/// the caller is the writer).
 pub(crate) fn each_leaf(
     sh: &Shared,
     rel: RelKey,
-    f: &mut dyn FnMut(&PageBuf) -> Result<Vec<u16>>,
+    f: &mut LeafVisitor<'_>,
 ) -> Result<()> {
     let (mut b, _) = find_leaf(sh, rel, &[])?;
     loop {
         let buf = sh.pool.read_buffer(tag(rel, b), ReadMode::Normal)?;
         let mut g = buf.write();
-        let items = f(&g)?;
-        if !items.is_empty() {
-            *g = *strata_btree::build::delete_entries(&g, &items);
-            buf.mark_dirty(&g);
-            crate::access::log_block(
-                sh,
-                buf.tag(),
-                &mut g,
-                false,
-                RM_BTREE,
-                BTREE_DELETE,
-                Xid::INVALID,
-                |r| {
-                    let mut e = crate::codec::Enc::new();
-                    r.encode(&mut e);
-                    e.u16(items.len() as u16);
-                    for i in &items {
-                        e.u16(*i);
-                    }
-                    e.0
-                },
-            )?;
-        }
+        let (items, conflict) = f(&g)?;
+        delete_items(sh, &buf, &mut g, &items, conflict)?;
         match bt::opaque(&g).right {
             0 => return Ok(()),
             r => b = r,
         }
     }
+}
+
+/// Removes the leaf entries `entries` (sorted; each present), one `BTREE_DELETE`
+/// record per leaf; `conflict` is the newest deleter among their rows (standby rule
+/// 9). The caller is the writer (no split meanwhile).
+pub(crate) fn delete_exact(
+    sh: &Shared,
+    rel: RelKey,
+    entries: &[Vec<u8>],
+    conflict: Xid,
+) -> Result<()> {
+    let mut rest = entries;
+    while let Some(first) = rest.first() {
+        let (b, _) = find_leaf(sh, rel, first)?;
+        let buf = sh.pool.read_buffer(tag(rel, b), ReadMode::Normal)?;
+        let mut g = buf.write();
+        let mut items = Vec::new();
+        while let Some(e) = rest.first() {
+            if bt::moves_right(&g, e) {
+                break;
+            }
+            let at = bt::lower_bound(&g, e);
+            if at < strata_page::item_count(&g) && bt::entry(&g, at) == e.as_slice() {
+                items.push(at as u16);
+            }
+            rest = &rest[1..];
+        }
+        delete_items(sh, &buf, &mut g, &items, conflict)?;
+    }
+    Ok(())
+}
+
+/// The change and record of a `BTREE_DELETE` (engine rule 2), if there are items.
+fn delete_items<'a>(
+    sh: &Shared,
+    buf: &strata_buffer::PinnedBuffer<'a>,
+    g: &mut parking_lot::MappedRwLockWriteGuard<'a, PageBuf>,
+    items: &[u16],
+    conflict: Xid,
+) -> Result<()> {
+    if items.is_empty() {
+        return Ok(());
+    }
+    **g = *strata_btree::build::delete_entries(g, items);
+    buf.mark_dirty(g);
+    let tag = buf.tag();
+    crate::access::log_block(
+        sh,
+        tag,
+        &mut *g,
+        false,
+        RM_BTREE,
+        BTREE_DELETE,
+        Xid::INVALID,
+        |r| {
+            let mut e = crate::codec::Enc::new();
+            r.encode(&mut e);
+            e.u32(conflict.0);
+            e.u16(items.len() as u16);
+            for i in items {
+                e.u16(*i);
+            }
+            e.0
+        },
+    )?;
+    Ok(())
 }
 
 /// An amcheck for the whole index: every page checks (btree page rule 4), siblings
@@ -406,7 +456,11 @@ pub(crate) fn describe(
         }
         BTREE_DELETE => {
             block(&BlockRef::decode(&mut d)?);
-            Ok(format!("{} entries removed", d.u16()?))
+            let conflict = d.u32()?;
+            Ok(format!(
+                "{} entries removed, conflict xid {conflict}",
+                d.u16()?
+            ))
         }
         other => Err(crate::codec::DecodeError(format!("info 0x{other:02X}"))),
     }
@@ -440,6 +494,11 @@ pub(crate) fn btree_redo(rx: &mut dyn RedoContext, r: &Record) -> Result<()> {
         }
         BTREE_DELETE => {
             let b = BlockRef::decode(&mut d).map_err(corrupt)?;
+            let conflict = Xid(d.u32().map_err(corrupt)?);
+            if rx.hot_standby() {
+                // Standby rule 9: queries that may still see the rows go first.
+                crate::standby::resolve_snapshot_conflict(rx.shared(), conflict);
+            }
             let n = d.u16().map_err(corrupt)?;
             let items = (0..n)
                 .map(|_| d.u16())

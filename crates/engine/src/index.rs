@@ -6,16 +6,19 @@
 //! [`scan_batches`], [`collect_tids`], [`fetch`], [`check`].
 //!
 //! Rules (cited as "index rule N"):
-//! 1. Every heap row whose inserter committed or is in progress has one entry in each
-//!    index of its table, whether or not any snapshot sees it (a build indexes dead
-//!    rows too): an index never decides visibility; a fetch through it does (engine
-//!    rule 9). A row of an aborted transaction may lack its entry (a unique check
-//!    refused it, or the crash took its record); no entry points anywhere but at an
-//!    item with storage and that key.
-//! 2. Entries go only with their rows: VACUUM removes the entries of the rows it will
+//! 1. Every heap row that some snapshot may still see has one entry in each index of
+//!    its table (a build indexes dead rows too): an index never decides visibility; a
+//!    fetch through it does (engine rule 9). A row of an aborted transaction may lack
+//!    its entry (a unique check refused it, or the crash took its record), and so may a
+//!    row dead to every snapshot (rule 2); no entry points anywhere but at an item
+//!    with storage and that key.
+//! 2. Entries go before their rows: VACUUM removes the entries of the rows it will
 //!    prune, from every index, before it prunes them (and before it truncates), so no
 //!    entry ever points at an unused or reused item. A crash in between leaves dead
-//!    rows without entries, which the next VACUUM prunes.
+//!    rows without entries, which the next VACUUM prunes. The writer also removes, on
+//!    its way through an index, the entries of rows dead to every snapshot
+//!    ([`collect_tids`]). Each removal record names the newest deleter of the rows,
+//!    and a standby's replay resolves conflicts with its queries first.
 //! 3. A unique index refuses a key (23505) that a row visible to the writer already
 //!    has (one writer, engine rule 1: no other transaction is in progress to wait
 //!    for). Keys with a NULL are never equal (PostgreSQL's NULLS DISTINCT).
@@ -290,7 +293,12 @@ pub(crate) fn build(
 
 /// Rule 2: removes from `index` the entries pointing at `dead` (sorted TIDs), one
 /// `BTREE_DELETE` record per leaf changed. O(the index's leaves). Returns how many.
-pub(crate) fn bulk_delete(sh: &Shared, index: RelKey, dead: &[(u32, u16)]) -> Result<u64> {
+pub(crate) fn bulk_delete(
+    sh: &Shared,
+    index: RelKey,
+    dead: &[(u32, u16)],
+    conflict: Xid,
+) -> Result<u64> {
     let mut removed = 0;
     crate::btree::each_leaf(sh, index, &mut |page| {
         let first = strata_btree::page::first_entry(page);
@@ -302,7 +310,7 @@ pub(crate) fn bulk_delete(sh: &Shared, index: RelKey, dead: &[(u32, u16)]) -> Re
             .map(|i| i as u16)
             .collect();
         removed += items.len() as u64;
-        Ok(items)
+        Ok((items, conflict))
     })?;
     Ok(removed)
 }
@@ -408,15 +416,61 @@ fn range_tids(
     Ok(done)
 }
 
-/// The writer's TIDs for `range` in `index` (all of them: memory O(matches)), for
-/// UPDATE and DELETE, sorted by position in the heap.
-pub(crate) fn collect_tids(sh: &Shared, index: RelKey, range: &IndexRange) -> Result<Vec<Tid>> {
+/// Whether the row at `tid` is dead to every snapshot (its inserter aborted, or its
+/// deleter committed below `horizon`), for the writer `my`: `Some(its deleter)`.
+fn dead_to_all(sh: &Shared, heap: RelKey, tid: Tid, horizon: Xid, my: Xid) -> Result<Option<Xid>> {
+    if tid.block.0 >= sh.smgr.nblocks(heap, ForkNumber::Main)? {
+        return Ok(None);
+    }
+    let buf = sh
+        .pool
+        .read_buffer(heap_tag(heap, tid.block.0), ReadMode::Normal)?;
+    let g = buf.read();
+    let Some(t) = strata_page::item(&g, tid.offset as usize) else {
+        return Ok(None);
+    };
+    if t.len() < heap::TUPLE_HEADER_BYTES {
+        return Err(corrupt(format!("short tuple at {tid:?} of {heap:?}")));
+    }
+    let (xmin, xmax) = (heap::tuple_xmin(t), heap::tuple_xmax(t));
+    if xmin != my && !sh.clog.is_committed(xmin) {
+        return Ok(Some(Xid::INVALID)); // one writer: not mine and not committed is aborted
+    }
+    let deleted = xmax != Xid::INVALID && xmax != my && xmax < horizon;
+    Ok((deleted && sh.clog.is_committed(xmax)).then_some(xmax))
+}
+
+/// The writer's TIDs for `range` in `index` of table `heap` (all of them: memory
+/// O(matches)), for UPDATE and DELETE, sorted by position in the heap. Entries whose
+/// rows are dead to every snapshot are removed on the way (index rule 2's early
+/// removal, PostgreSQL's index tuple killing and simple deletion in one): a row
+/// updated again and again keeps one or two entries, not one per version.
+pub(crate) fn collect_tids(
+    sh: &Shared,
+    heap: RelKey,
+    index: RelKey,
+    range: &IndexRange,
+    my: Xid,
+) -> Result<Vec<Tid>> {
     let Some(b) = range.bounds() else {
         return Ok(Vec::new());
     };
     let mut out = Vec::new();
     range_tids(sh, index, &b, None, usize::MAX, &mut out)?;
-    let mut tids: Vec<Tid> = out.into_iter().map(|(_, t)| t).collect();
+    let horizon = access::removal_horizon(sh);
+    let (mut tids, mut dead, mut conflict) = (Vec::new(), Vec::new(), Xid::INVALID);
+    for (e, tid) in out {
+        match dead_to_all(sh, heap, tid, horizon, my)? {
+            Some(x) => {
+                conflict = conflict.max(x);
+                dead.push(e);
+            }
+            None => tids.push(tid),
+        }
+    }
+    if !dead.is_empty() {
+        crate::btree::delete_exact(sh, index, &dead, conflict)?;
+    }
     tids.sort_unstable_by_key(|t| (t.block.0, t.offset));
     Ok(tids)
 }
@@ -462,6 +516,10 @@ pub(crate) fn scan_batches(
             let mut tids = Vec::new();
             let limit = crate::stream::SCAN_BATCH_ROWS;
             let done = range_tids(sh, index, &bounds, after.as_deref(), limit, &mut tids)?;
+            if snap.cancelled_by_recovery() {
+                // Standby rule 9: replay may have removed entries this scan needed.
+                return Err(EngineError::RecoveryConflict);
+            }
             for (_, tid) in &tids {
                 let row = fetch(sh, heap, *tid, &snap, my, |t| {
                     heap::decode_values(&rel.columns, t).map_err(corrupt)
@@ -495,13 +553,16 @@ pub(crate) fn check(sh: &Shared, rel: &RelEntry, heap: RelKey, ix: &IndexDef) ->
     let mut entries = crate::btree::check(sh, index)?;
     entries.sort_unstable();
     let n = sh.smgr.nblocks(heap, ForkNumber::Main)?;
+    let horizon = access::removal_horizon(sh);
     let mut want = Vec::new();
     for b in 0..n {
         let buf = sh.pool.read_buffer(heap_tag(heap, b), ReadMode::Normal)?;
         let g = buf.read();
         for (off, t) in heap::page_tuples(&g).map_err(corrupt)? {
             let row = heap::decode_values(&rel.columns, t).map_err(corrupt)?;
-            let needed = sh.clog.is_committed(heap::tuple_xmin(t));
+            let (xmin, xmax) = (heap::tuple_xmin(t), heap::tuple_xmax(t));
+            let dead = xmax != Xid::INVALID && xmax < horizon && sh.clog.is_committed(xmax);
+            let needed = sh.clog.is_committed(xmin) && !dead;
             want.push((
                 leaf_entry(&row_key(ix, &row).0, BlockNumber(b), off),
                 needed,

@@ -1096,7 +1096,8 @@ impl<'e> Txn<'e> {
             Access::Seq => access::delete_where(self.sh, key, &rel.columns, xid, pred, interrupt),
             Access::Index { index, range } => {
                 let ix = index_of(&rel, index)?;
-                let tids = crate::index::collect_tids(self.sh, rel.index_key(&dbe, ix), range)?;
+                let ikey = rel.index_key(&dbe, ix);
+                let tids = crate::index::collect_tids(self.sh, key, ikey, range, xid)?;
                 access::delete_tids(self.sh, key, &rel.columns, xid, &tids, pred, interrupt)
             }
         }

@@ -256,7 +256,7 @@ fn serve(data: &Path, cfg: ServerConfig) -> Result<(), String> {
     let _ = sessions.set(Arc::downgrade(&server));
     let archiver = start_archiver(&engine, &cfg, &sink)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(1)
         .enable_all()
         .build()
         .map_err(|e| format!("could not start the runtime: {e}"))?;

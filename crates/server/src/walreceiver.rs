@@ -1220,7 +1220,8 @@ async fn flush_and_report(
     ping: bool,
 ) -> Result<(), End> {
     if st.unflushed > 0 {
-        match sink.flush() {
+        // An fsync: off the runtime's worker, which serves every connection.
+        match tokio::task::block_in_place(|| sink.flush()) {
             Ok(at) => st.flushed = at,
             Err(e) => {
                 sink.log(&format!(
