@@ -293,11 +293,7 @@ pub(crate) type LeafVisitor<'a> = dyn FnMut(&PageBuf) -> Result<(Vec<u16>, Xid)>
 /// indexes to remove from the page (ascending) and the newest deleter among their
 /// rows, removed with one `BTREE_DELETE` record per page that changes (index rule 2;
 /// the caller is the writer).
-pub(crate) fn each_leaf(
-    sh: &Shared,
-    rel: RelKey,
-    f: &mut LeafVisitor<'_>,
-) -> Result<()> {
+pub(crate) fn each_leaf(sh: &Shared, rel: RelKey, f: &mut LeafVisitor<'_>) -> Result<()> {
     let (mut b, _) = find_leaf(sh, rel, &[])?;
     loop {
         let buf = sh.pool.read_buffer(tag(rel, b), ReadMode::Normal)?;

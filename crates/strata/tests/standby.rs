@@ -304,6 +304,25 @@ fn streaming_survives_sigkill_of_standby_and_primary() {
     let q3 = "select count(*), sum(a), sum(n) from t2";
     assert_eq!(one(&standby, "postgres", q3), one(&primary, "postgres", q3));
     assert!(one(&standby, "postgres", q3).ends_with("|30000"));
+    // An index: its build, its entries, VACUUM's and the writer's removals are
+    // replayed; the standby reads through it and its copy checks against the table.
+    primary.psql_ok(
+        "postgres",
+        &[
+            "-c",
+            "create index t2_a on t2 (a)",
+            "-c",
+            "update t2 set n = n + 1 where a < 100",
+            "-c",
+            "update t2 set n = n + 1 where a < 100",
+            "-c",
+            "vacuum t2",
+        ],
+    );
+    catch_up(&primary, &standby);
+    let q4 = "select count(*), sum(n) from t2 where a >= 10 and a < 90";
+    assert_eq!(one(&standby, "postgres", q4), one(&primary, "postgres", q4));
+    standby.psql_ok("postgres", &["-c", "select bt_index_check('t2_a', true)"]);
     let mut primary = primary;
     primary.kill9();
     let primary = Server::start_from_conf(&pdata, port);
