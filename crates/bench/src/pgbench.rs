@@ -3,12 +3,14 @@
 //! side by side, with the same shared_buffers and settings (fsync on, one commit
 //! flush per transaction), in one run.
 //!
-//! Method, per shared_buffers size and engine: a fresh cluster (`seeds`' clusters),
-//! `pgbench -i -s SCALE` (client-side generation, primary keys), then per protocol
-//! (`-M simple`, `-M prepared`) and client count a timed run `pgbench -T SECONDS -c N
-//! -j N`; its "tps = ... (without initial connection time)" and failed transactions
-//! are reported. Each run starts as pgbench does: VACUUM of the branches and tellers,
-//! TRUNCATE of the history.
+//! Method, per shared_buffers size and engine: a fresh cluster (`seeds`' clusters:
+//! fsync on, autovacuum off, no checkpoint by time or WAL size), then per protocol
+//! (`-M simple`, `-M prepared`) and client count `pgbench -i -s SCALE` (client-side
+//! generation, primary keys; timed, "init") and a timed run `pgbench -T SECONDS -c N
+//! -j N`, whose "tps = ... (without initial connection time)" and failed transactions
+//! are reported. Each run starts from its own initialization, so none inherits the
+//! row versions an earlier one left; pgbench itself starts each run with VACUUM of the
+//! branches and tellers and TRUNCATE of the history.
 
 use super::seeds::{self, Cluster, Kind};
 use super::Record;
@@ -116,6 +118,7 @@ pub fn run(args: &Args) -> Result<Vec<Record>, String> {
         json: None,
         plot: None,
         pg_bin: args.pg_bin.clone(),
+        indexes: false,
     };
     let kinds = seeds::engines(&seeds_args)?;
     let sizes = seeds::sizes(&seeds_args)?;
@@ -135,15 +138,14 @@ pub fn run(args: &Args) -> Result<Vec<Record>, String> {
                 .map_err(|e| e.to_string())?;
             let mut c = Cluster::create(k, root.path(), sb, &seeds_args)?;
             c.start()?;
-            let t0 = std::time::Instant::now();
-            pgbench(
-                &c,
-                args,
-                &["-i".into(), "-s".into(), args.scale.to_string()],
-            )?;
-            let init = t0.elapsed().as_secs_f64();
             for mode in &modes {
                 for &n in &clients {
+                    // Each run from a fresh initialization: no run inherits the
+                    // versions an earlier one left (autovacuum is off on both).
+                    let t0 = std::time::Instant::now();
+                    let init_args = ["-i".into(), "-s".into(), args.scale.to_string()];
+                    pgbench(&c, args, &init_args)?;
+                    let init = t0.elapsed().as_secs_f64();
                     let f = timed(&c, args, mode, n)?;
                     println!(
                         "{sb:>6} {:<9} {mode:<9} {n:>7} {:>11.1} {:>7} {:>10}",

@@ -51,6 +51,10 @@ pub struct Args {
     /// PostgreSQL's bin directory (initdb, postgres).
     #[arg(long, default_value = "/usr/lib/postgresql/15/bin")]
     pub pg_bin: PathBuf,
+    /// Every table gets a primary key on its first column (a B-tree index in the same
+    /// pool), so drops, truncations and VACUUM act on two relations per table.
+    #[arg(long)]
+    pub indexes: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,6 +96,11 @@ fn batches(stmts: impl Iterator<Item = String>, per: usize) -> Vec<String> {
 
 /// The SQL of `w`: what both engines are sent.
 pub fn sql(w: &Workload, spc_root: &Path) -> Sql {
+    sql_with(w, spc_root, false)
+}
+
+/// [`sql`], with a primary key on every table's first column if `indexes`.
+pub fn sql_with(w: &Workload, spc_root: &Path, indexes: bool) -> Sql {
     let mut out = Sql {
         setup: Vec::new(),
         work: work_sql(&w.work),
@@ -114,7 +123,7 @@ pub fn sql(w: &Workload, spc_root: &Path) -> Sql {
                 }
             }
             Setup::Tables(t) => {
-                let scripts = (0..t.count).map(|i| table_sql(t, i));
+                let scripts = (0..t.count).map(|i| table_sql(t, i, indexes));
                 let messages = match t.per_transaction {
                     Some(per) => batches(scripts, per),
                     None => scripts.map(|s| s.trim_end().to_string()).collect(),
@@ -128,8 +137,11 @@ pub fn sql(w: &Workload, spc_root: &Path) -> Sql {
     out
 }
 
-/// CREATE TABLE and INSERT of table `i` of `t`, each statement ending in ";\n".
-fn table_sql(t: &Tables, i: usize) -> String {
+/// CREATE TABLE and INSERT of table `i` of `t`, each statement ending in ";\n"; with
+/// `indexes`, its first column is its primary key (PostgreSQL puts the index in the
+/// database's default tablespace, Strata beside its table).
+fn table_sql(t: &Tables, i: usize, indexes: bool) -> String {
+    let pk = if indexes { " PRIMARY KEY" } else { "" };
     let name = format!("{}{i}", t.prefix);
     let spc = t
         .tablespace
@@ -143,7 +155,7 @@ fn table_sql(t: &Tables, i: usize) -> String {
             } else {
                 String::new()
             };
-            format!("CREATE TABLE {name} (a int){spc};\n{insert}")
+            format!("CREATE TABLE {name} (a int{pk}){spc};\n{insert}")
         }
         Columns::IntText => {
             let insert = if t.rows > 0 {
@@ -154,7 +166,7 @@ fn table_sql(t: &Tables, i: usize) -> String {
             } else {
                 String::new()
             };
-            format!("CREATE TABLE {name} (a int, b text){spc};\n{insert}")
+            format!("CREATE TABLE {name} (a int{pk}, b text){spc};\n{insert}")
         }
     }
 }
@@ -755,7 +767,7 @@ async fn run_one(
     root: &Path,
 ) -> Result<Figures, String> {
     let id = w.id;
-    let q = sql(w, &root.join("spc"));
+    let q = sql_with(w, &root.join("spc"), args.indexes);
     let mut c = fresh_cluster(kind, sb, args, root, &q)?;
     bar.set_message(format!("{id} {} {sb}: set-up", kind.name()));
     send_setup(&c, id, &q, bar).await?;

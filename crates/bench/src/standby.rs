@@ -125,6 +125,7 @@ fn seeds_args(args: &Args) -> seeds::Args {
         json: None,
         plot: None,
         pg_bin: args.pg_bin.clone(),
+        indexes: false,
     }
 }
 

@@ -118,28 +118,32 @@ fn unique_violation(rel: &RelEntry, ix: &IndexDef, row: &[Value]) -> EngineError
     }
 }
 
-/// Rule 3: whether a row the writer `xid` sees, other than at `except`, has `key`.
-fn taken(
+/// Rule 3: the row the writer `xid` sees, other than at `except`, that has `key` in
+/// `index`: where it is and its values (decoded with `rel`'s columns).
+pub(crate) fn find_visible(
     sh: &Shared,
-    heap: RelKey,
-    index: RelKey,
+    (heap, index): (RelKey, RelKey),
+    rel: &RelEntry,
     key: &[u8],
-    except: Tid,
+    except: Option<Tid>,
     xid: Xid,
-) -> Result<bool> {
+) -> Result<Option<(Tid, Vec<Value>)>> {
     let snap = Snapshot::take(sh);
-    let mut found = false;
+    let mut found = None;
     crate::btree::scan_from(sh, index, key, &mut |e| {
         if !e.starts_with(key) || e.len() != key.len() + TID_BYTES {
             return Ok(false);
         }
         let (_, block, offset) = split_leaf_entry(e);
         let tid = Tid { block, offset };
-        if tid != except && fetch(sh, heap, tid, &snap, Some(xid), |_| Ok(()))?.is_some() {
-            found = true;
-            return Ok(false);
+        if Some(tid) == except {
+            return Ok(true);
         }
-        Ok(true)
+        found = fetch(sh, heap, tid, &snap, Some(xid), |t| {
+            heap::decode_values(&rel.columns, t).map_err(corrupt)
+        })?
+        .map(|row| (tid, row));
+        Ok(found.is_none())
     })?;
     Ok(found)
 }
@@ -162,7 +166,10 @@ pub(crate) fn insert_rows(
         };
         for (row, tid) in rows.iter().zip(tids) {
             let (key, has_null) = row_key(ix, row);
-            if ix.unique && !has_null && taken(sh, heap, index, &key, *tid, xid)? {
+            if ix.unique
+                && !has_null
+                && find_visible(sh, (heap, index), rel, &key, Some(*tid), xid)?.is_some()
+            {
                 return Err(unique_violation(rel, ix, row));
             }
             crate::btree::insert(sh, index, &leaf_entry(&key, tid.block, tid.offset), xid)?;

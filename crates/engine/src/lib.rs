@@ -90,7 +90,7 @@ pub use records::record_name;
 pub use recovery::utc_timestamp;
 pub use standby::ReplayStats;
 pub use stream::{RowVisitor, SCAN_BATCH_ROWS};
-pub use xact::{Access, CreateDbStrategy, NewIndex, Txn};
+pub use xact::{Access, CreateDbStrategy, NewIndex, Txn, Upsert, UpsertState};
 /// On-page layouts a test may check through [`Engine::pool`]: the heap page flag
 /// "every tuple visible to all" and the heap blocks one VM page maps (one bit each,
 /// after the page header; access.rs's map table).
@@ -273,6 +273,9 @@ pub enum EngineError {
         constraint: String,
         key: Vec<(String, Value)>,
     },
+    /// An ON CONFLICT DO UPDATE meeting a row twice.
+    #[error("{0}")]
+    CardinalityViolation(String),
     /// A second PRIMARY KEY, or a constraint naming a column twice.
     #[error("{0}")]
     InvalidTableDefinition(String),
@@ -334,6 +337,7 @@ impl EngineError {
             EngineError::DatatypeMismatch(_) => "42804",
             EngineError::NotNullViolation { .. } => "23502",
             EngineError::UniqueViolation { .. } => "23505",
+            EngineError::CardinalityViolation(_) => "21000",
             EngineError::InvalidTableDefinition(_) => "42P16",
             EngineError::DependentObjects(_) => "2BP01",
             EngineError::UndefinedObject(_) => "42704",

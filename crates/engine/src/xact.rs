@@ -75,6 +75,21 @@ pub enum CreateDbStrategy {
     FileCopy,
 }
 
+/// What [`Txn::upsert`] did with its row.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Upsert {
+    Inserted(Vec<Value>),
+    /// The conflicting row's new version.
+    Updated(Vec<Value>),
+    Skipped,
+}
+
+/// The rows one INSERT ... ON CONFLICT has written so far.
+#[derive(Default)]
+pub struct UpsertState {
+    written: rustc_hash::FxHashSet<(u32, u16)>,
+}
+
 /// How a DELETE or UPDATE finds its rows.
 #[derive(Clone, Copy, Debug)]
 pub enum Access<'a> {
@@ -1013,47 +1028,88 @@ impl<'e> Txn<'e> {
     ) -> Result<u64> {
         let dbe = self.database(db)?;
         let rel = self.relation(&dbe, table)?;
-        let fitted = fit_rows(&rel.columns, rows)?;
+        let fitted = fit_checked(&rel, rows)?;
         let rows = fitted.as_deref().unwrap_or(rows);
-        for row in rows {
-            if row.len() != rel.columns.len() {
-                return Err(EngineError::DatatypeMismatch(format!(
-                    "INSERT has {} expressions but table \"{table}\" has {} columns",
-                    row.len(),
-                    rel.columns.len()
-                )));
-            }
-            for (v, c) in row.iter().zip(&rel.columns) {
-                if c.not_null && *v == Value::Null {
-                    return Err(EngineError::NotNullViolation {
-                        column: c.name.clone(),
-                        table: table.to_string(),
-                    });
-                }
-                if !v.type_matches(c.ty) {
-                    return Err(EngineError::DatatypeMismatch(format!(
-                        "column \"{}\" is of type {} but expression is {v:?}",
-                        c.name,
-                        c.ty.name()
-                    )));
-                }
-            }
-        }
-        let xid = self.xid();
-        let key = rel.key(&dbe);
         // As many tuples per page and record as fit (access rule 4), in chunks that
         // bound the encoded copies and the time between interrupt checks.
         for chunk in rows.chunks(INSERT_CHUNK_ROWS) {
             interrupt()?;
-            let tuples: Vec<Vec<u8>> = chunk
-                .iter()
-                .map(|row| heap::encode_tuple(xid, &rel.columns, row))
-                .collect();
-            let refs: Vec<&[u8]> = tuples.iter().map(Vec::as_slice).collect();
-            let tids = access::insert_many(self.sh, key, xid, &refs)?;
-            crate::index::insert_rows(self.sh, &rel, key, chunk, &tids, xid)?;
+            self.insert_fitted(&dbe, &rel, chunk)?;
         }
         Ok(rows.len() as u64)
+    }
+
+    /// Inserts rows already fitted and checked ([`fit_checked`]), with their index
+    /// entries. Returns where each went.
+    fn insert_fitted(
+        &mut self,
+        dbe: &DbEntry,
+        rel: &RelEntry,
+        rows: &[Vec<Value>],
+    ) -> Result<Vec<Tid>> {
+        let xid = self.xid();
+        let key = rel.key(dbe);
+        let tuples: Vec<Vec<u8>> = rows
+            .iter()
+            .map(|row| heap::encode_tuple(xid, &rel.columns, row))
+            .collect();
+        let refs: Vec<&[u8]> = tuples.iter().map(Vec::as_slice).collect();
+        let tids = access::insert_many(self.sh, key, xid, &refs)?;
+        crate::index::insert_rows(self.sh, rel, key, rows, &tids, xid)?;
+        Ok(tids)
+    }
+
+    /// INSERT ... ON CONFLICT of one row: if a row this transaction sees has its key
+    /// in one of the unique indexes `arbiters`, `resolve` gets that row and gives its
+    /// new version (DO UPDATE: the old version deleted, the new one inserted, as
+    /// UPDATE does) or `None` (DO NOTHING, or DO UPDATE's WHERE false); otherwise the
+    /// row is inserted. A DO UPDATE (`updating`) may not meet a row this statement
+    /// already wrote (21000), as PostgreSQL refuses.
+    #[allow(clippy::too_many_arguments)]
+    pub fn upsert(
+        &mut self,
+        db: &str,
+        table: &str,
+        row: Vec<Value>,
+        (arbiters, updating): (&[String], bool),
+        state: &mut UpsertState,
+        resolve: &mut dyn FnMut(&[Value]) -> Option<Vec<Value>>,
+    ) -> Result<Upsert> {
+        let dbe = self.database(db)?;
+        let rel = self.relation(&dbe, table)?;
+        let row = fit_checked(&rel, std::slice::from_ref(&row))?.map_or(row, |mut f| f.remove(0));
+        let xid = self.xid();
+        let heap = rel.key(&dbe);
+        for name in arbiters {
+            let ix = index_of(&rel, name)?;
+            let (key, has_null) = crate::index::row_key(ix, &row);
+            let keys = (heap, rel.index_key(&dbe, ix));
+            let found = if has_null {
+                None
+            } else {
+                crate::index::find_visible(self.sh, keys, &rel, &key, None, xid)?
+            };
+            let Some((tid, existing)) = found else {
+                continue;
+            };
+            if updating && state.written.contains(&(tid.block.0, tid.offset)) {
+                return Err(EngineError::CardinalityViolation(
+                    "ON CONFLICT DO UPDATE command cannot affect row a second time".into(),
+                ));
+            }
+            let Some(new) = resolve(&existing) else {
+                return Ok(Upsert::Skipped);
+            };
+            let new =
+                fit_checked(&rel, std::slice::from_ref(&new))?.map_or(new, |mut f| f.remove(0));
+            access::delete_on_page(self.sh, heap, tid.block.0, &[tid.offset], xid)?;
+            let at = self.insert_fitted(&dbe, &rel, std::slice::from_ref(&new))?[0];
+            state.written.insert((at.block.0, at.offset));
+            return Ok(Upsert::Updated(new));
+        }
+        let at = self.insert_fitted(&dbe, &rel, std::slice::from_ref(&row))?[0];
+        state.written.insert((at.block.0, at.offset));
+        Ok(Upsert::Inserted(row))
     }
 
     /// DELETE of the rows for which `pred` holds. Returns how many.
@@ -1320,6 +1376,38 @@ const INSERT_CHUNK_ROWS: usize = 256;
 
 /// Rows with their text made to fit `varchar(n)` / `char(n)` columns (22001 for
 /// too long); None when every value fits as it is (the common case: no copy).
+/// [`fit_rows`], then the checks every inserted row passes: the table's width,
+/// NOT NULL (23502), the columns' types.
+fn fit_checked(rel: &RelEntry, rows: &[Vec<Value>]) -> Result<Option<Vec<Vec<Value>>>> {
+    let fitted = fit_rows(&rel.columns, rows)?;
+    let table = &rel.name;
+    for row in fitted.as_deref().unwrap_or(rows) {
+        if row.len() != rel.columns.len() {
+            return Err(EngineError::DatatypeMismatch(format!(
+                "INSERT has {} expressions but table \"{table}\" has {} columns",
+                row.len(),
+                rel.columns.len()
+            )));
+        }
+        for (v, c) in row.iter().zip(&rel.columns) {
+            if c.not_null && *v == Value::Null {
+                return Err(EngineError::NotNullViolation {
+                    column: c.name.clone(),
+                    table: table.to_string(),
+                });
+            }
+            if !v.type_matches(c.ty) {
+                return Err(EngineError::DatatypeMismatch(format!(
+                    "column \"{}\" is of type {} but expression is {v:?}",
+                    c.name,
+                    c.ty.name()
+                )));
+            }
+        }
+    }
+    Ok(fitted)
+}
+
 fn fit_rows(cols: &[heap::Column], rows: &[Vec<Value>]) -> Result<Option<Vec<Vec<Value>>>> {
     if cols.iter().all(|c| c.max_chars.is_none()) {
         return Ok(None);

@@ -147,6 +147,9 @@ pub struct Scope {
     /// The names the columns may be qualified with (table name or alias).
     pub qualifiers: Vec<String>,
     pub cols: Vec<(String, SqlType)>,
+    /// ON CONFLICT DO UPDATE: `excluded.c` names column `c` of the row proposed for
+    /// insertion, which follows the table's row (`Col(cols.len() + i)`).
+    pub excluded: bool,
 }
 
 /// Gives a table's columns (name, type), or the error that it has none.
@@ -1162,6 +1165,7 @@ impl Binder {
             let scope = Scope {
                 qualifiers: vec![alias_name.unwrap_or_else(|| "generate_series".into())],
                 cols: vec![(col, t)],
+                excluded: false,
             };
             return Ok((
                 From::Series(
@@ -1184,6 +1188,7 @@ impl Binder {
             Scope {
                 qualifiers: vec![alias_name.unwrap_or(tname)],
                 cols,
+                excluded: false,
             },
         ))
     }
@@ -1331,6 +1336,20 @@ fn column(scope: &Scope, q: Option<&ast::Ident>, c: &ast::Ident) -> SqlResult<(E
     let name = super::ident_name(c);
     if let Some(q) = q {
         let qn = super::ident_name(q);
+        if scope.excluded && qn == "excluded" && !scope.qualifiers.contains(&qn) {
+            let (e, t) = column(
+                &Scope {
+                    excluded: false,
+                    ..scope.clone()
+                },
+                None,
+                c,
+            )?;
+            let Expr::Col(i) = e else {
+                unreachable!("a column")
+            };
+            return Ok((Expr::Col(scope.cols.len() + i), t));
+        }
         if !scope.qualifiers.contains(&qn) {
             return Err(SqlError::new(
                 "42P01",

@@ -423,6 +423,7 @@ pub enum Stmt {
         columns: Option<Vec<String>>,
         source: InsertSource,
         returning: Returning,
+        on_conflict: Option<OnConflict>,
     },
     Delete {
         table: String,
@@ -443,6 +444,19 @@ pub enum Stmt {
     /// SET, SHOW, CHECKPOINT, VACUUM, ALTER ROLE.
     Utility(Utility),
 }
+
+/// INSERT's ON CONFLICT: its arbiter (the columns of a unique index, or a
+/// constraint's name; neither: every unique index, DO NOTHING only) and DO UPDATE's
+/// SET and WHERE (`update` None: DO NOTHING).
+#[derive(Clone, Debug, PartialEq)]
+pub struct OnConflict {
+    pub columns: Vec<String>,
+    pub constraint: Option<String>,
+    pub update: Option<(Assignments, Option<ast::Expr>)>,
+}
+
+/// `SET col = expr, ...`, in the order written.
+pub type Assignments = Vec<(String, ast::Expr)>;
 
 /// A COPY between a table and the client.
 #[derive(Clone, Debug, PartialEq)]
@@ -750,6 +764,7 @@ fn parse_split(text: &Arc<String>, s: &values::Split) -> Result<SqlResult<Stmt>,
             columns,
             source: InsertSource::Values(v),
             returning: None,
+            on_conflict: None,
         }) = check_complexity(&head).and_then(|()| parse_one(head))
         {
             if v.len() == 1 {
@@ -759,6 +774,7 @@ fn parse_split(text: &Arc<String>, s: &values::Split) -> Result<SqlResult<Stmt>,
                     columns,
                     source: InsertSource::Rows(rows),
                     returning: None,
+                    on_conflict: None,
                 }));
             }
         }
@@ -1532,9 +1548,11 @@ fn convert(st: ast::Statement) -> SqlResult<Stmt> {
                 ast::TableObject::TableName(n) => object_name(n)?,
                 _ => return Err(SqlError::unsupported("INSERT INTO a table function")),
             };
-            if ins.on.is_some() {
-                return Err(SqlError::unsupported("INSERT ... ON CONFLICT"));
-            }
+            let on_conflict = match ins.on {
+                None => None,
+                Some(ast::OnInsert::OnConflict(oc)) => Some(convert_on_conflict(oc)?),
+                Some(other) => return Err(SqlError::unsupported(format!("INSERT ... {other}"))),
+            };
             let columns = if ins.columns.is_empty() {
                 None
             } else {
@@ -1562,6 +1580,7 @@ fn convert(st: ast::Statement) -> SqlResult<Stmt> {
                 columns,
                 source,
                 returning: ins.returning,
+                on_conflict,
             })
         }
         S::AlterTable(at) => convert_alter_table(at),
@@ -1760,6 +1779,50 @@ fn convert_alter_table(at: ast::AlterTable) -> SqlResult<Stmt> {
         column,
         new_name,
     }))
+}
+
+/// ON CONFLICT [(cols) | ON CONSTRAINT name] DO NOTHING | DO UPDATE SET ... [WHERE].
+fn convert_on_conflict(oc: ast::OnConflict) -> SqlResult<OnConflict> {
+    let (columns, constraint) = match &oc.conflict_target {
+        None => (Vec::new(), None),
+        Some(ast::ConflictTarget::Columns(c)) => (c.iter().map(ident_name).collect(), None),
+        Some(ast::ConflictTarget::OnConstraint(n)) => (Vec::new(), Some(object_name(n)?)),
+    };
+    let update = match oc.action {
+        ast::OnConflictAction::DoNothing => None,
+        ast::OnConflictAction::DoUpdate(u) => {
+            if columns.is_empty() && constraint.is_none() {
+                return Err(SqlError::syntax(
+                    "ON CONFLICT DO UPDATE requires inference specification or constraint name",
+                )
+                .with_hint("For example, ON CONFLICT (column_name)."));
+            }
+            let sets = u
+                .assignments
+                .into_iter()
+                .map(|a| match a.target {
+                    ast::AssignmentTarget::ColumnName(n) => match n.0.as_slice() {
+                        [p] => p
+                            .as_ident()
+                            .map(|i| (ident_name(i), a.value))
+                            .ok_or_else(|| SqlError::syntax(format!("invalid column \"{n}\""))),
+                        _ => Err(SqlError::unsupported(format!(
+                            "SET of a qualified column \"{n}\""
+                        ))),
+                    },
+                    ast::AssignmentTarget::Tuple(_) => Err(SqlError::unsupported(
+                        "ON CONFLICT DO UPDATE SET (a, b) = ...",
+                    )),
+                })
+                .collect::<SqlResult<Vec<_>>>()?;
+            Some((sets, u.selection))
+        }
+    };
+    Ok(OnConflict {
+        columns,
+        constraint,
+        update,
+    })
 }
 
 /// ALTER TABLE ... ADD COLUMN's column: a PRIMARY KEY or UNIQUE on it is 0A000.

@@ -667,6 +667,14 @@ struct BoundInsert {
     map: Vec<Option<usize>>,
     col_types: Vec<SqlType>,
     source: BoundSource,
+    conflict: Option<BoundConflict>,
+}
+
+/// A bound ON CONFLICT: the arbiter indexes, and DO UPDATE's new values and WHERE
+/// over the existing row followed by the proposed one (`excluded`).
+struct BoundConflict {
+    arbiters: Vec<String>,
+    update: Option<(Vec<Option<Expr>>, Option<Expr>)>,
 }
 
 /// A bound DELETE.
@@ -1104,6 +1112,7 @@ impl<'e> Session<'e> {
             columns: None,
             source: crate::InsertSource::Query(Box::new(query.clone())),
             returning: None,
+            on_conflict: None,
         };
         let mut b = Binder::default();
         let Bound::Insert(ins) = self.bind(&insert, &mut b)? else {
@@ -1141,14 +1150,19 @@ impl<'e> Session<'e> {
         if crate::views::schema(table).is_some() || pred.is_none() {
             return Ok(None);
         }
-        let rel = match &self.block {
+        let rel = self.relation_entry(table)?;
+        Ok(crate::plan::choose(pred, &rel.columns, &rel.indexes))
+    }
+
+    /// The table's catalog entry, as this session sees it.
+    fn relation_entry(&self, table: &str) -> SqlResult<strata_engine::RelEntry> {
+        Ok(match &self.block {
             Block::Open { txn: Some(t), .. } => {
                 let dbe = t.database(&self.db)?;
                 (*t.relation(&dbe, table)?).clone()
             }
             _ => self.engine.table(&self.db, table)?,
-        };
-        Ok(crate::plan::choose(pred, &rel.columns, &rel.indexes))
+        })
     }
 
     fn table_columns(&self, table: &str) -> SqlResult<Vec<strata_engine::Column>> {
@@ -1245,9 +1259,13 @@ impl<'e> Session<'e> {
                 columns,
                 source,
                 returning,
+                on_conflict,
             } => {
                 let mut i = self.bind_insert(b, table, columns.as_deref(), source)?;
                 i.returning = self.bind_returning(b, table, returning)?;
+                if let Some(oc) = on_conflict {
+                    i.conflict = Some(self.bind_conflict(b, table, oc)?);
+                }
                 Bound::Insert(i)
             }
         })
@@ -1308,6 +1326,7 @@ impl<'e> Session<'e> {
         let scope = Scope {
             qualifiers: vec![table.to_string()],
             cols: self.columns(table)?,
+            excluded: false,
         };
         let (exprs, columns) = b.returning(list, &scope)?;
         Ok(Some(Returning { columns, exprs }))
@@ -1383,6 +1402,85 @@ impl<'e> Session<'e> {
             map,
             col_types,
             source,
+            conflict: None,
+        })
+    }
+
+    /// ON CONFLICT: the arbiters (the unique index on exactly the columns named, or
+    /// the constraint named; 42P10 if none) and DO UPDATE bound over the existing row
+    /// and `excluded`, the proposed one (42703, 42601, 42804 as UPDATE's).
+    fn bind_conflict(
+        &self,
+        b: &mut Binder,
+        table: &str,
+        oc: &crate::OnConflict,
+    ) -> SqlResult<BoundConflict> {
+        let rel = self.relation_entry(table)?;
+        let unique = rel.indexes.iter().filter(|ix| ix.unique);
+        let arbiters: Vec<String> = match (&oc.constraint, oc.columns.is_empty()) {
+            (Some(c), _) => unique
+                .filter(|ix| ix.name == *c)
+                .map(|ix| ix.name.clone())
+                .collect(),
+            (None, true) => unique.map(|ix| ix.name.clone()).collect(),
+            (None, false) => {
+                let mut want: Vec<&str> = oc.columns.iter().map(String::as_str).collect();
+                want.sort_unstable();
+                unique
+                    .filter(|ix| {
+                        let mut have: Vec<&str> = ix
+                            .columns
+                            .iter()
+                            .map(|c| rel.columns[*c].name.as_str())
+                            .collect();
+                        have.sort_unstable();
+                        have == want
+                    })
+                    .map(|ix| ix.name.clone())
+                    .collect()
+            }
+        };
+        if arbiters.is_empty() && (oc.constraint.is_some() || !oc.columns.is_empty()) {
+            return Err(SqlError::new(
+                "42P10",
+                "there is no unique or exclusion constraint matching the ON CONFLICT specification",
+            ));
+        }
+        let Some((assignments, selection)) = &oc.update else {
+            return Ok(BoundConflict {
+                arbiters,
+                update: None,
+            });
+        };
+        let cols = self.columns(table)?;
+        let scope = Scope {
+            qualifiers: vec![table.to_string()],
+            cols: cols.clone(),
+            excluded: true,
+        };
+        let mut sets: Vec<Option<Expr>> = vec![None; cols.len()];
+        for (name, value) in assignments {
+            let i = cols.iter().position(|(c, _)| c == name).ok_or_else(|| {
+                SqlError::new(
+                    "42703",
+                    format!("column \"{name}\" of relation \"{table}\" does not exist"),
+                )
+            })?;
+            if sets[i].is_some() {
+                return Err(SqlError::syntax(format!(
+                    "multiple assignments to same column \"{name}\""
+                )));
+            }
+            let (e, t) = b.expr(&scope, value)?;
+            sets[i] = Some(assign(b, e, t, cols[i].1, name)?);
+        }
+        let pred = match selection {
+            Some(w) => Some(b.condition(&scope, w, "WHERE")?),
+            None => None,
+        };
+        Ok(BoundConflict {
+            arbiters,
+            update: Some((sets, pred)),
         })
     }
 
@@ -1396,6 +1494,7 @@ impl<'e> Session<'e> {
         let scope = Scope {
             qualifiers: vec![table.to_string()],
             cols: cols.clone(),
+            excluded: false,
         };
         let pred = match selection {
             Some(w) => Some(b.condition(&scope, w, "WHERE")?),
@@ -1424,6 +1523,7 @@ impl<'e> Session<'e> {
         let scope = Scope {
             qualifiers: vec![table.to_string()],
             cols: cols.clone(),
+            excluded: false,
         };
         let mut sets: Vec<Option<Expr>> = vec![None; cols.len()];
         for (name, value) in assignments {
@@ -1656,6 +1756,27 @@ impl<'e> Session<'e> {
     /// SELECT without a table (`generate_series`) streamed. A SELECT that reads a
     /// table is collected first: the scan would see the rows this statement inserts
     /// into the same table (Strata's tuples carry no command id).
+    /// An INSERT ... SELECT from a table: its rows, read before the insert begins (a
+    /// scan must not meet the rows it inserts); None for any other source.
+    fn collect_table_source(
+        &self,
+        source: &BoundSource,
+        params: &[Datum],
+    ) -> SqlResult<Option<Vec<Vec<Datum>>>> {
+        let BoundSource::Query(plan) = source else {
+            return Ok(None);
+        };
+        if !matches!(plan.from, From::Table(_)) {
+            return Ok(None);
+        }
+        let mut rows = Vec::new();
+        self.run_select(plan, params, &mut |r| {
+            rows.push(r);
+            Ok(())
+        })?;
+        Ok(Some(rows))
+    }
+
     fn insert(
         &mut self,
         bound: BoundInsert,
@@ -1671,21 +1792,12 @@ impl<'e> Session<'e> {
             map,
             col_types,
             source,
+            conflict,
         } = bound;
         if let Some(r) = &returning {
             sink.columns(&r.columns)?;
         }
-        let collected = match &source {
-            BoundSource::Query(plan) if matches!(plan.from, From::Table(_)) => {
-                let mut rows = Vec::new();
-                self.run_select(plan, params, &mut |r| {
-                    rows.push(r);
-                    Ok(())
-                })?;
-                Some(rows)
-            }
-            _ => None,
-        };
+        let collected = self.collect_table_source(&source, params)?;
         let db = self.db.clone();
         let env_of = self.env_parts();
         let work_mem_bytes = settings::work_mem_bytes(self.vars.get("work_mem"));
@@ -1694,16 +1806,35 @@ impl<'e> Session<'e> {
             let chk = || check().map_err(SqlError::from);
             let mut batch: Vec<Vec<Value>> = Vec::with_capacity(INSERT_BATCH_ROWS);
             let mut n = 0u64;
+            let mut upserts = strata_engine::UpsertState::default();
+            let (table, checks, env) = (&table, &checks, &env);
+            let upsert = conflict.as_ref().map(|conflict| UpsertCx {
+                conflict,
+                table,
+                col_types: &col_types,
+                checks,
+                params,
+                env,
+            });
             let mut emit = |src: Vec<Datum>| -> SqlResult<()> {
                 let mut row = table_row(src, &map, &col_types)?;
-                fill_defaults(&mut row, &defaults, params, &env)?;
-                check_row(&table, &row, &checks, params, &env)?;
+                fill_defaults(&mut row, &defaults, params, env)?;
+                check_row(table, &row, checks, params, env)?;
+                if let Some(cx) = &upsert {
+                    if let Some(done) = upsert_row(t, &db, cx, row, &mut upserts)? {
+                        n += 1;
+                        if let Some(r) = &returning {
+                            sink.row(r.row(&done, params, env)?)?;
+                        }
+                    }
+                    return Ok(());
+                }
                 if let Some(r) = &returning {
-                    sink.row(r.row(&row, params, &env)?)?;
+                    sink.row(r.row(&row, params, env)?)?;
                 }
                 batch.push(row);
                 if batch.len() >= INSERT_BATCH_ROWS {
-                    n += t.insert_checked(&db, &table, &batch, check)?;
+                    n += t.insert_checked(&db, table, &batch, check)?;
                     batch.clear();
                 }
                 Ok(())
@@ -1712,7 +1843,7 @@ impl<'e> Session<'e> {
                 (_, Some(rows)) => rows.into_iter().try_for_each(&mut emit)?,
                 (BoundSource::Values(rows), None) => {
                     for r in rows {
-                        emit(eval_row(r, params, &env)?)?;
+                        emit(eval_row(r, params, env)?)?;
                     }
                 }
                 (BoundSource::Rows(rows, targets), None) => {
@@ -1720,14 +1851,14 @@ impl<'e> Session<'e> {
                     for r in rows.iter() {
                         let r = targets.bind_row(b, &r?, &mut width)?;
                         check_params(b, params)?;
-                        emit(eval_row(&r, params, &env)?)?;
+                        emit(eval_row(&r, params, env)?)?;
                     }
                 }
                 (BoundSource::Query(plan), None) => {
                     let run = Run {
                         plan,
                         params,
-                        env: &env,
+                        env,
                         check: &chk,
                         work_mem_bytes,
                     };
@@ -1735,7 +1866,7 @@ impl<'e> Session<'e> {
                 }
             }
             if !batch.is_empty() {
-                n += t.insert_checked(&db, &table, &batch, check)?;
+                n += t.insert_checked(&db, table, &batch, check)?;
             }
             Ok(n)
         })?;
@@ -2385,6 +2516,7 @@ pub(crate) fn check_scope(table: &str, cols: &[strata_engine::Column]) -> Scope 
             .iter()
             .map(|c| (c.name.clone(), SqlType::of_col(c.ty)))
             .collect(),
+        excluded: false,
     }
 }
 
@@ -2523,6 +2655,55 @@ fn access<'a>(path: &'a Option<IndexPath>, range: &'a Option<IndexRange>) -> Acc
         },
         _ => Access::Seq,
     }
+}
+
+/// What an INSERT ... ON CONFLICT's rows are resolved with.
+struct UpsertCx<'a> {
+    conflict: &'a BoundConflict,
+    table: &'a str,
+    col_types: &'a [SqlType],
+    checks: &'a [(String, Expr)],
+    params: &'a [Datum],
+    env: &'a dyn Env,
+}
+
+/// One row of an INSERT ... ON CONFLICT: inserted, or the conflicting row's new
+/// version (DO UPDATE's SET over the existing row and `excluded`, its WHERE, the
+/// table's CHECKs), or nothing. The row written, if any.
+fn upsert_row(
+    t: &mut Txn<'_>,
+    db: &str,
+    cx: &UpsertCx<'_>,
+    row: Vec<Value>,
+    state: &mut strata_engine::UpsertState,
+) -> SqlResult<Option<Vec<Value>>> {
+    let proposed: Vec<Datum> = row.iter().cloned().map(to_datum).collect();
+    let mut err: Option<SqlError> = None;
+    let version = |existing: &[Value]| -> SqlResult<Option<Vec<Value>>> {
+        let Some((sets, pred)) = &cx.conflict.update else {
+            return Ok(None);
+        };
+        let mut cols: Vec<Datum> = existing.iter().cloned().map(to_datum).collect();
+        cols.extend(proposed.iter().cloned());
+        let new = new_version(&cols, sets, cx.col_types, pred.as_ref(), cx.params, cx.env)?;
+        if let Some(new) = &new {
+            check_row(cx.table, new, cx.checks, cx.params, cx.env)?;
+        }
+        Ok(new)
+    };
+    let mut resolve = |existing: &[Value]| catching(&mut err, None, || version(existing));
+    let arbiters = (
+        cx.conflict.arbiters.as_slice(),
+        cx.conflict.update.is_some(),
+    );
+    let done = t.upsert(db, cx.table, row, arbiters, state, &mut resolve)?;
+    if let Some(e) = err {
+        return Err(e);
+    }
+    Ok(match done {
+        strata_engine::Upsert::Inserted(r) | strata_engine::Upsert::Updated(r) => Some(r),
+        strata_engine::Upsert::Skipped => None,
+    })
 }
 
 /// Whether a WHERE (None: no WHERE) holds for the table row `vals`.

@@ -1095,3 +1095,55 @@ fn indexes_and_constraints_are_named_added_and_dropped_as_postgres_does() {
         assert_eq!(codes(&q(s, "ROLLBACK")), [""]);
     });
 }
+
+#[test]
+fn insert_on_conflict_does_nothing_or_updates_the_existing_row() {
+    with_session(8 << 20, |s| {
+        let setup = "CREATE TABLE u (id int PRIMARY KEY, n int, e text UNIQUE); \
+                     INSERT INTO u VALUES (1, 10, 'a'), (2, 20, 'b')";
+        assert_eq!(codes(&q(s, setup)), ["", ""]);
+        let c = q(
+            s,
+            "INSERT INTO u VALUES (1, 99, 'z'), (3, 30, 'c') ON CONFLICT DO NOTHING",
+        );
+        assert_eq!(tag(&c.results[0]), "INSERT 0 1");
+        let c = q(
+            s,
+            "INSERT INTO u VALUES (2, 5, 'q') ON CONFLICT (id) \
+             DO UPDATE SET n = u.n + excluded.n, e = excluded.e RETURNING *",
+        );
+        assert_eq!(tag(&c.results[0]), "INSERT 0 1");
+        let text: Vec<Option<String>> = c.rows[0].iter().map(Datum::to_text).collect();
+        assert_eq!(
+            text,
+            [Some("2".into()), Some("25".into()), Some("q".into())]
+        );
+        let c = q(
+            s,
+            "INSERT INTO u VALUES (2, 1, 'r') ON CONFLICT (id) DO UPDATE SET n = 0 WHERE u.n > 100",
+        );
+        assert_eq!(tag(&c.results[0]), "INSERT 0 0");
+        let c = q(s, "INSERT INTO u VALUES (6, 1, 'a') ON CONFLICT ON CONSTRAINT u_e_key DO UPDATE SET n = 7");
+        assert_eq!(tag(&c.results[0]), "INSERT 0 1");
+        for (sql, code) in [
+            ("INSERT INTO u VALUES (4, 1, 'x'), (4, 2, 'y') ON CONFLICT (id) DO UPDATE SET n = excluded.n", "21000"),
+            ("INSERT INTO u VALUES (5, 1, 'a') ON CONFLICT (id) DO NOTHING", "23505"),
+            ("INSERT INTO u VALUES (5, 1, 'w') ON CONFLICT (n) DO NOTHING", "42P10"),
+            ("INSERT INTO u VALUES (5, 1, 'w') ON CONFLICT DO UPDATE SET n = 1", "42601"),
+            ("INSERT INTO u VALUES (5, 1, 'w') ON CONFLICT (id) DO UPDATE SET nope = 1", "42703"),
+        ] {
+            assert_eq!(codes(&q(s, sql)), [code], "{sql}");
+        }
+        assert_eq!(
+            rows_text(s, "SELECT * FROM u ORDER BY id"),
+            ["1|7|a", "2|25|q", "3|30|c"]
+        );
+        assert_eq!(
+            rows_text(
+                s,
+                "SELECT bt_index_check('u_pkey'), bt_index_check('u_e_key')"
+            ),
+            ["|"]
+        );
+    });
+}

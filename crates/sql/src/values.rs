@@ -822,6 +822,7 @@ mod tests {
                     columns,
                     source: InsertSource::Rows(rows),
                     returning,
+                    on_conflict,
                 } => Stmt::Insert {
                     table,
                     columns,
@@ -829,6 +830,7 @@ mod tests {
                         rows.iter().collect::<SqlResult<_>>().map_err(err)?,
                     ),
                     returning,
+                    on_conflict,
                 },
                 st => st,
             };
