@@ -25,6 +25,10 @@
 //!    its LSN is set (engine rule 2); a split cascade locks its pages in the order it
 //!    met them (leaf upwards), which no reader can invert: readers hold one lock.
 //! 4. New blocks are extended through the storage manager first (access rule 3).
+//! 5. The writer remembers the rightmost leaf it inserted into (the index's target
+//!    block) and starts there when the target is above that leaf's first entry
+//!    ([`fastpath`]): no other leaf can hold it. A split still descends for the
+//!    parents. Readers always descend.
 
 use crate::access::ZERO_PAGE;
 use crate::records::{BlockRef, RM_BTREE};
@@ -92,12 +96,38 @@ fn find_leaf(sh: &Shared, rel: RelKey, target: &[u8]) -> Result<(u32, Vec<u32>)>
     }
 }
 
+/// Rule 5: the rightmost leaf the writer last inserted into, kept as the index's
+/// target block (PostgreSQL's fastpath, in rd_targblock too), if it still is the
+/// rightmost leaf and its first entry is below `target`: then every entry at or
+/// above `target` belongs to it, and no other leaf holds one that starts with
+/// `target`. Ascending keys (a serial column) skip the descent.
+fn fastpath(sh: &Shared, rel: RelKey, target: &[u8]) -> Result<Option<u32>> {
+    let Some(b) = sh.targblock.lock().get(&rel).copied() else {
+        return Ok(None);
+    };
+    let buf = sh.pool.read_buffer(tag(rel, b), ReadMode::Normal)?;
+    let g = buf.read();
+    let o = bt::opaque(&g);
+    let first = bt::first_entry(&g);
+    let usable = o.is_leaf()
+        && o.right == 0
+        && strata_page::item_count(&g) > first
+        && bt::entry(&g, first) < target;
+    Ok(usable.then_some(b))
+}
+
 /// Inserts a leaf entry (`strata_btree::key::leaf_entry`): rule 1's one record.
 pub(crate) fn insert(sh: &Shared, rel: RelKey, entry: &[u8], xid: Xid) -> Result<()> {
     if entry.len() > bt::MAX_ENTRY_BYTES {
         return Err(EngineError::RowTooBig(entry.len()));
     }
-    let (mut b, mut path) = find_leaf(sh, rel, entry)?;
+    let (mut b, mut path) = match fastpath(sh, rel, entry)? {
+        Some(b) => (b, None),
+        None => {
+            let (b, path) = find_leaf(sh, rel, entry)?;
+            (b, Some(path))
+        }
+    };
     // Move right while the leaf's high key says so (a split since the descent: none
     // with one writer, but the rule costs nothing).
     loop {
@@ -129,10 +159,22 @@ pub(crate) fn insert(sh: &Shared, rel: RelKey, entry: &[u8], xid: Xid) -> Result
                     e.0
                 },
             )?;
+            if bt::opaque(&g).right == 0 {
+                sh.targblock.lock().insert(rel, b); // rule 5
+            }
             return Ok(());
         }
         drop(g);
         drop(buf);
+        // A split needs the parents: the fastpath has none, so descend after all.
+        let mut path = match path.take() {
+            Some(p) => p,
+            None => {
+                let (leaf, p) = find_leaf(sh, rel, entry)?;
+                b = leaf;
+                p
+            }
+        };
         let pages = split_cascade(sh, rel, b, entry.to_vec(), &mut path)?;
         return write_pages(sh, rel, xid, pages);
     }
@@ -262,7 +304,32 @@ pub(crate) fn scan_from(
     from: &[u8],
     f: &mut dyn FnMut(&[u8]) -> Result<bool>,
 ) -> Result<()> {
-    let (mut b, _) = find_leaf(sh, rel, from)?;
+    let (b, _) = find_leaf(sh, rel, from)?;
+    scan_leaves(sh, rel, b, from, f)
+}
+
+/// [`scan_from`] for the writer, starting at the fastpath leaf when it serves
+/// (rule 5): a unique check of an ascending key reads one page.
+pub(crate) fn writer_scan_from(
+    sh: &Shared,
+    rel: RelKey,
+    from: &[u8],
+    f: &mut dyn FnMut(&[u8]) -> Result<bool>,
+) -> Result<()> {
+    let b = match fastpath(sh, rel, from)? {
+        Some(b) => b,
+        None => find_leaf(sh, rel, from)?.0,
+    };
+    scan_leaves(sh, rel, b, from, f)
+}
+
+fn scan_leaves(
+    sh: &Shared,
+    rel: RelKey,
+    mut b: u32,
+    from: &[u8],
+    f: &mut dyn FnMut(&[u8]) -> Result<bool>,
+) -> Result<()> {
     let mut first = true;
     loop {
         let buf = sh.pool.read_buffer(tag(rel, b), ReadMode::Normal)?;

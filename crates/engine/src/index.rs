@@ -125,12 +125,11 @@ pub(crate) fn find_visible(
     (heap, index): (RelKey, RelKey),
     rel: &RelEntry,
     key: &[u8],
-    except: Option<Tid>,
+    (except, snap): (Option<Tid>, &Snapshot<'_>),
     xid: Xid,
 ) -> Result<Option<(Tid, Vec<Value>)>> {
-    let snap = Snapshot::take(sh);
     let mut found = None;
-    crate::btree::scan_from(sh, index, key, &mut |e| {
+    crate::btree::writer_scan_from(sh, index, key, &mut |e| {
         if !e.starts_with(key) || e.len() != key.len() + TID_BYTES {
             return Ok(false);
         }
@@ -139,7 +138,7 @@ pub(crate) fn find_visible(
         if Some(tid) == except {
             return Ok(true);
         }
-        found = fetch(sh, heap, tid, &snap, Some(xid), |t| {
+        found = fetch(sh, heap, tid, snap, Some(xid), |t| {
             heap::decode_values(&rel.columns, t).map_err(corrupt)
         })?
         .map(|row| (tid, row));
@@ -159,6 +158,9 @@ pub(crate) fn insert_rows(
     tids: &[Tid],
     xid: Xid,
 ) -> Result<()> {
+    // One writer (engine rule 1): nothing commits while the rows go in, so one
+    // snapshot serves every row's check (rows of this transaction are its own).
+    let snap = Snapshot::take(sh);
     for ix in &rel.indexes {
         let index = RelKey {
             rel: ix.relfilenumber,
@@ -166,9 +168,10 @@ pub(crate) fn insert_rows(
         };
         for (row, tid) in rows.iter().zip(tids) {
             let (key, has_null) = row_key(ix, row);
+            let keys = (heap, index);
             if ix.unique
                 && !has_null
-                && find_visible(sh, (heap, index), rel, &key, Some(*tid), xid)?.is_some()
+                && find_visible(sh, keys, rel, &key, (Some(*tid), &snap), xid)?.is_some()
             {
                 return Err(unique_violation(rel, ix, row));
             }

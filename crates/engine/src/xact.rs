@@ -2,7 +2,8 @@
 //!
 //! Entry points: [`Txn`] (from `Engine::begin`): `create_tablespace`,
 //! `drop_tablespace`, `create_database`, `drop_database`, `create_table`,
-//! `drop_table`, `truncate_table`, `insert`, `delete_where`, `update_where_checked`, `scan`, `vacuum`,
+//! `drop_table`, `truncate_table`, `create_index`, `drop_index`, `insert`, `upsert`,
+//! `delete_where`, `delete_using`, `update_using`, `scan`, `scan_index_each`, `vacuum`,
 //! [`Txn::commit`], [`Txn::abort`]; [`remove_dropped`] and [`remove_created`], shared
 //! with replay; the redo of the records written here, [`xact_redo`] (Transaction),
 //! [`dbase_redo`] (Database), [`tblspc_redo`] (Tablespace); [`bootstrap`] (initdb's
@@ -1087,7 +1088,8 @@ impl<'e> Txn<'e> {
             let found = if has_null {
                 None
             } else {
-                crate::index::find_visible(self.sh, keys, &rel, &key, None, xid)?
+                let snap = access::Snapshot::take(self.sh);
+                crate::index::find_visible(self.sh, keys, &rel, &key, (None, &snap), xid)?
             };
             let Some((tid, existing)) = found else {
                 continue;
