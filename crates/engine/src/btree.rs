@@ -9,11 +9,13 @@
 //! | record | content | written for |
 //! |--------|---------|-------------|
 //! | `BTREE_INSERT` | one block reference, item index (u16), entry | an entry inserted into a page with room |
+//! | `BTREE_INSERT_MANY` | one block reference, a count (u16), then per entry its item index (u16), length (u16) and bytes, in the order inserted | several entries of one statement into one page with room |
 //! | `BTREE_PAGES` | a count (u16), then block references, each with the page's image after the change | a split cascade (every split page, its new right sibling, the old right sibling's left link, the parents, a new root and the meta page), a new index, a build's pages |
 //! | `BTREE_DELETE` | one block reference, the newest deleter of the rows (u32: standby conflicts), a count (u16), the item indexes (u16 each, ascending) | the removal of entries whose rows are dead to every snapshot from a leaf: VACUUM's, and the writer's on its way through an index (index rule 2) |
 //!
 //! Rules (cited as "btree rule N"; the pages' own are `strata_btree::page`'s):
-//! 1. One record per insert: an entry into one page, or every page a split cascade
+//! 1. One record per insert: an entry into one page (or a statement's sorted entries
+//!    that fit one page together, [`insert_many`]), or every page a split cascade
 //!    changes as images in one record, so a crash never leaves half a split.
 //!    (PostgreSQL logs a split and its parent's downlink in two records and completes
 //!    incomplete splits later; one record is simpler, and a split is one insert in
@@ -43,6 +45,7 @@ use strata_wal::Record;
 pub(crate) const BTREE_INSERT: u8 = 0x00;
 pub(crate) const BTREE_PAGES: u8 = 0x10;
 pub(crate) const BTREE_DELETE: u8 = 0x20;
+pub(crate) const BTREE_INSERT_MANY: u8 = 0x30;
 
 fn tag(rel: RelKey, block: u32) -> BufferTag {
     BufferTag::new(rel, ForkNumber::Main, BlockNumber(block))
@@ -178,6 +181,75 @@ pub(crate) fn insert(sh: &Shared, rel: RelKey, entry: &[u8], xid: Xid) -> Result
         let pages = split_cascade(sh, rel, b, entry.to_vec(), &mut path)?;
         return write_pages(sh, rel, xid, pages);
     }
+}
+
+/// Inserts sorted leaf entries: those that belong to one leaf and fit it go in
+/// together with one `BTREE_INSERT_MANY` record (rule 1); an entry that would split
+/// its leaf goes alone through [`insert`]. O(entries + leaves touched).
+pub(crate) fn insert_many(sh: &Shared, rel: RelKey, entries: &[Vec<u8>], xid: Xid) -> Result<()> {
+    if let Some(e) = entries.iter().find(|e| e.len() > bt::MAX_ENTRY_BYTES) {
+        return Err(EngineError::RowTooBig(e.len()));
+    }
+    let mut rest = entries;
+    while let Some(first) = rest.first() {
+        let n = insert_on_leaf(sh, rel, rest, xid)?;
+        if n == 0 {
+            insert(sh, rel, first, xid)?;
+            rest = &rest[1..];
+        } else {
+            rest = &rest[n..];
+        }
+    }
+    Ok(())
+}
+
+/// The leading entries of `entries` that belong to the first one's leaf and fit it,
+/// inserted with one record; how many (0: the first would split the leaf).
+fn insert_on_leaf(sh: &Shared, rel: RelKey, entries: &[Vec<u8>], xid: Xid) -> Result<usize> {
+    let b = match fastpath(sh, rel, &entries[0])? {
+        Some(b) => b,
+        None => find_leaf(sh, rel, &entries[0])?.0,
+    };
+    let buf = sh.pool.read_buffer(tag(rel, b), ReadMode::Normal)?;
+    let mut g = buf.write();
+    let mut done: Vec<(u16, &[u8])> = Vec::new();
+    for e in entries {
+        if bt::moves_right(&g, e) || e.len() > strata_page::free_space(&g) {
+            break;
+        }
+        let at = bt::lower_bound(&g, e);
+        strata_page::insert_item(&mut g, at, e);
+        done.push((at as u16, e));
+    }
+    if done.is_empty() {
+        return Ok(0);
+    }
+    buf.mark_dirty(&g);
+    let info = if done.len() == 1 {
+        BTREE_INSERT
+    } else {
+        BTREE_INSERT_MANY
+    };
+    crate::access::log_block(sh, buf.tag(), &mut g, false, RM_BTREE, info, xid, |r| {
+        let mut enc = crate::codec::Enc::new();
+        r.encode(&mut enc);
+        if let [(at, e)] = done.as_slice() {
+            enc.u16(*at);
+            enc.raw(e);
+            return enc.0;
+        }
+        enc.u16(done.len() as u16);
+        for (at, e) in &done {
+            enc.u16(*at);
+            enc.u16(e.len() as u16);
+            enc.raw(e);
+        }
+        enc.0
+    })?;
+    if bt::opaque(&g).right == 0 {
+        sh.targblock.lock().insert(rel, b); // rule 5
+    }
+    Ok(done.len())
 }
 
 /// The pages a split of `b` for `entry` changes, up to where an entry fits or a new
@@ -517,6 +589,10 @@ pub(crate) fn describe(
             }
             Ok(format!("{n} pages"))
         }
+        BTREE_INSERT_MANY => {
+            block(&BlockRef::decode(&mut d)?);
+            Ok(format!("{} entries", d.u16()?))
+        }
         BTREE_DELETE => {
             block(&BlockRef::decode(&mut d)?);
             let conflict = d.u32()?;
@@ -553,6 +629,25 @@ pub(crate) fn btree_redo(rx: &mut dyn RedoContext, r: &Record) -> Result<()> {
                 let b = BlockRef::decode(&mut d).map_err(corrupt)?;
                 rx.redo_block(r, &b, &mut |_| Ok(()))?;
             }
+            Ok(())
+        }
+        BTREE_INSERT_MANY => {
+            let b = BlockRef::decode(&mut d).map_err(corrupt)?;
+            let n = d.u16().map_err(corrupt)?;
+            let mut items = Vec::with_capacity(n as usize);
+            for _ in 0..n {
+                let at = d.u16().map_err(corrupt)? as usize;
+                let len = d.u16().map_err(corrupt)? as usize;
+                items.push((at, d.take(len).map_err(corrupt)?.to_vec()));
+            }
+            rx.redo_block(r, &b, &mut |p| {
+                for (at, e) in &items {
+                    if !strata_page::insert_item(p, *at, e) {
+                        return Err(format!("no room for an index entry at item {at}"));
+                    }
+                }
+                Ok(())
+            })?;
             Ok(())
         }
         BTREE_DELETE => {

@@ -166,7 +166,10 @@ pub(crate) fn insert_rows(
             rel: ix.relfilenumber,
             ..heap
         };
-        for (row, tid) in rows.iter().zip(tids) {
+        // (key length, entry, row): sorted, so a batch's duplicates are neighbours
+        // and its entries go into each leaf together (btree rule 1's INSERT_MANY).
+        let mut entries: Vec<(usize, Vec<u8>, usize)> = Vec::with_capacity(rows.len());
+        for (i, (row, tid)) in rows.iter().zip(tids).enumerate() {
             let (key, has_null) = row_key(ix, row);
             let keys = (heap, index);
             if ix.unique
@@ -175,8 +178,20 @@ pub(crate) fn insert_rows(
             {
                 return Err(unique_violation(rel, ix, row));
             }
-            crate::btree::insert(sh, index, &leaf_entry(&key, tid.block, tid.offset), xid)?;
+            let n = if has_null { usize::MAX } else { key.len() };
+            entries.push((n, leaf_entry(&key, tid.block, tid.offset), i));
         }
+        entries.sort_unstable_by(|a, b| a.1.cmp(&b.1));
+        if ix.unique {
+            for w in entries.windows(2) {
+                let ((n, a, _), (_, b, i)) = (&w[0], &w[1]);
+                if *n != usize::MAX && b.len() > *n && a[..*n] == b[..*n] {
+                    return Err(unique_violation(rel, ix, &rows[*i]));
+                }
+            }
+        }
+        let sorted: Vec<Vec<u8>> = entries.into_iter().map(|(_, e, _)| e).collect();
+        crate::btree::insert_many(sh, index, &sorted, xid)?;
     }
     Ok(())
 }

@@ -81,6 +81,7 @@ pub fn record_name(rmgr: RmgrId, info: u8) -> &'static str {
         (RM_BTREE, crate::btree::BTREE_INSERT) => "Btree/INSERT",
         (RM_BTREE, crate::btree::BTREE_PAGES) => "Btree/PAGES",
         (RM_BTREE, crate::btree::BTREE_DELETE) => "Btree/DELETE",
+        (RM_BTREE, crate::btree::BTREE_INSERT_MANY) => "Btree/INSERT_MANY",
         _ => "unknown",
     }
 }

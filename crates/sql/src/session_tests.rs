@@ -997,6 +997,20 @@ fn primary_keys_unique_constraints_and_indexes_hold_and_serve_lookups() {
             error_of(s, "INSERT INTO k VALUES (NULL, 'y', 1)").code,
             "23502"
         );
+        // Duplicates inside one multi-row INSERT, and NULLs that never are.
+        let e = error_of(
+            s,
+            "INSERT INTO k VALUES (900, 'p', 1), (901, 'q', 1), (900, 'r', 1)",
+        );
+        assert_eq!(
+            (e.code, e.detail.as_deref()),
+            ("23505", Some("Key (id)=(900) already exists."))
+        );
+        let c = q(
+            s,
+            "INSERT INTO k VALUES (902, NULL, 1), (903, NULL, 1); DELETE FROM k WHERE id > 901",
+        );
+        assert_eq!(codes(&c), ["", ""]);
         // Lookups through the index give what a scan of every page gives.
         for (indexed, scanned) in [
             (
