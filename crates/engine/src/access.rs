@@ -425,27 +425,46 @@ pub fn delete_where(
     let mut deleted = 0;
     for b in 0..n {
         interrupt()?;
-        let offsets = {
-            let buf = sh
-                .pool
-                .read_buffer(tag(rel, ForkNumber::Main, b), ReadMode::Normal)?;
-            let g = buf.read();
-            let mut v = Vec::new();
-            for (off, t) in page_tuples(&g).map_err(corrupt)? {
-                if visible(&snap, t, Some(xid))
-                    && pred(&heap::decode_values(cols, t).map_err(corrupt)?)
-                {
-                    v.push(off);
-                }
-            }
-            v
-        };
+        let offsets = matching(sh, (rel, b), (&snap, xid), cols, pred, None)?;
         if !offsets.is_empty() {
             deleted += offsets.len() as u64;
             delete_on_page(sh, rel, b, &offsets, xid)?;
         }
     }
     Ok(deleted)
+}
+
+/// The items of block `b` that the writer `xid` sees as of `snap` and `pred` holds
+/// for: every item, or those of `only` (TIDs of this block). Under a shared lock.
+fn matching(
+    sh: &Shared,
+    (rel, b): (RelKey, u32),
+    (snap, xid): (&Snapshot<'_>, Xid),
+    cols: &[heap::Column],
+    pred: &mut dyn FnMut(&[heap::Value]) -> bool,
+    only: Option<&[crate::catalog::Tid]>,
+) -> Result<Vec<u16>> {
+    let buf = sh
+        .pool
+        .read_buffer(tag(rel, ForkNumber::Main, b), ReadMode::Normal)?;
+    let g = buf.read();
+    let items: Vec<(u16, &[u8])> = match only {
+        None => page_tuples(&g).map_err(corrupt)?,
+        Some(tids) => tids
+            .iter()
+            .filter_map(|t| strata_page::item(&g, t.offset as usize).map(|i| (t.offset, i)))
+            .collect(),
+    };
+    let mut v = Vec::new();
+    for (off, t) in items {
+        if t.len() >= heap::TUPLE_HEADER_BYTES
+            && visible(snap, t, Some(xid))
+            && pred(&heap::decode_values(cols, t).map_err(corrupt)?)
+        {
+            v.push(off);
+        }
+    }
+    Ok(v)
 }
 
 /// [`delete_where`] over the rows at `tids` only (sorted by block: an index scan's
@@ -468,24 +487,7 @@ pub fn delete_tids(
             continue;
         }
         interrupt()?;
-        let offsets = {
-            let buf = sh
-                .pool
-                .read_buffer(tag(rel, ForkNumber::Main, b), ReadMode::Normal)?;
-            let g = buf.read();
-            let mut v = Vec::new();
-            for t in same {
-                let Some(tuple) = strata_page::item(&g, t.offset as usize) else {
-                    continue;
-                };
-                if visible(&snap, tuple, Some(xid))
-                    && pred(&heap::decode_values(cols, tuple).map_err(corrupt)?)
-                {
-                    v.push(t.offset);
-                }
-            }
-            v
-        };
+        let offsets = matching(sh, (rel, b), (&snap, xid), cols, pred, Some(same))?;
         if !offsets.is_empty() {
             deleted += offsets.len() as u64;
             delete_on_page(sh, rel, b, &offsets, xid)?;

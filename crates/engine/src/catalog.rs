@@ -401,6 +401,25 @@ impl CatalogCache {
         self.rels.insert(db, rels);
     }
 
+    /// A committed table of database `db`, with the database's entry (3D000, 42P01).
+    /// O(1).
+    pub fn committed_table(
+        &self,
+        db: &str,
+        table: &str,
+    ) -> crate::Result<(&Arc<DbEntry>, &Arc<RelEntry>)> {
+        let dbe = self
+            .dbs
+            .get(db)
+            .ok_or_else(|| crate::EngineError::UndefinedDatabase(db.into()))?;
+        let rel = self
+            .rels
+            .get(&dbe.oid)
+            .and_then(|m| m.get(table))
+            .ok_or_else(|| crate::EngineError::UndefinedTable(table.into()))?;
+        Ok((dbe, rel))
+    }
+
     pub fn builtin_spcs() -> [SpcEntry; 2] {
         [
             SpcEntry {

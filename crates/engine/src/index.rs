@@ -75,6 +75,21 @@ fn heap_tag(rel: RelKey, block: u32) -> BufferTag {
     BufferTag::new(rel, ForkNumber::Main, BlockNumber(block))
 }
 
+/// The heap page `tid` is on, pinned; `None` past the heap's end.
+fn heap_page<'a>(
+    sh: &'a Shared,
+    heap: RelKey,
+    tid: Tid,
+) -> Result<Option<strata_buffer::PinnedBuffer<'a>>> {
+    if tid.block.0 >= sh.smgr.nblocks(heap, ForkNumber::Main)? {
+        return Ok(None);
+    }
+    let buf = sh
+        .pool
+        .read_buffer(heap_tag(heap, tid.block.0), ReadMode::Normal)?;
+    Ok(Some(buf))
+}
+
 /// Calls `f` with the tuple at `tid` if it has storage and `snap` (with `my`) sees it.
 /// The caller holds the drop lock or the writer lock (engine rule 8).
 pub(crate) fn fetch<R>(
@@ -85,12 +100,9 @@ pub(crate) fn fetch<R>(
     my: Option<Xid>,
     f: impl FnOnce(&[u8]) -> Result<R>,
 ) -> Result<Option<R>> {
-    if tid.block.0 >= sh.smgr.nblocks(heap, ForkNumber::Main)? {
+    let Some(buf) = heap_page(sh, heap, tid)? else {
         return Ok(None);
-    }
-    let buf = sh
-        .pool
-        .read_buffer(heap_tag(heap, tid.block.0), ReadMode::Normal)?;
+    };
     let g = buf.read();
     if snap.cancelled_by_recovery() {
         return Err(EngineError::RecoveryConflict);
@@ -444,12 +456,9 @@ fn range_tids(
 /// Whether the row at `tid` is dead to every snapshot (its inserter aborted, or its
 /// deleter committed below `horizon`), for the writer `my`: `Some(its deleter)`.
 fn dead_to_all(sh: &Shared, heap: RelKey, tid: Tid, horizon: Xid, my: Xid) -> Result<Option<Xid>> {
-    if tid.block.0 >= sh.smgr.nblocks(heap, ForkNumber::Main)? {
+    let Some(buf) = heap_page(sh, heap, tid)? else {
         return Ok(None);
-    }
-    let buf = sh
-        .pool
-        .read_buffer(heap_tag(heap, tid.block.0), ReadMode::Normal)?;
+    };
     let g = buf.read();
     let Some(t) = strata_page::item(&g, tid.offset as usize) else {
         return Ok(None);

@@ -735,15 +735,7 @@ impl Engine {
     ) -> Result<()> {
         let resolve = || {
             let cat = self.sh.catalog.read();
-            let dbe = cat
-                .dbs
-                .get(db)
-                .ok_or_else(|| EngineError::UndefinedDatabase(db.into()))?;
-            let rel = cat
-                .rels
-                .get(&dbe.oid)
-                .and_then(|m| m.get(table))
-                .ok_or_else(|| EngineError::UndefinedTable(table.into()))?;
+            let (dbe, rel) = cat.committed_table(db, table)?;
             Ok((rel.key(dbe), rel.clone()))
         };
         stream::scan_batches(&self.sh, &resolve, None, interrupt, f)
@@ -762,15 +754,7 @@ impl Engine {
     ) -> Result<()> {
         let resolve = || {
             let cat = self.sh.catalog.read();
-            let dbe = cat
-                .dbs
-                .get(db)
-                .ok_or_else(|| EngineError::UndefinedDatabase(db.into()))?;
-            let rel = cat
-                .rels
-                .get(&dbe.oid)
-                .and_then(|m| m.get(table))
-                .ok_or_else(|| EngineError::UndefinedTable(table.into()))?;
+            let (dbe, rel) = cat.committed_table(db, table)?;
             let ix = xact::index_of(rel, index)?;
             Ok((rel.key(dbe), rel.clone(), rel.index_key(dbe, ix)))
         };
@@ -841,15 +825,7 @@ impl Engine {
     /// One committed table of a database. O(1) in the number of tables.
     pub fn table(&self, db: &str, table: &str) -> Result<RelEntry> {
         let cat = self.sh.catalog.read();
-        let dbe = cat
-            .dbs
-            .get(db)
-            .ok_or_else(|| EngineError::UndefinedDatabase(db.into()))?;
-        cat.rels
-            .get(&dbe.oid)
-            .and_then(|m| m.get(table))
-            .map(|r| (**r).clone())
-            .ok_or_else(|| EngineError::UndefinedTable(table.into()))
+        Ok((**cat.committed_table(db, table)?.1).clone())
     }
 
     /// The committed tables of a database, sorted by name.
@@ -871,15 +847,7 @@ impl Engine {
     /// Storage key of a committed table (tests, tools).
     pub fn table_key(&self, db: &str, table: &str) -> Result<RelKey> {
         let cat = self.sh.catalog.read();
-        let dbe = cat
-            .dbs
-            .get(db)
-            .ok_or_else(|| EngineError::UndefinedDatabase(db.into()))?;
-        let rel = cat
-            .rels
-            .get(&dbe.oid)
-            .and_then(|m| m.get(table))
-            .ok_or_else(|| EngineError::UndefinedTable(table.into()))?;
+        let (dbe, rel) = cat.committed_table(db, table)?;
         Ok(rel.key(dbe))
     }
 

@@ -1797,25 +1797,10 @@ fn convert_on_conflict(oc: ast::OnConflict) -> SqlResult<OnConflict> {
                 )
                 .with_hint("For example, ON CONFLICT (column_name)."));
             }
-            let sets = u
-                .assignments
-                .into_iter()
-                .map(|a| match a.target {
-                    ast::AssignmentTarget::ColumnName(n) => match n.0.as_slice() {
-                        [p] => p
-                            .as_ident()
-                            .map(|i| (ident_name(i), a.value))
-                            .ok_or_else(|| SqlError::syntax(format!("invalid column \"{n}\""))),
-                        _ => Err(SqlError::unsupported(format!(
-                            "SET of a qualified column \"{n}\""
-                        ))),
-                    },
-                    ast::AssignmentTarget::Tuple(_) => Err(SqlError::unsupported(
-                        "ON CONFLICT DO UPDATE SET (a, b) = ...",
-                    )),
-                })
-                .collect::<SqlResult<Vec<_>>>()?;
-            Some((sets, u.selection))
+            Some((
+                assignments(u.assignments, "ON CONFLICT DO UPDATE")?,
+                u.selection,
+            ))
         }
     };
     Ok(OnConflict {
@@ -1903,6 +1888,26 @@ fn convert_copy(
     }))
 }
 
+/// `SET col = expr, ...` of UPDATE or ON CONFLICT DO UPDATE (`verb`): plain columns.
+fn assignments(list: Vec<ast::Assignment>, verb: &str) -> SqlResult<Assignments> {
+    list.into_iter()
+        .map(|a| match a.target {
+            ast::AssignmentTarget::ColumnName(n) => match n.0.as_slice() {
+                [p] => p
+                    .as_ident()
+                    .map(|i| (ident_name(i), a.value))
+                    .ok_or_else(|| SqlError::syntax(format!("invalid column \"{n}\""))),
+                _ => Err(SqlError::unsupported(format!(
+                    "{verb} of a qualified column \"{n}\""
+                ))),
+            },
+            ast::AssignmentTarget::Tuple(_) => Err(SqlError::unsupported(format!(
+                "{verb} ... SET (a, b) = ..."
+            ))),
+        })
+        .collect()
+}
+
 /// UPDATE of one table, by name, with `SET col = expr` assignments.
 fn convert_update(u: ast::Update) -> SqlResult<Stmt> {
     if u.from.is_some() || u.limit.is_some() || u.or.is_some() {
@@ -1917,24 +1922,7 @@ fn convert_update(u: ast::Update) -> SqlResult<Stmt> {
         } => object_name(name)?,
         _ => return Err(SqlError::unsupported("UPDATE of this kind of table")),
     };
-    let assignments = u
-        .assignments
-        .into_iter()
-        .map(|a| match a.target {
-            ast::AssignmentTarget::ColumnName(n) => match n.0.as_slice() {
-                [p] => p
-                    .as_ident()
-                    .map(|i| (ident_name(i), a.value))
-                    .ok_or_else(|| SqlError::syntax(format!("invalid column \"{n}\""))),
-                _ => Err(SqlError::unsupported(format!(
-                    "UPDATE of a qualified column \"{n}\""
-                ))),
-            },
-            ast::AssignmentTarget::Tuple(_) => {
-                Err(SqlError::unsupported("UPDATE ... SET (a, b) = ..."))
-            }
-        })
-        .collect::<SqlResult<_>>()?;
+    let assignments = assignments(u.assignments, "UPDATE")?;
     Ok(Stmt::Update {
         table,
         assignments,

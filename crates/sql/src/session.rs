@@ -1452,11 +1452,29 @@ impl<'e> Session<'e> {
                 update: None,
             });
         };
+        let (_, sets, pred) = self.bind_sets(b, (table, true), assignments, selection.as_ref())?;
+        Ok(BoundConflict {
+            arbiters,
+            update: Some((sets, pred)),
+        })
+    }
+
+    /// `SET col = expr, ...` and a WHERE over `table`'s row (followed by `excluded`,
+    /// the proposed row, for ON CONFLICT): per column its new value's expression
+    /// coerced to the column's type (None: kept), and the WHERE (42703 unknown column,
+    /// 42601 a column set twice, 42804 a type that does not fit).
+    fn bind_sets(
+        &self,
+        b: &mut Binder,
+        (table, excluded): (&str, bool),
+        assignments: &[(String, sqlparser::ast::Expr)],
+        selection: Option<&sqlparser::ast::Expr>,
+    ) -> SqlResult<BoundSets> {
         let cols = self.columns(table)?;
         let scope = Scope {
             qualifiers: vec![table.to_string()],
             cols: cols.clone(),
-            excluded: true,
+            excluded,
         };
         let mut sets: Vec<Option<Expr>> = vec![None; cols.len()];
         for (name, value) in assignments {
@@ -1478,10 +1496,7 @@ impl<'e> Session<'e> {
             Some(w) => Some(b.condition(&scope, w, "WHERE")?),
             None => None,
         };
-        Ok(BoundConflict {
-            arbiters,
-            update: Some((sets, pred)),
-        })
+        Ok((cols, sets, pred))
     }
 
     fn bind_delete(
@@ -1519,32 +1534,7 @@ impl<'e> Session<'e> {
         selection: Option<&sqlparser::ast::Expr>,
         b: &mut Binder,
     ) -> SqlResult<BoundUpdate> {
-        let cols = self.columns(table)?;
-        let scope = Scope {
-            qualifiers: vec![table.to_string()],
-            cols: cols.clone(),
-            excluded: false,
-        };
-        let mut sets: Vec<Option<Expr>> = vec![None; cols.len()];
-        for (name, value) in assignments {
-            let i = cols.iter().position(|(c, _)| c == name).ok_or_else(|| {
-                SqlError::new(
-                    "42703",
-                    format!("column \"{name}\" of relation \"{table}\" does not exist"),
-                )
-            })?;
-            if sets[i].is_some() {
-                return Err(SqlError::syntax(format!(
-                    "multiple assignments to same column \"{name}\""
-                )));
-            }
-            let (e, t) = b.expr(&scope, value)?;
-            sets[i] = Some(assign(b, e, t, cols[i].1, name)?);
-        }
-        let pred = match selection {
-            Some(w) => Some(b.condition(&scope, w, "WHERE")?),
-            None => None,
-        };
+        let (cols, sets, pred) = self.bind_sets(b, (table, false), assignments, selection)?;
         Ok(BoundUpdate {
             returning: None,
             checks: self.bind_checks(b, table)?,
@@ -2656,6 +2646,9 @@ fn access<'a>(path: &'a Option<IndexPath>, range: &'a Option<IndexRange>) -> Acc
         _ => Access::Seq,
     }
 }
+
+/// A table's columns, per column its SET expression (None: kept), and the WHERE.
+type BoundSets = (Vec<(String, SqlType)>, Vec<Option<Expr>>, Option<Expr>);
 
 /// What an INSERT ... ON CONFLICT's rows are resolved with.
 struct UpsertCx<'a> {
