@@ -24,13 +24,17 @@
 //!    changes an index. Readers lock one page at a time, shared, and move right past
 //!    a split they did not see (btree page rule 3), so they never wait for a parent.
 //! 3. Every page a record changes is locked exclusively from before the change until
-//!    its LSN is set (engine rule 2); a split cascade locks its pages in the order it
-//!    met them (leaf upwards), which no reader can invert: readers hold one lock.
+//!    its LSN is set (engine rule 2); a split cascade locks its pages in rule 6's
+//!    order, which no reader can invert: readers hold one lock.
 //! 4. New blocks are extended through the storage manager first (access rule 3).
 //! 5. The writer remembers the rightmost leaf it inserted into (the index's target
 //!    block) and starts there when the target is above that leaf's first entry
 //!    ([`fastpath`]): no other leaf can hold it. A split still descends for the
 //!    parents. Readers always descend.
+//! 6. A `BTREE_PAGES` record lists the pages a change created before those it
+//!    changed, and the meta page last: replay installs them one at a time while a
+//!    hot standby's readers follow right links and downlinks, so no page may point
+//!    at one not yet installed (every link a change adds points at a new page).
 
 use crate::access::ZERO_PAGE;
 use crate::records::{BlockRef, RM_BTREE};
@@ -68,7 +72,7 @@ pub(crate) fn build_empty(sh: &Shared, rel: RelKey, xid: Xid) -> Result<()> {
     if (m, r) != (0, 1) {
         return Err(corrupt(format!("index {rel:?} is not new")));
     }
-    write_pages(sh, rel, xid, vec![(0, meta), (1, root)])
+    write_pages(sh, rel, xid, vec![(0, meta), (1, root)], u32::MAX)
 }
 
 /// The root's block, from the meta page.
@@ -178,8 +182,9 @@ pub(crate) fn insert(sh: &Shared, rel: RelKey, entry: &[u8], xid: Xid) -> Result
                 p
             }
         };
+        let new_from = sh.smgr.nblocks(rel, ForkNumber::Main)?;
         let pages = split_cascade(sh, rel, b, entry.to_vec(), &mut path)?;
-        return write_pages(sh, rel, xid, pages);
+        return write_pages(sh, rel, xid, pages, new_from);
     }
 }
 
@@ -328,13 +333,15 @@ pub(crate) fn extend(sh: &Shared, rel: RelKey) -> Result<u32> {
     Ok(b)
 }
 
-/// Rules 1 and 3: installs the new versions of `pages` (the last version of each
-/// block wins) under exclusive locks and logs them in one `BTREE_PAGES` record.
+/// Rules 1, 3 and 6: installs the new versions of `pages` (the last version of each
+/// block wins) under exclusive locks and logs them in one `BTREE_PAGES` record, the
+/// blocks from `new_from` on (made by this change) first and the meta page last.
 pub(crate) fn write_pages(
     sh: &Shared,
     rel: RelKey,
     xid: Xid,
     pages: Vec<(u32, Box<PageBuf>)>,
+    new_from: u32,
 ) -> Result<()> {
     let mut last: Vec<(u32, Box<PageBuf>)> = Vec::new();
     for (b, p) in pages.into_iter().rev() {
@@ -343,6 +350,12 @@ pub(crate) fn write_pages(
         }
     }
     last.reverse();
+    // Rule 6: replay installs the pages one at a time, in this order.
+    last.sort_by_key(|(b, _)| match *b {
+        0 => 2,
+        b if b >= new_from => 0,
+        _ => 1,
+    });
     let bufs = last
         .iter()
         .map(|(b, _)| sh.pool.read_buffer(tag(rel, *b), ReadMode::Zero))

@@ -297,7 +297,7 @@ pub(crate) fn build(
         }
         batch.push(page);
         if batch.len() == BUILD_PAGES_PER_RECORD {
-            crate::btree::write_pages(sh, index, xid, std::mem::take(batch))?;
+            crate::btree::write_pages(sh, index, xid, std::mem::take(batch), u32::MAX)?;
         }
         Ok(())
     };
@@ -325,7 +325,7 @@ pub(crate) fn build(
     let mut meta = Box::new(crate::access::ZERO_PAGE);
     strata_btree::page::init_meta(&mut meta, strata_btree::page::Meta { root, level: n });
     batch.push((0, meta));
-    crate::btree::write_pages(sh, index, xid, batch)
+    crate::btree::write_pages(sh, index, xid, batch, u32::MAX)
 }
 
 /// Rule 2: removes from `index` the entries pointing at `dead` (sorted TIDs), one
