@@ -31,6 +31,9 @@
 //!    ([`moves_right`]): the page split after the reader read its parent.
 //! 4. [`check_page`] verifies what a page alone can promise (order, bounds, layout),
 //!    as PostgreSQL's amcheck does page by page.
+//! 5. A split of the rightmost page of a level by an entry at its end (ascending
+//!    keys) leaves [`RIGHTMOST_SPLIT_PERCENT`] of the bytes on the left, as
+//!    PostgreSQL's does; any other split halves the bytes.
 
 use crate::key::TID_BYTES;
 use strata_page::PageBuf;
@@ -46,6 +49,10 @@ pub const CHILD_BYTES: usize = 4;
 /// two on each side with room for the high key (PostgreSQL's BTMaxItemSize).
 pub const MAX_ENTRY_BYTES: usize =
     (BLCKSZ - strata_page::HEADER_BYTES - SPECIAL_BYTES) / 3 - strata_page::ITEM_ID_BYTES;
+
+/// Rule 5: the share of a rightmost page's bytes its left part keeps when an entry
+/// at its end splits it (PostgreSQL's leaf fillfactor, 90).
+pub const RIGHTMOST_SPLIT_PERCENT: usize = 90;
 
 const META_MAGIC: u32 = 0x053162;
 const META_VERSION: u32 = 1;
@@ -229,7 +236,13 @@ pub fn split(p: &PageBuf, me: u32, new_block: u32, at: usize, new: &[u8]) -> Spl
         .map(|i| item(p, i))
         .collect();
     entries.insert(at - first, new);
-    let k = split_point(&entries);
+    // Rule 5: the rightmost page split by an entry at its end keeps most of its
+    // entries (ascending keys would otherwise leave every page half full).
+    let k = if o.right == 0 && at == strata_page::item_count(p) {
+        rightmost_split_point(&entries)
+    } else {
+        split_point(&entries)
+    };
     let leaf = o.is_leaf();
     let separator = if leaf {
         entries[k].to_vec()
@@ -279,6 +292,34 @@ fn split_point(entries: &[&[u8]]) -> usize {
         }
     }
     entries.len() - 1
+}
+
+/// Rule 5's split point: the left part keeps about [`RIGHTMOST_SPLIT_PERCENT`] of the
+/// bytes, the right at least the new (last) entry, and the left part must still fit
+/// beside its high key (the right part's first entry, whole: an upper bound for an
+/// internal page's low key too).
+fn rightmost_split_point(entries: &[&[u8]]) -> usize {
+    let cost = |e: &[u8]| e.len() + strata_page::ITEM_ID_BYTES;
+    let usable = BLCKSZ - strata_page::HEADER_BYTES - SPECIAL_BYTES;
+    let total: usize = entries.iter().map(|e| cost(e)).sum();
+    let mut k = entries.len() - 1;
+    let mut acc = 0;
+    for (i, e) in entries.iter().enumerate() {
+        acc += cost(e);
+        if acc * 100 >= total * RIGHTMOST_SPLIT_PERCENT {
+            k = (i + 1).clamp(1, entries.len() - 1);
+            break;
+        }
+    }
+    let mut left: usize = entries[..k].iter().map(|e| cost(e)).sum();
+    while k > 1 && left + cost(entries[k]) > usable {
+        k -= 1;
+        left -= cost(entries[k]);
+    }
+    if left + cost(entries[k]) > usable || total - left > usable {
+        return split_point(entries); // large entries: halves always fit (MAX_ENTRY_BYTES)
+    }
+    k
 }
 
 /// Writes `high` (if any) then `entries` into an empty page, in order.

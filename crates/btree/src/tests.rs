@@ -359,3 +359,24 @@ fn meta_and_special_round_trip() {
     assert_eq!(opaque(&p), o);
     assert_eq!(meta(&p), None);
 }
+
+/// Page rule 5: ascending keys fill their leaves to about 90%, not half.
+#[test]
+fn ascending_inserts_fill_leaves_as_a_rightmost_split_leaves_them() {
+    let mut t = Tree::new();
+    let mut bytes = 0;
+    for i in 0..20_000u32 {
+        let mut key = Vec::new();
+        encode_key(&[KeyPart::Int(i64::from(i))], &mut key);
+        let e = leaf_entry(&key, BlockNumber(i), 1);
+        bytes += e.len() + strata_page::ITEM_ID_BYTES;
+        t.insert(&e);
+    }
+    assert_eq!(t.check(), Ok(()));
+    let leaves = (1..t.pages.len() as u32)
+        .filter(|b| opaque(t.page(*b)).is_leaf())
+        .count();
+    let usable = BLCKSZ - strata_page::HEADER_BYTES - SPECIAL_BYTES;
+    let fill = bytes as f64 / (leaves * usable) as f64;
+    assert!(fill > 0.85, "{leaves} leaves, {:.0}% full", fill * 100.0);
+}
