@@ -24,6 +24,11 @@
 //!    writer finds every index of a table it changes in the entry it already holds.
 //!    Index names share the relations' namespace (42P07); the cache derives an index
 //!    name → table map from the rows (`index_owner`).
+//! 6. A sequence is a relation of its own (its own `pg_class` row, marked by its
+//!    [`SeqDef`], and a one-page file). A sequence a column owns (`serial`,
+//!    identity) is named in that column (`Column::owned_seq`), so dropping the
+//!    column or its table finds it without a search, and is dropped in the same
+//!    transaction.
 
 use crate::codec::{DecResult, DecodeError};
 use crate::heap::{ColType, Column, Value};
@@ -121,7 +126,26 @@ pub struct RelEntry {
     pub columns: Vec<Column>,
     /// The table's indexes (rule 5).
     pub indexes: Vec<IndexDef>,
+    /// A sequence's definition (rule 6); `None` for a table.
+    pub sequence: Option<SeqDef>,
     pub tid: Option<Tid>,
+}
+
+/// A sequence (rule 6): its values' type and bounds. Its state (last value,
+/// pre-logged count, is-called) lives in its one page (`sequence` module).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SeqDef {
+    /// `smallint`, `integer` or `bigint` (AS type).
+    pub ty: ColType,
+    pub increment: i64,
+    pub min: i64,
+    pub max: i64,
+    pub start: i64,
+    pub cache: i64,
+    pub cycle: bool,
+    /// Owned by a column (`serial`, identity): dropped with it; DROP SEQUENCE of it
+    /// alone is 2BP01.
+    pub owned: bool,
 }
 
 /// A B-tree index of a table (rule 5): its storage sits in the table's tablespace.
@@ -212,12 +236,35 @@ impl DbEntry {
     }
 }
 
-/// `relcolumns`: per column `<type code><name length>:<name>`, then `!n` if NOT
-/// NULL and `!d<length>:<default SQL>` if it has a DEFAULT (lengths in bytes); then
-/// per index `#` and five counted texts: name, OID, relation file number, flags
-/// (`u` unique, `p` primary, `c` constraint), column positions joined by `,`.
-fn encode_columns(cols: &[Column], indexes: &[IndexDef]) -> String {
+/// `relcolumns`: for a sequence first `S` and seven counted texts (type code,
+/// increment, minimum, maximum, start, cache, flags: `c` cycle, `o` owned); per
+/// column `<type code><name length>:<name>`, then `!n` if NOT NULL,
+/// `!d<length>:<default SQL>` if it has a DEFAULT (lengths in bytes), `!l` its
+/// length limit, `!p` padded, `!c` each CHECK (name, SQL), `!ia` / `!id` identity
+/// ALWAYS / BY DEFAULT, `!s` the sequence it owns; then per index `#` and five
+/// counted texts: name, OID, relation file number, flags (`u` unique, `p` primary,
+/// `c` constraint), column positions joined by `,`.
+fn encode_columns(cols: &[Column], indexes: &[IndexDef], seq: Option<&SeqDef>) -> String {
     let mut s = String::new();
+    if let Some(q) = seq {
+        s.push('S');
+        let flags: String = [(q.cycle, 'c'), (q.owned, 'o')]
+            .iter()
+            .filter(|(on, _)| *on)
+            .map(|(_, c)| *c)
+            .collect();
+        for t in [
+            q.ty.code_of().to_string(),
+            q.increment.to_string(),
+            q.min.to_string(),
+            q.max.to_string(),
+            q.start.to_string(),
+            q.cache.to_string(),
+            flags,
+        ] {
+            s.push_str(&format!("{}:{t}", t.len()));
+        }
+    }
     for c in cols {
         s.push((b'0' + c.ty.code_of()) as char);
         s.push_str(&c.name.len().to_string());
@@ -238,6 +285,12 @@ fn encode_columns(cols: &[Column], indexes: &[IndexDef]) -> String {
         }
         for (name, sql) in &c.checks {
             s.push_str(&format!("!c{}:{name}{}:{sql}", name.len(), sql.len()));
+        }
+        if let Some(always) = c.identity {
+            s.push_str(if always { "!ia" } else { "!id" });
+        }
+        if let Some(seq) = &c.owned_seq {
+            s.push_str(&format!("!s{}:{seq}", seq.len()));
         }
     }
     for ix in indexes {
@@ -295,10 +348,43 @@ fn counted(rest: &str) -> DecResult<(&str, &str)> {
     Ok((text, &rest[colon + 1 + len..]))
 }
 
-fn decode_columns(s: &str) -> DecResult<(Vec<Column>, Vec<IndexDef>)> {
+/// A sequence's definition at the start of `relcolumns` (after its `S`).
+fn decode_sequence(rest: &str) -> DecResult<(SeqDef, &str)> {
+    let b = || bad("pg_class sequence");
+    let mut fields = Vec::new();
+    let mut r = rest;
+    for _ in 0..7 {
+        let (t, after) = counted(r)?;
+        fields.push(t);
+        r = after;
+    }
+    let num = |i: usize| fields[i].parse::<i64>().map_err(|_| b());
+    let code: u8 = fields[0].parse().map_err(|_| b())?;
+    let def = SeqDef {
+        ty: ColType::from_code(code).ok_or_else(b)?,
+        increment: num(1)?,
+        min: num(2)?,
+        max: num(3)?,
+        start: num(4)?,
+        cache: num(5)?,
+        cycle: fields[6].contains('c'),
+        owned: fields[6].contains('o'),
+    };
+    Ok((def, r))
+}
+
+type DecodedColumns = (Vec<Column>, Vec<IndexDef>, Option<SeqDef>);
+
+fn decode_columns(s: &str) -> DecResult<DecodedColumns> {
     let mut out = Vec::new();
     let mut indexes = Vec::new();
-    let mut rest = s;
+    let (seq, mut rest) = match s.strip_prefix('S') {
+        Some(r) => {
+            let (def, r) = decode_sequence(r)?;
+            (Some(def), r)
+        }
+        None => (None, s),
+    };
     while !rest.is_empty() {
         if let Some(r) = rest.strip_prefix('#') {
             let (ix, after) = decode_index(r)?;
@@ -337,13 +423,23 @@ fn decode_columns(s: &str) -> DecResult<(Vec<Column>, Vec<IndexDef>)> {
                 let (sql, after) = counted(r)?;
                 col.checks.push((name.to_string(), sql.to_string()));
                 rest = after;
+            } else if let Some(r) = rest.strip_prefix("!ia") {
+                col.identity = Some(true);
+                rest = r;
+            } else if let Some(r) = rest.strip_prefix("!id") {
+                col.identity = Some(false);
+                rest = r;
+            } else if let Some(r) = rest.strip_prefix("!s") {
+                let (seq, after) = counted(r)?;
+                col.owned_seq = Some(seq.to_string());
+                rest = after;
             } else {
                 break;
             }
         }
         out.push(col);
     }
-    Ok((out, indexes))
+    Ok((out, indexes, seq))
 }
 
 impl RelEntry {
@@ -353,14 +449,18 @@ impl RelEntry {
             Value::Text(self.name.clone()),
             Value::Int8(self.relfilenumber.0 as i64),
             Value::Int4(self.reltablespace.0 as i32),
-            Value::Text(encode_columns(&self.columns, &self.indexes)),
+            Value::Text(encode_columns(
+                &self.columns,
+                &self.indexes,
+                self.sequence.as_ref(),
+            )),
         ]
     }
     pub fn from_values(v: &[Value], tid: Tid) -> DecResult<RelEntry> {
         match v {
             [Value::Int4(oid), Value::Text(name), Value::Int8(rfn), Value::Int4(spc), Value::Text(cols)] =>
             {
-                let (columns, indexes) = decode_columns(cols)?;
+                let (columns, indexes, sequence) = decode_columns(cols)?;
                 Ok(RelEntry {
                     oid: Oid(*oid as u32),
                     name: name.clone(),
@@ -368,6 +468,7 @@ impl RelEntry {
                     reltablespace: Oid(*spc as u32),
                     columns,
                     indexes,
+                    sequence,
                     tid: Some(tid),
                 })
             }
@@ -532,6 +633,15 @@ mod tests {
                     ],
                     ..Column::new("e", ColType::Text)
                 },
+                Column {
+                    identity: Some(true),
+                    owned_seq: Some("t_f_seq!s3:x".into()),
+                    ..Column::new("f", ColType::Int8)
+                },
+                Column {
+                    identity: Some(false),
+                    ..Column::new("g", ColType::Int2)
+                },
             ],
             indexes: vec![
                 IndexDef {
@@ -553,6 +663,7 @@ mod tests {
                     constraint: false,
                 },
             ],
+            sequence: None,
             tid: Some(Tid {
                 block: BlockNumber(2),
                 offset: 7,
@@ -560,6 +671,25 @@ mod tests {
         };
         let back = RelEntry::from_values(&r.values(), r.tid.unwrap()).unwrap();
         assert_eq!(back, r);
+        let seq = RelEntry {
+            name: "s".into(),
+            columns: crate::sequence::columns(),
+            indexes: Vec::new(),
+            sequence: Some(SeqDef {
+                ty: ColType::Int2,
+                increment: -3,
+                min: i64::MIN,
+                max: -1,
+                start: -1,
+                cache: 20,
+                cycle: true,
+                owned: true,
+            }),
+            ..r.clone()
+        };
+        let back = RelEntry::from_values(&seq.values(), r.tid.unwrap()).unwrap();
+        assert_eq!(back, seq);
+        assert!(decode_columns("S1:3").is_err());
         assert!(decode_columns("9x").is_err());
         assert!(decode_columns("15:ab").is_err());
         // An index on a column the table lacks, and a column after an index.

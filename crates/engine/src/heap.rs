@@ -142,6 +142,12 @@ pub struct Column {
     /// CHECK constraints kept with this column, (name, SQL text): the SQL layer
     /// evaluates them over the whole row (a table's CHECKs sit on its first column).
     pub checks: Vec<(String, String)>,
+    /// An identity column: `Some(true)` GENERATED ALWAYS, `Some(false)` BY DEFAULT;
+    /// its values come from [`Column::owned_seq`].
+    pub identity: Option<bool>,
+    /// The sequence this column owns (`serial`, identity): dropped with the column
+    /// or its table (catalog rule 6).
+    pub owned_seq: Option<String>,
 }
 
 impl Column {
@@ -154,6 +160,8 @@ impl Column {
             max_chars: None,
             padded: false,
             checks: Vec::new(),
+            identity: None,
+            owned_seq: None,
         }
     }
 

@@ -74,6 +74,7 @@ mod index;
 mod records;
 mod recovery;
 mod redo;
+mod sequence;
 mod standby;
 mod stream;
 mod unlink;
@@ -81,13 +82,14 @@ pub mod waldump;
 mod xact;
 
 pub use catalog::{
-    DbEntry, IndexDef, RelEntry, SpcEntry, POSTGRES_OID, TEMPLATE0_OID, TEMPLATE1_OID,
+    DbEntry, IndexDef, RelEntry, SeqDef, SpcEntry, POSTGRES_OID, TEMPLATE0_OID, TEMPLATE1_OID,
 };
 pub use checkpoint::{CheckpointStats, OnlineBackup};
 pub use heap::{ColType, Column, Value};
 pub use index::IndexRange;
 pub use records::record_name;
 pub use recovery::utc_timestamp;
+pub use sequence::SeqOptions;
 pub use standby::ReplayStats;
 pub use stream::{RowVisitor, SCAN_BATCH_ROWS};
 pub use xact::{Access, CreateDbStrategy, NewIndex, Txn, Upsert, UpsertState};
@@ -285,6 +287,15 @@ pub enum EngineError {
     /// An index or constraint that does not exist (the whole message).
     #[error("{0}")]
     UndefinedObject(String),
+    /// A relation of the wrong kind: a sequence where a table is needed, or the
+    /// reverse (the whole message).
+    #[error("{0}")]
+    WrongObjectType(String),
+    /// nextval at the bound of a sequence that does not cycle.
+    #[error("{0}")]
+    SequenceLimit(String),
+    #[error("{0}")]
+    NumericOutOfRange(String),
     #[error("value too long for type {0}")]
     StringTooLong(String),
     #[error("{0}")]
@@ -324,6 +335,9 @@ impl EngineError {
     pub fn sqlstate(&self) -> &'static str {
         match self {
             EngineError::UndefinedTable(_) => "42P01",
+            EngineError::WrongObjectType(_) => "42809",
+            EngineError::SequenceLimit(_) => "2200H",
+            EngineError::NumericOutOfRange(_) => "22003",
             EngineError::DuplicateTable(_) => "42P07",
             EngineError::UndefinedColumn(_) => "42703",
             EngineError::DuplicateColumn { .. } => "42701",
@@ -486,6 +500,12 @@ pub(crate) struct CkptState {
     pub backup_holds: Vec<Lsn>,
 }
 
+/// `Shared::txn_seqs`: by (database, name), `None` for dropped.
+pub(crate) type TxnSequences = FxHashMap<(Oid, String), Option<Arc<RelEntry>>>;
+
+/// A change of a sequence's page: its value and the end of the record it wrote.
+type SeqChange<'a> = dyn FnMut(&Shared, RelKey, &SeqDef) -> Result<(i64, Option<Lsn>)> + 'a;
+
 pub(crate) struct Shared {
     pub dir: PathBuf,
     /// Fixed at init (pg_control).
@@ -519,6 +539,10 @@ pub(crate) struct Shared {
     pub horizon_hold: OnceLock<HorizonHold>,
     /// Per relation, the block inserts go to first (PostgreSQL's rd_targblock).
     pub targblock: Mutex<FxHashMap<RelKey, u32>>,
+    /// Sequences the running writer created or dropped, by (database, name), as it
+    /// sees them (`None`: dropped); emptied when it ends. Its nextval finds them
+    /// here, other sessions never look (`Engine::nextval`).
+    pub txn_seqs: Mutex<TxnSequences>,
     pub ckpt: Mutex<CkptState>,
     pub ckpt_lock: Mutex<()>,
     pub ckpt_cv: Condvar,
@@ -776,6 +800,107 @@ impl Engine {
         let n = index::check(&self.sh, &rel, rel.key(&dbe), ix)?;
         txn.abort()?;
         Ok(n)
+    }
+
+    /// `nextval(name)`: the sequence's next value (sequence rules 1, 2 and 4) and its
+    /// OID (for the session's `currval`). `writer`: the caller is the running writer,
+    /// so it sees the sequences its transaction created or dropped, and its commit
+    /// makes the value's record durable if it has an xid. 42P01, 42809, 2200H;
+    /// 25006 on a standby.
+    pub fn nextval(&self, db: &str, name: &str, writer: bool) -> Result<(Oid, i64)> {
+        self.with_sequence(db, name, writer, "nextval()", &mut |sh, key, def| {
+            sequence::nextval(sh, key, def, name)
+        })
+    }
+
+    /// `setval(name, value, is_called)`: the sequence's state becomes `value`, logged
+    /// (22003 outside its bounds). As [`Engine::nextval`].
+    pub fn setval(
+        &self,
+        db: &str,
+        name: &str,
+        (value, is_called): (i64, bool),
+        writer: bool,
+    ) -> Result<(Oid, i64)> {
+        self.with_sequence(db, name, writer, "setval()", &mut |sh, key, def| {
+            let end = sequence::setval(sh, key, def, name, (value, is_called))?;
+            Ok((value, Some(end)))
+        })
+    }
+
+    /// The OID of sequence `name` as the caller sees it (as [`Engine::nextval`]).
+    pub fn sequence_oid(&self, db: &str, name: &str, writer: bool) -> Result<Oid> {
+        let (_, rel) = self.sequence_entry(db, name, writer)?;
+        Ok(rel.oid)
+    }
+
+    /// Runs `f` on sequence `name`'s storage under the drop lock (engine rule 8),
+    /// then flushes the record it wrote unless the caller's commit will (sequence
+    /// rule 4).
+    fn with_sequence(
+        &self,
+        db: &str,
+        name: &str,
+        writer: bool,
+        what: &str,
+        f: &mut SeqChange<'_>,
+    ) -> Result<(Oid, i64)> {
+        if self.in_recovery() {
+            return Err(EngineError::ReadOnly(what.into())); // standby rule 3
+        }
+        let _d = self.sh.drop_lock.read();
+        let (key, rel) = self.sequence_entry(db, name, writer)?;
+        let def = rel.sequence.as_ref().expect("sequence_entry checks");
+        let (v, logged) = f(&self.sh, key, def)?;
+        if let Some(end) = logged {
+            let covered = writer && self.sh.running.lock().is_some();
+            if !covered {
+                self.sh.wal_flush(end)?;
+            }
+        }
+        Ok((rel.oid, v))
+    }
+
+    /// Sequence `name` of database `db` as the caller sees it: the running writer
+    /// sees its own creates and drops first (`Shared::txn_seqs`), everyone the
+    /// committed catalog. 42P01, 42809 for a table.
+    fn sequence_entry(
+        &self,
+        db: &str,
+        name: &str,
+        writer: bool,
+    ) -> Result<(RelKey, Arc<RelEntry>)> {
+        let cat = self.sh.catalog.read();
+        let dbe = cat
+            .dbs
+            .get(db)
+            .ok_or_else(|| EngineError::UndefinedDatabase(db.into()))?;
+        let own = writer
+            .then(|| {
+                self.sh
+                    .txn_seqs
+                    .lock()
+                    .get(&(dbe.oid, name.to_string()))
+                    .cloned()
+            })
+            .flatten();
+        let rel = match own {
+            Some(e) => e,
+            None => cat
+                .rels
+                .get(&dbe.oid)
+                .and_then(|m| m.get(name))
+                .cloned()
+                .map(Some)
+                .unwrap_or_default(),
+        }
+        .ok_or_else(|| EngineError::UndefinedTable(name.into()))?;
+        if rel.sequence.is_none() {
+            return Err(EngineError::WrongObjectType(format!(
+                "\"{name}\" is not a sequence"
+            )));
+        }
+        Ok((rel.key(dbe), rel))
     }
 
     /// VACUUM: removes dead tuples, sets visibility-map bits, records free space, and

@@ -20,6 +20,7 @@
 //! | HEAP | 10 | 0x00 | insert: [`BlockRef`] + [`HeapInsert`] | add the tuple |
 //! | HEAP | 10 | 0x10 | delete: [`BlockRef`] + [`HeapDelete`] | set xmax |
 //! | HEAP | 10 | 0x20 | prune: [`BlockRef`] + [`HeapPrune`] | remove tuples, compact, VM |
+//! | SEQ | 15 | 0x00 | LOG: [`BlockRef`] with the page's image (`sequence` rule 3) | restore the page |
 //!
 //! A [`BlockRef`] names one page. With `image`, the record carries the whole page as it
 //! is after the change (its free "hole" between `pd_lower` and `pd_upper` left out):
@@ -38,6 +39,8 @@ pub const RM_DBASE: RmgrId = RmgrId(4);
 pub const RM_TBLSPC: RmgrId = RmgrId(5);
 pub const RM_HEAP: RmgrId = RmgrId(10);
 pub const RM_BTREE: RmgrId = RmgrId(11);
+/// PostgreSQL's id for its Sequence resource manager.
+pub const RM_SEQ: RmgrId = RmgrId(15);
 
 pub const XLOG_CHECKPOINT: u8 = 0x00;
 pub const XLOG_NEXTOID: u8 = 0x20;
@@ -82,6 +85,7 @@ pub fn record_name(rmgr: RmgrId, info: u8) -> &'static str {
         (RM_BTREE, crate::btree::BTREE_PAGES) => "Btree/PAGES",
         (RM_BTREE, crate::btree::BTREE_DELETE) => "Btree/DELETE",
         (RM_BTREE, crate::btree::BTREE_INSERT_MANY) => "Btree/INSERT_MANY",
+        (RM_SEQ, crate::sequence::SEQ_LOG) => "Sequence/LOG",
         _ => "unknown",
     }
 }

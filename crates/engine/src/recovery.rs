@@ -327,6 +327,7 @@ fn shared_for_replay(
         snapshots: Mutex::new(Default::default()),
         horizon_hold: OnceLock::new(),
         targblock: Mutex::new(FxHashMap::default()),
+        txn_seqs: Mutex::new(FxHashMap::default()),
         ckpt: Mutex::new(CkptState {
             system_identifier: control.system_identifier,
             last_redo: ckpt.redo,
@@ -743,6 +744,7 @@ impl<'a> Redo<'a> {
             RM_TBLSPC => xact::tblspc_redo(self, r),
             RM_HEAP => access::heap_redo(self, r),
             RM_BTREE => crate::btree::btree_redo(self, r),
+            crate::records::RM_SEQ => crate::sequence::seq_redo(self, r),
             _ => Err(unknown_record(r)),
         }
     }

@@ -10,6 +10,8 @@
 //! | Database | CREATE_WAL_LOG, CREATE_FILE_COPY | `xact::dbase_redo` |
 //! | Tablespace | CREATE | `xact::tblspc_redo` |
 //! | Heap | INSERT, DELETE, PRUNE (and the VM bits they carry) | `access::heap_redo` |
+//! | Btree | INSERT, INSERT_MANY, PAGES, DELETE | `btree::btree_redo` |
+//! | Sequence | LOG | `sequence::seq_redo` |
 //!
 //! `recovery` dispatches on the record's rmgr and owns the bookkeeping that spans
 //! records — skipped (invalid) pages, transactions without commit or abort, the highest

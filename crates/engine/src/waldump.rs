@@ -120,6 +120,9 @@ fn describe_payload(r: &Record, blocks: &mut Blocks) -> Result<String, String> {
         (crate::records::RM_BTREE, _) => {
             crate::btree::describe(r, &mut |b| blocks.push(block_of(b))).map_err(e)?
         }
+        (crate::records::RM_SEQ, _) => {
+            crate::sequence::describe(r, &mut |b| blocks.push(block_of(b))).map_err(e)?
+        }
         _ => describe_ddl(r).map_err(e)?,
     })
 }

@@ -38,7 +38,7 @@
 use crate::access;
 use crate::catalog::{
     self, class_columns, database_columns, pg_class, pg_database, pg_tablespace,
-    tablespace_columns, DbEntry, IndexDef, Overlay, RelEntry, SpcEntry, Tid,
+    tablespace_columns, DbEntry, IndexDef, Overlay, RelEntry, SeqDef, SpcEntry, Tid,
 };
 use crate::clog::XidStatus;
 use crate::codec::Enc;
@@ -133,6 +133,8 @@ pub struct Txn<'e> {
     dropped_spcs: Vec<Oid>,
     created: Vec<PendingCreate>,
     finished: bool,
+    /// It noted sequences in `Shared::txn_seqs`, to forget when it ends.
+    seqs_noted: bool,
 }
 
 impl<'e> Txn<'e> {
@@ -152,6 +154,7 @@ impl<'e> Txn<'e> {
             dropped_spcs: Vec::new(),
             created: Vec::new(),
             finished: false,
+            seqs_noted: false,
         }
     }
 
@@ -281,6 +284,28 @@ impl<'e> Txn<'e> {
     pub fn relation(&self, db: &DbEntry, name: &str) -> Result<Arc<RelEntry>> {
         self.relation_opt(db, name)
             .ok_or_else(|| EngineError::UndefinedTable(name.into()))
+    }
+
+    /// A table (42809 for a sequence, with PostgreSQL's words for DDL).
+    fn table(&self, db: &DbEntry, name: &str) -> Result<Arc<RelEntry>> {
+        let r = self.relation(db, name)?;
+        if r.sequence.is_some() {
+            return Err(EngineError::WrongObjectType(format!(
+                "\"{name}\" is not a table"
+            )));
+        }
+        Ok(r)
+    }
+
+    /// A table whose rows a statement changes (42809 for a sequence).
+    fn changed_table(&self, db: &DbEntry, name: &str) -> Result<Arc<RelEntry>> {
+        let r = self.relation(db, name)?;
+        if r.sequence.is_some() {
+            return Err(EngineError::WrongObjectType(format!(
+                "cannot change sequence \"{name}\""
+            )));
+        }
+        Ok(r)
     }
 
     /// The relations of database `db` as this transaction sees them.
@@ -669,6 +694,7 @@ impl<'e> Txn<'e> {
             reltablespace: if spc_oid == dbe.spc { Oid(0) } else { spc_oid },
             columns: columns.to_vec(),
             indexes: Vec::new(),
+            sequence: None,
             tid: None,
         };
         self.create_rel_file(e.key(&dbe))?;
@@ -677,6 +703,95 @@ impl<'e> Txn<'e> {
             .rels
             .insert((dbe.oid, name.into()), Some(Arc::new(e)));
         Ok(())
+    }
+
+    // ---- sequences ----
+
+    /// CREATE SEQUENCE (and the sequence of a `serial` or identity column, `def.owned`):
+    /// its `pg_class` row and its one-page file, at `def.start`, not yet called
+    /// (catalog rule 6, sequence rules).
+    pub fn create_sequence(&mut self, db: &str, name: &str, def: SeqDef) -> Result<()> {
+        let dbe = self.database(db)?;
+        if self.name_taken(&dbe, name) {
+            return Err(EngineError::DuplicateTable(name.into()));
+        }
+        let start = def.start;
+        let mut e = RelEntry {
+            oid: self.alloc_oid()?,
+            name: name.into(),
+            relfilenumber: self.alloc_relfilenumber(),
+            reltablespace: Oid(0),
+            columns: crate::sequence::columns(),
+            indexes: Vec::new(),
+            sequence: Some(def),
+            tid: None,
+        };
+        let key = e.key(&dbe);
+        self.create_rel_file(key)?;
+        let xid = self.xid();
+        crate::sequence::format(self.sh, key, start, xid)?;
+        e.tid = Some(self.catalog_insert(dbe.pg_class(), &class_columns(), &e.values())?);
+        let e = Arc::new(e);
+        self.ov
+            .rels
+            .insert((dbe.oid, name.into()), Some(Arc::clone(&e)));
+        self.note_sequence(dbe.oid, name, Some(e));
+        Ok(())
+    }
+
+    /// DROP SEQUENCE: 42809 for a table, 2BP01 for a sequence a column owns (it goes
+    /// with the column or its table).
+    pub fn drop_sequence(&mut self, db: &str, name: &str) -> Result<()> {
+        let dbe = self.database(db)?;
+        let rel = self.relation(&dbe, name)?;
+        let Some(def) = &rel.sequence else {
+            return Err(EngineError::WrongObjectType(format!(
+                "\"{name}\" is not a sequence"
+            )));
+        };
+        if def.owned {
+            return Err(EngineError::DependentObjects(format!(
+                "cannot drop sequence {name} because other objects depend on it"
+            )));
+        }
+        self.remove_sequence(&dbe, &rel)
+    }
+
+    /// The sequences columns `cols` own, dropped with them (catalog rule 6).
+    fn drop_owned_sequences<'c>(
+        &mut self,
+        dbe: &DbEntry,
+        cols: impl IntoIterator<Item = &'c Column>,
+    ) -> Result<()> {
+        for c in cols {
+            let Some(seq) = &c.owned_seq else { continue };
+            if let Some(rel) = self.relation_opt(dbe, seq).filter(|r| r.sequence.is_some()) {
+                self.remove_sequence(dbe, &rel)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn remove_sequence(&mut self, dbe: &DbEntry, rel: &RelEntry) -> Result<()> {
+        self.catalog_delete(dbe.pg_class(), rel.tid)?;
+        self.ov.rels.insert((dbe.oid, rel.name.clone()), None);
+        self.note_sequence(dbe.oid, &rel.name, None);
+        self.dropped_rels.push(rel.key(dbe));
+        Ok(())
+    }
+
+    /// This writer's own view of a sequence it created or dropped, for its nextval
+    /// (`Shared::txn_seqs`).
+    fn note_sequence(&mut self, db: Oid, name: &str, e: Option<Arc<RelEntry>>) {
+        self.sh.txn_seqs.lock().insert((db, name.into()), e);
+        self.seqs_noted = true;
+    }
+
+    /// Forgets what [`Txn::note_sequence`] noted: the transaction is over.
+    fn forget_sequences(&mut self) {
+        if std::mem::take(&mut self.seqs_noted) {
+            self.sh.txn_seqs.lock().clear();
+        }
     }
 
     /// A B-tree's storage in database `db`: its file (created as a table's is,
@@ -705,21 +820,21 @@ impl<'e> Txn<'e> {
     /// durable (one commit record for all of them).
     pub fn drop_table(&mut self, db: &str, name: &str) -> Result<()> {
         let dbe = self.database(db)?;
-        let rel = self.relation(&dbe, name)?;
+        let rel = self.table(&dbe, name)?;
         self.catalog_delete(dbe.pg_class(), rel.tid)?;
         self.ov.rels.insert((dbe.oid, name.into()), None);
         self.dropped_rels.push(rel.key(&dbe));
         for ix in &rel.indexes {
             self.dropped_rels.push(rel.index_key(&dbe, ix));
         }
-        Ok(())
+        self.drop_owned_sequences(&dbe, &rel.columns)
     }
 
     /// TRUNCATE: new, empty relation file numbers for the table and each index (an
     /// empty B-tree); the old files go at commit.
     pub fn truncate_table(&mut self, db: &str, name: &str) -> Result<()> {
         let dbe = self.database(db)?;
-        let rel = self.relation(&dbe, name)?;
+        let rel = self.table(&dbe, name)?;
         let mut e = (*rel).clone();
         e.relfilenumber = self.alloc_relfilenumber();
         self.create_rel_file(e.key(&dbe))?;
@@ -742,7 +857,7 @@ impl<'e> Txn<'e> {
     /// a NULL (its columns become NOT NULL), 42P16 for a second primary key.
     pub fn create_index(&mut self, db: &str, table: &str, spec: &NewIndex<'_>) -> Result<()> {
         let dbe = self.database(db)?;
-        let rel = self.relation(&dbe, table)?;
+        let rel = self.table(&dbe, table)?;
         if self.name_taken(&dbe, spec.name) {
             return Err(EngineError::DuplicateTable(spec.name.into()));
         }
@@ -814,7 +929,7 @@ impl<'e> Txn<'e> {
     /// index goes. 42704 if the table has no such constraint.
     pub fn drop_constraint(&mut self, db: &str, table: &str, name: &str) -> Result<()> {
         let dbe = self.database(db)?;
-        let rel = self.relation(&dbe, table)?;
+        let rel = self.table(&dbe, table)?;
         if !rel
             .indexes
             .iter()
@@ -847,6 +962,12 @@ impl<'e> Txn<'e> {
         if self.name_taken(&dbe, new_name) {
             return Err(EngineError::DuplicateTable(new_name.into()));
         }
+        if rel.sequence.as_ref().is_some_and(|d| d.owned) {
+            // The owning column names it (catalog rule 6).
+            return Err(EngineError::NotSupported(format!(
+                "renaming sequence \"{name}\", which a column owns, is not supported by Strata"
+            )));
+        }
         let mut e = (*rel).clone();
         e.name = new_name.into();
         self.replace_class_row(&dbe, &rel, e)
@@ -862,7 +983,7 @@ impl<'e> Txn<'e> {
         new_name: &str,
     ) -> Result<()> {
         let dbe = self.database(db)?;
-        let rel = self.relation(&dbe, table)?;
+        let rel = self.table(&dbe, table)?;
         let Some(at) = rel.columns.iter().position(|c| c.name == column) else {
             return Err(EngineError::UndefinedColumn(column.into()));
         };
@@ -887,7 +1008,7 @@ impl<'e> Txn<'e> {
     /// a table for a volatile default. O(the table); memory O(one batch).
     pub fn add_column(&mut self, db: &str, table: &str, column: Column, fill: Value) -> Result<()> {
         let dbe = self.database(db)?;
-        let rel = self.relation(&dbe, table)?;
+        let rel = self.table(&dbe, table)?;
         if rel.columns.iter().any(|c| c.name == column.name) {
             return Err(EngineError::DuplicateColumn {
                 column: column.name,
@@ -907,7 +1028,7 @@ impl<'e> Txn<'e> {
     /// column's CHECK names is refused (0A000); the last column too.
     pub fn drop_column(&mut self, db: &str, table: &str, column: &str) -> Result<()> {
         let dbe = self.database(db)?;
-        let rel = self.relation(&dbe, table)?;
+        let rel = self.table(&dbe, table)?;
         let Some(at) = rel.columns.iter().position(|c| c.name == column) else {
             return Err(EngineError::UndefinedColumn(column.into()));
         };
@@ -940,7 +1061,8 @@ impl<'e> Txn<'e> {
         self.rewrite(db, table, (cols, indexes), &mut |mut row| {
             row.remove(at);
             row
-        })
+        })?;
+        self.drop_owned_sequences(&dbe, [&rel.columns[at]])
     }
 
     /// The table's rows, as this transaction sees them, through `map` into a new file
@@ -955,7 +1077,7 @@ impl<'e> Txn<'e> {
         map: &mut dyn FnMut(Vec<Value>) -> Vec<Value>,
     ) -> Result<()> {
         let dbe = self.database(db)?;
-        let rel = self.relation(&dbe, table)?;
+        let rel = self.table(&dbe, table)?;
         let mut e = (*rel).clone();
         e.relfilenumber = self.alloc_relfilenumber();
         e.columns = cols;
@@ -1028,7 +1150,7 @@ impl<'e> Txn<'e> {
         interrupt: Interrupt<'_>,
     ) -> Result<u64> {
         let dbe = self.database(db)?;
-        let rel = self.relation(&dbe, table)?;
+        let rel = self.changed_table(&dbe, table)?;
         let fitted = fit_checked(&rel, rows)?;
         let rows = fitted.as_deref().unwrap_or(rows);
         // As many tuples per page and record as fit (access rule 4), in chunks that
@@ -1077,7 +1199,7 @@ impl<'e> Txn<'e> {
         resolve: &mut dyn FnMut(&[Value]) -> Option<Vec<Value>>,
     ) -> Result<Upsert> {
         let dbe = self.database(db)?;
-        let rel = self.relation(&dbe, table)?;
+        let rel = self.changed_table(&dbe, table)?;
         let row = fit_checked(&rel, std::slice::from_ref(&row))?.map_or(row, |mut f| f.remove(0));
         let xid = self.xid();
         let heap = rel.key(&dbe);
@@ -1146,7 +1268,7 @@ impl<'e> Txn<'e> {
         interrupt: Interrupt<'_>,
     ) -> Result<u64> {
         let dbe = self.database(db)?;
-        let rel = self.relation(&dbe, table)?;
+        let rel = self.changed_table(&dbe, table)?;
         let xid = self.xid();
         let key = rel.key(&dbe);
         let _d = self.sh.drop_lock.read();
@@ -1273,7 +1395,7 @@ impl<'e> Txn<'e> {
             None => self.relations_of(&dbe),
         };
         let mut truncated = 0;
-        for r in rels {
+        for r in rels.iter().filter(|r| r.sequence.is_none()) {
             let indexes: Vec<RelKey> = r.indexes.iter().map(|ix| r.index_key(&dbe, ix)).collect();
             truncated += access::vacuum_rel(self.sh, r.key(&dbe), &indexes)?.pages_truncated;
         }
@@ -1291,6 +1413,7 @@ impl<'e> Txn<'e> {
     pub fn commit_lsn(mut self) -> Result<Option<strata_types::Lsn>> {
         let Some(xid) = self.xid else {
             self.finished = true;
+            self.forget_sequences();
             return Ok(None);
         };
         let rec = CommitRecord {
@@ -1313,6 +1436,7 @@ impl<'e> Txn<'e> {
         self.sh.wal_flush(end)?;
         self.sh.clog.set(xid, XidStatus::Committed);
         std::mem::take(&mut self.ov).apply(&mut self.sh.catalog.write());
+        self.forget_sequences();
         *self.sh.running.lock() = None;
         if let Err(e) = remove_dropped(self.sh, &rec) {
             self.sh.log(&format!(
@@ -1329,6 +1453,7 @@ impl<'e> Txn<'e> {
 
     fn do_abort(&mut self) -> Result<()> {
         self.finished = true;
+        self.forget_sequences();
         let Some(xid) = self.xid else {
             return Ok(());
         };
