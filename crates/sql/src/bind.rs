@@ -54,6 +54,41 @@ pub trait Env {
     fn check_index(&self, _index: &str) -> SqlResult<i64> {
         Err(SqlError::unsupported("bt_index_check here"))
     }
+    /// `nextval`, `currval`, `setval`, `lastval` on sequence `seq` (a name as
+    /// [`sequence_name`] reads it). Without a server, 0A000.
+    fn sequence(&self, _call: SeqCall<'_>) -> SqlResult<i64> {
+        Err(SqlError::unsupported("sequences here"))
+    }
+}
+
+/// A sequence function's call ([`Env::sequence`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SeqCall<'a> {
+    Nextval(&'a str),
+    Currval(&'a str),
+    Setval(&'a str, i64, bool),
+    Lastval,
+}
+
+/// The sequence a `regclass` text names, as PostgreSQL reads it: an unquoted name
+/// folds to lower case, a double-quoted one is kept, `public.` is the only schema.
+pub fn sequence_name(text: &str) -> SqlResult<String> {
+    let t = text.trim();
+    let t = t
+        .strip_prefix("public.")
+        .or_else(|| t.strip_prefix("\"public\"."))
+        .unwrap_or(t);
+    if let Some(q) = t.strip_prefix('"').and_then(|q| q.strip_suffix('"')) {
+        if !q.is_empty() && !q.contains('"') {
+            return Ok(q.to_string());
+        }
+    } else if !t.is_empty() && !t.contains(['"', '.', ' ']) {
+        return Ok(t.to_lowercase());
+    }
+    Err(SqlError::new(
+        "42602",
+        format!("invalid name syntax: \"{text}\""),
+    ))
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,6 +138,10 @@ pub enum Func {
     Abs,
     BackendPid,
     CancelBackend,
+    Nextval,
+    Currval,
+    Setval,
+    Lastval,
 }
 
 /// A bound expression.
@@ -1238,6 +1277,16 @@ fn scalar_signature(
         "pg_last_wal_receive_lsn" => (Func::LastWalReceiveLsn, &[], SqlType::Lsn),
         "pg_last_wal_replay_lsn" => (Func::LastWalReplayLsn, &[], SqlType::Lsn),
         "pg_cancel_backend" => (Func::CancelBackend, &[SqlType::Int4], SqlType::Bool),
+        "nextval" => (Func::Nextval, &[SqlType::Text], SqlType::Int8),
+        "currval" => (Func::Currval, &[SqlType::Text], SqlType::Int8),
+        "lastval" => (Func::Lastval, &[], SqlType::Int8),
+        "setval" => {
+            let ps: &[SqlType] = match bound.len() {
+                2 => &[SqlType::Text, SqlType::Int8],
+                _ => &[SqlType::Text, SqlType::Int8, SqlType::Bool],
+            };
+            (Func::Setval, ps, SqlType::Int8)
+        }
         "length" | "char_length" => (Func::Length, &[SqlType::Text], SqlType::Int4),
         "lower" => (Func::Lower, &[SqlType::Text], SqlType::Text),
         "upper" => (Func::Upper, &[SqlType::Text], SqlType::Text),
@@ -1770,7 +1819,30 @@ fn call(f: Func, vals: &[Datum], r: &Row<'_>) -> SqlResult<Datum> {
             let v = int_of(&vals[0]).unwrap_or(0);
             int_as(v.abs(), type_of(&vals[0]))?
         }
+        Func::Nextval | Func::Currval | Func::Setval | Func::Lastval => {
+            sequence_call(f, vals, r.env)?
+        }
     })
+}
+
+/// nextval, currval, setval, lastval: NULL for a NULL argument, as PostgreSQL's
+/// strict functions.
+fn sequence_call(f: Func, vals: &[Datum], env: &dyn Env) -> SqlResult<Datum> {
+    if vals.iter().any(Datum::is_null) {
+        return Ok(Datum::Null);
+    }
+    let name = match vals.first() {
+        Some(Datum::Text(t)) => sequence_name(t)?,
+        _ => String::new(),
+    };
+    let call = match (f, vals) {
+        (Func::Nextval, _) => SeqCall::Nextval(&name),
+        (Func::Currval, _) => SeqCall::Currval(&name),
+        (Func::Setval, [_, Datum::Int8(v)]) => SeqCall::Setval(&name, *v, true),
+        (Func::Setval, [_, Datum::Int8(v), Datum::Bool(c)]) => SeqCall::Setval(&name, *v, *c),
+        _ => SeqCall::Lastval,
+    };
+    Ok(Datum::Int8(env.sequence(call)?))
 }
 
 /// The largest text value, as PostgreSQL's 1 GB field limit.

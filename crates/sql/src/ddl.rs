@@ -36,13 +36,22 @@ pub(crate) fn run(s: &mut Session<'_>, ddl: &Ddl, notices: &mut Notices) -> SqlR
             columns,
             tablespace,
             indexes,
+            sequences,
         } => create_table(
             s,
             (name, *if_not_exists),
-            columns,
+            (columns, sequences),
             (tablespace.as_deref(), indexes),
             notices,
         ),
+        Ddl::CreateSequence {
+            name,
+            if_not_exists,
+            options,
+        } => crate::sequences::create(s, name, *if_not_exists, options, notices),
+        Ddl::DropSequence { names, if_exists } => {
+            crate::sequences::drop(s, names, *if_exists, notices)
+        }
         Ddl::CreateIndex {
             table,
             spec,
@@ -113,7 +122,7 @@ pub(crate) fn run(s: &mut Session<'_>, ddl: &Ddl, notices: &mut Notices) -> SqlR
 fn create_table(
     s: &mut Session<'_>,
     (name, if_not_exists): (&str, bool),
-    columns: &[Column],
+    (columns, sequences): (&[Column], &[crate::sequences::ColumnSeq]),
     (tablespace, indexes): (Option<&str>, &[IndexSpec]),
     notices: &mut Notices,
 ) -> SqlResult<Output> {
@@ -134,7 +143,9 @@ fn create_table(
             skipped = true;
             return Ok(());
         }
-        t.create_table(&db, name, columns, tablespace)?;
+        let mut columns = columns.to_vec();
+        crate::sequences::create_owned(t, &db, name, &mut columns, sequences)?;
+        t.create_table(&db, name, &columns, tablespace)?;
         for ix in indexes {
             add_index(t, &db, name, ix)?;
         }
@@ -158,13 +169,7 @@ fn index_name(t: &Txn<'_>, db: &str, table: &str, spec: &IndexSpec) -> SqlResult
         let suffix = if spec.constraint { "key" } else { "idx" };
         format!("{table}_{}_{suffix}", spec.columns.join("_"))
     };
-    let mut name = base.clone();
-    let mut k = 0;
-    while t.relation_name_taken(db, &name)? {
-        k += 1;
-        name = format!("{base}{k}");
-    }
-    Ok(name)
+    crate::sequences::free_name(t, db, &base)
 }
 
 /// Creates the index of `spec` on `table` (a constraint's, or CREATE INDEX's).

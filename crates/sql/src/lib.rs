@@ -39,6 +39,7 @@ mod ddl;
 mod fuzz_tests;
 pub mod plan;
 pub mod roles;
+mod sequences;
 pub mod session;
 #[cfg(test)]
 mod session_tests;
@@ -241,7 +242,8 @@ impl SqlType {
             "smallint" | "int2" => SqlType::Int2,
             "int" | "integer" | "int4" => SqlType::Int4,
             "bigint" | "int8" => SqlType::Int8,
-            "text" | "varchar" | "character varying" | "char" | "character" | "name" => {
+            "text" | "varchar" | "character varying" | "char" | "character" | "name"
+            | "regclass" => {
                 SqlType::Text
             }
             "bool" | "boolean" => SqlType::Bool,
@@ -494,6 +496,18 @@ pub enum Ddl {
         tablespace: Option<String>,
         /// Its PRIMARY KEY and UNIQUE constraints, in the order written.
         indexes: Vec<IndexSpec>,
+        /// The sequences its `serial` and identity columns own.
+        sequences: Vec<sequences::ColumnSeq>,
+    },
+    /// CREATE SEQUENCE [IF NOT EXISTS] name [AS type] [options].
+    CreateSequence {
+        name: String,
+        if_not_exists: bool,
+        options: strata_engine::SeqOptions,
+    },
+    DropSequence {
+        names: Vec<String>,
+        if_exists: bool,
     },
     /// CREATE [UNIQUE] INDEX [IF NOT EXISTS] [name] ON t (cols).
     CreateIndex {
@@ -670,6 +684,8 @@ impl Ddl {
         match self {
             Ddl::CreateTable { .. } => "CREATE TABLE",
             Ddl::CreateIndex { .. } => "CREATE INDEX",
+            Ddl::CreateSequence { .. } => "CREATE SEQUENCE",
+            Ddl::DropSequence { .. } => "DROP SEQUENCE",
             Ddl::DropIndex { .. } => "DROP INDEX",
             Ddl::AddConstraint { .. } | Ddl::DropConstraint { .. } => "ALTER TABLE",
             Ddl::DropTable { .. } => "DROP TABLE",
@@ -1478,7 +1494,19 @@ fn parse_with_sqlparser(tokens: Vec<TokenWithSpan>) -> SqlResult<Stmt> {
     let mut p = Parser::new(&dialect)
         .with_recursion_limit(PARSER_RECURSION_LIMIT)
         .with_tokens_with_locations(tokens);
-    let st = p.parse_statement().map_err(|e| {
+    let st = if p.parse_keywords(&[Keyword::CREATE, Keyword::SEQUENCE]) {
+        let st = sequences::parse_create(&mut p)?;
+        if p.peek_token().token != Token::EOF {
+            return Err(SqlError::syntax(format!(
+                "syntax error at or near \"{}\"",
+                p.peek_token().token
+            )));
+        }
+        return Ok(st);
+    } else {
+        p.parse_statement()
+    };
+    let st = st.map_err(|e| {
         if let sqlparser::parser::ParserError::RecursionLimitExceeded = e {
             return too_deep();
         }
@@ -1510,6 +1538,21 @@ fn parse_with_sqlparser(tokens: Vec<TokenWithSpan>) -> SqlResult<Stmt> {
     convert(st)
 }
 
+/// DROP TABLE, INDEX or SEQUENCE.
+fn convert_drop(
+    object_type: ast::ObjectType,
+    if_exists: bool,
+    names: &[ast::ObjectName],
+) -> SqlResult<Stmt> {
+    let names = names.iter().map(object_name).collect::<SqlResult<_>>()?;
+    Ok(Stmt::Ddl(match object_type {
+        ast::ObjectType::Table => Ddl::DropTable { names, if_exists },
+        ast::ObjectType::Index => Ddl::DropIndex { names, if_exists },
+        ast::ObjectType::Sequence => Ddl::DropSequence { names, if_exists },
+        other => return Err(SqlError::unsupported(format!("DROP {other}"))),
+    }))
+}
+
 fn convert(st: ast::Statement) -> SqlResult<Stmt> {
     use ast::Statement as S;
     match st {
@@ -1520,17 +1563,7 @@ fn convert(st: ast::Statement) -> SqlResult<Stmt> {
             if_exists,
             names,
             ..
-        } => match object_type {
-            ast::ObjectType::Table => Ok(Stmt::Ddl(Ddl::DropTable {
-                names: names.iter().map(object_name).collect::<SqlResult<_>>()?,
-                if_exists,
-            })),
-            ast::ObjectType::Index => Ok(Stmt::Ddl(Ddl::DropIndex {
-                names: names.iter().map(object_name).collect::<SqlResult<_>>()?,
-                if_exists,
-            })),
-            other => Err(SqlError::unsupported(format!("DROP {other}"))),
-        },
+        } => convert_drop(object_type, if_exists, &names),
         S::Truncate(t) => {
             if t.partitions.is_some() {
                 return Err(SqlError::unsupported("TRUNCATE ... PARTITION"));
@@ -1585,6 +1618,9 @@ fn convert(st: ast::Statement) -> SqlResult<Stmt> {
         }
         S::AlterTable(at) => convert_alter_table(at),
         S::CreateIndex(ci) => convert_create_index(ci),
+        S::CreateSequence { temporary, .. } if temporary => {
+            Err(SqlError::unsupported("temporary sequences"))
+        }
         S::Delete(d) => convert_delete(d),
         S::Update(u) => convert_update(u),
         S::Copy {
@@ -1813,7 +1849,10 @@ fn convert_on_conflict(oc: ast::OnConflict) -> SqlResult<OnConflict> {
 /// ALTER TABLE ... ADD COLUMN's column: a PRIMARY KEY or UNIQUE on it is 0A000.
 fn add_column_def(table: &str, c: &ast::ColumnDef) -> SqlResult<Column> {
     match convert_column(table, c)? {
-        (col, ix) if ix.is_empty() => Ok(col),
+        (col, ix, None) if ix.is_empty() => Ok(col),
+        (_, _, Some(_)) => Err(SqlError::unsupported(
+            "ALTER TABLE ... ADD COLUMN of a serial or identity column",
+        )),
         _ => Err(SqlError::unsupported(
             "ALTER TABLE ... ADD COLUMN with PRIMARY KEY or UNIQUE (add the column, then the constraint)",
         )),
@@ -1972,14 +2011,23 @@ fn table_constraints(
 /// One column of CREATE TABLE or ALTER TABLE ... ADD COLUMN: its type, NULL/NOT
 /// NULL, DEFAULT and CHECKs (`table` names the constraints and the errors), and its
 /// PRIMARY KEY or UNIQUE constraint, if any.
-fn convert_column(table: &str, c: &ast::ColumnDef) -> SqlResult<(Column, Vec<IndexSpec>)> {
-    let ty = SqlType::from_ast(&c.data_type)?.to_col()?;
+fn convert_column(table: &str, c: &ast::ColumnDef) -> SqlResult<ConvertedColumn> {
+    let serial = sequences::serial_column(c);
+    let ty = match serial {
+        Some(t) => t,
+        None => SqlType::from_ast(&c.data_type)?.to_col()?,
+    };
     let cname = ident_name(&c.name);
     let mut col = Column::new(&cname, ty);
     (col.max_chars, col.padded) = char_length(&c.data_type)?;
     let mut null_given = None;
     let mut indexes = Vec::new();
+    let mut identity = None;
     for o in &c.options {
+        if let Some(id) = sequences::identity_option(&o.option)? {
+            identity = Some(id);
+            continue;
+        }
         match &o.option {
             ast::ColumnOption::PrimaryKey(p) => {
                 let name = o.name.as_ref().or(p.name.as_ref());
@@ -2020,8 +2068,19 @@ fn convert_column(table: &str, c: &ast::ColumnDef) -> SqlResult<(Column, Vec<Ind
             }
         }
     }
-    Ok((col, indexes))
+    let seq = sequences::column_sequence(
+        table,
+        &mut col,
+        serial.is_some(),
+        identity,
+        null_given.is_some(),
+    )?;
+    Ok((col, indexes, seq))
 }
+
+/// A column of CREATE TABLE: its definition, the indexes of its constraints, the
+/// sequence it owns.
+type ConvertedColumn = (Column, Vec<IndexSpec>, Option<sequences::ColumnSeq>);
 
 fn convert_create_table(ct: ast::CreateTable) -> SqlResult<Stmt> {
     if ct.temporary {
@@ -2040,9 +2099,11 @@ fn convert_create_table(ct: ast::CreateTable) -> SqlResult<Stmt> {
     let name = object_name(&ct.name)?;
     let mut columns = Vec::new();
     let mut indexes = Vec::new();
+    let mut seqs = Vec::new();
     for c in &ct.columns {
-        let (col, ix) = convert_column(&name, c)?;
+        let (col, ix, seq) = convert_column(&name, c)?;
         indexes.extend(ix);
+        seqs.extend(seq);
         let cname = col.name.clone();
         if columns.iter().any(|x: &Column| x.name == cname) {
             return Err(SqlError::new(
@@ -2078,6 +2139,7 @@ fn convert_create_table(ct: ast::CreateTable) -> SqlResult<Stmt> {
         columns,
         tablespace,
         indexes,
+        sequences: seqs,
     }))
 }
 
@@ -2144,6 +2206,7 @@ mod tests {
                 columns,
                 tablespace,
                 indexes,
+                ..
             }) => {
                 let spec = |name: Option<&str>, cols: &[&str], primary| IndexSpec {
                     name: name.map(str::to_string),

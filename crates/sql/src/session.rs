@@ -70,7 +70,7 @@
 //!    inserts in batches as its source produces rows; a VALUES list kept as text
 //!    is parsed, bound and evaluated a row at a time (sql rule 5).
 
-use super::bind::{self, Binder, Env, Expr, From, Row, Scope, SelectPlan, SortKey};
+use super::bind::{self, Binder, Env, Expr, From, Row, Scope, SelectPlan, SeqCall, SortKey};
 use super::sort::Sorter;
 use super::values::Rows;
 use super::{ast, ddl, settings, utility, Control, Datum, Ddl, InsertSource, SqlError, SqlResult};
@@ -418,6 +418,17 @@ pub struct Session<'e> {
     /// When the current transaction began (`now()`): set as a block opens and as a
     /// statement starts outside one.
     xact_start_us: i64,
+    /// The values `currval` and `lastval` return (sequence functions).
+    seqs: Arc<parking_lot::Mutex<SeqMemory>>,
+}
+
+/// What a session remembers of the sequences it used, as PostgreSQL's backend
+/// does: the last value nextval (or setval with is_called) gave per sequence OID,
+/// and the last nextval's value.
+#[derive(Default)]
+pub(crate) struct SeqMemory {
+    values: std::collections::HashMap<u32, i64>,
+    last: Option<i64>,
 }
 
 struct SessionEnv<'a> {
@@ -427,23 +438,26 @@ struct SessionEnv<'a> {
     pid: u64,
     /// When the session's transaction began (`now()`).
     xact_start_us: i64,
-    /// The session's transaction holds the writer lock (it has written).
+    /// The session's transaction holds the writer lock (it has written, or the
+    /// statement is evaluated inside its write).
     writing: bool,
+    seqs: &'a parking_lot::Mutex<SeqMemory>,
 }
 
 /// What a [`SessionEnv`] needs of the session, copied out before a write borrows
 /// the session (`write_checked`'s closure).
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 struct EnvParts<'e> {
     engine: &'e Engine,
     server: &'e ServerState,
     pid: u64,
     xact_start_us: i64,
     writing: bool,
+    seqs: Arc<parking_lot::Mutex<SeqMemory>>,
 }
 
 impl<'e> EnvParts<'e> {
-    fn env<'a>(&self, db: &'a str) -> SessionEnv<'a>
+    fn env<'a>(&'a self, db: &'a str) -> SessionEnv<'a>
     where
         'e: 'a,
     {
@@ -454,11 +468,55 @@ impl<'e> EnvParts<'e> {
             pid: self.pid,
             xact_start_us: self.xact_start_us,
             writing: self.writing,
+            seqs: &self.seqs,
+        }
+    }
+
+    /// [`EnvParts::env`] for expressions evaluated inside the session's write (its
+    /// transaction holds the writer lock).
+    fn writer_env<'a>(&'a self, db: &'a str) -> SessionEnv<'a>
+    where
+        'e: 'a,
+    {
+        SessionEnv {
+            writing: true,
+            ..self.env(db)
         }
     }
 }
 
 impl Env for SessionEnv<'_> {
+    fn sequence(&self, call: SeqCall<'_>) -> SqlResult<i64> {
+        let (e, db, w) = (self.engine, self.db, self.writing);
+        let (oid, v) = match call {
+            SeqCall::Nextval(n) => e.nextval(db, n, w)?,
+            SeqCall::Setval(n, v, called) => {
+                let (oid, v) = e.setval(db, n, (v, called), w)?;
+                if called {
+                    self.seqs.lock().values.insert(oid.0, v);
+                }
+                return Ok(v);
+            }
+            SeqCall::Currval(n) => {
+                let oid = e.sequence_oid(db, n, w)?;
+                return self.seqs.lock().values.get(&oid.0).copied().ok_or_else(|| {
+                    SqlError::new(
+                        "55000",
+                        format!("currval of sequence \"{n}\" is not yet defined in this session"),
+                    )
+                });
+            }
+            SeqCall::Lastval => {
+                return self.seqs.lock().last.ok_or_else(|| {
+                    SqlError::new("55000", "lastval is not yet defined in this session")
+                })
+            }
+        };
+        let mut m = self.seqs.lock();
+        m.values.insert(oid.0, v);
+        m.last = Some(v);
+        Ok(v)
+    }
     fn check_index(&self, index: &str) -> SqlResult<i64> {
         if self.writing {
             // The check takes the writer lock, which this session's transaction holds.
@@ -812,6 +870,7 @@ impl<'e> Session<'e> {
             pipeline: false,
             late_notices: Vec::new(),
             xact_start_us: crate::time::now_us(),
+            seqs: Arc::default(),
         }
     }
 
@@ -1047,6 +1106,7 @@ impl<'e> Session<'e> {
             pid: self.id,
             xact_start_us: self.xact_start_us,
             writing: matches!(self.block, Block::Open { txn: Some(_), .. }),
+            seqs: Arc::clone(&self.seqs),
         }
     }
 
@@ -1134,7 +1194,8 @@ impl<'e> Session<'e> {
         };
         let mut b = Binder::default();
         let e = bind_default(&mut b, col, text)?;
-        let env = self.env_parts().env(&self.db);
+        let parts = self.env_parts();
+        let env = parts.env(&self.db);
         let row = Row {
             cols: &[],
             params: &[],
@@ -1203,12 +1264,53 @@ impl<'e> Session<'e> {
         let cols = self.table_columns(table)?;
         let mut out = Vec::with_capacity(cols.len());
         for (i, c) in cols.iter().enumerate() {
-            out.push(match &c.default {
-                Some(text) if !given.contains(&i) => Some(bind_default(b, c, text)?),
+            if given.contains(&i) {
+                out.push(None);
+                continue;
+            }
+            out.push(match (&c.default, c.identity, &c.owned_seq) {
+                // Sequences rule 1: an identity column's values come from its sequence.
+                (_, Some(_), Some(seq)) => {
+                    let text = format!("nextval({})", crate::sequences::regclass_literal(seq));
+                    Some(bind_default(b, c, &text)?)
+                }
+                (Some(text), _, _) => Some(bind_default(b, c, text)?),
                 _ => None,
             });
         }
         Ok(out)
+    }
+
+    /// 428C9 if an INSERT gives (or an UPDATE sets, `update`) one of `targets` that
+    /// is a GENERATED ALWAYS identity column (sequences rule 1).
+    fn refuse_always_identity(
+        &self,
+        table: &str,
+        targets: &[usize],
+        update: bool,
+    ) -> SqlResult<()> {
+        if crate::views::schema(table).is_some() {
+            return Ok(());
+        }
+        let cols = self.table_columns(table)?;
+        let Some(c) = targets
+            .iter()
+            .filter_map(|i| cols.get(*i))
+            .find(|c| c.identity == Some(true))
+        else {
+            return Ok(());
+        };
+        let n = &c.name;
+        let message = if update {
+            format!("column \"{n}\" can only be updated to DEFAULT")
+        } else {
+            format!("cannot insert a non-DEFAULT value into column \"{n}\"")
+        };
+        Err(SqlError::new("428C9", message)
+            .with_detail(format!(
+                "Column \"{n}\" is an identity column defined as GENERATED ALWAYS."
+            ))
+            .with_hint("Leave the column out: Strata does not take OVERRIDING SYSTEM VALUE."))
     }
 
     /// Binds a statement: DML against the catalog as this session sees it; the
@@ -1363,6 +1465,7 @@ impl<'e> Session<'e> {
                 }
             }
         }
+        self.refuse_always_identity(table, &targets, false)?;
         let defaults = self.bind_defaults(b, table, &targets)?;
         let mut map = vec![None; cols.len()];
         for (k, ci) in targets.iter().enumerate() {
@@ -1535,6 +1638,8 @@ impl<'e> Session<'e> {
         b: &mut Binder,
     ) -> SqlResult<BoundUpdate> {
         let (cols, sets, pred) = self.bind_sets(b, (table, false), assignments, selection)?;
+        let set: Vec<usize> = (0..sets.len()).filter(|i| sets[*i].is_some()).collect();
+        self.refuse_always_identity(table, &set, true)?;
         Ok(BoundUpdate {
             returning: None,
             checks: self.bind_checks(b, table)?,
@@ -1792,7 +1897,7 @@ impl<'e> Session<'e> {
         let env_of = self.env_parts();
         let work_mem_bytes = settings::work_mem_bytes(self.vars.get("work_mem"));
         let n = self.write_checked(|t, check| {
-            let env = env_of.env(&db);
+            let env = env_of.writer_env(&db);
             let chk = || check().map_err(SqlError::from);
             let mut batch: Vec<Vec<Value>> = Vec::with_capacity(INSERT_BATCH_ROWS);
             let mut n = 0u64;
@@ -1883,7 +1988,7 @@ impl<'e> Session<'e> {
         let env_of = self.env_parts();
         let mut err: Option<SqlError> = None;
         let n = self.write_checked(|t, check| {
-            let env = env_of.env(&db);
+            let env = env_of.writer_env(&db);
             let mut hit = |vals: &[Value]| -> SqlResult<bool> {
                 debug_assert_eq!(vals.len(), ncols);
                 if !where_holds(vals, pred.as_ref(), params, &env)? {
@@ -1926,7 +2031,7 @@ impl<'e> Session<'e> {
         let env_of = self.env_parts();
         let mut err: Option<SqlError> = None;
         let n = self.write_checked(|t, check| {
-            let env = env_of.env(&db);
+            let env = env_of.writer_env(&db);
             let mut version = |vals: &[Value]| -> SqlResult<Option<Vec<Value>>> {
                 let cols: Vec<Datum> = vals.iter().cloned().map(to_datum).collect();
                 let Some(row) = new_version(&cols, &sets, &col_types, pred.as_ref(), params, &env)?
@@ -1956,7 +2061,7 @@ impl<'e> Session<'e> {
         let db = self.db.clone();
         let env_of = self.env_parts();
         let n = self.write_checked(|t, check| {
-            let env = env_of.env(&db);
+            let env = env_of.writer_env(&db);
             let (mut batch, mut n, mut eof) = (Vec::new(), 0u64, false);
             loop {
                 while let Some(rec) = reader.next_record(eof)? {
@@ -2182,7 +2287,8 @@ impl<'e> Session<'e> {
         params: &[Datum],
         emit: &mut dyn FnMut(Vec<Datum>) -> SqlResult<()>,
     ) -> SqlResult<u64> {
-        let env = self.env_parts().env(&self.db);
+        let parts = self.env_parts();
+        let env = parts.env(&self.db);
         let check = || self.interrupted();
         let run = Run {
             plan,

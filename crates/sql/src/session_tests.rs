@@ -1161,3 +1161,177 @@ fn insert_on_conflict_does_nothing_or_updates_the_existing_row() {
         );
     });
 }
+
+#[test]
+fn sequences_give_values_outside_transactions_as_postgres_does() {
+    with_session(8 << 20, |s| {
+        let c = q(s, "CREATE SEQUENCE s; CREATE SEQUENCE IF NOT EXISTS s");
+        assert_eq!(codes(&c), ["", ""]);
+        assert_eq!(tag(&c.results[0]), "CREATE SEQUENCE");
+        assert_eq!(
+            notices(&c.results[1]),
+            ["relation \"s\" already exists, skipping"]
+        );
+        assert_eq!(error_of(s, "SELECT currval('s')").code, "55000");
+        assert_eq!(error_of(s, "SELECT lastval()").code, "55000");
+        assert_eq!(rows_text(s, "SELECT nextval('s'), nextval('S')"), ["1|2"]);
+        assert_eq!(
+            rows_text(s, "SELECT currval('public.s'), lastval()"),
+            ["2|2"]
+        );
+        // Sequence rule 1: a rollback does not give values back.
+        assert_eq!(
+            codes(&q(s, "BEGIN; SELECT nextval('s'); ROLLBACK")),
+            ["", "", ""]
+        );
+        assert_eq!(rows_text(s, "SELECT nextval('s')"), ["4"]);
+        assert_eq!(rows_text(s, "SELECT setval('s', 10)"), ["10"]);
+        assert_eq!(rows_text(s, "SELECT nextval('s'), currval('s')"), ["11|11"]);
+        assert_eq!(
+            rows_text(s, "SELECT setval('s', 20, false), currval('s')"),
+            ["20|11"]
+        );
+        assert_eq!(rows_text(s, "SELECT nextval('s')"), ["20"]);
+        assert_eq!(
+            rows_text(s, "SELECT last_value, is_called FROM s"),
+            ["20|t"]
+        );
+        // Options in any order (pg_dump's), AS anywhere.
+        let c = q(
+            s,
+            "CREATE SEQUENCE d START 0 CYCLE AS smallint MAXVALUE 0 INCREMENT BY -5 MINVALUE -12 CACHE 1",
+        );
+        assert_eq!(codes(&c), [""]);
+        assert_eq!(
+            rows_text(
+                s,
+                "SELECT nextval('d'), nextval('d'), nextval('d'), nextval('d')"
+            ),
+            ["0|-5|-10|0"]
+        );
+        for (sql, code) in [
+            ("CREATE SEQUENCE e INCREMENT 0", "22023"),
+            ("CREATE SEQUENCE e MINVALUE 5 MAXVALUE 3", "22023"),
+            ("CREATE SEQUENCE e AS text", "22023"),
+            ("CREATE SEQUENCE e START 1 START 2", "42601"),
+            ("CREATE SEQUENCE s", "42P07"),
+            (
+                "CREATE SEQUENCE m MAXVALUE 2; SELECT nextval('m'), nextval('m'), nextval('m')",
+                "2200H",
+            ),
+            ("SELECT setval('s', 0)", "22003"),
+            ("SELECT nextval('nosuch')", "42P01"),
+            ("SELECT nextval('a b')", "42602"),
+            ("INSERT INTO s VALUES (1, 1, true)", "42809"),
+            ("DROP TABLE s", "42809"),
+            ("DROP SEQUENCE t", "42809"),
+            ("DROP SEQUENCE nosuch", "42P01"),
+        ] {
+            let c = q(s, sql);
+            assert_eq!(codes(&c).last(), Some(&code), "{sql}");
+        }
+        assert_eq!(rows_text(s, "SELECT nextval(NULL)"), ["NULL"]);
+        let c = q(s, "DROP SEQUENCE IF EXISTS s, nosuch");
+        assert_eq!(codes(&c), [""]);
+        assert_eq!(
+            notices(&c.results[0]),
+            ["sequence \"nosuch\" does not exist, skipping"]
+        );
+        assert_eq!(error_of(s, "SELECT nextval('s')").code, "42P01");
+        // Created and used in one block; gone with its rollback.
+        let c = q(s, "BEGIN; CREATE SEQUENCE b; SELECT nextval('b'); ROLLBACK");
+        assert_eq!(codes(&c), ["", "", "", ""]);
+        assert_eq!(c.rows.len(), 1);
+        assert_eq!(error_of(s, "SELECT nextval('b')").code, "42P01");
+    });
+}
+
+#[test]
+fn serial_and_identity_columns_own_their_sequences() {
+    with_session(8 << 20, |s| {
+        let c = q(
+            s,
+            "CREATE TABLE p (id serial PRIMARY KEY, big bigserial, v text); \
+             INSERT INTO p (v) VALUES ('a'), ('b'); \
+             INSERT INTO p (id, v) VALUES (100, 'c'); \
+             INSERT INTO p (v) VALUES ('d') RETURNING id, big",
+        );
+        assert_eq!(codes(&c), ["", "", "", ""]);
+        assert_eq!(c.rows.len(), 1);
+        let got: Vec<Option<String>> = c.rows[0].iter().map(Datum::to_text).collect();
+        assert_eq!(got, [Some("3".into()), Some("4".into())]);
+        assert_eq!(
+            rows_text(s, "SELECT id, big, v FROM p ORDER BY v"),
+            ["1|1|a", "2|2|b", "100|3|c", "3|4|d"]
+        );
+        assert_eq!(rows_text(s, "SELECT currval('p_id_seq')"), ["3"]);
+        assert_eq!(
+            error_of(s, "INSERT INTO p (id, v) VALUES (NULL, 'x')").code,
+            "23502"
+        );
+        assert_eq!(error_of(s, "DROP SEQUENCE p_id_seq").code, "2BP01");
+        // A taken name is numbered, as PostgreSQL numbers it.
+        let c = q(
+            s,
+            "CREATE SEQUENCE q_id_seq; \
+             CREATE TABLE q (id int GENERATED ALWAYS AS IDENTITY (INCREMENT BY 10 START WITH 10), \
+                             n smallint GENERATED BY DEFAULT AS IDENTITY, v text); \
+             INSERT INTO q (v) VALUES ('a'), ('b'); INSERT INTO q (n, v) VALUES (7, 'c')",
+        );
+        assert_eq!(codes(&c), ["", "", "", ""]);
+        assert_eq!(
+            rows_text(s, "SELECT id, n, v FROM q ORDER BY id"),
+            ["10|1|a", "20|2|b", "30|7|c"]
+        );
+        assert_eq!(
+            rows_text(s, "SELECT nextval('q_id_seq1'), nextval('q_n_seq')"),
+            ["40|3"]
+        );
+        let e = error_of(s, "INSERT INTO q (id, v) VALUES (1, 'x')");
+        assert_eq!(e.code, "428C9");
+        assert_eq!(
+            e.message,
+            "cannot insert a non-DEFAULT value into column \"id\""
+        );
+        assert_eq!(
+            error_of(s, "INSERT INTO q VALUES (1, 1, 'x')").code,
+            "428C9"
+        );
+        assert_eq!(error_of(s, "UPDATE q SET id = 5").code, "428C9");
+        assert_eq!(codes(&q(s, "UPDATE q SET n = 0 WHERE id = 10")), [""]);
+        for (sql, code) in [
+            ("CREATE TABLE r (id serial DEFAULT 1)", "42601"),
+            (
+                "CREATE TABLE r (id int GENERATED ALWAYS AS IDENTITY DEFAULT 1)",
+                "42601",
+            ),
+            (
+                "CREATE TABLE r (id text GENERATED ALWAYS AS IDENTITY)",
+                "22023",
+            ),
+            (
+                "CREATE TABLE r (id int GENERATED ALWAYS AS IDENTITY NULL)",
+                "42601",
+            ),
+            ("ALTER TABLE q ADD COLUMN s serial", "0A000"),
+        ] {
+            assert_eq!(codes(&q(s, sql)), [code], "{sql}");
+        }
+        // Owned sequences go with their column and their table.
+        let c = q(s, "ALTER TABLE q DROP COLUMN n; SELECT nextval('q_n_seq')");
+        assert_eq!(codes(&c), ["", "42P01"]);
+        let c = q(s, "DROP TABLE p, q; SELECT nextval('p_id_seq')");
+        assert_eq!(codes(&c), ["", "42P01"]);
+        assert_eq!(rows_text(s, "SELECT nextval('q_id_seq')"), ["1"]);
+        // In one block: the table's sequence serves its inserts before the commit.
+        let c = q(
+            s,
+            "BEGIN; CREATE TABLE w (id bigserial, v text); INSERT INTO w (v) VALUES ('x'), ('y'); COMMIT",
+        );
+        assert_eq!(codes(&c), ["", "", "", ""]);
+        assert_eq!(
+            rows_text(s, "SELECT id, v FROM w ORDER BY id"),
+            ["1|x", "2|y"]
+        );
+    });
+}
