@@ -543,6 +543,9 @@ pub(crate) struct Shared {
     /// sees them (`None`: dropped); emptied when it ends. Its nextval finds them
     /// here, other sessions never look (`Engine::nextval`).
     pub txn_seqs: Mutex<TxnSequences>,
+    /// The end of the last sequence record whose flush a writer's commit was to
+    /// make (sequence rule 4); an abort flushes it too.
+    pub seq_lsn: std::sync::atomic::AtomicU64,
     pub ckpt: Mutex<CkptState>,
     pub ckpt_lock: Mutex<()>,
     pub ckpt_cv: Condvar,
@@ -853,8 +856,9 @@ impl Engine {
         let def = rel.sequence.as_ref().expect("sequence_entry checks");
         let (v, logged) = f(&self.sh, key, def)?;
         if let Some(end) = logged {
-            let covered = writer && self.sh.running.lock().is_some();
-            if !covered {
+            if writer && self.sh.running.lock().is_some() {
+                self.sh.seq_lsn.fetch_max(end.0, Ordering::AcqRel);
+            } else {
                 self.sh.wal_flush(end)?;
             }
         }

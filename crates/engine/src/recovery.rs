@@ -328,6 +328,7 @@ fn shared_for_replay(
         horizon_hold: OnceLock::new(),
         targblock: Mutex::new(FxHashMap::default()),
         txn_seqs: Mutex::new(FxHashMap::default()),
+        seq_lsn: Default::default(),
         ckpt: Mutex::new(CkptState {
             system_identifier: control.system_identifier,
             last_redo: ckpt.redo,

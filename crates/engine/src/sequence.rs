@@ -21,7 +21,9 @@
 //!    it, so no full-page-image decision is needed and no torn page survives.
 //! 4. The record behind a value is durable before the value can be relied on: a
 //!    caller inside a transaction with an xid has it flushed by its commit (which
-//!    flushes past it); every other caller flushes it before returning.
+//!    flushes past it) or its abort (`Shared::seq_lsn`: PostgreSQL leaves the
+//!    values an aborted transaction saw to chance); every other caller flushes it
+//!    before returning.
 //! 5. The page is a heap page holding one tuple of the bootstrap transaction
 //!    (visible to every snapshot), so `SELECT * FROM s` reads it as a table.
 

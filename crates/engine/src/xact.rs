@@ -1467,6 +1467,11 @@ impl<'e> Txn<'e> {
         };
         self.sh.clog.set(xid, XidStatus::Aborted);
         *self.sh.running.lock() = None;
+        // Sequence rule 4: the values it handed out stay handed out.
+        let seq_lsn = self.sh.seq_lsn.load(std::sync::atomic::Ordering::Acquire);
+        if seq_lsn != 0 && inserted.is_ok() {
+            self.sh.wal_flush(strata_types::Lsn(seq_lsn))?;
+        }
         // Without the record, recovery still removes what was created: the
         // transaction never committed.
         let removed = remove_created(self.sh, &rec.created);

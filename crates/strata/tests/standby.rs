@@ -100,6 +100,29 @@ fn stop(data: &Path) {
     );
 }
 
+/// A sequence: its Sequence/LOG records are replayed (the standby shows the value
+/// logged ahead, as PostgreSQL's does), and it refuses nextval (25006).
+fn sequence_replays(primary: &Server, standby: &Server) {
+    primary.psql_ok(
+        "postgres",
+        &[
+            "-c",
+            "create sequence sq",
+            "-c",
+            "select nextval('sq'), nextval('sq')",
+        ],
+    );
+    catch_up(primary, standby);
+    let q = "select last_value, is_called from sq";
+    assert_eq!(one(standby, "postgres", q), "33|t");
+    let out = standby.psql_db("postgres", &["-c", "select nextval('sq')"]);
+    assert!(
+        sqlstate_of(&out).contains("read-only"),
+        "{}",
+        sqlstate_of(&out)
+    );
+}
+
 fn sqlstate_of(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
@@ -323,10 +346,12 @@ fn streaming_survives_sigkill_of_standby_and_primary() {
     let q4 = "select count(*), sum(n) from t2 where a >= 10 and a < 90";
     assert_eq!(one(&standby, "postgres", q4), one(&primary, "postgres", q4));
     standby.psql_ok("postgres", &["-c", "select bt_index_check('t2_a', true)"]);
+    sequence_replays(&primary, &standby);
     let mut primary = primary;
     primary.kill9();
     let primary = Server::start_from_conf(&pdata, port);
     assert_eq!(one(&primary, "postgres", q3), one(&standby, "postgres", q3));
+    assert_eq!(one(&primary, "postgres", "select nextval('sq')"), "34");
 }
 
 #[test]
