@@ -240,7 +240,8 @@ impl DbEntry {
 /// increment, minimum, maximum, start, cache, flags: `c` cycle, `o` owned); per
 /// column `<type code><name length>:<name>`, then `!n` if NOT NULL,
 /// `!d<length>:<default SQL>` if it has a DEFAULT (lengths in bytes), `!l` its
-/// length limit, `!p` padded, `!c` each CHECK (name, SQL), `!ia` / `!id` identity
+/// length limit, `!p` padded, `!c` each CHECK (name, SQL), `!m` numeric
+/// `precision,scale`, `!ia` / `!id` identity
 /// ALWAYS / BY DEFAULT, `!s` the sequence it owns; then per index `#` and five
 /// counted texts: name, OID, relation file number, flags (`u` unique, `p` primary,
 /// `c` constraint), column positions joined by `,`.
@@ -285,6 +286,10 @@ fn encode_columns(cols: &[Column], indexes: &[IndexDef], seq: Option<&SeqDef>) -
         }
         for (name, sql) in &c.checks {
             s.push_str(&format!("!c{}:{name}{}:{sql}", name.len(), sql.len()));
+        }
+        if let Some((p, sc)) = c.numeric {
+            let t = format!("{p},{sc}");
+            s.push_str(&format!("!m{}:{t}", t.len()));
         }
         if let Some(always) = c.identity {
             s.push_str(if always { "!ia" } else { "!id" });
@@ -422,6 +427,12 @@ fn decode_columns(s: &str) -> DecResult<DecodedColumns> {
                 let (name, r) = counted(r)?;
                 let (sql, after) = counted(r)?;
                 col.checks.push((name.to_string(), sql.to_string()));
+                rest = after;
+            } else if let Some(r) = rest.strip_prefix("!m") {
+                let (t, after) = counted(r)?;
+                let (p, sc) = t.split_once(',').ok_or_else(|| bad("pg_class columns"))?;
+                let num = |x: &str| x.parse::<u32>().map_err(|_| bad("pg_class columns"));
+                col.numeric = Some((num(p)?, num(sc)?));
                 rest = after;
             } else if let Some(r) = rest.strip_prefix("!ia") {
                 col.identity = Some(true);
@@ -642,6 +653,11 @@ mod tests {
                     identity: Some(false),
                     ..Column::new("g", ColType::Int2)
                 },
+                Column {
+                    numeric: Some((12, 3)),
+                    ..Column::new("h", ColType::Numeric)
+                },
+                Column::new("i", ColType::Float8),
             ],
             indexes: vec![
                 IndexDef {

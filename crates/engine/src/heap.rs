@@ -27,8 +27,9 @@
 //!    then LP_UNUSED. Indexes are not in the catalog yet; see issue 14.)
 
 use crate::codec::{Dec, DecResult, DecodeError};
+pub use rust_decimal::Decimal;
 use strata_page::PageBuf;
-use strata_types::Xid;
+use strata_types::{Float, Xid};
 
 /// Page flag: every tuple on the page is visible to all (PostgreSQL's PD_ALL_VISIBLE).
 pub const PD_ALL_VISIBLE: u16 = 0x0004;
@@ -58,6 +59,13 @@ pub enum ColType {
     Uuid,
     /// `bytea`: bytes.
     Bytea,
+    /// `real`: 4 bytes.
+    Float4,
+    /// `double precision`: 8 bytes.
+    Float8,
+    /// `numeric`: an exact decimal of up to 28 significant digits (16 bytes); a
+    /// column's precision and scale are [`Column::numeric`].
+    Numeric,
 }
 
 impl ColType {
@@ -73,6 +81,9 @@ impl ColType {
             ColType::Date => "date",
             ColType::Uuid => "uuid",
             ColType::Bytea => "bytea",
+            ColType::Float4 => "float4",
+            ColType::Float8 => "float8",
+            ColType::Numeric => "numeric",
         }
     }
     pub fn from_name(s: &str) -> Option<ColType> {
@@ -87,6 +98,9 @@ impl ColType {
             "date" => ColType::Date,
             "uuid" => ColType::Uuid,
             "bytea" => ColType::Bytea,
+            "float4" | "real" => ColType::Float4,
+            "float8" | "double precision" => ColType::Float8,
+            "numeric" | "decimal" => ColType::Numeric,
             _ => return None,
         })
     }
@@ -103,6 +117,9 @@ impl ColType {
             ColType::Uuid => 9,
             // Past '9': the catalog writes the code as one character from '0'.
             ColType::Bytea => 10,
+            ColType::Float4 => 11,
+            ColType::Float8 => 12,
+            ColType::Numeric => 13,
         }
     }
     pub fn from_code(c: u8) -> Option<ColType> {
@@ -117,6 +134,9 @@ impl ColType {
             8 => ColType::Date,
             9 => ColType::Uuid,
             10 => ColType::Bytea,
+            11 => ColType::Float4,
+            12 => ColType::Float8,
+            13 => ColType::Numeric,
             _ => return None,
         })
     }
@@ -142,6 +162,9 @@ pub struct Column {
     /// CHECK constraints kept with this column, (name, SQL text): the SQL layer
     /// evaluates them over the whole row (a table's CHECKs sit on its first column).
     pub checks: Vec<(String, String)>,
+    /// `numeric(precision, scale)`: values are rounded to the scale and must fit the
+    /// precision (22003).
+    pub numeric: Option<(u32, u32)>,
     /// An identity column: `Some(true)` GENERATED ALWAYS, `Some(false)` BY DEFAULT;
     /// its values come from [`Column::owned_seq`].
     pub identity: Option<bool>,
@@ -160,6 +183,7 @@ impl Column {
             max_chars: None,
             padded: false,
             checks: Vec::new(),
+            numeric: None,
             identity: None,
             owned_seq: None,
         }
@@ -167,11 +191,28 @@ impl Column {
 
     /// The column's type as PostgreSQL names it in errors.
     pub fn type_name(&self) -> String {
-        match (self.max_chars, self.padded) {
-            (Some(n), true) => format!("character({n})"),
-            (Some(n), false) => format!("character varying({n})"),
+        match (self.max_chars, self.padded, self.numeric) {
+            (Some(n), true, _) => format!("character({n})"),
+            (Some(n), false, _) => format!("character varying({n})"),
+            (_, _, Some((p, s))) => format!("numeric({p},{s})"),
             _ => self.ty.name().to_string(),
         }
+    }
+
+    /// A numeric value made to fit `numeric(p, s)`: rounded to the scale (half away
+    /// from zero), then Err((p, s)) if its integral digits exceed p - s.
+    pub fn fit_numeric(&self, v: Decimal) -> std::result::Result<Decimal, (u32, u32)> {
+        let Some((p, s)) = self.numeric else {
+            return Ok(v);
+        };
+        let mut r =
+            v.round_dp_with_strategy(s, rust_decimal::RoundingStrategy::MidpointAwayFromZero);
+        let int_digits = r.trunc().abs().to_string().trim_start_matches('0').len() as u32;
+        if int_digits > p - s {
+            return Err((p, s));
+        }
+        r.rescale(s); // shown with its scale's digits, as PostgreSQL shows it
+        Ok(r)
     }
 
     /// A text value made to fit `varchar(n)` / `char(n)`: Ok(None) if it fits as
@@ -213,6 +254,9 @@ pub enum Value {
     Date(i32),
     Uuid([u8; 16]),
     Bytea(Vec<u8>),
+    Float4(Float),
+    Float8(Float),
+    Numeric(Decimal),
 }
 
 impl Value {
@@ -230,6 +274,9 @@ impl Value {
                 | (Value::Date(_), ColType::Date)
                 | (Value::Uuid(_), ColType::Uuid)
                 | (Value::Bytea(_), ColType::Bytea)
+                | (Value::Float4(_), ColType::Float4)
+                | (Value::Float8(_), ColType::Float8)
+                | (Value::Numeric(_), ColType::Numeric)
         )
     }
 }
@@ -247,6 +294,8 @@ impl std::fmt::Display for Value {
             Value::Date(v) => write!(f, "{v}"),
             Value::Uuid(v) => write!(f, "{v:02x?}"),
             Value::Bytea(v) => write!(f, "{v:02x?}"),
+            Value::Float4(v) | Value::Float8(v) => write!(f, "{}", v.get()),
+            Value::Numeric(v) => write!(f, "{v}"),
         }
     }
 }
@@ -282,6 +331,9 @@ pub fn encode_tuple(xmin: Xid, cols: &[Column], values: &[Value]) -> Vec<u8> {
                 out.extend_from_slice(&(b.len() as u32).to_le_bytes());
                 out.extend_from_slice(b);
             }
+            Value::Float4(x) => out.extend_from_slice(&(x.get() as f32).to_le_bytes()),
+            Value::Float8(x) => out.extend_from_slice(&x.get().to_le_bytes()),
+            Value::Numeric(x) => out.extend_from_slice(&x.serialize()),
         }
     }
     out
@@ -309,6 +361,11 @@ pub fn decode_values(cols: &[Column], tuple: &[u8]) -> DecResult<Vec<Value>> {
             ColType::Date => Value::Date(d.u32()? as i32),
             ColType::Uuid => Value::Uuid(d.take(16)?.try_into().expect("16 bytes")),
             ColType::Bytea => Value::Bytea(d.bytes()?.to_vec()),
+            ColType::Float4 => Value::Float4(Float::new(f32::from_bits(d.u32()?) as f64)),
+            ColType::Float8 => Value::Float8(Float::new(f64::from_bits(d.u64()?))),
+            ColType::Numeric => Value::Numeric(Decimal::deserialize(
+                d.take(16)?.try_into().expect("16 bytes"),
+            )),
         });
     }
     d.finish()?;

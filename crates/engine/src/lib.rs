@@ -85,7 +85,7 @@ pub use catalog::{
     DbEntry, IndexDef, RelEntry, SeqDef, SpcEntry, POSTGRES_OID, TEMPLATE0_OID, TEMPLATE1_OID,
 };
 pub use checkpoint::{CheckpointStats, OnlineBackup};
-pub use heap::{ColType, Column, Value};
+pub use heap::{ColType, Column, Decimal, Value};
 pub use index::IndexRange;
 pub use records::record_name;
 pub use recovery::utc_timestamp;
@@ -296,6 +296,9 @@ pub enum EngineError {
     SequenceLimit(String),
     #[error("{0}")]
     NumericOutOfRange(String),
+    /// A value too large for its `numeric(precision, scale)` column.
+    #[error("numeric field overflow")]
+    NumericFieldOverflow { precision: u32, scale: u32 },
     #[error("value too long for type {0}")]
     StringTooLong(String),
     #[error("{0}")]
@@ -337,7 +340,7 @@ impl EngineError {
             EngineError::UndefinedTable(_) => "42P01",
             EngineError::WrongObjectType(_) => "42809",
             EngineError::SequenceLimit(_) => "2200H",
-            EngineError::NumericOutOfRange(_) => "22003",
+            EngineError::NumericOutOfRange(_) | EngineError::NumericFieldOverflow { .. } => "22003",
             EngineError::DuplicateTable(_) => "42P07",
             EngineError::UndefinedColumn(_) => "42703",
             EngineError::DuplicateColumn { .. } => "42701",

@@ -1541,15 +1541,30 @@ fn fit_checked(rel: &RelEntry, rows: &[Vec<Value>]) -> Result<Option<Vec<Vec<Val
 }
 
 fn fit_rows(cols: &[heap::Column], rows: &[Vec<Value>]) -> Result<Option<Vec<Vec<Value>>>> {
-    if cols.iter().all(|c| c.max_chars.is_none()) {
+    if cols
+        .iter()
+        .all(|c| c.max_chars.is_none() && c.numeric.is_none())
+    {
         return Ok(None);
     }
     let mut out: Option<Vec<Vec<Value>>> = None;
     for (r, row) in rows.iter().enumerate() {
         for (i, (v, c)) in row.iter().zip(cols).enumerate() {
-            let Value::Text(s) = v else { continue };
-            if let Some(fit) = c.fit_text(s).map_err(EngineError::StringTooLong)? {
-                out.get_or_insert_with(|| rows.to_vec())[r][i] = Value::Text(fit);
+            let fit = match v {
+                Value::Text(s) => c
+                    .fit_text(s)
+                    .map_err(EngineError::StringTooLong)?
+                    .map(Value::Text),
+                Value::Numeric(d) if c.numeric.is_some() => {
+                    let f = c.fit_numeric(*d).map_err(|(precision, scale)| {
+                        EngineError::NumericFieldOverflow { precision, scale }
+                    })?;
+                    (f.scale() != d.scale() || f != *d).then_some(Value::Numeric(f))
+                }
+                _ => None,
+            };
+            if let Some(fit) = fit {
+                out.get_or_insert_with(|| rows.to_vec())[r][i] = fit;
             }
         }
     }

@@ -6,6 +6,7 @@
 
 use crate::pg::walsender::{pid_of, SenderInfo, WalSenders};
 use crate::standby::EngineSink;
+use rust_decimal::Decimal;
 use std::sync::{Arc, OnceLock};
 use strata_engine::Engine;
 use strata_sql::syncrep::SyncRep;
@@ -100,8 +101,11 @@ impl ServerViews {
                     text(rm),
                     text(ty),
                     Datum::Int8(i64::try_from(n).unwrap_or(i64::MAX)),
-                    Datum::Numeric(us / 1000),
-                    Datum::Numeric(if n == 0 { 0 } else { us / i128::from(n) }),
+                    Datum::Numeric(Decimal::from_i128_with_scale(us, 3)),
+                    Datum::Numeric(Decimal::from_i128_with_scale(
+                        if n == 0 { 0 } else { us / i128::from(n) },
+                        0,
+                    )),
                 ]
             })
             .collect()

@@ -263,13 +263,7 @@ pub fn is_datetime(t: SqlType) -> bool {
 }
 
 fn int_rank(t: SqlType) -> u8 {
-    match t {
-        SqlType::Int2 => 1,
-        SqlType::Int4 => 2,
-        SqlType::Int8 => 3,
-        SqlType::Numeric => 4,
-        _ => 0,
-    }
+    crate::numeric::rank(t)
 }
 
 /// Parses text as a value of type `t` (22P02 on bad input), as a cast from an
@@ -305,7 +299,16 @@ pub fn text_to(s: &str, t: SqlType) -> SqlResult<Datum> {
                 bad()
             }
         })?),
-        SqlType::Numeric => Datum::Numeric(v.parse().map_err(|_| bad())?),
+        SqlType::Numeric => Datum::Numeric(crate::numeric::parse_numeric(v).ok_or_else(bad)??),
+        SqlType::Float4 | SqlType::Float8 => {
+            let f = crate::numeric::parse_float(v, t == SqlType::Float4).ok_or_else(bad)??;
+            let f = strata_types::Float::new(f);
+            if t == SqlType::Float4 {
+                Datum::Float4(f)
+            } else {
+                Datum::Float8(f)
+            }
+        }
         SqlType::Bool => match v.to_ascii_lowercase().as_str() {
             "t" | "true" | "yes" | "on" | "1" | "y" => Datum::Bool(true),
             "f" | "false" | "no" | "off" | "0" | "n" => Datum::Bool(false),
@@ -597,7 +600,7 @@ impl Binder {
                 } else {
                     t
                 };
-                if !to.is_int() {
+                if !to.is_number() {
                     return Err(SqlError::new(
                         "42883",
                         format!("operator does not exist: - {}", to.name()),
@@ -614,8 +617,8 @@ impl Binder {
     fn unify_to(&mut self, e: Expr, t: SqlType, to: SqlType, op: &str) -> SqlResult<Expr> {
         if t == to || t == SqlType::Unknown {
             self.coerce(e, t, to)
-        } else if (t.is_int() && to.is_int()) || (is_timestamp(t) && is_timestamp(to)) {
-            Ok(e) // integers of any width, and both timestamps, compare by value
+        } else if (t.is_number() && to.is_number()) || (is_timestamp(t) && is_timestamp(to)) {
+            Ok(e) // numbers of any type, and both timestamps, compare by value
         } else {
             Err(mismatch(op, to, t))
         }
@@ -629,12 +632,12 @@ impl Binder {
                     (Expr::Const(Datum::Int4(i)), SqlType::Int4)
                 } else if let Ok(i) = n.parse::<i64>() {
                     (Expr::Const(Datum::Int8(i)), SqlType::Int8)
-                } else if let Ok(i) = n.parse::<i128>() {
-                    (Expr::Const(Datum::Numeric(i)), SqlType::Numeric)
                 } else {
-                    return Err(SqlError::unsupported(format!(
-                        "the non-integral number {n}"
-                    )));
+                    // PostgreSQL's: any other number is a numeric.
+                    let d = crate::numeric::parse_numeric(n).ok_or_else(|| {
+                        SqlError::syntax(format!("syntax error at or near \"{n}\""))
+                    })??;
+                    (Expr::Const(Datum::Numeric(d)), SqlType::Numeric)
                 }
             }
             V::SingleQuotedString(s) | V::EscapedStringLiteral(s) => {
@@ -675,7 +678,7 @@ impl Binder {
                 let ok = from == to
                     || to == SqlType::Text
                     || from == SqlType::Text
-                    || (from.is_int() && to.is_int())
+                    || (from.is_number() && to.is_number())
                     || (from.is_int() && to == SqlType::Bool && from == SqlType::Int4)
                     || (from == SqlType::Bool && to == SqlType::Int4);
                 if !ok {
@@ -757,13 +760,7 @@ impl Binder {
                         }
                     }
                     (SqlType::Unknown, t) | (t, SqlType::Unknown) => t,
-                    (a, b) if a.is_int() && b.is_int() => {
-                        if int_rank(a) >= int_rank(b) {
-                            a
-                        } else {
-                            b
-                        }
-                    }
+                    (a, b) if a.is_number() && b.is_number() => crate::numeric::wider(a, b),
                     (a, b) if a == b => a,
                     // timestamp against timestamptz: both as timestamptz (UTC).
                     (a, b) if is_datetime(a) && is_datetime(b) && is_cmp(op) => {
@@ -779,7 +776,7 @@ impl Binder {
                 if t == SqlType::Lsn && op == BinOp::Sub {
                     return Ok((mk(l, r), SqlType::Numeric));
                 }
-                if !t.is_int() {
+                if !t.is_number() {
                     return Err(mismatch(sym, t, t));
                 }
                 Ok((mk(l, r), t))
@@ -834,7 +831,8 @@ impl Binder {
         }
         let mut out = Vec::new();
         for ((e, t), p) in bound.into_iter().zip(params) {
-            if t != *p && t != SqlType::Unknown && !(t.is_int() && p.is_int()) {
+            let widens = t.is_number() && p.is_number() && int_rank(t) <= int_rank(*p);
+            if t != *p && t != SqlType::Unknown && !widens {
                 return Err(SqlError::new(
                     "42883",
                     format!("function {name}({}) does not exist", t.name()),
@@ -866,6 +864,7 @@ impl Binder {
                     AggFunc::Count => SqlType::Int8,
                     AggFunc::Sum if matches!(t, SqlType::Int2 | SqlType::Int4) => SqlType::Int8,
                     AggFunc::Sum if t.is_int() => SqlType::Numeric,
+                    AggFunc::Sum if t.is_number() => t,
                     AggFunc::Sum => {
                         return Err(SqlError::new(
                             "42883",
@@ -1299,10 +1298,12 @@ fn scalar_signature(
         "current_date" => (Func::CurrentDate, &[], SqlType::Date),
         "abs" => {
             let t = bound.first().map(|b| b.1).unwrap_or(SqlType::Int4);
-            let t = if t.is_int() { t } else { SqlType::Int4 };
+            let t = if t.is_number() { t } else { SqlType::Int4 };
             let ps: &[SqlType] = match t {
                 SqlType::Int8 => &[SqlType::Int8],
                 SqlType::Numeric => &[SqlType::Numeric],
+                SqlType::Float4 => &[SqlType::Float4],
+                SqlType::Float8 => &[SqlType::Float8],
                 _ => &[SqlType::Int4],
             };
             (Func::Abs, ps, t)
@@ -1485,7 +1486,6 @@ fn int_of(d: &Datum) -> Option<i128> {
         Datum::Int2(v) => Some(i128::from(*v)),
         Datum::Int4(v) => Some(i128::from(*v)),
         Datum::Int8(v) => Some(i128::from(*v)),
-        Datum::Numeric(v) => Some(*v),
         _ => None,
     }
 }
@@ -1502,7 +1502,7 @@ fn int_as(v: i128, t: SqlType) -> SqlResult<Datum> {
         SqlType::Int8 => i64::try_from(v)
             .map(Datum::Int8)
             .map_err(|_| out_of_range("bigint")),
-        _ => Ok(Datum::Numeric(v)),
+        _ => crate::numeric::from_i128(v).map(Datum::Numeric),
     }
 }
 
@@ -1523,7 +1523,7 @@ pub fn compare(a: &Datum, b: &Datum) -> Ordering {
         // NULLs sort last, as in PostgreSQL's default ascending order.
         (Datum::Null, _) => Ordering::Greater,
         (_, Datum::Null) => Ordering::Less,
-        _ => int_of(a).cmp(&int_of(b)),
+        _ => crate::numeric::compare(a, b).unwrap_or(Ordering::Equal),
     }
 }
 
@@ -1542,6 +1542,8 @@ fn type_of(d: &Datum) -> SqlType {
         Datum::Date(_) => SqlType::Date,
         Datum::Uuid(_) => SqlType::Uuid,
         Datum::Bytea(_) => SqlType::Bytea,
+        Datum::Float4(_) => SqlType::Float4,
+        Datum::Float8(_) => SqlType::Float8,
     }
 }
 
@@ -1566,6 +1568,9 @@ pub fn cast_datum(d: Datum, to: SqlType) -> SqlResult<Datum> {
             Ok(Datum::TimestampTz(*t))
         }
         (Datum::Int4(v), SqlType::Bool) => Ok(Datum::Bool(*v != 0)),
+        _ if to.is_number() && type_of(&d).is_number() => {
+            crate::numeric::cast(&d, to).expect("numbers cast")
+        }
         _ => match int_of(&d) {
             Some(v) => int_as(v, to),
             None => Err(SqlError::new(
@@ -1598,7 +1603,10 @@ fn eval_at(e: &Expr, r: &Row<'_>, depth: usize) -> SqlResult<Datum> {
         },
         Expr::Neg(x) => match sub(x)? {
             Datum::Null => Datum::Null,
-            d => int_as(-int_of(&d).unwrap_or(0), type_of(&d))?,
+            d => match crate::numeric::negate(&d) {
+                Some(n) => n,
+                None => int_as(-int_of(&d).unwrap_or(0), type_of(&d))?,
+            },
         },
         Expr::IsNull(x, negated) => Datum::Bool(sub(x)?.is_null() != *negated),
         Expr::Cast(x, t) => cast_datum(sub(x)?, *t)?,
@@ -1703,13 +1711,12 @@ fn eval_bin(a: &Expr, op: BinOp, b: &Expr, r: &Row<'_>, depth: usize) -> SqlResu
 /// Integer arithmetic (and pg_lsn minus pg_lsn), overflow-checked.
 fn arith(op: BinOp, x: &Datum, y: &Datum) -> SqlResult<Datum> {
     if let (Datum::Lsn(p), Datum::Lsn(q)) = (x, y) {
-        return Ok(Datum::Numeric(lsn_diff(*p, *q)));
+        return Ok(Datum::Numeric(lsn_diff(*p, *q)?));
     }
-    let t = if int_rank(type_of(x)) >= int_rank(type_of(y)) {
-        type_of(x)
-    } else {
-        type_of(y)
-    };
+    let t = crate::numeric::wider(type_of(x), type_of(y));
+    if let Some(r) = crate::numeric::arith(op, x, y, t) {
+        return r;
+    }
     let (p, q) = (int_of(x).unwrap_or(0), int_of(y).unwrap_or(0));
     let v = match op {
         BinOp::Add => p.checked_add(q),
@@ -1731,11 +1738,11 @@ fn arith(op: BinOp, x: &Datum, y: &Datum) -> SqlResult<Datum> {
 }
 
 /// `a - b` in bytes, negative if `b` is later (pg_lsn minus pg_lsn is numeric).
-fn lsn_diff(a: Lsn, b: Lsn) -> i128 {
-    match a.checked_sub(b) {
+fn lsn_diff(a: Lsn, b: Lsn) -> SqlResult<rust_decimal::Decimal> {
+    crate::numeric::from_i128(match a.checked_sub(b) {
         Some(d) => i128::from(d),
         None => -i128::from(b - a),
-    }
+    })
 }
 
 /// A function call on non-NULL arguments (checked in number and type by binding).
@@ -1779,7 +1786,7 @@ fn call(f: Func, vals: &[Datum], r: &Row<'_>) -> SqlResult<Datum> {
             _ => Datum::Null,
         },
         Func::WalLsnDiff => match (&vals[0], &vals[1]) {
-            (Datum::Lsn(a), Datum::Lsn(b)) => Datum::Numeric(lsn_diff(*a, *b)),
+            (Datum::Lsn(a), Datum::Lsn(b)) => Datum::Numeric(lsn_diff(*a, *b)?),
             _ => Datum::Null,
         },
         Func::BtIndexCheck => match &vals[0] {
@@ -1815,10 +1822,10 @@ fn call(f: Func, vals: &[Datum], r: &Row<'_>) -> SqlResult<Datum> {
             }
             _ => Datum::Null,
         },
-        Func::Abs => {
-            let v = int_of(&vals[0]).unwrap_or(0);
-            int_as(v.abs(), type_of(&vals[0]))?
-        }
+        Func::Abs => match crate::numeric::abs(&vals[0]) {
+            Some(d) => d,
+            None => int_as(int_of(&vals[0]).unwrap_or(0).abs(), type_of(&vals[0]))?,
+        },
         Func::Nextval | Func::Currval | Func::Setval | Func::Lastval => {
             sequence_call(f, vals, r.env)?
         }
@@ -1883,8 +1890,11 @@ pub fn agg_step(a: &Agg, acc: &mut Datum, v: Option<Datum>) -> SqlResult<()> {
         }
         AggFunc::Sum => {
             if let Some(d) = v.filter(|d| !d.is_null()) {
-                let s = int_of(acc).unwrap_or(0) + int_of(&d).unwrap_or(0);
-                *acc = int_as(s, a.ty)?;
+                *acc = if acc.is_null() {
+                    cast_datum(d, a.ty)?
+                } else {
+                    arith(BinOp::Add, acc, &cast_datum(d, a.ty)?)?
+                };
             }
         }
         AggFunc::Min | AggFunc::Max => {
@@ -2130,15 +2140,15 @@ mod tests {
         );
         assert_eq!(
             value("SELECT pg_wal_lsn_diff('0/10', '0/5')"),
-            Ok(Datum::Numeric(11))
+            Ok(Datum::Numeric(11.into()))
         );
         assert_eq!(
             value("SELECT pg_wal_lsn_diff('0/5', '1/0')"),
-            Ok(Datum::Numeric(5 - (1 << 32)))
+            Ok(Datum::Numeric((5 - (1i64 << 32)).into()))
         );
         assert_eq!(
             value("SELECT '1/0'::pg_lsn - '0/1'::pg_lsn"),
-            Ok(Datum::Numeric((1 << 32) - 1))
+            Ok(Datum::Numeric(((1i64 << 32) - 1).into()))
         );
         for bad in ["1/", "/1", "123456789/0", "1/0/0", "g/0"] {
             assert_eq!(

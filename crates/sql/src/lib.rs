@@ -37,6 +37,7 @@ pub mod copy;
 mod ddl;
 #[cfg(test)]
 mod fuzz_tests;
+pub mod numeric;
 pub mod plan;
 pub mod roles;
 mod sequences;
@@ -123,6 +124,15 @@ impl From<EngineError> for SqlError {
                     values.join(", ")
                 ))
             }
+            EngineError::NumericFieldOverflow { precision, scale } => {
+                let digits = precision - scale;
+                let detail = if digits == 0 {
+                    format!("A field with precision {precision}, scale {scale} must round to an absolute value less than 1.")
+                } else {
+                    format!("A field with precision {precision}, scale {scale} must round to an absolute value less than 10^{digits}.")
+                };
+                err.with_detail(detail)
+            }
             EngineError::DependentObjects(m) => {
                 let hint = m
                     .split_once(" because constraint ")
@@ -172,8 +182,11 @@ pub enum SqlType {
     Bool,
     /// `pg_lsn`: a WAL position.
     Lsn,
-    /// `numeric`, integral values only (what `pg_wal_lsn_diff` returns).
+    /// `numeric`: an exact decimal ([`numeric`] rule 2).
     Numeric,
+    /// `real` and `double precision` ([`numeric`] rule 3).
+    Float4,
+    Float8,
     /// `timestamp` (without time zone) and `timestamptz` ([`time`]).
     Timestamp,
     TimestampTz,
@@ -197,6 +210,9 @@ impl SqlType {
             ColType::Date => SqlType::Date,
             ColType::Uuid => SqlType::Uuid,
             ColType::Bytea => SqlType::Bytea,
+            ColType::Float4 => SqlType::Float4,
+            ColType::Float8 => SqlType::Float8,
+            ColType::Numeric => SqlType::Numeric,
         }
     }
     pub fn name(self) -> &'static str {
@@ -213,8 +229,14 @@ impl SqlType {
             SqlType::Date => "date",
             SqlType::Uuid => "uuid",
             SqlType::Bytea => "bytea",
+            SqlType::Float4 => "real",
+            SqlType::Float8 => "double precision",
             SqlType::Unknown => "unknown",
         }
+    }
+    /// A type of the numeric tower (integers, numeric, floats: [`numeric::rank`]).
+    pub fn is_number(self) -> bool {
+        numeric::rank(self) > 0
     }
     pub fn is_int(self) -> bool {
         matches!(
@@ -254,12 +276,14 @@ impl SqlType {
             "date" => SqlType::Date,
             "uuid" => SqlType::Uuid,
             "bytea" => SqlType::Bytea,
+            "real" | "float4" => SqlType::Float4,
+            "double precision" | "float8" | "float" | "double" => SqlType::Float8,
             _ => {
                 return Err(SqlError::new(
                     "42704",
                     format!("type \"{s}\" is not supported by Strata"),
                 )
-                .with_hint("Column types are smallint, int4, int8, text, varchar(n), char(n), bool, timestamp and timestamptz."))
+                .with_hint("Column types are smallint, integer, bigint, real, double precision, numeric(p,s), text, varchar(n), char(n), boolean, date, timestamp, timestamptz, uuid and bytea."))
             }
         })
     }
@@ -275,6 +299,9 @@ impl SqlType {
             SqlType::Date => Ok(ColType::Date),
             SqlType::Uuid => Ok(ColType::Uuid),
             SqlType::Bytea => Ok(ColType::Bytea),
+            SqlType::Float4 => Ok(ColType::Float4),
+            SqlType::Float8 => Ok(ColType::Float8),
+            SqlType::Numeric => Ok(ColType::Numeric),
             other => Err(SqlError::new(
                 "0A000",
                 format!(
@@ -296,7 +323,9 @@ pub enum Datum {
     Text(String),
     Bool(bool),
     Lsn(Lsn),
-    Numeric(i128),
+    Numeric(rust_decimal::Decimal),
+    Float4(strata_types::Float),
+    Float8(strata_types::Float),
     /// Microseconds since 2000-01-01 ([`time`]).
     Timestamp(i64),
     TimestampTz(i64),
@@ -318,6 +347,8 @@ impl Datum {
             Datum::Int4(v) => v.to_string(),
             Datum::Int8(v) => v.to_string(),
             Datum::Numeric(v) => v.to_string(),
+            Datum::Float4(v) => numeric::format_float(v.get(), true),
+            Datum::Float8(v) => numeric::format_float(v.get(), false),
             Datum::Text(s) => s.clone(),
             Datum::Bool(b) => (if *b { "t" } else { "f" }).to_string(),
             Datum::Lsn(l) => l.to_string(),
@@ -1442,6 +1473,39 @@ fn insert_source(q: Box<ast::Query>) -> InsertSource {
     }
 }
 
+/// `numeric(p)` / `numeric(p, s)` (and `decimal`): the column's precision and scale
+/// (22023 for a precision outside 1 ..= 1000 or a scale outside 0 ..= p, as
+/// PostgreSQL; 0A000 past Strata's 28 digits, numeric rule 2).
+fn numeric_typmod(t: &ast::DataType) -> SqlResult<Option<(u32, u32)>> {
+    let info = match t {
+        ast::DataType::Numeric(i) | ast::DataType::Decimal(i) | ast::DataType::Dec(i) => i,
+        _ => return Ok(None),
+    };
+    let (p, sc) = match *info {
+        ast::ExactNumberInfo::None => return Ok(None),
+        ast::ExactNumberInfo::Precision(p) => (p, 0),
+        ast::ExactNumberInfo::PrecisionAndScale(p, sc) => (p, sc),
+    };
+    if !(1..=1000).contains(&p) {
+        return Err(SqlError::new(
+            "22023",
+            format!("NUMERIC precision {p} must be between 1 and 1000"),
+        ));
+    }
+    if sc < 0 || sc as u64 > p {
+        return Err(SqlError::new(
+            "22023",
+            format!("NUMERIC scale {sc} must be between 0 and precision {p}"),
+        ));
+    }
+    if p > 28 {
+        return Err(SqlError::unsupported(format!(
+            "numeric({p},{sc}): Strata's numeric holds at most 28 digits"
+        )));
+    }
+    Ok(Some((p as u32, sc as u32)))
+}
+
 /// `varchar(n)` / `character varying(n)`: at most n characters; `char(n)` /
 /// `character(n)` also blank-padded (`char` alone is `char(1)`), as PostgreSQL
 /// (22023 for n out of 1 ..= 10485760).
@@ -2020,6 +2084,7 @@ fn convert_column(table: &str, c: &ast::ColumnDef) -> SqlResult<ConvertedColumn>
     let cname = ident_name(&c.name);
     let mut col = Column::new(&cname, ty);
     (col.max_chars, col.padded) = char_length(&c.data_type)?;
+    col.numeric = numeric_typmod(&c.data_type)?;
     let mut null_given = None;
     let mut indexes = Vec::new();
     let mut identity = None;
@@ -2298,7 +2363,7 @@ mod tests {
             "create index i on t (lower(a))",
             "update t set a = 1 from u",
             "create table t (a int references u (a))",
-            "create table t (a float)",
+            "create table t (a money)",
             "grant all on t to x",
         ] {
             let e = parse(s).unwrap_err();

@@ -173,6 +173,13 @@ fn key_value(d: Datum, ty: ColType) -> Option<Value> {
         (Datum::Date(d), C::Date) => Value::Date(d),
         (Datum::Uuid(u), C::Uuid) => Value::Uuid(u),
         (Datum::Bytea(b), C::Bytea) => Value::Bytea(b),
+        // Floats key by their value as double precision; numerics by their value
+        // whatever their scale.
+        (Datum::Float4(f) | Datum::Float8(f), C::Float4 | C::Float8) => Value::Float8(f),
+        (Datum::Numeric(n), C::Numeric) => Value::Numeric(n),
+        (Datum::Int2(v), C::Numeric) => Value::Numeric(v.into()),
+        (Datum::Int4(v), C::Numeric) => Value::Numeric(v.into()),
+        (Datum::Int8(v), C::Numeric) => Value::Numeric(v.into()),
         _ => return None,
     })
 }

@@ -610,6 +610,9 @@ pub(crate) fn to_datum(v: Value) -> Datum {
         Value::Date(x) => Datum::Date(x),
         Value::Uuid(x) => Datum::Uuid(x),
         Value::Bytea(x) => Datum::Bytea(x),
+        Value::Float4(x) => Datum::Float4(x),
+        Value::Float8(x) => Datum::Float8(x),
+        Value::Numeric(x) => Datum::Numeric(x),
     }
 }
 
@@ -622,7 +625,9 @@ fn to_value(d: Datum) -> Value {
         Datum::Text(x) => Value::Text(x),
         Datum::Bool(x) => Value::Bool(x),
         Datum::Lsn(l) => Value::Text(l.to_string()),
-        Datum::Numeric(n) => Value::Text(n.to_string()),
+        Datum::Numeric(n) => Value::Numeric(n),
+        Datum::Float4(x) => Value::Float4(x),
+        Datum::Float8(x) => Value::Float8(x),
         Datum::Timestamp(x) => Value::Timestamp(x),
         Datum::TimestampTz(x) => Value::TimestampTz(x),
         Datum::Date(x) => Value::Date(x),
@@ -2886,7 +2891,7 @@ fn assign(b: &mut Binder, e: Expr, t: SqlType, col: SqlType, cname: &str) -> Sql
     if t == col || t == SqlType::Unknown {
         return b.coerce(e, t, col);
     }
-    if (t.is_int() && col.is_int()) || (bind::is_datetime(t) && bind::is_datetime(col)) {
+    if (t.is_number() && col.is_number()) || (bind::is_datetime(t) && bind::is_datetime(col)) {
         return Ok(Expr::Cast(Box::new(e), col));
     }
     Err(SqlError::new(

@@ -1335,3 +1335,103 @@ fn serial_and_identity_columns_own_their_sequences() {
         );
     });
 }
+
+#[test]
+fn real_double_and_numeric_compute_compare_and_store_as_postgres_does() {
+    with_session(8 << 20, |s| {
+        assert_eq!(
+            rows_text(
+                s,
+                "SELECT 1.5, 1/3::numeric, 10.0/3, 2::numeric/1, 1.50 * 2"
+            ),
+            ["1.5|0.33333333333333333333|3.3333333333333333|2.0000000000000000|3.00"]
+        );
+        assert_eq!(
+            rows_text(
+                s,
+                "SELECT 0.1::float8, 0.1::real, 1e15::float8, 1e-5::float8, 'NaN'::float8, \
+                 '-inf'::float8, 1000000::real, 2.5::float8 * 2, 1/4::real"
+            ),
+            ["0.1|0.1|1e+15|1e-05|NaN|-Infinity|1e+06|5|0.25"]
+        );
+        let setup = "CREATE TABLE n (id int PRIMARY KEY, a numeric(6,2), f real, d double precision, x numeric); \
+                     INSERT INTO n VALUES (1, 1.005, 1.5, 2.25, 123.456), (2, -9999.994, 0.1, 1e-10, 1e20), \
+                     (3, NULL, 'NaN', '-Infinity', 0)";
+        assert_eq!(codes(&q(s, setup)), ["", ""]);
+        assert_eq!(
+            rows_text(s, "SELECT * FROM n ORDER BY id"),
+            [
+                "1|1.01|1.5|2.25|123.456",
+                "2|-9999.99|0.1|1e-10|100000000000000000000",
+                "3|NULL|NaN|-Infinity|0"
+            ]
+        );
+        let e = error_of(s, "INSERT INTO n VALUES (4, 10000, 1, 1, 1)");
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            ("22003", "numeric field overflow")
+        );
+        assert_eq!(
+            e.detail.as_deref(),
+            Some(
+                "A field with precision 6, scale 2 must round to an absolute value less than 10^4."
+            )
+        );
+        // NaN equals NaN and sorts above every number, as PostgreSQL's floats.
+        assert_eq!(rows_text(s, "SELECT id FROM n WHERE f = 'NaN'"), ["3"]);
+        assert_eq!(
+            rows_text(s, "SELECT id FROM n ORDER BY f DESC"),
+            ["3", "1", "2"]
+        );
+        assert_eq!(
+            rows_text(s, "SELECT sum(a), sum(x), min(a), max(d) FROM n"),
+            ["-9998.98|100000000000000000123.456|-9999.99|2.25"]
+        );
+        assert_eq!(
+            rows_text(
+                s,
+                "SELECT id, a::int, f::int, d::numeric FROM n WHERE id < 3 ORDER BY id"
+            ),
+            ["1|1|2|2.25", "2|-10000|0|0.0000000001"]
+        );
+        // Indexes over both kinds serve equality and ranges across types.
+        assert_eq!(
+            codes(&q(
+                s,
+                "CREATE INDEX n_a ON n (a); CREATE INDEX n_d ON n (d)"
+            )),
+            ["", ""]
+        );
+        assert_eq!(rows_text(s, "SELECT id FROM n WHERE a = 1.01"), ["1"]);
+        assert_eq!(rows_text(s, "SELECT id FROM n WHERE a = 1.010"), ["1"]);
+        assert_eq!(rows_text(s, "SELECT id FROM n WHERE d < 0"), ["3"]);
+        assert_eq!(
+            rows_text(s, "SELECT id FROM n WHERE d > 1 AND d < 3"),
+            ["1"]
+        );
+        assert_eq!(
+            rows_text(s, "SELECT bt_index_check('n_a'), bt_index_check('n_d')"),
+            ["|"]
+        );
+        for (sql, code) in [
+            ("SELECT 5 / 0.0", "22012"),
+            ("SELECT 1e308::float8 * 10", "22003"),
+            ("SELECT 'x'::real", "22P02"),
+            ("SELECT 1e39::real", "22003"),
+            ("SELECT 12345678901234567890123456789.5::numeric", "22003"),
+            ("CREATE TABLE bad (a numeric(3,4))", "22023"),
+            ("CREATE TABLE bad (a numeric(40,2))", "0A000"),
+            ("SELECT 'NaN'::float8::numeric", "22003"),
+            ("SELECT 3e9::float8::int", "22003"),
+        ] {
+            assert_eq!(codes(&q(s, sql)), [code], "{sql}");
+        }
+        assert_eq!(
+            rows_text(
+                s,
+                "SELECT 2.5::float8::int, 3.5::float8::int, 2.5::int, -2.5::int"
+            ),
+            ["2|4|3|-3"]
+        );
+    });
+}

@@ -737,6 +737,47 @@ fn smallint_timestamps_and_bytea_cross_the_wire_in_binary() {
     });
 }
 
+/// real, double precision and numeric as a driver sends and reads them: binary
+/// parameters and results (numeric's base-10000 digits with its display scale).
+#[test]
+fn floats_and_numeric_cross_the_wire_in_binary() {
+    use rust_decimal::Decimal;
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(&dir.path().join("d"), &[]);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let c = s.client("postgres").await;
+        c.batch_execute("create table m (f real, d double precision, n numeric(12,4), x numeric)")
+            .await
+            .unwrap();
+        let n: Decimal = "-1234.5".parse().unwrap();
+        let x: Decimal = "0.000000012345678901234567".parse().unwrap();
+        c.execute(
+            "insert into m values ($1, $2, $3, $4)",
+            &[&0.25f32, &-1.0e-300f64, &n, &x],
+        )
+        .await
+        .unwrap();
+        let row = c
+            .query_one("select f, d, n, x, n::text, n * 2 from m", &[])
+            .await
+            .unwrap();
+        assert_eq!(row.get::<_, f32>(0), 0.25);
+        assert_eq!(row.get::<_, f64>(1), -1.0e-300);
+        let back: Decimal = row.get(2);
+        assert_eq!(back.to_string(), "-1234.5000");
+        assert_eq!(row.get::<_, Decimal>(3), x);
+        assert_eq!(row.get::<_, String>(4), "-1234.5000");
+        assert_eq!(row.get::<_, Decimal>(5).to_string(), "-2469.0000");
+        let big: Decimal = "123456789.12345".parse().unwrap();
+        let err = c
+            .execute("insert into m (n) values ($1)", &[&big])
+            .await
+            .unwrap_err();
+        assert_eq!(code_of(&err), "22003", "{err}");
+    });
+}
+
 /// Through psql: CREATE TABLE AS, INSERT DEFAULT VALUES and ALTER TABLE, then a
 /// SIGKILL: what was committed is there, with its new shape.
 #[test]

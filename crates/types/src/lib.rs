@@ -5,6 +5,7 @@
 //! (`BLCKSZ`, `RELSEG_BLOCKS`), plus parsing of PostgreSQL-style memory settings.
 //! `Lsn` carries its own arithmetic (`+ u64`, `- Lsn`) and PostgreSQL's `X/X` text form
 //! both ways (`Display`, `FromStr`), so no layer computes on or formats its raw `u64`.
+//! [`Float`] is a stored `real`/`double precision` value with PostgreSQL's total order.
 //!
 //! Invariants:
 //! 1. No bare integers for domain values: every layer passes these types.
@@ -13,7 +14,10 @@
 //! 3. The ordering of `BufferTag` is file order: (tablespace, database, relation, fork,
 //!    block). Checkpoints sort by it to write each file sequentially.
 
+mod float;
 pub mod units;
+
+pub use float::Float;
 
 use std::fmt;
 

@@ -79,6 +79,7 @@ use pgwire::messages::PgWireBackendMessage;
 use pgwire::types::format::FormatOptions;
 use pgwire::types::ToSqlText;
 use postgres_types::{IsNull, ToSql};
+use rust_decimal::Decimal;
 use std::fmt::Debug;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::mpsc;
@@ -864,6 +865,8 @@ fn pg_type(t: SqlType) -> Type {
         SqlType::Date => Type::DATE,
         SqlType::Uuid => Type::UUID,
         SqlType::Bytea => Type::BYTEA,
+        SqlType::Float4 => Type::FLOAT4,
+        SqlType::Float8 => Type::FLOAT8,
     }
 }
 
@@ -886,6 +889,8 @@ impl ToSql for Wire<'_> {
             Datum::Bool(b) => out.put_u8(u8::from(*b)),
             Datum::Lsn(l) => out.put_u64(l.0),
             Datum::Numeric(n) => encode_numeric(*n, out),
+            Datum::Float4(f) => out.put_f32(f.get() as f32),
+            Datum::Float8(f) => out.put_f64(f.get()),
             // PostgreSQL's binary timestamps: microseconds since 2000-01-01.
             Datum::Timestamp(t) | Datum::TimestampTz(t) => out.put_i64(*t),
             Datum::Date(d) => out.put_i32(*d),
@@ -920,45 +925,76 @@ impl ToSqlText for Wire<'_> {
 }
 
 /// PostgreSQL's binary numeric: base-10000 digits, most significant first.
-fn encode_numeric(n: i128, out: &mut BytesMut) {
-    let mut digits = Vec::new();
-    let mut v = n.unsigned_abs();
-    while v > 0 {
-        digits.push((v % 10_000) as i16);
-        v /= 10_000;
+/// PostgreSQL's binary numeric: digit count, weight, sign, display scale, then
+/// base-10000 digits (the first of weight `weight`, each next one lower).
+fn encode_numeric(n: Decimal, out: &mut BytesMut) {
+    let scale = n.scale() as usize;
+    let text = n.mantissa().unsigned_abs().to_string();
+    let text = format!("{text:0>width$}", width = scale + 1);
+    let (int, frac) = text.split_at(text.len() - scale);
+    let int = format!("{int:0>width$}", width = int.len().div_ceil(4) * 4);
+    let frac = format!("{frac:0<width$}", width = frac.len().div_ceil(4) * 4);
+    let group = |s: &str| -> Vec<i16> {
+        s.as_bytes()
+            .chunks(4)
+            .map(|c| std::str::from_utf8(c).unwrap_or("0").parse().unwrap_or(0))
+            .collect()
+    };
+    let mut digits = group(&int);
+    let mut weight = digits.len() as i16 - 1;
+    digits.extend(group(&frac));
+    while digits.first() == Some(&0) {
+        digits.remove(0);
+        weight -= 1;
     }
-    digits.reverse();
-    let weight = digits.len() as i16 - 1;
     while digits.last() == Some(&0) {
         digits.pop();
     }
     out.put_i16(digits.len() as i16);
     out.put_i16(if digits.is_empty() { 0 } else { weight });
-    out.put_u16(if n < 0 { 0x4000 } else { 0 });
-    out.put_i16(0);
+    out.put_u16(if n.is_sign_negative() && !n.is_zero() {
+        0x4000
+    } else {
+        0
+    });
+    out.put_i16(scale as i16);
     for d in digits {
         out.put_i16(d);
     }
 }
 
-fn decode_numeric(b: &[u8]) -> Option<i128> {
+fn decode_numeric(b: &[u8]) -> Option<Decimal> {
     let rd = |i: usize| -> Option<i16> { Some(i16::from_be_bytes([*b.get(i)?, *b.get(i + 1)?])) };
     let n = rd(0)? as usize;
-    let weight = rd(2)?;
+    let weight = i32::from(rd(2)?);
     let sign = rd(4)? as u16;
-    if rd(6)? != 0 {
-        return None; // fractional digits: Strata's numeric is integral
+    let dscale = u32::try_from(rd(6)?).ok()?;
+    if sign != 0 && sign != 0x4000 {
+        return None; // NaN and the infinities: not Strata numerics
     }
-    let mut v: i128 = 0;
+    let mut text = String::new();
     for k in 0..n {
-        v = v
-            .checked_mul(10_000)?
-            .checked_add(i128::from(rd(8 + 2 * k)?))?;
+        let d = rd(8 + 2 * k)?;
+        if !(0..10_000).contains(&d) {
+            return None;
+        }
+        text.push_str(&format!("{d:04}"));
     }
-    let scale = i32::from(weight) + 1 - n as i32;
-    for _ in 0..scale.max(0) {
-        v = v.checked_mul(10_000)?;
+    // The point sits after weight + 1 groups.
+    let point = (weight + 1) * 4;
+    let text = if point <= 0 {
+        format!("0.{}{text}", "0".repeat((-point) as usize))
+    } else if point as usize >= text.len() {
+        format!("{text}{}", "0".repeat(point as usize - text.len()))
+    } else {
+        format!("{}.{}", &text[..point as usize], &text[point as usize..])
+    };
+    let mut v = Decimal::from_str_exact(if text.is_empty() { "0" } else { &text }).ok()?;
+    v = v.normalize();
+    if v.scale() > dscale {
+        return None;
     }
+    v.rescale(dscale);
     Some(if sign == 0x4000 { -v } else { v })
 }
 
@@ -1090,6 +1126,12 @@ fn decode_param(bytes: Option<&[u8]>, binary: bool, t: SqlType) -> SqlResult<Dat
         SqlType::Date => Datum::Date(i32::from_be_bytes(b.try_into().map_err(|_| bad())?)),
         SqlType::Uuid => Datum::Uuid(b.try_into().map_err(|_| bad())?),
         SqlType::Bytea => Datum::Bytea(b.to_vec()),
+        SqlType::Float4 => Datum::Float4(strata_types::Float::new(f64::from(f32::from_be_bytes(
+            b.try_into().map_err(|_| bad())?,
+        )))),
+        SqlType::Float8 => Datum::Float8(strata_types::Float::new(f64::from_be_bytes(
+            b.try_into().map_err(|_| bad())?,
+        ))),
         SqlType::Text | SqlType::Unknown => {
             Datum::Text(String::from_utf8(b.to_vec()).map_err(|_| {
                 SqlError::new("22021", "invalid byte sequence for encoding \"UTF8\"")
@@ -1113,6 +1155,8 @@ fn client_type(t: &Type) -> Option<SqlType> {
         Type::DATE => SqlType::Date,
         Type::UUID => SqlType::Uuid,
         Type::BYTEA => SqlType::Bytea,
+        Type::FLOAT4 => SqlType::Float4,
+        Type::FLOAT8 => SqlType::Float8,
         _ => return None,
     })
 }
@@ -1732,20 +1776,38 @@ mod tests {
 
     #[test]
     fn numeric_binary_round_trips() {
-        for n in [
-            0i128,
-            1,
-            -1,
-            9_999,
-            10_000,
-            123_456_789,
-            -10_000_000_000,
-            i64::MAX as i128 * 7,
+        for text in [
+            "0",
+            "1",
+            "-1",
+            "9999",
+            "10000",
+            "123456789",
+            "-10000000000",
+            "64563604257983430649",
+            "0.5",
+            "1.50",
+            "-0.0001",
+            "0.00012",
+            "12345.6789",
+            "100.000",
+            "-9999.99",
+            "0.0000000000000000000000000001",
         ] {
+            let n: Decimal = text.parse().unwrap();
             let mut b = BytesMut::new();
             encode_numeric(n, &mut b);
-            assert_eq!(decode_numeric(&b), Some(n), "{n}");
+            let back = decode_numeric(&b).unwrap();
+            assert_eq!(back.to_string(), text, "{text}");
         }
+        // PostgreSQL's own bytes for 12345.6789: 3 digits, weight 1, dscale 4.
+        let mut b = BytesMut::new();
+        encode_numeric("12345.6789".parse().unwrap(), &mut b);
+        let words: Vec<i16> = b
+            .chunks(2)
+            .map(|c| i16::from_be_bytes([c[0], c[1]]))
+            .collect();
+        assert_eq!(words, [3, 1, 0, 4, 1, 2345, 6789]);
     }
 
     #[test]

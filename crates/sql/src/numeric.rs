@@ -1,0 +1,426 @@
+//! The numeric tower: `smallint` < `integer` < `bigint` < `numeric` < `real` <
+//! `double precision`, as PostgreSQL's implicit casts order them — text forms,
+//! arithmetic, comparison and casts of `numeric` (an exact decimal) and the floats.
+//!
+//! Entry points: [`rank`], [`parse_numeric`], [`parse_float`], [`format_float`],
+//! [`arith`], [`compare`], [`cast`].
+//!
+//! Rules (cited as "numeric rule N"):
+//! 1. An operation on two ranked types is done in the higher-ranked one (an integer
+//!    with a numeric in numeric, anything with a float in that float).
+//! 2. `numeric` is exact up to 28 significant digits (`rust_decimal`); beyond, and
+//!    for `numeric(p, s)` with p > 28, 22003 / 0A000 — never a silent rounding of
+//!    the integral part. Sums keep every digit, products their scales' sum, and a
+//!    quotient gets PostgreSQL's result scale (`div_scale`), rounded half away
+//!    from zero.
+//! 3. Floats print as PostgreSQL 15 prints them (`extra_float_digits = 1`): the
+//!    shortest text that reads back exactly, in exponent form past 15 digits (6 for
+//!    `real`); NaN and ±Infinity are values. Float overflow is 22003, division by
+//!    zero 22012, for every type.
+
+use crate::bind::BinOp;
+use crate::{Datum, SqlError, SqlResult, SqlType};
+use rust_decimal::prelude::{FromPrimitive, ToPrimitive};
+use rust_decimal::{Decimal, RoundingStrategy};
+use std::cmp::Ordering;
+use strata_types::Float;
+
+/// A type's place in the tower (0: not a number).
+pub fn rank(t: SqlType) -> u8 {
+    match t {
+        SqlType::Int2 => 1,
+        SqlType::Int4 => 2,
+        SqlType::Int8 => 3,
+        SqlType::Numeric => 4,
+        SqlType::Float4 => 5,
+        SqlType::Float8 => 6,
+        _ => 0,
+    }
+}
+
+/// The higher-ranked of two number types (rule 1).
+pub fn wider(a: SqlType, b: SqlType) -> SqlType {
+    if rank(a) >= rank(b) {
+        a
+    } else {
+        b
+    }
+}
+
+fn overflow() -> SqlError {
+    SqlError::new("22003", "value overflows numeric format")
+}
+
+/// A numeric's text (`1.50`, `-3`, `1e-3`, `2.5E+4`), exact or 22003 when it
+/// needs more than 28 significant digits; `None` for text that is no number.
+pub fn parse_numeric(s: &str) -> Option<SqlResult<Decimal>> {
+    let t = s.trim();
+    let body = t.strip_prefix(['+', '-']).unwrap_or(t);
+    let mut seen_digit = false;
+    let mut seen_dot = false;
+    let mut chars = body.char_indices();
+    let mut exp_at = None;
+    for (i, c) in chars.by_ref() {
+        match c {
+            '0'..='9' => seen_digit = true,
+            '.' if !seen_dot => seen_dot = true,
+            'e' | 'E' => {
+                exp_at = Some(i);
+                break;
+            }
+            _ => return None,
+        }
+    }
+    if !seen_digit {
+        return None;
+    }
+    if let Some(i) = exp_at {
+        let e = &body[i + 1..];
+        let digits = e.strip_prefix(['+', '-']).unwrap_or(e);
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        return Some(Decimal::from_scientific(t).map_err(|_| overflow()));
+    }
+    let t = t.strip_prefix('+').unwrap_or(t);
+    Some(Decimal::from_str_exact(t).map_err(|_| overflow()))
+}
+
+/// A float's text: a number, or NaN, Infinity, inf (any case, signed); rounded
+/// to `real` when `float4` (22003 out of its range).
+pub fn parse_float(s: &str, float4: bool) -> Option<SqlResult<f64>> {
+    let t = s.trim();
+    let lower = t.to_ascii_lowercase();
+    let unsigned = lower.trim_start_matches(['+', '-']);
+    let special = match unsigned {
+        "nan" => Some(f64::NAN),
+        "infinity" | "inf" => Some(f64::INFINITY),
+        _ => None,
+    };
+    let v = match special {
+        Some(v) if lower.starts_with('-') => -v,
+        Some(v) => v,
+        None => {
+            parse_numeric(t)?.ok();
+            t.parse::<f64>().ok()?
+        }
+    };
+    if float4 {
+        let f = v as f32;
+        if f.is_infinite() && v.is_finite() {
+            return Some(Err(SqlError::new(
+                "22003",
+                format!("\"{t}\" is out of range for type real"),
+            )));
+        }
+        return Some(Ok(f as f64));
+    }
+    if v.is_infinite() && !matches!(unsigned, "infinity" | "inf") {
+        return Some(Err(SqlError::new(
+            "22003",
+            format!("\"{t}\" is out of range for type double precision"),
+        )));
+    }
+    Some(Ok(v))
+}
+
+/// Rule 3: PostgreSQL's text of a float.
+pub fn format_float(v: f64, float4: bool) -> String {
+    if v.is_nan() {
+        return "NaN".into();
+    }
+    if v.is_infinite() {
+        return if v > 0.0 { "Infinity" } else { "-Infinity" }.into();
+    }
+    let sci = if float4 {
+        format!("{:e}", v as f32)
+    } else {
+        format!("{v:e}")
+    };
+    let (mantissa, exp) = sci.split_once('e').expect("{:e} has an exponent");
+    let exp: i32 = exp.parse().expect("an integer exponent");
+    let max_exp = if float4 { 6 } else { 15 };
+    if exp < -4 || exp >= max_exp {
+        let sign = if exp < 0 { '-' } else { '+' };
+        return format!("{mantissa}e{sign}{:02}", exp.abs());
+    }
+    if float4 {
+        format!("{}", v as f32)
+    } else {
+        format!("{v}")
+    }
+}
+
+/// A value of the tower as the operation's type sees it.
+enum Num {
+    Int(i128),
+    Dec(Decimal),
+    Flt(f64),
+}
+
+fn num_of(d: &Datum) -> Option<Num> {
+    Some(match d {
+        Datum::Int2(v) => Num::Int(i128::from(*v)),
+        Datum::Int4(v) => Num::Int(i128::from(*v)),
+        Datum::Int8(v) => Num::Int(i128::from(*v)),
+        Datum::Numeric(v) => Num::Dec(*v),
+        Datum::Float4(v) | Datum::Float8(v) => Num::Flt(v.get()),
+        _ => return None,
+    })
+}
+
+fn as_dec(n: &Num) -> SqlResult<Decimal> {
+    match n {
+        Num::Int(i) => Decimal::from_i128(*i).ok_or_else(overflow),
+        Num::Dec(d) => Ok(*d),
+        Num::Flt(f) => float_to_numeric(*f),
+    }
+}
+
+fn as_f64(n: &Num) -> f64 {
+    match n {
+        Num::Int(i) => *i as f64,
+        Num::Dec(d) => d.to_f64().unwrap_or(f64::NAN),
+        Num::Flt(f) => *f,
+    }
+}
+
+/// A float as numeric: its 15 significant digits (PostgreSQL's float8 → numeric).
+fn float_to_numeric(f: f64) -> SqlResult<Decimal> {
+    if !f.is_finite() {
+        return Err(SqlError::new(
+            "22003",
+            format!("cannot convert {} to numeric", format_float(f, false)),
+        ));
+    }
+    let text = format!("{f:.14e}");
+    Decimal::from_scientific(&text)
+        .map(|d| d.normalize())
+        .map_err(|_| overflow())
+}
+
+/// Compares two non-NULL numbers of any ranks (rule 1); `None` if one is no
+/// number.
+pub fn compare(a: &Datum, b: &Datum) -> Option<Ordering> {
+    let (x, y) = (num_of(a)?, num_of(b)?);
+    Some(match (&x, &y) {
+        (Num::Int(p), Num::Int(q)) => p.cmp(q),
+        (Num::Flt(_), _) | (_, Num::Flt(_)) => Float::new(as_f64(&x)).cmp(&Float::new(as_f64(&y))),
+        _ => match (as_dec(&x), as_dec(&y)) {
+            (Ok(p), Ok(q)) => p.cmp(&q),
+            _ => as_f64(&x).total_cmp(&as_f64(&y)),
+        },
+    })
+}
+
+/// `+ - * / %` on numeric or float operands, in type `t` (rule 1); `None` when
+/// `t` is an integer type (the caller's integer arithmetic).
+pub fn arith(op: BinOp, a: &Datum, b: &Datum, t: SqlType) -> Option<SqlResult<Datum>> {
+    let (x, y) = (num_of(a)?, num_of(b)?);
+    match t {
+        SqlType::Numeric => Some(dec_arith(op, &x, &y).map(Datum::Numeric)),
+        SqlType::Float4 | SqlType::Float8 => Some(float_arith(
+            op,
+            as_f64(&x),
+            as_f64(&y),
+            t == SqlType::Float4,
+        )),
+        _ => None,
+    }
+}
+
+fn division_by_zero() -> SqlError {
+    SqlError::new("22012", "division by zero")
+}
+
+fn dec_arith(op: BinOp, x: &Num, y: &Num) -> SqlResult<Decimal> {
+    let (p, q) = (as_dec(x)?, as_dec(y)?);
+    let r = match op {
+        BinOp::Add => p.checked_add(q),
+        BinOp::Sub => p.checked_sub(q),
+        BinOp::Mul => p.checked_mul(q),
+        BinOp::Div | BinOp::Mod if q.is_zero() => return Err(division_by_zero()),
+        BinOp::Div => p.checked_div(q).map(|v| {
+            let scale = div_scale(p, q);
+            let mut r = v.round_dp_with_strategy(scale, RoundingStrategy::MidpointAwayFromZero);
+            r.rescale(scale); // shown with the scale's digits, zeros too
+            r
+        }),
+        BinOp::Mod => p.checked_rem(q),
+        _ => unreachable!("comparison and logic are eval_bin's"),
+    };
+    r.ok_or_else(overflow)
+}
+
+/// PostgreSQL's scale of a quotient (select_div_scale): at least 16 significant
+/// digits, and at least either operand's scale; its weights are base-10000 digits.
+fn div_scale(p: Decimal, q: Decimal) -> u32 {
+    // (weight, first base-10000 digit) of a nonzero value.
+    let weight = |d: Decimal| -> (i32, u64) {
+        let n = d.normalize();
+        let digits = n.mantissa().unsigned_abs().to_string();
+        let e10 = digits.len() as i32 - 1 - n.scale() as i32;
+        let w = e10.div_euclid(4);
+        let lead = (e10 - w * 4 + 1) as usize;
+        let mut first = String::from(&digits[..lead.min(digits.len())]);
+        while first.len() < lead {
+            first.push('0');
+        }
+        (w, first.parse().unwrap_or(0))
+    };
+    let (mut qweight, (w1, f1), (w2, f2)) = (0, weight(p), weight(q));
+    if !p.is_zero() {
+        qweight = w1 - w2;
+        if f1 <= f2 {
+            qweight -= 1;
+        }
+    }
+    let rscale = (16 - qweight * 4)
+        .max(p.scale() as i32)
+        .max(q.scale() as i32);
+    rscale.clamp(0, 28) as u32
+}
+
+fn float_arith(op: BinOp, p: f64, q: f64, float4: bool) -> SqlResult<Datum> {
+    let v = match op {
+        BinOp::Add => p + q,
+        BinOp::Sub => p - q,
+        BinOp::Mul => p * q,
+        BinOp::Div if q == 0.0 => return Err(division_by_zero()),
+        BinOp::Div => p / q,
+        BinOp::Mod => {
+            return Err(SqlError::new(
+                "42883",
+                "operator does not exist: double precision % double precision",
+            ))
+        }
+        _ => unreachable!("comparison and logic are eval_bin's"),
+    };
+    float_datum(v, float4, p.is_infinite() || q.is_infinite())
+}
+
+/// A float result as `real` or `double precision`: 22003 if it overflowed (an
+/// infinity no operand was).
+fn float_datum(v: f64, float4: bool, inf_in: bool) -> SqlResult<Datum> {
+    let v = if float4 { (v as f32) as f64 } else { v };
+    if v.is_infinite() && !inf_in {
+        return Err(SqlError::new("22003", "value out of range: overflow"));
+    }
+    Ok(if float4 {
+        Datum::Float4(Float::new(v))
+    } else {
+        Datum::Float8(Float::new(v))
+    })
+}
+
+/// Casts between the tower's types (`None` for other types): to an integer
+/// rounds (numeric half away from zero, floats half to even, as PostgreSQL's
+/// rint) and checks the range.
+pub fn cast(d: &Datum, to: SqlType) -> Option<SqlResult<Datum>> {
+    let n = num_of(d)?;
+    let int = |v: Option<i128>, name: &str| -> SqlResult<Datum> {
+        let v = v.ok_or_else(|| SqlError::new("22003", format!("{name} out of range")))?;
+        let bad = || SqlError::new("22003", format!("{name} out of range"));
+        Ok(match to {
+            SqlType::Int2 => Datum::Int2(i16::try_from(v).map_err(|_| bad())?),
+            SqlType::Int4 => Datum::Int4(i32::try_from(v).map_err(|_| bad())?),
+            _ => Datum::Int8(i64::try_from(v).map_err(|_| bad())?),
+        })
+    };
+    Some(match to {
+        SqlType::Int2 | SqlType::Int4 | SqlType::Int8 => {
+            let name = to.name();
+            let v = match &n {
+                Num::Int(i) => Some(*i),
+                Num::Dec(d) => d
+                    .round_dp_with_strategy(0, RoundingStrategy::MidpointAwayFromZero)
+                    .to_i128(),
+                Num::Flt(f) if f.is_finite() => Some(f.round_ties_even() as i128),
+                Num::Flt(_) => None,
+            };
+            int(v, name)
+        }
+        SqlType::Numeric => as_dec(&n).map(Datum::Numeric),
+        SqlType::Float4 | SqlType::Float8 => {
+            let v = as_f64(&n);
+            float_datum(
+                v,
+                to == SqlType::Float4,
+                matches!(n, Num::Flt(f) if f.is_infinite()),
+            )
+        }
+        _ => return None,
+    })
+}
+
+/// An integer as numeric (22003 past 28 digits).
+pub fn from_i128(v: i128) -> SqlResult<Decimal> {
+    Decimal::from_i128(v).ok_or_else(overflow)
+}
+
+/// `-x` for a numeric or float (integers are the caller's).
+pub fn negate(d: &Datum) -> Option<Datum> {
+    Some(match d {
+        Datum::Numeric(v) => Datum::Numeric(-*v),
+        Datum::Float4(v) => Datum::Float4(Float::new(-v.get())),
+        Datum::Float8(v) => Datum::Float8(Float::new(-v.get())),
+        _ => return None,
+    })
+}
+
+/// `abs(x)` for a numeric or float.
+pub fn abs(d: &Datum) -> Option<Datum> {
+    Some(match d {
+        Datum::Numeric(v) => Datum::Numeric(v.abs()),
+        Datum::Float4(v) => Datum::Float4(Float::new(v.get().abs())),
+        Datum::Float8(v) => Datum::Float8(Float::new(v.get().abs())),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn floats_print_as_postgres_prints_them() {
+        for (v, f4, want) in [
+            (0.1, false, "0.1"),
+            (1e15, false, "1e+15"),
+            (123456789012345.0, false, "123456789012345"),
+            (1e-5, false, "1e-05"),
+            (0.0001, false, "0.0001"),
+            (1.0 / 3.0, false, "0.3333333333333333"),
+            (-2.5e-300, false, "-2.5e-300"),
+            (1e6, true, "1e+06"),
+            (123456.0, true, "123456"),
+            (0.1, true, "0.1"),
+            (f64::NAN, false, "NaN"),
+            (f64::NEG_INFINITY, true, "-Infinity"),
+        ] {
+            assert_eq!(format_float(v, f4), want, "{v}");
+        }
+    }
+
+    #[test]
+    fn division_takes_postgres_result_scale() {
+        let d = |s: &str| parse_numeric(s).unwrap().unwrap();
+        let div = |a: &str, b: &str| {
+            dec_arith(BinOp::Div, &Num::Dec(d(a)), &Num::Dec(d(b)))
+                .unwrap()
+                .to_string()
+        };
+        assert_eq!(div("1", "3"), "0.33333333333333333333");
+        assert_eq!(div("10", "3"), "3.3333333333333333");
+        assert_eq!(div("2", "1"), "2.0000000000000000");
+        assert_eq!(div("1.50", "0.5"), "3.0000000000000000");
+        assert_eq!(div("100000", "3"), "33333.333333333333");
+        assert!(parse_numeric("1.2.3").is_none());
+        assert!(parse_numeric("1e").is_none());
+        assert_eq!(d("1.5e3").to_string(), "1500");
+        assert_eq!(
+            parse_numeric("123456789012345678901234567890").map(|r| r.is_err()),
+            Some(true)
+        );
+    }
+}
