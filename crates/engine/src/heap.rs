@@ -29,7 +29,7 @@
 use crate::codec::{Dec, DecResult, DecodeError};
 pub use rust_decimal::Decimal;
 use strata_page::PageBuf;
-use strata_types::{Float, Xid};
+use strata_types::{Float, Interval, Xid};
 
 /// Page flag: every tuple on the page is visible to all (PostgreSQL's PD_ALL_VISIBLE).
 pub const PD_ALL_VISIBLE: u16 = 0x0004;
@@ -66,6 +66,10 @@ pub enum ColType {
     /// `numeric`: an exact decimal of up to 28 significant digits (16 bytes); a
     /// column's precision and scale are [`Column::numeric`].
     Numeric,
+    /// `time` (without time zone): microseconds since midnight.
+    Time,
+    /// `interval`: months, days, microseconds (16 bytes).
+    Interval,
 }
 
 impl ColType {
@@ -84,6 +88,8 @@ impl ColType {
             ColType::Float4 => "float4",
             ColType::Float8 => "float8",
             ColType::Numeric => "numeric",
+            ColType::Time => "time",
+            ColType::Interval => "interval",
         }
     }
     pub fn from_name(s: &str) -> Option<ColType> {
@@ -101,6 +107,8 @@ impl ColType {
             "float4" | "real" => ColType::Float4,
             "float8" | "double precision" => ColType::Float8,
             "numeric" | "decimal" => ColType::Numeric,
+            "time" => ColType::Time,
+            "interval" => ColType::Interval,
             _ => return None,
         })
     }
@@ -120,6 +128,8 @@ impl ColType {
             ColType::Float4 => 11,
             ColType::Float8 => 12,
             ColType::Numeric => 13,
+            ColType::Time => 14,
+            ColType::Interval => 15,
         }
     }
     pub fn from_code(c: u8) -> Option<ColType> {
@@ -137,6 +147,8 @@ impl ColType {
             11 => ColType::Float4,
             12 => ColType::Float8,
             13 => ColType::Numeric,
+            14 => ColType::Time,
+            15 => ColType::Interval,
             _ => return None,
         })
     }
@@ -257,6 +269,9 @@ pub enum Value {
     Float4(Float),
     Float8(Float),
     Numeric(Decimal),
+    /// `time`: microseconds since midnight.
+    Time(i64),
+    Interval(Interval),
 }
 
 impl Value {
@@ -277,6 +292,8 @@ impl Value {
                 | (Value::Float4(_), ColType::Float4)
                 | (Value::Float8(_), ColType::Float8)
                 | (Value::Numeric(_), ColType::Numeric)
+                | (Value::Time(_), ColType::Time)
+                | (Value::Interval(_), ColType::Interval)
         )
     }
 }
@@ -296,6 +313,8 @@ impl std::fmt::Display for Value {
             Value::Bytea(v) => write!(f, "{v:02x?}"),
             Value::Float4(v) | Value::Float8(v) => write!(f, "{}", v.get()),
             Value::Numeric(v) => write!(f, "{v}"),
+            Value::Time(v) => write!(f, "{v}"),
+            Value::Interval(v) => write!(f, "{v:?}"),
         }
     }
 }
@@ -334,6 +353,12 @@ pub fn encode_tuple(xmin: Xid, cols: &[Column], values: &[Value]) -> Vec<u8> {
             Value::Float4(x) => out.extend_from_slice(&(x.get() as f32).to_le_bytes()),
             Value::Float8(x) => out.extend_from_slice(&x.get().to_le_bytes()),
             Value::Numeric(x) => out.extend_from_slice(&x.serialize()),
+            Value::Time(x) => out.extend_from_slice(&x.to_le_bytes()),
+            Value::Interval(i) => {
+                out.extend_from_slice(&i.months.to_le_bytes());
+                out.extend_from_slice(&i.days.to_le_bytes());
+                out.extend_from_slice(&i.micros.to_le_bytes());
+            }
         }
     }
     out
@@ -366,6 +391,12 @@ pub fn decode_values(cols: &[Column], tuple: &[u8]) -> DecResult<Vec<Value>> {
             ColType::Numeric => Value::Numeric(Decimal::deserialize(
                 d.take(16)?.try_into().expect("16 bytes"),
             )),
+            ColType::Time => Value::Time(d.u64()? as i64),
+            ColType::Interval => Value::Interval(Interval {
+                months: d.u32()? as i32,
+                days: d.u32()? as i32,
+                micros: d.u64()? as i64,
+            }),
         });
     }
     d.finish()?;

@@ -49,11 +49,12 @@ fn part(v: &Value) -> KeyPart<'_> {
         Value::Int4(x) => KeyPart::Int(i64::from(*x)),
         Value::Int8(x) | Value::Timestamp(x) | Value::TimestampTz(x) => KeyPart::Int(*x),
         Value::Date(d) => KeyPart::Int(i64::from(*d)),
+        Value::Time(t) => KeyPart::Int(*t),
         Value::Bool(b) => KeyPart::Bool(*b),
         Value::Text(s) => KeyPart::Bytes(s.as_bytes()),
         Value::Bytea(b) => KeyPart::Bytes(b),
         Value::Uuid(u) => KeyPart::Fixed(u),
-        Value::Float4(_) | Value::Float8(_) | Value::Numeric(_) => {
+        Value::Float4(_) | Value::Float8(_) | Value::Numeric(_) | Value::Interval(_) => {
             unreachable!("computed keys come from computed_key")
         }
     }
@@ -65,6 +66,7 @@ fn computed_key(v: &Value) -> Option<Vec<u8>> {
     match v {
         Value::Float4(f) | Value::Float8(f) => Some(f.key_bytes().to_vec()),
         Value::Numeric(d) => Some(numeric_key(*d)),
+        Value::Interval(i) => Some(i.key_bytes().to_vec()),
         _ => None,
     }
 }

@@ -322,6 +322,20 @@ pub fn text_to(s: &str, t: SqlType) -> SqlResult<Datum> {
             )
         })?),
         SqlType::Uuid => Datum::Uuid(crate::parse_uuid(v).ok_or_else(bad)?),
+        SqlType::Time => Datum::Time(crate::interval::parse_time(v).ok_or_else(|| {
+            SqlError::new(
+                "22007",
+                format!("invalid input syntax for type time: \"{s}\""),
+            )
+        })?),
+        SqlType::Interval => {
+            Datum::Interval(crate::interval::parse_interval(v).ok_or_else(|| {
+                SqlError::new(
+                    "22007",
+                    format!("invalid input syntax for type interval: \"{s}\""),
+                )
+            })?)
+        }
         SqlType::Bytea => Datum::Bytea(crate::parse_bytea(s).ok_or_else(bad)?),
         SqlType::Timestamp | SqlType::TimestampTz => {
             let tz = t == SqlType::TimestampTz;
@@ -513,14 +527,31 @@ impl Binder {
                 let (x, from) = self.expr_in(scope, expr, aggs)?;
                 self.cast(x, from, to)
             }
-            E::TypedString(ts) => {
-                let to = SqlType::from_ast(&ts.data_type)?;
-                let (x, from) = self.value(&ts.value.value)?;
-                self.cast(x, from, to)
-            }
+            E::TypedString(ts) => self
+                .value(&ts.value.value)
+                .and_then(|(x, from)| self.cast(x, from, SqlType::from_ast(&ts.data_type)?)),
+            E::Interval(iv) => self.interval(scope, iv, aggs),
             E::Function(f) => self.function(scope, f, aggs),
             other => Err(SqlError::unsupported(format!("the expression \"{other}\""))),
         }
+    }
+
+    /// INTERVAL '1 day', or INTERVAL '3' HOUR (the field is the unit).
+    fn interval(
+        &mut self,
+        scope: &Scope,
+        iv: &ast::Interval,
+        aggs: &mut Option<&mut Vec<Agg>>,
+    ) -> SqlResult<(Expr, SqlType)> {
+        let (x, from) = self.expr_in(scope, &iv.value, aggs)?;
+        let x = match (x, &iv.leading_field, &iv.last_field) {
+            (Expr::Const(Datum::Text(t)), Some(f), None) => {
+                Expr::Const(Datum::Text(format!("{t} {f}")))
+            }
+            (x, None, None) => x,
+            _ => return Err(SqlError::unsupported(format!("the interval \"{iv}\""))),
+        };
+        self.cast(x, from, SqlType::Interval)
     }
 
     /// A chain of one boolean operator, `((a OR b) OR c) OR d` as sqlparser builds
@@ -679,6 +710,8 @@ impl Binder {
                     || to == SqlType::Text
                     || from == SqlType::Text
                     || (from.is_number() && to.is_number())
+                    || (is_timestamp(from) && to == SqlType::Time)
+                    || (from == SqlType::Time && to == SqlType::Interval)
                     || (from.is_int() && to == SqlType::Bool && from == SqlType::Int4)
                     || (from == SqlType::Bool && to == SqlType::Int4);
                 if !ok {
@@ -748,6 +781,12 @@ impl Binder {
                     Expr::Cast(Box::new(r), SqlType::Text)
                 };
                 Ok((mk(l, r), SqlType::Text))
+            }
+            _ if crate::interval::binop_type(lt, op, rt).is_some() => {
+                let (ls, rs, res) = crate::interval::binop_type(lt, op, rt).expect("checked");
+                let l = self.coerce(l, lt, ls)?;
+                let r = self.coerce(r, rt, rs)?;
+                Ok((mk(l, r), res))
             }
             _ => {
                 // Resolve the operand types: unknown takes the other side's type.
@@ -1517,6 +1556,8 @@ pub fn compare(a: &Datum, b: &Datum) -> Ordering {
             Datum::Timestamp(y) | Datum::TimestampTz(y),
         ) => x.cmp(y),
         (Datum::Date(x), Datum::Date(y)) => x.cmp(y),
+        (Datum::Time(x), Datum::Time(y)) => x.cmp(y),
+        (Datum::Interval(x), Datum::Interval(y)) => x.cmp(y),
         (Datum::Uuid(x), Datum::Uuid(y)) => x.cmp(y),
         (Datum::Bytea(x), Datum::Bytea(y)) => x.cmp(y),
         (Datum::Null, Datum::Null) => Ordering::Equal,
@@ -1544,6 +1585,8 @@ fn type_of(d: &Datum) -> SqlType {
         Datum::Bytea(_) => SqlType::Bytea,
         Datum::Float4(_) => SqlType::Float4,
         Datum::Float8(_) => SqlType::Float8,
+        Datum::Time(_) => SqlType::Time,
+        Datum::Interval(_) => SqlType::Interval,
     }
 }
 
@@ -1568,6 +1611,13 @@ pub fn cast_datum(d: Datum, to: SqlType) -> SqlResult<Datum> {
             Ok(Datum::TimestampTz(*t))
         }
         (Datum::Int4(v), SqlType::Bool) => Ok(Datum::Bool(*v != 0)),
+        (Datum::Timestamp(t) | Datum::TimestampTz(t), SqlType::Time) => {
+            Ok(Datum::Time(t.rem_euclid(86_400_000_000)))
+        }
+        (Datum::Time(t), SqlType::Interval) => Ok(Datum::Interval(strata_types::Interval {
+            micros: *t,
+            ..Default::default()
+        })),
         _ if to.is_number() && type_of(&d).is_number() => {
             crate::numeric::cast(&d, to).expect("numbers cast")
         }
@@ -1712,6 +1762,9 @@ fn eval_bin(a: &Expr, op: BinOp, b: &Expr, r: &Row<'_>, depth: usize) -> SqlResu
 fn arith(op: BinOp, x: &Datum, y: &Datum) -> SqlResult<Datum> {
     if let (Datum::Lsn(p), Datum::Lsn(q)) = (x, y) {
         return Ok(Datum::Numeric(lsn_diff(*p, *q)?));
+    }
+    if let Some(r) = crate::interval::arith(op, x, y) {
+        return r;
     }
     let t = crate::numeric::wider(type_of(x), type_of(y));
     if let Some(r) = crate::numeric::arith(op, x, y, t) {

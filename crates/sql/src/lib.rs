@@ -37,6 +37,7 @@ pub mod copy;
 mod ddl;
 #[cfg(test)]
 mod fuzz_tests;
+pub mod interval;
 pub mod numeric;
 pub mod plan;
 pub mod roles;
@@ -187,6 +188,9 @@ pub enum SqlType {
     /// `real` and `double precision` ([`numeric`] rule 3).
     Float4,
     Float8,
+    /// `time` and `interval` ([`interval`]).
+    Time,
+    Interval,
     /// `timestamp` (without time zone) and `timestamptz` ([`time`]).
     Timestamp,
     TimestampTz,
@@ -213,6 +217,8 @@ impl SqlType {
             ColType::Float4 => SqlType::Float4,
             ColType::Float8 => SqlType::Float8,
             ColType::Numeric => SqlType::Numeric,
+            ColType::Time => SqlType::Time,
+            ColType::Interval => SqlType::Interval,
         }
     }
     pub fn name(self) -> &'static str {
@@ -231,6 +237,8 @@ impl SqlType {
             SqlType::Bytea => "bytea",
             SqlType::Float4 => "real",
             SqlType::Float8 => "double precision",
+            SqlType::Time => "time without time zone",
+            SqlType::Interval => "interval",
             SqlType::Unknown => "unknown",
         }
     }
@@ -277,6 +285,8 @@ impl SqlType {
             "uuid" => SqlType::Uuid,
             "bytea" => SqlType::Bytea,
             "real" | "float4" => SqlType::Float4,
+            "time" | "time without time zone" => SqlType::Time,
+            "interval" => SqlType::Interval,
             "double precision" | "float8" | "float" | "double" => SqlType::Float8,
             _ => {
                 return Err(SqlError::new(
@@ -302,6 +312,8 @@ impl SqlType {
             SqlType::Float4 => Ok(ColType::Float4),
             SqlType::Float8 => Ok(ColType::Float8),
             SqlType::Numeric => Ok(ColType::Numeric),
+            SqlType::Time => Ok(ColType::Time),
+            SqlType::Interval => Ok(ColType::Interval),
             other => Err(SqlError::new(
                 "0A000",
                 format!(
@@ -326,6 +338,9 @@ pub enum Datum {
     Numeric(rust_decimal::Decimal),
     Float4(strata_types::Float),
     Float8(strata_types::Float),
+    /// Microseconds since midnight.
+    Time(i64),
+    Interval(strata_types::Interval),
     /// Microseconds since 2000-01-01 ([`time`]).
     Timestamp(i64),
     TimestampTz(i64),
@@ -349,6 +364,8 @@ impl Datum {
             Datum::Numeric(v) => v.to_string(),
             Datum::Float4(v) => numeric::format_float(v.get(), true),
             Datum::Float8(v) => numeric::format_float(v.get(), false),
+            Datum::Time(t) => interval::format_time(*t),
+            Datum::Interval(i) => interval::format_interval(*i),
             Datum::Text(s) => s.clone(),
             Datum::Bool(b) => (if *b { "t" } else { "f" }).to_string(),
             Datum::Lsn(l) => l.to_string(),

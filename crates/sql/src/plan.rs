@@ -177,6 +177,8 @@ fn key_value(d: Datum, ty: ColType) -> Option<Value> {
         // whatever their scale.
         (Datum::Float4(f) | Datum::Float8(f), C::Float4 | C::Float8) => Value::Float8(f),
         (Datum::Numeric(n), C::Numeric) => Value::Numeric(n),
+        (Datum::Time(t), C::Time) => Value::Time(t),
+        (Datum::Interval(i), C::Interval) => Value::Interval(i),
         (Datum::Int2(v), C::Numeric) => Value::Numeric(v.into()),
         (Datum::Int4(v), C::Numeric) => Value::Numeric(v.into()),
         (Datum::Int8(v), C::Numeric) => Value::Numeric(v.into()),

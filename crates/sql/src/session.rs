@@ -613,6 +613,8 @@ pub(crate) fn to_datum(v: Value) -> Datum {
         Value::Float4(x) => Datum::Float4(x),
         Value::Float8(x) => Datum::Float8(x),
         Value::Numeric(x) => Datum::Numeric(x),
+        Value::Time(x) => Datum::Time(x),
+        Value::Interval(x) => Datum::Interval(x),
     }
 }
 
@@ -628,6 +630,8 @@ fn to_value(d: Datum) -> Value {
         Datum::Numeric(n) => Value::Numeric(n),
         Datum::Float4(x) => Value::Float4(x),
         Datum::Float8(x) => Value::Float8(x),
+        Datum::Time(x) => Value::Time(x),
+        Datum::Interval(x) => Value::Interval(x),
         Datum::Timestamp(x) => Value::Timestamp(x),
         Datum::TimestampTz(x) => Value::TimestampTz(x),
         Datum::Date(x) => Value::Date(x),

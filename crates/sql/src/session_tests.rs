@@ -1435,3 +1435,68 @@ fn real_double_and_numeric_compute_compare_and_store_as_postgres_does() {
         );
     });
 }
+
+#[test]
+fn time_and_interval_store_compare_and_do_date_arithmetic() {
+    with_session(8 << 20, |s| {
+        assert_eq!(
+            rows_text(
+                s,
+                "SELECT interval '1 day' + interval '2 hours', '2024-01-31'::date + interval '1 month', \
+                 timestamp '2024-03-10 10:00' - timestamp '2024-03-01 08:30', interval '3' hour"
+            ),
+            ["1 day 02:00:00|2024-02-29 00:00:00|9 days 01:30:00|03:00:00"]
+        );
+        assert_eq!(
+            rows_text(
+                s,
+                "SELECT time '10:00' + interval '15 hours', date '2024-03-01' - date '2024-02-01', \
+                 date '2024-03-01' + 7, interval '1 hour' * 2.5, interval '1 day' / 4, \
+                 interval '1 day' = interval '24 hours', now() - '1 day' < now()"
+            ),
+            ["01:00:00|29|2024-03-08|02:30:00|06:00:00|t|t"]
+        );
+        let c = q(
+            s,
+            "CREATE TABLE ev (id int PRIMARY KEY, dur interval, t time); \
+             INSERT INTO ev VALUES (1, '90 minutes', '08:30'), (2, '2 days', '23:59:59.5'), (3, '-1 day +2 hours', '00:00'); \
+             CREATE INDEX ev_dur ON ev (dur); CREATE INDEX ev_t ON ev (t)",
+        );
+        assert_eq!(codes(&c), ["", "", "", ""]);
+        assert_eq!(
+            rows_text(s, "SELECT id, dur, t FROM ev ORDER BY dur"),
+            [
+                "3|-1 days +02:00:00|00:00:00",
+                "1|01:30:00|08:30:00",
+                "2|2 days|23:59:59.5"
+            ]
+        );
+        assert_eq!(
+            rows_text(s, "SELECT id FROM ev WHERE dur > '1 hour' ORDER BY id"),
+            ["1", "2"]
+        );
+        assert_eq!(
+            rows_text(s, "SELECT id FROM ev WHERE dur = '48:00:00'"),
+            ["2"]
+        );
+        assert_eq!(
+            rows_text(s, "SELECT id FROM ev WHERE t < '09:00' ORDER BY id"),
+            ["1", "3"]
+        );
+        assert_eq!(
+            rows_text(s, "SELECT bt_index_check('ev_dur'), bt_index_check('ev_t')"),
+            ["|"]
+        );
+        for (sql, code) in [
+            ("SELECT interval '1 fortnight'", "22007"),
+            ("SELECT time '25:00'", "22007"),
+            ("SELECT interval '1 day' / 0", "22012"),
+            (
+                "SELECT date '2024-01-01' + interval '1 day' * 1e15",
+                "22008",
+            ),
+        ] {
+            assert_eq!(codes(&q(s, sql)), [code], "{sql}");
+        }
+    });
+}

@@ -69,6 +69,27 @@ pub fn midnight(days: i32) -> i64 {
     i64::from(days) * US_PER_DAY
 }
 
+/// `us` (since 2000-01-01) plus `months` calendar months, the day clamped to the
+/// last of its month (Jan 31 + 1 month = Feb 28 or 29); None past year 1..9999.
+pub fn add_months(us: i64, months: i32) -> Option<i64> {
+    let unix = us + PG_EPOCH_UNIX_US;
+    let (days, rest) = (unix.div_euclid(US_PER_DAY), unix.rem_euclid(US_PER_DAY));
+    let (y, m, d) = civil_from_days(days);
+    let total = y * 12 + (m - 1) + i64::from(months);
+    let (ny, nm) = (total.div_euclid(12), total.rem_euclid(12) + 1);
+    if !(1..=9999).contains(&ny) {
+        return None;
+    }
+    let next_first = if nm == 12 {
+        days_from_civil(ny + 1, 1, 1)
+    } else {
+        days_from_civil(ny, nm + 1, 1)
+    };
+    let last = next_first - days_from_civil(ny, nm, 1);
+    let nd = days_from_civil(ny, nm, d.min(last));
+    Some(nd * US_PER_DAY + rest - PG_EPOCH_UNIX_US)
+}
+
 /// Time rule 1.
 pub fn format(us: i64, tz: bool) -> String {
     let unix = us + PG_EPOCH_UNIX_US;
@@ -203,6 +224,19 @@ mod tests {
         assert_eq!(parse("2000-01-01 02:00:00+02", false), Some(7_200_000_000));
         assert_eq!(parse("2000-01-01 00:00:00 UTC", true), Some(0));
         assert_eq!(parse("1999-12-31 19:00:00-05:00", true), Some(0));
+        let jan31 = parse("2024-01-31 10:00:00", false).unwrap();
+        assert_eq!(
+            format(add_months(jan31, 1).unwrap(), false),
+            "2024-02-29 10:00:00"
+        );
+        assert_eq!(
+            format(add_months(jan31, -2).unwrap(), false),
+            "2023-11-30 10:00:00"
+        );
+        assert_eq!(
+            format(add_months(jan31, 13).unwrap(), false),
+            "2025-02-28 10:00:00"
+        );
         for bad in [
             "",
             "x",

@@ -85,3 +85,48 @@ mod tests {
         assert!(fl[0] < fl[1]);
     }
 }
+
+/// An `interval` as PostgreSQL keeps it: months, days and microseconds, each kept
+/// apart (a month is not a fixed number of days, nor a day of hours across a
+/// daylight-saving change). Compared by [`Interval::span`], as PostgreSQL
+/// compares them (a month as 30 days, a day as 24 hours): `'1 day' = '24 hours'`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Interval {
+    pub months: i32,
+    pub days: i32,
+    pub micros: i64,
+}
+
+impl Interval {
+    /// The interval's length in microseconds, a month as 30 days.
+    pub fn span(self) -> i128 {
+        const DAY: i128 = 86_400_000_000;
+        (i128::from(self.months) * 30 + i128::from(self.days)) * DAY + i128::from(self.micros)
+    }
+    /// Order-preserving bytes of the span (for B-tree keys).
+    pub fn key_bytes(self) -> [u8; 16] {
+        ((self.span() as u128) ^ (1 << 127)).to_be_bytes()
+    }
+}
+
+impl PartialEq for Interval {
+    fn eq(&self, other: &Interval) -> bool {
+        self.span() == other.span()
+    }
+}
+impl Eq for Interval {}
+impl PartialOrd for Interval {
+    fn partial_cmp(&self, other: &Interval) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Interval {
+    fn cmp(&self, other: &Interval) -> Ordering {
+        self.span().cmp(&other.span())
+    }
+}
+impl Hash for Interval {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        self.span().hash(h)
+    }
+}

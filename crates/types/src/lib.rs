@@ -17,7 +17,7 @@
 mod float;
 pub mod units;
 
-pub use float::Float;
+pub use float::{Float, Interval};
 
 use std::fmt;
 

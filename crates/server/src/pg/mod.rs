@@ -867,6 +867,8 @@ fn pg_type(t: SqlType) -> Type {
         SqlType::Bytea => Type::BYTEA,
         SqlType::Float4 => Type::FLOAT4,
         SqlType::Float8 => Type::FLOAT8,
+        SqlType::Time => Type::TIME,
+        SqlType::Interval => Type::INTERVAL,
     }
 }
 
@@ -891,6 +893,14 @@ impl ToSql for Wire<'_> {
             Datum::Numeric(n) => encode_numeric(*n, out),
             Datum::Float4(f) => out.put_f32(f.get() as f32),
             Datum::Float8(f) => out.put_f64(f.get()),
+            // PostgreSQL's binary time: microseconds; interval: microseconds,
+            // days, months.
+            Datum::Time(t) => out.put_i64(*t),
+            Datum::Interval(i) => {
+                out.put_i64(i.micros);
+                out.put_i32(i.days);
+                out.put_i32(i.months);
+            }
             // PostgreSQL's binary timestamps: microseconds since 2000-01-01.
             Datum::Timestamp(t) | Datum::TimestampTz(t) => out.put_i64(*t),
             Datum::Date(d) => out.put_i32(*d),
@@ -1132,6 +1142,15 @@ fn decode_param(bytes: Option<&[u8]>, binary: bool, t: SqlType) -> SqlResult<Dat
         SqlType::Float8 => Datum::Float8(strata_types::Float::new(f64::from_be_bytes(
             b.try_into().map_err(|_| bad())?,
         ))),
+        SqlType::Time => Datum::Time(i64::from_be_bytes(b.try_into().map_err(|_| bad())?)),
+        SqlType::Interval => {
+            let b: [u8; 16] = b.try_into().map_err(|_| bad())?;
+            Datum::Interval(strata_types::Interval {
+                micros: i64::from_be_bytes(b[..8].try_into().expect("8 bytes")),
+                days: i32::from_be_bytes(b[8..12].try_into().expect("4 bytes")),
+                months: i32::from_be_bytes(b[12..].try_into().expect("4 bytes")),
+            })
+        }
         SqlType::Text | SqlType::Unknown => {
             Datum::Text(String::from_utf8(b.to_vec()).map_err(|_| {
                 SqlError::new("22021", "invalid byte sequence for encoding \"UTF8\"")
@@ -1157,6 +1176,8 @@ fn client_type(t: &Type) -> Option<SqlType> {
         Type::BYTEA => SqlType::Bytea,
         Type::FLOAT4 => SqlType::Float4,
         Type::FLOAT8 => SqlType::Float8,
+        Type::TIME => SqlType::Time,
+        Type::INTERVAL => SqlType::Interval,
         _ => return None,
     })
 }
