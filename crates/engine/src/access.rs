@@ -410,6 +410,32 @@ pub fn delete_on_page(
     Ok(())
 }
 
+/// Deletes rows of a table (items `offsets` of block `b`) and the chunks they
+/// point at (toast rule 3).
+pub fn delete_rows_on_page(
+    sh: &Shared,
+    (rel, b): (RelKey, u32),
+    cols: &[heap::Column],
+    offsets: &[u16],
+    xid: Xid,
+) -> Result<()> {
+    if cols
+        .iter()
+        .any(|c| matches!(c.ty, heap::ColType::Text | heap::ColType::Bytea))
+    {
+        let buf = sh
+            .pool
+            .read_buffer(tag(rel, ForkNumber::Main, b), ReadMode::Normal)?;
+        let g = buf.read();
+        let tuples: Vec<&[u8]> = offsets
+            .iter()
+            .filter_map(|o| strata_page::item(&g, *o as usize))
+            .collect();
+        crate::toast::delete_rows(sh, rel, cols, &tuples, xid)?;
+    }
+    delete_on_page(sh, rel, b, offsets, xid)
+}
+
 /// Deletes every tuple visible to `xid` for which `pred` holds: one record per page
 /// changed. O(pages of `rel`).
 pub fn delete_where(
@@ -428,7 +454,7 @@ pub fn delete_where(
         let offsets = matching(sh, (rel, b), (&snap, xid), cols, pred, None)?;
         if !offsets.is_empty() {
             deleted += offsets.len() as u64;
-            delete_on_page(sh, rel, b, &offsets, xid)?;
+            delete_rows_on_page(sh, (rel, b), cols, &offsets, xid)?;
         }
     }
     Ok(deleted)
@@ -459,7 +485,7 @@ fn matching(
     for (off, t) in items {
         if t.len() >= heap::TUPLE_HEADER_BYTES
             && visible(snap, t, Some(xid))
-            && pred(&heap::decode_values(cols, t).map_err(corrupt)?)
+            && pred(&crate::toast::decode_row(sh, rel, cols, t)?)
         {
             v.push(off);
         }
@@ -490,7 +516,7 @@ pub fn delete_tids(
         let offsets = matching(sh, (rel, b), (&snap, xid), cols, pred, Some(same))?;
         if !offsets.is_empty() {
             deleted += offsets.len() as u64;
-            delete_on_page(sh, rel, b, &offsets, xid)?;
+            delete_rows_on_page(sh, (rel, b), cols, &offsets, xid)?;
         }
     }
     Ok(deleted)

@@ -319,8 +319,24 @@ impl std::fmt::Display for Value {
     }
 }
 
+/// The top bit of a text or bytea length word: the value is stored out of line and
+/// what follows is its TOAST pointer (`toast` module): chunk count u32, then per
+/// chunk its TID (block u32, item u16); the word's other bits are the length.
+pub const TOASTED: u32 = 0x8000_0000;
+
 /// Encodes a tuple; the caller has checked the values' types against `cols`.
 pub fn encode_tuple(xmin: Xid, cols: &[Column], values: &[Value]) -> Vec<u8> {
+    encode_tuple_with(xmin, cols, values, &[])
+}
+
+/// [`encode_tuple`], writing `toasted[i]`'s bytes (a length word with [`TOASTED`]
+/// and a TOAST pointer) in place of value i where it is `Some`.
+pub fn encode_tuple_with(
+    xmin: Xid,
+    cols: &[Column],
+    values: &[Value],
+    toasted: &[Option<Vec<u8>>],
+) -> Vec<u8> {
     debug_assert_eq!(cols.len(), values.len());
     let mut out = Vec::with_capacity(16 + values.len() * 8);
     out.extend_from_slice(&xmin.0.to_le_bytes());
@@ -332,7 +348,11 @@ pub fn encode_tuple(xmin: Xid, cols: &[Column], values: &[Value]) -> Vec<u8> {
         }
     }
     out.extend_from_slice(&bitmap);
-    for v in values {
+    for (i, v) in values.iter().enumerate() {
+        if let Some(Some(ptr)) = toasted.get(i) {
+            out.extend_from_slice(ptr);
+            continue;
+        }
         match v {
             Value::Null => {}
             Value::Int2(x) => out.extend_from_slice(&x.to_le_bytes()),
@@ -364,8 +384,49 @@ pub fn encode_tuple(xmin: Xid, cols: &[Column], values: &[Value]) -> Vec<u8> {
     out
 }
 
-/// Decodes a tuple's values by the relation's columns.
+/// Decodes a tuple's values by the relation's columns (a relation without stored
+/// out-of-line values: the catalogs, a sequence).
 pub fn decode_values(cols: &[Column], tuple: &[u8]) -> DecResult<Vec<Value>> {
+    decode_values_with(cols, tuple, &mut |_, _| {
+        Err(DecodeError("an out-of-line value where none can be".into()))
+    })
+}
+
+/// Fetches an out-of-line value's bytes (its length, and its TOAST pointer: the
+/// bytes after the length word).
+pub type Detoast<'a> = dyn FnMut(usize, &[u8]) -> DecResult<Vec<u8>> + 'a;
+
+/// A text or bytea value's bytes: inline, or fetched through `detoast`.
+fn varlena(d: &mut Dec<'_>, detoast: &mut Detoast<'_>) -> DecResult<Vec<u8>> {
+    let word = d.u32()?;
+    if word & TOASTED == 0 {
+        return Ok(d.take(word as usize)?.to_vec());
+    }
+    let chunks = d.u32()? as usize;
+    let mut ptr = Vec::with_capacity(4 + chunks * 6);
+    ptr.extend_from_slice(&(chunks as u32).to_le_bytes());
+    let n = chunks
+        .checked_mul(6)
+        .ok_or_else(|| DecodeError("bad TOAST pointer".into()))?;
+    ptr.extend_from_slice(d.take(n)?);
+    let len = (word & !TOASTED) as usize;
+    let bytes = detoast(len, &ptr)?;
+    if bytes.len() != len {
+        return Err(DecodeError(format!(
+            "out-of-line value of {} bytes where {} were stored",
+            bytes.len(),
+            word & !TOASTED
+        )));
+    }
+    Ok(bytes)
+}
+
+/// [`decode_values`], fetching out-of-line values through `detoast`.
+pub fn decode_values_with(
+    cols: &[Column],
+    tuple: &[u8],
+    detoast: &mut Detoast<'_>,
+) -> DecResult<Vec<Value>> {
     let mut d = Dec::new(tuple, "heap tuple");
     d.take(TUPLE_HEADER_BYTES)?;
     let bitmap = d.take(cols.len().div_ceil(8))?.to_vec();
@@ -382,10 +443,13 @@ pub fn decode_values(cols: &[Column], tuple: &[u8]) -> DecResult<Vec<Value>> {
             ColType::Bool => Value::Bool(d.u8()? != 0),
             ColType::Timestamp => Value::Timestamp(d.u64()? as i64),
             ColType::TimestampTz => Value::TimestampTz(d.u64()? as i64),
-            ColType::Text => Value::Text(d.str()?),
+            ColType::Text => Value::Text(
+                String::from_utf8(varlena(&mut d, detoast)?)
+                    .map_err(|_| DecodeError("heap tuple: bad UTF-8".into()))?,
+            ),
             ColType::Date => Value::Date(d.u32()? as i32),
             ColType::Uuid => Value::Uuid(d.take(16)?.try_into().expect("16 bytes")),
-            ColType::Bytea => Value::Bytea(d.bytes()?.to_vec()),
+            ColType::Bytea => Value::Bytea(varlena(&mut d, detoast)?),
             ColType::Float4 => Value::Float4(Float::new(f32::from_bits(d.u32()?) as f64)),
             ColType::Float8 => Value::Float8(Float::new(f64::from_bits(d.u64()?))),
             ColType::Numeric => Value::Numeric(Decimal::deserialize(

@@ -198,7 +198,7 @@ pub(crate) fn find_visible(
             return Ok(true);
         }
         found = fetch(sh, heap, tid, snap, Some(xid), |t| {
-            heap::decode_values(&rel.columns, t).map_err(corrupt)
+            crate::toast::decode_row(sh, heap, &rel.columns, t)
         })?
         .map(|row| (tid, row));
         Ok(found.is_none())
@@ -272,7 +272,7 @@ fn collect_entries(
         let buf = sh.pool.read_buffer(heap_tag(heap, b), ReadMode::Normal)?;
         let g = buf.read();
         for (off, t) in heap::page_tuples(&g).map_err(corrupt)? {
-            let row = heap::decode_values(&rel.columns, t).map_err(corrupt)?;
+            let row = crate::toast::decode_row(sh, heap, &rel.columns, t)?;
             let live = access::visible(&snap, t, Some(xid));
             if ix.primary && live {
                 if let Some(c) = ix.columns.iter().find(|c| row[**c] == Value::Null) {
@@ -307,7 +307,7 @@ fn check_unique(
             let (_, block, offset) = split_leaf_entry(e);
             let snap = Snapshot::take(sh);
             let row = fetch(sh, heap, Tid { block, offset }, &snap, Some(xid), |t| {
-                heap::decode_values(&rel.columns, t).map_err(corrupt)
+                crate::toast::decode_row(sh, heap, &rel.columns, t)
             })?
             .ok_or_else(|| corrupt("a build's live row is gone"))?;
             if !row_key(ix, &row).1 {
@@ -603,7 +603,7 @@ pub(crate) fn scan_batches(
             }
             for (_, tid) in &tids {
                 let row = fetch(sh, heap, *tid, &snap, my, |t| {
-                    heap::decode_values(&rel.columns, t).map_err(corrupt)
+                    crate::toast::decode_row(sh, heap, &rel.columns, t)
                 })?;
                 rows.extend(row);
             }
@@ -640,7 +640,7 @@ pub(crate) fn check(sh: &Shared, rel: &RelEntry, heap: RelKey, ix: &IndexDef) ->
         let buf = sh.pool.read_buffer(heap_tag(heap, b), ReadMode::Normal)?;
         let g = buf.read();
         for (off, t) in heap::page_tuples(&g).map_err(corrupt)? {
-            let row = heap::decode_values(&rel.columns, t).map_err(corrupt)?;
+            let row = crate::toast::decode_row(sh, heap, &rel.columns, t)?;
             let (xmin, xmax) = (heap::tuple_xmin(t), heap::tuple_xmax(t));
             let dead = xmax != Xid::INVALID && xmax < horizon && sh.clog.is_committed(xmax);
             let needed = sh.clog.is_committed(xmin) && !dead;

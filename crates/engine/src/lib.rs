@@ -77,6 +77,7 @@ mod redo;
 mod sequence;
 mod standby;
 mod stream;
+mod toast;
 mod unlink;
 pub mod waldump;
 mod xact;
@@ -296,6 +297,9 @@ pub enum EngineError {
     SequenceLimit(String),
     #[error("{0}")]
     NumericOutOfRange(String),
+    /// A value past one of Strata's limits (PostgreSQL's program_limit_exceeded).
+    #[error("{0}")]
+    ProgramLimit(String),
     /// A value too large for its `numeric(precision, scale)` column.
     #[error("numeric field overflow")]
     NumericFieldOverflow { precision: u32, scale: u32 },
@@ -339,6 +343,7 @@ impl EngineError {
         match self {
             EngineError::UndefinedTable(_) => "42P01",
             EngineError::WrongObjectType(_) => "42809",
+            EngineError::ProgramLimit(_) => "54000",
             EngineError::SequenceLimit(_) => "2200H",
             EngineError::NumericOutOfRange(_) | EngineError::NumericFieldOverflow { .. } => "22003",
             EngineError::DuplicateTable(_) => "42P07",

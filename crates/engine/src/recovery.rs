@@ -811,6 +811,8 @@ impl RedoContext for Redo<'_> {
     }
 
     fn saw_relfilenumber(&mut self, rel: RelFileNumber) {
+        // A TOAST heap's number is its table's with a flag (toast rule 1).
+        let rel = RelFileNumber(rel.0 & !crate::toast::TOAST_BIT);
         self.max_rel = self.max_rel.max(rel);
     }
 

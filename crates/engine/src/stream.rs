@@ -28,7 +28,7 @@
 
 use crate::access::{self, Snapshot};
 use crate::catalog::RelEntry;
-use crate::{corrupt, heap, EngineError, Interrupt, Result, Shared, Value};
+use crate::{EngineError, Interrupt, Result, Shared, Value};
 use std::sync::Arc;
 use strata_types::{ForkNumber, RelKey, Xid};
 
@@ -107,7 +107,7 @@ fn read_batch(
     while *next < end && batch.len() < SCAN_BATCH_ROWS {
         interrupt()?;
         access::scan_page(sh, key, *next, snap, my, &mut |_, _, t| {
-            batch.push(heap::decode_values(&rel.columns, t).map_err(corrupt)?);
+            batch.push(crate::toast::decode_row(sh, key, &rel.columns, t)?);
             Ok(())
         })?;
         *next += 1;

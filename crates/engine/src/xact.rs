@@ -496,8 +496,7 @@ impl<'e> Txn<'e> {
         };
         let oid = self.alloc_oid()?;
         // The template's storage: its pg_class and every relation, each fork present.
-        let mut src: Vec<RelKey> = vec![tmpl.pg_class()];
-        src.extend(self.relations_of(&tmpl).iter().map(|r| r.key(&tmpl)));
+        let src = self.template_storage(&tmpl);
         let map_spc = |s: Oid| if s == tmpl.spc { dst_spc } else { s };
         let dirs: BTreeSet<(Oid, Oid)> = src.iter().map(|k| (k.spc, map_spc(k.spc))).collect();
         for &(_, d) in &dirs {
@@ -565,6 +564,22 @@ impl<'e> Txn<'e> {
         }
         self.ov.dbs.insert(name.into(), Some(Arc::new(e)));
         Ok(())
+    }
+
+    /// A template's storage: its pg_class and every relation's files (heap, indexes,
+    /// TOAST heap).
+    fn template_storage(&self, tmpl: &DbEntry) -> Vec<RelKey> {
+        let mut src: Vec<RelKey> = vec![tmpl.pg_class()];
+        for r in self.relations_of(tmpl) {
+            let key = r.key(tmpl);
+            src.push(key);
+            src.extend(r.indexes.iter().map(|ix| r.index_key(tmpl, ix)));
+            let toast = crate::toast::toast_key(key);
+            if self.sh.smgr.exists(toast, ForkNumber::Main) {
+                src.push(toast);
+            }
+        }
+        src
     }
 
     /// Copies one fork page by page through the WAL: each page one full-page-image
@@ -757,6 +772,20 @@ impl<'e> Txn<'e> {
         self.remove_sequence(&dbe, &rel)
     }
 
+    /// The files of a table go at commit: its heap, its indexes, its TOAST heap if
+    /// it has one (toast rule 1).
+    fn drop_files_of(&mut self, dbe: &DbEntry, rel: &RelEntry) {
+        let key = rel.key(dbe);
+        self.dropped_rels.push(key);
+        for ix in &rel.indexes {
+            self.dropped_rels.push(rel.index_key(dbe, ix));
+        }
+        let toast = crate::toast::toast_key(key);
+        if self.sh.smgr.exists(toast, ForkNumber::Main) {
+            self.dropped_rels.push(toast);
+        }
+    }
+
     /// The sequences columns `cols` own, dropped with them (catalog rule 6).
     fn drop_owned_sequences<'c>(
         &mut self,
@@ -823,10 +852,7 @@ impl<'e> Txn<'e> {
         let rel = self.table(&dbe, name)?;
         self.catalog_delete(dbe.pg_class(), rel.tid)?;
         self.ov.rels.insert((dbe.oid, name.into()), None);
-        self.dropped_rels.push(rel.key(&dbe));
-        for ix in &rel.indexes {
-            self.dropped_rels.push(rel.index_key(&dbe, ix));
-        }
+        self.drop_files_of(&dbe, &rel);
         self.drop_owned_sequences(&dbe, &rel.columns)
     }
 
@@ -838,9 +864,8 @@ impl<'e> Txn<'e> {
         let mut e = (*rel).clone();
         e.relfilenumber = self.alloc_relfilenumber();
         self.create_rel_file(e.key(&dbe))?;
-        self.dropped_rels.push(rel.key(&dbe));
+        self.drop_files_of(&dbe, &rel);
         for i in 0..e.indexes.len() {
-            self.dropped_rels.push(rel.index_key(&dbe, &rel.indexes[i]));
             e.indexes[i].relfilenumber = self.alloc_relfilenumber();
             let key = e.index_key(&dbe, &e.indexes[i]);
             self.create_rel_file(key)?;
@@ -1083,6 +1108,13 @@ impl<'e> Txn<'e> {
         e.columns = cols;
         let key = e.key(&dbe);
         self.create_rel_file(key)?;
+        let toasts = e
+            .columns
+            .iter()
+            .any(|c| matches!(c.ty, heap::ColType::Text | heap::ColType::Bytea));
+        if toasts {
+            self.create_rel_file(crate::toast::toast_key(key))?; // toast rule 1
+        }
         let (sh, xid) = (self.sh, self.xid());
         self.scan_each(db, table, &crate::no_interrupt, &mut |row| {
             let row = map(row);
@@ -1099,13 +1131,19 @@ impl<'e> Txn<'e> {
                     table: table.to_string(),
                 });
             }
-            access::insert(sh, key, xid, &heap::encode_tuple(xid, &e.columns, &row))?;
+            let t = heap::encode_tuple(xid, &e.columns, &row);
+            let which = crate::toast::to_move(&row, t.len());
+            let t = if which.is_empty() {
+                t
+            } else {
+                let ptrs =
+                    crate::toast::toast_row(sh, crate::toast::toast_key(key), xid, &row, &which)?;
+                heap::encode_tuple_with(xid, &e.columns, &row, &ptrs)
+            };
+            access::insert(sh, key, xid, &t)?;
             Ok(true)
         })?;
-        self.dropped_rels.push(rel.key(&dbe));
-        for ix in &rel.indexes {
-            self.dropped_rels.push(rel.index_key(&dbe, ix));
-        }
+        self.drop_files_of(&dbe, &rel);
         e.indexes = indexes;
         for i in 0..e.indexes.len() {
             e.indexes[i].relfilenumber = self.alloc_relfilenumber();
@@ -1172,10 +1210,21 @@ impl<'e> Txn<'e> {
     ) -> Result<Vec<Tid>> {
         let xid = self.xid();
         let key = rel.key(dbe);
-        let tuples: Vec<Vec<u8>> = rows
-            .iter()
-            .map(|row| heap::encode_tuple(xid, &rel.columns, row))
-            .collect();
+        let mut tuples = Vec::with_capacity(rows.len());
+        for row in rows {
+            let t = heap::encode_tuple(xid, &rel.columns, row);
+            let which = crate::toast::to_move(row, t.len());
+            if which.is_empty() {
+                tuples.push(t);
+                continue;
+            }
+            let toast = crate::toast::toast_key(key);
+            if !self.sh.smgr.exists(toast, ForkNumber::Main) {
+                self.create_rel_file(toast)?; // toast rule 1
+            }
+            let ptrs = crate::toast::toast_row(self.sh, toast, xid, row, &which)?;
+            tuples.push(heap::encode_tuple_with(xid, &rel.columns, row, &ptrs));
+        }
         let refs: Vec<&[u8]> = tuples.iter().map(Vec::as_slice).collect();
         let tids = access::insert_many(self.sh, key, xid, &refs)?;
         crate::index::insert_rows(self.sh, rel, key, rows, &tids, xid)?;
@@ -1226,7 +1275,13 @@ impl<'e> Txn<'e> {
             };
             let new =
                 fit_checked(&rel, std::slice::from_ref(&new))?.map_or(new, |mut f| f.remove(0));
-            access::delete_on_page(self.sh, heap, tid.block.0, &[tid.offset], xid)?;
+            access::delete_rows_on_page(
+                self.sh,
+                (heap, tid.block.0),
+                &rel.columns,
+                &[tid.offset],
+                xid,
+            )?;
             let at = self.insert_fitted(&dbe, &rel, std::slice::from_ref(&new))?[0];
             state.written.insert((at.block.0, at.offset));
             return Ok(Upsert::Updated(new));
@@ -1398,6 +1453,11 @@ impl<'e> Txn<'e> {
         for r in rels.iter().filter(|r| r.sequence.is_none()) {
             let indexes: Vec<RelKey> = r.indexes.iter().map(|ix| r.index_key(&dbe, ix)).collect();
             truncated += access::vacuum_rel(self.sh, r.key(&dbe), &indexes)?.pages_truncated;
+            // Toast rule 3: the TOAST heap after its table.
+            let toast = crate::toast::toast_key(r.key(&dbe));
+            if self.sh.smgr.exists(toast, ForkNumber::Main) {
+                truncated += access::vacuum_rel(self.sh, toast, &[])?.pages_truncated;
+            }
         }
         Ok(truncated)
     }
