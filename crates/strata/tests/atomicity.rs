@@ -124,7 +124,7 @@ fn driver_every_kind_of_error_fails_the_block() {
         c.batch_execute("begin").await.unwrap();
         c.execute("insert into t values (52)", &[]).await.unwrap();
         let e = c
-            .prepare_typed("select $1", &[tokio_postgres::types::Type::FLOAT8])
+            .prepare_typed("select $1", &[tokio_postgres::types::Type::JSONB])
             .await
             .unwrap_err();
         assert_eq!(code_of(&e), "0A000");
