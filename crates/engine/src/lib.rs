@@ -11,7 +11,9 @@
 //! (tuples and page operations), `clog` (commit log), `catalog`, `access` (heap/FSM/VM
 //! through the pool, the WAL-logged change; Heap and Storage redo), `btree` (B-tree
 //! pages through the pool; Btree redo), `index` (a table's indexes: keys, builds,
-//! upkeep, VACUUM's entry removal, index scans, the check), `xact` (transactions
+//! upkeep, VACUUM's entry removal, index scans, the check), `toast` (values stored
+//! out of line in a table's TOAST heap), `sequence` (sequences' one-page state, nextval
+//! and setval outside transactions; Sequence redo), `xact` (transactions
 //! and DDL; Transaction, Database and Tablespace redo), `checkpoint` (XLOG redo),
 //! `recovery` (start-up, the redo loop dispatching on the resource manager, and its
 //! bookkeeping), `standby` (a standby's continuous replay, read-only sessions, the
