@@ -24,6 +24,15 @@ use crate::{Ddl, IndexSpec, SqlError, SqlResult};
 use std::time::{Duration, Instant};
 use strata_engine::{Column, CreateDbStrategy, NewIndex, Txn};
 
+/// PostgreSQL's NOTICE for CREATE ... IF NOT EXISTS of a relation that exists (ddl
+/// rule 4).
+pub(crate) fn exists_skipping(name: &str) -> (&'static str, String) {
+    (
+        "NOTICE",
+        format!("relation \"{name}\" already exists, skipping"),
+    )
+}
+
 /// How long DROP DATABASE waits for other sessions to leave (PostgreSQL's 5 s).
 const DROP_DATABASE_WAIT_MS: u64 = 5000;
 
@@ -152,10 +161,7 @@ fn create_table(
         Ok(())
     })?;
     if skipped {
-        notices.push((
-            "NOTICE",
-            format!("relation \"{name}\" already exists, skipping"),
-        ));
+        notices.push(crate::ddl::exists_skipping(name));
     }
     Ok(Output::Command("CREATE TABLE".into()))
 }
@@ -209,10 +215,7 @@ fn create_index(
         add_index(t, &db, table, spec)
     })?;
     if let Some(n) = skipped {
-        notices.push((
-            "NOTICE",
-            format!("relation \"{n}\" already exists, skipping"),
-        ));
+        notices.push(crate::ddl::exists_skipping(&n));
     }
     Ok(Output::Command("CREATE INDEX".into()))
 }

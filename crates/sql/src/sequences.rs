@@ -284,10 +284,7 @@ pub(crate) fn create(
         Ok(t.create_sequence(&db, name, def)?)
     })?;
     if skipped {
-        notices.push((
-            "NOTICE",
-            format!("relation \"{name}\" already exists, skipping"),
-        ));
+        notices.push(crate::ddl::exists_skipping(name));
     }
     Ok(Output::Command("CREATE SEQUENCE".into()))
 }

@@ -1151,10 +1151,7 @@ impl<'e> Session<'e> {
             cols.push(strata_engine::Column::new(n, ty.to_col()?));
         }
         if if_not_exists && self.columns(name).is_ok() {
-            notices.push((
-                "NOTICE",
-                format!("relation \"{name}\" already exists, skipping"),
-            ));
+            notices.push(crate::ddl::exists_skipping(name));
             return Ok(Output::Command("CREATE TABLE AS".into()));
         }
         let opened = matches!(self.block, Block::Idle);

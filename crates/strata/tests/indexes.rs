@@ -13,19 +13,6 @@ use std::time::Duration;
 
 type Model = BTreeMap<i32, (i64, String)>;
 
-/// A tiny deterministic generator (the seed is printed, so a failure can be re-run).
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self, n: u64) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (self.0 >> 33) % n
-    }
-}
-
 /// One random transaction against the server and the model; `Err` when the
 /// connection is lost (the kill). `pending` holds the model the transaction would
 /// leave, while its COMMIT is in flight.
@@ -122,12 +109,8 @@ fn server_rows(s: &Server) -> (Model, String) {
 
 #[test]
 fn indexed_tables_survive_sigkill_at_random_moments() {
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64;
-    eprintln!("seed {seed}");
-    let mut rng = Lcg(seed);
+    let mut rng = Lcg::seeded();
+    let seed = rng.0;
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("d");
     let mut s = Server::start(&data, &["shared_buffers=1MB"]);
@@ -140,12 +123,7 @@ fn indexed_tables_survive_sigkill_at_random_moments() {
     for round in 0..6 {
         let pid = s.pid();
         let after = Duration::from_millis(300 + rng.next(900));
-        let killer = std::thread::spawn(move || {
-            std::thread::sleep(after);
-            let _ = std::process::Command::new("kill")
-                .args(["-9", &pid.to_string()])
-                .status();
-        });
+        let killer = kill_after(pid, after);
         let mut pending = None;
         rt.block_on(async {
             let c = s.client("postgres").await;

@@ -11,19 +11,6 @@ use common::*;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-/// A tiny deterministic generator (the seed is printed, so a failure can be re-run).
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self, n: u64) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (self.0 >> 33) % n
-    }
-}
-
 /// What the client saw: the rows committed (id → v), the row whose commit was in
 /// flight at the kill, and every value of each sequence handed out.
 #[derive(Default)]
@@ -83,12 +70,8 @@ fn server_rows(s: &Server) -> BTreeMap<i64, i32> {
 
 #[test]
 fn sequences_never_repeat_a_value_across_sigkill() {
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64;
-    eprintln!("seed {seed}");
-    let mut rng = Lcg(seed);
+    let mut rng = Lcg::seeded();
+    let seed = rng.0;
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("d");
     let mut s = Server::start(&data, &["shared_buffers=1MB"]);
@@ -104,12 +87,7 @@ fn sequences_never_repeat_a_value_across_sigkill() {
     for round in 0..5 {
         let pid = s.pid();
         let after = Duration::from_millis(200 + rng.next(800));
-        let killer = std::thread::spawn(move || {
-            std::thread::sleep(after);
-            let _ = std::process::Command::new("kill")
-                .args(["-9", &pid.to_string()])
-                .status();
-        });
+        let killer = kill_after(pid, after);
         rt.block_on(async {
             let c = s.client("postgres").await;
             while step(&c, &mut rng, &mut seen).await.is_ok() {}

@@ -481,3 +481,37 @@ pub fn fd_count(pid: u32) -> usize {
         .map(|d| d.count())
         .unwrap_or(0)
 }
+
+/// A tiny deterministic generator for the random crash tests; [`Lcg::seeded`] prints
+/// its seed, so a failure can be re-run.
+pub struct Lcg(pub u64);
+
+impl Lcg {
+    /// Seeded from the clock, the seed printed.
+    pub fn seeded() -> Lcg {
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64;
+        eprintln!("seed {seed}");
+        Lcg(seed)
+    }
+    /// A number below `n`.
+    pub fn next(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % n
+    }
+}
+
+/// SIGKILLs process `pid` after `after`, from a thread of its own.
+pub fn kill_after(pid: u32, after: std::time::Duration) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        std::thread::sleep(after);
+        let _ = std::process::Command::new("kill")
+            .args(["-9", &pid.to_string()])
+            .status();
+    })
+}
