@@ -948,10 +948,16 @@ pub struct WalReader {
     /// the reader stops there as at a clean end, and [`WalReader::resume`] goes on
     /// once it moves (rule 8).
     limit: Option<Lsn>,
+    /// The next read-ahead's size: it starts small and doubles up to
+    /// [`READ_AHEAD_BYTES`], so a short replay reads (and zeroes) what it needs, not
+    /// a megabyte.
+    ahead: usize,
 }
 
-/// Bytes read ahead at once (one `pread` serves many records).
+/// Bytes read ahead at once, at most (one `pread` serves many records).
 const READ_AHEAD_BYTES: usize = 1 << 20;
+/// The first read-ahead.
+const FIRST_READ_AHEAD_BYTES: usize = 64 << 10;
 
 enum ReadFail {
     Missing(u64),
@@ -982,6 +988,7 @@ impl WalReader {
             cache: Vec::new(),
             cache_start: Lsn::INVALID,
             limit: None,
+            ahead: FIRST_READ_AHEAD_BYTES,
         })
     }
 
@@ -1044,7 +1051,8 @@ impl WalReader {
             self.open_segment(segno)?;
         }
         let f = &self.file.as_ref().expect("opened").1;
-        let mut want = ((self.seg_bytes - offset) as usize).min(READ_AHEAD_BYTES);
+        let mut want = ((self.seg_bytes - offset) as usize).min(self.ahead);
+        self.ahead = (self.ahead * 2).min(READ_AHEAD_BYTES);
         if let Some(limit) = self.limit {
             want = want.min(limit.0.saturating_sub(lsn.0) as usize);
             if want == 0 {

@@ -82,7 +82,12 @@ pub fn redo_named(
     let start = reader.end();
     let mut per_type: BTreeMap<(RmgrId, u8), TypeStats> = BTreeMap::new();
     let mut records = 0u64;
-    while let Some(record) = reader.next_record()? {
+    let mut reading = Duration::ZERO;
+    loop {
+        let r0 = Instant::now();
+        let next = reader.next_record()?;
+        reading += r0.elapsed();
+        let Some(record) = next else { break };
         if records == 0 {
             log(&format!("redo starts at {}", record.lsn));
         }
@@ -109,10 +114,14 @@ pub fn redo_named(
             elapsed.as_secs_f64()
         ));
     }
-    log(&format!("end of WAL at {}: {stop}", reader.end()));
+    log(&format!(
+        "end of WAL at {}: {stop}; reading the WAL took {:.6} s",
+        reader.end(),
+        reading.as_secs_f64()
+    ));
     for ((rmgr, info), s) in &per_type {
         log(&format!(
-            "  rmgr {:>3} info {info:#04x} {:<26} {:>10} records, {:.3} s",
+            "  rmgr {:>3} info {info:#04x} {:<26} {:>10} records, {:.6} s",
             rmgr.0,
             name(*rmgr, *info),
             s.records,
