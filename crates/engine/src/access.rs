@@ -411,7 +411,8 @@ pub fn delete_on_page(
 }
 
 /// Deletes rows of a table (items `offsets` of block `b`) and the chunks they
-/// point at (toast rule 3).
+/// point at (toast rule 3), reading them again for their pointers (one row of an
+/// upsert; the scans' deletes note the chunks as they match).
 pub fn delete_rows_on_page(
     sh: &Shared,
     (rel, b): (RelKey, u32),
@@ -419,10 +420,7 @@ pub fn delete_rows_on_page(
     offsets: &[u16],
     xid: Xid,
 ) -> Result<()> {
-    if cols
-        .iter()
-        .any(|c| matches!(c.ty, heap::ColType::Text | heap::ColType::Bytea))
-    {
+    if crate::toast::may_point(cols) {
         let buf = sh
             .pool
             .read_buffer(tag(rel, ForkNumber::Main, b), ReadMode::Normal)?;
@@ -451,17 +449,22 @@ pub fn delete_where(
     let mut deleted = 0;
     for b in 0..n {
         interrupt()?;
-        let offsets = matching(sh, (rel, b), (&snap, xid), cols, pred, None)?;
+        let (offsets, chunks) = matching(sh, (rel, b), (&snap, xid), cols, pred, None)?;
         if !offsets.is_empty() {
             deleted += offsets.len() as u64;
-            delete_rows_on_page(sh, (rel, b), cols, &offsets, xid)?;
+            crate::toast::delete_chunks(sh, rel, chunks, xid)?;
+            delete_on_page(sh, rel, b, &offsets, xid)?;
         }
     }
     Ok(deleted)
 }
 
+/// TIDs (block, item) of TOAST chunks.
+type ChunkTids = Vec<(u32, u16)>;
+
 /// The items of block `b` that the writer `xid` sees as of `snap` and `pred` holds
-/// for: every item, or those of `only` (TIDs of this block). Under a shared lock.
+/// for: every item, or those of `only` (TIDs of this block), and the TOAST chunks
+/// those rows point at (toast rule 3). Under a shared lock.
 fn matching(
     sh: &Shared,
     (rel, b): (RelKey, u32),
@@ -469,7 +472,7 @@ fn matching(
     cols: &[heap::Column],
     pred: &mut dyn FnMut(&[heap::Value]) -> bool,
     only: Option<&[crate::catalog::Tid]>,
-) -> Result<Vec<u16>> {
+) -> Result<(Vec<u16>, ChunkTids)> {
     let buf = sh
         .pool
         .read_buffer(tag(rel, ForkNumber::Main, b), ReadMode::Normal)?;
@@ -481,16 +484,19 @@ fn matching(
             .filter_map(|t| strata_page::item(&g, t.offset as usize).map(|i| (t.offset, i)))
             .collect(),
     };
-    let mut v = Vec::new();
+    let (mut v, mut chunks, mut row_chunks) = (Vec::new(), Vec::new(), Vec::new());
     for (off, t) in items {
-        if t.len() >= heap::TUPLE_HEADER_BYTES
-            && visible(snap, t, Some(xid))
-            && pred(&crate::toast::decode_row(sh, rel, cols, t)?)
-        {
+        if t.len() < heap::TUPLE_HEADER_BYTES || !visible(snap, t, Some(xid)) {
+            continue;
+        }
+        row_chunks.clear();
+        let row = crate::toast::decode_row_noting(sh, rel, cols, t, Some(&mut row_chunks))?;
+        if pred(&row) {
             v.push(off);
+            chunks.extend_from_slice(&row_chunks);
         }
     }
-    Ok(v)
+    Ok((v, chunks))
 }
 
 /// [`delete_where`] over the rows at `tids` only (sorted by block: an index scan's
@@ -513,10 +519,11 @@ pub fn delete_tids(
             continue;
         }
         interrupt()?;
-        let offsets = matching(sh, (rel, b), (&snap, xid), cols, pred, Some(same))?;
+        let (offsets, chunks) = matching(sh, (rel, b), (&snap, xid), cols, pred, Some(same))?;
         if !offsets.is_empty() {
             deleted += offsets.len() as u64;
-            delete_rows_on_page(sh, (rel, b), cols, &offsets, xid)?;
+            crate::toast::delete_chunks(sh, rel, chunks, xid)?;
+            delete_on_page(sh, rel, b, &offsets, xid)?;
         }
     }
     Ok(deleted)

@@ -172,20 +172,30 @@ fn fetch(sh: &Shared, toast: RelKey, len: usize, ptr: &[u8]) -> Result<Vec<u8>> 
 
 /// A row of the table at `rel`, its out-of-line values fetched.
 pub fn decode_row(sh: &Shared, rel: RelKey, cols: &[Column], tuple: &[u8]) -> Result<Vec<Value>> {
+    decode_row_noting(sh, rel, cols, tuple, None)
+}
+
+/// [`decode_row`], adding to `chunks` the TIDs of the chunks it read (a delete's
+/// matching pass: rule 3 deletes them with the row, without reading it again).
+pub fn decode_row_noting(
+    sh: &Shared,
+    rel: RelKey,
+    cols: &[Column],
+    tuple: &[u8],
+    mut chunks: Option<&mut Vec<(u32, u16)>>,
+) -> Result<Vec<Value>> {
     let toast = toast_key(rel);
     let mut failed = None;
-    let r = heap::decode_values_with(
-        cols,
-        tuple,
-        &mut |len, ptr| match fetch(sh, toast, len, ptr) {
-            Ok(b) => Ok(b),
-            Err(e) => {
-                let msg = e.to_string();
-                failed = Some(e);
-                Err(crate::codec::DecodeError(msg))
-            }
-        },
-    );
+    let r = heap::decode_values_with(cols, tuple, &mut |len, ptr| {
+        if let Some(c) = chunks.as_deref_mut() {
+            c.extend(pointer_tids(ptr));
+        }
+        fetch(sh, toast, len, ptr).map_err(|e| {
+            let msg = crate::codec::DecodeError(e.to_string());
+            failed = Some(e);
+            msg
+        })
+    });
     match (r, failed) {
         (Ok(v), _) => Ok(v),
         (Err(_), Some(e)) => Err(e),
@@ -205,7 +215,7 @@ pub fn chunk_tids(cols: &[Column], tuple: &[u8]) -> Result<Vec<(u32, u16)>> {
 }
 
 /// Rule 3: deletes, as `xid`, the chunks of `tuples` (rows of the table at `rel`
-/// being deleted by `xid`). One record per TOAST page changed.
+/// being deleted by `xid`).
 pub fn delete_rows(
     sh: &Shared,
     rel: RelKey,
@@ -213,12 +223,19 @@ pub fn delete_rows(
     tuples: &[&[u8]],
     xid: Xid,
 ) -> Result<()> {
+    if !may_point(cols) {
+        return Ok(());
+    }
     let mut tids = Vec::new();
     for t in tuples {
-        if has_pointer(cols, t) {
-            tids.extend(chunk_tids(cols, t)?);
-        }
+        tids.extend(chunk_tids(cols, t)?);
     }
+    delete_chunks(sh, rel, tids, xid)
+}
+
+/// Rule 3: deletes, as `xid`, chunks `tids` of the TOAST heap of the table at
+/// `rel`. One record per TOAST page changed.
+pub fn delete_chunks(sh: &Shared, rel: RelKey, mut tids: Vec<(u32, u16)>, xid: Xid) -> Result<()> {
     if tids.is_empty() {
         return Ok(());
     }
@@ -231,9 +248,8 @@ pub fn delete_rows(
     Ok(())
 }
 
-/// Whether a tuple of `cols` may hold a pointer: the table has text or bytea
-/// columns (a cheap test before decoding).
-fn has_pointer(cols: &[Column], _tuple: &[u8]) -> bool {
+/// Whether rows of `cols` may hold a pointer: the table has text or bytea columns.
+pub fn may_point(cols: &[Column]) -> bool {
     cols.iter()
         .any(|c| matches!(c.ty, ColType::Text | ColType::Bytea))
 }
