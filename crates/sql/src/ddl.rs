@@ -161,7 +161,7 @@ fn create_table(
         Ok(())
     })?;
     if skipped {
-        notices.push(crate::ddl::exists_skipping(name));
+        notices.push(exists_skipping(name));
     }
     Ok(Output::Command("CREATE TABLE".into()))
 }
@@ -215,7 +215,7 @@ fn create_index(
         add_index(t, &db, table, spec)
     })?;
     if let Some(n) = skipped {
-        notices.push(crate::ddl::exists_skipping(&n));
+        notices.push(exists_skipping(&n));
     }
     Ok(Output::Command("CREATE INDEX".into()))
 }
