@@ -34,7 +34,8 @@ pub type BufId = u32;
 
 /// Partitions of the mapping table (PostgreSQL's NUM_BUFFER_PARTITIONS).
 pub const MAPPING_PARTITIONS: usize = 128;
-/// Descriptors are allocated in chunks of this many, on first use.
+/// Descriptors are allocated in chunks of this many, on first use (the first with
+/// the pool).
 const CHUNK: usize = 4096;
 /// Maximum clock-sweep usage count (PostgreSQL's BM_MAX_USAGE_COUNT).
 const MAX_USAGE: u8 = 5;
@@ -240,17 +241,24 @@ pub struct PinnedBuffer<'a> {
 
 impl BufferPool {
     /// Creates a pool of `shared_buffers_bytes / 8 KiB` buffers. Nothing per buffer is
-    /// allocated until the buffer is first used.
+    /// allocated until the buffer is first used, but for the first chunk of
+    /// descriptors (256 KiB, the same at every size).
     pub fn new(shared_buffers_bytes: u64, smgr: Arc<Smgr>, wal: Arc<dyn WalFlusher>) -> Self {
         let nbuffers = (shared_buffers_bytes / BLCKSZ as u64) as usize;
         assert!(nbuffers >= 16, "shared_buffers must be at least 128kB");
         assert!(nbuffers <= u32::MAX as usize);
         let per_part = mapping_partition_capacity(nbuffers);
+        let chunks: Box<[OnceLock<Box<[BufferDesc]>>]> = (0..nbuffers.div_ceil(CHUNK))
+            .map(|_| OnceLock::new())
+            .collect();
+        // Every server uses its first buffers at once (recovery, the catalog): the
+        // first chunk is made with the pool, so the first touches of its memory are
+        // paid here at every size, not by whatever reads the first page (a short
+        // replay measured them, BENCHMARKS.md "C's replay at 8GB").
+        chunks[0].get_or_init(new_chunk);
         BufferPool {
             nbuffers,
-            chunks: (0..nbuffers.div_ceil(CHUNK))
-                .map(|_| OnceLock::new())
-                .collect(),
+            chunks,
             mapping: (0..MAPPING_PARTITIONS)
                 .map(|_| {
                     let map = TagMap::with_capacity_and_hasher(per_part, Default::default());
@@ -527,8 +535,7 @@ impl BufferPool {
         if self.next_unused.load(Ordering::Relaxed) < self.nbuffers {
             let id = self.next_unused.fetch_add(1, Ordering::Relaxed);
             if id < self.nbuffers {
-                let chunk = self.chunks[id / CHUNK]
-                    .get_or_init(|| (0..CHUNK).map(|_| BufferDesc::new()).collect());
+                let chunk = self.chunks[id / CHUNK].get_or_init(new_chunk);
                 let desc = &chunk[id % CHUNK];
                 let _header = desc.header.lock();
                 desc.pin();
@@ -862,6 +869,10 @@ impl BufferPool {
 /// plus a quarter for uneven hashing, so the tables never grow.
 pub(crate) fn mapping_partition_capacity(nbuffers: usize) -> usize {
     nbuffers / MAPPING_PARTITIONS + nbuffers / MAPPING_PARTITIONS / 4 + 16
+}
+
+fn new_chunk() -> Box<[BufferDesc]> {
+    (0..CHUNK).map(|_| BufferDesc::new()).collect()
 }
 
 fn new_frame() -> Box<PageBuf> {

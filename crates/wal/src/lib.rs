@@ -956,8 +956,9 @@ pub struct WalReader {
 
 /// Bytes read ahead at once, at most (one `pread` serves many records).
 const READ_AHEAD_BYTES: usize = 1 << 20;
-/// The first read-ahead.
-const FIRST_READ_AHEAD_BYTES: usize = 64 << 10;
+/// The first read-ahead: one WAL page. A short replay reads what it needs and zeroes
+/// no more fresh memory than that (stop 22 traced 16 page faults to a 64 KiB start).
+const FIRST_READ_AHEAD_BYTES: usize = 8 << 10;
 
 enum ReadFail {
     Missing(u64),
