@@ -14,7 +14,9 @@
 //! for Strata; SIGQUIT to the postmaster, which is `pg_ctl stop -m immediate`, for
 //! PostgreSQL), a restart timed until the server accepts connections, the `redo done
 //! ... elapsed` of the log, and the peak RSS of the recovering process (Strata's server;
-//! PostgreSQL's startup process, sampled while it lives). After recovery the data is
+//! PostgreSQL's startup process, sampled while it lives). A Strata replay under 10 ms
+//! is the median of three recoveries, each from its own copy of the crashed cluster
+//! (`SHORT_REPLAY_SECONDS`); restart and RSS are the first's. After recovery the data is
 //! checked against what the workload committed. The floor is the bare file-system
 //! operations the workload implies (files unlinked, truncated, copied), timed in the
 //! same run.
@@ -788,15 +790,26 @@ async fn run_one(
     }
     bar.set_message(format!("{id} {} {sb}: crash and recovery", kind.name()));
     c.crash()?;
-    let from = c.log_len();
-    let started = c.start()?;
-    let replay = c.redo_seconds(from).ok_or_else(|| {
-        format!(
-            "{id} on {}: no \"redo done\" line after the crash; log:\n{}",
-            kind.name(),
-            tail(&c.log)
-        )
-    })?;
+    let crashed = root.join("crashed");
+    if kind == Kind::Strata {
+        snapshot(root, &crashed)?;
+    }
+    let (replay, started) = recover(&mut c, id)?;
+    let replay = if kind == Kind::Strata && replay < SHORT_REPLAY_SECONDS {
+        let mut runs = vec![replay];
+        for run in 2..=SHORT_REPLAY_RUNS {
+            bar.set_message(format!(
+                "{id} strata {sb}: recovery {run} of {SHORT_REPLAY_RUNS}"
+            ));
+            c.stop()?;
+            restore(root, &crashed)?;
+            runs.push(recover(&mut c, id)?.0);
+        }
+        crate::replay::median(runs)
+    } else {
+        replay
+    };
+    let _ = std::fs::remove_dir_all(&crashed);
     verify(&c, w)
         .await
         .map_err(|e| format!("{id} on {} after recovery: {e}", kind.name()))?;
@@ -808,6 +821,68 @@ async fn run_one(
         restart: Some(started.seconds),
         peak_rss: started.peak_rss,
     })
+}
+
+/// Strata's replays shorter than this are measured [`SHORT_REPLAY_RUNS`] times, each
+/// from its own copy of the same crashed cluster, and the median kept: at a fraction of
+/// a millisecond one interrupt or preemption on a shared machine is a third of the
+/// figure (C's 0.15 ms replay ranged 0.11–0.38 ms over eight restarts of one crash).
+/// PostgreSQL's replay line has 10 ms resolution, so it is measured once.
+const SHORT_REPLAY_SECONDS: f64 = 0.010;
+const SHORT_REPLAY_RUNS: usize = 3;
+
+/// Starts the crashed cluster and reads its replay time: `(replay, start)`.
+fn recover(c: &mut Cluster, id: &str) -> Result<(f64, Started), String> {
+    let from = c.log_len();
+    let started = c.start()?;
+    let replay = c.redo_seconds(from).ok_or_else(|| {
+        format!(
+            "{id} on {}: no \"redo done\" line after the crash; log:\n{}",
+            c.kind.name(),
+            tail(&c.log)
+        )
+    })?;
+    Ok((replay, started))
+}
+
+/// Keeps the crashed cluster (`root`'s `data` and `spc`, where its tablespaces live)
+/// in `to`, for [`restore`].
+fn snapshot(root: &Path, to: &Path) -> Result<(), String> {
+    std::fs::create_dir(to).map_err(|e| format!("{}: {e}", to.display()))?;
+    for d in ["data", "spc"] {
+        copy_tree(&root.join(d), &to.join(d)).map_err(|e| format!("copying {d}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Puts the [`snapshot`] in `from` back in place of `root`'s `data` and `spc` (in
+/// place, so the tablespace links still point at the copies).
+fn restore(root: &Path, from: &Path) -> Result<(), String> {
+    for d in ["data", "spc"] {
+        let dst = root.join(d);
+        std::fs::remove_dir_all(&dst).map_err(|e| format!("{}: {e}", dst.display()))?;
+        copy_tree(&from.join(d), &dst).map_err(|e| format!("restoring {d}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Copies directory `from` to `to` (which must not exist): files with their
+/// permissions, directories with theirs, symbolic links as links.
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir(to)?;
+    for e in std::fs::read_dir(from)? {
+        let e = e?;
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        let t = e.file_type()?;
+        if t.is_dir() {
+            copy_tree(&src, &dst)?;
+        } else if t.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(&src)?, &dst)?;
+        } else {
+            std::fs::copy(&src, &dst)?;
+        }
+    }
+    std::fs::set_permissions(to, std::fs::metadata(from)?.permissions())
 }
 
 /// The bare file-system operations a workload implies, timed: files unlinked (A, B,
