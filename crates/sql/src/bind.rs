@@ -159,9 +159,55 @@ pub enum Expr {
     IsNull(Box<Expr>, bool),
     InList(Box<Expr>, Vec<Expr>, bool),
     Cast(Box<Expr>, SqlType),
+    /// A cast's type modifier, applied to the cast value ([`fit_datum`]).
+    Fit(Box<Expr>, Typmod),
     Call(Func, Vec<Expr>),
     /// The value of aggregate number n (aggregate queries only).
     Agg(usize),
+}
+
+/// The type modifier of a cast's target: `varchar(n)` / `char(n)` or `numeric(p, s)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Typmod {
+    Chars { n: u32, padded: bool },
+    Numeric { p: u32, s: u32 },
+}
+
+/// `x` under the type modifier of `t`, if it has one (`x` is already cast to `t`).
+fn with_typmod(x: Expr, t: &ast::DataType) -> SqlResult<Expr> {
+    let m = match (crate::char_length(t)?, crate::numeric_typmod(t)?) {
+        ((Some(n), padded), _) => Typmod::Chars { n, padded },
+        (_, Some((p, s))) => Typmod::Numeric { p, s },
+        _ => return Ok(x),
+    };
+    Ok(Expr::Fit(Box::new(x), m))
+}
+
+/// A cast's type modifier applied as PostgreSQL's explicit casts apply it: text cut
+/// to n characters without error (`char(n)` padded to n), numeric rounded to its
+/// scale and 22003 past its precision (as a column's).
+fn fit_datum(d: Datum, m: Typmod) -> SqlResult<Datum> {
+    Ok(match (d, m) {
+        (Datum::Text(s), Typmod::Chars { n, padded }) => {
+            let mut t: String = s.chars().take(n as usize).collect();
+            if padded {
+                let len = t.chars().count();
+                t.extend(std::iter::repeat_n(' ', n as usize - len));
+            }
+            Datum::Text(t)
+        }
+        (Datum::Numeric(v), Typmod::Numeric { p, s }) => {
+            let mut col = strata_engine::Column::new("", strata_engine::ColType::Numeric);
+            col.numeric = Some((p, s));
+            Datum::Numeric(col.fit_numeric(v).map_err(|(precision, scale)| {
+                SqlError::from(strata_engine::EngineError::NumericFieldOverflow {
+                    precision,
+                    scale,
+                })
+            })?)
+        }
+        (d, _) => d,
+    })
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -523,13 +569,13 @@ impl Binder {
             E::Cast {
                 expr, data_type, ..
             } => {
-                let to = SqlType::from_ast(data_type)?;
-                let (x, from) = self.expr_in(scope, expr, aggs)?;
-                self.cast(x, from, to)
+                let x = self.expr_in(scope, expr, aggs)?;
+                self.cast_to(x, data_type)
             }
-            E::TypedString(ts) => self
-                .value(&ts.value.value)
-                .and_then(|(x, from)| self.cast(x, from, SqlType::from_ast(&ts.data_type)?)),
+            E::TypedString(ts) => {
+                let x = self.value(&ts.value.value)?;
+                self.cast_to(x, &ts.data_type)
+            }
             E::Interval(iv) => self.interval(scope, iv, aggs),
             E::Function(f) => self.function(scope, f, aggs),
             other => Err(SqlError::unsupported(format!("the expression \"{other}\""))),
@@ -697,6 +743,16 @@ impl Binder {
             }
             other => return Err(SqlError::unsupported(format!("the literal {other}"))),
         })
+    }
+
+    /// `x::t`, with `t`'s type modifier.
+    fn cast_to(
+        &mut self,
+        (x, from): (Expr, SqlType),
+        t: &ast::DataType,
+    ) -> SqlResult<(Expr, SqlType)> {
+        let (x, to) = self.cast(x, from, SqlType::from_ast(t)?)?;
+        Ok((with_typmod(x, t)?, to))
     }
 
     fn cast(&mut self, x: Expr, from: SqlType, to: SqlType) -> SqlResult<(Expr, SqlType)> {
@@ -1475,7 +1531,11 @@ fn uses_columns(e: &Expr) -> bool {
             Expr::Const(_) | Expr::Param(_) | Expr::Agg(_) => {}
             Expr::Bin(a, _, b) => todo.extend([&**a, &**b]),
             Expr::Bool(_, l) => todo.extend(l.iter()),
-            Expr::Not(a) | Expr::Neg(a) | Expr::IsNull(a, _) | Expr::Cast(a, _) => todo.push(a),
+            Expr::Not(a)
+            | Expr::Neg(a)
+            | Expr::IsNull(a, _)
+            | Expr::Cast(a, _)
+            | Expr::Fit(a, _) => todo.push(a),
             Expr::InList(a, l, _) => {
                 todo.push(a);
                 todo.extend(l.iter());
@@ -1660,6 +1720,7 @@ fn eval_at(e: &Expr, r: &Row<'_>, depth: usize) -> SqlResult<Datum> {
         },
         Expr::IsNull(x, negated) => Datum::Bool(sub(x)?.is_null() != *negated),
         Expr::Cast(x, t) => cast_datum(sub(x)?, *t)?,
+        Expr::Fit(x, m) => fit_datum(sub(x)?, *m)?,
         Expr::InList(x, list, negated) => {
             let v = sub(x)?;
             if v.is_null() {

@@ -46,7 +46,7 @@ struct Cmp<'a> {
 fn is_value(e: &Expr) -> bool {
     match e {
         Expr::Const(_) | Expr::Param(_) => true,
-        Expr::Cast(x, _) | Expr::Neg(x) => is_value(x),
+        Expr::Cast(x, _) | Expr::Fit(x, _) | Expr::Neg(x) => is_value(x),
         Expr::Bin(a, op, b) => {
             matches!(
                 op,

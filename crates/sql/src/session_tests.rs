@@ -1337,6 +1337,45 @@ fn serial_and_identity_columns_own_their_sequences() {
 }
 
 #[test]
+fn casts_apply_their_type_modifiers_as_postgres_explicit_casts_do() {
+    with_session(8 << 20, |s| {
+        // Text is cut without error, char(n) padded; numeric rounds to its scale
+        // (half away from zero) and shows it.
+        assert_eq!(
+            rows_text(
+                s,
+                "SELECT 'abcdef'::varchar(3), 'ab'::char(4), 'xyz'::char, \
+                 CAST('abcdef' AS character varying(2)), 1.235::numeric(5,2), \
+                 '-1.235'::numeric(5,2), 7::numeric(4,1), numeric(3,1) '2.25'"
+            ),
+            ["abc|ab  |x|ab|1.24|-1.24|7.0|2.3"]
+        );
+        let e = error_of(s, "SELECT 12345.6::numeric(5,2)");
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            ("22003", "numeric field overflow")
+        );
+        assert_eq!(
+            e.detail.as_deref(),
+            Some(
+                "A field with precision 5, scale 2 must round to an absolute value less than 10^3."
+            )
+        );
+        // In a table's expression, and NULL stays NULL.
+        let setup = "CREATE TABLE m (t text, n numeric); \
+                     INSERT INTO m VALUES ('hello', 3.14159), (NULL, NULL)";
+        assert_eq!(codes(&q(s, setup)), ["", ""]);
+        assert_eq!(
+            rows_text(
+                s,
+                "SELECT t::varchar(4), n::numeric(4,2) FROM m ORDER BY t NULLS LAST"
+            ),
+            ["hell|3.14", "NULL|NULL"]
+        );
+    });
+}
+
+#[test]
 fn real_double_and_numeric_compute_compare_and_store_as_postgres_does() {
     with_session(8 << 20, |s| {
         assert_eq!(
