@@ -325,7 +325,7 @@ pub fn primary(
     }
 }
 
-pub(crate) fn median(mut v: Vec<f64>) -> f64 {
+fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v.get(v.len() / 2).copied().unwrap_or(0.0)
 }
