@@ -1565,9 +1565,32 @@ fn default_name(mut e: &ast::Expr) -> String {
             .and_then(|p| p.as_ident())
             .map(super::ident_name)
             .unwrap_or_else(|| "?column?".into()),
-        ast::Expr::Cast { data_type, .. } => data_type.to_string().to_ascii_lowercase(),
+        ast::Expr::Cast { data_type, .. } => cast_column_name(data_type),
         _ => "?column?".into(),
     }
+}
+
+/// The name PostgreSQL gives a cast constant's column: the type's `typname`, without
+/// its modifier (`1::int` is `int4`, `'a'::varchar(3)` is `varchar`).
+fn cast_column_name(t: &ast::DataType) -> String {
+    let s = t.to_string().to_ascii_lowercase();
+    let base = s.split('(').next().unwrap_or_default().trim();
+    match base {
+        "int" | "integer" => "int4",
+        "bigint" => "int8",
+        "smallint" => "int2",
+        "real" => "float4",
+        "double precision" | "float" => "float8",
+        "boolean" => "bool",
+        "character varying" => "varchar",
+        "char" | "character" => "bpchar",
+        "decimal" | "dec" => "numeric",
+        "timestamp with time zone" => "timestamptz",
+        "timestamp without time zone" => "timestamp",
+        "time without time zone" => "time",
+        other => other,
+    }
+    .to_string()
 }
 
 // ---- evaluation ----

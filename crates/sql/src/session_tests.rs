@@ -1350,6 +1350,16 @@ fn casts_apply_their_type_modifiers_as_postgres_explicit_casts_do() {
             ),
             ["abc|ab  |x|ab|1.24|-1.24|7.0|2.3"]
         );
+        // Named by the type's typname, without its modifier, as PostgreSQL names them.
+        let c = q(
+            s,
+            "SELECT 'a'::varchar(3), 'a'::char(2), 1::numeric(5,2), 1::int, 2::bigint, 1::float",
+        );
+        let names: Vec<&str> = c.columns.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            ["varchar", "bpchar", "numeric", "int4", "int8", "float8"]
+        );
         let e = error_of(s, "SELECT 12345.6::numeric(5,2)");
         assert_eq!(
             (e.code, e.message.as_str()),
