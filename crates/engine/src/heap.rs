@@ -214,17 +214,10 @@ impl Column {
     /// A numeric value made to fit `numeric(p, s)`: rounded to the scale (half away
     /// from zero), then Err((p, s)) if its integral digits exceed p - s.
     pub fn fit_numeric(&self, v: Decimal) -> std::result::Result<Decimal, (u32, u32)> {
-        let Some((p, s)) = self.numeric else {
-            return Ok(v);
-        };
-        let mut r =
-            v.round_dp_with_strategy(s, rust_decimal::RoundingStrategy::MidpointAwayFromZero);
-        let int_digits = r.trunc().abs().to_string().trim_start_matches('0').len() as u32;
-        if int_digits > p - s {
-            return Err((p, s));
+        match self.numeric {
+            Some((p, s)) => fit_numeric(v, p, s),
+            None => Ok(v),
         }
-        r.rescale(s); // shown with its scale's digits, as PostgreSQL shows it
-        Ok(r)
     }
 
     /// A text value made to fit `varchar(n)` / `char(n)`: Ok(None) if it fits as
@@ -248,6 +241,18 @@ impl Column {
         }
         Ok(None)
     }
+}
+
+/// `v` made to fit `numeric(p, s)`: rounded to the scale (half away from zero), then
+/// Err((p, s)) if its integral digits exceed p - s. A column's values and a cast's.
+pub fn fit_numeric(v: Decimal, p: u32, s: u32) -> std::result::Result<Decimal, (u32, u32)> {
+    let mut r = v.round_dp_with_strategy(s, rust_decimal::RoundingStrategy::MidpointAwayFromZero);
+    let int_digits = r.trunc().abs().to_string().trim_start_matches('0').len() as u32;
+    if int_digits > p - s {
+        return Err((p, s));
+    }
+    r.rescale(s); // shown with its scale's digits, as PostgreSQL shows it
+    Ok(r)
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -88,7 +88,7 @@ pub use catalog::{
     DbEntry, IndexDef, RelEntry, SeqDef, SpcEntry, POSTGRES_OID, TEMPLATE0_OID, TEMPLATE1_OID,
 };
 pub use checkpoint::{CheckpointStats, OnlineBackup};
-pub use heap::{ColType, Column, Decimal, Value};
+pub use heap::{fit_numeric, ColType, Column, Decimal, Value};
 pub use index::IndexRange;
 pub use records::record_name;
 pub use recovery::utc_timestamp;

@@ -196,16 +196,14 @@ fn fit_datum(d: Datum, m: Typmod) -> SqlResult<Datum> {
             }
             Datum::Text(t)
         }
-        (Datum::Numeric(v), Typmod::Numeric { p, s }) => {
-            let mut col = strata_engine::Column::new("", strata_engine::ColType::Numeric);
-            col.numeric = Some((p, s));
-            Datum::Numeric(col.fit_numeric(v).map_err(|(precision, scale)| {
+        (Datum::Numeric(v), Typmod::Numeric { p, s }) => Datum::Numeric(
+            strata_engine::fit_numeric(v, p, s).map_err(|(precision, scale)| {
                 SqlError::from(strata_engine::EngineError::NumericFieldOverflow {
                     precision,
                     scale,
                 })
-            })?)
-        }
+            })?,
+        ),
         (d, _) => d,
     })
 }
@@ -1571,26 +1569,21 @@ fn default_name(mut e: &ast::Expr) -> String {
 }
 
 /// The name PostgreSQL gives a cast constant's column: the type's `typname`, without
-/// its modifier (`1::int` is `int4`, `'a'::varchar(3)` is `varchar`).
+/// its modifier (`1::int` is `int4`, `'a'::varchar(3)` is `varchar`). Strata keeps
+/// varchar and char as text, so those (and the other text-held names) are named here;
+/// the rest by their column type's name.
 fn cast_column_name(t: &ast::DataType) -> String {
     let s = t.to_string().to_ascii_lowercase();
     let base = s.split('(').next().unwrap_or_default().trim();
     match base {
-        "int" | "integer" => "int4",
-        "bigint" => "int8",
-        "smallint" => "int2",
-        "real" => "float4",
-        "double precision" | "float" => "float8",
-        "boolean" => "bool",
-        "character varying" => "varchar",
-        "char" | "character" => "bpchar",
-        "decimal" | "dec" => "numeric",
-        "timestamp with time zone" => "timestamptz",
-        "timestamp without time zone" => "timestamp",
-        "time without time zone" => "time",
-        other => other,
+        "character varying" => "varchar".into(),
+        "char" | "character" => "bpchar".into(),
+        "varchar" | "name" | "regclass" | "pg_lsn" => base.into(),
+        _ => match SqlType::from_ast(t).and_then(SqlType::to_col) {
+            Ok(c) => c.name().into(),
+            Err(_) => base.into(),
+        },
     }
-    .to_string()
 }
 
 // ---- evaluation ----

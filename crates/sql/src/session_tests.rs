@@ -1336,6 +1336,20 @@ fn serial_and_identity_columns_own_their_sequences() {
     });
 }
 
+/// `sql` fails as PostgreSQL fails a value too large for `numeric(p, s)`.
+fn assert_numeric_overflow(s: &mut Session<'_>, sql: &str, (p, sc): (u32, u32)) {
+    let e = error_of(s, sql);
+    assert_eq!(
+        (e.code, e.message.as_str()),
+        ("22003", "numeric field overflow")
+    );
+    let detail = format!(
+        "A field with precision {p}, scale {sc} must round to an absolute value less than 10^{}.",
+        p - sc
+    );
+    assert_eq!(e.detail.as_deref(), Some(detail.as_str()));
+}
+
 #[test]
 fn casts_apply_their_type_modifiers_as_postgres_explicit_casts_do() {
     with_session(8 << 20, |s| {
@@ -1360,17 +1374,7 @@ fn casts_apply_their_type_modifiers_as_postgres_explicit_casts_do() {
             names,
             ["varchar", "bpchar", "numeric", "int4", "int8", "float8"]
         );
-        let e = error_of(s, "SELECT 12345.6::numeric(5,2)");
-        assert_eq!(
-            (e.code, e.message.as_str()),
-            ("22003", "numeric field overflow")
-        );
-        assert_eq!(
-            e.detail.as_deref(),
-            Some(
-                "A field with precision 5, scale 2 must round to an absolute value less than 10^3."
-            )
-        );
+        assert_numeric_overflow(s, "SELECT 12345.6::numeric(5,2)", (5, 2));
         // In a table's expression, and NULL stays NULL.
         let setup = "CREATE TABLE m (t text, n numeric); \
                      INSERT INTO m VALUES ('hello', 3.14159), (NULL, NULL)";
@@ -1415,17 +1419,7 @@ fn real_double_and_numeric_compute_compare_and_store_as_postgres_does() {
                 "3|NULL|NaN|-Infinity|0"
             ]
         );
-        let e = error_of(s, "INSERT INTO n VALUES (4, 10000, 1, 1, 1)");
-        assert_eq!(
-            (e.code, e.message.as_str()),
-            ("22003", "numeric field overflow")
-        );
-        assert_eq!(
-            e.detail.as_deref(),
-            Some(
-                "A field with precision 6, scale 2 must round to an absolute value less than 10^4."
-            )
-        );
+        assert_numeric_overflow(s, "INSERT INTO n VALUES (4, 10000, 1, 1, 1)", (6, 2));
         // NaN equals NaN and sorts above every number, as PostgreSQL's floats.
         assert_eq!(rows_text(s, "SELECT id FROM n WHERE f = 'NaN'"), ["3"]);
         assert_eq!(

@@ -1,0 +1,57 @@
+#!/bin/bash
+# Workload C (with primary keys) by hand, as docs/BENCHMARKS.md's stop-23 figures were
+# taken: one crashed cluster, then restarts of fresh copies at chosen sizes.
+#
+#   scripts/c-by-hand.sh make                 # 100,000 tables, CHECKPOINT, drop 50, SIGKILL
+#   scripts/c-by-hand.sh replay 128MB 8GB ...  # per size: a copy restarted, its redo lines
+#   scripts/c-by-hand.sh primary 128MB 8GB ... # per size: six more 50-table drops, timed
+#
+# Needs a release build (cargo build --release) and psql. W (default /tmp/c-by-hand)
+# holds the crashed cluster (1.6 GB, 200,000 files) and the copies.
+set -e
+B=${B:-$(dirname "$0")/../target/release/strata}
+W=${W:-/tmp/c-by-hand}
+PSQL="psql -h 127.0.0.1 -U postgres -Xq"
+
+ready() { for _ in $(seq 600); do grep -q "ready to accept" "$1" && return; sleep 0.1; done; exit 1; }
+
+start_copy() { # size log
+  rm -rf "$W/run"; cp -a "$W/crashed" "$W/run"; sync
+  "$B" start -D "$W/run" -c port=5498 -c shared_buffers="$1" > "$2" 2>&1 &
+  ready "$2"
+}
+
+case "$1" in
+make)
+  rm -rf "$W"; mkdir -p "$W"
+  "$B" start -D "$W/crashed" -c port=5499 -c shared_buffers=128MB > "$W/make.log" 2>&1 &
+  pid=$!; ready "$W/make.log"
+  python3 -c "
+for t in range(100):
+    print('BEGIN;'); [print(f'CREATE TABLE c{i} (id int PRIMARY KEY);') for i in range(t*1000, t*1000+1000)]; print('COMMIT;')" \
+    | $PSQL -p 5499 -f -
+  $PSQL -p 5499 -c CHECKPOINT
+  python3 -c "print('BEGIN;'); [print(f'DROP TABLE c{i};') for i in range(50)]; print('COMMIT;')" | $PSQL -p 5499 -f -
+  kill -9 $pid; wait $pid || true ;;
+replay)
+  shift
+  for s in "$@"; do
+    start_copy "$s" "$W/replay-$s.log"
+    pkill -INT -f "strata start -D $W/run"; sleep 2
+    echo "== $s"; grep -E "redo done|reading the WAL|rmgr" "$W/replay-$s.log"
+  done ;;
+primary)
+  shift
+  for s in "$@"; do
+    start_copy "$s" "$W/primary-$s.log"
+    $PSQL -p 5498 -c CHECKPOINT
+    echo "== $s"
+    for k in 1 2 3 4 5 6; do
+      python3 -c "print('\\\\timing on'); print('BEGIN;'); [print(f'DROP TABLE c{i};') for i in range($k*50, $k*50+50)]; print('COMMIT;')" \
+        | $PSQL -p 5498 -f - | grep Time \
+        | awk '{a[NR]=$2; s+=$2} END {printf "drops %.2f ms, commit %.2f ms\n", s-a[NR], a[NR]}'
+    done
+    pkill -INT -f "strata start -D $W/run"; sleep 2
+  done ;;
+*) echo "usage: $0 make | replay SIZE... | primary SIZE..." >&2; exit 2 ;;
+esac
