@@ -5,6 +5,9 @@
 #   scripts/c-by-hand.sh make                 # 100,000 tables, CHECKPOINT, drop 50, SIGKILL
 #   scripts/c-by-hand.sh replay 128MB 8GB ...  # per size: a copy restarted, its redo lines
 #   scripts/c-by-hand.sh primary 128MB 8GB ... # per size: six more 50-table drops, timed
+#   scripts/c-by-hand.sh warm 128MB 8GB ...    # per size: a fresh cluster set up as the
+#                                              # bench does, then ten 50-table drops, each
+#                                              # one message as the bench sends it, timed
 #
 # Needs a release build (cargo build --release) and psql. W (default /tmp/c-by-hand)
 # holds the crashed cluster (1.6 GB, 200,000 files) and the copies.
@@ -53,5 +56,28 @@ primary)
     done
     pkill -INT -f "strata start -D $W/run"; sleep 2
   done ;;
-*) echo "usage: $0 make | replay SIZE... | primary SIZE..." >&2; exit 2 ;;
+warm)
+  shift
+  for s in "$@"; do
+    rm -rf "$W/warm"; mkdir -p "$W"
+    "$B" start -D "$W/warm" -c port=5497 -c shared_buffers="$s" > "$W/warm-$s.log" 2>&1 &
+    pid=$!; ready "$W/warm-$s.log"
+    python3 -c "
+for t in range(100):
+    print('BEGIN;'); [print(f'CREATE TABLE c{i} (a int PRIMARY KEY);') for i in range(t*1000, t*1000+1000)]; print('COMMIT;')" \
+      | $PSQL -p 5497 -f -
+    $PSQL -p 5497 -c CHECKPOINT
+    echo "== $s (server pid $pid)"
+    if [ -n "$PERF" ]; then # PERF=1: perf record of the server during the drops
+      perf record -F 20000 -g -p $pid -o "$W/perf-$s.data" 2> /dev/null & perf=$!; sleep 1
+      perf stat -e page-faults,context-switches,cpu-migrations -p $pid -o "$W/stat-$s.txt" & pstat=$!
+    fi
+    for k in $(seq 0 9); do
+      q=$(python3 -c "print('BEGIN; ' + ' '.join(f'DROP TABLE c{i};' for i in range($k*50, $k*50+50)) + ' COMMIT;')")
+      $PSQL -p 5497 -c '\timing on' -c "$q" | grep Time
+    done
+    [ -n "$PERF" ] && { kill -INT $perf $pstat; wait $perf $pstat || true; }
+    kill -INT $pid; wait $pid || true
+  done ;;
+*) echo "usage: $0 make | replay SIZE... | primary SIZE... | warm SIZE..." >&2; exit 2 ;;
 esac
