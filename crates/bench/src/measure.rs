@@ -70,8 +70,8 @@ pub struct RedoDone {
 impl RedoDone {
     /// Parses one log line, with or without the server's prefix (time, pid, `LOG:`):
     /// `redo done at 0/1A2B3C4 system usage: CPU: user: 0.01 s, system: 0.00 s,
-    /// elapsed: 0.02 s` (PostgreSQL 15) or `redo done at 0/3000060 system usage:
-    /// elapsed: 0.021000 s` (Strata).
+    /// elapsed: 0.02 s` (PostgreSQL 15 and Strata, to the microsecond) or `redo done
+    /// at 0/3000060 system usage: elapsed: 0.021000 s` (Strata before stop 24).
     pub fn parse(line: &str) -> Option<RedoDone> {
         let (_, rest) = line.split_once("redo done at ")?;
         let lsn = parse_lsn(rest.split_whitespace().next()?)?;

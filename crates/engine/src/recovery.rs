@@ -27,8 +27,8 @@
 //! 6. Bookkeeping costs what it touches: forgetting the skipped pages of dropped
 //!    relations visits only their entries (indexed by relation, database, tablespace).
 //! 7. After a crash (the control file does not say "shut down"), the data directory is
-//!    made durable first (PostgreSQL's SyncDataDirectory): replay must not trust
-//!    bytes that only the page cache holds.
+//!    made durable before replay (PostgreSQL's SyncDataDirectory): replay must not
+//!    trust bytes that only the page cache holds.
 //! 8. The WAL must reach past the checkpoint record recovery starts from; if it ends
 //!    before, that is corruption, reported with both LSNs — never a cut.
 //! 9. After a crash, database directories that no committed database owns are removed
@@ -94,7 +94,6 @@ pub fn startup(
             (settings.log)(&format!(
                 "database system was interrupted; last known up at {when}"
             ));
-            sync_data_directory(&settings, dir)?; // rule 7
         }
     }
     let label = read_backup_label(&*vfs, dir)?; // rule 10
@@ -116,6 +115,13 @@ pub fn startup(
         ));
     }
     let sh = shared_for_replay(dir, settings, smgr, &control, &ckpt)?;
+    // Rule 7, after the pool is made: the sync's freed memory is then what the redo's
+    // allocations reuse at every pool size. Before, a large pool's mapping tables took
+    // it and a short redo faulted on fresh memory at 8GB only (10-12 faults against
+    // 2-4 at 128MB; BENCHMARKS.md, "C at the noise floor").
+    if control.state != ClusterState::ShutDown {
+        sync_data_directory(&sh.settings, dir)?;
+    }
     let backup_start = label.as_ref().map(|l| l.start);
     if standby || archive {
         let start = StandbyStart {
