@@ -60,11 +60,11 @@ fn every_workload_runs_recovers_and_verifies() {
         assert!(has(&recs, id, "floor", "replay_seconds"), "{id}: no floor");
     }
     for imp in &imps {
-        // C's primary is the least of three drops of 50, two after recovery.
+        // C's primary is the least of five drops of 50, four after recovery.
         let line = format!("C    128MB {imp} primaries ");
         let runs = stdout.lines().find(|l| l.starts_with(&line));
         let runs = runs.unwrap_or_else(|| panic!("no {line:?}: {stdout}"));
-        assert_eq!(runs.matches(", ").count(), 2, "{runs}");
+        assert_eq!(runs.matches(", ").count(), 4, "{runs}");
     }
     if with_pg {
         assert!(stdout.contains("(PostgreSQL / Strata)"), "{stdout}");
