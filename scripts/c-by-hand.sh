@@ -18,6 +18,14 @@ PSQL="psql -h 127.0.0.1 -U postgres -Xq"
 
 ready() { for _ in $(seq 600); do grep -q "ready to accept" "$1" && return; sleep 0.1; done; exit 1; }
 
+set_up() { # port column: 100,000 tables with a primary key, 1,000 a transaction, CHECKPOINT
+  python3 -c "
+for t in range(100):
+    print('BEGIN;'); [print(f'CREATE TABLE c{i} ($2 int PRIMARY KEY);') for i in range(t*1000, t*1000+1000)]; print('COMMIT;')" \
+    | $PSQL -p "$1" -f -
+  $PSQL -p "$1" -c CHECKPOINT
+}
+
 start_copy() { # size log
   rm -rf "$W/run"; cp -a "$W/crashed" "$W/run"; sync
   "$B" start -D "$W/run" -c port=5498 -c shared_buffers="$1" > "$2" 2>&1 &
@@ -29,11 +37,7 @@ make)
   rm -rf "$W"; mkdir -p "$W"
   "$B" start -D "$W/crashed" -c port=5499 -c shared_buffers=128MB > "$W/make.log" 2>&1 &
   pid=$!; ready "$W/make.log"
-  python3 -c "
-for t in range(100):
-    print('BEGIN;'); [print(f'CREATE TABLE c{i} (id int PRIMARY KEY);') for i in range(t*1000, t*1000+1000)]; print('COMMIT;')" \
-    | $PSQL -p 5499 -f -
-  $PSQL -p 5499 -c CHECKPOINT
+  set_up 5499 id
   python3 -c "print('BEGIN;'); [print(f'DROP TABLE c{i};') for i in range(50)]; print('COMMIT;')" | $PSQL -p 5499 -f -
   kill -9 $pid; wait $pid || true ;;
 replay)
@@ -62,11 +66,7 @@ warm)
     rm -rf "$W/warm"; mkdir -p "$W"
     "$B" start -D "$W/warm" -c port=5497 -c shared_buffers="$s" > "$W/warm-$s.log" 2>&1 &
     pid=$!; ready "$W/warm-$s.log"
-    python3 -c "
-for t in range(100):
-    print('BEGIN;'); [print(f'CREATE TABLE c{i} (a int PRIMARY KEY);') for i in range(t*1000, t*1000+1000)]; print('COMMIT;')" \
-      | $PSQL -p 5497 -f -
-    $PSQL -p 5497 -c CHECKPOINT
+    set_up 5497 a
     echo "== $s (server pid $pid)"
     if [ -n "$PERF" ]; then # PERF=1: perf record of the server during the drops
       perf record -F 20000 -g -p $pid -o "$W/perf-$s.data" 2> /dev/null & perf=$!; sleep 1
