@@ -8,6 +8,15 @@
 #   scripts/c-by-hand.sh warm 128MB 8GB ...    # per size: a fresh cluster set up as the
 #                                              # bench does, then ten 50-table drops, each
 #                                              # one message as the bench sends it, timed
+#   scripts/c-by-hand.sh series SIZE           # a copy of a base cluster (set up once at
+#                                              # MS, default 128MB; CRASH=1: then a drop
+#                                              # and SIGKILL) started at SIZE, then forty
+#                                              # CHECKPOINT + 50-drop pairs on one
+#                                              # connection (stop 25)
+#
+# series prints the server's own per-message times, written by the temporary
+# instrumentation of docs/results/stmt-stats-s25.patch (not part of Strata): `git apply`
+# it and build before, `git checkout crates` after.
 #
 # Needs a release build (cargo build --release) and psql. W (default /tmp/c-by-hand)
 # holds the crashed cluster (1.6 GB, 200,000 files) and the copies.
@@ -24,6 +33,10 @@ for t in range(100):
     print('BEGIN;'); [print(f'CREATE TABLE c{i} ($2 int PRIMARY KEY);') for i in range(t*1000, t*1000+1000)]; print('COMMIT;')" \
     | $PSQL -p "$1" -f -
   $PSQL -p "$1" -c CHECKPOINT
+}
+
+drops() { # first: one message, BEGIN; 50 DROP TABLEs from c{first}; COMMIT
+  python3 -c "print(' \\\\; '.join(['BEGIN'] + [f'DROP TABLE c{i}' for i in range($1, $1 + 50)] + ['COMMIT']) + ';')"
 }
 
 start_copy() { # size log
@@ -73,11 +86,29 @@ warm)
       perf stat -e page-faults,context-switches,cpu-migrations -p $pid -o "$W/stat-$s.txt" & pstat=$!
     fi
     for k in $(seq 0 9); do
-      q=$(python3 -c "print('BEGIN; ' + ' '.join(f'DROP TABLE c{i};' for i in range($k*50, $k*50+50)) + ' COMMIT;')")
-      $PSQL -p 5497 -c '\timing on' -c "$q" | grep Time
+      { echo '\timing on'; drops $((k * 50)); } | $PSQL -p 5497 -f - | grep Time
     done
     [ -n "$PERF" ] && { kill -INT $perf $pstat; wait $perf $pstat || true; }
     kill -INT $pid; wait $pid || true
   done ;;
-*) echo "usage: $0 make | replay SIZE... | primary SIZE... | warm SIZE..." >&2; exit 2 ;;
+series)
+  s=$2; S="$W/series-${MS:=128MB}-${CRASH:=0}"
+  SET=(-c port=5497 -c checkpoint_timeout=1h -c max_wal_size=100GB)
+  if [ ! -d "$S/base" ]; then
+    rm -rf "$S"; mkdir -p "$S"
+    "$B" start -D "$S/base" "${SET[@]}" -c shared_buffers="$MS" > "$S/base.log" 2>&1 &
+    pid=$!; ready "$S/base.log"
+    set_up 5497 a
+    if [ "$CRASH" = 1 ]; then drops 2000 | $PSQL -p 5497 -f -; kill -9 $pid; else kill -INT $pid; fi
+    wait $pid || true
+  fi
+  rm -rf "$S/run" "$S/stats-$s.txt"; cp -a "$S/base" "$S/run"; sync
+  STRATA_STMT_STATS="$S/stats-$s.txt" "$B" start -D "$S/run" "${SET[@]}" -c shared_buffers="$s" \
+    > "$S/run-$s.log" 2>&1 &
+  pid=$!; ready "$S/run-$s.log"
+  for k in $(seq 0 39); do echo 'CHECKPOINT;'; drops $((k * 50)); done | $PSQL -p 5497 -f -
+  kill -INT $pid; wait $pid || true
+  grep DROP "$S/stats-$s.txt" | sed 's/.*elapsed_us=\([0-9]*\).*/\1/' | sort -n \
+    | awk '{e[NR]=$1} END {print "'"$s"': " NR " drops, median " e[int(NR/2)+1] " µs, least " e[1] " µs"}' ;;
+*) echo "usage: $0 make | replay SIZE... | primary SIZE... | warm SIZE... | series SIZE" >&2; exit 2 ;;
 esac
