@@ -34,6 +34,10 @@
 //! 5. A split of the rightmost page of a level by an entry at its end (ascending
 //!    keys) leaves [`RIGHTMOST_SPLIT_PERCENT`] of the bytes on the left, as
 //!    PostgreSQL's does; any other split halves the bytes.
+//! 6. A split always fits: the left part beside its new high key (the separator),
+//!    the right part beside the old high key. No entry is larger than a third of a
+//!    page ([`MAX_ENTRY_BYTES`]; callers check before an entry reaches a page), so
+//!    such a point exists, and [`split_point`] takes the one nearest rule 5's share.
 
 use crate::key::TID_BYTES;
 use strata_page::PageBuf;
@@ -45,10 +49,20 @@ pub const FLAG_LEAF: u16 = 1;
 pub const FLAG_ROOT: u16 = 2;
 /// Bytes of an internal entry's child pointer.
 pub const CHILD_BYTES: usize = 4;
-/// The largest entry a page takes: three must fit on a page, so a split always leaves
-/// two on each side with room for the high key (PostgreSQL's BTMaxItemSize).
-pub const MAX_ENTRY_BYTES: usize =
-    (BLCKSZ - strata_page::HEADER_BYTES - SPECIAL_BYTES) / 3 - strata_page::ITEM_ID_BYTES;
+/// The largest leaf entry (key and TID) a page takes: PostgreSQL's limit for a
+/// version-4 B-tree row (BTMaxItemSize, 2704 bytes), which here leaves room for an
+/// internal entry made of it (plus its child block) to fit three to a page, so a
+/// split always finds a point where both halves fit beside their high keys
+/// (rule 6).
+pub const MAX_ENTRY_BYTES: usize = 2704;
+
+/// Bytes of a page that items (and their item ids) may take.
+const USABLE_BYTES: usize = BLCKSZ - strata_page::HEADER_BYTES - SPECIAL_BYTES;
+
+const _: () = assert!(
+    3 * (MAX_ENTRY_BYTES + CHILD_BYTES + strata_page::ITEM_ID_BYTES) <= USABLE_BYTES,
+    "three of the largest internal entries fit a page (rule 6)"
+);
 
 /// Rule 5: the share of a rightmost page's bytes its left part keeps when an entry
 /// at its end splits it (PostgreSQL's leaf fillfactor, 90).
@@ -238,12 +252,14 @@ pub fn split(p: &PageBuf, me: u32, new_block: u32, at: usize, new: &[u8]) -> Spl
     entries.insert(at - first, new);
     // Rule 5: the rightmost page split by an entry at its end keeps most of its
     // entries (ascending keys would otherwise leave every page half full).
-    let k = if o.right == 0 && at == strata_page::item_count(p) {
-        rightmost_split_point(&entries)
-    } else {
-        split_point(&entries)
-    };
     let leaf = o.is_leaf();
+    let percent = if o.right == 0 && at == strata_page::item_count(p) {
+        RIGHTMOST_SPLIT_PERCENT
+    } else {
+        50
+    };
+    let high_bytes = high_key(p).map_or(0, |h| h.len() + strata_page::ITEM_ID_BYTES);
+    let k = split_point(&entries, leaf, high_bytes, percent);
     let separator = if leaf {
         entries[k].to_vec()
     } else {
@@ -279,47 +295,42 @@ pub fn split(p: &PageBuf, me: u32, new_block: u32, at: usize, new: &[u8]) -> Spl
     }
 }
 
-/// Where the entries split: the first index of the right part, so that both parts
-/// hold about half the bytes and at least one entry.
-fn split_point(entries: &[&[u8]]) -> usize {
+/// Rules 5 and 6: the first index of the right part. Among the points where the
+/// left part fits beside its high key (the separator: entry `k`'s key) and the
+/// right part beside `high_bytes` (the old high key's item, 0 if none), the one
+/// nearest the first point that leaves `left_percent` of the bytes on the left.
+/// O(entries).
+fn split_point(entries: &[&[u8]], leaf: bool, high_bytes: usize, left_percent: usize) -> usize {
     let cost = |e: &[u8]| e.len() + strata_page::ITEM_ID_BYTES;
-    let total: usize = entries.iter().map(|e| cost(e)).sum();
-    let mut acc = 0;
-    for (i, e) in entries.iter().enumerate() {
-        acc += cost(e);
-        if acc * 2 >= total {
-            return (i + 1).clamp(1, entries.len() - 1);
+    let sep_cost = |e: &[u8]| cost(e) - if leaf { 0 } else { CHILD_BYTES };
+    let n = entries.len();
+    assert!(n >= 2, "a split needs two entries");
+    // left[k]: the bytes of entries[..k].
+    let mut left = Vec::with_capacity(n + 1);
+    left.push(0usize);
+    for e in entries {
+        left.push(left.last().copied().unwrap_or(0) + cost(e));
+    }
+    let total = left[n];
+    let fits = |k: usize| {
+        left[k] + sep_cost(entries[k]) <= USABLE_BYTES
+            && total - left[k] + high_bytes <= USABLE_BYTES
+    };
+    let want = (1..n)
+        .find(|&k| left[k] * 100 >= total * left_percent)
+        .unwrap_or(n - 1);
+    // Nearest fitting point, looking below and above in turn.
+    for d in 0..n {
+        for k in [want.checked_sub(d), want.checked_add(d)]
+            .into_iter()
+            .flatten()
+        {
+            if (1..n).contains(&k) && fits(k) {
+                return k;
+            }
         }
     }
-    entries.len() - 1
-}
-
-/// Rule 5's split point: the left part keeps about [`RIGHTMOST_SPLIT_PERCENT`] of the
-/// bytes, the right at least the new (last) entry, and the left part must still fit
-/// beside its high key (the right part's first entry, whole: an upper bound for an
-/// internal page's low key too).
-fn rightmost_split_point(entries: &[&[u8]]) -> usize {
-    let cost = |e: &[u8]| e.len() + strata_page::ITEM_ID_BYTES;
-    let usable = BLCKSZ - strata_page::HEADER_BYTES - SPECIAL_BYTES;
-    let total: usize = entries.iter().map(|e| cost(e)).sum();
-    let mut k = entries.len() - 1;
-    let mut acc = 0;
-    for (i, e) in entries.iter().enumerate() {
-        acc += cost(e);
-        if acc * 100 >= total * RIGHTMOST_SPLIT_PERCENT {
-            k = (i + 1).clamp(1, entries.len() - 1);
-            break;
-        }
-    }
-    let mut left: usize = entries[..k].iter().map(|e| cost(e)).sum();
-    while k > 1 && left + cost(entries[k]) > usable {
-        k -= 1;
-        left -= cost(entries[k]);
-    }
-    if left + cost(entries[k]) > usable || total - left > usable {
-        return split_point(entries); // large entries: halves always fit (MAX_ENTRY_BYTES)
-    }
-    k
+    panic!("no split point fits (rule 6): entries over MAX_ENTRY_BYTES reached a page");
 }
 
 /// Writes `high` (if any) then `entries` into an empty page, in order.

@@ -380,3 +380,78 @@ fn ascending_inserts_fill_leaves_as_a_rightmost_split_leaves_them() {
     let fill = bytes as f64 / (leaves * usable) as f64;
     assert!(fill > 0.85, "{leaves} leaves, {:.0}% full", fill * 100.0);
 }
+
+/// A leaf entry of exactly `bytes` bytes (key and TID): a text key of `c`s, so equal
+/// sizes of different letters interleave with smaller ones in the key order.
+fn sized_entry(c: u8, bytes: usize, tid: u32) -> Vec<u8> {
+    // A text key is its bytes plus 3 (a marker and a two-byte end).
+    let text = vec![c; bytes - crate::key::TID_BYTES - 3];
+    let mut key = Vec::new();
+    encode_key(&[KeyPart::Bytes(&text)], &mut key);
+    let e = leaf_entry(&key, BlockNumber(tid / 100), (tid % 100) as u16);
+    assert_eq!(e.len(), bytes);
+    e
+}
+
+fn entry_size() -> impl Strategy<Value = usize> {
+    prop_oneof![
+        3 => (MAX_ENTRY_BYTES - 40)..=MAX_ENTRY_BYTES,
+        2 => 900..MAX_ENTRY_BYTES,
+        2 => 9..120usize,
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Page rule 6: entries of any size up to the limit, inserted in any order (so
+    /// pages split at every position, on every level, beside high keys of every
+    /// size), always fit: the tree checks and holds every entry in order. A tree
+    /// built bottom-up from the same entries checks too.
+    #[test]
+    fn entries_of_every_size_up_to_the_limit_split_anywhere(
+        rows in proptest::collection::vec((0u8..4, entry_size()), 1..160)
+    ) {
+        let mut entries: Vec<Vec<u8>> = rows
+            .iter()
+            .enumerate()
+            .map(|(i, (c, n))| sized_entry(b'a' + c, *n, i as u32))
+            .collect();
+        let mut t = Tree::new();
+        for e in &entries {
+            t.insert(e);
+            prop_assert_eq!(t.check(), Ok(()));
+        }
+        for e in &entries {
+            prop_assert!(t.contains(e));
+        }
+        entries.sort();
+        prop_assert_eq!(t.scan(), entries.clone());
+        let built = Tree::build(&entries);
+        prop_assert_eq!(built.check(), Ok(()));
+        prop_assert_eq!(built.scan(), entries);
+    }
+}
+
+/// The sequence at the limit: two keys of the largest size, a small one
+/// between them, then a third of the largest size beside it: the split must leave
+/// room for the separator on the left.
+#[test]
+fn largest_entries_around_a_small_one_split_with_room_for_the_high_key() {
+    for order in [[0, 1, 2, 3], [3, 2, 1, 0], [2, 0, 3, 1], [1, 3, 0, 2]] {
+        let all = [
+            sized_entry(b'b', MAX_ENTRY_BYTES, 1),
+            sized_entry(b'd', MAX_ENTRY_BYTES, 2),
+            sized_entry(b'c', 19, 3),
+            sized_entry(b'c', MAX_ENTRY_BYTES, 4),
+        ];
+        let mut t = Tree::new();
+        for i in order {
+            t.insert(&all[i]);
+        }
+        for e in 5..40 {
+            t.insert(&sized_entry(b'c', MAX_ENTRY_BYTES - e, e as u32));
+        }
+        assert_eq!(t.check(), Ok(()), "order {order:?}");
+    }
+}

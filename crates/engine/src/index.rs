@@ -111,6 +111,73 @@ pub(crate) fn encode(values: &[&Value]) -> Vec<u8> {
     out
 }
 
+/// The bytes PostgreSQL's B-tree row for `values` would take: its index tuple's
+/// header (with a null bitmap if a value is NULL), each datum at its type's
+/// alignment (short varlena headers for values up to 126 bytes), MAXALIGNed.
+/// Uncompressed: PostgreSQL compresses values over 510 bytes that compress, Strata
+/// does not. Only for [`checked_entry`]'s message and limit.
+fn postgres_row_bytes(values: &[&Value]) -> usize {
+    let align = |n: usize, a: usize| n.div_ceil(a) * a;
+    let has_null = values.iter().any(|v| **v == Value::Null);
+    let mut n = if has_null { 16 } else { 8 };
+    for v in values {
+        let var = |len: usize, n: usize| {
+            if len <= 126 {
+                n + 1 + len
+            } else {
+                align(n, 4) + 4 + len
+            }
+        };
+        n = match v {
+            Value::Null => n,
+            Value::Bool(_) => n + 1,
+            Value::Int2(_) => align(n, 2) + 2,
+            Value::Int4(_) | Value::Date(_) | Value::Float4(_) => align(n, 4) + 4,
+            Value::Int8(_)
+            | Value::Timestamp(_)
+            | Value::TimestampTz(_)
+            | Value::Time(_)
+            | Value::Float8(_) => align(n, 8) + 8,
+            Value::Interval(_) => align(n, 8) + 16,
+            Value::Uuid(_) => n + 16,
+            Value::Text(s) => var(s.len(), n),
+            Value::Bytea(b) => var(b.len(), n),
+            // Base-10000 digits, two bytes each, after a two-byte header.
+            Value::Numeric(d) => var(
+                2 + 2 * d.mantissa().unsigned_abs().to_string().len().div_ceil(4),
+                n,
+            ),
+        };
+    }
+    align(n, 8)
+}
+
+/// Btree page rule 6, checked before an entry is made: the leaf entry of `row` at
+/// `tid` in index `ix`, or 54000 with PostgreSQL's words when it is past
+/// [`strata_btree::page::MAX_ENTRY_BYTES`]. The size reported is the larger of
+/// PostgreSQL's row for the same values and Strata's entry, so what PostgreSQL
+/// refuses is refused here with its figure. O(the key).
+pub(crate) fn checked_entry(
+    rel: &RelEntry,
+    ix: &IndexDef,
+    row: &[Value],
+    key: &[u8],
+    tid: Tid,
+) -> Result<Vec<u8>> {
+    let entry_bytes = key.len() + TID_BYTES;
+    let vals: Vec<&Value> = ix.columns.iter().map(|c| &row[*c]).collect();
+    let size = postgres_row_bytes(&vals).max(entry_bytes);
+    if size > strata_btree::page::MAX_ENTRY_BYTES {
+        return Err(EngineError::IndexRowTooBig {
+            size,
+            index: ix.name.clone(),
+            table: rel.name.clone(),
+            tid: (tid.block.0, tid.offset + 1),
+        });
+    }
+    Ok(leaf_entry(key, tid.block, tid.offset))
+}
+
 /// The key of `row` in index `ix`, and whether one of its columns is NULL.
 pub(crate) fn row_key(ix: &IndexDef, row: &[Value]) -> (Vec<u8>, bool) {
     let vals: Vec<&Value> = ix.columns.iter().map(|c| &row[*c]).collect();
@@ -238,7 +305,7 @@ pub(crate) fn insert_rows(
                 return Err(unique_violation(rel, ix, row));
             }
             let n = if has_null { usize::MAX } else { key.len() };
-            entries.push((n, leaf_entry(&key, tid.block, tid.offset), i));
+            entries.push((n, checked_entry(rel, ix, row, &key, *tid)?, i));
         }
         entries.sort_unstable_by(|a, b| a.1.cmp(&b.1));
         if ix.unique {
@@ -272,6 +339,12 @@ fn collect_entries(
         let buf = sh.pool.read_buffer(heap_tag(heap, b), ReadMode::Normal)?;
         let g = buf.read();
         for (off, t) in heap::page_tuples(&g).map_err(corrupt)? {
+            // A row of an aborted inserter gets no entry (rule 1 allows it), and is
+            // not decoded: its TOAST heap may have gone with it (toast rule 4).
+            let xmin = heap::tuple_xmin(t);
+            if xmin != xid && !sh.clog.is_committed(xmin) {
+                continue;
+            }
             let row = crate::toast::decode_row(sh, heap, &rel.columns, t)?;
             let live = access::visible(&snap, t, Some(xid));
             if ix.primary && live {
@@ -283,7 +356,11 @@ fn collect_entries(
                 }
             }
             let (key, _) = row_key(ix, &row);
-            out.push((leaf_entry(&key, BlockNumber(b), off), live));
+            let tid = Tid {
+                block: BlockNumber(b),
+                offset: off,
+            };
+            out.push((checked_entry(rel, ix, &row, &key, tid)?, live));
         }
     }
     out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
@@ -636,14 +713,21 @@ pub(crate) fn check(sh: &Shared, rel: &RelEntry, heap: RelKey, ix: &IndexDef) ->
     let n = sh.smgr.nblocks(heap, ForkNumber::Main)?;
     let horizon = access::removal_horizon(sh);
     let mut want = Vec::new();
+    // Rows of aborted inserters: an entry may point at one with any key (their
+    // values may be gone with their TOAST heap: toast rule 4).
+    let mut aborted = Vec::new();
     for b in 0..n {
         let buf = sh.pool.read_buffer(heap_tag(heap, b), ReadMode::Normal)?;
         let g = buf.read();
         for (off, t) in heap::page_tuples(&g).map_err(corrupt)? {
-            let row = crate::toast::decode_row(sh, heap, &rel.columns, t)?;
             let (xmin, xmax) = (heap::tuple_xmin(t), heap::tuple_xmax(t));
+            if !sh.clog.is_committed(xmin) {
+                aborted.push((b, off));
+                continue;
+            }
+            let row = crate::toast::decode_row(sh, heap, &rel.columns, t)?;
             let dead = xmax != Xid::INVALID && xmax < horizon && sh.clog.is_committed(xmax);
-            let needed = sh.clog.is_committed(xmin) && !dead;
+            let needed = !dead;
             want.push((
                 leaf_entry(&row_key(ix, &row).0, BlockNumber(b), off),
                 needed,
@@ -662,8 +746,10 @@ pub(crate) fn check(sh: &Shared, rel: &RelEntry, heap: RelKey, ix: &IndexDef) ->
         )));
     }
     let has = |e: &Vec<u8>| {
+        let (_, b, o) = split_leaf_entry(e);
         want.binary_search_by(|(w, _)| w.as_slice().cmp(e.as_slice()))
             .is_ok()
+            || aborted.binary_search(&(b.0, o)).is_ok()
     };
     if let Some(extra) = entries.iter().find(|e| !has(e)) {
         let (_, b, o) = split_leaf_entry(extra);

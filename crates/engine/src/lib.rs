@@ -302,6 +302,15 @@ pub enum EngineError {
     /// A value past one of Strata's limits (PostgreSQL's program_limit_exceeded).
     #[error("{0}")]
     ProgramLimit(String),
+    /// An index entry past btree page rule 6's limit: PostgreSQL's words, with the
+    /// row's place (`tid`, 1-based item as PostgreSQL counts) for the DETAIL.
+    #[error("index row size {size} exceeds btree version 4 maximum {max} for index \"{index}\"", max = strata_btree::page::MAX_ENTRY_BYTES)]
+    IndexRowTooBig {
+        size: usize,
+        index: String,
+        table: String,
+        tid: (u32, u16),
+    },
     /// A value too large for its `numeric(precision, scale)` column.
     #[error("numeric field overflow")]
     NumericFieldOverflow { precision: u32, scale: u32 },
@@ -345,7 +354,7 @@ impl EngineError {
         match self {
             EngineError::UndefinedTable(_) => "42P01",
             EngineError::WrongObjectType(_) => "42809",
-            EngineError::ProgramLimit(_) => "54000",
+            EngineError::ProgramLimit(_) | EngineError::IndexRowTooBig { .. } => "54000",
             EngineError::SequenceLimit(_) => "2200H",
             EngineError::NumericOutOfRange(_) | EngineError::NumericFieldOverflow { .. } => "22003",
             EngineError::DuplicateTable(_) => "42P07",

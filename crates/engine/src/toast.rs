@@ -21,8 +21,11 @@
 //!    chunks in the same transaction, so VACUUM finds both dead to the same
 //!    snapshots. VACUUM prunes the table before its TOAST heap, so no row with
 //!    storage ever points at a pruned (and perhaps reused) chunk slot.
-//! 4. Readers follow a pointer only from a row they see (or, for the index check,
-//!    a row with storage, whose chunks rule 3 keeps).
+//! 4. Readers follow a pointer only from a row they see (or, for an index build
+//!    and the index check, a row with storage whose inserter committed, whose
+//!    chunks rule 3 keeps). Never from a row of an aborted inserter: when its
+//!    transaction made the TOAST heap, the abort removed the file, and a later one
+//!    may hold other chunks at the same TIDs.
 
 use crate::heap::{self, ColType, Column, Value};
 use crate::{corrupt, EngineError, Result, Shared};

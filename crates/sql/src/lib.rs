@@ -40,6 +40,8 @@ pub mod bind;
 pub mod copy;
 mod ddl;
 #[cfg(test)]
+mod defect_tests;
+#[cfg(test)]
 mod fuzz_tests;
 pub mod interval;
 pub mod numeric;
@@ -129,6 +131,12 @@ impl From<EngineError> for SqlError {
                     values.join(", ")
                 ))
             }
+            EngineError::IndexRowTooBig { table, tid, .. } => err
+                .with_detail(format!(
+                    "Index row references tuple ({},{}) in relation \"{table}\".",
+                    tid.0, tid.1
+                ))
+                .with_hint("Values larger than 1/3 of a buffer page cannot be indexed.\nConsider a function index of an MD5 hash of the value, or use full text indexing."),
             EngineError::NumericFieldOverflow { precision, scale } => {
                 let digits = precision - scale;
                 let detail = if digits == 0 {
