@@ -179,8 +179,26 @@ pub(crate) fn checked_entry(
 }
 
 /// The key of `row` in index `ix`, and whether one of its columns is NULL.
-pub(crate) fn row_key(ix: &IndexDef, row: &[Value]) -> (Vec<u8>, bool) {
-    let vals: Vec<&Value> = ix.columns.iter().map(|c| &row[*c]).collect();
+/// A `char(n)` column's key leaves out its trailing spaces, which PostgreSQL's
+/// bpchar comparison does not count (so `'ab'` finds `'ab '`, and keys order as
+/// bpchar values do).
+pub(crate) fn row_key(rel: &RelEntry, ix: &IndexDef, row: &[Value]) -> (Vec<u8>, bool) {
+    let trimmed: Vec<Option<Value>> = ix
+        .columns
+        .iter()
+        .map(|c| match &row[*c] {
+            Value::Text(s) if rel.columns[*c].padded => {
+                Some(Value::Text(s.trim_end_matches(' ').to_string()))
+            }
+            _ => None,
+        })
+        .collect();
+    let vals: Vec<&Value> = ix
+        .columns
+        .iter()
+        .zip(&trimmed)
+        .map(|(c, t)| t.as_ref().unwrap_or(&row[*c]))
+        .collect();
     let has_null = vals.iter().any(|v| **v == Value::Null);
     (encode(&vals), has_null)
 }
@@ -296,7 +314,7 @@ pub(crate) fn insert_rows(
         // and its entries go into each leaf together (btree rule 1's INSERT_MANY).
         let mut entries: Vec<(usize, Vec<u8>, usize)> = Vec::with_capacity(rows.len());
         for (i, (row, tid)) in rows.iter().zip(tids).enumerate() {
-            let (key, has_null) = row_key(ix, row);
+            let (key, has_null) = row_key(rel, ix, row);
             let keys = (heap, index);
             if ix.unique
                 && !has_null
@@ -355,7 +373,7 @@ fn collect_entries(
                     });
                 }
             }
-            let (key, _) = row_key(ix, &row);
+            let (key, _) = row_key(rel, ix, &row);
             let tid = Tid {
                 block: BlockNumber(b),
                 offset: off,
@@ -387,7 +405,7 @@ fn check_unique(
                 crate::toast::decode_row(sh, heap, &rel.columns, t)
             })?
             .ok_or_else(|| corrupt("a build's live row is gone"))?;
-            if !row_key(ix, &row).1 {
+            if !row_key(rel, ix, &row).1 {
                 return Err(unique_violation(rel, ix, &row));
             }
         }
@@ -729,7 +747,7 @@ pub(crate) fn check(sh: &Shared, rel: &RelEntry, heap: RelKey, ix: &IndexDef) ->
             let dead = xmax != Xid::INVALID && xmax < horizon && sh.clog.is_committed(xmax);
             let needed = !dead;
             want.push((
-                leaf_entry(&row_key(ix, &row).0, BlockNumber(b), off),
+                leaf_entry(&row_key(rel, ix, &row).0, BlockNumber(b), off),
                 needed,
             ));
         }

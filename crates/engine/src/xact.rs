@@ -1254,7 +1254,7 @@ impl<'e> Txn<'e> {
         let heap = rel.key(&dbe);
         for name in arbiters {
             let ix = index_of(&rel, name)?;
-            let (key, has_null) = crate::index::row_key(ix, &row);
+            let (key, has_null) = crate::index::row_key(&rel, ix, &row);
             let keys = (heap, rel.index_key(&dbe, ix));
             let found = if has_null {
                 None

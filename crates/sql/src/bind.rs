@@ -142,6 +142,15 @@ pub enum Func {
     Currval,
     Setval,
     Lastval,
+    /// A `character(n)` value as text: its trailing spaces removed (PostgreSQL's
+    /// rtrim1, the bpchar-to-text cast). Bound where bpchar meets text or is
+    /// compared ([`SqlType::Bpchar`]); never named in SQL.
+    BpcharText,
+}
+
+/// `e` (of type [`SqlType::Bpchar`]) as text, its trailing spaces removed.
+pub fn bpchar_text(e: Expr) -> Expr {
+    Expr::Call(Func::BpcharText, vec![e])
 }
 
 /// A bound expression.
@@ -321,7 +330,7 @@ pub fn text_to(s: &str, t: SqlType) -> SqlResult<Datum> {
     };
     let v = s.trim();
     Ok(match t {
-        SqlType::Text | SqlType::Unknown => Datum::Text(s.to_string()),
+        SqlType::Text | SqlType::Bpchar | SqlType::Unknown => Datum::Text(s.to_string()),
         SqlType::Int2 => Datum::Int2(v.parse().map_err(|_| {
             if v.parse::<i128>().is_ok() {
                 out_of_range("smallint")
@@ -420,6 +429,7 @@ impl Binder {
                 Ok(Expr::Cast(Box::new(e), to))
             }
             _ if is_datetime(from) && is_timestamp(to) => Ok(Expr::Cast(Box::new(e), to)),
+            _ if from == SqlType::Bpchar && to == SqlType::Text => Ok(bpchar_text(e)),
             _ => Err(SqlError::new(
                 "42804",
                 format!(
@@ -541,6 +551,12 @@ impl Binder {
                 for (i, it) in items {
                     bound.push(self.unify_to(i, it, t, "=")?);
                 }
+                // Bpchar compares without its trailing spaces, on both sides.
+                let (x, bound) = if t == SqlType::Bpchar {
+                    (bpchar_text(x), bound.into_iter().map(bpchar_text).collect())
+                } else {
+                    (x, bound)
+                };
                 Ok((Expr::InList(Box::new(x), bound, *negated), SqlType::Bool))
             }
             E::Between {
@@ -690,7 +706,7 @@ impl Binder {
     }
 
     fn unify_to(&mut self, e: Expr, t: SqlType, to: SqlType, op: &str) -> SqlResult<Expr> {
-        if t == to || t == SqlType::Unknown {
+        if t == to || t == SqlType::Unknown || (t == SqlType::Bpchar && to == SqlType::Text) {
             self.coerce(e, t, to)
         } else if (t.is_number() && to.is_number()) || (is_timestamp(t) && is_timestamp(to)) {
             Ok(e) // numbers of any type, and both timestamps, compare by value
@@ -759,10 +775,11 @@ impl Binder {
                 Expr::Const(Datum::Text(_)) | Expr::Const(Datum::Null) | Expr::Param(_),
                 SqlType::Unknown,
             ) => Ok((self.coerce(x, from, to)?, to)),
+            _ if from == SqlType::Bpchar && to == SqlType::Text => Ok((bpchar_text(x), to)),
             _ => {
                 let ok = from == to
-                    || to == SqlType::Text
-                    || from == SqlType::Text
+                    || matches!(to, SqlType::Text | SqlType::Bpchar)
+                    || matches!(from, SqlType::Text | SqlType::Bpchar)
                     || (from.is_number() && to.is_number())
                     || (is_timestamp(from) && to == SqlType::Time)
                     || (from == SqlType::Time && to == SqlType::Interval)
@@ -824,16 +841,12 @@ impl Binder {
             BinOp::Concat => {
                 let l = self.settle(l, lt).0;
                 let r = self.settle(r, rt).0;
-                let l = if lt == SqlType::Text || lt == SqlType::Unknown {
-                    l
-                } else {
-                    Expr::Cast(Box::new(l), SqlType::Text)
+                let as_text = |x: Expr, t: SqlType| match t {
+                    SqlType::Text | SqlType::Unknown => x,
+                    SqlType::Bpchar => bpchar_text(x),
+                    _ => Expr::Cast(Box::new(x), SqlType::Text),
                 };
-                let r = if rt == SqlType::Text || rt == SqlType::Unknown {
-                    r
-                } else {
-                    Expr::Cast(Box::new(r), SqlType::Text)
-                };
+                let (l, r) = (as_text(l, lt), as_text(r, rt));
                 Ok((mk(l, r), SqlType::Text))
             }
             _ if crate::interval::binop_type(lt, op, rt).is_some() => {
@@ -855,6 +868,10 @@ impl Binder {
                     (SqlType::Unknown, t) | (t, SqlType::Unknown) => t,
                     (a, b) if a.is_number() && b.is_number() => crate::numeric::wider(a, b),
                     (a, b) if a == b => a,
+                    // bpchar against text: both as text (bpchar's implicit cast).
+                    (SqlType::Bpchar, SqlType::Text) | (SqlType::Text, SqlType::Bpchar) => {
+                        SqlType::Text
+                    }
                     // timestamp against timestamptz: both as timestamptz (UTC).
                     (a, b) if is_datetime(a) && is_datetime(b) && is_cmp(op) => {
                         SqlType::TimestampTz
@@ -863,6 +880,9 @@ impl Binder {
                 };
                 let l = self.coerce(l, lt, t)?;
                 let r = self.coerce(r, rt, t)?;
+                if is_cmp(op) && t == SqlType::Bpchar {
+                    return Ok((mk(bpchar_text(l), bpchar_text(r)), SqlType::Bool));
+                }
                 if is_cmp(op) {
                     return Ok((mk(l, r), SqlType::Bool));
                 }
@@ -925,7 +945,8 @@ impl Binder {
         let mut out = Vec::new();
         for ((e, t), p) in bound.into_iter().zip(params) {
             let widens = t.is_number() && p.is_number() && int_rank(t) <= int_rank(*p);
-            if t != *p && t != SqlType::Unknown && !widens {
+            let bpchar = t == SqlType::Bpchar && *p == SqlType::Text;
+            if t != *p && t != SqlType::Unknown && !widens && !bpchar {
                 return Err(SqlError::new(
                     "42883",
                     format!("function {name}({}) does not exist", t.name()),
@@ -1671,7 +1692,7 @@ pub fn cast_datum(d: Datum, to: SqlType) -> SqlResult<Datum> {
         return Ok(d);
     }
     match (&d, to) {
-        (_, SqlType::Text) => Ok(Datum::Text(d.to_text().unwrap_or_default())),
+        (_, SqlType::Text | SqlType::Bpchar) => Ok(Datum::Text(d.to_text().unwrap_or_default())),
         (Datum::Text(s), t) => text_to(s, t),
         (Datum::Bool(b), SqlType::Int4) => Ok(Datum::Int4(i32::from(*b))),
         (Datum::Timestamp(t) | Datum::TimestampTz(t), SqlType::Date) => {
@@ -1931,6 +1952,10 @@ fn call(f: Func, vals: &[Datum], r: &Row<'_>) -> SqlResult<Datum> {
                 SqlError::new("42P01", format!("relation \"{t}\" does not exist"))
             })?,
             _ => Datum::Null,
+        },
+        Func::BpcharText => match &vals[0] {
+            Datum::Text(t) => Datum::Text(t.trim_end_matches(' ').to_string()),
+            d => d.clone(),
         },
         Func::Length => match &vals[0] {
             Datum::Text(t) => Datum::Int4(t.chars().count() as i32),

@@ -3,7 +3,7 @@
 //! Each test here failed before its fix.
 
 use super::fuzz_tests::with_session;
-use super::session::{Collect, Session};
+use super::session::{Collect, Output, Session};
 
 /// Runs a simple-protocol query string.
 fn q(s: &mut Session<'_>, sql: &str) -> Collect {
@@ -52,6 +52,17 @@ fn rows(s: &mut Session<'_>, sql: &str) -> Vec<String> {
                 .join("|")
         })
         .collect()
+}
+
+/// The command tag of a one-statement query.
+fn tag(s: &mut Session<'_>, sql: &str) -> String {
+    match q(s, sql).results.remove(0) {
+        Ok(e) => match e.output {
+            Output::Command(t) | Output::TxnStart(t) | Output::TxnEnd(t) => t,
+            Output::Rows(n) => format!("SELECT {n}"),
+        },
+        Err(e) => panic!("{sql}: {e}"),
+    }
 }
 
 fn one(s: &mut Session<'_>, sql: &str) -> String {
@@ -160,5 +171,78 @@ fn index_builds_skip_the_rows_of_aborted_inserters() {
         assert_eq!(codes(s, "CREATE INDEX ab_k ON ab (k)"), ["54000"]);
         assert_eq!(one(s, "SELECT bt_index_check('ab_a', true)"), "");
         assert_eq!(one(s, "SELECT a, length(k) FROM ab WHERE a = 2"), "2|4000");
+    });
+}
+
+/// Defect 5: `char(n)` is PostgreSQL's bpchar: its trailing spaces count neither in
+/// comparisons (so WHERE, UPDATE, DELETE, IN and the index find the row) nor when it
+/// becomes text (`||`, functions, casts); it prints padded.
+#[test]
+fn char_n_compares_and_converts_without_its_trailing_spaces() {
+    with_session(8 << 20, |s| {
+        q(s, "CREATE TABLE chr (code char(3) PRIMARY KEY, n int)");
+        q(
+            s,
+            "INSERT INTO chr VALUES ('ab', 1), ('x', 2), ('zz', 3), ('a', 4)",
+        );
+        assert_eq!(
+            rows(s, "SELECT code, n FROM chr WHERE code = 'ab'"),
+            ["ab |1"]
+        );
+        assert_eq!(rows(s, "SELECT n FROM chr WHERE 'ab ' = code"), ["1"]);
+        assert_eq!(
+            rows(s, "SELECT n FROM chr WHERE code IN ('ab', 'x') ORDER BY n"),
+            ["1", "2"]
+        );
+        assert_eq!(
+            rows(
+                s,
+                "SELECT n FROM chr WHERE code > 'a' AND code < 'x' ORDER BY n"
+            ),
+            ["1"]
+        );
+        assert_eq!(rows(s, "SELECT code || '|' FROM chr WHERE n = 2"), ["x|"]);
+        assert_eq!(
+            tag(s, "UPDATE chr SET n = 10 WHERE code = 'ab'"),
+            "UPDATE 1"
+        );
+        assert_eq!(tag(s, "DELETE FROM chr WHERE code = 'x'"), "DELETE 1");
+        // The key ignores trailing spaces: 'zz ' and 'zz' are one value.
+        assert_eq!(codes(s, "INSERT INTO chr VALUES ('zz ', 5)"), ["23505"]);
+        assert_eq!(
+            tag(
+                s,
+                "INSERT INTO chr VALUES ('a', 6) ON CONFLICT (code) DO UPDATE SET n = 7"
+            ),
+            "INSERT 0 1"
+        );
+        assert_eq!(one(s, "SELECT n FROM chr WHERE code = 'a  '"), "7");
+        assert_eq!(one(s, "SELECT bt_index_check('chr_pkey', true)"), "");
+        // Conversions, as PostgreSQL 15 gives them.
+        for (sql, want) in [
+            ("SELECT 'ab'::char(4) || 'c'", "abc"),
+            ("SELECT 'ab'::char(4) = 'ab   '", "t"),
+            ("SELECT 'ab'::char(4) = 'ab   '::text", "f"),
+            ("SELECT 'ab '::text = 'ab'::char(3)", "f"),
+            ("SELECT length('ab'::char(4))", "2"),
+            ("SELECT upper('ab'::char(4)) || '|'", "AB|"),
+            ("SELECT 'ab'::char(4)::text || '|'", "ab|"),
+            ("SELECT ('ab'::char(4))::varchar || '|'", "ab|"),
+            ("SELECT 'a'::char(3) > 'a'::char(3)", "f"),
+            ("SELECT 'ab'::char(4)", "ab  "),
+            ("SELECT 'abc'::char", "a"),
+        ] {
+            assert_eq!(one(s, sql), want, "{sql}");
+        }
+        // Into text columns without the padding, into char columns padded.
+        q(s, "CREATE TABLE tx (t text, c char(4))");
+        q(s, "INSERT INTO tx SELECT code, code FROM chr WHERE n = 10");
+        q(s, "INSERT INTO tx VALUES ('q'::text, 'q'::text)");
+        assert_eq!(
+            rows(s, "SELECT t || '/', c || '/', c FROM tx ORDER BY t"),
+            ["ab/|ab/|ab  ", "q/|q/|q   "]
+        );
+        q(s, "UPDATE tx SET t = c");
+        assert_eq!(rows(s, "SELECT t || '/' FROM tx ORDER BY t"), ["ab/", "q/"]);
     });
 }

@@ -192,6 +192,11 @@ pub enum SqlType {
     Int4,
     Int8,
     Text,
+    /// `character(n)` (PostgreSQL's bpchar): text blank-padded to its length, held as
+    /// [`Datum::Text`]. Its trailing spaces are not significant: comparisons, index
+    /// keys and the cast to text (implicit where text is wanted: `||`, functions)
+    /// leave them out ([`bind::Func::BpcharText`]).
+    Bpchar,
     Bool,
     /// `pg_lsn`: a WAL position.
     Lsn,
@@ -233,12 +238,21 @@ impl SqlType {
             ColType::Interval => SqlType::Interval,
         }
     }
+    /// The type of a table's column: `char(n)` columns are [`SqlType::Bpchar`].
+    pub fn of_column(c: &Column) -> SqlType {
+        if c.padded {
+            SqlType::Bpchar
+        } else {
+            SqlType::of_col(c.ty)
+        }
+    }
     pub fn name(self) -> &'static str {
         match self {
             SqlType::Int2 => "smallint",
             SqlType::Int4 => "integer",
             SqlType::Int8 => "bigint",
             SqlType::Text => "text",
+            SqlType::Bpchar => "character",
             SqlType::Bool => "boolean",
             SqlType::Lsn => "pg_lsn",
             SqlType::Numeric => "numeric",
@@ -284,10 +298,8 @@ impl SqlType {
             "smallint" | "int2" => SqlType::Int2,
             "int" | "integer" | "int4" => SqlType::Int4,
             "bigint" | "int8" => SqlType::Int8,
-            "text" | "varchar" | "character varying" | "char" | "character" | "name"
-            | "regclass" => {
-                SqlType::Text
-            }
+            "text" | "varchar" | "character varying" | "name" | "regclass" => SqlType::Text,
+            "char" | "character" | "bpchar" => SqlType::Bpchar,
             "bool" | "boolean" => SqlType::Bool,
             "pg_lsn" => SqlType::Lsn,
             "numeric" | "decimal" => SqlType::Numeric,
@@ -314,7 +326,7 @@ impl SqlType {
             SqlType::Int2 => Ok(ColType::Int2),
             SqlType::Int4 => Ok(ColType::Int4),
             SqlType::Int8 => Ok(ColType::Int8),
-            SqlType::Text => Ok(ColType::Text),
+            SqlType::Text | SqlType::Bpchar => Ok(ColType::Text),
             SqlType::Bool => Ok(ColType::Bool),
             SqlType::Timestamp => Ok(ColType::Timestamp),
             SqlType::TimestampTz => Ok(ColType::TimestampTz),

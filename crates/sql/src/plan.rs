@@ -17,10 +17,12 @@
 //! 3. The WHERE is still applied to every row the index gives (engine index rule 4),
 //!    so a path only narrows what is read, never what qualifies.
 //! 4. A value that does not convert exactly to its column's key (a numeric against an
-//!    integer column, a padded `char(n)` column) gives no range: the statement reads
-//!    every page instead, with the same result.
+//!    integer column) gives no range: the statement reads every page instead, with
+//!    the same result.
+//! 5. A `char(n)` column counts only as SQL compares it, without its trailing spaces
+//!    (`bpchar_text(col) op value`), which is how the engine keys it.
 
-use crate::bind::{BinOp, Expr};
+use crate::bind::{BinOp, Expr, Func};
 use crate::{Datum, SqlResult};
 use strata_engine::{ColType, Column, IndexDef, IndexRange, Value};
 
@@ -38,8 +40,23 @@ pub struct IndexPath {
 /// A conjunct `col op value` (plan rule 1), with `op` as seen from the column.
 struct Cmp<'a> {
     col: usize,
+    /// The column is compared without its trailing spaces (plan rule 5).
+    trimmed: bool,
     op: BinOp,
     value: &'a Expr,
+}
+
+/// A column as a comparison operand: bare, or a `char(n)` one without its trailing
+/// spaces (plan rule 5).
+fn column_of(e: &Expr) -> Option<(usize, bool)> {
+    match e {
+        Expr::Col(c) => Some((*c, false)),
+        Expr::Call(Func::BpcharText, a) => match a.as_slice() {
+            [Expr::Col(c)] => Some((*c, true)),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// Plan rule 1: a value computed once: no columns, no volatile function.
@@ -47,6 +64,7 @@ fn is_value(e: &Expr) -> bool {
     match e {
         Expr::Const(_) | Expr::Param(_) => true,
         Expr::Cast(x, _) | Expr::Fit(x, _) | Expr::Neg(x) => is_value(x),
+        Expr::Call(Func::BpcharText, a) => a.iter().all(is_value),
         Expr::Bin(a, op, b) => {
             matches!(
                 op,
@@ -81,27 +99,24 @@ fn conjuncts<'a>(e: &'a Expr, out: &mut Vec<Cmp<'a>>) {
                 BinOp::Eq | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge
             ) =>
         {
-            match (&**a, &**b) {
-                (Expr::Col(c), v) if is_value(v) => out.push(Cmp {
-                    col: *c,
+            match (column_of(a), column_of(b)) {
+                (Some((col, trimmed)), None) if is_value(b) => out.push(Cmp {
+                    col,
+                    trimmed,
                     op: *op,
-                    value: v,
+                    value: b,
                 }),
-                (v, Expr::Col(c)) if is_value(v) => out.push(Cmp {
-                    col: *c,
+                (None, Some((col, trimmed))) if is_value(a) => out.push(Cmp {
+                    col,
+                    trimmed,
                     op: flip(*op),
-                    value: v,
+                    value: a,
                 }),
                 _ => {}
             }
         }
         _ => {}
     }
-}
-
-/// Plan rule 4: a column whose values an index orders as SQL compares them.
-fn keyable(c: &Column) -> bool {
-    !c.padded
 }
 
 /// Plan rule 2: the best index for `pred` over a table with `columns` and `indexes`.
@@ -118,10 +133,12 @@ pub fn choose(pred: Option<&Expr>, columns: &[Column], indexes: &[IndexDef]) -> 
             types: Vec::new(),
         };
         for &c in &ix.columns {
-            if !keyable(&columns[c]) {
-                break;
-            }
-            let on = |op: BinOp| cmps.iter().find(|x| x.col == c && x.op == op);
+            // Plan rule 5: as the engine keys the column.
+            let trimmed = columns[c].padded;
+            let on = |op: BinOp| {
+                cmps.iter()
+                    .find(|x| x.col == c && x.op == op && x.trimmed == trimmed)
+            };
             if let Some(eq) = on(BinOp::Eq) {
                 path.eq.push(eq.value.clone());
                 path.types.push(columns[c].ty);
@@ -277,5 +294,37 @@ mod tests {
         assert_eq!(text, None);
         let int = p.range(&|_| Ok(Datum::Int4(5))).unwrap().unwrap();
         assert_eq!(int.eq, vec![Value::Int8(5)]);
+    }
+
+    /// Plan rule 5: a `char(n)` column's index serves the comparison without its
+    /// trailing spaces (as the binder writes every bpchar comparison), not a bare one.
+    #[test]
+    fn a_char_column_is_keyed_without_its_trailing_spaces() {
+        let mut c = Column::new("code", ColType::Text);
+        c.padded = true;
+        c.max_chars = Some(3);
+        let idx = [ix("chr_pkey", &[0], true)];
+        let trimmed = |e: Expr| Expr::Call(Func::BpcharText, vec![e]);
+        let konst = Expr::Const(Datum::Text("ab ".into()));
+        let cmp = Expr::Bin(
+            Box::new(trimmed(Expr::Col(0))),
+            BinOp::Eq,
+            Box::new(trimmed(konst.clone())),
+        );
+        let p = choose(Some(&cmp), std::slice::from_ref(&c), &idx).unwrap();
+        // The value is the bound one, trimmed as it is evaluated.
+        let r = p
+            .range(&|e| match e {
+                Expr::Call(Func::BpcharText, a) => match a.as_slice() {
+                    [Expr::Const(Datum::Text(t))] => Ok(Datum::Text(t.trim_end().into())),
+                    other => panic!("{other:?}"),
+                },
+                other => panic!("{other:?}"),
+            })
+            .unwrap()
+            .unwrap();
+        assert_eq!(r.eq, vec![Value::Text("ab".into())]);
+        let bare = Expr::Bin(Box::new(Expr::Col(0)), BinOp::Eq, Box::new(konst));
+        assert!(choose(Some(&bare), std::slice::from_ref(&c), &idx).is_none());
     }
 }

@@ -1104,7 +1104,10 @@ impl<'e> Session<'e> {
         Ok(self
             .table_columns(table)?
             .into_iter()
-            .map(|c| (c.name, SqlType::of_col(c.ty)))
+            .map(|c| {
+                let t = SqlType::of_column(&c);
+                (c.name, t)
+            })
             .collect())
     }
 
@@ -1494,11 +1497,16 @@ impl<'e> Session<'e> {
             }
             InsertSource::Rows(rows) => BoundSource::Rows(rows.clone(), targets),
             InsertSource::Query(q) => {
-                let plan = b.select(q, &|t| self.columns(t))?;
+                let mut plan = b.select(q, &|t| self.columns(t))?;
                 targets.check_width(plan.columns.len())?;
                 for (k, (_, t)) in plan.columns.iter().enumerate() {
                     let (name, ty) = &targets.cols[targets.targets[k]];
                     assign(b, Expr::Const(Datum::Null), *t, *ty, name)?;
+                    // char(n) into text loses its padding (the assignment cast).
+                    if (*t, *ty) == (SqlType::Bpchar, SqlType::Text) {
+                        let item = std::mem::replace(&mut plan.items[k], Expr::Const(Datum::Null));
+                        plan.items[k] = bind::bpchar_text(item);
+                    }
                 }
                 BoundSource::Query(Box::new(plan))
             }
@@ -2607,7 +2615,7 @@ pub(crate) fn bind_default(
             "there is no parameter $1 in a DEFAULT expression",
         ));
     }
-    assign(b, e, t, SqlType::of_col(col.ty), &col.name)
+    assign(b, e, t, SqlType::of_column(col), &col.name)
 }
 
 /// The scope a table's CHECK constraints are bound in: its columns.
@@ -2616,7 +2624,7 @@ pub(crate) fn check_scope(table: &str, cols: &[strata_engine::Column]) -> Scope 
         qualifiers: vec![table.to_string()],
         cols: cols
             .iter()
-            .map(|c| (c.name.clone(), SqlType::of_col(c.ty)))
+            .map(|c| (c.name.clone(), SqlType::of_column(c)))
             .collect(),
         excluded: false,
     }
@@ -2891,6 +2899,13 @@ fn check_params(b: &Binder, params: &[Datum]) -> SqlResult<()> {
 fn assign(b: &mut Binder, e: Expr, t: SqlType, col: SqlType, cname: &str) -> SqlResult<Expr> {
     if t == col || t == SqlType::Unknown {
         return b.coerce(e, t, col);
+    }
+    // text into char(n) as is (the column pads it), char(n) into text without its
+    // padding: PostgreSQL's assignment casts.
+    match (t, col) {
+        (SqlType::Text, SqlType::Bpchar) => return Ok(e),
+        (SqlType::Bpchar, SqlType::Text) => return Ok(bind::bpchar_text(e)),
+        _ => {}
     }
     if (t.is_number() && col.is_number()) || (bind::is_datetime(t) && bind::is_datetime(col)) {
         return Ok(Expr::Cast(Box::new(e), col));

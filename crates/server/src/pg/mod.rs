@@ -857,6 +857,7 @@ fn pg_type(t: SqlType) -> Type {
         SqlType::Int4 => Type::INT4,
         SqlType::Int8 => Type::INT8,
         SqlType::Text | SqlType::Unknown => Type::TEXT,
+        SqlType::Bpchar => Type::BPCHAR,
         SqlType::Bool => Type::BOOL,
         SqlType::Lsn => Type::PG_LSN,
         SqlType::Numeric => Type::NUMERIC,
@@ -1151,7 +1152,7 @@ fn decode_param(bytes: Option<&[u8]>, binary: bool, t: SqlType) -> SqlResult<Dat
                 months: i32::from_be_bytes(b[12..].try_into().expect("4 bytes")),
             })
         }
-        SqlType::Text | SqlType::Unknown => {
+        SqlType::Text | SqlType::Bpchar | SqlType::Unknown => {
             Datum::Text(String::from_utf8(b.to_vec()).map_err(|_| {
                 SqlError::new("22021", "invalid byte sequence for encoding \"UTF8\"")
             })?)
@@ -1165,7 +1166,8 @@ fn client_type(t: &Type) -> Option<SqlType> {
         Type::INT2 => SqlType::Int2,
         Type::INT4 => SqlType::Int4,
         Type::INT8 => SqlType::Int8,
-        Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME => SqlType::Text,
+        Type::TEXT | Type::VARCHAR | Type::NAME => SqlType::Text,
+        Type::BPCHAR => SqlType::Bpchar,
         Type::BOOL => SqlType::Bool,
         Type::PG_LSN => SqlType::Lsn,
         Type::NUMERIC => SqlType::Numeric,
