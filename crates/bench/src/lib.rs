@@ -14,6 +14,7 @@
 //! - [`standby`]: a streaming hot standby's lag behind its primary (made by
 //!   `pg_basebackup -R`), side by side with PostgreSQL 15;
 //! - [`pgbench`]: PostgreSQL's pgbench against both engines, side by side;
+//! - [`copy`]: COPY FROM STDIN in CopyData messages of several sizes, side by side;
 //! - [`crash`]: SIGKILL and power-loss crash tests.
 //!
 //! Each benchmark returns `Vec<Record>`. The dependencies only benchmarks use
@@ -25,6 +26,7 @@
 //! 2. Memory and replay time are read through [`measure`], nowhere else.
 
 pub mod bufpool;
+pub mod copy;
 pub mod crash;
 pub mod measure;
 pub mod pgbench;
@@ -56,6 +58,9 @@ pub enum BenchCommand {
     /// PostgreSQL 15's pgbench (-i, then timed -M simple/prepared runs at several
     /// client counts) against Strata and PostgreSQL, same shared_buffers and settings.
     Pgbench(pgbench::Args),
+    /// COPY FROM STDIN of one-field rows in CopyData messages of several sizes,
+    /// against PostgreSQL 15: time per row for each size.
+    Copy(copy::Args),
     /// A streaming standby (pg_basebackup -R) behind its primary, against PostgreSQL
     /// 15: lag after B's drops and a stream of inserts, a remote_apply commit of C,
     /// the replay of A's DROP DATABASE; lag over time with --plot.
@@ -110,6 +115,13 @@ pub fn run(cmd: BenchCommand) -> Result<(), String> {
         }
         BenchCommand::Pgbench(args) => {
             let records = pgbench::run(&args)?;
+            if let Some(path) = &args.json {
+                write_json(path, &records)?;
+            }
+            Ok(())
+        }
+        BenchCommand::Copy(args) => {
+            let records = copy::run(&args)?;
             if let Some(path) = &args.json {
                 write_json(path, &records)?;
             }

@@ -1210,22 +1210,25 @@ impl<'e> Txn<'e> {
     ) -> Result<Vec<Tid>> {
         let xid = self.xid();
         let key = rel.key(dbe);
-        let mut tuples = Vec::with_capacity(rows.len());
+        // Every tuple in one buffer (no allocation per row).
+        let mut arena = Vec::with_capacity(rows.len() * (16 + rel.columns.len() * 8));
+        let mut spans = Vec::with_capacity(rows.len());
         for row in rows {
-            let t = heap::encode_tuple(xid, &rel.columns, row);
-            let which = crate::toast::to_move(row, t.len());
-            if which.is_empty() {
-                tuples.push(t);
-                continue;
+            let start = arena.len();
+            heap::encode_tuple_into(xid, &rel.columns, row, &[], &mut arena);
+            let which = crate::toast::to_move(row, arena.len() - start);
+            if !which.is_empty() {
+                arena.truncate(start);
+                let toast = crate::toast::toast_key(key);
+                if !self.sh.smgr.exists(toast, ForkNumber::Main) {
+                    self.create_rel_file(toast)?; // toast rule 1
+                }
+                let ptrs = crate::toast::toast_row(self.sh, toast, xid, row, &which)?;
+                heap::encode_tuple_into(xid, &rel.columns, row, &ptrs, &mut arena);
             }
-            let toast = crate::toast::toast_key(key);
-            if !self.sh.smgr.exists(toast, ForkNumber::Main) {
-                self.create_rel_file(toast)?; // toast rule 1
-            }
-            let ptrs = crate::toast::toast_row(self.sh, toast, xid, row, &which)?;
-            tuples.push(heap::encode_tuple_with(xid, &rel.columns, row, &ptrs));
+            spans.push(start..arena.len());
         }
-        let refs: Vec<&[u8]> = tuples.iter().map(Vec::as_slice).collect();
+        let refs: Vec<&[u8]> = spans.into_iter().map(|r| &arena[r]).collect();
         let tids = access::insert_many(self.sh, key, xid, &refs)?;
         crate::index::insert_rows(self.sh, rel, key, rows, &tids, xid)?;
         Ok(tids)

@@ -15,7 +15,10 @@
 //!    `\x` + 1–2 hex digits; any other escaped character is itself (so an escaped
 //!    delimiter is data).
 //! 4. Memory is one record plus one chunk: a record is cut out of the buffer as soon
-//!    as its end is seen.
+//!    as its end is seen, by moving where the unread part begins; the read part is
+//!    dropped once it is half the buffer, so each byte is scanned and moved O(1)
+//!    times whatever the chunks' sizes. A record is at most [`MAX_RECORD_BYTES`]
+//!    (54000 beyond it, before the buffer grows).
 //! 5. Output is what PostgreSQL's COPY TO writes, so a COPY TO and COPY FROM round
 //!    trip: text escapes backslash, newline, carriage return, tab and the delimiter;
 //!    csv quotes a field holding the delimiter, a quote, a newline or a carriage
@@ -128,17 +131,89 @@ fn bad_format(msg: impl Into<String>) -> SqlError {
     SqlError::new("22P04", msg)
 }
 
+/// The longest record COPY FROM takes: PostgreSQL's MaxAllocSize, the bound of its
+/// line buffer (copy rule 4).
+pub const MAX_RECORD_BYTES: usize = crate::MAX_ALLOC_BYTES;
+
+/// One record's fields, their text side by side in one string: a reader reuses it,
+/// so a record costs no allocation once its buffers have grown (copy rule 4).
+#[derive(Default)]
+pub struct Record {
+    text: String,
+    fields: Vec<Option<std::ops::Range<usize>>>,
+    /// A field's bytes after unescaping (text) or unquoting (csv).
+    scratch: Vec<u8>,
+}
+
+impl Record {
+    pub fn len(&self) -> usize {
+        self.fields.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.fields.is_empty()
+    }
+    /// Field `i`'s text; None for NULL (or past the end).
+    pub fn get(&self, i: usize) -> Option<&str> {
+        let r = self.fields.get(i)?.clone()?;
+        // Every range spans one field pushed whole as a str: on char boundaries.
+        self.text.get(r)
+    }
+    fn clear(&mut self) {
+        self.text.clear();
+        self.fields.clear();
+    }
+    fn push_null(&mut self) {
+        self.fields.push(None);
+    }
+    /// Appends a field's bytes: 22021 for a NUL or bytes that are not UTF-8, as
+    /// PostgreSQL refuses them in text.
+    fn push_field(&mut self, bytes: &[u8], line: u64) -> SqlResult<()> {
+        let s = std::str::from_utf8(bytes).map_err(|e| {
+            let at = e.valid_up_to();
+            let n = e.error_len().unwrap_or(bytes.len() - at).min(4);
+            bad_encoding(&bytes[at..at + n], line)
+        })?;
+        if let Some(at) = s.find('\0') {
+            return Err(bad_encoding(&bytes[at..at + 1], line));
+        }
+        let start = self.text.len();
+        self.text.push_str(s);
+        self.fields.push(Some(start..self.text.len()));
+        Ok(())
+    }
+}
+
+/// PostgreSQL's 22021 for bytes its encoding does not take.
+fn bad_encoding(bytes: &[u8], line: u64) -> SqlError {
+    let hex: Vec<String> = bytes.iter().map(|b| format!("0x{b:02x}")).collect();
+    SqlError::new(
+        "22021",
+        format!(
+            "invalid byte sequence for encoding \"UTF8\": {}",
+            hex.join(" ")
+        ),
+    )
+    .with_detail(format!("line {line}"))
+}
+
 /// COPY FROM's reader (copy rules 1–4): chunks in, records out.
 pub struct Reader {
     opts: CopyOptions,
     buf: Vec<u8>,
-    /// Bytes of `buf` already known to hold no record end (csv: with the quote state).
+    /// Where the unread part of `buf` begins (copy rule 4).
+    start: usize,
+    /// Bytes of `buf` up to here are known to hold no record end after `start`
+    /// (csv: with the quote state).
     scanned: usize,
+    /// Bytes moved to the front of `buf` so far (copy rule 4's cost, for tests).
+    moved_bytes: usize,
     in_quotes: bool,
     /// Records returned so far (for "line N" in errors).
     pub line: u64,
     ended: bool,
     skip_header: bool,
+    /// The last record read.
+    rec: Record,
 }
 
 impl Reader {
@@ -147,56 +222,106 @@ impl Reader {
         Reader {
             opts,
             buf: Vec::new(),
+            start: 0,
             scanned: 0,
+            moved_bytes: 0,
             in_quotes: false,
             line: 0,
             ended: false,
             skip_header,
+            rec: Record::default(),
         }
     }
 
-    /// Appends a chunk of the data.
-    pub fn push(&mut self, chunk: &[u8]) {
+    /// Appends a chunk of the data: 54000 if the record it continues is already
+    /// past [`MAX_RECORD_BYTES`] (so a record's buffer is at most that plus one
+    /// chunk), 53200 if memory for the chunk cannot be had (copy rule 4). The
+    /// caller takes every complete record out ([`Reader::next_record`]) before
+    /// pushing again.
+    pub fn push(&mut self, chunk: &[u8]) -> SqlResult<()> {
+        if self.start > 0 && self.start * 2 >= self.buf.len() {
+            self.moved_bytes += self.buf.len() - self.start;
+            self.buf.drain(..self.start);
+            self.scanned -= self.start;
+            self.start = 0;
+        }
+        let pending = self.buf.len() - self.start;
+        if pending > MAX_RECORD_BYTES {
+            return Err(SqlError::new("54000", "out of memory").with_detail(format!(
+                "Cannot enlarge string buffer containing {pending} bytes by {} more bytes.",
+                chunk.len()
+            )));
+        }
+        crate::try_reserve(&mut self.buf, chunk.len())?;
         self.buf.extend_from_slice(chunk);
+        Ok(())
     }
 
-    /// The next complete record's fields (None: NULL), or None when no complete
-    /// record is buffered. With `eof`, what remains is the last record.
-    pub fn next_record(&mut self, eof: bool) -> SqlResult<Option<Vec<Option<String>>>> {
+    /// [`Reader::push`] of a chunk the caller gives up: when nothing is pending it
+    /// becomes the buffer as it is (a large CopyData message is not copied again).
+    pub fn push_owned(&mut self, chunk: Vec<u8>) -> SqlResult<()> {
+        if self.start == self.buf.len() && chunk.len() <= MAX_RECORD_BYTES {
+            self.buf = chunk;
+            self.start = 0;
+            self.scanned = 0;
+            return Ok(());
+        }
+        self.push(&chunk)
+    }
+
+    /// Reads the next complete record ([`Reader::record`] then holds its fields);
+    /// false when no complete record is buffered. With `eof`, what remains is the
+    /// last record.
+    pub fn next_record(&mut self, eof: bool) -> SqlResult<bool> {
         loop {
             if self.ended {
-                return Ok(None);
+                return Ok(false);
             }
             let Some(end) = self.record_end(eof) else {
-                return Ok(None);
+                return Ok(false);
             };
-            let mut rec: Vec<u8> = self.buf.drain(..end).collect();
-            if self.buf.first() == Some(&b'\n') {
-                self.buf.remove(0);
-            }
-            self.scanned = 0;
-            if rec.last() == Some(&b'\r') {
-                rec.pop();
+            let mut rec = self.start..end;
+            // Copy rule 4: the next record starts after the newline.
+            self.start = (end + 1).min(self.buf.len());
+            self.scanned = self.start;
+            if self.buf[rec.clone()].last() == Some(&b'\r') {
+                rec.end -= 1;
             }
             self.line += 1;
-            if !self.opts.csv && rec == b"\\." {
+            if !self.opts.csv && self.buf[rec.clone()] == *b"\\." {
                 self.ended = true; // copy rule 1
-                return Ok(None);
+                return Ok(false);
             }
             if std::mem::take(&mut self.skip_header) {
                 continue;
             }
-            return if self.opts.csv {
-                self.csv_fields(&rec).map(Some)
+            let mut out = std::mem::take(&mut self.rec);
+            out.clear();
+            let read = if self.opts.csv {
+                self.csv_fields(&self.buf[rec], &mut out)
             } else {
-                self.text_fields(&rec).map(Some)
+                self.text_fields(&self.buf[rec], &mut out)
             };
+            self.rec = out;
+            return read.map(|()| true);
         }
+    }
+
+    /// The fields of the record [`Reader::next_record`] read last.
+    pub fn record(&self) -> &Record {
+        &self.rec
     }
 
     /// Where the first record of the buffer ends (the newline's index).
     fn record_end(&mut self, eof: bool) -> Option<usize> {
         let q = self.opts.quote;
+        if !self.opts.csv {
+            let from = self.scanned;
+            match self.buf[from..].iter().position(|&c| c == b'\n') {
+                Some(i) => return Some(from + i),
+                None => self.scanned = self.buf.len(),
+            }
+        }
         while self.scanned < self.buf.len() {
             let c = self.buf[self.scanned];
             if self.opts.csv && c == q {
@@ -207,45 +332,50 @@ impl Reader {
             }
             self.scanned += 1;
         }
-        if eof && !self.buf.is_empty() {
+        if eof && self.start < self.buf.len() {
             self.in_quotes = false;
             return Some(self.buf.len());
         }
         None
     }
 
-    fn utf8(&self, b: Vec<u8>) -> SqlResult<String> {
-        String::from_utf8(b).map_err(|_| {
-            SqlError::new(
-                "22021",
-                format!(
-                    "invalid byte sequence for encoding \"UTF8\" (line {})",
-                    self.line
-                ),
-            )
-        })
-    }
-
-    /// Text format (copy rules 2, 3).
-    fn text_fields(&self, rec: &[u8]) -> SqlResult<Vec<Option<String>>> {
-        let mut out = Vec::new();
-        for raw in split_unescaped(rec, self.opts.delimiter) {
-            if raw == self.opts.null.as_bytes() {
-                out.push(None);
-                continue;
+    /// Text format (copy rules 2, 3): fields split at delimiters a backslash does
+    /// not escape, unescaped only when they hold a backslash.
+    fn text_fields(&self, rec: &[u8], out: &mut Record) -> SqlResult<()> {
+        let d = self.opts.delimiter;
+        let (mut start, mut i) = (0, 0);
+        loop {
+            while i < rec.len() && rec[i] != d {
+                i += if rec[i] == b'\\' { 2 } else { 1 };
             }
-            out.push(Some(self.utf8(unescape_text(raw))?));
+            let raw = &rec[start.min(rec.len())..i.min(rec.len())];
+            if raw == self.opts.null.as_bytes() {
+                out.push_null();
+            } else if !raw.contains(&b'\\') {
+                out.push_field(raw, self.line)?;
+            } else {
+                let mut field = std::mem::take(&mut out.scratch);
+                field.clear();
+                unescape_text(raw, &mut field);
+                let pushed = out.push_field(&field, self.line);
+                out.scratch = field;
+                pushed?;
+            }
+            if i >= rec.len() {
+                return Ok(());
+            }
+            i += 1; // the delimiter
+            start = i;
         }
-        Ok(out)
     }
 
     /// CSV format (copy rule 2): quote and escape as configured.
-    fn csv_fields(&self, rec: &[u8]) -> SqlResult<Vec<Option<String>>> {
+    fn csv_fields(&self, rec: &[u8], out: &mut Record) -> SqlResult<()> {
         let (d, q, e) = (self.opts.delimiter, self.opts.quote, self.opts.escape);
-        let mut out = Vec::new();
         let mut i = 0;
+        let mut field = std::mem::take(&mut out.scratch);
         loop {
-            let mut field = Vec::new();
+            field.clear();
             let mut quoted = false;
             let mut in_q = false;
             while i < rec.len() {
@@ -277,43 +407,26 @@ impl Reader {
                 i += 1;
             }
             if in_q {
+                out.scratch = field;
                 return Err(bad_format("unterminated CSV quoted field"));
             }
             if !quoted && field == self.opts.null.as_bytes() {
-                out.push(None);
-            } else {
-                out.push(Some(self.utf8(field)?));
+                out.push_null();
+            } else if let Err(err) = out.push_field(&field, self.line) {
+                out.scratch = field;
+                return Err(err);
             }
             if i >= rec.len() {
-                return Ok(out);
+                out.scratch = field;
+                return Ok(());
             }
             i += 1; // the delimiter
         }
     }
 }
 
-/// Splits a text-format record at delimiters not escaped by a backslash.
-fn split_unescaped(rec: &[u8], d: u8) -> Vec<&[u8]> {
-    let mut out = Vec::new();
-    let (mut start, mut i) = (0, 0);
-    while i < rec.len() {
-        if rec[i] == b'\\' {
-            i += 2;
-            continue;
-        }
-        if rec[i] == d {
-            out.push(&rec[start..i]);
-            start = i + 1;
-        }
-        i += 1;
-    }
-    out.push(&rec[start.min(rec.len())..]);
-    out
-}
-
-/// Copy rule 3.
-fn unescape_text(raw: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(raw.len());
+/// Copy rule 3: `raw` unescaped, appended to `out`.
+fn unescape_text(raw: &[u8], out: &mut Vec<u8>) {
     let mut i = 0;
     while i < raw.len() {
         let c = raw[i];
@@ -360,7 +473,6 @@ fn unescape_text(raw: &[u8]) -> Vec<u8> {
             other => out.push(other),
         }
     }
-    out
 }
 
 /// Appends one row in COPY TO's format (copy rule 5); `None` is NULL.
@@ -425,13 +537,20 @@ mod tests {
     fn read(o: CopyOptions, data: &[u8], n: usize) -> SqlResult<Vec<Vec<Option<String>>>> {
         let mut r = Reader::new(o);
         let mut out = Vec::new();
+        let fields = |r: &Reader| -> Vec<Option<String>> {
+            let rec = r.record();
+            (0..rec.len())
+                .map(|i| rec.get(i).map(str::to_string))
+                .collect()
+        };
         for chunk in data.chunks(n) {
-            r.push(chunk);
-            while let Some(rec) = r.next_record(false)? {
-                out.push(rec);
+            r.push(chunk)?;
+            while r.next_record(false)? {
+                out.push(fields(&r));
             }
         }
-        while let Some(rec) = r.next_record(true)? {
+        while r.next_record(true)? {
+            let rec = fields(&r);
             out.push(rec);
         }
         Ok(out)
@@ -508,5 +627,63 @@ mod tests {
         ])];
         let o = CopyOptions::from_ast(&[], &legacy).unwrap();
         assert!(o.csv && o.header && o.delimiter == b',' && o.null.is_empty());
+    }
+
+    /// Copy rule 4 (issue 27 defect 4): reading is linear in the input whatever the
+    /// chunk sizes: 200,000 records in one chunk move no byte, in 64 KiB chunks at
+    /// most a chunk's worth each. The old reader shifted the whole buffer per record
+    /// (quadratic: about 10^11 bytes moved for this input in one chunk).
+    #[test]
+    fn records_are_cut_without_moving_the_buffer() {
+        let data: Vec<u8> = (0..200_000)
+            .flat_map(|i| format!("{i}\trow {i}\n").into_bytes())
+            .collect();
+        for n in [data.len(), 1 << 16, 8192, 7] {
+            let mut r = Reader::new(opts(false));
+            let mut count = 0;
+            for chunk in data.chunks(n) {
+                r.push(chunk).unwrap();
+                while r.next_record(false).unwrap() {
+                    assert_eq!(r.record().get(0), Some(count.to_string().as_str()));
+                    count += 1;
+                }
+            }
+            assert!(!r.next_record(true).unwrap());
+            assert_eq!(count, 200_000);
+            assert!(
+                r.moved_bytes <= data.len(),
+                "{n}-byte chunks moved {} bytes",
+                r.moved_bytes
+            );
+        }
+    }
+
+    /// Copy rule 4: a record (a line without its newline, or an unterminated CSV
+    /// quote) longer than MAX_RECORD_BYTES is 54000 before its buffer grows further.
+    #[test]
+    fn a_record_past_the_limit_is_refused() {
+        for csv in [false, true] {
+            let mut r = Reader::new(opts(csv));
+            let chunk = vec![b'"'; 1 << 20];
+            let mut err = None;
+            for _ in 0..(MAX_RECORD_BYTES >> 20) + 3 {
+                if let Err(e) = r.push(&chunk[..if csv { 1 } else { chunk.len() }]) {
+                    err = Some(e);
+                    break;
+                }
+                if csv {
+                    // An unterminated quote: one quote, then data without an end.
+                    r.push(&vec![b'x'; (1 << 20) - 1]).unwrap();
+                }
+                assert!(!r.next_record(false).unwrap());
+            }
+            let e = err.expect("refused");
+            assert_eq!((e.code, e.message.as_str()), ("54000", "out of memory"));
+            assert!(
+                r.buf.len() <= MAX_RECORD_BYTES + (1 << 20),
+                "{}",
+                r.buf.len()
+            );
+        }
     }
 }

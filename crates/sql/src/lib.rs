@@ -177,6 +177,44 @@ pub const MAX_EXPR_DEPTH: usize = 1000;
 /// the test profile's opt-level 1). Only touched pages cost memory.
 pub const BACKEND_STACK_BYTES: usize = 32 << 20;
 
+/// The largest value or buffer a client can make the server hold: PostgreSQL's
+/// MaxAllocSize (1 GB - 1). Every operator and function that builds a value from a
+/// client's input checks the size it will have against this before allocating
+/// ([`alloc_request`], 54000), and asks for the memory fallibly ([`try_reserve`],
+/// 53200): a failed allocation would abort the process and every session with it.
+pub const MAX_ALLOC_BYTES: usize = 0x3fff_ffff;
+
+/// PostgreSQL's check before an allocation of `bytes` for a value: 54000 "invalid
+/// memory alloc request size" past [`MAX_ALLOC_BYTES`].
+pub fn alloc_request(bytes: usize) -> SqlResult<usize> {
+    if bytes > MAX_ALLOC_BYTES {
+        return Err(SqlError::new(
+            "54000",
+            format!("invalid memory alloc request size {bytes}"),
+        ));
+    }
+    Ok(bytes)
+}
+
+/// Reserves room for `more` elements in `v`, or 53200 "out of memory" if the
+/// allocator refuses (the process goes on).
+pub fn try_reserve<T>(v: &mut Vec<T>, more: usize) -> SqlResult<()> {
+    v.try_reserve(more).map_err(|_| out_of_memory(more))
+}
+
+/// A string of capacity `bytes` (checked by [`alloc_request`] first), or 53200.
+pub fn try_string(bytes: usize) -> SqlResult<String> {
+    let mut s = String::new();
+    s.try_reserve_exact(alloc_request(bytes)?)
+        .map_err(|_| out_of_memory(bytes))?;
+    Ok(s)
+}
+
+fn out_of_memory(bytes: usize) -> SqlError {
+    SqlError::new("53200", "out of memory")
+        .with_detail(format!("Failed on request of size {bytes}."))
+}
+
 /// PostgreSQL's error for too deep a recursion (54001).
 pub fn too_deep() -> SqlError {
     SqlError::new("54001", "stack depth limit exceeded").with_hint(format!(

@@ -2077,13 +2077,15 @@ impl<'e> Session<'e> {
         let n = self.write_checked(|t, check| {
             let env = env_of.writer_env(&db);
             let (mut batch, mut n, mut eof) = (Vec::new(), 0u64, false);
+            // Rows of the last batch, reused (no allocation per row).
+            let mut spare: Vec<Vec<Value>> = Vec::new();
             loop {
-                while let Some(rec) = reader.next_record(eof)? {
-                    let row = copy_row(&c, rec)
-                        .and_then(|mut row| {
+                while reader.next_record(eof)? {
+                    let mut row = spare.pop().unwrap_or_default();
+                    copy_row(&c, reader.record(), &mut row)
+                        .and_then(|()| {
                             fill_defaults(&mut row, &c.defaults, &[], &env)?;
-                            check_row(&c.table, &row, &c.checks, &[], &env)?;
-                            Ok(row)
+                            check_row(&c.table, &row, &c.checks, &[], &env)
                         })
                         .map_err(|e| {
                             let at = format!("COPY {}, line {}", c.table, reader.line);
@@ -2092,7 +2094,7 @@ impl<'e> Session<'e> {
                     batch.push(row);
                     if batch.len() >= INSERT_BATCH_ROWS {
                         n += t.insert_checked(&db, &c.table, &batch, check)?;
-                        batch.clear();
+                        spare.append(&mut batch);
                     }
                 }
                 if eof {
@@ -2100,7 +2102,7 @@ impl<'e> Session<'e> {
                 }
                 check().map_err(SqlError::from)?;
                 match sink.copy_chunk()? {
-                    Some(chunk) => reader.push(&chunk),
+                    Some(chunk) => reader.push_owned(chunk)?,
                     None => eof = true,
                 }
             }
@@ -2705,7 +2707,7 @@ fn fill_defaults(
 
 /// One COPY record as a table row: its fields in the columns copied (22P04 for too
 /// few or too many), each cast from text to its column's type, the others NULL.
-fn copy_row(c: &BoundCopy, rec: Vec<Option<String>>) -> SqlResult<Vec<Value>> {
+fn copy_row(c: &BoundCopy, rec: &crate::copy::Record, row: &mut Vec<Value>) -> SqlResult<()> {
     if rec.len() > c.targets.len() {
         return Err(SqlError::new(
             "22P04",
@@ -2718,13 +2720,14 @@ fn copy_row(c: &BoundCopy, rec: Vec<Option<String>>) -> SqlResult<Vec<Value>> {
             format!("missing data for column \"{}\"", c.cols[missing].0),
         ));
     }
-    let mut row = vec![Value::Null; c.cols.len()];
-    for (field, &i) in rec.into_iter().zip(&c.targets) {
-        if let Some(text) = field {
-            row[i] = to_value(bind::cast_datum(Datum::Text(text), c.cols[i].1)?);
+    row.clear();
+    row.resize(c.cols.len(), Value::Null);
+    for (k, &i) in c.targets.iter().enumerate() {
+        if let Some(text) = rec.get(k) {
+            row[i] = to_value(bind::text_to(text, c.cols[i].1)?);
         }
     }
-    Ok(row)
+    Ok(())
 }
 
 /// Runs a fallible per-row step under an engine callback that cannot fail: the

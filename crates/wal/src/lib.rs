@@ -209,6 +209,10 @@ struct SegmentWriter {
     open: Option<(u64, Arc<dyn VfsFile>)>,
     /// Segments written since the last fsync.
     dirty: Vec<u64>,
+    /// The insert buffer written last, emptied: swapped in for the next one, so the
+    /// insert buffer keeps its capacity instead of growing again from nothing (and
+    /// faulting in fresh memory) after every write.
+    spare: Vec<u8>,
 }
 
 impl SegmentWriter {
@@ -369,6 +373,7 @@ impl Wal {
                 tli,
                 open: None,
                 dirty: Vec::new(),
+                spare: Vec::new(),
             }),
             flushed: AtomicU64::new(end.0),
             failed: AtomicBool::new(false),
@@ -561,17 +566,23 @@ impl Wal {
     /// Writes every buffered byte (and fsyncs if asked). Caller holds the writer lock,
     /// so byte ranges reach the files in LSN order.
     fn write_locked(&self, writer: &mut SegmentWriter, sync: bool) -> Result<()> {
+        let mut spare = std::mem::take(&mut writer.spare);
+        spare.clear();
         let (start, bytes) = {
             let mut ins = self.insert.lock();
             let start = ins.buf_start;
             ins.buf_start = ins.next;
-            (start, std::mem::take(&mut ins.buf))
+            (start, std::mem::replace(&mut ins.buf, spare))
         };
         let end = start + bytes.len() as u64;
         let result =
             writer
                 .write(start, &bytes)
                 .and_then(|()| if sync { writer.sync() } else { Ok(()) });
+        // Kept for the next swap unless a huge record grew it past twice the usual.
+        if bytes.capacity() <= 2 * WAL_BUFFERS_BYTES {
+            writer.spare = bytes;
+        }
         if let Err(e) = result {
             self.failed.store(true, Ordering::Release); // rule 4
             return Err(e);
@@ -635,6 +646,7 @@ impl ReceivedWal {
                 tli,
                 open: None,
                 dirty: Vec::new(),
+                spare: Vec::new(),
             }),
             written: AtomicU64::new(start.0),
             flushed: AtomicU64::new(start.0),

@@ -143,6 +143,10 @@ enum CopyChunk {
 
 /// COPY data chunks in flight from a connection to its backend.
 const COPY_QUEUE_CHUNKS: usize = 8;
+/// A backend takes the queued chunks together up to this many bytes: the
+/// connection's task, waiting for room in a full queue, is then woken once per
+/// drain rather than once per CopyData message (each wake is a thread switch).
+const COPY_DRAIN_BYTES: usize = 1 << 20;
 
 /// A COPY FROM STDIN in progress: the query's events and where its data goes, kept
 /// between the Query message and the client's CopyDone or CopyFail.
@@ -179,6 +183,8 @@ struct Feed {
     batch_bytes: usize,
     /// COPY FROM STDIN's data, while one runs.
     copy_rx: Option<tokio::sync::mpsc::Receiver<CopyChunk>>,
+    /// The data's end (Done or Fail), met while draining chunks: the next call's.
+    copy_end: Option<CopyChunk>,
     /// Statements' results not sent yet: they go before the next event, at
     /// [`HELD_ENDS`], or when the feed is dropped (the request's end).
     held: Vec<SqlResult<Executed>>,
@@ -186,6 +192,20 @@ struct Feed {
 
 /// Statement results a feed holds at most before sending them.
 const HELD_ENDS: usize = 64;
+
+/// A COPY's data ended: CopyDone (no more data), CopyFail (57014), or the
+/// connection gone (`None`).
+fn copy_ended(end: Option<CopyChunk>) -> SqlResult<Option<Vec<u8>>> {
+    match end {
+        Some(CopyChunk::Data(b)) => Ok(Some(b.to_vec())),
+        Some(CopyChunk::Done) => Ok(None),
+        Some(CopyChunk::Fail(m)) => Err(SqlError::new(
+            "57014",
+            format!("COPY from stdin failed: {m}"),
+        )),
+        None => Err(client_lost()),
+    }
+}
 
 fn client_lost() -> SqlError {
     SqlError {
@@ -203,6 +223,7 @@ impl Feed {
             batch: Vec::new(),
             batch_bytes: 0,
             copy_rx: None,
+            copy_end: None,
             held: Vec::new(),
         }
     }
@@ -293,15 +314,27 @@ impl ResultSink for Feed {
         self.flush()?;
         let (data, rx) = tokio::sync::mpsc::channel(COPY_QUEUE_CHUNKS);
         self.copy_rx = Some(rx);
+        self.copy_end = None;
         self.send(Event::CopyIn { columns, data })
     }
     fn copy_chunk(&mut self) -> SqlResult<Option<Vec<u8>>> {
+        if let Some(end) = self.copy_end.take() {
+            return copy_ended(Some(end));
+        }
         let Some(rx) = self.copy_rx.as_mut() else {
             return Ok(None);
         };
-        let got = match &self.runtime {
-            None => rx.blocking_recv(),
-            Some(rt) => loop {
+        // A chunk already queued is taken without a wait (no timer, no park): a
+        // client streaming small CopyData messages keeps the queue full.
+        let queued = match rx.try_recv() {
+            Ok(c) => Some(Some(c)),
+            Err(tokio::sync::mpsc::error::TryRecvError::Disconnected) => Some(None),
+            Err(tokio::sync::mpsc::error::TryRecvError::Empty) => None,
+        };
+        let got = match (&self.runtime, queued) {
+            (_, Some(got)) => got,
+            (None, None) => rx.blocking_recv(),
+            (Some(rt), None) => loop {
                 let wait =
                     rt.block_on(async { tokio::time::timeout(FEED_WAIT_SLICE, rx.recv()).await });
                 match wait {
@@ -310,15 +343,21 @@ impl ResultSink for Feed {
                 }
             },
         };
-        match got {
-            Some(CopyChunk::Data(b)) => Ok(Some(b.to_vec())),
-            Some(CopyChunk::Done) => Ok(None),
-            Some(CopyChunk::Fail(m)) => Err(SqlError::new(
-                "57014",
-                format!("COPY from stdin failed: {m}"),
-            )),
-            None => Err(client_lost()),
+        let mut data = match got {
+            Some(CopyChunk::Data(b)) => b.to_vec(),
+            other => return copy_ended(other),
+        };
+        while data.len() < COPY_DRAIN_BYTES {
+            match rx.try_recv() {
+                Ok(CopyChunk::Data(b)) => data.extend_from_slice(&b),
+                Ok(end) => {
+                    self.copy_end = Some(end);
+                    break;
+                }
+                Err(_) => break,
+            }
         }
+        Ok(Some(data))
     }
     fn copy_out(&mut self, columns: usize, _csv: bool) -> SqlResult<()> {
         self.flush()?;
@@ -330,6 +369,7 @@ impl ResultSink for Feed {
     fn end(&mut self, result: SqlResult<Executed>) {
         // A COPY that ended early: the rest of the client's data is discarded.
         self.copy_rx = None;
+        self.copy_end = None;
         let _ = self.flush();
         self.held.push(result);
         if self.held.len() >= HELD_ENDS {
