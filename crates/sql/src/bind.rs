@@ -838,6 +838,18 @@ impl Binder {
                 let r = self.coerce(r, rt, SqlType::Bool)?;
                 Ok((mk(l, r), SqlType::Bool))
             }
+            // bytea || bytea is bytea (an untyped side taken as bytea).
+            BinOp::Concat
+                if matches!(
+                    (lt, rt),
+                    (SqlType::Bytea, SqlType::Bytea | SqlType::Unknown)
+                        | (SqlType::Unknown, SqlType::Bytea)
+                ) =>
+            {
+                let l = self.coerce(l, lt, SqlType::Bytea)?;
+                let r = self.coerce(r, rt, SqlType::Bytea)?;
+                Ok((mk(l, r), SqlType::Bytea))
+            }
             BinOp::Concat => {
                 let l = self.settle(l, lt).0;
                 let r = self.settle(r, rt).0;
@@ -1692,7 +1704,7 @@ pub fn cast_datum(d: Datum, to: SqlType) -> SqlResult<Datum> {
         return Ok(d);
     }
     match (&d, to) {
-        (_, SqlType::Text | SqlType::Bpchar) => Ok(Datum::Text(d.to_text().unwrap_or_default())),
+        (_, SqlType::Text | SqlType::Bpchar) => Ok(Datum::Text(crate::text_of(d)?)),
         (Datum::Text(s), t) => text_to(s, t),
         (Datum::Bool(b), SqlType::Int4) => Ok(Datum::Int4(i32::from(*b))),
         (Datum::Timestamp(t) | Datum::TimestampTz(t), SqlType::Date) => {
@@ -1847,13 +1859,30 @@ fn eval_bin(a: &Expr, op: BinOp, b: &Expr, r: &Row<'_>, depth: usize) -> SqlResu
         BinOp::Le => Datum::Bool(compare(&x, &y) != Ordering::Greater),
         BinOp::Gt => Datum::Bool(compare(&x, &y) == Ordering::Greater),
         BinOp::Ge => Datum::Bool(compare(&x, &y) != Ordering::Less),
-        BinOp::Concat => Datum::Text(format!(
-            "{}{}",
-            x.to_text().unwrap_or_default(),
-            y.to_text().unwrap_or_default()
-        )),
+        BinOp::Concat => concat(x, y)?,
         _ => arith(op, &x, &y)?,
     })
+}
+
+/// `x || y`: bytea of two byteas, else text. The result's size is checked before
+/// it is allocated ([`crate::alloc_request`], with PostgreSQL's 4-byte header in
+/// the figure, as its message counts it), and allocated fallibly: the session
+/// gets an error, the server goes on.
+fn concat(x: Datum, y: Datum) -> SqlResult<Datum> {
+    if let (Datum::Bytea(a), Datum::Bytea(b)) = (&x, &y) {
+        crate::alloc_request(a.len() + b.len() + 4)?;
+        let mut out = x.into_bytea();
+        crate::try_reserve(&mut out, b.len())?;
+        out.extend_from_slice(b);
+        return Ok(Datum::Bytea(out));
+    }
+    let a = crate::text_of(x)?;
+    let b = crate::text_of(y)?;
+    crate::alloc_request(a.len() + b.len() + 4)?;
+    let mut out = a.into_bytes();
+    crate::try_reserve(&mut out, b.len())?;
+    out.extend_from_slice(b.as_bytes());
+    Ok(Datum::Text(String::from_utf8(out).expect("two strs")))
 }
 
 /// Integer arithmetic (and pg_lsn minus pg_lsn), overflow-checked.
@@ -1961,8 +1990,22 @@ fn call(f: Func, vals: &[Datum], r: &Row<'_>) -> SqlResult<Datum> {
             Datum::Text(t) => Datum::Int4(t.chars().count() as i32),
             _ => Datum::Null,
         },
-        Func::Lower => Datum::Text(vals[0].to_text().unwrap_or_default().to_lowercase()),
-        Func::Upper => Datum::Text(vals[0].to_text().unwrap_or_default().to_uppercase()),
+        Func::Lower | Func::Upper => {
+            let t: std::borrow::Cow<'_, str> = match &vals[0] {
+                Datum::Text(s) => s.into(),
+                d => crate::text_of(d.clone())?.into(),
+            };
+            let mut out = crate::try_string(t.len())?;
+            for c in t.chars() {
+                if f == Func::Lower {
+                    out.extend(c.to_lowercase());
+                } else {
+                    out.extend(c.to_uppercase());
+                }
+            }
+            crate::alloc_request(out.len() + 4)?;
+            Datum::Text(out)
+        }
         Func::Now => Datum::TimestampTz(r.env.xact_start_us()),
         Func::Clock => Datum::TimestampTz(crate::time::now_us()),
         Func::LocalTimestamp => Datum::Timestamp(r.env.xact_start_us()),
@@ -1970,10 +2013,20 @@ fn call(f: Func, vals: &[Datum], r: &Row<'_>) -> SqlResult<Datum> {
         Func::Repeat => match (&vals[0], &vals[1]) {
             (Datum::Text(t), Datum::Int4(n)) => {
                 let n = (*n).max(0) as usize;
-                if t.len().saturating_mul(n) >= MAX_TEXT_BYTES {
+                let bytes = t.len().saturating_mul(n);
+                if bytes + 4 > crate::MAX_ALLOC_BYTES {
                     return Err(SqlError::new("54000", "requested length too large"));
                 }
-                Datum::Text(t.repeat(n))
+                let mut out = crate::try_string(bytes)?;
+                if n > 0 {
+                    // Doubling: O(log n) copies of a growing prefix, not n small ones.
+                    out.push_str(t);
+                    while out.len() < bytes {
+                        let more = out.len().min(bytes - out.len());
+                        out.extend_from_within(..more);
+                    }
+                }
+                Datum::Text(out)
             }
             _ => Datum::Null,
         },
@@ -2006,9 +2059,6 @@ fn sequence_call(f: Func, vals: &[Datum], env: &dyn Env) -> SqlResult<Datum> {
     };
     Ok(Datum::Int8(env.sequence(call)?))
 }
-
-/// The largest text value, as PostgreSQL's 1 GB field limit.
-const MAX_TEXT_BYTES: usize = 1 << 30;
 
 /// `version()`: says what answers, in PostgreSQL's shape so tools that parse it work.
 pub fn version_string() -> String {

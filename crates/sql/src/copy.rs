@@ -252,7 +252,14 @@ impl Reader {
                 chunk.len()
             )));
         }
-        crate::try_reserve(&mut self.buf, chunk.len())?;
+        let need = self.buf.len() + chunk.len();
+        if need > self.buf.capacity() {
+            // Doubling, but never past what a record may reach: a buffer of at most
+            // MAX_RECORD_BYTES plus one chunk.
+            let target = need.max((2 * self.buf.capacity()).min(MAX_RECORD_BYTES + chunk.len()));
+            let more = target - self.buf.len();
+            crate::try_reserve(&mut self.buf, more)?;
+        }
         self.buf.extend_from_slice(chunk);
         Ok(())
     }

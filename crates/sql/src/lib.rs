@@ -196,10 +196,11 @@ pub fn alloc_request(bytes: usize) -> SqlResult<usize> {
     Ok(bytes)
 }
 
-/// Reserves room for `more` elements in `v`, or 53200 "out of memory" if the
-/// allocator refuses (the process goes on).
+/// Reserves room for exactly `more` more elements in `v` (the caller chooses how
+/// a buffer grows), or 53200 "out of memory" if the allocator refuses (the process
+/// goes on).
 pub fn try_reserve<T>(v: &mut Vec<T>, more: usize) -> SqlResult<()> {
-    v.try_reserve(more).map_err(|_| out_of_memory(more))
+    v.try_reserve_exact(more).map_err(|_| out_of_memory(more))
 }
 
 /// A string of capacity `bytes` (checked by [`alloc_request`] first), or 53200.
@@ -208,6 +209,18 @@ pub fn try_string(bytes: usize) -> SqlResult<String> {
     s.try_reserve_exact(alloc_request(bytes)?)
         .map_err(|_| out_of_memory(bytes))?;
     Ok(s)
+}
+
+/// A value as text, taken (no copy of a text value) and checked: its text must
+/// fit [`MAX_ALLOC_BYTES`] (a bytea's hex is twice its size).
+pub fn text_of(d: Datum) -> SqlResult<String> {
+    match d {
+        Datum::Text(s) => Ok(s),
+        d => {
+            alloc_request(d.text_bytes() + 4)?;
+            Ok(d.to_text().unwrap_or_default())
+        }
+    }
 }
 
 fn out_of_memory(bytes: usize) -> SqlError {
@@ -415,6 +428,24 @@ pub enum Datum {
 impl Datum {
     pub fn is_null(&self) -> bool {
         matches!(self, Datum::Null)
+    }
+    /// The bytes of a bytea (empty for any other value).
+    pub fn into_bytea(self) -> Vec<u8> {
+        match self {
+            Datum::Bytea(b) => b,
+            _ => Vec::new(),
+        }
+    }
+    /// The bytes [`Datum::to_text`] would make, without making them: a value's
+    /// text is checked against [`MAX_ALLOC_BYTES`] before it is built.
+    pub fn text_bytes(&self) -> usize {
+        match self {
+            Datum::Text(s) => s.len(),
+            Datum::Bytea(b) => 2 + 2 * b.len(),
+            Datum::Null => 0,
+            // Every other type's text is short.
+            _ => 64,
+        }
     }
     /// The value as text, as PostgreSQL prints it (`None` for NULL).
     pub fn to_text(&self) -> Option<String> {

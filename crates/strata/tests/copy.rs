@@ -179,3 +179,44 @@ fn a_failed_copy_leaves_nothing_and_the_connection_goes_on() {
         assert_eq!(n, 302);
     });
 }
+
+/// An error in a COPY an Execute started (extended protocol, as tokio-postgres's
+/// copy_in sends it: Bind, Execute, Sync, the data, CopyDone, Sync) is reported once
+/// and the server waits for the client's Sync before ReadyForQuery, as PostgreSQL
+/// does: one ReadyForQuery, so the client's next request gets its own answer. (It
+/// answered the CopyDone with a ReadyForQuery too, and the driver lost its place.)
+#[test]
+fn an_extended_copy_that_fails_waits_for_sync() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(&dir.path().join("d"), &[]);
+    s.psql_ok("postgres", &["-c", "create table t (a int)"]);
+    let mut r = Raw::ready(s.port, "strata");
+    let mut parse = cstr("");
+    parse.extend(cstr("copy t from stdin"));
+    parse.extend([0, 0]);
+    r.send(&frame(b'P', &parse));
+    let mut bind = cstr("");
+    bind.extend(cstr(""));
+    bind.extend([0, 0, 0, 0, 0, 0]);
+    r.send(&frame(b'B', &bind));
+    let mut exec = cstr("");
+    exec.extend([0, 0, 0, 0]);
+    r.send(&frame(b'E', &exec));
+    r.send(&frame(b'S', &[]));
+    r.send(&frame(b'd', b"x\n"));
+    for _ in 0..5 {
+        r.send(&frame(b'd', b"1\n"));
+    }
+    r.send(&frame(b'c', &[]));
+    r.send(&frame(b'S', &[]));
+    r.send(&frame(b'Q', &cstr("select count(*) from t")));
+    let mut got = Vec::new();
+    while got.iter().filter(|t| **t == b'Z').count() < 2 {
+        let (t, b) = r.read_msg().expect("a message");
+        if t == b'E' {
+            assert_eq!(sqlstate(&b), "22P02");
+        }
+        got.push(t);
+    }
+    assert_eq!(String::from_utf8(got).unwrap(), "12GEZTDCZ");
+}

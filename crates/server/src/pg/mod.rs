@@ -303,6 +303,11 @@ impl ResultSink for Feed {
         self.send(Event::Columns(columns.to_vec()))
     }
     fn row(&mut self, row: Vec<Datum>) -> SqlResult<()> {
+        // A value whose text would pass PostgreSQL's 1 GB is refused here, before
+        // the connection builds its message (sql's MAX_ALLOC_BYTES).
+        for d in &row {
+            sql::alloc_request(d.text_bytes() + 4)?;
+        }
         self.batch_bytes += sql::sort::row_bytes(&row, &[]);
         self.batch.push(row);
         if self.batch.len() >= FEED_BATCH_ROWS || self.batch_bytes >= FEED_BATCH_BYTES {
@@ -965,13 +970,24 @@ impl ToSqlText for Wire<'_> {
         out: &mut BytesMut,
         _opts: &FormatOptions,
     ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
-        match self.0.to_text() {
-            None => Ok(IsNull::Yes),
-            Some(s) => {
-                out.put_slice(s.as_bytes());
-                Ok(IsNull::No)
+        // Text and bytea straight into the message (no copy of the value first).
+        match self.0 {
+            Datum::Text(s) => out.put_slice(s.as_bytes()),
+            Datum::Bytea(b) => {
+                out.reserve(2 + 2 * b.len());
+                out.put_slice(b"\\x");
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                for x in b {
+                    out.put_u8(HEX[usize::from(x >> 4)]);
+                    out.put_u8(HEX[usize::from(x & 15)]);
+                }
             }
+            d => match d.to_text() {
+                None => return Ok(IsNull::Yes),
+                Some(s) => out.put_slice(s.as_bytes()),
+            },
         }
+        Ok(IsNull::No)
     }
 }
 

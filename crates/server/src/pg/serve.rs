@@ -229,7 +229,13 @@ pub async fn serve_socket(
                 break;
             }
         };
-        let is_extended = msg.is_extended_query();
+        // An error during a COPY an Execute started waits for the client's Sync, as
+        // in any extended-protocol exchange (PostgreSQL: discard until Sync); the
+        // data messages themselves do not say so.
+        let is_extended = match socket.state() {
+            PgWireConnectionState::CopyInProgress(extended) => extended,
+            _ => msg.is_extended_query(),
+        };
         match msg {
             PgWireFrontendMessage::Terminate(_) => break,
             PgWireFrontendMessage::SslNegotiation(m) => {
