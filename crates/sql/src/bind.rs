@@ -393,6 +393,12 @@ pub fn text_to(s: &str, t: SqlType) -> SqlResult<Datum> {
         SqlType::Timestamp | SqlType::TimestampTz => {
             let tz = t == SqlType::TimestampTz;
             let us = crate::time::parse(v, tz).ok_or_else(|| {
+                if crate::time::zone_out_of_range(v) {
+                    return SqlError::new(
+                        "22009",
+                        format!("time zone displacement out of range: \"{s}\""),
+                    );
+                }
                 SqlError::new(
                     "22007",
                     format!("invalid input syntax for type {}: \"{s}\"", t.name()),
@@ -781,6 +787,7 @@ impl Binder {
                     || matches!(to, SqlType::Text | SqlType::Bpchar)
                     || matches!(from, SqlType::Text | SqlType::Bpchar)
                     || (from.is_number() && to.is_number())
+                    || (is_datetime(from) && is_datetime(to))
                     || (is_timestamp(from) && to == SqlType::Time)
                     || (from == SqlType::Time && to == SqlType::Interval)
                     || (from.is_int() && to == SqlType::Bool && from == SqlType::Int4)
@@ -1426,6 +1433,7 @@ fn scalar_signature(
             let t = bound.first().map(|b| b.1).unwrap_or(SqlType::Int4);
             let t = if t.is_number() { t } else { SqlType::Int4 };
             let ps: &[SqlType] = match t {
+                SqlType::Int2 => &[SqlType::Int2],
                 SqlType::Int8 => &[SqlType::Int8],
                 SqlType::Numeric => &[SqlType::Numeric],
                 SqlType::Float4 => &[SqlType::Float4],
@@ -1710,8 +1718,10 @@ pub fn cast_datum(d: Datum, to: SqlType) -> SqlResult<Datum> {
         (Datum::Timestamp(t) | Datum::TimestampTz(t), SqlType::Date) => {
             Ok(Datum::Date(crate::time::date_of(*t)))
         }
-        (Datum::Date(d), SqlType::Timestamp) => Ok(Datum::Timestamp(crate::time::midnight(*d))),
-        (Datum::Date(d), SqlType::TimestampTz) => Ok(Datum::TimestampTz(crate::time::midnight(*d))),
+        (Datum::Date(d), SqlType::Timestamp) => Ok(Datum::Timestamp(crate::time::midnight(*d)?)),
+        (Datum::Date(d), SqlType::TimestampTz) => {
+            Ok(Datum::TimestampTz(crate::time::midnight(*d)?))
+        }
         // The server's TimeZone is UTC: the same instant either way.
         (Datum::Timestamp(t) | Datum::TimestampTz(t), SqlType::Timestamp) => {
             Ok(Datum::Timestamp(*t))

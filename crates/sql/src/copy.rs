@@ -93,37 +93,93 @@ impl CopyOptions {
                 other => return Err(SqlError::unsupported(format!("COPY option {other}"))),
             }
         }
-        if header && !csv {
-            return Err(SqlError::new(
-                "0A000",
-                "COPY HEADER available only in CSV mode",
-            ));
-        }
-        let byte = |c: Option<char>, default: u8, what: &str| -> SqlResult<u8> {
+        let (delimiter, quote, escape) = (delimiter, quote, escape);
+        let byte = |c: Option<char>, default: u8, what: &str, code| -> SqlResult<u8> {
             match c {
                 None => Ok(default),
-                Some(c) if c.is_ascii() && c != '\n' && c != '\r' => Ok(c as u8),
+                Some(c) if c.is_ascii() => Ok(c as u8),
                 Some(_) => Err(SqlError::new(
-                    "22023",
+                    code,
                     format!("COPY {what} must be a single one-byte character"),
                 )),
             }
         };
-        let delimiter = byte(delimiter, if csv { b',' } else { b'\t' }, "delimiter")?;
-        let quote = byte(quote, b'"', "quote")?;
-        let escape = byte(escape, quote, "escape")?;
-        if !csv && delimiter == b'\\' {
-            return Err(SqlError::new("22023", "COPY delimiter cannot be backslash"));
-        }
+        let delimiter = byte(
+            delimiter,
+            if csv { b',' } else { b'\t' },
+            "delimiter",
+            "0A000",
+        )?;
+        let null = null.unwrap_or_else(|| if csv { String::new() } else { "\\N".into() });
+        check_options(csv, delimiter, &null, (quote.is_some(), escape.is_some()))?;
+        let quote = byte(quote, b'"', "quote", "0A000")?;
+        let escape = byte(escape, quote, "escape", "0A000")?;
+        check_csv_options(csv, delimiter, quote, &null)?;
         Ok(CopyOptions {
             csv,
             delimiter,
-            null: null.unwrap_or_else(|| if csv { String::new() } else { "\\N".into() }),
+            null,
             header,
             quote,
             escape,
         })
     }
+}
+
+/// PostgreSQL's checks of the delimiter and NULL string, in its order (22023 for
+/// a bad value, 0A000 for an option of the other format). HEADER is taken in both
+/// formats, as PostgreSQL 15 takes it.
+fn check_options(csv: bool, d: u8, null: &str, (quote, escape): (bool, bool)) -> SqlResult<()> {
+    let bad = |m: String| Err(SqlError::new("22023", m));
+    if d == b'\n' || d == b'\r' {
+        return bad("COPY delimiter cannot be newline or carriage return".into());
+    }
+    if null.contains(['\n', '\r']) {
+        return bad("COPY null representation cannot use newline or carriage return".into());
+    }
+    if !csv && b"\\.abcdefghijklmnopqrstuvwxyz0123456789".contains(&d) {
+        return bad(format!("COPY delimiter cannot be \"{}\"", d as char));
+    }
+    if !csv && quote {
+        return Err(SqlError::new(
+            "0A000",
+            "COPY quote available only in CSV mode",
+        ));
+    }
+    if !csv && escape {
+        return Err(SqlError::new(
+            "0A000",
+            "COPY escape available only in CSV mode",
+        ));
+    }
+    if null.as_bytes().contains(&d) {
+        return Err(SqlError::new(
+            "0A000",
+            "COPY delimiter must not appear in the NULL specification",
+        ));
+    }
+    Ok(())
+}
+
+/// The CSV format's own checks: the quote differs from the delimiter and is not in
+/// the NULL string.
+fn check_csv_options(csv: bool, d: u8, q: u8, null: &str) -> SqlResult<()> {
+    if !csv {
+        return Ok(());
+    }
+    if d == q {
+        return Err(SqlError::new(
+            "22023",
+            "COPY delimiter and quote must be different",
+        ));
+    }
+    if null.as_bytes().contains(&q) {
+        return Err(SqlError::new(
+            "0A000",
+            "CSV quote character must not appear in the NULL specification",
+        ));
+    }
+    Ok(())
 }
 
 /// A bad record: 22P04 with PostgreSQL's words.
@@ -622,11 +678,63 @@ mod tests {
 
     #[test]
     fn options_as_postgres_checks_them() {
+        // PostgreSQL 15 takes HEADER in text format too.
         let header = [ast::CopyOption::Header(true)];
-        assert_eq!(
-            CopyOptions::from_ast(&header, &[]).unwrap_err().code,
-            "0A000"
-        );
+        assert!(CopyOptions::from_ast(&header, &[]).unwrap().header);
+        // Its checks, with its SQLSTATEs and words (issue 27 defect 6: a delimiter
+        // equal to the quote was accepted).
+        use ast::CopyOption as O;
+        let csv = || O::Format(ast::Ident::new("csv"));
+        for (opts, code, msg) in [
+            (
+                vec![csv(), O::Delimiter(','), O::Quote(',')],
+                "22023",
+                "COPY delimiter and quote must be different",
+            ),
+            (
+                vec![O::Delimiter('\n')],
+                "22023",
+                "COPY delimiter cannot be newline or carriage return",
+            ),
+            (
+                vec![O::Null("a\rb".into())],
+                "22023",
+                "COPY null representation cannot use newline or carriage return",
+            ),
+            (
+                vec![O::Delimiter('a')],
+                "22023",
+                "COPY delimiter cannot be \"a\"",
+            ),
+            (
+                vec![O::Quote('"')],
+                "0A000",
+                "COPY quote available only in CSV mode",
+            ),
+            (
+                vec![O::Escape('x')],
+                "0A000",
+                "COPY escape available only in CSV mode",
+            ),
+            (
+                vec![O::Delimiter(','), O::Null("a,b".into())],
+                "0A000",
+                "COPY delimiter must not appear in the NULL specification",
+            ),
+            (
+                vec![csv(), O::Null("a\"b".into())],
+                "0A000",
+                "CSV quote character must not appear in the NULL specification",
+            ),
+            (
+                vec![O::Delimiter('é')],
+                "0A000",
+                "COPY delimiter must be a single one-byte character",
+            ),
+        ] {
+            let e = CopyOptions::from_ast(&opts, &[]).unwrap_err();
+            assert_eq!((e.code, e.message.as_str()), (code, msg), "{opts:?}");
+        }
         let bin = [ast::CopyOption::Format(ast::Ident::new("binary"))];
         assert_eq!(CopyOptions::from_ast(&bin, &[]).unwrap_err().code, "0A000");
         let legacy = [ast::CopyLegacyOption::Csv(vec![

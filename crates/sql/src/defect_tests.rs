@@ -246,3 +246,88 @@ fn char_n_compares_and_converts_without_its_trailing_spaces() {
         assert_eq!(rows(s, "SELECT t || '/' FROM tx ORDER BY t"), ["ab/", "q/"]);
     });
 }
+
+/// Defect 6: each of these gave a wrong answer without an error; now PostgreSQL
+/// 15's answer or its error (checked against it).
+#[test]
+fn wrong_results_give_postgres_answers_or_errors() {
+    with_session(8 << 20, |s| {
+        let cases: &[(&str, Result<&str, &str>)] = &[
+            (
+                "SELECT '2000-01-01'::timestamp + interval '106751991 days'",
+                Err("22008"),
+            ),
+            (
+                "SELECT '2000-01-01'::timestamp - interval '106751991 days'",
+                Err("22008"),
+            ),
+            ("SELECT '2000-01-01'::date + 2147483647", Err("22008")),
+            ("SELECT '2000-01-01'::date - 2147483647", Err("22008")),
+            ("SELECT 2147483647 + '2000-01-01'::date", Err("22008")),
+            (
+                "SELECT ('2000-01-01'::date + 2000000000)::timestamp",
+                Err("22008"),
+            ),
+            ("SELECT '2000-01-01'::date + 1000000", Ok("4737-11-28")),
+            ("SELECT '\\x01'::bytea || '\\x02'::bytea", Ok("\\x0102")),
+            ("SELECT abs((-32768)::smallint)", Err("22003")),
+            ("SELECT abs((-32767)::smallint)", Ok("32767")),
+            (
+                "SELECT '1 day 2147483647 hours 2147483647 minutes'::interval",
+                Ok("1 day 2183275041:07:00"),
+            ),
+            (
+                "SELECT '1.5 hours 2147483647 minutes'::interval",
+                Ok("35791395:37:00"),
+            ),
+            ("SELECT 0.1::real = 0.1", Ok("f")),
+            ("SELECT 0.5::real = 0.5", Ok("t")),
+            ("SELECT 0.1::real = 0.1::real", Ok("t")),
+            ("SELECT '2000-01-01 00:00+99'::timestamptz", Err("22009")),
+            ("SELECT '2000-01-01 00:00+16'::timestamptz", Err("22009")),
+            (
+                "SELECT '2000-01-01 00:00+15:59'::timestamptz",
+                Ok("1999-12-31 08:01:00+00"),
+            ),
+            (
+                "SELECT '2000-01-01 00:00-15:59:59'::timestamptz",
+                Ok("2000-01-01 15:59:59+00"),
+            ),
+        ];
+        for (sql, want) in cases {
+            let c = q(s, sql);
+            let got = match &c.results[0] {
+                Ok(_) => Ok(c.rows[0][0].to_text().unwrap_or_default()),
+                Err(e) => Err(e.code),
+            };
+            assert_eq!(got.as_deref().map_err(|e| *e), *want, "{sql}");
+        }
+        // A real column against a numeric literal compares as double precision.
+        q(s, "CREATE TABLE r (x real); INSERT INTO r VALUES (0.1)");
+        assert_eq!(one(s, "SELECT count(*) FROM r WHERE x = 0.1"), "0");
+        assert_eq!(one(s, "SELECT count(*) FROM r WHERE x = 0.1::real"), "1");
+        // bytea || bytea is a bytea, and stores back.
+        q(s, "CREATE TABLE b (v bytea)");
+        assert_eq!(
+            tag(s, "INSERT INTO b SELECT '\\x01'::bytea || '\\x02'::bytea"),
+            "INSERT 0 1"
+        );
+        assert_eq!(one(s, "SELECT v FROM b"), "\\x0102");
+        // sum(smallint) is a bigint past every smaller type.
+        q(s, "CREATE TABLE s2 (a int2)");
+        q(
+            s,
+            "INSERT INTO s2 SELECT 32767 FROM generate_series(1, 70000)",
+        );
+        assert_eq!(one(s, "SELECT sum(a) FROM s2"), "2293690000");
+        // COPY: a NUL in text is 22021; a delimiter equal to the quote is 22023.
+        q(s, "CREATE TABLE ct (t text)");
+        for data in [&b"a\\000b\n"[..], b"a\x00b\n"] {
+            let c = q_copy(s, "COPY ct FROM STDIN", &[data]);
+            assert_eq!(c.results[0].as_ref().unwrap_err().code, "22021", "{data:?}");
+        }
+        let sql = "COPY ct FROM STDIN WITH (FORMAT csv, DELIMITER '\"')";
+        assert_eq!(codes(s, sql), ["22023"]);
+        assert_eq!(one(s, "SELECT count(*) FROM ct"), "0");
+    });
+}

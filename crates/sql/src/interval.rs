@@ -140,6 +140,9 @@ pub fn parse_interval(s: &str) -> Option<Interval> {
     if toks.is_empty() {
         return None;
     }
+    // Whole numbers of a unit add up exactly (as PostgreSQL's fields do); only
+    // fractions go through floating point, and spill down at the end.
+    let mut exact = [0i128; 3];
     let (mut m, mut d, mut us) = (0.0, 0.0, 0.0);
     let mut i = 0;
     while i < toks.len() {
@@ -149,13 +152,14 @@ pub fn parse_interval(s: &str) -> Option<Interval> {
                 Some(b) => (true, b),
                 None => (false, t.strip_prefix('+').unwrap_or(t)),
             };
-            let v = parse_clock(body)? as f64;
-            us += if neg { -v } else { v };
+            let v = i128::from(parse_clock(body)?);
+            exact[2] += if neg { -v } else { v };
             i += 1;
             continue;
         }
         let (num_text, unit_text) = split_number(t);
         let n: f64 = num_text.parse().ok()?;
+        let whole: Option<i128> = num_text.parse().ok();
         let u = if unit_text.is_empty() {
             match toks.get(i + 1) {
                 Some(next) if unit(next).is_some() => {
@@ -168,11 +172,30 @@ pub fn parse_interval(s: &str) -> Option<Interval> {
             unit_text
         };
         let (um, ud, uu) = unit(u)?;
-        (m, d, us) = (m + n * um, d + n * ud, us + n * uu);
+        match whole {
+            Some(w) => {
+                for (e, per) in exact.iter_mut().zip([um, ud, uu]) {
+                    *e = e.checked_add(w.checked_mul(per as i128)?)?;
+                }
+            }
+            None => (m, d, us) = (m + n * um, d + n * ud, us + n * uu),
+        }
         i += 1;
     }
-    let sign = if ago { -1.0 } else { 1.0 };
-    spill(m * sign, d * sign, us * sign)
+    let sign = if ago { -1 } else { 1 };
+    let frac = spill(
+        m * f64::from(sign),
+        d * f64::from(sign),
+        us * f64::from(sign),
+    )?;
+    let months = exact[0] * i128::from(sign) + i128::from(frac.months);
+    let days = exact[1] * i128::from(sign) + i128::from(frac.days);
+    let micros = exact[2] * i128::from(sign) + i128::from(frac.micros);
+    Some(Interval {
+        months: i32::try_from(months).ok()?,
+        days: i32::try_from(days).ok()?,
+        micros: i64::try_from(micros).ok()?,
+    })
 }
 
 /// `10days` → ("10", "days"); `-1.5` → ("-1.5", "").
@@ -247,15 +270,45 @@ fn out_of_range(what: &str) -> SqlError {
     SqlError::new("22008", format!("{what} out of range"))
 }
 
-/// Rule 1: `ts` (microseconds since 2000-01-01) plus `i`.
+/// PostgreSQL's timestamp range, in microseconds since 2000-01-01: 4714-11-24 BC
+/// (MIN_TIMESTAMP) up to, not including, 294277-01-01 (END_TIMESTAMP).
+pub const TIMESTAMP_MIN_US: i64 = -211_813_488_000_000_000;
+pub const TIMESTAMP_END_US: i64 = 9_223_371_331_200_000_000;
+
+/// PostgreSQL's date range, in days since 2000-01-01: Julian day 0 (4714-11-24 BC)
+/// up to, not including, 5874898-01-01 (IS_VALID_DATE).
+pub const DATE_MIN_DAYS: i64 = -2_451_545;
+pub const DATE_END_DAYS: i64 = 2_147_483_494 - 2_451_545;
+
+/// A timestamp in PostgreSQL's range, or 22008 "timestamp out of range".
+pub fn valid_timestamp(t: i64) -> SqlResult<i64> {
+    if (TIMESTAMP_MIN_US..TIMESTAMP_END_US).contains(&t) {
+        Ok(t)
+    } else {
+        Err(out_of_range("timestamp"))
+    }
+}
+
+/// A date in PostgreSQL's range, or 22008 "date out of range".
+fn valid_date(d: i64) -> SqlResult<i32> {
+    if (DATE_MIN_DAYS..DATE_END_DAYS).contains(&d) {
+        Ok(d as i32)
+    } else {
+        Err(out_of_range("date"))
+    }
+}
+
+/// Rule 1: `ts` (microseconds since 2000-01-01) plus `i`, in PostgreSQL's range.
 fn add_to_timestamp(ts: i64, i: Interval) -> SqlResult<i64> {
     let mut t = ts;
     if i.months != 0 {
         t = crate::time::add_months(t, i.months).ok_or_else(|| out_of_range("timestamp"))?;
     }
-    t.checked_add(i64::from(i.days) * US_PER_DAY)
+    let t = t
+        .checked_add(i64::from(i.days) * US_PER_DAY)
         .and_then(|t| t.checked_add(i.micros))
-        .ok_or_else(|| out_of_range("timestamp"))
+        .ok_or_else(|| out_of_range("timestamp"))?;
+    valid_timestamp(t)
 }
 
 fn neg(i: Interval) -> Interval {
@@ -283,14 +336,16 @@ pub fn arith(op: BinOp, a: &Datum, b: &Datum) -> Option<SqlResult<Datum>> {
         (D::Interval(i), BinOp::Add, D::TimestampTz(t)) => {
             add_to_timestamp(*t, *i).map(D::TimestampTz)
         }
-        (D::Date(d), BinOp::Add | BinOp::Sub, D::Interval(i)) => {
-            add_to_timestamp(crate::time::midnight(*d), signed(i)).map(D::Timestamp)
-        }
-        (D::Interval(i), BinOp::Add, D::Date(d)) => {
-            add_to_timestamp(crate::time::midnight(*d), *i).map(D::Timestamp)
-        }
+        (D::Date(d), BinOp::Add | BinOp::Sub, D::Interval(i)) => crate::time::midnight(*d)
+            .and_then(|t| add_to_timestamp(t, signed(i)))
+            .map(D::Timestamp),
+        (D::Interval(i), BinOp::Add, D::Date(d)) => crate::time::midnight(*d)
+            .and_then(|t| add_to_timestamp(t, *i))
+            .map(D::Timestamp),
         (D::Timestamp(x) | D::TimestampTz(x), BinOp::Sub, D::Timestamp(y) | D::TimestampTz(y)) => {
-            let diff = x - y;
+            let Some(diff) = x.checked_sub(*y) else {
+                return Some(Err(out_of_range("interval")));
+            };
             Ok(D::Interval(Interval {
                 months: 0,
                 days: (diff / US_PER_DAY) as i32,
@@ -323,15 +378,12 @@ pub fn arith(op: BinOp, a: &Datum, b: &Datum) -> Option<SqlResult<Datum>> {
         }
         (D::Date(x), BinOp::Sub, D::Date(y)) => Ok(D::Int4(x - y)),
         (D::Date(d), BinOp::Add | BinOp::Sub, D::Int4(n)) => {
-            let n = if sub { -*n } else { *n };
-            d.checked_add(n)
-                .map(D::Date)
-                .ok_or_else(|| out_of_range("date"))
+            let n = if sub { -i64::from(*n) } else { i64::from(*n) };
+            valid_date(i64::from(*d) + n).map(D::Date)
         }
-        (D::Int4(n), BinOp::Add, D::Date(d)) => d
-            .checked_add(*n)
-            .map(D::Date)
-            .ok_or_else(|| out_of_range("date")),
+        (D::Int4(n), BinOp::Add, D::Date(d)) => {
+            valid_date(i64::from(*d) + i64::from(*n)).map(D::Date)
+        }
         (D::Interval(i), BinOp::Mul | BinOp::Div, D::Float8(f)) => scale(*i, f.get(), op),
         (D::Float8(f), BinOp::Mul, D::Interval(i)) => scale(*i, f.get(), op),
         _ => return None,

@@ -38,8 +38,13 @@ pub fn rank(t: SqlType) -> u8 {
     }
 }
 
-/// The higher-ranked of two number types (rule 1).
+/// The higher-ranked of two number types (rule 1); `real` beside any other number
+/// type is double precision, as PostgreSQL resolves it (its float4 operators take
+/// float8 on the other side: `0.1::real = 0.1` is false).
 pub fn wider(a: SqlType, b: SqlType) -> SqlType {
+    if (a == SqlType::Float4) != (b == SqlType::Float4) && a.is_number() && b.is_number() {
+        return SqlType::Float8;
+    }
     if rank(a) >= rank(b) {
         a
     } else {

@@ -65,8 +65,9 @@ pub fn date_of(us: i64) -> i32 {
 }
 
 /// Midnight of a `date`, as a timestamp.
-pub fn midnight(days: i32) -> i64 {
-    i64::from(days) * US_PER_DAY
+pub fn midnight(days: i32) -> crate::SqlResult<i64> {
+    let us = i64::from(days).checked_mul(US_PER_DAY).unwrap_or(i64::MAX);
+    crate::interval::valid_timestamp(us)
 }
 
 /// `us` (since 2000-01-01) plus `months` calendar months, the day clamped to the
@@ -135,12 +136,27 @@ fn split_zone(s: &str) -> Option<(&str, i64)> {
         return None;
     }
     let (sign, z) = (if &t[at..at + 1] == "-" { -1 } else { 1 }, &t[at + 1..]);
-    let (h, m) = match z.split_once(':') {
-        Some((h, m)) => (num(h, 1..=2)?, num(m, 2..=2)?),
-        None if z.len() == 4 => (num(&z[..2], 2..=2)?, num(&z[2..], 2..=2)?),
-        None => (num(z, 1..=2)?, 0),
+    let mut parts = z.split(':');
+    let first = parts.next()?;
+    let (h, m) = match parts.next() {
+        Some(m) => (num(first, 1..=2)?, num(m, 2..=2)?),
+        None if first.len() == 4 => (num(&first[..2], 2..=2)?, num(&first[2..], 2..=2)?),
+        None => (num(first, 1..=2)?, 0),
     };
-    Some((&t[..at], sign * (h * 3600 + m * 60)))
+    let sec = parts.next().map_or(Some(0), |x| num(x, 2..=2))?;
+    if parts.next().is_some() || m > 59 || sec > 59 {
+        return None;
+    }
+    Some((&t[..at], sign * (h * 3600 + m * 60 + sec)))
+}
+
+/// The largest time-zone displacement PostgreSQL takes: 15:59:59.
+const MAX_ZONE_SECONDS: i64 = 15 * 3600 + 59 * 60 + 59;
+
+/// Whether `input` ends in a zone displacement past [`MAX_ZONE_SECONDS`] (22009
+/// "time zone displacement out of range" in PostgreSQL, not a syntax error).
+pub fn zone_out_of_range(input: &str) -> bool {
+    split_zone(input.trim()).is_some_and(|(_, off)| off.abs() > MAX_ZONE_SECONDS)
 }
 
 /// Time rule 2: microseconds since 2000-01-01, or None.
@@ -150,6 +166,9 @@ pub fn parse(input: &str, tz: bool) -> Option<i64> {
         return Some(-PG_EPOCH_UNIX_US);
     }
     let (body, offset) = split_zone(s).unwrap_or((s, 0));
+    if offset.abs() > MAX_ZONE_SECONDS {
+        return None;
+    }
     let (date, time) = match body.split_once([' ', 'T']) {
         Some((d, t)) => (d, Some(t.trim())),
         None => (body, None),
@@ -217,7 +236,7 @@ mod tests {
         assert_eq!(parse_date("1999-12-31"), Some(-1));
         assert_eq!(format_date(parse_date("2026-11-24").unwrap()), "2026-11-24");
         assert_eq!(date_of(-1), -1);
-        assert_eq!(midnight(1), 86_400_000_000);
+        assert_eq!(midnight(1), Ok(86_400_000_000));
         assert_eq!(parse("2000-01-01", false), Some(0));
         assert_eq!(parse("2000-01-01T01:02", false), Some(3_720_000_000));
         assert_eq!(parse("2000-01-01 02:00:00+02", true), Some(0));
