@@ -331,3 +331,112 @@ fn wrong_results_give_postgres_answers_or_errors() {
         assert_eq!(one(s, "SELECT count(*) FROM ct"), "0");
     });
 }
+
+/// Defect 7: transaction settings were accepted and ignored (an INSERT committed
+/// under default_transaction_read_only, SERIALIZABLE ran as READ COMMITTED). Now a
+/// READ ONLY transaction refuses writes as PostgreSQL's does (25006, its words), and
+/// isolation levels Strata lacks are refused (0A000).
+#[test]
+fn read_only_transactions_refuse_writes_and_unknown_isolation_is_refused() {
+    with_session(8 << 20, |s| {
+        q(s, "CREATE TABLE rt (a int); CREATE SEQUENCE rs");
+        assert_eq!(codes(s, "SET default_transaction_read_only = on"), [""]);
+        for (sql, verb) in [
+            ("INSERT INTO rt VALUES (1)", "INSERT"),
+            ("UPDATE rt SET a = 2", "UPDATE"),
+            ("DELETE FROM rt", "DELETE"),
+            ("CREATE TABLE rt2 (a int)", "CREATE TABLE"),
+            ("DROP TABLE rt", "DROP TABLE"),
+            ("TRUNCATE rt", "TRUNCATE TABLE"),
+            ("CREATE INDEX ON rt (a)", "CREATE INDEX"),
+            ("COPY rt FROM STDIN", "COPY FROM"),
+            ("SELECT nextval('rs')", "nextval()"),
+            ("SELECT setval('rs', 5)", "setval()"),
+            ("ALTER ROLE strata PASSWORD NULL", "ALTER ROLE"),
+        ] {
+            let e = error(s, sql);
+            assert_eq!(
+                (e.code, e.message.as_str()),
+                (
+                    "25006",
+                    format!("cannot execute {verb} in a read-only transaction").as_str()
+                ),
+                "{sql}"
+            );
+        }
+        // Reads, COPY TO, CHECKPOINT and VACUUM are allowed.
+        for sql in ["SELECT count(*) FROM rt", "CHECKPOINT", "VACUUM rt"] {
+            assert_eq!(codes(s, sql), [""], "{sql}");
+        }
+        assert_eq!(one(s, "SHOW transaction_read_only"), "on");
+        // BEGIN READ WRITE overrides the default for its block.
+        assert_eq!(
+            codes(s, "BEGIN READ WRITE; INSERT INTO rt VALUES (1); COMMIT"),
+            ["", "", ""]
+        );
+        assert_eq!(codes(s, "SET default_transaction_read_only = off"), [""]);
+        assert_eq!(one(s, "SHOW transaction_read_only"), "off");
+        assert_eq!(
+            codes(s, "BEGIN READ ONLY; INSERT INTO rt VALUES (2)"),
+            ["", "25006"]
+        );
+        q(s, "ROLLBACK");
+        assert_eq!(
+            codes(
+                s,
+                "BEGIN; SET TRANSACTION READ ONLY; INSERT INTO rt VALUES (3)"
+            ),
+            ["", "", "25006"]
+        );
+        q(s, "ROLLBACK");
+        assert_eq!(
+            codes(s, "BEGIN; SET transaction_read_only = on; DELETE FROM rt"),
+            ["", "", "25006"]
+        );
+        q(s, "ROLLBACK");
+        // Outside a block SET TRANSACTION warns and does nothing, as PostgreSQL's.
+        let c = q(s, "SET TRANSACTION READ ONLY");
+        let warned = c.results[0].as_ref().unwrap().notices.clone();
+        assert_eq!(
+            warned,
+            [(
+                "WARNING",
+                "SET TRANSACTION can only be used in transaction blocks".to_string()
+            )]
+        );
+        q(s, "SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY");
+        assert_eq!(codes(s, "INSERT INTO rt VALUES (4)"), ["25006"]);
+        q(s, "SET SESSION CHARACTERISTICS AS TRANSACTION READ WRITE");
+        assert_eq!(one(s, "SELECT count(*) FROM rt"), "1");
+        // Isolation: what Strata runs is taken, the rest refused, nonsense 22023.
+        for (sql, code) in [
+            ("SET default_transaction_isolation = 'read committed'", ""),
+            ("SET default_transaction_isolation = 'read uncommitted'", ""),
+            (
+                "SET default_transaction_isolation = 'serializable'",
+                "0A000",
+            ),
+            (
+                "SET default_transaction_isolation = 'repeatable read'",
+                "0A000",
+            ),
+            ("SET default_transaction_isolation = 'foo'", "22023"),
+            ("SET default_transaction_read_only = 'maybe'", "22023"),
+            ("BEGIN ISOLATION LEVEL SERIALIZABLE", "0A000"),
+            ("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY", "0A000"),
+        ] {
+            assert_eq!(codes(s, sql), [code], "{sql}");
+        }
+        assert_eq!(
+            one(s, "SHOW default_transaction_isolation"),
+            "read uncommitted"
+        );
+        assert_eq!(
+            codes(
+                s,
+                "BEGIN ISOLATION LEVEL READ COMMITTED, READ WRITE, NOT DEFERRABLE; COMMIT"
+            ),
+            ["", ""]
+        );
+    });
+}

@@ -617,7 +617,10 @@ pub type Returning = Option<Vec<ast::SelectItem>>;
 /// BEGIN, COMMIT, ROLLBACK and the savepoint commands.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Control {
-    Begin,
+    /// BEGIN / START TRANSACTION, with READ ONLY (`Some(true)`) or READ WRITE.
+    Begin {
+        read_only: Option<bool>,
+    },
     Commit,
     Rollback,
     /// SAVEPOINT, ROLLBACK TO SAVEPOINT or RELEASE SAVEPOINT (`verb`) of some name:
@@ -772,6 +775,12 @@ pub enum Utility {
         role: String,
         password: Option<String>,
     },
+    /// SET TRANSACTION modes (this block's), or SET SESSION CHARACTERISTICS AS
+    /// TRANSACTION modes (`session`: the defaults of the blocks to come).
+    SetTransaction {
+        read_only: Option<bool>,
+        session: bool,
+    },
 }
 
 impl Stmt {
@@ -786,6 +795,19 @@ impl Stmt {
                     | Ddl::DropTablespace { .. }
             ) | Stmt::Utility(Utility::Vacuum { .. })
         )
+    }
+
+    /// The command a read-only transaction refuses this statement as (PostgreSQL's
+    /// "cannot execute X in a read-only transaction", 25006); None if it writes
+    /// nothing (queries, COPY TO, SET, SHOW, CHECKPOINT, VACUUM).
+    pub fn write_verb(&self) -> Option<&'static str> {
+        match self {
+            Stmt::Insert { .. } | Stmt::Delete { .. } | Stmt::Update { .. } => Some(self.verb()),
+            Stmt::Copy(c) if !c.to => Some("COPY FROM"),
+            Stmt::Ddl(d) => Some(d.verb()),
+            Stmt::Utility(u @ Utility::AlterRolePassword { .. }) => Some(u.verb()),
+            _ => None,
+        }
     }
 
     /// BEGIN, COMMIT, ROLLBACK and the savepoint commands.
@@ -812,7 +834,7 @@ impl Stmt {
 impl Control {
     pub fn verb(&self) -> &'static str {
         match self {
-            Control::Begin => "BEGIN",
+            Control::Begin { .. } => "BEGIN",
             Control::Commit => "COMMIT",
             Control::Rollback => "ROLLBACK",
             Control::Savepoint { verb } => verb,
@@ -849,6 +871,7 @@ impl Utility {
             Utility::Set { .. } => "SET",
             Utility::Show { .. } => "SHOW",
             Utility::AlterRolePassword { .. } => "ALTER ROLE",
+            Utility::SetTransaction { .. } => "SET",
         }
     }
 }
@@ -1342,8 +1365,8 @@ fn parse_txn_control(k: &mut Toks, w0: &str) -> SqlResult<Stmt> {
         "BEGIN" | "START" => {
             k.i += if w0 == "BEGIN" { 1 } else { 2 };
             let _ = k.word("WORK") || k.word("TRANSACTION");
-            parse_txn_modes(k)?;
-            Ok(Stmt::Control(Control::Begin))
+            let read_only = parse_txn_modes(k)?;
+            Ok(Stmt::Control(Control::Begin { read_only }))
         }
         "COMMIT" | "END" => {
             k.i += 1;
@@ -1388,22 +1411,33 @@ fn is_keyword(t: &Token) -> bool {
         && w.keyword != sqlparser::keywords::Keyword::NoKeyword)
 }
 
-fn parse_txn_modes(k: &mut Toks) -> SqlResult<()> {
+/// A transaction's modes (BEGIN, SET TRANSACTION): READ ONLY or READ WRITE (the
+/// result: `Some(read_only)`), an isolation level (READ COMMITTED, and READ
+/// UNCOMMITTED, which PostgreSQL runs as READ COMMITTED; the others are refused,
+/// 0A000, until Strata has them), [NOT] DEFERRABLE (which matters only to a
+/// SERIALIZABLE READ ONLY transaction).
+fn parse_txn_modes(k: &mut Toks) -> SqlResult<Option<bool>> {
+    let mut read_only = None;
     while !k.at_end() {
         if k.words(&["ISOLATION", "LEVEL"]) {
             if !(k.words(&["READ", "COMMITTED"]) || k.words(&["READ", "UNCOMMITTED"])) {
-                return Err(SqlError::unsupported(
-                    "isolation levels other than READ COMMITTED",
-                ));
+                return Err(isolation_unsupported());
             }
         } else if k.words(&["READ", "WRITE"]) {
+            read_only = Some(false);
         } else if k.words(&["READ", "ONLY"]) {
-            return Err(SqlError::unsupported("READ ONLY transactions"));
+            read_only = Some(true);
+        } else if k.word("DEFERRABLE") || k.words(&["NOT", "DEFERRABLE"]) {
         } else if !k.tok(&Token::Comma) {
             return Err(k.near());
         }
     }
-    Ok(())
+    Ok(read_only)
+}
+
+/// REPEATABLE READ and SERIALIZABLE, refused (never run as READ COMMITTED).
+pub fn isolation_unsupported() -> SqlError {
+    SqlError::unsupported("isolation levels other than READ COMMITTED")
 }
 
 fn parse_create_tablespace(k: &mut Toks) -> SqlResult<Stmt> {
@@ -1516,9 +1550,13 @@ fn parse_set(k: &mut Toks) -> SqlResult<Stmt> {
         return Err(SqlError::unsupported("SET LOCAL"));
     }
     k.word("SESSION");
-    if k.words(&["CHARACTERISTICS", "AS", "TRANSACTION"]) || k.word("TRANSACTION") {
-        parse_txn_modes(k)?;
-        return Ok(Stmt::Empty);
+    let session = k.words(&["CHARACTERISTICS", "AS", "TRANSACTION"]);
+    if session || k.word("TRANSACTION") {
+        let read_only = parse_txn_modes(k)?;
+        return Ok(Stmt::Utility(Utility::SetTransaction {
+            read_only,
+            session,
+        }));
     }
     let name = if k.words(&["TIME", "ZONE"]) {
         "timezone".to_string()
@@ -2368,7 +2406,10 @@ mod tests {
         assert!(
             matches!(one("show shared_buffers"), Stmt::Utility(Utility::Show { name }) if name == "shared_buffers")
         );
-        assert!(matches!(one("begin"), Stmt::Control(Control::Begin)));
+        assert!(matches!(
+            one("begin"),
+            Stmt::Control(Control::Begin { read_only: None })
+        ));
         assert!(matches!(one("end"), Stmt::Control(Control::Commit)));
     }
 

@@ -69,6 +69,11 @@
 //!    they pass; only ORDER BY holds rows, within `work_mem` (`sort` rules); INSERT
 //!    inserts in batches as its source produces rows; a VALUES list kept as text
 //!    is parsed, bound and evaluated a row at a time (sql rule 5).
+//! 10. A READ ONLY transaction (BEGIN READ ONLY, SET TRANSACTION READ ONLY,
+//!     `default_transaction_read_only` for blocks and statements to come) refuses
+//!     every statement that writes ([`Stmt::write_verb`]) and nextval/setval with
+//!     PostgreSQL's 25006 "cannot execute X in a read-only transaction"; isolation
+//!     levels Strata does not have are refused (0A000), never run as another.
 
 use super::bind::{self, Binder, Env, Expr, From, Row, Scope, SelectPlan, SeqCall, SortKey};
 use super::sort::Sorter;
@@ -420,6 +425,9 @@ pub struct Session<'e> {
     xact_start_us: i64,
     /// The values `currval` and `lastval` return (sequence functions).
     seqs: Arc<parking_lot::Mutex<SeqMemory>>,
+    /// The open block is READ ONLY (session rule 10); outside a block,
+    /// `default_transaction_read_only` says.
+    read_only: bool,
 }
 
 /// What a session remembers of the sequences it used, as PostgreSQL's backend
@@ -441,6 +449,8 @@ struct SessionEnv<'a> {
     /// The session's transaction holds the writer lock (it has written, or the
     /// statement is evaluated inside its write).
     writing: bool,
+    /// The transaction is READ ONLY: nextval and setval are 25006.
+    read_only: bool,
     seqs: &'a parking_lot::Mutex<SeqMemory>,
 }
 
@@ -453,6 +463,7 @@ struct EnvParts<'e> {
     pid: u64,
     xact_start_us: i64,
     writing: bool,
+    read_only: bool,
     seqs: Arc<parking_lot::Mutex<SeqMemory>>,
 }
 
@@ -468,6 +479,7 @@ impl<'e> EnvParts<'e> {
             pid: self.pid,
             xact_start_us: self.xact_start_us,
             writing: self.writing,
+            read_only: self.read_only,
             seqs: &self.seqs,
         }
     }
@@ -488,6 +500,16 @@ impl<'e> EnvParts<'e> {
 impl Env for SessionEnv<'_> {
     fn sequence(&self, call: SeqCall<'_>) -> SqlResult<i64> {
         let (e, db, w) = (self.engine, self.db, self.writing);
+        if self.read_only {
+            let f = match call {
+                SeqCall::Nextval(_) => Some("nextval()"),
+                SeqCall::Setval(..) => Some("setval()"),
+                _ => None,
+            };
+            if let Some(f) = f {
+                return Err(read_only_refusal(f));
+            }
+        }
         let (oid, v) = match call {
             SeqCall::Nextval(n) => e.nextval(db, n, w)?,
             SeqCall::Setval(n, v, called) => {
@@ -698,6 +720,15 @@ fn ends_block(stmt: &Stmt) -> bool {
     matches!(stmt, Stmt::Control(Control::Commit | Control::Rollback))
 }
 
+/// Session rule 10's refusal of `what` (a command, or `nextval()`) in a READ ONLY
+/// transaction, in PostgreSQL's words.
+fn read_only_refusal(what: &str) -> SqlError {
+    SqlError::new(
+        "25006",
+        format!("cannot execute {what} in a read-only transaction"),
+    )
+}
+
 fn aborted() -> SqlError {
     SqlError::new(
         "25P02",
@@ -880,6 +911,7 @@ impl<'e> Session<'e> {
             late_notices: Vec::new(),
             xact_start_us: crate::time::now_us(),
             seqs: Arc::default(),
+            read_only: false,
         }
     }
 
@@ -930,9 +962,33 @@ impl<'e> Session<'e> {
         &mut self.vars
     }
 
+    /// Session rule 10: whether the current transaction (the block's, or the
+    /// statement's own outside one) is READ ONLY.
+    pub(crate) fn read_only_now(&self) -> bool {
+        match self.block {
+            Block::Idle => self.default_read_only(),
+            _ => self.read_only,
+        }
+    }
+
+    fn default_read_only(&self) -> bool {
+        self.vars
+            .get("default_transaction_read_only")
+            .is_some_and(|v| v == "on")
+    }
+
+    /// SET TRANSACTION READ ONLY / READ WRITE (and `transaction_read_only`) in a
+    /// block: this block's mode (session rule 10). Outside one, no effect.
+    pub(crate) fn set_block_read_only(&mut self, read_only: bool) {
+        if self.in_block() {
+            self.read_only = read_only;
+        }
+    }
+
     /// Idle → Open.
     fn open_block(&mut self, implicit: bool) {
         debug_assert!(matches!(self.block, Block::Idle));
+        self.read_only = self.default_read_only();
         self.xact_start_us = crate::time::now_us();
         self.block = Block::Open {
             txn: None,
@@ -1118,6 +1174,7 @@ impl<'e> Session<'e> {
             pid: self.id,
             xact_start_us: self.xact_start_us,
             writing: matches!(self.block, Block::Open { txn: Some(_), .. }),
+            read_only: self.read_only_now(),
             seqs: Arc::clone(&self.seqs),
         }
     }
@@ -1769,6 +1826,9 @@ impl<'e> Session<'e> {
         if stmt.never_in_block() && matches!(self.block, Block::Open { .. }) {
             return Err(no_block(stmt.verb()));
         }
+        if let Some(verb) = stmt.write_verb().filter(|_| self.read_only_now()) {
+            return Err(read_only_refusal(verb)); // session rule 10
+        }
         let mut b = Binder::default();
         let bound = self.bind(stmt, &mut b)?;
         check_params(&b, params)?;
@@ -1798,7 +1858,7 @@ impl<'e> Session<'e> {
             Bound::Copy(c) if c.to => self.copy_to(c, sink),
             Bound::Copy(c) => self.copy_from(c, sink),
             Bound::Ddl(d) => ddl::run(self, d, notices),
-            Bound::Utility(u) => utility::run(self, u, sink),
+            Bound::Utility(u) => utility::run(self, u, sink, notices),
         }
     }
 
@@ -1806,8 +1866,11 @@ impl<'e> Session<'e> {
     /// block state machine that statements ask for (see the module diagram).
     fn control(&mut self, c: &Control, notices: &mut Notices) -> SqlResult<Output> {
         match c {
-            Control::Begin => {
+            Control::Begin { read_only } => {
                 self.begin(notices)?;
+                if let Some(ro) = read_only {
+                    self.read_only = *ro;
+                }
                 Ok(Output::TxnStart("BEGIN".into()))
             }
             Control::Commit | Control::Rollback => {

@@ -14,6 +14,9 @@
 //!    (0 .. 2147483647 ms) and are stored as SHOW prints them (`1500ms`, `90s`).
 //! 3. `work_mem` takes PostgreSQL's memory units (B, kB, MB, GB, TB; a bare number is
 //!    kB), its range (64 .. 2147483647 kB), and is stored as SHOW prints it (`4MB`).
+//! 4. A setting Strata cannot honour is refused, never accepted and ignored: the
+//!    transaction settings take only the modes Strata runs (session rule 10);
+//!    Boolean ones any of PostgreSQL's spellings, stored as `on`/`off`.
 
 use super::{SqlError, SqlResult};
 
@@ -66,6 +69,7 @@ pub const KNOWN: &[(&str, &str)] = &[
     ("temp_tablespaces", ""),
     ("timezone", "UTC"),
     ("transaction_isolation", "read committed"),
+    ("transaction_read_only", "off"),
     ("work_mem", "4MB"),
     ("xmloption", "content"),
 ];
@@ -98,6 +102,20 @@ pub fn check(name: &str, value: &str) -> SqlResult<String> {
     }
     if name == "work_mem" {
         return check_work_mem(value);
+    }
+    if matches!(
+        name,
+        "default_transaction_isolation" | "transaction_isolation"
+    ) {
+        return check_isolation(name, value);
+    }
+    if matches!(
+        name,
+        "default_transaction_read_only"
+            | "transaction_read_only"
+            | "default_transaction_deferrable"
+    ) {
+        return check_bool(name, value);
     }
     if name == "synchronous_commit" && crate::syncrep::Level::parse(value).is_none() {
         return Err(SqlError::new(
@@ -140,6 +158,37 @@ pub fn check(name: &str, value: &str) -> SqlResult<String> {
         ));
     }
     Ok(format_ms(ms))
+}
+
+/// An isolation level (rule 4): READ COMMITTED, and READ UNCOMMITTED (which
+/// PostgreSQL runs as READ COMMITTED); REPEATABLE READ and SERIALIZABLE are
+/// refused (0A000) until Strata has them, never accepted and run as another.
+fn check_isolation(name: &str, value: &str) -> SqlResult<String> {
+    let v = value.trim().to_ascii_lowercase();
+    match v.as_str() {
+        "read committed" | "read uncommitted" => Ok(v),
+        "repeatable read" | "serializable" => Err(crate::isolation_unsupported()),
+        _ => Err(SqlError::new(
+            "22023",
+            format!("invalid value for parameter \"{name}\": \"{value}\""),
+        )
+        .with_hint(
+            "Available values: serializable, repeatable read, read committed, read uncommitted.",
+        )),
+    }
+}
+
+/// A Boolean setting as SHOW prints it (`on`/`off`), from any of PostgreSQL's
+/// spellings (rule 4).
+fn check_bool(name: &str, value: &str) -> SqlResult<String> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "on" | "true" | "yes" | "1" | "t" | "y" => Ok("on".into()),
+        "off" | "false" | "no" | "0" | "f" | "n" => Ok("off".into()),
+        _ => Err(SqlError::new(
+            "22023",
+            format!("parameter \"{name}\" requires a Boolean value"),
+        )),
+    }
 }
 
 /// `work_mem` in kB from a value with PostgreSQL's memory units (rule 3).

@@ -16,7 +16,7 @@
 //!    (42501 otherwise); the change commits with the transaction (session rule 8).
 
 use crate::bind;
-use crate::session::{Output, ResultSink, Session};
+use crate::session::{Notices, Output, ResultSink, Session};
 use crate::{settings, Datum, SqlError, SqlResult, SqlType, Utility};
 
 /// Runs one utility statement; SHOW gives its rows to `sink`.
@@ -24,8 +24,12 @@ pub(crate) fn run(
     s: &mut Session<'_>,
     u: &Utility,
     sink: &mut dyn ResultSink,
+    notices: &mut Notices,
 ) -> SqlResult<Output> {
     match u {
+        Utility::SetTransaction { read_only, session } => {
+            set_transaction(s, *read_only, *session, notices)
+        }
         Utility::Set { name, value } => set(s, name, value.as_deref()),
         Utility::Show { name } => show(s, name, sink),
         Utility::Checkpoint => checkpoint(s),
@@ -41,10 +45,37 @@ pub(crate) fn columns(u: &Utility) -> Vec<(String, SqlType)> {
     match u {
         Utility::Show { name } => show_columns(name),
         Utility::Set { .. }
+        | Utility::SetTransaction { .. }
         | Utility::Checkpoint
         | Utility::Vacuum { .. }
         | Utility::AlterRolePassword { .. } => vec![],
     }
+}
+
+/// SET TRANSACTION modes: this block's (session rule 10; outside a block,
+/// PostgreSQL's warning and no effect), or with `session` the defaults of the
+/// blocks to come (`default_transaction_read_only`).
+fn set_transaction(
+    s: &mut Session<'_>,
+    read_only: Option<bool>,
+    session: bool,
+    notices: &mut Notices,
+) -> SqlResult<Output> {
+    if session {
+        if let Some(ro) = read_only {
+            let v = if ro { "on" } else { "off" };
+            s.vars_mut()
+                .insert("default_transaction_read_only".into(), v.into());
+        }
+    } else if !s.in_block() {
+        notices.push((
+            "WARNING",
+            "SET TRANSACTION can only be used in transaction blocks".into(),
+        ));
+    } else if let Some(ro) = read_only {
+        s.set_block_read_only(ro);
+    }
+    Ok(Output::Command("SET".into()))
 }
 
 /// SET `name` TO `value`; `None` (DEFAULT, RESET) goes back to the default.
@@ -65,6 +96,16 @@ fn set(s: &mut Session<'_>, name: &str, value: Option<&str>) -> SqlResult<Output
             "55P02",
             format!("parameter \"{name}\" cannot be changed"),
         ));
+    }
+    // The block's own modes, not settings of the session (session rule 10).
+    if name == "transaction_read_only" {
+        let v = settings::check(name, value.unwrap_or("off"))?;
+        s.set_block_read_only(v == "on");
+        return Ok(Output::Command("SET".into()));
+    }
+    if name == "transaction_isolation" {
+        settings::check(name, value.unwrap_or("read committed"))?;
+        return Ok(Output::Command("SET".into()));
     }
     match value {
         Some(v) => {
@@ -122,7 +163,9 @@ fn show_rows(s: &Session<'_>, name: &str) -> SqlResult<Vec<Vec<Datum>>> {
         rows.sort_by(|a, b| bind::compare(&a[0], &b[0]));
         return Ok(rows);
     }
-    let v = if let Some(v) = s.vars().get(name) {
+    let v = if name == "transaction_read_only" {
+        (if s.read_only_now() { "on" } else { "off" }).into()
+    } else if let Some(v) = s.vars().get(name) {
         v.clone()
     } else if let Some((_, v, _)) = server.iter().find(|(n, _, _)| n == name) {
         v.clone()
