@@ -7,9 +7,14 @@
 //!
 //! | catalog | where | columns |
 //! |---------|-------|---------|
-//! | `pg_tablespace` | `global/1213` | oid int4, spcname text, spclocation text |
-//! | `pg_database` | `global/1262` | oid int4, datname text, dattablespace int4, datistemplate bool, datallowconn bool |
-//! | `pg_class` | `<db's directory>/1259`, one per database | oid int4, relname text, relfilenode int8, reltablespace int4 (0 = the database's), relcolumns text |
+//! | `pg_tablespace` | `global/1213` | oid int4, spcname text, spclocation text, spcowner int4, spcacl text |
+//! | `pg_database` | `global/1262` | oid int4, datname text, dattablespace int4, datistemplate bool, datallowconn bool, datdba int4, datacl text, nspacl text (its schema `public`'s) |
+//! | `pg_class` | `<db's directory>/1259`, one per database | oid int4, relname text, relfilenode int8, reltablespace int4 (0 = the database's), relcolumns text (column ACLs in it), relowner int4, relacl text |
+//! | `pg_authid` | `global/1260` | oid int4, rolname text, rolsuper, rolinherit, rolcreaterole, rolcreatedb, rolcanlogin, rolreplication, rolbypassrls bool, rolconnlimit int4, rolpassword text, rolvaliduntil int8, rolmembers text |
+//!
+//! ACLs are PostgreSQL's `aclitem[]` text (`{=Tc/strata,bob=r*/strata}`), NULL for
+//! the defaults (the owner holds everything; `privileges` module); owners and
+//! grantees are role OIDs.
 //!
 //! Rules:
 //! 1. `pg_class` lives in its database's directory, as PostgreSQL's does: dropping a
@@ -29,10 +34,26 @@
 //!    identity) is named in that column (`Column::owned_seq`), so dropping the
 //!    column or its table finds it without a search, and is dropped in the same
 //!    transaction.
+//! 7. Roles are rows of the shared `pg_authid`, WAL-logged like every catalog row, so
+//!    crash recovery, standbys and base backups carry them (and passwords: the SCRAM
+//!    verifier in PostgreSQL's `rolpassword` form). A role's memberships are kept in
+//!    its own row (`rolmembers`: the roles it is a member of), so GRANT and REVOKE
+//!    of a role change one row. The cache maps OIDs to names (`role_names`) and
+//!    each role to the objects that name it (`role_deps`: owners and grantees),
+//!    derived wherever rows change, so DROP ROLE, REASSIGN OWNED and DROP OWNED
+//!    visit only what depends on the role.
+//! 8. Columns added to a catalog are appended, and read as NULL from the rows of an
+//!    older cluster ([`crate::heap::decode_catalog_values`]); a catalog keeps at
+//!    most eight columns per null-bitmap byte it had (pg_authid excepted, born
+//!    with its thirteen), so an old row's bitmap still covers the new columns.
 
+use crate::acl::AclItem;
 use crate::codec::{DecResult, DecodeError};
+
+/// An access control list (acl module).
+pub type Acl = Vec<AclItem>;
 use crate::heap::{ColType, Column, Value};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::Arc;
 use strata_types::{
     BlockNumber, Oid, RelFileNumber, RelKey, DEFAULT_TABLESPACE, GLOBAL_TABLESPACE,
@@ -41,6 +62,12 @@ use strata_types::{
 pub const PG_TABLESPACE_REL: RelFileNumber = RelFileNumber(1213);
 pub const PG_DATABASE_REL: RelFileNumber = RelFileNumber(1262);
 pub const PG_CLASS_REL: RelFileNumber = RelFileNumber(1259);
+pub const PG_AUTHID_REL: RelFileNumber = RelFileNumber(1260);
+/// The bootstrap superuser's OID (PostgreSQL's BOOTSTRAP_SUPERUSERID), owner of
+/// what `strata init` makes.
+pub const BOOTSTRAP_SUPERUSER_OID: Oid = Oid(10);
+/// The bootstrap superuser `strata init` creates.
+pub const BOOTSTRAP_SUPERUSER: &str = "strata";
 /// First OID and relation file number handed to user objects (PostgreSQL's
 /// FirstNormalObjectId).
 pub const FIRST_NORMAL_OID: u32 = 16384;
@@ -54,6 +81,9 @@ pub fn pg_tablespace() -> RelKey {
 pub fn pg_database() -> RelKey {
     RelKey::new(GLOBAL_TABLESPACE, Oid(0), PG_DATABASE_REL)
 }
+pub fn pg_authid() -> RelKey {
+    RelKey::new(GLOBAL_TABLESPACE, Oid(0), PG_AUTHID_REL)
+}
 /// `pg_class` of database `db` whose default tablespace is `spc` (rule 1).
 pub fn pg_class(spc: Oid, db: Oid) -> RelKey {
     RelKey::new(spc, db, PG_CLASS_REL)
@@ -64,6 +94,8 @@ pub fn tablespace_columns() -> Vec<Column> {
         Column::new("oid", ColType::Int4),
         Column::new("spcname", ColType::Text),
         Column::new("spclocation", ColType::Text),
+        Column::new("spcowner", ColType::Int4),
+        Column::new("spcacl", ColType::Text),
     ]
 }
 pub fn database_columns() -> Vec<Column> {
@@ -73,6 +105,9 @@ pub fn database_columns() -> Vec<Column> {
         Column::new("dattablespace", ColType::Int4),
         Column::new("datistemplate", ColType::Bool),
         Column::new("datallowconn", ColType::Bool),
+        Column::new("datdba", ColType::Int4),
+        Column::new("datacl", ColType::Text),
+        Column::new("nspacl", ColType::Text),
     ]
 }
 pub fn class_columns() -> Vec<Column> {
@@ -82,6 +117,26 @@ pub fn class_columns() -> Vec<Column> {
         Column::new("relfilenode", ColType::Int8),
         Column::new("reltablespace", ColType::Int4),
         Column::new("relcolumns", ColType::Text),
+        Column::new("relowner", ColType::Int4),
+        Column::new("relacl", ColType::Text),
+    ]
+}
+pub fn authid_columns() -> Vec<Column> {
+    let b = |n: &str| Column::new(n, ColType::Bool);
+    vec![
+        Column::new("oid", ColType::Int4),
+        Column::new("rolname", ColType::Text),
+        b("rolsuper"),
+        b("rolinherit"),
+        b("rolcreaterole"),
+        b("rolcreatedb"),
+        b("rolcanlogin"),
+        b("rolreplication"),
+        b("rolbypassrls"),
+        Column::new("rolconnlimit", ColType::Int4),
+        Column::new("rolpassword", ColType::Text),
+        Column::new("rolvaliduntil", ColType::Int8),
+        Column::new("rolmembers", ColType::Text),
     ]
 }
 
@@ -97,6 +152,9 @@ pub struct SpcEntry {
     pub oid: Oid,
     pub name: String,
     pub location: String,
+    pub owner: Oid,
+    /// None: the defaults (acl module).
+    pub acl: Option<Acl>,
     pub tid: Option<Tid>,
 }
 
@@ -107,6 +165,11 @@ pub struct DbEntry {
     pub spc: Oid,
     pub is_template: bool,
     pub allow_conn: bool,
+    pub owner: Oid,
+    pub acl: Option<Acl>,
+    /// The ACL of the database's schema `public` (PostgreSQL 15's: owned by
+    /// pg_database_owner, USAGE to PUBLIC).
+    pub public_acl: Option<Acl>,
     pub tid: Option<Tid>,
 }
 
@@ -128,6 +191,8 @@ pub struct RelEntry {
     pub indexes: Vec<IndexDef>,
     /// A sequence's definition (rule 6); `None` for a table.
     pub sequence: Option<SeqDef>,
+    pub owner: Oid,
+    pub acl: Option<Acl>,
     pub tid: Option<Tid>,
 }
 
@@ -188,20 +253,56 @@ fn bad(what: &str) -> DecodeError {
     DecodeError(format!("catalog row of {what} does not decode"))
 }
 
+/// An owner column: the bootstrap superuser for a row older than owners (rule 8).
+fn owner_of(v: &Value) -> DecResult<Oid> {
+    match v {
+        Value::Int4(o) => Ok(Oid(*o as u32)),
+        Value::Null => Ok(BOOTSTRAP_SUPERUSER_OID),
+        _ => Err(bad("an owner")),
+    }
+}
+
+/// A nullable text column (a password).
+fn text_opt(v: &Value) -> DecResult<Option<String>> {
+    match v {
+        Value::Text(t) => Ok(Some(t.clone())),
+        Value::Null => Ok(None),
+        _ => Err(bad("a text column")),
+    }
+}
+
+fn text_value(t: &Option<String>) -> Value {
+    t.clone().map_or(Value::Null, Value::Text)
+}
+
+/// An ACL column (NULL: the defaults).
+fn acl_opt(v: &Value) -> DecResult<Option<Acl>> {
+    text_opt(v)?.map(|t| crate::acl::decode(&t)).transpose()
+}
+
+fn acl_value(a: &Option<Acl>) -> Value {
+    a.as_ref()
+        .map_or(Value::Null, |a| Value::Text(crate::acl::encode(a)))
+}
+
 impl SpcEntry {
     pub fn values(&self) -> Vec<Value> {
         vec![
             Value::Int4(self.oid.0 as i32),
             Value::Text(self.name.clone()),
             Value::Text(self.location.clone()),
+            Value::Int4(self.owner.0 as i32),
+            acl_value(&self.acl),
         ]
     }
     pub fn from_values(v: &[Value], tid: Tid) -> DecResult<SpcEntry> {
         match v {
-            [Value::Int4(oid), Value::Text(name), Value::Text(loc)] => Ok(SpcEntry {
+            [Value::Int4(oid), Value::Text(name), Value::Text(loc), owner, acl] => Ok(SpcEntry {
                 oid: Oid(*oid as u32),
                 name: name.clone(),
                 location: loc.clone(),
+                owner: owner_of(owner)?,
+                acl: acl_opt(acl)?,
                 tid: Some(tid),
             }),
             _ => Err(bad("pg_tablespace")),
@@ -217,17 +318,23 @@ impl DbEntry {
             Value::Int4(self.spc.0 as i32),
             Value::Bool(self.is_template),
             Value::Bool(self.allow_conn),
+            Value::Int4(self.owner.0 as i32),
+            acl_value(&self.acl),
+            acl_value(&self.public_acl),
         ]
     }
     pub fn from_values(v: &[Value], tid: Tid) -> DecResult<DbEntry> {
         match v {
-            [Value::Int4(oid), Value::Text(name), Value::Int4(spc), Value::Bool(t), Value::Bool(c)] => {
+            [Value::Int4(oid), Value::Text(name), Value::Int4(spc), Value::Bool(t), Value::Bool(c), owner, acl, public_acl] => {
                 Ok(DbEntry {
                     oid: Oid(*oid as u32),
                     name: name.clone(),
                     spc: Oid(*spc as u32),
                     is_template: *t,
                     allow_conn: *c,
+                    owner: owner_of(owner)?,
+                    acl: acl_opt(acl)?,
+                    public_acl: acl_opt(public_acl)?,
                     tid: Some(tid),
                 })
             }
@@ -242,7 +349,8 @@ impl DbEntry {
 /// `!d<length>:<default SQL>` if it has a DEFAULT (lengths in bytes), `!l` its
 /// length limit, `!p` padded, `!c` each CHECK (name, SQL), `!m` numeric
 /// `precision,scale`, `!ia` / `!id` identity
-/// ALWAYS / BY DEFAULT, `!s` the sequence it owns; then per index `#` and five
+/// ALWAYS / BY DEFAULT, `!s` the sequence it owns, `!a` its privileges (aclitem[]
+/// text); then per index `#` and five
 /// counted texts: name, OID, relation file number, flags (`u` unique, `p` primary,
 /// `c` constraint), column positions joined by `,`.
 fn encode_columns(cols: &[Column], indexes: &[IndexDef], seq: Option<&SeqDef>) -> String {
@@ -296,6 +404,10 @@ fn encode_columns(cols: &[Column], indexes: &[IndexDef], seq: Option<&SeqDef>) -
         }
         if let Some(seq) = &c.owned_seq {
             s.push_str(&format!("!s{}:{seq}", seq.len()));
+        }
+        if let Some(acl) = &c.acl {
+            let acl = crate::acl::encode(acl);
+            s.push_str(&format!("!a{}:{acl}", acl.len()));
         }
     }
     for ix in indexes {
@@ -444,6 +556,10 @@ fn decode_columns(s: &str) -> DecResult<DecodedColumns> {
                 let (seq, after) = counted(r)?;
                 col.owned_seq = Some(seq.to_string());
                 rest = after;
+            } else if let Some(r) = rest.strip_prefix("!a") {
+                let (acl, after) = counted(r)?;
+                col.acl = Some(crate::acl::decode(acl)?);
+                rest = after;
             } else {
                 break;
             }
@@ -465,11 +581,13 @@ impl RelEntry {
                 &self.indexes,
                 self.sequence.as_ref(),
             )),
+            Value::Int4(self.owner.0 as i32),
+            acl_value(&self.acl),
         ]
     }
     pub fn from_values(v: &[Value], tid: Tid) -> DecResult<RelEntry> {
         match v {
-            [Value::Int4(oid), Value::Text(name), Value::Int8(rfn), Value::Int4(spc), Value::Text(cols)] =>
+            [Value::Int4(oid), Value::Text(name), Value::Int8(rfn), Value::Int4(spc), Value::Text(cols), owner, acl] =>
             {
                 let (columns, indexes, sequence) = decode_columns(cols)?;
                 Ok(RelEntry {
@@ -480,12 +598,148 @@ impl RelEntry {
                     columns,
                     indexes,
                     sequence,
+                    owner: owner_of(owner)?,
+                    acl: acl_opt(acl)?,
                     tid: Some(tid),
                 })
             }
             _ => Err(bad("pg_class")),
         }
     }
+}
+
+/// A role's membership in another role (rule 7; PostgreSQL's pg_auth_members row).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Membership {
+    /// The role this one is a member of.
+    pub role: Oid,
+    pub grantor: Oid,
+    /// WITH ADMIN OPTION: the member may grant the role to others.
+    pub admin: bool,
+}
+
+/// A role (rule 7): PostgreSQL's pg_authid row, and its memberships.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RoleEntry {
+    pub oid: Oid,
+    pub name: String,
+    pub superuser: bool,
+    pub inherit: bool,
+    pub createrole: bool,
+    pub createdb: bool,
+    pub login: bool,
+    pub replication: bool,
+    pub bypassrls: bool,
+    /// CONNECTION LIMIT; -1 for none.
+    pub connlimit: i32,
+    /// The SCRAM-SHA-256 verifier, in PostgreSQL's `rolpassword` form.
+    pub password: Option<String>,
+    /// VALID UNTIL, microseconds since 2000-01-01 UTC.
+    pub valid_until: Option<i64>,
+    pub member_of: Vec<Membership>,
+    pub tid: Option<Tid>,
+}
+
+impl RoleEntry {
+    /// A role with PostgreSQL's CREATE ROLE defaults (NOLOGIN, INHERIT, no limit).
+    pub fn new(name: &str) -> RoleEntry {
+        RoleEntry {
+            oid: Oid(0),
+            name: name.to_string(),
+            superuser: false,
+            inherit: true,
+            createrole: false,
+            createdb: false,
+            login: false,
+            replication: false,
+            bypassrls: false,
+            connlimit: -1,
+            password: None,
+            valid_until: None,
+            member_of: Vec::new(),
+            tid: None,
+        }
+    }
+
+    pub fn values(&self) -> Vec<Value> {
+        let members: Vec<String> = self
+            .member_of
+            .iter()
+            .map(|m| format!("{}:{}:{}", m.role.0, m.grantor.0, u8::from(m.admin)))
+            .collect();
+        vec![
+            Value::Int4(self.oid.0 as i32),
+            Value::Text(self.name.clone()),
+            Value::Bool(self.superuser),
+            Value::Bool(self.inherit),
+            Value::Bool(self.createrole),
+            Value::Bool(self.createdb),
+            Value::Bool(self.login),
+            Value::Bool(self.replication),
+            Value::Bool(self.bypassrls),
+            Value::Int4(self.connlimit),
+            text_value(&self.password),
+            self.valid_until.map_or(Value::Null, Value::Int8),
+            Value::Text(members.join(",")),
+        ]
+    }
+
+    pub fn from_values(v: &[Value], tid: Tid) -> DecResult<RoleEntry> {
+        let flag = |i: usize| match v.get(i) {
+            Some(Value::Bool(b)) => Ok(*b),
+            _ => Err(bad("pg_authid")),
+        };
+        let (Some(Value::Int4(oid)), Some(Value::Text(name))) = (v.first(), v.get(1)) else {
+            return Err(bad("pg_authid"));
+        };
+        let (Some(Value::Int4(connlimit)), Some(Value::Text(members))) = (v.get(9), v.get(12))
+        else {
+            return Err(bad("pg_authid"));
+        };
+        let valid_until = match v.get(11) {
+            Some(Value::Int8(t)) => Some(*t),
+            Some(Value::Null) => None,
+            _ => return Err(bad("pg_authid")),
+        };
+        Ok(RoleEntry {
+            oid: Oid(*oid as u32),
+            name: name.clone(),
+            superuser: flag(2)?,
+            inherit: flag(3)?,
+            createrole: flag(4)?,
+            createdb: flag(5)?,
+            login: flag(6)?,
+            replication: flag(7)?,
+            bypassrls: flag(8)?,
+            connlimit: *connlimit,
+            password: text_opt(v.get(10).ok_or_else(|| bad("pg_authid"))?)?,
+            valid_until,
+            member_of: decode_members(members)?,
+            tid: Some(tid),
+        })
+    }
+}
+
+/// `rolmembers`: `role:grantor:admin` (OIDs, 0 or 1) joined by `,`.
+fn decode_members(s: &str) -> DecResult<Vec<Membership>> {
+    if s.is_empty() {
+        return Ok(Vec::new());
+    }
+    s.split(',')
+        .map(|m| {
+            let mut p = m.split(':');
+            let mut num = || -> DecResult<u32> {
+                p.next()
+                    .and_then(|x| x.parse().ok())
+                    .ok_or_else(|| bad("pg_authid members"))
+            };
+            Ok(Membership {
+                role: Oid(num()?),
+                grantor: Oid(num()?),
+                admin: num()? == 1,
+            })
+        })
+        .collect()
 }
 
 /// Committed catalog state (rule 2).
@@ -498,17 +752,28 @@ pub struct CatalogCache {
     /// Per database OID: the table each index name belongs to (rule 5), derived from
     /// `rels` wherever it changes.
     pub index_owner: FxHashMap<Oid, FxHashMap<String, String>>,
+    /// Roles by name (rule 7).
+    pub roles: FxHashMap<String, Arc<RoleEntry>>,
+    /// Role OID → name, derived from `roles`.
+    pub role_names: FxHashMap<Oid, String>,
+    /// Role OID → what names it (rule 7), derived wherever entries change.
+    pub role_deps: FxHashMap<Oid, FxHashSet<RoleDep>>,
+    /// Role OID → the roles that are members of it, derived from `roles`.
+    pub role_members: FxHashMap<Oid, FxHashSet<Oid>>,
 }
 
 impl CatalogCache {
     /// Sets database `db`'s relations (loading), deriving its index names.
     pub fn set_rels(&mut self, db: Oid, rels: FxHashMap<String, Arc<RelEntry>>) {
+        self.remove_rels_of(db);
         let owners = self.index_owner.entry(db).or_default();
-        owners.clear();
         for r in rels.values() {
             for ix in &r.indexes {
                 owners.insert(ix.name.clone(), r.name.clone());
             }
+        }
+        for r in rels.values() {
+            self.note_rel(db, r, true);
         }
         self.rels.insert(db, rels);
     }
@@ -538,15 +803,115 @@ impl CatalogCache {
                 oid: DEFAULT_TABLESPACE,
                 name: "pg_default".into(),
                 location: String::new(),
+                owner: BOOTSTRAP_SUPERUSER_OID,
+                acl: None,
                 tid: None,
             },
             SpcEntry {
                 oid: GLOBAL_TABLESPACE,
                 name: "pg_global".into(),
                 location: String::new(),
+                owner: BOOTSTRAP_SUPERUSER_OID,
+                acl: None,
                 tid: None,
             },
         ]
+    }
+}
+
+/// What names a role (rule 7): an object it owns or whose ACL holds it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RoleDep {
+    Database(Oid),
+    Tablespace(Oid),
+    /// A relation of database `db` (its OID), by name.
+    Relation(Oid, String),
+}
+
+/// The roles an entry names: its owner and everyone in its ACLs.
+fn named_roles<'a>(owner: Oid, acls: impl Iterator<Item = &'a Acl>) -> FxHashSet<Oid> {
+    let mut out: FxHashSet<Oid> = acls.flat_map(|a| crate::acl::roles_named(a)).collect();
+    out.insert(owner);
+    out
+}
+
+fn rel_roles(r: &RelEntry) -> FxHashSet<Oid> {
+    let cols = r.columns.iter().filter_map(|c| c.acl.as_ref());
+    named_roles(r.owner, r.acl.iter().chain(cols))
+}
+
+impl CatalogCache {
+    /// Notes (`add`) or forgets that `roles` name `dep` (rule 7). O(roles).
+    fn note(&mut self, dep: &RoleDep, roles: FxHashSet<Oid>, add: bool) {
+        for r in roles {
+            if add {
+                self.role_deps.entry(r).or_default().insert(dep.clone());
+            } else if let Some(set) = self.role_deps.get_mut(&r) {
+                set.remove(dep);
+                if set.is_empty() {
+                    self.role_deps.remove(&r);
+                }
+            }
+        }
+    }
+
+    fn note_spc(&mut self, e: &SpcEntry, add: bool) {
+        self.note(
+            &RoleDep::Tablespace(e.oid),
+            named_roles(e.owner, e.acl.iter()),
+            add,
+        );
+    }
+
+    fn note_db(&mut self, e: &DbEntry, add: bool) {
+        let acls = e.acl.iter().chain(e.public_acl.iter());
+        self.note(&RoleDep::Database(e.oid), named_roles(e.owner, acls), add);
+    }
+
+    fn note_rel(&mut self, db: Oid, e: &RelEntry, add: bool) {
+        self.note(&RoleDep::Relation(db, e.name.clone()), rel_roles(e), add);
+    }
+
+    /// A role's memberships, noted in (`add`) or taken from `role_members`.
+    fn note_role(&mut self, e: &RoleEntry, add: bool) {
+        for m in &e.member_of {
+            if add {
+                self.role_members.entry(m.role).or_default().insert(e.oid);
+            } else if let Some(set) = self.role_members.get_mut(&m.role) {
+                set.remove(&e.oid);
+            }
+        }
+    }
+
+    /// Adds a role (loading).
+    pub fn add_role(&mut self, e: Arc<RoleEntry>) {
+        self.note_role(&e, true);
+        self.role_names.insert(e.oid, e.name.clone());
+        self.roles.insert(e.name.clone(), e);
+    }
+
+    /// Adds a tablespace (loading).
+    pub fn add_spc(&mut self, e: Arc<SpcEntry>) {
+        self.note_spc(&e, true);
+        self.spcs.insert(e.name.clone(), e);
+    }
+
+    /// Adds a database (loading; its relations come with [`CatalogCache::set_rels`]).
+    pub fn add_db(&mut self, e: Arc<DbEntry>) {
+        self.note_db(&e, true);
+        self.dbs.insert(e.name.clone(), e);
+    }
+
+    fn remove_rels_of(&mut self, db: Oid) {
+        for e in self
+            .rels
+            .remove(&db)
+            .into_iter()
+            .flat_map(|m| m.into_values())
+        {
+            self.note_rel(db, &e, false);
+        }
+        self.index_owner.remove(&db);
     }
 }
 
@@ -556,58 +921,75 @@ pub struct Overlay {
     pub spcs: FxHashMap<String, Option<Arc<SpcEntry>>>,
     pub dbs: FxHashMap<String, Option<Arc<DbEntry>>>,
     pub rels: FxHashMap<(Oid, String), Option<Arc<RelEntry>>>,
+    pub roles: FxHashMap<String, Option<Arc<RoleEntry>>>,
 }
 
 impl Overlay {
-    /// Applies the changes to the committed cache (at commit). O(changes + relations of
-    /// dropped databases).
+    /// Applies the changes to the committed cache (at commit), keeping the derived
+    /// maps (rules 5 and 7). O(changes + relations of dropped databases).
     pub fn apply(self, cache: &mut CatalogCache) {
+        // Every old entry goes first, so a renamed role's new name stays.
+        for name in self.roles.keys() {
+            if let Some(old) = cache.roles.remove(name) {
+                cache.role_names.remove(&old.oid);
+                cache.note_role(&old, false);
+            }
+        }
+        for e in self.roles.into_values().flatten() {
+            cache.add_role(e);
+        }
         for (name, e) in self.spcs {
-            match e {
-                Some(e) => {
-                    cache.spcs.insert(name, e);
-                }
-                None => {
-                    cache.spcs.remove(&name);
-                }
+            if let Some(old) = cache.spcs.remove(&name) {
+                cache.note_spc(&old, false);
+            }
+            if let Some(e) = e {
+                cache.add_spc(e);
             }
         }
         let mut dropped_dbs = Vec::new();
         for (name, e) in self.dbs {
-            match e {
-                Some(e) => {
+            let old = cache.dbs.remove(&name);
+            if let Some(old) = &old {
+                cache.note_db(old, false);
+            }
+            match (e, old) {
+                (Some(e), _) => {
                     cache.rels.entry(e.oid).or_default();
-                    cache.dbs.insert(name, e);
+                    cache.add_db(e);
                 }
-                None => {
-                    if let Some(old) = cache.dbs.remove(&name) {
-                        dropped_dbs.push(old.oid);
-                    }
-                }
+                (None, Some(old)) => dropped_dbs.push(old.oid),
+                (None, None) => {}
             }
         }
-        // Rule 5: index names follow their tables; every old entry's go first, so a
-        // renamed table's (old name removed, new one added) survive.
-        for ((db, name), _) in self.rels.iter() {
-            let old = cache.rels.get_mut(db).and_then(|m| m.remove(name));
-            if let (Some(old), Some(owners)) = (old, cache.index_owner.get_mut(db)) {
+        apply_rels(self.rels, cache);
+        for db in dropped_dbs {
+            cache.remove_rels_of(db);
+        }
+    }
+}
+
+/// The relation changes of [`Overlay::apply`]: rule 5's index names follow their
+/// tables; every old entry's go first, so a renamed table's survive.
+fn apply_rels(rels: FxHashMap<(Oid, String), Option<Arc<RelEntry>>>, cache: &mut CatalogCache) {
+    for (db, name) in rels.keys() {
+        let old = cache.rels.get_mut(db).and_then(|m| m.remove(name));
+        if let Some(old) = old {
+            cache.note_rel(*db, &old, false);
+            if let Some(owners) = cache.index_owner.get_mut(db) {
                 for ix in &old.indexes {
                     owners.remove(&ix.name);
                 }
             }
         }
-        for ((db, name), e) in self.rels {
-            if let Some(e) = e {
-                let owners = cache.index_owner.entry(db).or_default();
-                for ix in &e.indexes {
-                    owners.insert(ix.name.clone(), name.clone());
-                }
-                cache.rels.entry(db).or_default().insert(name, e);
+    }
+    for ((db, name), e) in rels {
+        if let Some(e) = e {
+            cache.note_rel(db, &e, true);
+            let owners = cache.index_owner.entry(db).or_default();
+            for ix in &e.indexes {
+                owners.insert(ix.name.clone(), name.clone());
             }
-        }
-        for db in dropped_dbs {
-            cache.rels.remove(&db);
-            cache.index_owner.remove(&db);
+            cache.rels.entry(db).or_default().insert(name, e);
         }
     }
 }
@@ -616,6 +998,54 @@ impl Overlay {
 mod tests {
     use super::*;
 
+    /// Columns exercising every field the encoding carries, with separators in names.
+    fn odd_columns() -> Vec<Column> {
+        vec![
+            Column::new("a:b", ColType::Int4),
+            Column::new("", ColType::Text),
+            Column {
+                not_null: true,
+                default: Some("'x!n:' || 1".into()),
+                ..Column::new("c!d", ColType::Int8)
+            },
+            Column {
+                not_null: true,
+                ..Column::new("d", ColType::Bool)
+            },
+            Column {
+                max_chars: Some(22),
+                padded: true,
+                checks: vec![
+                    ("e_check".into(), "e <> '!c1:x'".into()),
+                    ("two".into(), "true".into()),
+                ],
+                ..Column::new("e", ColType::Text)
+            },
+            Column {
+                identity: Some(true),
+                owned_seq: Some("t_f_seq!s3:x".into()),
+                ..Column::new("f", ColType::Int8)
+            },
+            Column {
+                identity: Some(false),
+                ..Column::new("g", ColType::Int2)
+            },
+            Column {
+                numeric: Some((12, 3)),
+                ..Column::new("h", ColType::Numeric)
+            },
+            Column {
+                acl: Some(vec![crate::acl::AclItem {
+                    grantee: Oid(16400),
+                    grantor: Oid(10),
+                    privs: crate::acl::Priv::SELECT,
+                    grant_options: crate::acl::Priv::NONE,
+                }]),
+                ..Column::new("i", ColType::Float8)
+            },
+        ]
+    }
+
     #[test]
     fn rows_round_trip() {
         let r = RelEntry {
@@ -623,42 +1053,7 @@ mod tests {
             name: "t:1,odd".into(),
             relfilenumber: RelFileNumber(1 << 40),
             reltablespace: Oid(0),
-            columns: vec![
-                Column::new("a:b", ColType::Int4),
-                Column::new("", ColType::Text),
-                Column {
-                    not_null: true,
-                    default: Some("'x!n:' || 1".into()),
-                    ..Column::new("c!d", ColType::Int8)
-                },
-                Column {
-                    not_null: true,
-                    ..Column::new("d", ColType::Bool)
-                },
-                Column {
-                    max_chars: Some(22),
-                    padded: true,
-                    checks: vec![
-                        ("e_check".into(), "e <> '!c1:x'".into()),
-                        ("two".into(), "true".into()),
-                    ],
-                    ..Column::new("e", ColType::Text)
-                },
-                Column {
-                    identity: Some(true),
-                    owned_seq: Some("t_f_seq!s3:x".into()),
-                    ..Column::new("f", ColType::Int8)
-                },
-                Column {
-                    identity: Some(false),
-                    ..Column::new("g", ColType::Int2)
-                },
-                Column {
-                    numeric: Some((12, 3)),
-                    ..Column::new("h", ColType::Numeric)
-                },
-                Column::new("i", ColType::Float8),
-            ],
+            columns: odd_columns(),
             indexes: vec![
                 IndexDef {
                     oid: Oid(16391),
@@ -680,6 +1075,8 @@ mod tests {
                 },
             ],
             sequence: None,
+            owner: Oid(16400),
+            acl: Some(Vec::new()),
             tid: Some(Tid {
                 block: BlockNumber(2),
                 offset: 7,
@@ -712,5 +1109,54 @@ mod tests {
         assert!(decode_columns("11:a#1:i2:102:991:u1:1").is_err());
         assert!(decode_columns("11:a#1:i2:102:991:u1:011:b").is_err());
         assert!(decode_columns("11:a#1:i2:102:991:u1:0").is_ok());
+    }
+
+    /// Rules 7 and 8: role rows round-trip; a row written before the owner and ACL
+    /// columns reads with the bootstrap superuser as owner and the defaults.
+    #[test]
+    fn roles_round_trip_and_old_rows_read_with_defaults() {
+        let tid = Tid {
+            block: BlockNumber(0),
+            offset: 3,
+        };
+        let role = RoleEntry {
+            oid: Oid(16500),
+            login: true,
+            connlimit: 3,
+            password: Some("SCRAM-SHA-256$4096:c2FsdA==$a2V5:c2Vy".into()),
+            valid_until: Some(123),
+            member_of: vec![
+                Membership {
+                    role: Oid(4200),
+                    grantor: Oid(10),
+                    admin: true,
+                },
+                Membership {
+                    role: Oid(16501),
+                    grantor: Oid(16500),
+                    admin: false,
+                },
+            ],
+            tid: Some(tid),
+            ..RoleEntry::new("bob,:x")
+        };
+        let back = RoleEntry::from_values(&role.values(), tid).unwrap();
+        assert_eq!(back, role);
+        let old_cols = &database_columns()[..5];
+        let old_values = vec![
+            Value::Int4(5),
+            Value::Text("postgres".into()),
+            Value::Int4(1663),
+            Value::Bool(false),
+            Value::Bool(true),
+        ];
+        let tuple = crate::heap::encode_tuple(strata_types::Xid(3), old_cols, &old_values);
+        let v = crate::heap::decode_catalog_values(&database_columns(), &tuple).unwrap();
+        let d = DbEntry::from_values(&v, tid).unwrap();
+        assert_eq!(
+            (d.owner, d.acl, d.public_acl),
+            (BOOTSTRAP_SUPERUSER_OID, None, None)
+        );
+        assert!(crate::heap::decode_values(&database_columns(), &tuple).is_err());
     }
 }

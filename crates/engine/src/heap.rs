@@ -183,6 +183,8 @@ pub struct Column {
     /// The sequence this column owns (`serial`, identity): dropped with the column
     /// or its table (catalog rule 6).
     pub owned_seq: Option<String>,
+    /// Column privileges (PostgreSQL's attacl), None if none.
+    pub acl: Option<Vec<crate::acl::AclItem>>,
 }
 
 impl Column {
@@ -198,6 +200,7 @@ impl Column {
             numeric: None,
             identity: None,
             owned_seq: None,
+            acl: None,
         }
     }
 
@@ -446,12 +449,34 @@ pub fn decode_values_with(
     tuple: &[u8],
     detoast: &mut Detoast<'_>,
 ) -> DecResult<Vec<Value>> {
+    decode_values_inner(cols, tuple, detoast, false)
+}
+
+/// A catalog row's values: columns a row written before they existed are missing
+/// from its end and read as NULL (PostgreSQL's missing attributes), so a catalog
+/// that gains columns reads the rows of an older cluster. Catalog rows only: a
+/// table's rows always have all their columns (ADD COLUMN rewrites the table).
+pub fn decode_catalog_values(cols: &[Column], tuple: &[u8]) -> DecResult<Vec<Value>> {
+    decode_values_inner(
+        cols,
+        tuple,
+        &mut |_, _| Err(DecodeError("an out-of-line value in a catalog row".into())),
+        true,
+    )
+}
+
+fn decode_values_inner(
+    cols: &[Column],
+    tuple: &[u8],
+    detoast: &mut Detoast<'_>,
+    missing_as_null: bool,
+) -> DecResult<Vec<Value>> {
     let mut d = Dec::new(tuple, "heap tuple");
     d.take(TUPLE_HEADER_BYTES)?;
     let bitmap = d.take(cols.len().div_ceil(8))?.to_vec();
     let mut out = Vec::with_capacity(cols.len());
     for (i, c) in cols.iter().enumerate() {
-        if bitmap[i / 8] & (1 << (i % 8)) != 0 {
+        if bitmap[i / 8] & (1 << (i % 8)) != 0 || (missing_as_null && d.remaining() == 0) {
             out.push(Value::Null);
             continue;
         }

@@ -66,6 +66,7 @@
 //!    deleter committed below the oldest of them.
 
 mod access;
+pub mod acl;
 mod btree;
 mod catalog;
 mod checkpoint;
@@ -76,6 +77,7 @@ mod index;
 mod records;
 mod recovery;
 mod redo;
+mod roles;
 mod sequence;
 mod standby;
 mod stream;
@@ -84,14 +86,17 @@ mod unlink;
 pub mod waldump;
 mod xact;
 
+pub use catalog::RoleDep;
 pub use catalog::{
-    DbEntry, IndexDef, RelEntry, SeqDef, SpcEntry, POSTGRES_OID, TEMPLATE0_OID, TEMPLATE1_OID,
+    Acl, DbEntry, IndexDef, Membership, RelEntry, RoleEntry, SeqDef, SpcEntry, BOOTSTRAP_SUPERUSER,
+    BOOTSTRAP_SUPERUSER_OID, POSTGRES_OID, TEMPLATE0_OID, TEMPLATE1_OID,
 };
 pub use checkpoint::{CheckpointStats, OnlineBackup};
 pub use heap::{fit_numeric, ColType, Column, Decimal, Value};
 pub use index::IndexRange;
 pub use records::record_name;
 pub use recovery::utc_timestamp;
+pub use roles::{is_system_role, RelAccess, RoleDependent, PREDEFINED_ROLES};
 pub use sequence::SeqOptions;
 pub use standby::ReplayStats;
 pub use stream::{RowVisitor, SCAN_BATCH_ROWS};
@@ -260,6 +265,9 @@ pub enum EngineError {
     UndefinedTablespace(String),
     #[error("tablespace \"{0}\" already exists")]
     DuplicateTablespace(String),
+    /// A role (or another object of that kind) of that name exists (42710).
+    #[error("{0}")]
+    DuplicateObject(String),
     #[error("tablespace \"{0}\" is not empty")]
     TablespaceNotEmpty(String),
     #[error("{0}")]
@@ -363,7 +371,7 @@ impl EngineError {
             EngineError::UndefinedDatabase(_) => "3D000",
             EngineError::DuplicateDatabase(_) => "42P04",
             EngineError::UndefinedTablespace(_) => "42704",
-            EngineError::DuplicateTablespace(_) => "42710",
+            EngineError::DuplicateTablespace(_) | EngineError::DuplicateObject(_) => "42710",
             EngineError::TablespaceNotEmpty(_) => "55000",
             EngineError::InvalidTablespaceLocation(_) => "42P17",
             EngineError::ObjectInUse(_) => "55006",
@@ -684,6 +692,9 @@ impl Engine {
             unlinker: Mutex::new(Some(unlink::spawn_unlinker(sh.clone()))),
             sh,
         };
+        if !engine.sh.catalog.read().dbs.is_empty() {
+            roles::upgrade(&engine)?; // a cluster from before the role catalog
+        }
         Ok((engine, info))
     }
 
@@ -963,6 +974,18 @@ impl Engine {
             .collect();
         v.sort_by_key(|d| d.oid);
         v
+    }
+
+    /// The committed table that owns index `index` of database `db`, if any. O(1).
+    pub fn index_table(&self, db: &str, index: &str) -> Option<String> {
+        let cat = self.sh.catalog.read();
+        let d = cat.dbs.get(db)?;
+        cat.index_owner.get(&d.oid)?.get(index).cloned()
+    }
+
+    /// One committed tablespace, if it exists. O(1).
+    pub fn tablespace(&self, name: &str) -> Option<SpcEntry> {
+        self.sh.catalog.read().spcs.get(name).map(|d| (**d).clone())
     }
 
     /// One committed database, if it exists. O(1).

@@ -492,48 +492,59 @@ pub fn utc_timestamp(unix_s: u64) -> String {
     )
 }
 
+/// The entries of catalog heap `rel` with columns `cols`, decoded by `from`.
+fn scan_catalog<T>(
+    sh: &Shared,
+    rel: strata_types::RelKey,
+    cols: &[heap::Column],
+    from: fn(&[heap::Value], Tid) -> crate::codec::DecResult<T>,
+) -> Result<Vec<T>> {
+    let mut out = Vec::new();
+    access::scan(sh, rel, None, &mut |b, o, t| {
+        let v = heap::decode_catalog_values(cols, t).map_err(corrupt)?;
+        let tid = Tid {
+            block: b,
+            offset: o,
+        };
+        out.push(from(&v, tid).map_err(corrupt)?);
+        Ok(())
+    })?;
+    Ok(out)
+}
+
 /// Reads the catalog heaps into the cache. O(catalog rows): start-up only (and once
 /// per standby start, standby rule 5).
 pub(crate) fn load_catalog(sh: &Shared) -> Result<()> {
     let mut cache = CatalogCache::default();
-    let mut spcs = Vec::new();
-    access::scan(sh, catalog::pg_tablespace(), None, &mut |b, o, t| {
-        let v = heap::decode_values(&catalog::tablespace_columns(), t).map_err(corrupt)?;
-        spcs.push(
-            SpcEntry::from_values(
-                &v,
-                Tid {
-                    block: b,
-                    offset: o,
-                },
-            )
-            .map_err(corrupt)?,
-        );
-        Ok(())
-    })?;
-    for s in spcs {
-        cache.spcs.insert(s.name.clone(), Arc::new(s));
+    let roles = scan_catalog(
+        sh,
+        catalog::pg_authid(),
+        &catalog::authid_columns(),
+        catalog::RoleEntry::from_values,
+    )?;
+    for r in roles {
+        cache.add_role(Arc::new(r));
     }
-    let mut dbs = Vec::new();
-    access::scan(sh, catalog::pg_database(), None, &mut |b, o, t| {
-        let v = heap::decode_values(&catalog::database_columns(), t).map_err(corrupt)?;
-        dbs.push(
-            DbEntry::from_values(
-                &v,
-                Tid {
-                    block: b,
-                    offset: o,
-                },
-            )
-            .map_err(corrupt)?,
-        );
-        Ok(())
-    })?;
+    let spcs = scan_catalog(
+        sh,
+        catalog::pg_tablespace(),
+        &catalog::tablespace_columns(),
+        SpcEntry::from_values,
+    )?;
+    for s in spcs {
+        cache.add_spc(Arc::new(s));
+    }
+    let dbs = scan_catalog(
+        sh,
+        catalog::pg_database(),
+        &catalog::database_columns(),
+        DbEntry::from_values,
+    )?;
     for d in dbs {
         let mut rels = FxHashMap::default();
         scan_class(sh, &d, &mut rels)?;
         cache.set_rels(d.oid, rels);
-        cache.dbs.insert(d.name.clone(), Arc::new(d));
+        cache.add_db(Arc::new(d));
     }
     *sh.catalog.write() = cache;
     Ok(())
@@ -547,7 +558,7 @@ pub(crate) fn scan_class(
 ) -> Result<()> {
     let cols = catalog::class_columns();
     access::scan(sh, d.pg_class(), None, &mut |b, o, t| {
-        let v = heap::decode_values(&cols, t).map_err(corrupt)?;
+        let v = heap::decode_catalog_values(&cols, t).map_err(corrupt)?;
         let r = RelEntry::from_values(
             &v,
             Tid {

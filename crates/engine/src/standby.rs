@@ -744,14 +744,20 @@ pub(crate) fn apply_catalog_rows(sh: &Shared, rows: Vec<CatalogRow>) -> Result<(
     for row in rows {
         let tid = row.tid;
         if row.rel == catalog::pg_tablespace() {
-            let v =
-                heap::decode_values(&catalog::tablespace_columns(), &row.tuple).map_err(corrupt)?;
+            let v = heap::decode_catalog_values(&catalog::tablespace_columns(), &row.tuple)
+                .map_err(corrupt)?;
             let e = SpcEntry::from_values(&v, tid).map_err(corrupt)?;
             let name = e.name.clone();
             ov.spcs.insert(name, row.inserted.then(|| Arc::new(e)));
+        } else if row.rel == catalog::pg_authid() {
+            let v = heap::decode_catalog_values(&catalog::authid_columns(), &row.tuple)
+                .map_err(corrupt)?;
+            let e = catalog::RoleEntry::from_values(&v, tid).map_err(corrupt)?;
+            let name = e.name.clone();
+            ov.roles.insert(name, row.inserted.then(|| Arc::new(e)));
         } else if row.rel == catalog::pg_database() {
-            let v =
-                heap::decode_values(&catalog::database_columns(), &row.tuple).map_err(corrupt)?;
+            let v = heap::decode_catalog_values(&catalog::database_columns(), &row.tuple)
+                .map_err(corrupt)?;
             let e = DbEntry::from_values(&v, tid).map_err(corrupt)?;
             let name = e.name.clone();
             if row.inserted {
@@ -759,7 +765,8 @@ pub(crate) fn apply_catalog_rows(sh: &Shared, rows: Vec<CatalogRow>) -> Result<(
             }
             ov.dbs.insert(name, row.inserted.then(|| Arc::new(e)));
         } else {
-            let v = heap::decode_values(&catalog::class_columns(), &row.tuple).map_err(corrupt)?;
+            let v = heap::decode_catalog_values(&catalog::class_columns(), &row.tuple)
+                .map_err(corrupt)?;
             let e = RelEntry::from_values(&v, tid).map_err(corrupt)?;
             let key = (row.rel.db, e.name.clone());
             ov.rels.insert(key, row.inserted.then(|| Arc::new(e)));
@@ -792,7 +799,8 @@ fn end_sessions_of_dropped_databases(sh: &Shared, rows: &[CatalogRow]) -> Result
         .iter()
         .filter(|r| !r.inserted && r.rel == catalog::pg_database())
     {
-        let v = heap::decode_values(&catalog::database_columns(), &row.tuple).map_err(corrupt)?;
+        let v = heap::decode_catalog_values(&catalog::database_columns(), &row.tuple)
+            .map_err(corrupt)?;
         let e = DbEntry::from_values(&v, row.tid).map_err(corrupt)?;
         hook(&e.name);
     }
@@ -803,6 +811,7 @@ fn end_sessions_of_dropped_databases(sh: &Shared, rows: &[CatalogRow]) -> Result
 pub(crate) fn is_catalog(rel: RelKey) -> bool {
     rel == catalog::pg_tablespace()
         || rel == catalog::pg_database()
+        || rel == catalog::pg_authid()
         || rel.rel == catalog::PG_CLASS_REL
 }
 

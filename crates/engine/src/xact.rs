@@ -124,10 +124,12 @@ pub struct NewIndex<'a> {
 
 /// A transaction: holds the writer lock (engine rule 1) until commit, abort or drop.
 pub struct Txn<'e> {
-    sh: &'e Shared,
+    pub(crate) sh: &'e Shared,
     _writer: MutexGuard<'e, ()>,
     xid: Option<Xid>,
-    ov: Overlay,
+    pub(crate) ov: Overlay,
+    /// The role acting: owner of what the transaction creates ([`Txn::act_as`]).
+    pub(crate) role: Oid,
     dropped_rels: Vec<RelKey>,
     dropped_dbs: Vec<(Oid, Vec<Oid>)>,
     dropped_spcs: Vec<Oid>,
@@ -149,6 +151,7 @@ impl<'e> Txn<'e> {
             _writer: writer,
             xid: None,
             ov: Overlay::default(),
+            role: catalog::BOOTSTRAP_SUPERUSER_OID,
             dropped_rels: Vec::new(),
             dropped_dbs: Vec::new(),
             dropped_spcs: Vec::new(),
@@ -156,6 +159,12 @@ impl<'e> Txn<'e> {
             finished: false,
             seqs_noted: false,
         }
+    }
+
+    /// Makes `role` the acting role: the owner of the objects this transaction
+    /// creates from now on (the bootstrap superuser until told).
+    pub fn act_as(&mut self, role: Oid) {
+        self.role = role;
     }
 
     /// The transaction's id, assigned on first change (Idle → Writing).
@@ -177,7 +186,7 @@ impl<'e> Txn<'e> {
 
     /// The next OID; every 8,192 a NEXTOID record covers the next batch, so that
     /// no OID handed out before a crash is handed out again after it.
-    fn alloc_oid(&self) -> Result<Oid> {
+    pub(crate) fn alloc_oid(&self) -> Result<Oid> {
         let mut c = self.sh.counters.lock();
         let o = c.next_oid;
         if o >= c.oid_logged_upto {
@@ -215,7 +224,7 @@ impl<'e> Txn<'e> {
         }
     }
 
-    fn tablespace(&self, name: &str) -> Result<Arc<SpcEntry>> {
+    pub(crate) fn tablespace(&self, name: &str) -> Result<Arc<SpcEntry>> {
         match self.ov.spcs.get(name) {
             Some(Some(e)) => Ok(e.clone()),
             Some(None) => Err(EngineError::UndefinedTablespace(name.into())),
@@ -308,6 +317,13 @@ impl<'e> Txn<'e> {
         Ok(r)
     }
 
+    /// The relations of database `db` as this transaction sees them (42704-style
+    /// 3D000 if there is no such database). O(its relations).
+    pub fn relations(&self, db: &str) -> Result<Vec<Arc<RelEntry>>> {
+        let dbe = self.database(db)?;
+        Ok(self.relations_of(&dbe))
+    }
+
     /// The relations of database `db` as this transaction sees them.
     fn relations_of(&self, db: &DbEntry) -> Vec<Arc<RelEntry>> {
         let mut out: Vec<Arc<RelEntry>> = self
@@ -367,7 +383,7 @@ impl<'e> Txn<'e> {
         Ok(())
     }
 
-    fn create_rel_file(&mut self, rel: RelKey) -> Result<()> {
+    pub(crate) fn create_rel_file(&mut self, rel: RelKey) -> Result<()> {
         let rec = SmgrCreate {
             rel,
             fork: ForkNumber::Main,
@@ -379,13 +395,18 @@ impl<'e> Txn<'e> {
         Ok(())
     }
 
-    fn catalog_insert(&mut self, rel: RelKey, cols: &[Column], values: &[Value]) -> Result<Tid> {
+    pub(crate) fn catalog_insert(
+        &mut self,
+        rel: RelKey,
+        cols: &[Column],
+        values: &[Value],
+    ) -> Result<Tid> {
         let xid = self.xid();
         let tuple = heap::encode_tuple(xid, cols, values);
         access::insert(self.sh, rel, xid, &tuple)
     }
 
-    fn catalog_delete(&mut self, rel: RelKey, tid: Option<Tid>) -> Result<()> {
+    pub(crate) fn catalog_delete(&mut self, rel: RelKey, tid: Option<Tid>) -> Result<()> {
         let xid = self.xid();
         let tid = tid.ok_or_else(|| crate::corrupt("catalog entry without a row"))?;
         access::delete_on_page(self.sh, rel, tid.block.0, &[tid.offset], xid)
@@ -436,6 +457,8 @@ impl<'e> Txn<'e> {
             oid,
             name: name.into(),
             location: location.into(),
+            owner: self.role,
+            acl: None,
             tid: None,
         };
         e.tid = Some(self.catalog_insert(pg_tablespace(), &tablespace_columns(), &e.values())?);
@@ -555,6 +578,9 @@ impl<'e> Txn<'e> {
             spc: dst_spc,
             is_template: false,
             allow_conn: true,
+            owner: self.role,
+            acl: None,
+            public_acl: None,
             tid: None,
         };
         e.tid = Some(self.catalog_insert(pg_database(), &database_columns(), &e.values())?);
@@ -710,6 +736,8 @@ impl<'e> Txn<'e> {
             columns: columns.to_vec(),
             indexes: Vec::new(),
             sequence: None,
+            owner: self.role,
+            acl: None,
             tid: None,
         };
         self.create_rel_file(e.key(&dbe))?;
@@ -739,6 +767,8 @@ impl<'e> Txn<'e> {
             columns: crate::sequence::columns(),
             indexes: Vec::new(),
             sequence: Some(def),
+            owner: self.role,
+            acl: None,
             tid: None,
         };
         let key = e.key(&dbe);
@@ -1156,7 +1186,12 @@ impl<'e> Txn<'e> {
 
     /// Replaces a relation's pg_class row with `e` (a new version, as UPDATE makes);
     /// the overlay forgets the old name if it changed.
-    fn replace_class_row(&mut self, dbe: &DbEntry, old: &RelEntry, mut e: RelEntry) -> Result<()> {
+    pub(crate) fn replace_class_row(
+        &mut self,
+        dbe: &DbEntry,
+        old: &RelEntry,
+        mut e: RelEntry,
+    ) -> Result<()> {
         self.catalog_delete(dbe.pg_class(), old.tid)?;
         e.tid = Some(self.catalog_insert(dbe.pg_class(), &class_columns(), &e.values())?);
         if old.name != e.name {
@@ -1442,6 +1477,17 @@ impl<'e> Txn<'e> {
     /// VACUUM of one table or of every table of `db` (no transaction is in progress:
     /// the writer lock is held and no xid assigned). Returns pages truncated.
     pub fn vacuum(self, db: &str, table: Option<&str>) -> Result<u64> {
+        self.vacuum_where(db, table, &mut |_| true)
+    }
+
+    /// [`Txn::vacuum`] of the relations `keep` says yes to (the others are
+    /// skipped: a role may vacuum only what it owns).
+    pub fn vacuum_where(
+        self,
+        db: &str,
+        table: Option<&str>,
+        keep: &mut dyn FnMut(&RelEntry) -> bool,
+    ) -> Result<u64> {
         if self.xid.is_some() {
             return Err(EngineError::NotSupported(
                 "VACUUM cannot run inside a transaction block".into(),
@@ -1453,7 +1499,7 @@ impl<'e> Txn<'e> {
             None => self.relations_of(&dbe),
         };
         let mut truncated = 0;
-        for r in rels.iter().filter(|r| r.sequence.is_none()) {
+        for r in rels.iter().filter(|r| r.sequence.is_none() && keep(r)) {
             let indexes: Vec<RelKey> = r.indexes.iter().map(|ix| r.index_key(&dbe, ix)).collect();
             truncated += access::vacuum_rel(self.sh, r.key(&dbe), &indexes)?.pages_truncated;
             // Toast rule 3: the TOAST heap after its table.
@@ -1921,10 +1967,14 @@ pub(crate) fn bootstrap(engine: &crate::Engine) -> Result<()> {
             spc: DEFAULT_TABLESPACE,
             is_template,
             allow_conn,
+            owner: catalog::BOOTSTRAP_SUPERUSER_OID,
+            acl: None,
+            public_acl: None,
             tid: None,
         };
         e.tid = Some(t.catalog_insert(pg_database(), &database_columns(), &e.values())?);
         t.ov.dbs.insert(name.into(), Some(Arc::new(e)));
     }
+    crate::roles::bootstrap(&mut t)?;
     t.commit()
 }

@@ -206,7 +206,7 @@ pub fn apply(s: &mut Settings, name: &str, value: &str) -> Result<(), String> {
                 invalid(
                     name,
                     value,
-                    "\nHINT:  kind:op:errno:after, e.g. wal:sync:eio:3 (kinds data, wal, xact, control, authid; ops write, sync; errno eio, enospc, panic).",
+                    "\nHINT:  kind:op:errno:after, e.g. wal:sync:eio:3 (kinds data, wal, xact, control; ops write, sync; errno eio, enospc, panic).",
                 )
             })?;
             let sim = SimVfs::new(None, true).map_err(|e| e.to_string())?;

@@ -24,9 +24,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use strata_engine::{Engine, LogSink};
-use strata_sql::roles::RoleStore;
 use strata_sql::session::{Registry, ServerState};
-use strata_vfs::StdVfs;
 
 /// The lock file's name, as PostgreSQL's.
 pub const LOCK_FILE: &str = "postmaster.pid";
@@ -252,6 +250,9 @@ fn serve(data: &Path, cfg: ServerConfig) -> Result<(), String> {
         std::process::abort();
     }));
     let engine = Arc::new(Engine::open(data, settings).map_err(|e| e.to_string())?);
+    if !engine.in_recovery() {
+        migrate_authid_file(&engine, data, &sink)?;
+    }
     let (server, shared, views) = server_state(&cfg, &engine, data, &sink)?;
     let _ = sessions.set(Arc::downgrade(&server));
     let archiver = start_archiver(&engine, &cfg, &sink)?;
@@ -374,12 +375,7 @@ fn server_state(
         views: views.clone(),
         registry: Registry::default(),
         settings: show_list(cfg, engine, data),
-        auth: RoleStore::load(
-            engine.settings().vfs.clone(),
-            data,
-            &|xid| engine.xid_committed(xid),
-            auth::derive,
-        )?,
+        derive: auth::derive,
         log: sink.clone(),
         reserved_connections: cfg.superuser_reserved_connections,
     });
@@ -585,14 +581,88 @@ pub fn init(
         log: std::sync::Arc::new(|_: &str| {}),
         ..s
     };
-    strata_engine::Engine::init(data, s).map_err(|e| e.to_string())?;
+    strata_engine::Engine::init(data, s.clone()).map_err(|e| e.to_string())?;
     if let Some(pw) = password {
-        RoleStore::load(StdVfs::arc(), data, &|_| false, auth::derive)?
-            .set_password(strata_sql::roles::BOOTSTRAP_SUPERUSER, Some(&pw))?;
+        set_bootstrap_password(data, s, &pw)?;
     }
     println!(
         "Success. The cluster is in \"{}\" with databases template1, template0 and postgres.",
         data.display()
     );
+    Ok(())
+}
+
+/// `strata init --pwfile`: the bootstrap superuser's password, committed in the
+/// role catalog like any ALTER ROLE (roles rule 1).
+fn set_bootstrap_password(
+    data: &Path,
+    s: strata_engine::Settings,
+    password: &str,
+) -> Result<(), String> {
+    let v = auth::derive(password)?;
+    let engine = strata_engine::Engine::open(data, s).map_err(|e| e.to_string())?;
+    let mut t = engine.begin();
+    let name = strata_sql::roles::BOOTSTRAP_SUPERUSER;
+    let mut e = (*t.role(name).map_err(|e| e.to_string())?).clone();
+    e.password = Some(strata_sql::roles::format_verifier(&v));
+    t.alter_role(name, e).map_err(|e| e.to_string())?;
+    t.commit().map_err(|e| e.to_string())?;
+    engine.close().map_err(|e| e.to_string())
+}
+
+/// A cluster from before the role catalog kept SCRAM verifiers in
+/// `global/pg_authid` (`role:iterations:salt:stored_key:server_key`, hex): each
+/// becomes its role's password in the catalog (the role made, with LOGIN, if
+/// missing), then the file is renamed `pg_authid.migrated`. Once per cluster.
+fn migrate_authid_file(engine: &Engine, data: &Path, log: &LogSink) -> Result<(), String> {
+    let path = data.join("global").join("pg_authid");
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Ok(());
+    };
+    let mut t = engine.begin();
+    for line in text
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with("xid "))
+    {
+        let f: Vec<&str> = line.split(':').collect();
+        let [role, it, salt, sk, svk] = f.as_slice() else {
+            return Err(format!("{}: malformed line", path.display()));
+        };
+        let hex = |h: &str| hex::decode(h).map_err(|e| format!("{}: {e}", path.display()));
+        let v = strata_sql::roles::Verifier {
+            iterations: it
+                .parse()
+                .map_err(|_| format!("{}: malformed line", path.display()))?,
+            salt: hex(salt)?,
+            stored_key: hex(sk)?,
+            server_key: hex(svk)?,
+        };
+        let pw = Some(strata_sql::roles::format_verifier(&v));
+        let err = |e: strata_engine::EngineError| e.to_string();
+        match t.role(role) {
+            Ok(e) if e.password.is_none() => {
+                let e = strata_engine::RoleEntry {
+                    password: pw,
+                    ..(*e).clone()
+                };
+                t.alter_role(role, e).map_err(err)?;
+            }
+            Ok(_) => {}
+            Err(_) => {
+                let e = strata_engine::RoleEntry {
+                    login: true,
+                    password: pw,
+                    ..strata_engine::RoleEntry::new(role)
+                };
+                t.create_role(e).map_err(err)?;
+            }
+        }
+    }
+    t.commit().map_err(|e| e.to_string())?;
+    std::fs::rename(&path, path.with_extension("migrated")).map_err(|e| e.to_string())?;
+    log(&format!(
+        "LOG:  moved the passwords of \"{}\" into the role catalog",
+        path.display()
+    ));
     Ok(())
 }

@@ -31,7 +31,7 @@ pub trait Env {
     fn backend_pid(&self) -> i32;
     /// `pg_cancel_backend`: asks session `pid` to cancel its statement; false if
     /// there is no such session.
-    fn cancel_backend(&self, pid: i32) -> bool;
+    fn cancel_backend(&self, pid: i32) -> SqlResult<bool>;
     /// `pg_is_in_recovery`: the server is a standby replaying WAL.
     fn in_recovery(&self) -> bool;
     /// `pg_last_wal_receive_lsn`, `pg_last_wal_replay_lsn`: on a standby, the end of
@@ -53,6 +53,14 @@ pub trait Env {
     /// table (the engine's `check_index`); its entry count. Without a server, 0A000.
     fn check_index(&self, _index: &str) -> SqlResult<i64> {
         Err(SqlError::unsupported("bt_index_check here"))
+    }
+    /// `current_user` / `current_role` / `user`: the current role.
+    fn current_user(&self) -> String {
+        crate::roles::BOOTSTRAP_SUPERUSER.to_string()
+    }
+    /// `session_user`.
+    fn session_user(&self) -> String {
+        self.current_user()
     }
     /// `nextval`, `currval`, `setval`, `lastval` on sequence `seq` (a name as
     /// [`sequence_name`] reads it). Without a server, 0A000.
@@ -109,6 +117,28 @@ pub enum BinOp {
     Concat,
 }
 
+impl BinOp {
+    /// The operator as SQL writes it (in PostgreSQL's messages).
+    pub fn symbol(self) -> &'static str {
+        match self {
+            BinOp::Eq => "=",
+            BinOp::Ne => "<>",
+            BinOp::Lt => "<",
+            BinOp::Le => "<=",
+            BinOp::Gt => ">",
+            BinOp::Ge => ">=",
+            BinOp::And => "AND",
+            BinOp::Or => "OR",
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+            BinOp::Mod => "%",
+            BinOp::Concat => "||",
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Func {
     Version,
@@ -142,6 +172,9 @@ pub enum Func {
     Currval,
     Setval,
     Lastval,
+    /// current_user, current_role, user: the current role; session_user.
+    CurrentUser,
+    SessionUser,
     /// A `character(n)` value as text: its trailing spaces removed (PostgreSQL's
     /// rtrim1, the bpchar-to-text cast). Bound where bpchar meets text or is
     /// compared ([`SqlType::Bpchar`]); never named in SQL.
@@ -538,33 +571,7 @@ impl Binder {
                 expr,
                 list,
                 negated,
-            } => {
-                let (x, xt) = self.expr_in(scope, expr, aggs)?;
-                let mut t = xt;
-                let mut items = Vec::new();
-                for i in list {
-                    items.push(self.expr_in(scope, i, aggs)?);
-                }
-                if t == SqlType::Unknown {
-                    t = items
-                        .iter()
-                        .map(|(_, t)| *t)
-                        .find(|t| *t != SqlType::Unknown)
-                        .unwrap_or(SqlType::Text);
-                }
-                let x = self.coerce(x, xt, t)?;
-                let mut bound = Vec::new();
-                for (i, it) in items {
-                    bound.push(self.unify_to(i, it, t, "=")?);
-                }
-                // Bpchar compares without its trailing spaces, on both sides.
-                let (x, bound) = if t == SqlType::Bpchar {
-                    (bpchar_text(x), bound.into_iter().map(bpchar_text).collect())
-                } else {
-                    (x, bound)
-                };
-                Ok((Expr::InList(Box::new(x), bound, *negated), SqlType::Bool))
-            }
+            } => self.in_list(scope, (expr, list, *negated), aggs),
             E::Between {
                 expr,
                 negated,
@@ -600,6 +607,41 @@ impl Binder {
             E::Function(f) => self.function(scope, f, aggs),
             other => Err(SqlError::unsupported(format!("the expression \"{other}\""))),
         }
+    }
+
+    /// `x [NOT] IN (list)`: the list takes x's type (or x the list's, when x is
+    /// untyped); bpchar compares without its trailing spaces.
+    fn in_list(
+        &mut self,
+        scope: &Scope,
+        (expr, list, negated): (&ast::Expr, &[ast::Expr], bool),
+        aggs: &mut Option<&mut Vec<Agg>>,
+    ) -> SqlResult<(Expr, SqlType)> {
+        let (x, xt) = self.expr_in(scope, expr, aggs)?;
+        let mut t = xt;
+        let mut items = Vec::new();
+        for i in list {
+            items.push(self.expr_in(scope, i, aggs)?);
+        }
+        if t == SqlType::Unknown {
+            t = items
+                .iter()
+                .map(|(_, t)| *t)
+                .find(|t| *t != SqlType::Unknown)
+                .unwrap_or(SqlType::Text);
+        }
+        let x = self.coerce(x, xt, t)?;
+        let mut bound = Vec::new();
+        for (i, it) in items {
+            bound.push(self.unify_to(i, it, t, "=")?);
+        }
+        // Bpchar compares without its trailing spaces, on both sides.
+        let (x, bound) = if t == SqlType::Bpchar {
+            (bpchar_text(x), bound.into_iter().map(bpchar_text).collect())
+        } else {
+            (x, bound)
+        };
+        Ok((Expr::InList(Box::new(x), bound, negated), SqlType::Bool))
     }
 
     /// INTERVAL '1 day', or INTERVAL '3' HOUR (the field is the unit).
@@ -811,22 +853,7 @@ impl Binder {
         r: Expr,
         rt: SqlType,
     ) -> SqlResult<(Expr, SqlType)> {
-        let sym = match op {
-            BinOp::Eq => "=",
-            BinOp::Ne => "<>",
-            BinOp::Lt => "<",
-            BinOp::Le => "<=",
-            BinOp::Gt => ">",
-            BinOp::Ge => ">=",
-            BinOp::And => "AND",
-            BinOp::Or => "OR",
-            BinOp::Add => "+",
-            BinOp::Sub => "-",
-            BinOp::Mul => "*",
-            BinOp::Div => "/",
-            BinOp::Mod => "%",
-            BinOp::Concat => "||",
-        };
+        let sym = op.symbol();
         let mk = |l: Expr, r: Expr| Expr::Bin(Box::new(l), op, Box::new(r));
         match op {
             BinOp::And | BinOp::Or => {
@@ -1373,6 +1400,8 @@ fn scalar_signature(
 ) -> SqlResult<(Func, &'static [SqlType], SqlType)> {
     Ok(match name {
         "version" => (Func::Version, &[], SqlType::Text),
+        "current_user" | "current_role" | "user" => (Func::CurrentUser, &[], SqlType::Text),
+        "session_user" => (Func::SessionUser, &[], SqlType::Text),
         "current_database" => (Func::CurrentDatabase, &[], SqlType::Text),
         "pg_current_wal_lsn" | "pg_current_wal_insert_lsn" | "pg_current_wal_flush_lsn" => {
             (Func::CurrentWalLsn, &[], SqlType::Lsn)
@@ -1969,10 +1998,11 @@ fn call(f: Func, vals: &[Datum], r: &Row<'_>) -> SqlResult<Datum> {
         },
         Func::BackendPid => Datum::Int4(r.env.backend_pid()),
         Func::CancelBackend => match vals[0] {
-            Datum::Int4(pid) => Datum::Bool(r.env.cancel_backend(pid)),
-            Datum::Int8(pid) => {
-                Datum::Bool(i32::try_from(pid).is_ok_and(|pid| r.env.cancel_backend(pid)))
-            }
+            Datum::Int4(pid) => Datum::Bool(r.env.cancel_backend(pid)?),
+            Datum::Int8(pid) => match i32::try_from(pid) {
+                Ok(pid) => Datum::Bool(r.env.cancel_backend(pid)?),
+                Err(_) => Datum::Bool(false),
+            },
             _ => Datum::Null,
         },
         Func::WalLsnDiff => match (&vals[0], &vals[1]) {
@@ -1992,6 +2022,29 @@ fn call(f: Func, vals: &[Datum], r: &Row<'_>) -> SqlResult<Datum> {
             })?,
             _ => Datum::Null,
         },
+        Func::CurrentUser => Datum::Text(r.env.current_user()),
+        Func::SessionUser => Datum::Text(r.env.session_user()),
+        Func::BpcharText | Func::Length | Func::Lower | Func::Upper | Func::Repeat => {
+            string_call(f, vals)?
+        }
+        Func::Now => Datum::TimestampTz(r.env.xact_start_us()),
+        Func::Clock => Datum::TimestampTz(crate::time::now_us()),
+        Func::LocalTimestamp => Datum::Timestamp(r.env.xact_start_us()),
+        Func::CurrentDate => Datum::Date(crate::time::date_of(r.env.xact_start_us())),
+        Func::Abs => match crate::numeric::abs(&vals[0]) {
+            Some(d) => d,
+            None => int_as(int_of(&vals[0]).unwrap_or(0).abs(), type_of(&vals[0]))?,
+        },
+        Func::Nextval | Func::Currval | Func::Setval | Func::Lastval => {
+            sequence_call(f, vals, r.env)?
+        }
+    })
+}
+
+/// The string functions: their results' sizes checked before they are allocated
+/// (sql's MAX_ALLOC_BYTES).
+fn string_call(f: Func, vals: &[Datum]) -> SqlResult<Datum> {
+    Ok(match f {
         Func::BpcharText => match &vals[0] {
             Datum::Text(t) => Datum::Text(t.trim_end_matches(' ').to_string()),
             d => d.clone(),
@@ -2016,10 +2069,6 @@ fn call(f: Func, vals: &[Datum], r: &Row<'_>) -> SqlResult<Datum> {
             crate::alloc_request(out.len() + 4)?;
             Datum::Text(out)
         }
-        Func::Now => Datum::TimestampTz(r.env.xact_start_us()),
-        Func::Clock => Datum::TimestampTz(crate::time::now_us()),
-        Func::LocalTimestamp => Datum::Timestamp(r.env.xact_start_us()),
-        Func::CurrentDate => Datum::Date(crate::time::date_of(r.env.xact_start_us())),
         Func::Repeat => match (&vals[0], &vals[1]) {
             (Datum::Text(t), Datum::Int4(n)) => {
                 let n = (*n).max(0) as usize;
@@ -2040,13 +2089,7 @@ fn call(f: Func, vals: &[Datum], r: &Row<'_>) -> SqlResult<Datum> {
             }
             _ => Datum::Null,
         },
-        Func::Abs => match crate::numeric::abs(&vals[0]) {
-            Some(d) => d,
-            None => int_as(int_of(&vals[0]).unwrap_or(0).abs(), type_of(&vals[0]))?,
-        },
-        Func::Nextval | Func::Currval | Func::Setval | Func::Lastval => {
-            sequence_call(f, vals, r.env)?
-        }
+        _ => unreachable!("string_call takes string functions"),
     })
 }
 
@@ -2160,8 +2203,8 @@ mod tests {
         fn backend_pid(&self) -> i32 {
             7
         }
-        fn cancel_backend(&self, _: i32) -> bool {
-            false
+        fn cancel_backend(&self, _: i32) -> SqlResult<bool> {
+            Ok(false)
         }
         fn in_recovery(&self) -> bool {
             false

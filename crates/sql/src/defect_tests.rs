@@ -337,7 +337,7 @@ fn wrong_results_give_postgres_answers_or_errors() {
 /// READ ONLY transaction refuses writes as PostgreSQL's does (25006, its words), and
 /// isolation levels Strata lacks are refused (0A000).
 #[test]
-fn read_only_transactions_refuse_writes_and_unknown_isolation_is_refused() {
+fn read_only_transactions_refuse_writes() {
     with_session(8 << 20, |s| {
         q(s, "CREATE TABLE rt (a int); CREATE SEQUENCE rs");
         assert_eq!(codes(s, "SET default_transaction_read_only = on"), [""]);
@@ -408,7 +408,13 @@ fn read_only_transactions_refuse_writes_and_unknown_isolation_is_refused() {
         assert_eq!(codes(s, "INSERT INTO rt VALUES (4)"), ["25006"]);
         q(s, "SET SESSION CHARACTERISTICS AS TRANSACTION READ WRITE");
         assert_eq!(one(s, "SELECT count(*) FROM rt"), "1");
-        // Isolation: what Strata runs is taken, the rest refused, nonsense 22023.
+    });
+}
+
+/// Defect 7, isolation: what Strata runs is taken, the rest refused (0A000), nonsense 22023.
+#[test]
+fn isolation_levels_strata_lacks_are_refused() {
+    with_session(8 << 20, |s| {
         for (sql, code) in [
             ("SET default_transaction_isolation = 'read committed'", ""),
             ("SET default_transaction_isolation = 'read uncommitted'", ""),

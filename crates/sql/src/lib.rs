@@ -43,9 +43,11 @@ mod ddl;
 mod defect_tests;
 #[cfg(test)]
 mod fuzz_tests;
+pub mod grants;
 pub mod interval;
 pub mod numeric;
 pub mod plan;
+pub mod privileges;
 pub mod roles;
 mod sequences;
 pub mod session;
@@ -582,6 +584,9 @@ pub enum Stmt {
     },
     /// COPY t [(cols)] FROM STDIN | TO STDOUT [WITH (...)].
     Copy(CopyStmt),
+    /// Roles and privileges: CREATE / ALTER / DROP ROLE, GRANT, REVOKE, OWNER TO,
+    /// REASSIGN / DROP OWNED, SET ROLE.
+    Access(roles::AccessStmt),
     /// CREATE/DROP/TRUNCATE of tables, CREATE/DROP of databases and tablespaces.
     Ddl(Ddl),
     /// SET, SHOW, CHECKPOINT, VACUUM, ALTER ROLE.
@@ -771,10 +776,6 @@ pub enum Utility {
     Show {
         name: String,
     },
-    AlterRolePassword {
-        role: String,
-        password: Option<String>,
-    },
     /// SET TRANSACTION modes (this block's), or SET SESSION CHARACTERISTICS AS
     /// TRANSACTION modes (`session`: the defaults of the blocks to come).
     SetTransaction {
@@ -805,7 +806,7 @@ impl Stmt {
             Stmt::Insert { .. } | Stmt::Delete { .. } | Stmt::Update { .. } => Some(self.verb()),
             Stmt::Copy(c) if !c.to => Some("COPY FROM"),
             Stmt::Ddl(d) => Some(d.verb()),
-            Stmt::Utility(u @ Utility::AlterRolePassword { .. }) => Some(u.verb()),
+            Stmt::Access(a) if a.writes() => Some(a.verb()),
             _ => None,
         }
     }
@@ -827,6 +828,7 @@ impl Stmt {
             Stmt::Select(_) => "SELECT",
             Stmt::Ddl(d) => d.verb(),
             Stmt::Utility(u) => u.verb(),
+            Stmt::Access(a) => a.verb(),
         }
     }
 }
@@ -870,7 +872,6 @@ impl Utility {
             Utility::Checkpoint => "CHECKPOINT",
             Utility::Set { .. } => "SET",
             Utility::Show { .. } => "SHOW",
-            Utility::AlterRolePassword { .. } => "ALTER ROLE",
             Utility::SetTransaction { .. } => "SET",
         }
     }
@@ -1081,9 +1082,9 @@ fn check_complexity(tokens: &[TokenWithSpan]) -> SqlResult<()> {
 }
 
 /// The significant tokens of one statement, with a cursor, for the forms parsed here.
-struct Toks {
+pub(crate) struct Toks {
     t: Vec<TokenWithSpan>,
-    i: usize,
+    pub(crate) i: usize,
 }
 
 impl Toks {
@@ -1092,22 +1093,22 @@ impl Toks {
         debug_assert!(!all.iter().any(|t| matches!(t.token, Token::Whitespace(_))));
         Toks { t: all, i: 0 }
     }
-    fn peek(&self) -> Option<&Token> {
+    pub(crate) fn peek(&self) -> Option<&Token> {
         self.get(self.i)
     }
-    fn get(&self, i: usize) -> Option<&Token> {
+    pub(crate) fn get(&self, i: usize) -> Option<&Token> {
         self.t.get(i).map(|t| &t.token)
     }
-    fn peek_word(&self, n: usize) -> Option<String> {
+    pub(crate) fn peek_word(&self, n: usize) -> Option<String> {
         match self.get(self.i + n) {
             Some(Token::Word(w)) if w.quote_style.is_none() => Some(w.value.to_ascii_uppercase()),
             _ => None,
         }
     }
-    fn at_end(&self) -> bool {
+    pub(crate) fn at_end(&self) -> bool {
         self.i >= self.t.len()
     }
-    fn word(&mut self, kw: &str) -> bool {
+    pub(crate) fn word(&mut self, kw: &str) -> bool {
         if self.peek_word(0).as_deref() == Some(kw) {
             self.i += 1;
             true
@@ -1115,7 +1116,7 @@ impl Toks {
             false
         }
     }
-    fn words(&mut self, kws: &[&str]) -> bool {
+    pub(crate) fn words(&mut self, kws: &[&str]) -> bool {
         if kws
             .iter()
             .enumerate()
@@ -1127,7 +1128,7 @@ impl Toks {
             false
         }
     }
-    fn tok(&mut self, t: &Token) -> bool {
+    pub(crate) fn tok(&mut self, t: &Token) -> bool {
         if self.peek() == Some(t) {
             self.i += 1;
             true
@@ -1135,13 +1136,13 @@ impl Toks {
             false
         }
     }
-    fn near(&self) -> SqlError {
+    pub(crate) fn near(&self) -> SqlError {
         match self.peek() {
             Some(t) => SqlError::syntax(format!("syntax error at or near \"{t}\"")),
             None => SqlError::syntax("syntax error at end of input"),
         }
     }
-    fn expect_word(&mut self, kw: &str) -> SqlResult<()> {
+    pub(crate) fn expect_word(&mut self, kw: &str) -> SqlResult<()> {
         if self.word(kw) {
             Ok(())
         } else {
@@ -1149,7 +1150,7 @@ impl Toks {
         }
     }
     /// An identifier: unquoted ones fold to lower case, as in PostgreSQL.
-    fn ident(&mut self) -> SqlResult<String> {
+    pub(crate) fn ident(&mut self) -> SqlResult<String> {
         match self.peek() {
             Some(Token::Word(w)) => {
                 let v = if w.quote_style.is_some() {
@@ -1165,7 +1166,7 @@ impl Toks {
     }
     /// A setting's name: `name` or `prefix.name`, lower-cased even when quoted
     /// (PostgreSQL's setting names are case-insensitive).
-    fn dotted_ident(&mut self) -> SqlResult<String> {
+    pub(crate) fn dotted_ident(&mut self) -> SqlResult<String> {
         let mut n = self.ident()?;
         while self.tok(&Token::Period) {
             n.push('.');
@@ -1173,7 +1174,7 @@ impl Toks {
         }
         Ok(n.to_ascii_lowercase())
     }
-    fn string(&mut self) -> SqlResult<String> {
+    pub(crate) fn string(&mut self) -> SqlResult<String> {
         match self.peek() {
             Some(Token::SingleQuotedString(s)) | Some(Token::EscapedStringLiteral(s)) => {
                 let s = s.clone();
@@ -1184,7 +1185,7 @@ impl Toks {
         }
     }
     /// A setting value: a word, a string or a number (with its unit, `8GB`).
-    fn value(&mut self) -> SqlResult<String> {
+    pub(crate) fn value(&mut self) -> SqlResult<String> {
         let v = match self.peek() {
             Some(Token::Word(w)) => w.value.clone(),
             Some(Token::SingleQuotedString(s)) => s.clone(),
@@ -1205,7 +1206,7 @@ impl Toks {
         self.i += 1;
         Ok(v)
     }
-    fn end(&self) -> SqlResult<()> {
+    pub(crate) fn end(&self) -> SqlResult<()> {
         if self.at_end() {
             Ok(())
         } else {
@@ -1303,7 +1304,10 @@ fn parse_one(tokens: Vec<TokenWithSpan>) -> SqlResult<Stmt> {
             k.end()?;
             Ok(Stmt::Utility(Utility::Checkpoint))
         }
-        ("SET", _) | ("RESET", _) => parse_set(&mut k),
+        ("SET", _) | ("RESET", _) => match roles::parse_set_role(&mut k)? {
+            Some(a) => Ok(Stmt::Access(a)),
+            None => parse_set(&mut k),
+        },
         ("SHOW", _) => {
             k.i += 1;
             let name = if k.word("ALL") {
@@ -1318,18 +1322,20 @@ fn parse_one(tokens: Vec<TokenWithSpan>) -> SqlResult<Stmt> {
             k.end()?;
             Ok(Stmt::Utility(Utility::Show { name }))
         }
-        ("ALTER", "ROLE") | ("ALTER", "USER") => {
-            k.i += 2;
-            let role = k.ident()?;
-            k.word("WITH");
-            k.expect_word("PASSWORD")?;
-            let password = if k.word("NULL") {
-                None
-            } else {
-                Some(k.string()?)
-            };
-            k.end()?;
-            Ok(Stmt::Utility(Utility::AlterRolePassword { role, password }))
+        ("CREATE", "ROLE") | ("CREATE", "USER") | ("CREATE", "GROUP") => {
+            let a = roles::parse_create(&mut k)?;
+            Ok(Stmt::Access(a))
+        }
+        ("ALTER", "ROLE") | ("ALTER", "USER") | ("ALTER", "GROUP") => {
+            Ok(Stmt::Access(roles::parse_alter(&mut k)?))
+        }
+        ("DROP", "ROLE") | ("DROP", "USER") | ("DROP", "GROUP") => {
+            Ok(Stmt::Access(roles::parse_drop(&mut k)?))
+        }
+        ("GRANT", _) | ("REVOKE", _) => Ok(Stmt::Access(roles::parse_grant(&mut k)?)),
+        ("REASSIGN", "OWNED") | ("DROP", "OWNED") => Ok(Stmt::Access(roles::parse_owned(&mut k)?)),
+        ("ALTER", "TABLE" | "SEQUENCE" | "DATABASE" | "TABLESPACE" | "SCHEMA") if owner_to(&k) => {
+            parse_alter_owner(&mut k)
         }
         ("BEGIN", _)
         | ("START", "TRANSACTION")
@@ -1438,6 +1444,64 @@ fn parse_txn_modes(k: &mut Toks) -> SqlResult<Option<bool>> {
 /// REPEATABLE READ and SERIALIZABLE, refused (never run as READ COMMITTED).
 pub fn isolation_unsupported() -> SqlError {
     SqlError::unsupported("isolation levels other than READ COMMITTED")
+}
+
+/// Whether an ALTER statement is `ALTER kind [IF EXISTS] name OWNER TO ...`.
+fn owner_to(k: &Toks) -> bool {
+    let n = if k.peek_word(2).as_deref() == Some("IF") {
+        5
+    } else {
+        3
+    };
+    k.peek_word(n).as_deref() == Some("OWNER") && k.peek_word(n + 1).as_deref() == Some("TO")
+}
+
+/// ALTER TABLE | SEQUENCE | DATABASE | TABLESPACE | SCHEMA name OWNER TO role.
+fn parse_alter_owner(k: &mut Toks) -> SqlResult<Stmt> {
+    k.i += 1;
+    let kind = match k.peek_word(0).as_deref() {
+        Some("TABLE") => roles::ObjKind::Table,
+        Some("SEQUENCE") => roles::ObjKind::Sequence,
+        Some("DATABASE") => roles::ObjKind::Database,
+        Some("TABLESPACE") => roles::ObjKind::Tablespace,
+        _ => roles::ObjKind::Schema,
+    };
+    k.i += 1;
+    if k.words(&["IF", "EXISTS"]) {
+        return Err(SqlError::unsupported("ALTER ... IF EXISTS ... OWNER TO"));
+    }
+    let mut name = k.ident()?;
+    if k.tok(&Token::Period) {
+        let t = k.ident()?;
+        name = schema_qualified(&name, &t)?;
+    }
+    k.expect_word("OWNER")?;
+    k.expect_word("TO")?;
+    let owner = if k.word("CURRENT_USER") || k.word("CURRENT_ROLE") {
+        roles::RoleSpec::CurrentUser
+    } else if k.word("SESSION_USER") {
+        roles::RoleSpec::SessionUser
+    } else {
+        roles::RoleSpec::Name(k.ident()?)
+    };
+    k.end()?;
+    Ok(Stmt::Access(roles::AccessStmt::AlterOwner {
+        kind,
+        name,
+        owner,
+    }))
+}
+
+/// `schema.name`: Strata has one schema, public (3F000 for another).
+pub(crate) fn schema_qualified(schema: &str, name: &str) -> SqlResult<String> {
+    if schema == "public" {
+        Ok(name.to_string())
+    } else {
+        Err(SqlError::new(
+            "3F000",
+            format!("schema \"{schema}\" does not exist"),
+        ))
+    }
 }
 
 fn parse_create_tablespace(k: &mut Toks) -> SqlResult<Stmt> {
@@ -2515,7 +2579,7 @@ mod tests {
             "update t set a = 1 from u",
             "create table t (a int references u (a))",
             "create table t (a money)",
-            "grant all on t to x",
+            "grant all on function f() to x",
         ] {
             let e = parse(s).unwrap_err();
             assert!(e.code == "0A000" || e.code == "42704", "{s}: {e}");

@@ -234,6 +234,8 @@ pub struct Member {
     pub interrupts: Arc<Interrupts>,
     /// The cancel key's secret (BackendKeyData), big-endian bytes.
     pub secret: Vec<u8>,
+    /// The role it logged in as (connection limits, who may signal it).
+    pub role: String,
 }
 
 #[derive(Default)]
@@ -252,6 +254,8 @@ pub struct Slots {
     pub reserved: usize,
     /// Whether the connecting role is a superuser (may take a reserved slot).
     pub superuser: bool,
+    /// The role's CONNECTION LIMIT (-1: none; a superuser has none).
+    pub role_limit: i32,
 }
 
 /// Why a connection was refused at startup.
@@ -262,6 +266,8 @@ pub enum Refused {
     Reserved,
     NoDatabase,
     NotAccepting,
+    /// The role's CONNECTION LIMIT is reached.
+    RoleLimit,
 }
 
 impl Registry {
@@ -288,6 +294,13 @@ impl Registry {
         if g.dropping.iter().any(|d| d == db) {
             return Err(Refused::NoDatabase);
         }
+        if !slots.superuser && slots.role_limit >= 0 {
+            let role = &member.role;
+            let n = g.sessions.values().filter(|(_, m)| m.role == *role).count();
+            if n >= slots.role_limit as usize {
+                return Err(Refused::RoleLimit);
+            }
+        }
         match engine.database(db) {
             None => return Err(Refused::NoDatabase),
             Some(d) if !d.allow_conn => return Err(Refused::NotAccepting),
@@ -308,6 +321,16 @@ impl Registry {
 
     /// Asks session `pid` to cancel its statement, if `secret` (when given, as in a
     /// CancelRequest) is its cancel key. Whether a session was asked.
+    /// The role session `pid` logged in as, if there is such a session.
+    pub fn role_of(&self, pid: i32) -> Option<String> {
+        let id = u64::try_from(pid).ok()?;
+        self.inner
+            .lock()
+            .sessions
+            .get(&id)
+            .map(|(_, m)| m.role.clone())
+    }
+
     pub fn cancel(&self, pid: i32, secret: Option<&[u8]>) -> bool {
         let Ok(id) = u64::try_from(pid) else {
             return false;
@@ -373,7 +396,8 @@ pub struct ServerState {
     pub registry: Registry,
     /// Server settings as SHOW prints them (name, value, description).
     pub settings: Vec<(String, String, String)>,
-    pub auth: crate::roles::RoleStore,
+    /// Makes passwords' SCRAM verifiers (the protocol's, given by the server).
+    pub derive: crate::roles::Derive,
     /// The server log.
     pub log: strata_engine::LogSink,
     /// `superuser_reserved_connections`.
@@ -408,10 +432,6 @@ pub struct Session<'e> {
     vars: BTreeMap<String, String>,
     /// The settings as they were when the block began: a rollback restores them.
     vars_at_begin: Option<BTreeMap<String, String>>,
-    /// ALTER ROLE ... PASSWORD of the open block, staged (`staged`) with its xid
-    /// and installed when it commits.
-    passwords: Vec<(String, Option<String>)>,
-    staged: Option<crate::roles::Staged>,
     interrupts: Arc<Interrupts>,
     /// When the running statement times out (`statement_timeout`).
     deadline: Option<Instant>,
@@ -451,6 +471,11 @@ struct SessionEnv<'a> {
     writing: bool,
     /// The transaction is READ ONLY: nextval and setval are 25006.
     read_only: bool,
+    /// The current role, when sequence functions must check its privileges (None:
+    /// a superuser).
+    who: Option<&'a crate::privileges::Who>,
+    /// `current_user` and `session_user`.
+    users: &'a (String, String),
     seqs: &'a parking_lot::Mutex<SeqMemory>,
 }
 
@@ -464,6 +489,8 @@ struct EnvParts<'e> {
     xact_start_us: i64,
     writing: bool,
     read_only: bool,
+    who: Option<Arc<crate::privileges::Who>>,
+    users: (String, String),
     seqs: Arc<parking_lot::Mutex<SeqMemory>>,
 }
 
@@ -480,6 +507,8 @@ impl<'e> EnvParts<'e> {
             xact_start_us: self.xact_start_us,
             writing: self.writing,
             read_only: self.read_only,
+            who: self.who.as_deref(),
+            users: &self.users,
             seqs: &self.seqs,
         }
     }
@@ -497,7 +526,42 @@ impl<'e> EnvParts<'e> {
     }
 }
 
+impl SessionEnv<'_> {
+    /// Privileges of the sequence functions, as PostgreSQL's: nextval needs USAGE
+    /// or UPDATE, currval SELECT or USAGE, setval UPDATE (42501).
+    fn check_sequence(&self, call: &SeqCall<'_>) -> SqlResult<()> {
+        use strata_engine::acl::Priv;
+        let Some(w) = self.who else { return Ok(()) };
+        let (name, any_of): (&str, &[Priv]) = match call {
+            SeqCall::Nextval(n) => (n, &[Priv::USAGE, Priv::UPDATE]),
+            SeqCall::Currval(n) => (n, &[Priv::SELECT, Priv::USAGE]),
+            SeqCall::Setval(n, ..) => (n, &[Priv::UPDATE]),
+            SeqCall::Lastval => return Ok(()),
+        };
+        // A sequence made by this transaction is not committed yet: its maker owns it.
+        let Ok(r) = self.engine.table(self.db, name) else {
+            return Ok(());
+        };
+        if any_of
+            .iter()
+            .any(|p| crate::privileges::require(w, &r, *p, &[]).is_ok())
+        {
+            return Ok(());
+        }
+        Err(crate::privileges::no_privilege(
+            crate::roles::ObjKind::Sequence,
+            name,
+        ))
+    }
+}
+
 impl Env for SessionEnv<'_> {
+    fn current_user(&self) -> String {
+        self.users.0.clone()
+    }
+    fn session_user(&self) -> String {
+        self.users.1.clone()
+    }
     fn sequence(&self, call: SeqCall<'_>) -> SqlResult<i64> {
         let (e, db, w) = (self.engine, self.db, self.writing);
         if self.read_only {
@@ -510,6 +574,7 @@ impl Env for SessionEnv<'_> {
                 return Err(read_only_refusal(f));
             }
         }
+        self.check_sequence(&call)?;
         let (oid, v) = match call {
             SeqCall::Nextval(n) => e.nextval(db, n, w)?,
             SeqCall::Setval(n, v, called) => {
@@ -573,8 +638,26 @@ impl Env for SessionEnv<'_> {
     fn backend_pid(&self) -> i32 {
         i32::try_from(self.pid).unwrap_or(i32::MAX)
     }
-    fn cancel_backend(&self, pid: i32) -> bool {
-        self.server.registry.cancel(pid, None)
+    /// PostgreSQL's rules for signalling a backend: a superuser's only by a
+    /// superuser; another's by a role with its privileges or pg_signal_backend's.
+    fn cancel_backend(&self, pid: i32) -> SqlResult<bool> {
+        let Some(target) = self.server.registry.role_of(pid) else {
+            return Ok(false);
+        };
+        if let Some(w) = self.who {
+            let t = self.engine.role(&target);
+            if t.as_ref().is_some_and(|t| t.superuser) {
+                return Err(SqlError::new(
+                    "42501",
+                    "must be a superuser to cancel superuser query",
+                ));
+            }
+            let theirs = t.is_some_and(|t| w.has_privs_of(t.oid));
+            if !theirs && !w.has_privs_of(crate::privileges::PG_SIGNAL_BACKEND) {
+                return Err(SqlError::new("42501", "must be a member of the role whose query is being canceled or member of pg_signal_backend"));
+            }
+        }
+        Ok(self.server.registry.cancel(pid, None))
     }
     fn in_recovery(&self) -> bool {
         self.engine.in_recovery()
@@ -751,6 +834,7 @@ enum Bound<'s> {
     Copy(BoundCopy),
     Ddl(&'s Ddl),
     Utility(&'s Utility),
+    Access(&'s crate::roles::AccessStmt),
 }
 
 /// A bound INSERT.
@@ -903,8 +987,6 @@ impl<'e> Session<'e> {
             block: Block::Idle,
             vars: BTreeMap::new(),
             vars_at_begin: None,
-            passwords: Vec::new(),
-            staged: None,
             interrupts,
             deadline: None,
             pipeline: false,
@@ -943,9 +1025,100 @@ impl<'e> Session<'e> {
         &self.db
     }
 
-    /// The authenticated role.
+    /// The session user: the authenticated role, or the one SET SESSION
+    /// AUTHORIZATION chose.
     pub(crate) fn user(&self) -> &str {
-        &self.user
+        self.vars
+            .get("session_authorization")
+            .map_or(&self.user, |s| s.as_str())
+    }
+
+    /// The current role (`current_user`): SET ROLE's, else the session user. Its
+    /// privileges are what every statement is checked against.
+    pub(crate) fn current_role(&self) -> &str {
+        match self.vars.get("role") {
+            Some(r) => r,
+            None => self.user(),
+        }
+    }
+
+    /// The catalog as this session's statements see it: its transaction's, else the
+    /// committed one (privileges rule 6).
+    pub(crate) fn catalog(&self) -> &dyn crate::privileges::Catalog {
+        match &self.block {
+            Block::Open { txn: Some(t), .. } => &**t,
+            _ => self.engine,
+        }
+    }
+
+    /// The current role as checks see it, in the session's database.
+    pub(crate) fn who(&self) -> SqlResult<crate::privileges::Who> {
+        let cat = self.catalog();
+        let role = cat.role(self.current_role())?;
+        let owner = cat.database_entry(&self.db)?.owner;
+        Ok(crate::privileges::who(cat, &role, owner))
+    }
+
+    /// SET ROLE name (None: NONE, RESET ROLE): to a role the session user is a
+    /// member of, or any as a superuser (42501 otherwise, PostgreSQL's words).
+    pub(crate) fn set_role(&mut self, r: Option<&crate::roles::RoleSpec>) -> SqlResult<()> {
+        use crate::roles::RoleSpec;
+        let Some(r) = r else {
+            self.vars.remove("role");
+            return Ok(());
+        };
+        let name = match r {
+            RoleSpec::Name(n) => n.clone(),
+            RoleSpec::CurrentUser => self.current_role().to_string(),
+            RoleSpec::SessionUser => self.user().to_string(),
+            RoleSpec::Public => {
+                return Err(SqlError::new("42704", "role \"public\" does not exist"))
+            }
+        };
+        let cat = self.catalog();
+        let target = cat.role(&name)?;
+        let me = cat.role(self.user())?;
+        let owner = cat.database_entry(&self.db)?.owner;
+        let w = crate::privileges::who(cat, &me, owner);
+        if !me.superuser && w.oid != target.oid && !w.member_of.contains(&target.oid) {
+            return Err(SqlError::new(
+                "42501",
+                format!("permission denied to set role \"{name}\""),
+            ));
+        }
+        self.vars.insert("role".into(), name);
+        Ok(())
+    }
+
+    /// SET SESSION AUTHORIZATION name (None: DEFAULT): only an authenticated
+    /// superuser may; the current role follows.
+    pub(crate) fn set_session_authorization(
+        &mut self,
+        r: Option<&crate::roles::RoleSpec>,
+    ) -> SqlResult<()> {
+        use crate::roles::RoleSpec;
+        let me = self.catalog().role(&self.user)?;
+        if !me.superuser {
+            return Err(SqlError::new(
+                "42501",
+                "permission denied to set session authorization",
+            ));
+        }
+        self.vars.remove("role");
+        let Some(r) = r else {
+            self.vars.remove("session_authorization");
+            return Ok(());
+        };
+        let name = match r {
+            RoleSpec::Name(n) => n.clone(),
+            RoleSpec::CurrentUser | RoleSpec::SessionUser => self.user().to_string(),
+            RoleSpec::Public => {
+                return Err(SqlError::new("42704", "role \"public\" does not exist"))
+            }
+        };
+        self.catalog().role(&name)?;
+        self.vars.insert("session_authorization".into(), name);
+        Ok(())
     }
 
     /// The session's id, which is also its pid.
@@ -995,7 +1168,6 @@ impl<'e> Session<'e> {
             implicit,
         };
         self.vars_at_begin = Some(self.vars.clone());
-        self.passwords.clear();
     }
 
     /// Open or Failed → Idle: commits if `commit` and the block has not failed
@@ -1016,10 +1188,6 @@ impl<'e> Session<'e> {
                     }
                 }
                 self.vars_at_begin = None;
-                self.passwords.clear();
-                if let Some(st) = self.staged.take() {
-                    self.server.auth.install(st);
-                }
                 Ok(true)
             }
             Block::Open { txn, .. } => {
@@ -1040,15 +1208,6 @@ impl<'e> Session<'e> {
         if let Some(v) = self.vars_at_begin.take() {
             self.vars = v;
         }
-        self.discard_staged();
-    }
-
-    /// Drops the block's password changes (its transaction aborted).
-    fn discard_staged(&mut self) {
-        self.passwords.clear();
-        if self.staged.take().is_some() {
-            self.server.auth.discard();
-        }
     }
 
     /// A statement failed, whatever failed (parse, bind, protocol, execution):
@@ -1061,7 +1220,6 @@ impl<'e> Session<'e> {
                 if let Some(t) = txn {
                     let _ = t.abort();
                 }
-                self.discard_staged();
                 if implicit {
                     self.pipeline = false;
                     self.rolled_back();
@@ -1175,6 +1333,8 @@ impl<'e> Session<'e> {
             xact_start_us: self.xact_start_us,
             writing: matches!(self.block, Block::Open { txn: Some(_), .. }),
             read_only: self.read_only_now(),
+            who: self.who().ok().filter(|w| !w.superuser).map(Arc::new),
+            users: (self.current_role().to_string(), self.user().to_string()),
             seqs: Arc::clone(&self.seqs),
         }
     }
@@ -1388,6 +1548,7 @@ impl<'e> Session<'e> {
             Stmt::Control(c) => Bound::Control(c),
             Stmt::Ddl(d) => Bound::Ddl(d),
             Stmt::Utility(u) => Bound::Utility(u),
+            Stmt::Access(a) => Bound::Access(a),
             Stmt::Select(q) => {
                 let mut plan = b.select(q, &scope_of)?;
                 if let From::Table(t) = &plan.from {
@@ -1752,6 +1913,7 @@ impl<'e> Session<'e> {
                 returning: None, ..
             })
             | Bound::Copy(_)
+            | Bound::Access(_)
             | Bound::Ddl(_) => vec![],
             Bound::Insert(BoundInsert {
                 returning: Some(r), ..
@@ -1832,7 +1994,104 @@ impl<'e> Session<'e> {
         let mut b = Binder::default();
         let bound = self.bind(stmt, &mut b)?;
         check_params(&b, params)?;
+        self.check_privileges(&bound)?;
         self.dispatch(bound, &mut b, params, notices, sink)
+    }
+
+    /// Privileges rules 3, 4 and 6: what the bound statement needs of the current
+    /// role, before anything runs.
+    fn check_privileges(&self, bound: &Bound<'_>) -> SqlResult<()> {
+        use crate::privileges::{expr_columns, require};
+        use strata_engine::acl::Priv;
+        let w = self.who()?;
+        if w.superuser {
+            return Ok(());
+        }
+        let rel = |t: &str| self.relation_entry(t);
+        let read = |exprs: &mut dyn Iterator<Item = &Expr>, n: usize| {
+            let mut cols = Vec::new();
+            exprs.for_each(|e| expr_columns(e, &mut cols));
+            cols.iter_mut().for_each(|c| *c %= n.max(1));
+            cols.sort_unstable();
+            cols.dedup();
+            cols
+        };
+        match bound {
+            Bound::Select(p) => self.check_select(&w, p)?,
+            Bound::Insert(i) => {
+                let r = rel(&i.table)?;
+                let targets: Vec<usize> =
+                    (0..i.map.len()).filter(|c| i.map[*c].is_some()).collect();
+                require(&w, &r, Priv::INSERT, &targets)?;
+                if let Some(ret) = &i.returning {
+                    require(
+                        &w,
+                        &r,
+                        Priv::SELECT,
+                        &read(&mut ret.exprs.iter(), r.columns.len()),
+                    )?;
+                }
+                if let Some((sets, pred)) = i.conflict.as_ref().and_then(|c| c.update.as_ref()) {
+                    let set: Vec<usize> = (0..sets.len()).filter(|c| sets[*c].is_some()).collect();
+                    require(&w, &r, Priv::UPDATE, &set)?;
+                    let cols = read(
+                        &mut sets.iter().flatten().chain(pred.iter()),
+                        r.columns.len(),
+                    );
+                    if !cols.is_empty() {
+                        require(&w, &r, Priv::SELECT, &cols)?;
+                    }
+                }
+                if let BoundSource::Query(p) = &i.source {
+                    self.check_select(&w, p)?;
+                }
+            }
+            Bound::Update(u) => {
+                let r = rel(&u.table)?;
+                let set: Vec<usize> = (0..u.sets.len()).filter(|c| u.sets[*c].is_some()).collect();
+                require(&w, &r, Priv::UPDATE, &set)?;
+                let rets = u.returning.iter().flat_map(|r| r.exprs.iter());
+                let cols = read(
+                    &mut u.sets.iter().flatten().chain(u.pred.iter()).chain(rets),
+                    r.columns.len(),
+                );
+                if !cols.is_empty() {
+                    require(&w, &r, Priv::SELECT, &cols)?;
+                }
+            }
+            Bound::Delete(d) => {
+                let r = rel(&d.table)?;
+                require(&w, &r, Priv::DELETE, &[])?;
+                let rets = d.returning.iter().flat_map(|r| r.exprs.iter());
+                let cols = read(&mut d.pred.iter().chain(rets), r.columns.len());
+                if !cols.is_empty() {
+                    require(&w, &r, Priv::SELECT, &cols)?;
+                }
+            }
+            Bound::Copy(c) => {
+                let need = if c.to { Priv::SELECT } else { Priv::INSERT };
+                require(&w, &rel(&c.table)?, need, &c.targets)?;
+            }
+            Bound::Ddl(d) => crate::privileges::check_ddl(self.catalog(), &self.db, &w, d)?,
+            Bound::Utility(Utility::Checkpoint) => crate::privileges::may_checkpoint(&w)?,
+            Bound::Utility(Utility::Show { name }) => crate::privileges::may_show(&w, name)?,
+            Bound::Utility(Utility::Set { name, .. }) => crate::privileges::may_set(&w, name)?,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// SELECT on the columns a query reads of its table (a system view: anyone).
+    fn check_select(&self, w: &crate::privileges::Who, p: &SelectPlan) -> SqlResult<()> {
+        let From::Table(t) = &p.from else {
+            return Ok(());
+        };
+        if crate::views::schema(t).is_some() {
+            return Ok(());
+        }
+        let r = self.relation_entry(t)?;
+        let need = strata_engine::acl::Priv::SELECT;
+        crate::privileges::require(w, &r, need, &crate::privileges::plan_columns(p))
     }
 
     /// Runs a bound statement: one executor per kind.
@@ -1859,6 +2118,7 @@ impl<'e> Session<'e> {
             Bound::Copy(c) => self.copy_from(c, sink),
             Bound::Ddl(d) => ddl::run(self, d, notices),
             Bound::Utility(u) => utility::run(self, u, sink, notices),
+            Bound::Access(a) => crate::roles::run(self, a, notices),
         }
     }
 
@@ -2211,45 +2471,6 @@ impl<'e> Session<'e> {
         Ok(Output::Command(format!("COPY {n}")))
     }
 
-    /// A password change (ALTER ROLE): staged with the transaction's xid, installed
-    /// when it commits (session rule 8, auth invariant 3).
-    pub(crate) fn stage_password(&mut self, role: &str, password: Option<&str>) -> SqlResult<()> {
-        crate::roles::check_role(role).map_err(|e| SqlError::new("42602", e))?;
-        let in_block = matches!(self.block, Block::Open { .. });
-        let mut changes = if in_block {
-            self.passwords.clone()
-        } else {
-            Vec::new()
-        };
-        changes.push((role.to_string(), password.map(str::to_string)));
-        let server: &'e ServerState = self.server;
-        let staged = self.write(|t| {
-            let xid = t.xid();
-            server
-                .auth
-                .stage(xid, &changes)
-                .map_err(|e| SqlError::new("58030", e))
-        });
-        match staged {
-            // In a block, fail() discards what was staged.
-            Err(e) if in_block => Err(e),
-            Err(e) => {
-                server.auth.discard();
-                Err(e)
-            }
-            Ok(st) if in_block => {
-                self.passwords = changes;
-                self.staged = Some(st);
-                Ok(())
-            }
-            // Its own transaction has committed.
-            Ok(st) => {
-                server.auth.install(st);
-                Ok(())
-            }
-        }
-    }
-
     /// Whether the running statement must stop: the client has gone or the session is
     /// being terminated, a cancel was asked for, or `statement_timeout` has passed.
     pub(crate) fn interrupted(&self) -> SqlResult<()> {
@@ -2281,7 +2502,13 @@ impl<'e> Session<'e> {
             (l, d) => l.or(d),
         };
         match engine.try_begin(deadline, &|| self.engine_check())? {
-            Some(t) => Ok(t),
+            Some(mut t) => {
+                // What it creates is the current role's (ddl rule 1's owner).
+                if let Ok(r) = crate::privileges::Catalog::role(&t, self.current_role()) {
+                    t.act_as(r.oid);
+                }
+                Ok(t)
+            }
             None if lock_deadline.is_some() && deadline == lock_deadline => Err(SqlError::new(
                 "55P03",
                 "canceling statement due to lock timeout",
@@ -2339,7 +2566,13 @@ impl<'e> Session<'e> {
         }
         let mut block = std::mem::replace(&mut self.block, Block::Idle);
         let r = match &mut block {
-            Block::Open { txn: Some(t), .. } => f(t, &|| self.engine_check()),
+            Block::Open { txn: Some(t), .. } => {
+                // SET ROLE in the block since it began: the current role owns.
+                if let Ok(r) = crate::privileges::Catalog::role(&**t, self.current_role()) {
+                    t.act_as(r.oid);
+                }
+                f(t, &|| self.engine_check())
+            }
             _ => match self.begin_txn() {
                 Err(e) => Err(e),
                 Ok(mut t) => match f(&mut t, &|| self.engine_check()) {

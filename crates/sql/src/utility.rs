@@ -1,5 +1,5 @@
 //! The utility statements that are not data definition: SET and RESET, SHOW,
-//! CHECKPOINT, VACUUM and ALTER ROLE ... PASSWORD, one function each.
+//! CHECKPOINT and VACUUM, one function each.
 //!
 //! Entry point: [`run`], which the session's dispatcher calls with a parsed
 //! [`Utility`] once the block state allows it (session rules 3 and 4);
@@ -12,8 +12,6 @@
 //! 2. SHOW looks a name up in the session's SETs, then the server's settings, then
 //!    the defaults; SHOW ALL lists the server's and the session's, sorted by name.
 //! 3. VACUUM never runs in a block (session rule 4): its own transaction.
-//! 4. ALTER ROLE ... PASSWORD is allowed to the role itself and to the superuser
-//!    (42501 otherwise); the change commits with the transaction (session rule 8).
 
 use crate::bind;
 use crate::session::{Notices, Output, ResultSink, Session};
@@ -33,10 +31,7 @@ pub(crate) fn run(
         Utility::Set { name, value } => set(s, name, value.as_deref()),
         Utility::Show { name } => show(s, name, sink),
         Utility::Checkpoint => checkpoint(s),
-        Utility::Vacuum { table } => vacuum(s, table.as_deref()),
-        Utility::AlterRolePassword { role, password } => {
-            alter_role_password(s, role, password.as_deref())
-        }
+        Utility::Vacuum { table } => vacuum(s, table.as_deref(), notices),
     }
 }
 
@@ -47,8 +42,7 @@ pub(crate) fn columns(u: &Utility) -> Vec<(String, SqlType)> {
         Utility::Set { .. }
         | Utility::SetTransaction { .. }
         | Utility::Checkpoint
-        | Utility::Vacuum { .. }
-        | Utility::AlterRolePassword { .. } => vec![],
+        | Utility::Vacuum { .. } => vec![],
     }
 }
 
@@ -192,25 +186,23 @@ fn checkpoint(s: &mut Session<'_>) -> SqlResult<Output> {
 }
 
 /// VACUUM one table or the database, in a transaction of its own (utility rule 3).
-fn vacuum(s: &mut Session<'_>, table: Option<&str>) -> SqlResult<Output> {
-    s.begin_txn()?.vacuum(s.db(), table)?;
+/// A relation the role may not vacuum is skipped with PostgreSQL's WARNING.
+fn vacuum(s: &mut Session<'_>, table: Option<&str>, notices: &mut Notices) -> SqlResult<Output> {
+    let w = s.who()?;
+    let db_owner = s.catalog().database_entry(s.db())?.owner;
+    let mut keep = |r: &strata_engine::RelEntry| {
+        let ok = crate::privileges::may_vacuum(&w, r, db_owner);
+        if !ok {
+            notices.push((
+                "WARNING",
+                format!(
+                    "skipping \"{}\" --- only table or database owner can vacuum it",
+                    r.name
+                ),
+            ));
+        }
+        ok
+    };
+    s.begin_txn()?.vacuum_where(s.db(), table, &mut keep)?;
     Ok(Output::Command("VACUUM".into()))
-}
-
-/// ALTER ROLE ... PASSWORD (utility rule 4).
-fn alter_role_password(
-    s: &mut Session<'_>,
-    role: &str,
-    password: Option<&str>,
-) -> SqlResult<Output> {
-    if role != s.user() && !crate::roles::is_superuser(s.user()) {
-        return Err(
-            SqlError::new("42501", "permission denied to alter role").with_hint(format!(
-                "Only the role itself or the superuser \"{}\" may change the password of role \"{role}\".",
-                crate::roles::BOOTSTRAP_SUPERUSER
-            )),
-        );
-    }
-    s.stage_password(role, password)?;
-    Ok(Output::Command("ALTER ROLE".into()))
 }

@@ -511,15 +511,15 @@ fn a_password_change_in_flight_at_a_crash_does_not_survive() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
         let c = s.client("postgres").await;
+        // The role catalog's row is written (and WAL-logged) by the statement;
+        // only the commit record makes it count.
         c.batch_execute("begin; alter role strata password 'q'")
             .await
             .unwrap();
-        assert!(data.join("global/pg_authid.pending").exists(), "staged");
         s.kill9();
     });
     let s = Server::start(&data, &[]);
     assert!(can_connect(s.port, None), "the change never committed");
-    assert!(!data.join("global/pg_authid.pending").exists());
 }
 
 #[test]

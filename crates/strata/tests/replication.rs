@@ -70,6 +70,7 @@ fn identify_system_show_and_refusals() {
     let data = dir.path().join("d");
     init_small_segments(&data);
     let s = Server::start(&data, &[]);
+    s.psql_ok("postgres", &["-c", "create role bob login"]);
     let out = s.psql_ok(REPL, &["-c", "IDENTIFY_SYSTEM"]);
     let f: Vec<&str> = out.trim().split('|').collect();
     assert_eq!(f.len(), 4, "{out}");

@@ -317,6 +317,7 @@ fn refusals_and_failures_leave_nothing_behind() {
     let data = dir.path().join("d");
     init_small_segments(&data);
     let primary = Server::start(&data, &[]);
+    primary.psql_ok("postgres", &["-c", "create role nobody login"]);
     let empty = dir.path().join("empty");
     std::fs::create_dir(&empty).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_strata"))

@@ -1,5 +1,6 @@
 //! The file-system boundary: the one file abstraction under every durable file of a
-//! cluster — relation forks, WAL segments, `pg_xact`, `pg_control`, `pg_authid`.
+//! cluster — relation forks (the role catalog's among them), WAL segments, `pg_xact`,
+//! `pg_control`.
 //!
 //! Owns: the handful of file operations the layers above need, as a trait, so tests can
 //! run the real storage manager, WAL, commit log and control file against a backend that
@@ -98,8 +99,8 @@ pub fn read_file(vfs: &dyn Vfs, path: &Path) -> io::Result<Vec<u8>> {
 
 /// Replaces `path` with `bytes` atomically and durably: a temporary file beside it is
 /// written and fsynced, renamed over `path`, and the directory fsynced. A crash leaves
-/// the old or the new content whole, never a mix (the control file's and pg_authid's
-/// way; PostgreSQL's durable_rename).
+/// the old or the new content whole, never a mix (the control file's way;
+/// PostgreSQL's durable_rename).
 pub fn write_atomic(vfs: &dyn Vfs, path: &Path, bytes: &[u8]) -> io::Result<()> {
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
@@ -183,19 +184,16 @@ pub enum FileKind {
     Xact,
     /// `global/pg_control`.
     Control,
-    /// `global/pg_authid`.
-    Authid,
     /// Anything else (lock file, configuration, logs).
     Other,
 }
 
 impl FileKind {
-    pub const ALL: [FileKind; 6] = [
+    pub const ALL: [FileKind; 5] = [
         FileKind::Data,
         FileKind::Wal,
         FileKind::Xact,
         FileKind::Control,
-        FileKind::Authid,
         FileKind::Other,
     ];
 
@@ -209,8 +207,6 @@ impl FileKind {
         let under = |dir: &str| path.components().any(|c| c.as_os_str() == dir);
         if name == "pg_control" {
             FileKind::Control
-        } else if name == "pg_authid" || name == "pg_authid.pending" {
-            FileKind::Authid
         } else if under("pg_wal") {
             FileKind::Wal
         } else if under("pg_xact") {
@@ -230,7 +226,6 @@ impl FileKind {
             FileKind::Wal => "wal",
             FileKind::Xact => "xact",
             FileKind::Control => "control",
-            FileKind::Authid => "authid",
             FileKind::Other => "other",
         }
     }
@@ -382,8 +377,7 @@ mod tests {
         assert_eq!(k("/d/pg_xact/0000"), FileKind::Xact);
         assert_eq!(k("/d/global/pg_control"), FileKind::Control);
         assert_eq!(k("/d/global/pg_control.tmp"), FileKind::Control);
-        assert_eq!(k("/d/global/pg_authid"), FileKind::Authid);
-        assert_eq!(k("/d/global/pg_authid.pending.tmp"), FileKind::Authid);
+        assert_eq!(k("/d/global/1260"), FileKind::Data);
         assert_eq!(k("/d/postmaster.pid"), FileKind::Other);
         for kind in FileKind::ALL {
             assert_eq!(FileKind::parse(kind.name()), Some(kind));

@@ -37,8 +37,8 @@ use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use std::fmt::Debug;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
-use strata_sql::roles::{RoleStore, Verifier};
-use strata_sql::session::ServerState;
+use strata_engine::Engine;
+use strata_sql::roles::Verifier;
 use strata_vfs::Vfs;
 
 const ITERATIONS: usize = 4096;
@@ -82,8 +82,8 @@ pub fn derive(password: &str) -> Result<Verifier, String> {
 /// The role's verifier, or for an unknown role a mock one (invariant 3): its salt
 /// is a keyed hash of the name (stable, so repeated tries look like a real role), its
 /// keys are random, so no proof matches them.
-fn secret_or_mock(roles: &RoleStore, mock_nonce: &[u8], role: &str) -> ScramSecret {
-    if let Some(v) = roles.verifier(role) {
+fn secret_or_mock(engine: &Engine, mock_nonce: &[u8], role: &str) -> ScramSecret {
+    if let Some(v) = usable_verifier(engine, role) {
         return ScramSecret::Verifier {
             salt: v.salt,
             iterations: v.iterations,
@@ -103,9 +103,21 @@ fn secret_or_mock(roles: &RoleStore, mock_nonce: &[u8], role: &str) -> ScramSecr
     }
 }
 
-/// The SCRAM exchange's view of the store.
+/// A role's verifier, if it has a password that has not expired (VALID UNTIL):
+/// an expired one fails as a wrong one does, as in PostgreSQL.
+fn usable_verifier(engine: &Engine, role: &str) -> Option<Verifier> {
+    let r = engine.role(role)?;
+    if r.valid_until
+        .is_some_and(|t| t < strata_sql::time::now_us())
+    {
+        return None;
+    }
+    strata_sql::roles::parse_verifier(r.password.as_deref()?)
+}
+
+/// The SCRAM exchange's view of the role catalog.
 struct StoreSource {
-    server: Arc<ServerState>,
+    engine: Arc<Engine>,
     mock_nonce: Arc<[u8]>,
 }
 
@@ -127,10 +139,7 @@ impl AuthSource for StoreSource {
     /// (rule 4), so the exchange runs to its end either way.
     async fn get_scram_secret(&self, login: &LoginInfo) -> PgWireResult<(ScramSecret, Option<()>)> {
         let user = login.user().unwrap_or_default();
-        Ok((
-            secret_or_mock(&self.server.auth, &self.mock_nonce, user),
-            None,
-        ))
+        Ok((secret_or_mock(&self.engine, &self.mock_nonce, user), None))
     }
 }
 
@@ -169,7 +178,7 @@ pub struct Startup {
 impl Startup {
     pub(super) fn new(conn: Arc<Conn>) -> Startup {
         let mut scram = ScramAuth::new(Arc::new(StoreSource {
-            server: conn.server.clone(),
+            engine: conn.engine.clone(),
             mock_nonce: conn.shared.mock_nonce.clone(),
         }));
         scram.set_iterations(ITERATIONS);
@@ -215,10 +224,16 @@ impl Startup {
             return;
         };
         let user = self.login.get().map(|l| l.0.as_str()).unwrap_or_default();
-        let detail = if self.conn.server.auth.has_role(user) {
-            format!("Password does not match for user \"{user}\".")
-        } else {
-            format!("Role \"{user}\" does not exist.")
+        let detail = match self.conn.engine.role(user) {
+            None => format!("Role \"{user}\" does not exist."),
+            Some(r) if r.password.is_none() => format!("User \"{user}\" has no password assigned."),
+            Some(r)
+                if r.valid_until
+                    .is_some_and(|t| t < strata_sql::time::now_us()) =>
+            {
+                format!("User \"{user}\" has an expired password.")
+            }
+            Some(_) => format!("Password does not match for user \"{user}\"."),
         };
         (self.conn.server.log)(&format!(
             "FATAL:  28P01: password authentication failed for user \"{user}\"\nDETAIL:  {detail}"
@@ -256,7 +271,7 @@ impl StartupHandler for Startup {
                 let _ = self.replication.set(replication);
                 let app = s.parameters.get("application_name").cloned();
                 let _ = self.application_name.set(app.unwrap_or_default());
-                if !self.conn.server.auth.required() {
+                if !self.conn.engine.any_password() {
                     return self.admit(client, None).await;
                 }
                 let scram: Arc<dyn SaslMechanismFactory> = self.scram.clone();

@@ -503,15 +503,19 @@ impl Conn {
     /// auth rule 3).
     /// Makes this connection a WAL sender (walsender rule 3) instead of a session.
     fn start_walsender(&self, user: &str, application_name: &str) -> SqlResult<()> {
+        let role = self.login_role(user)?;
+        if !role.superuser && !role.replication {
+            return Err(SqlError::new(
+                "42501",
+                "must be superuser or replication role to start walsender",
+            ));
+        }
         let who = walsender::Who {
             user: user.to_string(),
             application_name: application_name.to_string(),
             client_addr: self.peer.as_ref().and_then(|p| p.peer_addr().ok()),
         };
-        let slot = self
-            .shared
-            .senders
-            .take(strata_sql::roles::is_superuser(user), who)?;
+        let slot = self.shared.senders.take(role.superuser, who)?;
         let id = walsender::pid_of(slot.id);
         let _ = self.key.set((id, rand::random()));
         let _ = self.walsender.set(slot);
@@ -539,7 +543,33 @@ impl Conn {
 
     /// What the registry keeps of this session: how to end it (the reason, 57P01 or
     /// 57P04, read from its interrupt flags), its flags and its cancel secret.
-    fn member(&self, term_tx: mpsc::Sender<Request>, secret: i32) -> Member {
+    /// The role a connection logs in as: it must exist and may log in (PostgreSQL's
+    /// FATAL 28000 otherwise).
+    fn login_role(&self, user: &str) -> SqlResult<Arc<strata_engine::RoleEntry>> {
+        let role = self
+            .engine
+            .role(user)
+            .ok_or_else(|| SqlError::new("28000", format!("role \"{user}\" does not exist")))?;
+        if !role.login {
+            return Err(SqlError::new(
+                "28000",
+                format!("role \"{user}\" is not permitted to log in"),
+            ));
+        }
+        Ok(role)
+    }
+
+    /// CONNECT on the database (PostgreSQL's FATAL 42501 and its DETAIL).
+    fn may_connect(&self, db: &str, role: &strata_engine::RoleEntry) -> SqlResult<()> {
+        let Some(d) = self.engine.database(db) else {
+            return Ok(()); // the registry says 3D000
+        };
+        let w = sql::privileges::who(&*self.engine, role, d.owner);
+        sql::privileges::require_database(&w, &d, strata_engine::acl::Priv::CONNECT)
+            .map_err(|e| e.with_detail("User does not have CONNECT privilege."))
+    }
+
+    fn member(&self, term_tx: mpsc::Sender<Request>, secret: i32, role: &str) -> Member {
         let ended = self.ended.clone();
         let term_interrupts = self.interrupts.clone();
         Member {
@@ -555,6 +585,7 @@ impl Conn {
             }),
             interrupts: self.interrupts.clone(),
             secret: secret.to_be_bytes().to_vec(),
+            role: role.to_string(),
         }
     }
 
@@ -567,9 +598,11 @@ impl Conn {
             )
             .with_detail("Consistent recovery state has not been yet reached."));
         }
+        let role = self.login_role(user)?;
+        self.may_connect(db, &role)?;
         let (tx, rx) = mpsc::channel::<Request>();
         let secret: i32 = rand::random();
-        let member = self.member(tx.clone(), secret);
+        let member = self.member(tx.clone(), secret, user);
         let id = self
             .server
             .registry
@@ -579,7 +612,8 @@ impl Conn {
                 Slots {
                     max: self.max_connections,
                     reserved: self.server.reserved_connections,
-                    superuser: strata_sql::roles::is_superuser(user),
+                    superuser: role.superuser,
+                    role_limit: role.connlimit,
                 },
                 member,
             )
@@ -595,6 +629,10 @@ impl Conn {
                 Refused::NotAccepting => SqlError::new(
                     "55000",
                     format!("database \"{db}\" is not currently accepting connections"),
+                ),
+                Refused::RoleLimit => SqlError::new(
+                    "53300",
+                    format!("too many connections for role \"{user}\""),
                 ),
             })?;
         let _ = self

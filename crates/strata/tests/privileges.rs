@@ -1,0 +1,174 @@
+//! Roles and privileges hold as PostgreSQL 15's do (issue 27 B): the privilege matrix
+//! (`privileges/matrix.sql`: a superuser and three ordinary roles, every statement
+//! kind against owned, granted and ungranted objects) gives, statement by statement,
+//! the output PostgreSQL 15 gives when psql runs it against both. PostgreSQL's output
+//! is kept in `privileges/matrix.expected`; where PostgreSQL is installed the test
+//! runs it too and checks that file against it.
+
+mod common;
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const PG_BIN: &str = "/usr/lib/postgresql/15/bin";
+
+fn matrix_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/privileges")
+}
+
+/// psql running `script` (from stdin, so every engine's messages name the same
+/// input) as `user`, the superuser's name in `:su`; stdout and stderr together.
+fn run_psql(port: u16, user: &str, script: &Path) -> String {
+    let out_path =
+        std::env::temp_dir().join(format!("strata-priv-{port}-{}.out", std::process::id()));
+    let out = std::fs::File::create(&out_path).unwrap();
+    let status = Command::new(PSQL)
+        .args(["-X", "-a", "-q", "-h", "127.0.0.1", "-d", "postgres"])
+        .args([
+            "-p",
+            &port.to_string(),
+            "-U",
+            user,
+            "-v",
+            &format!("su={user}"),
+        ])
+        .env("PGCONNECT_TIMEOUT", "20")
+        .stdin(std::fs::File::open(script).unwrap())
+        .stdout(out.try_clone().unwrap())
+        .stderr(out)
+        .status()
+        .unwrap();
+    assert!(status.code().is_some(), "psql was killed");
+    let text = std::fs::read_to_string(&out_path).unwrap();
+    let _ = std::fs::remove_file(&out_path);
+    text
+}
+
+/// A PostgreSQL 15 cluster of its own, trusting every local connection, run as the
+/// `postgres` OS user (it refuses root).
+struct Postgres {
+    dir: PathBuf,
+    port: u16,
+}
+
+fn as_postgres(cmd: &str) -> std::process::ExitStatus {
+    Command::new("su")
+        .args(["postgres", "-s", "/bin/sh", "-c", cmd])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap()
+}
+
+impl Postgres {
+    fn start() -> Postgres {
+        let dir = std::env::temp_dir().join(format!("strata-priv-pg-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        assert!(Command::new("chown")
+            .arg("postgres")
+            .arg(&dir)
+            .status()
+            .unwrap()
+            .success());
+        let d = dir.display();
+        let init = format!("{PG_BIN}/initdb -D {d}/data -U postgres -A trust -E UTF8 --locale=C");
+        assert!(as_postgres(&init).success(), "initdb failed");
+        let port = free_port();
+        let start = format!(
+            "{PG_BIN}/pg_ctl -D {d}/data -l {d}/log -w -o '-p {port} -k {d} -c listen_addresses=127.0.0.1' start"
+        );
+        assert!(as_postgres(&start).success(), "postgres did not start");
+        Postgres { dir, port }
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        let d = self.dir.display();
+        as_postgres(&format!("{PG_BIN}/pg_ctl -D {d}/data -m immediate stop"));
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The outputs split at each echoed statement: (statement, what followed it).
+fn statements(out: &str) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    for line in out.lines() {
+        let starts = !line.starts_with(' ')
+            && !line.starts_with("psql:")
+            && !line.starts_with('(')
+            && !line.starts_with('-')
+            && line
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_uppercase() || c == '\\');
+        if starts || v.is_empty() {
+            v.push(String::new());
+        }
+        let last = v.last_mut().unwrap();
+        last.push_str(line);
+        last.push('\n');
+    }
+    v
+}
+
+/// An output without the error positions psql adds in terse mode (" at character
+/// N"): Strata reports no positions yet, a difference of its whole error
+/// reporting, not of privileges.
+fn without_positions(out: &str) -> String {
+    out.lines()
+        .map(|l| match l.find(" at character ") {
+            Some(at) if l[at + 14..].chars().all(|c| c.is_ascii_digit()) => &l[..at],
+            _ => l,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Panics with every statement whose output differs.
+fn assert_same(want: &str, got: &str, what: &str) {
+    let (want, got) = (without_positions(want), without_positions(got));
+    let (w, g) = (statements(&want), statements(&got));
+    let mut diffs = Vec::new();
+    for (i, (a, b)) in w.iter().zip(&g).enumerate() {
+        if a != b {
+            diffs.push(format!("--- #{i} PostgreSQL 15:\n{a}+++ {what}:\n{b}"));
+        }
+    }
+    assert!(
+        diffs.is_empty() && w.len() == g.len(),
+        "{} of {} statements differ ({} vs {} statements):\n{}",
+        diffs.len(),
+        w.len(),
+        w.len(),
+        g.len(),
+        diffs.join("\n")
+    );
+}
+
+#[test]
+fn the_privilege_matrix_gives_postgres_outcomes() {
+    let script = matrix_dir().join("matrix.sql");
+    let expected_path = matrix_dir().join("matrix.expected");
+    let expected = std::fs::read_to_string(&expected_path).unwrap_or_default();
+    if Path::new(PG_BIN).join("postgres").exists() {
+        let pg = Postgres::start();
+        let t0 = Instant::now();
+        let pg_out = run_psql(pg.port, "postgres", &script);
+        assert!(t0.elapsed() < Duration::from_secs(120));
+        if std::env::var("STRATA_REGEN").is_ok() {
+            std::fs::write(&expected_path, &pg_out).unwrap();
+        }
+        assert_same(
+            &pg_out,
+            &expected,
+            "matrix.expected (STRATA_REGEN=1 rewrites it)",
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(&dir.path().join("d"), &[]);
+    let out = run_psql(s.port, "strata", &script);
+    assert_same(&expected, &out, "Strata");
+}
