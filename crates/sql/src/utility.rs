@@ -147,8 +147,11 @@ fn show_rows(s: &Session<'_>, name: &str) -> SqlResult<Vec<Vec<Datum>>> {
     let text = |v: &str| Datum::Text(v.to_string());
     let server = &s.server().settings;
     if name == "all" {
+        // A role that may not examine a setting does not see it (PostgreSQL's rule).
+        let who = s.who()?;
         let mut rows: Vec<Vec<Datum>> = server
             .iter()
+            .filter(|(n, _, _)| crate::privileges::may_show(&who, n).is_ok())
             .map(|(n, v, d)| vec![text(n), text(v), text(d)])
             .collect();
         for (n, v) in s.vars() {

@@ -172,3 +172,35 @@ fn the_privilege_matrix_gives_postgres_outcomes() {
     let out = run_psql(s.port, "strata", &script);
     assert_same(&expected, &out, "Strata");
 }
+
+/// SHOW ALL hides from an ordinary role the settings it may not examine (data_directory,
+/// config_file, ...), as PostgreSQL's does; a superuser and pg_read_all_settings see them.
+#[test]
+fn show_all_hides_superuser_only_settings() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(&dir.path().join("d"), &[]);
+    s.psql_ok(
+        "postgres",
+        &["-c", "create role plain login; create role reader login"],
+    );
+    s.psql_ok("postgres", &["-c", "grant pg_read_all_settings to reader"]);
+    let names = |user: &str| {
+        let out = s.psql(user, &["-F", "|", "-c", "show all"], None);
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| l.split('|').next().unwrap_or("").to_string())
+            .collect::<Vec<_>>()
+    };
+    let has = |v: &[String], n: &str| v.iter().any(|x| x == n);
+    for (user, sees) in [("strata", true), ("reader", true), ("plain", false)] {
+        let v = names(user);
+        assert!(has(&v, "shared_buffers"), "{user}: {v:?}");
+        assert_eq!(has(&v, "data_directory"), sees, "{user}: {v:?}");
+    }
+    let e = s.psql("plain", &["-c", "show data_directory"], None);
+    assert!(
+        String::from_utf8_lossy(&e.stderr).contains("pg_read_all_settings"),
+        "{e:?}"
+    );
+}

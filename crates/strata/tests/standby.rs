@@ -16,22 +16,31 @@ use std::time::{Duration, Instant};
 const BASEBACKUP: &str = "/usr/lib/postgresql/15/bin/pg_basebackup";
 
 fn pg_basebackup_r(port: u16, dir: &Path) -> Output {
-    Command::new(BASEBACKUP)
-        .args([
-            "-h",
-            "127.0.0.1",
-            "-U",
-            "strata",
-            "-X",
-            "stream",
-            "-c",
-            "fast",
-            "-R",
-        ])
-        .args(["--no-manifest", "-p", &port.to_string(), "-D"])
-        .arg(dir)
-        .output()
-        .expect("pg_basebackup (apt-get install -y postgresql-15)")
+    pg_basebackup_r_as(port, dir, None)
+}
+
+/// `pg_basebackup -R` with PGPASSWORD `password`: -R writes it into primary_conninfo.
+fn pg_basebackup_r_as(port: u16, dir: &Path, password: Option<&str>) -> Output {
+    let mut cmd = Command::new(BASEBACKUP);
+    cmd.env_remove("PGPASSWORD");
+    if let Some(p) = password {
+        cmd.env("PGPASSWORD", p);
+    }
+    cmd.args([
+        "-h",
+        "127.0.0.1",
+        "-U",
+        "strata",
+        "-X",
+        "stream",
+        "-c",
+        "fast",
+        "-R",
+    ])
+    .args(["--no-manifest", "-p", &port.to_string(), "-D"])
+    .arg(dir)
+    .output()
+    .expect("pg_basebackup (apt-get install -y postgresql-15)")
 }
 
 fn have_basebackup() -> bool {
@@ -46,6 +55,17 @@ fn one(s: &Server, db: &str, sql: &str) -> String {
     s.psql_ok(db, &["-XAtc", sql]).trim().to_string()
 }
 
+/// Runs `sql` in postgres as `user` with `password`; its trimmed stdout, or on failure
+/// `ERR: ` and psql's stderr.
+fn as_user(s: &Server, user: &str, password: &str, sql: &str) -> String {
+    let out = s.psql(user, &["-c", sql], Some(password));
+    if out.status.success() {
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    } else {
+        format!("ERR: {}", String::from_utf8_lossy(&out.stderr).trim())
+    }
+}
+
 fn lsn(s: &str) -> u64 {
     let (hi, lo) = s
         .split_once('/')
@@ -55,10 +75,15 @@ fn lsn(s: &str) -> u64 {
 
 /// Waits until the standby has replayed everything the primary has written so far.
 fn catch_up(primary: &Server, standby: &Server) {
-    let target = lsn(&one(primary, "postgres", "select pg_current_wal_lsn()"));
+    catch_up_as(primary, standby, |s, sql| one(s, "postgres", sql))
+}
+
+/// catch_up, asking each server through `ask`.
+fn catch_up_as(primary: &Server, standby: &Server, ask: impl Fn(&Server, &str) -> String) {
+    let target = lsn(&ask(primary, "select pg_current_wal_lsn()"));
     let t0 = Instant::now();
     loop {
-        let at = lsn(&one(standby, "postgres", "select pg_last_wal_replay_lsn()"));
+        let at = lsn(&ask(standby, "select pg_last_wal_replay_lsn()"));
         if at >= target {
             return;
         }
@@ -1075,4 +1100,95 @@ fn hot_standby_feedback_keeps_the_rows_a_standby_query_reads() {
         wait_backend_xmin(&primary, |x| x > held);
     });
     assert!(!standby.log_text().contains("canceling queries"));
+}
+
+/// Issue 27, A2: roles, passwords and grants are catalog rows written through the WAL.
+/// A standby made by `pg_basebackup -R` authenticates with the primary's passwords,
+/// follows a rotated password, a new role, a dropped role and GRANT/REVOKE as they
+/// replay, and keeps them all after promotion and a SIGKILL of the promoted server.
+#[test]
+fn roles_passwords_and_grants_replay_and_survive_promotion() {
+    if !have_basebackup() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (data, copy) = (dir.path().join("primary"), dir.path().join("standby"));
+    init_small_segments(&data);
+    let primary = Server::start(&data, &[]);
+    primary.psql_ok("postgres", &["-c", "alter role strata password 'root-pw'"]);
+    let root = |s: &Server, sql: &str| as_user(s, "strata", "root-pw", sql);
+    for sql in [
+        "create role alice login password 'a1'",
+        "create role bob login password 'b1'",
+        "create table t (a int); insert into t values (1), (2)",
+        "create table secret (x int); insert into secret values (42)",
+        "grant select on t to alice",
+        "grant select (x) on secret to bob",
+    ] {
+        assert_eq!(root(&primary, sql).find("ERR"), None, "{sql}");
+    }
+    let out = pg_basebackup_r_as(primary.port, &copy, Some("root-pw"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let standby = Server::start(&copy, &["wal_retrieve_retry_interval=100ms"]);
+    catch_up_as(&primary, &standby, root);
+    assert_eq!(
+        as_user(&standby, "alice", "a1", "select count(*) from t"),
+        "2"
+    );
+    let denied = as_user(&standby, "alice", "a1", "select * from secret");
+    assert!(
+        denied.contains("permission denied for table secret"),
+        "{denied}"
+    );
+    assert_eq!(as_user(&standby, "bob", "b1", "select x from secret"), "42");
+    for sql in [
+        "alter role alice password 'a2'",
+        "revoke select on t from alice",
+        "grant select on secret to alice",
+        "create role carol login password 'c1'",
+        "revoke select (x) on secret from bob",
+        "drop role bob",
+    ] {
+        assert_eq!(root(&primary, sql).find("ERR"), None, "{sql}");
+    }
+    catch_up_as(&primary, &standby, root);
+    check_rotated_roles(&standby);
+    // Promotion keeps them; the promoted server writes under the replayed grants.
+    stop(&data);
+    drop(primary);
+    assert_eq!(root(&standby, "select pg_promote()"), "t");
+    check_rotated_roles(&standby);
+    root(&standby, "grant insert on secret to alice");
+    assert_eq!(
+        as_user(&standby, "alice", "a2", "insert into secret values (7)"),
+        ""
+    );
+    let mut standby = standby;
+    standby.kill9();
+    drop(standby);
+    let promoted = Server::start(&copy, &[]);
+    check_rotated_roles(&promoted);
+    assert_eq!(
+        as_user(&promoted, "alice", "a2", "select sum(x) from secret"),
+        "49"
+    );
+}
+
+/// What the second round of role changes leaves on a server.
+fn check_rotated_roles(s: &Server) {
+    let old = as_user(s, "alice", "a1", "select 1");
+    assert!(
+        old.contains("password authentication failed for user \"alice\""),
+        "{old}"
+    );
+    assert_eq!(as_user(s, "alice", "a2", "select max(x) from secret"), "42");
+    let t = as_user(s, "alice", "a2", "select * from t");
+    assert!(t.contains("permission denied for table t"), "{t}");
+    assert_eq!(as_user(s, "carol", "c1", "select current_user"), "carol");
+    let bob = as_user(s, "bob", "b1", "select 1");
+    assert!(bob.contains("password authentication failed"), "{bob}");
 }
