@@ -8,7 +8,10 @@
 //!
 //! Module map, in dependency order: `codec` (byte encoding), `records` (WAL record
 //! formats), `redo` (what a resource manager's redo may ask of the redo loop), `heap`
-//! (tuples and page operations), `clog` (commit log), `catalog`, `access` (heap/FSM/VM
+//! (tuples and page operations), `clog` (commit log), `acl` (privileges and ACL items
+//! in their catalog text form), `catalog` (incl. `pg_authid`), `roles` (the role
+//! catalog's rows, predefined roles, membership, owners and ACLs set on objects),
+//! `access` (heap/FSM/VM
 //! through the pool, the WAL-logged change; Heap and Storage redo), `btree` (B-tree
 //! pages through the pool; Btree redo), `index` (a table's indexes: keys, builds,
 //! upkeep, VACUUM's entry removal, index scans, the check), `toast` (values stored

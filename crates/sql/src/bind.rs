@@ -538,6 +538,12 @@ impl Binder {
         use ast::Expr as E;
         match e {
             E::Value(v) => self.value(&v.value),
+            // CURRENT_ROLE is a reserved word in PostgreSQL, never a column name.
+            E::Identifier(i)
+                if i.quote_style.is_none() && i.value.eq_ignore_ascii_case("current_role") =>
+            {
+                Ok((Expr::Call(Func::CurrentUser, Vec::new()), SqlType::Text))
+            }
             E::Identifier(i) => column(scope, None, i),
             E::CompoundIdentifier(parts) => match parts.as_slice() {
                 [q, c] => column(scope, Some(q), c),

@@ -11,12 +11,15 @@
 //! an INSERT's VALUES rows kept as text), [`numeric`] (numeric, real and double
 //! precision: text forms, arithmetic, casts), [`interval`] (interval and time, and
 //! date/time arithmetic), [`bind`] (names to the catalog, expressions,
-//! evaluation), [`copy`] (COPY's text and csv formats), [`sort`] (ORDER BY within `work_mem`), [`roles`] (`global/pg_authid`),
-//! [`session`] (a session's transaction-block state machine, binding, the dispatch of
-//! each statement kind to its executor, and DML), `ddl` (tables, databases,
-//! tablespaces), `sequences` (CREATE/DROP SEQUENCE, serial and identity columns) and
-//! `utility` (SET, SHOW, CHECKPOINT, VACUUM, ALTER ROLE), which the
-//! session dispatches to.
+//! evaluation), [`copy`] (COPY's text and csv formats), [`sort`] (ORDER BY within
+//! `work_mem`), [`privileges`] (who may do what: ACL checks for every statement kind,
+//! PostgreSQL 15's rules), [`roles`] (CREATE/ALTER/DROP ROLE, membership, SET ROLE,
+//! SCRAM verifiers), [`grants`] (GRANT/REVOKE on objects and columns, OWNER TO,
+//! REASSIGN/DROP OWNED), [`session`] (a session's transaction-block state machine,
+//! binding, the dispatch of each statement kind to its executor, and DML), `ddl`
+//! (tables, databases, tablespaces), `sequences` (CREATE/DROP SEQUENCE, serial and
+//! identity columns) and `utility` (SET, SHOW, CHECKPOINT, VACUUM), which the session
+//! dispatches to.
 //!
 //! Rules (cited as "sql rule N"):
 //! 1. Parsing never touches the engine: a [`Stmt`] is the text's meaning only, so a
@@ -25,8 +28,8 @@
 //! 2. Every failure is a [`SqlError`] with PostgreSQL's SQLSTATE: 42601 for what does
 //!    not parse, 0A000 naming what parses but Strata does not support.
 //! 3. Utility statements sqlparser does not know in PostgreSQL's form (CREATE/DROP
-//!    DATABASE and TABLESPACE, VACUUM, CHECKPOINT, SET, SHOW, ALTER ROLE ... PASSWORD,
-//!    CREATE SEQUENCE with its options in any order) are parsed here from sqlparser's
+//!    DATABASE and TABLESPACE, VACUUM, CHECKPOINT, SET, SHOW, the role and privilege
+//!    statements, CREATE SEQUENCE with its options in any order) are parsed here from sqlparser's
 //!    tokens; the rest by sqlparser itself.
 //! 4. No async runtime and no protocol types here (`cargo tree -p strata-sql` lists
 //!    neither tokio nor pgwire): a session is driven by plain calls, and waits (locks,

@@ -157,7 +157,7 @@ SET ROLE carol;
 GRANT carol TO bob;
 \c - bob
 SET ROLE carol;
-SELECT current_user, session_user;
+SELECT current_user, session_user, current_role;
 CREATE TABLE c_t (a int);
 RESET ROLE;
 SELECT current_user;
