@@ -350,7 +350,7 @@ impl DbEntry {
 /// length limit, `!p` padded, `!c` each CHECK (name, SQL), `!m` numeric
 /// `precision,scale`, `!ia` / `!id` identity
 /// ALWAYS / BY DEFAULT, `!s` the sequence it owns, `!a` its privileges (aclitem[]
-/// text); then per index `#` and five
+/// text), `!t` the fractional-second precision of a time type; then per index `#` and five
 /// counted texts: name, OID, relation file number, flags (`u` unique, `p` primary,
 /// `c` constraint), column positions joined by `,`.
 fn encode_columns(cols: &[Column], indexes: &[IndexDef], seq: Option<&SeqDef>) -> String {
@@ -408,6 +408,10 @@ fn encode_columns(cols: &[Column], indexes: &[IndexDef], seq: Option<&SeqDef>) -
         if let Some(acl) = &c.acl {
             let acl = crate::acl::encode(acl);
             s.push_str(&format!("!a{}:{acl}", acl.len()));
+        }
+        if let Some(p) = c.precision {
+            let p = p.to_string();
+            s.push_str(&format!("!t{}:{p}", p.len()));
         }
     }
     for ix in indexes {
@@ -555,6 +559,10 @@ fn decode_columns(s: &str) -> DecResult<DecodedColumns> {
             } else if let Some(r) = rest.strip_prefix("!s") {
                 let (seq, after) = counted(r)?;
                 col.owned_seq = Some(seq.to_string());
+                rest = after;
+            } else if let Some(r) = rest.strip_prefix("!t") {
+                let (p, after) = counted(r)?;
+                col.precision = Some(p.parse().map_err(|_| bad("pg_class columns"))?);
                 rest = after;
             } else if let Some(r) = rest.strip_prefix("!a") {
                 let (acl, after) = counted(r)?;
@@ -1033,6 +1041,10 @@ mod tests {
             Column {
                 numeric: Some((12, 3)),
                 ..Column::new("h", ColType::Numeric)
+            },
+            Column {
+                precision: Some(2),
+                ..Column::new("t!t1:", ColType::TimestampTz)
             },
             Column {
                 acl: Some(vec![crate::acl::AclItem {

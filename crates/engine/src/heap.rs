@@ -185,6 +185,9 @@ pub struct Column {
     pub owned_seq: Option<String>,
     /// Column privileges (PostgreSQL's attacl), None if none.
     pub acl: Option<Vec<crate::acl::AclItem>>,
+    /// `timestamp(p)`, `timestamptz(p)`, `time(p)`, `interval(p)`: fractional
+    /// seconds rounded to p digits (0 ..= 6).
+    pub precision: Option<u32>,
 }
 
 impl Column {
@@ -201,17 +204,40 @@ impl Column {
             identity: None,
             owned_seq: None,
             acl: None,
+            precision: None,
         }
     }
 
     /// The column's type as PostgreSQL names it in errors.
     pub fn type_name(&self) -> String {
-        match (self.max_chars, self.padded, self.numeric) {
-            (Some(n), true, _) => format!("character({n})"),
-            (Some(n), false, _) => format!("character varying({n})"),
-            (_, _, Some((p, s))) => format!("numeric({p},{s})"),
+        match (self.max_chars, self.padded, self.numeric, self.precision) {
+            (Some(n), true, _, _) => format!("character({n})"),
+            (Some(n), false, _, _) => format!("character varying({n})"),
+            (_, _, Some((p, s)), _) => format!("numeric({p},{s})"),
+            (_, _, _, Some(p)) => match self.ty {
+                ColType::Timestamp => format!("timestamp({p}) without time zone"),
+                ColType::TimestampTz => format!("timestamp({p}) with time zone"),
+                ColType::Time => format!("time({p}) without time zone"),
+                _ => format!("{}({p})", self.ty.name()),
+            },
             _ => self.ty.name().to_string(),
         }
+    }
+
+    /// A time value rounded to the column's precision (Some if it changed).
+    pub fn fit_time(&self, v: &Value) -> Option<Value> {
+        let p = self.precision?;
+        let out = match v {
+            Value::Timestamp(t) => Value::Timestamp(round_micros(*t, p)),
+            Value::TimestampTz(t) => Value::TimestampTz(round_micros(*t, p)),
+            Value::Time(t) => Value::Time(round_micros(*t, p)),
+            Value::Interval(i) => Value::Interval(Interval {
+                micros: round_micros(i.micros, p),
+                ..*i
+            }),
+            _ => return None,
+        };
+        (out != *v).then_some(out)
     }
 
     /// A numeric value made to fit `numeric(p, s)`: rounded to the scale (half away
@@ -243,6 +269,22 @@ impl Column {
             return Ok(Some(out));
         }
         Ok(None)
+    }
+}
+
+/// Microseconds rounded to `p` fractional digits of a second, half away from zero,
+/// as PostgreSQL's AdjustTimestampForTypmod rounds (p at least 6: unchanged).
+pub fn round_micros(us: i64, p: u32) -> i64 {
+    if p >= 6 {
+        return us;
+    }
+    let scale = 10i64.pow(6 - p);
+    let half = scale / 2;
+    let r = |x: i64| x.saturating_add(half) / scale * scale;
+    if us >= 0 {
+        r(us)
+    } else {
+        -r(us.saturating_neg())
     }
 }
 

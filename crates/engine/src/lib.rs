@@ -95,7 +95,7 @@ pub use catalog::{
     BOOTSTRAP_SUPERUSER_OID, POSTGRES_OID, TEMPLATE0_OID, TEMPLATE1_OID,
 };
 pub use checkpoint::{CheckpointStats, OnlineBackup};
-pub use heap::{fit_numeric, ColType, Column, Decimal, Value};
+pub use heap::{fit_numeric, round_micros, ColType, Column, Decimal, Value};
 pub use index::IndexRange;
 pub use records::record_name;
 pub use recovery::utc_timestamp;

@@ -985,6 +985,16 @@ impl<'e> Txn<'e> {
     pub fn drop_constraint(&mut self, db: &str, table: &str, name: &str) -> Result<()> {
         let dbe = self.database(db)?;
         let rel = self.table(&dbe, table)?;
+        // A CHECK is kept on a column of the class row: it goes with a new row.
+        if let Some(c) = rel
+            .columns
+            .iter()
+            .position(|c| c.checks.iter().any(|(n, _)| n == name))
+        {
+            let mut e = (*rel).clone();
+            e.columns[c].checks.retain(|(n, _)| n != name);
+            return self.replace_class_row(&dbe, &rel, e);
+        }
         if !rel
             .indexes
             .iter()
@@ -1652,7 +1662,7 @@ fn fit_checked(rel: &RelEntry, rows: &[Vec<Value>]) -> Result<Option<Vec<Vec<Val
 fn fit_rows(cols: &[heap::Column], rows: &[Vec<Value>]) -> Result<Option<Vec<Vec<Value>>>> {
     if cols
         .iter()
-        .all(|c| c.max_chars.is_none() && c.numeric.is_none())
+        .all(|c| c.max_chars.is_none() && c.numeric.is_none() && c.precision.is_none())
     {
         return Ok(None);
     }
@@ -1670,7 +1680,7 @@ fn fit_rows(cols: &[heap::Column], rows: &[Vec<Value>]) -> Result<Option<Vec<Vec
                     })?;
                     (f.scale() != d.scale() || f != *d).then_some(Value::Numeric(f))
                 }
-                _ => None,
+                _ => c.fit_time(v),
             };
             if let Some(fit) = fit {
                 out.get_or_insert_with(|| rows.to_vec())[r][i] = fit;

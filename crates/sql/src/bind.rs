@@ -211,8 +211,16 @@ pub enum Expr {
 /// The type modifier of a cast's target: `varchar(n)` / `char(n)` or `numeric(p, s)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Typmod {
-    Chars { n: u32, padded: bool },
-    Numeric { p: u32, s: u32 },
+    Chars {
+        n: u32,
+        padded: bool,
+    },
+    Numeric {
+        p: u32,
+        s: u32,
+    },
+    /// Fractional-second digits of a time type.
+    Seconds(u32),
 }
 
 /// `x` under the type modifier of `t`, if it has one (`x` is already cast to `t`).
@@ -220,10 +228,15 @@ fn with_typmod(x: Expr, t: &ast::DataType) -> SqlResult<Expr> {
     let m = match (crate::char_length(t)?, crate::numeric_typmod(t)?) {
         ((Some(n), padded), _) => Typmod::Chars { n, padded },
         (_, Some((p, s))) => Typmod::Numeric { p, s },
-        _ => return Ok(x),
+        _ => match crate::time_precision(t)? {
+            Some(p) => Typmod::Seconds(p),
+            None => return Ok(x),
+        },
     };
     Ok(Expr::Fit(Box::new(x), m))
 }
+
+use strata_engine::round_micros;
 
 /// A cast's type modifier applied as PostgreSQL's explicit casts apply it: text cut
 /// to n characters without error (`char(n)` padded to n), numeric rounded to its
@@ -246,6 +259,13 @@ fn fit_datum(d: Datum, m: Typmod) -> SqlResult<Datum> {
                 })
             })?,
         ),
+        (Datum::Timestamp(t), Typmod::Seconds(p)) => Datum::Timestamp(round_micros(t, p)),
+        (Datum::TimestampTz(t), Typmod::Seconds(p)) => Datum::TimestampTz(round_micros(t, p)),
+        (Datum::Time(t), Typmod::Seconds(p)) => Datum::Time(round_micros(t, p)),
+        (Datum::Interval(i), Typmod::Seconds(p)) => Datum::Interval(strata_types::Interval {
+            micros: round_micros(i.micros, p),
+            ..i
+        }),
         (d, _) => d,
     })
 }

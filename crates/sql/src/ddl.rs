@@ -86,7 +86,8 @@ pub(crate) fn run(s: &mut Session<'_>, ddl: &Ddl, notices: &mut Notices) -> SqlR
             name,
             if_not_exists,
             query,
-        } => s.create_table_as(name, *if_not_exists, query, notices),
+            with_data,
+        } => s.create_table_as(name, (*if_not_exists, *with_data), query, notices),
         Ddl::Truncate { names } => truncate(s, names),
         Ddl::Rename {
             table,
@@ -106,17 +107,22 @@ pub(crate) fn run(s: &mut Session<'_>, ddl: &Ddl, notices: &mut Notices) -> SqlR
             column,
             column_if_exists,
         } => drop_column(s, (table, *if_exists), column, *column_if_exists, notices),
-        Ddl::CreateTablespace { name, location } => create_tablespace(s, name, location),
+        Ddl::CreateTablespace {
+            name,
+            location,
+            owner,
+        } => create_tablespace(s, name, location, owner.as_ref()),
         Ddl::DropTablespace { name, if_exists } => drop_tablespace(s, name, *if_exists, notices),
         Ddl::CreateDatabase {
             name,
             template,
             tablespace,
             strategy,
+            owner,
         } => create_database(
             s,
             name,
-            template.as_deref().unwrap_or("template1"),
+            (template.as_deref().unwrap_or("template1"), owner.as_ref()),
             tablespace.as_deref(),
             strategy.unwrap_or(CreateDbStrategy::WalLog),
         ),
@@ -418,8 +424,27 @@ fn rename(
     })
 }
 
-fn create_tablespace(s: &mut Session<'_>, name: &str, location: &str) -> SqlResult<Output> {
-    s.write(|t| t.create_tablespace(name, location).map_err(Into::into))?;
+/// CREATE TABLESPACE [OWNER role]: the owner is checked before the directory is
+/// taken, as PostgreSQL does.
+fn create_tablespace(
+    s: &mut Session<'_>,
+    name: &str,
+    location: &str,
+    owner: Option<&crate::roles::RoleSpec>,
+) -> SqlResult<Output> {
+    let who = (
+        s.current_role().to_string(),
+        s.user().to_string(),
+        s.db().to_string(),
+    );
+    s.write(|t| {
+        let new_owner = crate::grants::owner_for_new(t, (&who.0, &who.1, &who.2), owner)?;
+        t.create_tablespace(name, location)?;
+        if let Some(o) = new_owner {
+            t.set_tablespace_access(name, o, None)?;
+        }
+        Ok(())
+    })?;
     Ok(Output::Command("CREATE TABLESPACE".into()))
 }
 
@@ -445,10 +470,15 @@ fn drop_tablespace(
 fn create_database(
     s: &mut Session<'_>,
     name: &str,
-    template: &str,
+    (template, owner): (&str, Option<&crate::roles::RoleSpec>),
     tablespace: Option<&str>,
     strategy: CreateDbStrategy,
 ) -> SqlResult<Output> {
+    let who = (
+        s.current_role().to_string(),
+        s.user().to_string(),
+        s.db().to_string(),
+    );
     if s.server().registry.others_on(template, s.id()) > 0 || template == s.db() {
         return Err(SqlError::new(
             "55006",
@@ -456,8 +486,12 @@ fn create_database(
         ));
     }
     s.write(|t| {
-        t.create_database(name, template, tablespace, strategy)
-            .map_err(Into::into)
+        let new_owner = crate::grants::owner_for_new(t, (&who.0, &who.1, &who.2), owner)?;
+        t.create_database(name, template, tablespace, strategy)?;
+        if let Some(o) = new_owner {
+            t.set_database_access(name, o, None, None)?;
+        }
+        Ok(())
     })?;
     Ok(Output::Command("CREATE DATABASE".into()))
 }

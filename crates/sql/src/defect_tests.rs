@@ -6,12 +6,12 @@ use super::fuzz_tests::with_session;
 use super::session::{Collect, Output, Session};
 
 /// Runs a simple-protocol query string.
-fn q(s: &mut Session<'_>, sql: &str) -> Collect {
+pub(super) fn q(s: &mut Session<'_>, sql: &str) -> Collect {
     q_copy(s, sql, &[])
 }
 
 /// Runs `sql` with `chunks` as the client's COPY data.
-fn q_copy(s: &mut Session<'_>, sql: &str, chunks: &[&[u8]]) -> Collect {
+pub(super) fn q_copy(s: &mut Session<'_>, sql: &str, chunks: &[&[u8]]) -> Collect {
     let mut c = Collect {
         copy_input: chunks.iter().map(|c| c.to_vec()).collect(),
         ..Default::default()
@@ -21,7 +21,7 @@ fn q_copy(s: &mut Session<'_>, sql: &str, chunks: &[&[u8]]) -> Collect {
 }
 
 /// The SQLSTATE of each statement ("" for success).
-fn codes(s: &mut Session<'_>, sql: &str) -> Vec<&'static str> {
+pub(super) fn codes(s: &mut Session<'_>, sql: &str) -> Vec<&'static str> {
     q(s, sql)
         .results
         .iter()
@@ -30,7 +30,7 @@ fn codes(s: &mut Session<'_>, sql: &str) -> Vec<&'static str> {
 }
 
 /// The one error of a one-statement query.
-fn error(s: &mut Session<'_>, sql: &str) -> crate::SqlError {
+pub(super) fn error(s: &mut Session<'_>, sql: &str) -> crate::SqlError {
     match q(s, sql).results.remove(0) {
         Err(e) => e,
         Ok(_) => panic!("{sql}: no error"),
@@ -38,7 +38,7 @@ fn error(s: &mut Session<'_>, sql: &str) -> crate::SqlError {
 }
 
 /// Every row of a query, each as its columns' text joined with `|` (NULL empty).
-fn rows(s: &mut Session<'_>, sql: &str) -> Vec<String> {
+pub(super) fn rows(s: &mut Session<'_>, sql: &str) -> Vec<String> {
     let c = q(s, sql);
     if let Some(Err(e)) = c.results.first() {
         panic!("{sql}: {e}");
@@ -55,7 +55,7 @@ fn rows(s: &mut Session<'_>, sql: &str) -> Vec<String> {
 }
 
 /// The command tag of a one-statement query.
-fn tag(s: &mut Session<'_>, sql: &str) -> String {
+pub(super) fn tag(s: &mut Session<'_>, sql: &str) -> String {
     match q(s, sql).results.remove(0) {
         Ok(e) => match e.output {
             Output::Command(t) | Output::TxnStart(t) | Output::TxnEnd(t) => t,
@@ -65,7 +65,7 @@ fn tag(s: &mut Session<'_>, sql: &str) -> String {
     }
 }
 
-fn one(s: &mut Session<'_>, sql: &str) -> String {
+pub(super) fn one(s: &mut Session<'_>, sql: &str) -> String {
     let r = rows(s, sql);
     assert_eq!(r.len(), 1, "{sql}: {r:?}");
     r[0].clone()

@@ -482,6 +482,31 @@ fn new_owner_acl(acl: Option<Acl>, old: Oid, new: Oid) -> Option<Acl> {
     Some(out)
 }
 
+/// The owner CREATE DATABASE or CREATE TABLESPACE ... OWNER names, if the current
+/// role may make it one (a superuser, or a member of it: PostgreSQL 15's "must be
+/// member of role"); None without the clause (the current role owns it).
+pub(crate) fn owner_for_new(
+    t: &Txn<'_>,
+    (me, user, db): (&str, &str, &str),
+    owner: Option<&RoleSpec>,
+) -> SqlResult<Option<Oid>> {
+    let Some(spec) = owner else {
+        return Ok(None);
+    };
+    let new = role_oid(t, spec, (me, user))?;
+    let w = acting(t, me, db)?;
+    if w.superuser || w.oid == new || w.member_of.contains(&new) {
+        return Ok(Some(new));
+    }
+    Err(SqlError::new(
+        "42501",
+        format!(
+            "must be member of role \"{}\"",
+            crate::roles::role_name(t, new)
+        ),
+    ))
+}
+
 fn role_oid(t: &Txn<'_>, r: &RoleSpec, (current, session): (&str, &str)) -> SqlResult<Oid> {
     let name = match r {
         RoleSpec::Name(n) => n.as_str(),

@@ -38,8 +38,17 @@
 //!    statement tokenized alone; an INSERT ... VALUES keeps its rows as text (the
 //!    query string shared, not copied) and they are parsed, bound and inserted one
 //!    at a time. What the pre-scan cannot split is tokenized whole, as before.
+//! 6. A clause is honoured or refused, never dropped: what sqlparser parses but Strata
+//!    does not carry out (PARTITION BY, INHERITS, UNLOGGED, storage parameters,
+//!    DEFERRABLE, index options, database options at other values than Strata's,
+//!    ...) is 0A000 naming it. Structs from sqlparser are taken apart without `..`
+//!    where that is practical, so a field a new sqlparser adds fails to compile here
+//!    rather than being ignored; CREATE TABLE's is compared whole (see
+//!    `create_table_clauses`).
 
 pub mod bind;
+#[cfg(test)]
+mod clause_tests;
 pub mod copy;
 mod ddl;
 #[cfg(test)]
@@ -74,6 +83,100 @@ use std::sync::Arc;
 use strata_engine::{ColType, Column};
 use strata_engine::{CreateDbStrategy, EngineError};
 use strata_types::Lsn;
+
+const TYPES_HINT: &str = "Column types are smallint, integer, bigint, real, double precision, numeric(p,s), text, varchar(n), char(n), boolean, date, timestamp, timestamptz, time, interval, uuid and bytea.";
+
+/// PostgreSQL 15's built-in types Strata does not have: 0A000, where a name neither
+/// knows is 42704.
+const POSTGRES_TYPES_STRATA_LACKS: &[&str] = &[
+    "json",
+    "jsonb",
+    "xml",
+    "money",
+    "inet",
+    "cidr",
+    "macaddr",
+    "macaddr8",
+    "point",
+    "line",
+    "lseg",
+    "box",
+    "path",
+    "polygon",
+    "circle",
+    "bit",
+    "bit varying",
+    "varbit",
+    "tsvector",
+    "tsquery",
+    "oid",
+    "xid",
+    "xid8",
+    "cid",
+    "tid",
+    "int4range",
+    "int8range",
+    "numrange",
+    "tsrange",
+    "tstzrange",
+    "daterange",
+    "int4multirange",
+    "txid_snapshot",
+    "pg_snapshot",
+    "timetz",
+    "time with time zone",
+    "regproc",
+    "regtype",
+    "regrole",
+    "regnamespace",
+    "regoper",
+    "regconfig",
+    "jsonpath",
+    "record",
+    "void",
+];
+
+/// The types whose modifier is a fractional-second precision.
+const TIME_TYPES: &[&str] = &[
+    "timestamp",
+    "timestamp without time zone",
+    "timestamptz",
+    "timestamp with time zone",
+    "time",
+    "time without time zone",
+    "interval",
+];
+
+/// What a type's modifier makes of it: `timestamp(p)`, `time(p)`, `interval(p)`
+/// take p in 0 ..= 6 (the column or cast rounds to it, [`time_precision`]), more
+/// is refused; `float(p)` is real for p up to 24 and double precision up to 53, as
+/// in PostgreSQL. None: the base type decides.
+fn type_modifier_held(base: &str, modifier: Option<&str>) -> SqlResult<Option<SqlType>> {
+    let Some(m) = modifier else {
+        return Ok(None);
+    };
+    match base {
+        _ if TIME_TYPES.contains(&base) => match m.parse::<u32>() {
+            Ok(p) if p <= 6 => Ok(None),
+            _ => Err(SqlError::unsupported(format!(
+                "{base}({m}): a precision past 6 (Strata keeps microseconds)"
+            ))),
+        },
+        "float" | "double" => match m.parse::<i64>() {
+            Ok(p) if p < 1 => Err(SqlError::new(
+                "22023",
+                "precision for type float must be at least 1 bit",
+            )),
+            Ok(p) if p <= 24 => Ok(Some(SqlType::Float4)),
+            Ok(p) if p <= 53 => Ok(Some(SqlType::Float8)),
+            _ => Err(SqlError::new(
+                "22023",
+                "precision for type float must be less than 54 bits",
+            )),
+        },
+        _ => Ok(None),
+    }
+}
 
 /// An error as the client sees it: severity, SQLSTATE, message, optional hint.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -350,6 +453,13 @@ impl SqlType {
         }
         let bare = bare.split_whitespace().collect::<Vec<_>>().join(" ");
         let base = bare.as_str();
+        let modifier = s
+            .split_once('(')
+            .and_then(|(_, r)| r.split_once(')'))
+            .map(|(m, _)| m.trim());
+        if let Some(t) = type_modifier_held(base, modifier)? {
+            return Ok(t);
+        }
         Ok(match base {
             "smallint" | "int2" => SqlType::Int2,
             "int" | "integer" | "int4" => SqlType::Int4,
@@ -368,12 +478,19 @@ impl SqlType {
             "time" | "time without time zone" => SqlType::Time,
             "interval" => SqlType::Interval,
             "double precision" | "float8" | "float" | "double" => SqlType::Float8,
-            _ => {
-                return Err(SqlError::new(
-                    "42704",
-                    format!("type \"{s}\" is not supported by Strata"),
+            _ if base.ends_with("[]") || base.starts_with("array") => {
+                return Err(
+                    SqlError::unsupported(format!("array types (\"{s}\")")).with_hint(TYPES_HINT)
                 )
-                .with_hint("Column types are smallint, integer, bigint, real, double precision, numeric(p,s), text, varchar(n), char(n), boolean, date, timestamp, timestamptz, uuid and bytea."))
+            }
+            _ if POSTGRES_TYPES_STRATA_LACKS.contains(&base) => {
+                return Err(SqlError::unsupported(format!("type \"{s}\"")).with_hint(TYPES_HINT))
+            }
+            _ => {
+                return Err(
+                    SqlError::new("42704", format!("type \"{s}\" does not exist"))
+                        .with_hint(TYPES_HINT),
+                )
             }
         })
     }
@@ -691,12 +808,13 @@ pub enum Ddl {
     Truncate {
         names: Vec<String>,
     },
-    /// CREATE TABLE [IF NOT EXISTS] t AS query: a table with the query's columns,
-    /// holding its rows.
+    /// CREATE TABLE [IF NOT EXISTS] t AS query [WITH [NO] DATA]: a table with the
+    /// query's columns, holding its rows unless WITH NO DATA.
     CreateTableAs {
         name: String,
         if_not_exists: bool,
         query: Box<ast::Query>,
+        with_data: bool,
     },
     /// ALTER TABLE [IF EXISTS] t ADD [COLUMN] [IF NOT EXISTS] col type ...
     AddColumn {
@@ -722,6 +840,7 @@ pub enum Ddl {
     CreateTablespace {
         name: String,
         location: String,
+        owner: Option<roles::RoleSpec>,
     },
     DropTablespace {
         name: String,
@@ -732,6 +851,7 @@ pub enum Ddl {
         template: Option<String>,
         tablespace: Option<String>,
         strategy: Option<CreateDbStrategy>,
+        owner: Option<roles::RoleSpec>,
     },
     DropDatabase {
         name: String,
@@ -1194,9 +1314,18 @@ impl Toks {
             Some(Token::SingleQuotedString(s)) => s.clone(),
             Some(Token::Number(n, _)) => {
                 let mut n = n.clone();
+                // A unit after its number (`10s`, `64kB`); any other word is the
+                // next option's (`CONNECTION LIMIT -1 IS_TEMPLATE false`).
+                const UNITS: &[&str] = &[
+                    "b", "kb", "mb", "gb", "tb", "us", "ms", "s", "min", "h", "d",
+                ];
                 if let Some(Token::Word(w)) = self.get(self.i + 1) {
-                    n.push_str(&w.value);
-                    self.i += 1;
+                    if w.quote_style.is_none()
+                        && UNITS.contains(&w.value.to_ascii_lowercase().as_str())
+                    {
+                        n.push_str(&w.value);
+                        self.i += 1;
+                    }
                 }
                 n
             }
@@ -1510,9 +1639,11 @@ pub(crate) fn schema_qualified(schema: &str, name: &str) -> SqlResult<String> {
 fn parse_create_tablespace(k: &mut Toks) -> SqlResult<Stmt> {
     k.i += 2;
     let name = k.ident()?;
-    if k.word("OWNER") {
-        k.ident()?;
-    }
+    let owner = if k.word("OWNER") {
+        Some(roles::role_spec(k)?)
+    } else {
+        None
+    };
     k.expect_word("LOCATION")?;
     let location = k.string()?;
     if k.word("WITH") {
@@ -1521,13 +1652,17 @@ fn parse_create_tablespace(k: &mut Toks) -> SqlResult<Stmt> {
         ));
     }
     k.end()?;
-    Ok(Stmt::Ddl(Ddl::CreateTablespace { name, location }))
+    Ok(Stmt::Ddl(Ddl::CreateTablespace {
+        name,
+        location,
+        owner,
+    }))
 }
 
 fn parse_create_database(k: &mut Toks) -> SqlResult<Stmt> {
     k.i += 2;
     let name = k.ident()?;
-    let (mut template, mut tablespace, mut strategy) = (None, None, None);
+    let (mut template, mut tablespace, mut strategy, mut owner) = (None, None, None, None);
     k.word("WITH");
     while !k.at_end() {
         let opt = k.peek_word(0).ok_or_else(|| k.near())?;
@@ -1535,6 +1670,7 @@ fn parse_create_database(k: &mut Toks) -> SqlResult<Stmt> {
         k.tok(&Token::Eq);
         match opt.as_str() {
             "TEMPLATE" => template = Some(k.ident()?),
+            "OWNER" => owner = Some(roles::role_spec(k)?),
             "TABLESPACE" => tablespace = Some(k.ident()?),
             "STRATEGY" => {
                 let s = k.value()?;
@@ -1550,14 +1686,13 @@ fn parse_create_database(k: &mut Toks) -> SqlResult<Stmt> {
                     }
                 });
             }
-            // Accepted and ignored: Strata has one owner, UTF8 and the C locale.
-            "OWNER" | "ENCODING" | "LOCALE" | "LC_COLLATE" | "LC_CTYPE" | "CONNECTION"
+            "ENCODING" | "LOCALE" | "LC_COLLATE" | "LC_CTYPE" | "CONNECTION"
             | "ALLOW_CONNECTIONS" | "IS_TEMPLATE" | "LOCALE_PROVIDER" | "ICU_LOCALE" => {
                 if opt == "CONNECTION" {
                     k.expect_word("LIMIT")?;
                     k.tok(&Token::Eq);
                 }
-                k.value()?;
+                database_option_held(&opt, &k.value()?)?;
             }
             _ => {
                 k.i -= 1;
@@ -1570,7 +1705,34 @@ fn parse_create_database(k: &mut Toks) -> SqlResult<Stmt> {
         template,
         tablespace,
         strategy,
+        owner,
     }))
+}
+
+/// A CREATE DATABASE option Strata holds only at one value, given that value: every
+/// database is UTF8 in the C locale (libc), connectable, not a template, with no
+/// connection limit. Any other value is 0A000, never accepted and ignored.
+fn database_option_held(opt: &str, value: &str) -> SqlResult<()> {
+    let v = value.to_ascii_lowercase();
+    let held = match opt {
+        "ENCODING" => matches!(v.as_str(), "utf8" | "utf-8" | "unicode" | "6"),
+        "LOCALE" | "LC_COLLATE" | "LC_CTYPE" => matches!(value, "C" | "POSIX"),
+        "LOCALE_PROVIDER" => v == "libc",
+        "CONNECTION" => v == "-1",
+        "ALLOW_CONNECTIONS" => matches!(v.as_str(), "true" | "on" | "1" | "yes"),
+        "IS_TEMPLATE" => matches!(v.as_str(), "false" | "off" | "0" | "no"),
+        _ => false,
+    };
+    if held {
+        return Ok(());
+    }
+    let what = match opt {
+        "CONNECTION" => "CONNECTION LIMIT".to_string(),
+        o => o.to_string(),
+    };
+    Err(SqlError::unsupported(format!(
+        "CREATE DATABASE ... {what} {value} (Strata's databases are UTF8 in the C locale, connectable, not templates, without a connection limit)"
+    )))
 }
 
 fn parse_drop_database(k: &mut Toks) -> SqlResult<Stmt> {
@@ -1685,6 +1847,28 @@ fn insert_source(q: Box<ast::Query>) -> InsertSource {
             InsertSource::Values(v.rows.into_iter().map(|r| r.content).collect())
         }
         q => InsertSource::Query(Box::new(q)),
+    }
+}
+
+/// `timestamp(p)`, `timestamptz(p)`, `time(p)`, `interval(p)`: p, the digits of a
+/// second kept (sql rule 6: a column or cast rounds to them, as PostgreSQL's do).
+fn time_precision(t: &ast::DataType) -> SqlResult<Option<u32>> {
+    let s = t.to_string().to_ascii_lowercase();
+    let Some((base, rest)) = s.split_once('(') else {
+        return Ok(None);
+    };
+    let Some((m, after)) = rest.split_once(')') else {
+        return Ok(None);
+    };
+    let name = format!("{} {}", base.trim(), after.trim());
+    if !TIME_TYPES.contains(&name.trim()) {
+        return Ok(None);
+    }
+    match m.trim().parse::<u32>() {
+        Ok(p) if p <= 6 => Ok(Some(p)),
+        _ => Err(SqlError::unsupported(format!(
+            "{s}: a precision past 6 (Strata keeps microseconds)"
+        ))),
     }
 }
 
@@ -1843,18 +2027,7 @@ fn convert(st: ast::Statement) -> SqlResult<Stmt> {
             names,
             ..
         } => convert_drop(object_type, if_exists, &names),
-        S::Truncate(t) => {
-            if t.partitions.is_some() {
-                return Err(SqlError::unsupported("TRUNCATE ... PARTITION"));
-            }
-            Ok(Stmt::Ddl(Ddl::Truncate {
-                names: t
-                    .table_names
-                    .iter()
-                    .map(|t| object_name(&t.name))
-                    .collect::<SqlResult<_>>()?,
-            }))
-        }
+        S::Truncate(t) => convert_truncate(t),
         S::Insert(ins) => {
             let table = match &ins.table {
                 ast::TableObject::TableName(n) => object_name(n)?,
@@ -1918,6 +2091,35 @@ fn convert(st: ast::Statement) -> SqlResult<Stmt> {
     }
 }
 
+/// TRUNCATE [TABLE] [ONLY] a, b [CONTINUE IDENTITY] [CASCADE | RESTRICT]: ONLY and
+/// CASCADE are honoured (no table has children or foreign keys to follow); RESTART
+/// IDENTITY and the other dialects' clauses are refused (sql rule 6).
+fn convert_truncate(t: ast::Truncate) -> SqlResult<Stmt> {
+    let ast::Truncate {
+        table_names,
+        partitions,
+        table: _,
+        if_exists,
+        identity,
+        cascade: _,
+        on_cluster,
+    } = t;
+    refuse_given(&[
+        (partitions.is_some(), "TRUNCATE ... PARTITION"),
+        (
+            identity == Some(ast::TruncateIdentityOption::Restart),
+            "TRUNCATE ... RESTART IDENTITY",
+        ),
+        (if_exists || on_cluster.is_some(), "this form of TRUNCATE"),
+    ])?;
+    Ok(Stmt::Ddl(Ddl::Truncate {
+        names: table_names
+            .iter()
+            .map(|t| object_name(&t.name))
+            .collect::<SqlResult<_>>()?,
+    }))
+}
+
 /// The columns of an index or constraint: plain column names, ascending, NULLs
 /// last (Strata's B-tree order); anything else is 0A000.
 fn index_columns(cols: &[ast::IndexColumn]) -> SqlResult<Vec<String>> {
@@ -1939,74 +2141,200 @@ fn index_columns(cols: &[ast::IndexColumn]) -> SqlResult<Vec<String>> {
         .collect()
 }
 
+/// Refuses the first clause given (sql rule 6): `(given, what)` pairs.
+fn refuse_given(clauses: &[(bool, &str)]) -> SqlResult<()> {
+    match clauses.iter().find(|(given, _)| *given) {
+        Some((_, what)) => Err(SqlError::unsupported(what.to_string())),
+        None => Ok(()),
+    }
+}
+
+/// DEFERRABLE, INITIALLY DEFERRED and NOT ENFORCED are refused; their defaults
+/// (NOT DEFERRABLE INITIALLY IMMEDIATE ENFORCED) are what Strata does.
+fn constraint_characteristics(c: Option<&ast::ConstraintCharacteristics>) -> SqlResult<()> {
+    let Some(ast::ConstraintCharacteristics {
+        deferrable,
+        initially,
+        enforced,
+    }) = c
+    else {
+        return Ok(());
+    };
+    refuse_given(&[
+        (*deferrable == Some(true), "DEFERRABLE constraints"),
+        (
+            *initially == Some(ast::DeferrableInitial::Deferred),
+            "INITIALLY DEFERRED constraints",
+        ),
+        (*enforced == Some(false), "NOT ENFORCED constraints"),
+    ])
+}
+
+/// A PRIMARY KEY constraint (of a table or a column) as an index; what Strata
+/// cannot honour in it is refused (sql rule 6).
+fn primary_key(p: &ast::PrimaryKeyConstraint, name: Option<&ast::Ident>) -> SqlResult<IndexSpec> {
+    let ast::PrimaryKeyConstraint {
+        name: own_name,
+        index_name,
+        index_type,
+        columns,
+        include,
+        index_options,
+        characteristics,
+    } = p;
+    refuse_given(&[
+        (index_type.is_some(), "USING in a constraint"),
+        (!include.is_empty(), "INCLUDE in a constraint"),
+        (!index_options.is_empty(), "index options in a constraint"),
+    ])?;
+    constraint_characteristics(characteristics.as_ref())?;
+    let name = name.or(own_name.as_ref()).or(index_name.as_ref());
+    Ok(IndexSpec::constraint(name, index_columns(columns)?, true))
+}
+
+/// A UNIQUE constraint (of a table or a column) as an index (sql rule 6).
+fn unique(u: &ast::UniqueConstraint, name: Option<&ast::Ident>) -> SqlResult<IndexSpec> {
+    let ast::UniqueConstraint {
+        name: own_name,
+        index_name,
+        index_type_display,
+        index_type,
+        columns,
+        include,
+        index_options,
+        characteristics,
+        nulls_distinct,
+    } = u;
+    refuse_given(&[
+        (
+            index_type.is_some() || *index_type_display != ast::KeyOrIndexDisplay::None,
+            "USING in a constraint",
+        ),
+        (!include.is_empty(), "INCLUDE in a constraint"),
+        (!index_options.is_empty(), "index options in a constraint"),
+        (
+            matches!(nulls_distinct, ast::NullsDistinctOption::NotDistinct),
+            "NULLS NOT DISTINCT",
+        ),
+    ])?;
+    constraint_characteristics(characteristics.as_ref())?;
+    let name = name.or(own_name.as_ref()).or(index_name.as_ref());
+    Ok(IndexSpec::constraint(name, index_columns(columns)?, false))
+}
+
+/// A CHECK constraint's name (as given) and expression (sql rule 6: NO INHERIT and
+/// NOT ENFORCED are refused).
+fn check_constraint(c: &ast::CheckConstraint) -> SqlResult<(Option<String>, String)> {
+    let ast::CheckConstraint {
+        name,
+        expr,
+        no_inherit,
+        enforced,
+    } = c;
+    refuse_given(&[
+        (*no_inherit, "NO INHERIT (table inheritance)"),
+        (*enforced == Some(false), "NOT ENFORCED constraints"),
+    ])?;
+    Ok((name.as_ref().map(ident_name), expr.to_string()))
+}
+
 /// A PRIMARY KEY or UNIQUE table constraint; `None` for any other kind.
 fn table_index(c: &ast::TableConstraint) -> SqlResult<Option<IndexSpec>> {
-    let unsupported = |what: &str| Err(SqlError::unsupported(format!("{what} in a constraint")));
     match c {
-        ast::TableConstraint::PrimaryKey(p) => {
-            if !p.include.is_empty() || p.characteristics.is_some() {
-                return unsupported("INCLUDE or DEFERRABLE");
-            }
-            let name = p.name.as_ref().or(p.index_name.as_ref());
-            let cols = index_columns(&p.columns)?;
-            Ok(Some(IndexSpec::constraint(name, cols, true)))
-        }
-        ast::TableConstraint::Unique(u) => {
-            if !u.include.is_empty()
-                || u.characteristics.is_some()
-                || matches!(u.nulls_distinct, ast::NullsDistinctOption::NotDistinct)
-            {
-                return unsupported("INCLUDE, DEFERRABLE or NULLS NOT DISTINCT");
-            }
-            let name = u.name.as_ref().or(u.index_name.as_ref());
-            let cols = index_columns(&u.columns)?;
-            Ok(Some(IndexSpec::constraint(name, cols, false)))
-        }
+        ast::TableConstraint::PrimaryKey(p) => primary_key(p, None).map(Some),
+        ast::TableConstraint::Unique(u) => unique(u, None).map(Some),
         _ => Ok(None),
     }
 }
 
 /// CREATE [UNIQUE] INDEX [IF NOT EXISTS] [name] ON t [USING btree] (cols).
+/// Every clause but the name, table, `USING btree`, columns, UNIQUE and IF NOT
+/// EXISTS is refused (sql rule 6).
 fn convert_create_index(ci: ast::CreateIndex) -> SqlResult<Stmt> {
-    let btree = match &ci.using {
+    let ast::CreateIndex {
+        name,
+        table_name,
+        using,
+        columns,
+        unique,
+        concurrently,
+        if_not_exists,
+        include,
+        nulls_distinct,
+        with,
+        predicate,
+        index_options,
+        alter_options,
+        r#async,
+    } = ci;
+    let btree = match &using {
         None => true,
         Some(u) => u.to_string().eq_ignore_ascii_case("btree"),
     };
     if !btree {
         return Err(SqlError::unsupported(format!(
             "access method \"{}\" (Strata has B-tree indexes)",
-            ci.using.as_ref().map(|u| u.to_string()).unwrap_or_default()
+            using.as_ref().map(|u| u.to_string()).unwrap_or_default()
         )));
     }
-    if ci.concurrently || !ci.include.is_empty() || ci.predicate.is_some() || !ci.with.is_empty() {
-        return Err(SqlError::unsupported(
-            "CREATE INDEX with CONCURRENTLY, INCLUDE, WITH or WHERE",
-        ));
-    }
-    if ci.nulls_distinct == Some(false) {
-        return Err(SqlError::unsupported("NULLS NOT DISTINCT"));
-    }
+    refuse_given(&[
+        (concurrently || r#async, "CREATE INDEX CONCURRENTLY"),
+        (!include.is_empty(), "CREATE INDEX ... INCLUDE"),
+        (
+            !with.is_empty(),
+            "CREATE INDEX ... WITH (storage parameters)",
+        ),
+        (
+            predicate.is_some(),
+            "CREATE INDEX ... WHERE (partial indexes)",
+        ),
+        (nulls_distinct == Some(false), "NULLS NOT DISTINCT"),
+        (
+            !index_options.is_empty() || !alter_options.is_empty(),
+            "these index options",
+        ),
+    ])?;
     Ok(Stmt::Ddl(Ddl::CreateIndex {
-        table: object_name(&ci.table_name)?,
+        table: object_name(&table_name)?,
         spec: IndexSpec {
-            name: ci.name.as_ref().map(object_name).transpose()?,
-            columns: index_columns(&ci.columns)?,
-            unique: ci.unique,
+            name: name.as_ref().map(object_name).transpose()?,
+            columns: index_columns(&columns)?,
+            unique,
             primary: false,
             constraint: false,
         },
-        if_not_exists: ci.if_not_exists,
+        if_not_exists,
     }))
 }
 
 /// ALTER TABLE: RENAME TO, RENAME COLUMN, ADD COLUMN, DROP COLUMN, ADD/DROP of a
 /// PRIMARY KEY or UNIQUE constraint; the rest is 0A000 (issue 14).
-fn convert_alter_table(at: ast::AlterTable) -> SqlResult<Stmt> {
-    use ast::AlterTableOperation as Op;
-    let table = object_name(&at.name)?;
-    let [op] = at.operations.as_slice() else {
+/// ALTER TABLE's table and its one action; the other dialects' clauses are refused.
+/// ONLY is honoured: with inheritance refused, no table has children to skip.
+fn alter_table_action(at: &ast::AlterTable) -> SqlResult<(String, &ast::AlterTableOperation)> {
+    let ast::AlterTable {
+        name,
+        if_exists: _,
+        only: _,
+        operations,
+        location,
+        on_cluster,
+        table_type,
+        end_token: _,
+    } = at;
+    refuse_given(&[(
+        location.is_some() || on_cluster.is_some() || table_type.is_some(),
+        "this form of ALTER TABLE",
+    )])?;
+    let [op] = operations.as_slice() else {
         return Err(SqlError::unsupported("ALTER TABLE with several actions"));
     };
+    Ok((object_name(name)?, op))
+}
+
+fn convert_alter_table(at: ast::AlterTable) -> SqlResult<Stmt> {
+    use ast::AlterTableOperation as Op;
+    let (table, op) = alter_table_action(&at)?;
     let (column, new_name) = match op {
         Op::AddColumn {
             if_not_exists,
@@ -2266,11 +2594,12 @@ fn table_constraints(
         let ast::TableConstraint::Check(c) = c else {
             return Err(SqlError::unsupported(format!("table constraint {c}")));
         };
+        let (given, expr) = check_constraint(c)?;
         let Some(first) = columns.first_mut() else {
             return Err(SqlError::unsupported("a CHECK on a table without columns"));
         };
-        let name = match &c.name {
-            Some(n) => ident_name(n),
+        let name = match given {
+            Some(n) => n,
             None => {
                 let taken = |n: &str| first.checks.iter().any(|(x, _)| x == n);
                 let mut n = format!("{table}_check");
@@ -2282,7 +2611,7 @@ fn table_constraints(
                 n
             }
         };
-        first.checks.push((name, c.expr.to_string()));
+        first.checks.push((name, expr));
     }
     Ok(())
 }
@@ -2300,6 +2629,7 @@ fn convert_column(table: &str, c: &ast::ColumnDef) -> SqlResult<ConvertedColumn>
     let mut col = Column::new(&cname, ty);
     (col.max_chars, col.padded) = char_length(&c.data_type)?;
     col.numeric = numeric_typmod(&c.data_type)?;
+    col.precision = time_precision(&c.data_type)?;
     let mut null_given = None;
     let mut indexes = Vec::new();
     let mut identity = None;
@@ -2310,12 +2640,14 @@ fn convert_column(table: &str, c: &ast::ColumnDef) -> SqlResult<ConvertedColumn>
         }
         match &o.option {
             ast::ColumnOption::PrimaryKey(p) => {
-                let name = o.name.as_ref().or(p.name.as_ref());
-                indexes.push(IndexSpec::constraint(name, vec![cname.clone()], true));
+                let mut ix = primary_key(p, o.name.as_ref())?;
+                ix.columns = vec![cname.clone()];
+                indexes.push(ix);
             }
             ast::ColumnOption::Unique(u) => {
-                let name = o.name.as_ref().or(u.name.as_ref());
-                indexes.push(IndexSpec::constraint(name, vec![cname.clone()], false));
+                let mut ix = unique(u, o.name.as_ref())?;
+                ix.columns = vec![cname.clone()];
+                indexes.push(ix);
             }
             ast::ColumnOption::Null | ast::ColumnOption::NotNull => {
                 let not_null = matches!(o.option, ast::ColumnOption::NotNull);
@@ -2328,9 +2660,10 @@ fn convert_column(table: &str, c: &ast::ColumnDef) -> SqlResult<ConvertedColumn>
                 col.not_null = not_null;
             }
             ast::ColumnOption::Check(c) => {
-                let given = o.name.as_ref().or(c.name.as_ref()).map(ident_name);
+                let (own, expr) = check_constraint(c)?;
+                let given = o.name.as_ref().map(ident_name).or(own);
                 let n = given.unwrap_or_else(|| format!("{table}_{cname}_check"));
-                col.checks.push((n, c.expr.to_string()));
+                col.checks.push((n, expr));
             }
             ast::ColumnOption::Default(e) => {
                 if col.default.is_some() {
@@ -2366,14 +2699,19 @@ fn convert_create_table(ct: ast::CreateTable) -> SqlResult<Stmt> {
     if ct.temporary {
         return Err(SqlError::unsupported("temporary tables"));
     }
+    let tablespace = create_table_clauses(&ct)?;
     if let Some(query) = ct.query {
         if !ct.columns.is_empty() {
             return Err(SqlError::unsupported("CREATE TABLE t (columns) AS"));
+        }
+        if tablespace.is_some() {
+            return Err(SqlError::unsupported("CREATE TABLE ... AS with TABLESPACE"));
         }
         return Ok(Stmt::Ddl(Ddl::CreateTableAs {
             name: object_name(&ct.name)?,
             if_not_exists: ct.if_not_exists,
             query,
+            with_data: ct.with_data.is_none_or(|w| w.data),
         }));
     }
     let name = object_name(&ct.name)?;
@@ -2394,25 +2732,6 @@ fn convert_create_table(ct: ast::CreateTable) -> SqlResult<Stmt> {
         columns.push(col);
     }
     table_constraints(&name, &ct.constraints, &mut columns, &mut indexes)?;
-    let mut tablespace = None;
-    let text = ct.to_string();
-    // sqlparser keeps PostgreSQL's trailing TABLESPACE clause among the options.
-    if let Some(pos) = text.to_ascii_uppercase().rfind(" TABLESPACE ") {
-        let rest = text[pos + 12..].trim();
-        let spc: String = rest
-            .trim_matches('"')
-            .chars()
-            .take_while(|c| c.is_alphanumeric() || *c == '_')
-            .collect();
-        if spc.is_empty() {
-            return Err(SqlError::syntax("syntax error at or near \"TABLESPACE\""));
-        }
-        tablespace = Some(if rest.starts_with('"') {
-            spc
-        } else {
-            spc.to_ascii_lowercase()
-        });
-    }
     Ok(Stmt::Ddl(Ddl::CreateTable {
         name,
         if_not_exists: ct.if_not_exists,
@@ -2421,6 +2740,63 @@ fn convert_create_table(ct: ast::CreateTable) -> SqlResult<Stmt> {
         indexes,
         sequences: seqs,
     }))
+}
+
+/// The clauses of CREATE TABLE Strata honours are its name, IF NOT EXISTS, columns,
+/// constraints, AS query, WITH [NO] DATA and TABLESPACE (returned, as PostgreSQL
+/// folds it). Every other clause sqlparser takes is refused with 0A000 naming it
+/// (sql rule 6): the statement is rebuilt from the honoured clauses alone, and any
+/// difference from what was parsed is a clause Strata would otherwise drop.
+fn create_table_clauses(ct: &ast::CreateTable) -> SqlResult<Option<String>> {
+    use ast::helpers::stmt_create_table::CreateTableBuilder;
+    let (tablespace, options) = match &ct.table_options {
+        ast::CreateTableOptions::Plain(o) => match o.as_slice() {
+            [ast::SqlOption::TableSpace(ast::TablespaceOption {
+                name,
+                storage: None,
+            })] => (Some(name.to_lowercase()), ct.table_options.clone()),
+            _ => (None, ast::CreateTableOptions::None),
+        },
+        _ => (None, ast::CreateTableOptions::None),
+    };
+    let honoured = CreateTableBuilder::new(ct.name.clone())
+        .if_not_exists(ct.if_not_exists)
+        .columns(ct.columns.clone())
+        .constraints(ct.constraints.clone())
+        .query(ct.query.clone())
+        .with_data(ct.with_data.filter(|w| w.statistics.is_none()))
+        .table_options(options)
+        .build();
+    if honoured == *ct {
+        return Ok(tablespace);
+    }
+    let named = [
+        (
+            ct.partition_by.is_some(),
+            "PARTITION BY (partitioned tables)",
+        ),
+        (
+            ct.partition_of.is_some() || ct.for_values.is_some(),
+            "PARTITION OF (partitions)",
+        ),
+        (ct.inherits.is_some(), "INHERITS (table inheritance)"),
+        (ct.like.is_some(), "CREATE TABLE ... LIKE"),
+        (ct.unlogged, "UNLOGGED tables"),
+        (ct.on_commit.is_some(), "ON COMMIT"),
+        (
+            matches!(ct.table_options, ast::CreateTableOptions::With(_)),
+            "CREATE TABLE ... WITH (storage parameters)",
+        ),
+        (
+            ct.table_options != honoured.table_options,
+            "these table options",
+        ),
+    ];
+    let what = named
+        .iter()
+        .find(|(given, _)| *given)
+        .map_or("this form of CREATE TABLE", |(_, w)| w);
+    Err(SqlError::unsupported(what.to_string()))
 }
 
 #[cfg(test)]
@@ -2436,14 +2812,16 @@ mod tests {
     #[test]
     fn utility_statements_parse_in_postgres_form() {
         match one(
-            "CREATE DATABASE d1 WITH TEMPLATE = template0 STRATEGY = FILE_COPY TABLESPACE ts1",
+            "CREATE DATABASE d1 WITH TEMPLATE = template0 STRATEGY = FILE_COPY TABLESPACE ts1 OWNER bob",
         ) {
             Stmt::Ddl(Ddl::CreateDatabase {
                 name,
                 template,
                 tablespace,
                 strategy,
+                owner,
             }) => {
+                assert_eq!(owner, Some(roles::RoleSpec::Name("bob".into())));
                 assert_eq!(name, "d1");
                 assert_eq!(template.as_deref(), Some("template0"));
                 assert_eq!(tablespace.as_deref(), Some("ts1"));
@@ -2457,7 +2835,7 @@ mod tests {
         ));
         assert!(matches!(
             one("CREATE TABLESPACE ts LOCATION '/tmp/x'"),
-            Stmt::Ddl(Ddl::CreateTablespace { name, location }) if name == "ts" && location == "/tmp/x"
+            Stmt::Ddl(Ddl::CreateTablespace { name, location, owner: None }) if name == "ts" && location == "/tmp/x"
         ));
         assert!(
             matches!(one("vacuum T1"), Stmt::Utility(Utility::Vacuum { table: Some(t) }) if t == "t1")

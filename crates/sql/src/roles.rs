@@ -228,7 +228,7 @@ impl AccessStmt {
 
 // ---- parsing ----
 
-fn role_spec(k: &mut Toks) -> SqlResult<RoleSpec> {
+pub(crate) fn role_spec(k: &mut Toks) -> SqlResult<RoleSpec> {
     if k.word("CURRENT_USER") || k.word("CURRENT_ROLE") {
         return Ok(RoleSpec::CurrentUser);
     }

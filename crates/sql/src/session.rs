@@ -1346,7 +1346,7 @@ impl<'e> Session<'e> {
     pub(crate) fn create_table_as(
         &mut self,
         name: &str,
-        if_not_exists: bool,
+        (if_not_exists, with_data): (bool, bool),
         query: &sqlparser::ast::Query,
         notices: &mut Notices,
     ) -> SqlResult<Output> {
@@ -1378,7 +1378,14 @@ impl<'e> Session<'e> {
         if opened {
             self.open_block(true);
         }
-        let r = self.create_and_fill(name, &cols, query);
+        let r = if with_data {
+            self.create_and_fill(name, &cols, query)
+        } else {
+            // WITH NO DATA: the query is bound (its columns make the table), not run.
+            let db = self.db.clone();
+            self.write(|t| Ok(t.create_table(&db, name, &cols, None)?))
+                .map(|()| Output::Command("CREATE TABLE AS".into()))
+        };
         if opened {
             self.end_block(r.is_ok())?;
         }
