@@ -6,6 +6,9 @@
 //! Module map: [`archiver`] (runs `archive_command` for completed WAL segments),
 //! [`basebackup_client`] (`strata basebackup`: BASE_BACKUP and WAL streamed into a copy),
 //! [`config`] (settings: parsing, units, ranges, SHOW's list),
+//! [`hba`] (`pg_hba.conf`: parsing and the choice of a line),
+//! [`tls`] (rustls: the server's certificates, client certificates, the client side
+//! of replication connections),
 //! [`server`] (the process: data directory, lock file, logging, listeners, shutdown),
 //! [`walreceiver`] (a standby's client of its primary's WAL sender), [`standby`] (the
 //! engine as the receiver's sink, and its start),
@@ -26,9 +29,11 @@
 pub mod archiver;
 pub mod basebackup_client;
 pub mod config;
+pub mod hba;
 pub mod pg;
 pub mod server;
 pub mod standby;
+pub mod tls;
 pub mod views;
 pub mod walreceiver;
 
