@@ -1,8 +1,9 @@
 //! `strata start` and `strata stop`: the server process.
 //!
-//! Owns the server's life: the data directory (created on first start), its
-//! configuration (`strata.conf`, then `-c` flags), the lock file `postmaster.pid`,
-//! the listening socket, logging, and shutdown on SIGINT/SIGTERM.
+//! Owns the server's life: the data directory (created on first start, with its
+//! default `pg_hba.conf`), its configuration (`strata.conf`, then `-c` flags), the
+//! lock file `postmaster.pid`, the listening socket, logging, reload on SIGHUP
+//! (`reload`), and shutdown on SIGINT/SIGTERM.
 //!
 //! Invariants:
 //! 1. One server per data directory: `postmaster.pid` is created exclusively and
@@ -215,6 +216,7 @@ pub fn start(data: &Path, flags: &[String]) -> Result<(), String> {
         let mut s = config::ServerConfig::from_flags(None, flags)?.engine;
         s.log = Arc::new(|_: &str| {});
         Engine::init(data, s).map_err(|e| e.to_string())?;
+        crate::reload::write_default_hba(data, "trust")?;
         eprintln!(
             "{} LOG:  created a new cluster in \"{}\" (databases template1, template0, postgres)",
             now_stamp(),
@@ -228,13 +230,15 @@ pub fn start(data: &Path, flags: &[String]) -> Result<(), String> {
     let conf = data.join("strata.conf");
     let cfg = ServerConfig::from_flags(Some(&conf), flags)?;
     let lock = take_lock(&data, cfg.port)?;
-    let result = serve(&data, cfg);
+    let result = serve(&data, cfg, &conf, flags);
     let _ = std::fs::remove_file(&lock);
     result
 }
 
-fn serve(data: &Path, cfg: ServerConfig) -> Result<(), String> {
+fn serve(data: &Path, cfg: ServerConfig, conf: &Path, flags: &[String]) -> Result<(), String> {
     let sink = log_sink(data, &cfg)?;
+    // Reload rule 4: pg_hba.conf and TLS are checked before recovery starts.
+    let live = Arc::new(crate::reload::Live::load(data, conf, flags, &cfg, &sink)?);
     let mut settings = cfg.engine.clone();
     settings.log = sink.clone();
     // Engine rule 7: after a PANIC (logged by the engine) the process ends; the next
@@ -252,7 +256,7 @@ fn serve(data: &Path, cfg: ServerConfig) -> Result<(), String> {
         std::process::abort();
     }));
     let engine = Arc::new(Engine::open(data, settings).map_err(|e| e.to_string())?);
-    let (server, shared, views) = server_state(&cfg, &engine, data, &sink)?;
+    let (server, shared, views) = server_state(&cfg, &engine, data, &sink, &live)?;
     let _ = sessions.set(Arc::downgrade(&server));
     let archiver = start_archiver(&engine, &cfg, &sink)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -274,6 +278,8 @@ fn serve(data: &Path, cfg: ServerConfig) -> Result<(), String> {
             .map_err(|e| e.to_string())?;
         let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
             .map_err(|e| e.to_string())?;
+        let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+            .map_err(|e| e.to_string())?;
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         if let Some(r) = crate::standby::start_receiver(&engine, &cfg, &sink, stop_rx.clone())? {
             let _ = views.receiver.set(r);
@@ -286,15 +292,21 @@ fn serve(data: &Path, cfg: ServerConfig) -> Result<(), String> {
                 waiting: waiting.clone(),
                 max_connections,
                 shared: shared.clone(),
-                auth_timeout: cfg.authentication_timeout,
                 log: sink.clone(),
             };
             tokio::spawn(accept.run(l, stop_rx.clone()));
         }
-        tokio::select! {
-            _ = term.recv() => sink("received fast shutdown request"),
-            _ = int.recv() => sink("received fast shutdown request"),
+        loop {
+            tokio::select! {
+                _ = term.recv() => break,
+                _ = int.recv() => break,
+                _ = hup.recv() => {
+                    let live = live.clone();
+                    let _ = tokio::task::spawn_blocking(move || live.reload()).await;
+                }
+            }
         }
+        sink("received fast shutdown request");
         let _ = stop_tx.send(true);
         Ok(())
     });
@@ -352,6 +364,7 @@ fn server_state(
     engine: &Arc<Engine>,
     data: &Path,
     sink: &LogSink,
+    live: &Arc<crate::reload::Live>,
 ) -> Result<States, String> {
     let syncrep = Arc::new(strata_sql::syncrep::SyncRep::new(
         &cfg.synchronous_standby_names,
@@ -368,6 +381,7 @@ fn server_state(
         senders: senders.clone(),
         syncrep: syncrep.clone(),
         receiver: std::sync::OnceLock::new(),
+        live: live.clone(),
     });
     let server = Arc::new(ServerState {
         syncrep,
@@ -387,6 +401,7 @@ fn server_state(
         mock_nonce: auth::load_mock_nonce(&*engine.settings().vfs, data)?.into(),
         senders,
         wal_sender_timeout: cfg.wal_sender_timeout,
+        live: live.clone(),
     });
     Ok((server, shared, views))
 }
@@ -445,7 +460,6 @@ struct Acceptor {
     waiting: Arc<Unauthenticated>,
     max_connections: usize,
     shared: Arc<crate::pg::Shared>,
-    auth_timeout: Duration,
     log: LogSink,
 }
 
@@ -499,7 +513,7 @@ impl Acceptor {
                 sock,
                 h,
                 ticket,
-                self.auth_timeout,
+                self.shared.live.authentication_timeout(),
                 self.log.clone(),
             ));
         }
@@ -586,6 +600,13 @@ pub fn init(
         ..s
     };
     strata_engine::Engine::init(data, s).map_err(|e| e.to_string())?;
+    // A password set to be used: loopback connections authenticate too.
+    let local_method = if password.is_some() {
+        "scram-sha-256"
+    } else {
+        "trust"
+    };
+    crate::reload::write_default_hba(data, local_method)?;
     if let Some(pw) = password {
         RoleStore::load(StdVfs::arc(), data, &|_| false, auth::derive)?
             .set_password(strata_sql::roles::BOOTSTRAP_SUPERUSER, Some(&pw))?;

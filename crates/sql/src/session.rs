@@ -452,6 +452,8 @@ struct SessionEnv<'a> {
     /// The transaction is READ ONLY: nextval and setval are 25006.
     read_only: bool,
     seqs: &'a parking_lot::Mutex<SeqMemory>,
+    /// The session's role is a superuser (`pg_reload_conf`).
+    superuser: bool,
 }
 
 /// What a [`SessionEnv`] needs of the session, copied out before a write borrows
@@ -465,6 +467,7 @@ struct EnvParts<'e> {
     writing: bool,
     read_only: bool,
     seqs: Arc<parking_lot::Mutex<SeqMemory>>,
+    superuser: bool,
 }
 
 impl<'e> EnvParts<'e> {
@@ -481,6 +484,7 @@ impl<'e> EnvParts<'e> {
             writing: self.writing,
             read_only: self.read_only,
             seqs: &self.seqs,
+            superuser: self.superuser,
         }
     }
 
@@ -498,6 +502,15 @@ impl<'e> EnvParts<'e> {
 }
 
 impl Env for SessionEnv<'_> {
+    fn reload_conf(&self) -> SqlResult<bool> {
+        if !self.superuser {
+            return Err(SqlError::new(
+                "42501",
+                "permission denied for function pg_reload_conf",
+            ));
+        }
+        Ok(self.server.views.reload_conf())
+    }
     fn sequence(&self, call: SeqCall<'_>) -> SqlResult<i64> {
         let (e, db, w) = (self.engine, self.db, self.writing);
         if self.read_only {
@@ -1176,6 +1189,7 @@ impl<'e> Session<'e> {
             writing: matches!(self.block, Block::Open { txn: Some(_), .. }),
             read_only: self.read_only_now(),
             seqs: Arc::clone(&self.seqs),
+            superuser: crate::roles::is_superuser(&self.user),
         }
     }
 

@@ -26,6 +26,11 @@
 //!    input follows it): a large query text is then held only by the String pgwire
 //!    decodes it into, while it runs ([`RELEASE_BUFFER_BYTES`]; the connection loop
 //!    does the same for pgwire's own read buffer).
+//! 6. TLS starts on a clean stream: when the server answers an SSLRequest with 'S',
+//!    no byte the client sent after the request may be buffered (PostgreSQL's check
+//!    against plaintext injected before the handshake, CVE-2021-23214), and on the
+//!    encrypted stream a second SSLRequest or GSSENCRequest is a protocol version
+//!    the server does not speak (0A000), as in PostgreSQL.
 
 use bytes::{Buf, BytesMut};
 use std::io;
@@ -266,7 +271,12 @@ fn check_body(t: u8, body: &[u8], first_password: bool) -> Result<(), Violation>
             r.cstr()?;
         }
         b'p' if first_password => {
+            // A PasswordMessage (one string: the `password` method), or a
             // SASLInitialResponse: mechanism, then -1 or the length of the rest.
+            let mut password = Reader { b: body };
+            if password.cstr().is_ok() && password.end().is_ok() {
+                return Ok(());
+            }
             r.cstr()?;
             let n = r.i32()?;
             if n != -1 {
@@ -339,6 +349,8 @@ pub struct Guarded<S> {
     phase: Phase,
     authenticated: Arc<AtomicBool>,
     failed: Option<Violation>,
+    /// TLS is established: a second SSLRequest or GSSENCRequest is refused (rule 6).
+    encrypted: bool,
 }
 
 impl<S> Guarded<S> {
@@ -351,7 +363,33 @@ impl<S> Guarded<S> {
             phase: Phase::Startup,
             authenticated,
             failed: None,
+            encrypted: false,
         }
+    }
+
+    /// A guard over a stream on which TLS was just established, for the startup
+    /// packet that follows (rule 6).
+    pub fn encrypted(inner: S, authenticated: Arc<AtomicBool>) -> Guarded<S> {
+        Guarded {
+            encrypted: true,
+            ..Guarded::new(inner, authenticated)
+        }
+    }
+
+    /// Bytes read from the socket and not yet handed to pgwire (rule 6: none may be
+    /// left when TLS starts).
+    pub fn buffered(&self) -> usize {
+        self.raw.len() + self.ready.len()
+    }
+
+    /// The flag the connection loop sets once authentication is done.
+    pub fn authenticated_flag(&self) -> Arc<AtomicBool> {
+        self.authenticated.clone()
+    }
+
+    /// The stream underneath.
+    pub fn into_inner(self) -> S {
+        self.inner
     }
 
     /// Rule 5: a frame handed over entirely to pgwire is not kept: `ready` shares its
@@ -368,6 +406,19 @@ impl<S> Guarded<S> {
     /// Moves the next complete, valid frame from `raw` to `ready`; false if none yet.
     fn release_one(&mut self) -> Result<bool, Violation> {
         let authed = self.authenticated.load(Ordering::Acquire);
+        if self.encrypted && self.phase == Phase::Startup && self.raw.len() >= 8 {
+            let code = be_i32(&self.raw[4..]);
+            if code == SSL_REQUEST || code == GSS_REQUEST {
+                return Err(Violation {
+                    code: "0A000",
+                    message: format!(
+                        "unsupported frontend protocol {}.{}: server supports 3.0 to 3.2",
+                        code >> 16,
+                        code & 0xFFFF
+                    ),
+                });
+            }
+        }
         match check_frame(&self.raw, self.phase, authed)? {
             None => Ok(false),
             Some((n, next)) => {

@@ -436,6 +436,18 @@ pub struct Conn {
     copy: parking_lot::Mutex<Option<PendingCopy>>,
     /// Results of an `Event::Ends` not handed out yet (one request at a time).
     unpacked: parking_lot::Mutex<std::collections::VecDeque<Event>>,
+    /// Set when the connection runs over TLS (serve rule 6).
+    tls: OnceLock<TlsPeer>,
+}
+
+/// What the TLS handshake established about the client (for `pg_hba.conf`).
+#[derive(Clone, Debug)]
+pub struct TlsPeer {
+    /// The CN of the client's certificate, if it sent one (verified: tls rule 3).
+    pub common_name: Option<String>,
+    pub has_certificate: bool,
+    /// The server verifies client certificates (`ssl_ca_file` is set).
+    pub verifies_clients: bool,
 }
 
 /// Server-wide state of the protocol layer.
@@ -445,6 +457,8 @@ pub struct Shared {
     pub senders: Arc<walsender::WalSenders>,
     /// `wal_sender_timeout` (zero: none).
     pub wal_sender_timeout: Duration,
+    /// `pg_hba.conf`, TLS and the other settings a reload changes (reload rule 1).
+    pub live: Arc<crate::reload::Live>,
 }
 
 impl Drop for Conn {
@@ -650,12 +664,41 @@ impl Conn {
         (pid, SecretKey::I32(secret))
     }
 
+    /// Records the TLS handshake's result (serve rule 6).
+    pub(crate) fn set_tls(&self, peer: TlsPeer) {
+        let _ = self.tls.set(peer);
+    }
+
+    /// The TLS handshake's result, if the connection runs over TLS.
+    pub(crate) fn tls_peer(&self) -> Option<&TlsPeer> {
+        self.tls.get()
+    }
+
     /// Whether the client has closed its end (or sent Terminate while a statement
-    /// runs): a peek at the socket, without consuming anything.
+    /// runs): a peek at the socket, without consuming anything. Over TLS the bytes
+    /// are encrypted, so only the end of the client's stream counts (poll's
+    /// POLLRDHUP, which pending bytes such as a TLS close_notify do not hide).
     fn peer_gone(&self) -> bool {
         let Some(p) = &self.peer else {
             return false;
         };
+        if self.tls.get().is_some() {
+            use rustix::event::{poll, PollFd, PollFlags};
+            let mut fds = [PollFd::new(p, PollFlags::RDHUP)];
+            let zero = rustix::event::Timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            return match poll(&mut fds, Some(&zero)) {
+                Ok(n) => {
+                    n > 0
+                        && fds[0]
+                            .revents()
+                            .intersects(PollFlags::RDHUP | PollFlags::HUP | PollFlags::ERR)
+                }
+                Err(_) => false,
+            };
+        }
         let mut buf = [0u8; 5];
         match p.peek(&mut buf) {
             Ok(0) => true,
@@ -1274,6 +1317,7 @@ impl Handlers {
             walsender: OnceLock::new(),
             copy: parking_lot::Mutex::new(None),
             unpacked: parking_lot::Mutex::new(std::collections::VecDeque::new()),
+            tls: OnceLock::new(),
         });
         Handlers {
             startup: Arc::new(auth::Startup::new(conn.clone())),
