@@ -34,7 +34,14 @@
 //! 7. With `hot_standby_feedback` on, the oldest xid the standby's snapshots need
 //!    goes to the primary at stream start and every `wal_receiver_status_interval`
 //!    ('h' messages), so its VACUUM keeps the rows they may see.
+//! 8. TLS as libpq does it (tls rule 4): `sslmode` (default `prefer`) decides the
+//!    attempts, `sslrootcert`, `sslcert`, `sslkey` and `ssl_min_protocol_version`
+//!    are honoured; a TLS keyword whose value Strata cannot honour (`sslcrl`,
+//!    `sslpassword`, a lower `ssl_max_protocol_version`, ...) is refused when the
+//!    connection string is parsed, never accepted and ignored. TLS is not used over
+//!    a Unix socket (libpq's rule).
 
+use crate::tls::{ClientTls, SslMode, TlsVersion};
 use bytes::{Buf, BufMut, BytesMut};
 use futures::{FutureExt, SinkExt, StreamExt};
 use postgres_protocol::authentication::md5_hash;
@@ -65,16 +72,8 @@ const IGNORED: &[&str] = &[
     "dbname",
     "fallback_application_name",
     "options",
+    // libpq itself ignores it (since PostgreSQL 14).
     "sslcompression",
-    "sslcertmode",
-    "sslsni",
-    "ssl_min_protocol_version",
-    "ssl_max_protocol_version",
-    "sslcert",
-    "sslkey",
-    "sslrootcert",
-    "sslcrl",
-    "sslpassword",
     "gssencmode",
     "gsslib",
     "krbsrvname",
@@ -106,7 +105,7 @@ pub struct Conninfo {
     pub application_name: Option<String>,
     /// `connect_timeout`; `None` waits as long as the operating system does.
     pub connect_timeout: Option<Duration>,
-    /// `sslmode` as given (only disable, allow and prefer are accepted).
+    /// `sslmode` as given (libpq's values; none: `prefer`).
     pub sslmode: Option<String>,
     /// The accepted-and-ignored keywords, in order, for display.
     pub other: Vec<(String, String)>,
@@ -218,20 +217,60 @@ impl Conninfo {
                 // libpq: zero or less waits forever, and less than 2 seconds is 2.
                 self.connect_timeout = (secs > 0).then(|| Duration::from_secs(secs.max(2) as u64));
             }
-            "sslmode" => match v.as_str() {
-                "" | "disable" | "allow" | "prefer" => self.sslmode = Some(v),
-                "require" | "verify-ca" | "verify-full" => {
-                    return Err(format!(
-                    "sslmode value \"{v}\" invalid: SSL is not supported by Strata's WAL receiver"
-                ))
+            "sslmode" => {
+                if !v.is_empty() {
+                    SslMode::parse(&v)?;
                 }
-                _ => return Err(format!("invalid sslmode value: \"{v}\"")),
-            },
+                self.sslmode = Some(v);
+            }
+            "sslrootcert"
+            | "sslcert"
+            | "sslkey"
+            | "ssl_min_protocol_version"
+            | "ssl_max_protocol_version"
+            | "sslcrl"
+            | "sslcrldir"
+            | "sslpassword"
+            | "sslcertmode"
+            | "sslsni" => {
+                check_ssl_keyword(key, &v)?;
+                self.other.push((key.to_string(), v));
+            }
             "host" | "hostaddr" | "port" | "user" | "passfile" | "connect_timeout" => {}
             k if IGNORED.contains(&k) => self.other.push((k.to_string(), v)),
             k => return Err(format!("invalid connection option \"{k}\"")),
         }
         Ok(())
+    }
+
+    /// `sslmode`, libpq's default `prefer` when not given (rule 8).
+    pub fn ssl_mode(&self) -> Result<SslMode, String> {
+        match self.sslmode.as_deref() {
+            None | Some("") => Ok(SslMode::Prefer),
+            Some(m) => SslMode::parse(m),
+        }
+    }
+
+    /// The TLS keywords given (`sslrootcert`, `sslcert`, `sslkey`,
+    /// `ssl_min_protocol_version`); the last of each wins, as in libpq.
+    pub fn client_tls(&self) -> Result<ClientTls, String> {
+        let get = |k: &str| {
+            self.other
+                .iter()
+                .rev()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| v.clone())
+                .filter(|v| !v.is_empty())
+        };
+        Ok(ClientTls {
+            rootcert: get("sslrootcert"),
+            cert: get("sslcert"),
+            key: get("sslkey"),
+            min_protocol: match get("ssl_min_protocol_version") {
+                Some(v) => Some(min_protocol(&v)?),
+                None => None,
+            },
+        })
     }
 
     /// The keyword form with the password replaced by `********` (rule 6).
@@ -297,6 +336,32 @@ impl Conninfo {
 
     fn socket_path(&self) -> String {
         format!("{}/.s.PGSQL.{}", self.host.trim_end_matches('/'), self.port)
+    }
+}
+
+/// libpq's `ssl_min_protocol_version`: anything older than TLSv1.2 is satisfied by
+/// rustls's TLSv1.2 (a minimum, and rustls's is higher); TLSv1.3 is honoured.
+fn min_protocol(v: &str) -> Result<TlsVersion, String> {
+    match v {
+        "TLSv1" | "TLSv1.1" | "TLSv1.2" => Ok(TlsVersion::V1_2),
+        "TLSv1.3" => Ok(TlsVersion::V1_3),
+        _ => Err(format!("invalid ssl_min_protocol_version value: \"{v}\"")),
+    }
+}
+
+/// The TLS keywords a connection honours or refuses (rule 8): never one accepted
+/// and then ignored.
+fn check_ssl_keyword(key: &str, v: &str) -> Result<(), String> {
+    let unsupported = || Err(format!("{key} value \"{v}\" is not supported by Strata"));
+    match key {
+        "ssl_min_protocol_version" if !v.is_empty() => min_protocol(v).map(|_| ()),
+        // rustls's maximum is TLSv1.3: a lower maximum would not be honoured.
+        "ssl_max_protocol_version" if !v.is_empty() && v != "TLSv1.3" => unsupported(),
+        // Revocation lists and encrypted keys: not built, so refused.
+        "sslcrl" | "sslcrldir" | "sslpassword" if !v.is_empty() => unsupported(),
+        "sslcertmode" if !v.is_empty() && v != "allow" => unsupported(),
+        "sslsni" if !v.is_empty() && v != "1" => unsupported(),
+        _ => Ok(()),
     }
 }
 
@@ -772,27 +837,103 @@ async fn connection(
     end
 }
 
-/// Connects (TCP with TCP_NODELAY, or the Unix socket), sends the startup message,
-/// authenticates, and waits for ReadyForQuery.
+/// Connects as `sslmode` says (rule 8): the attempts in libpq's order (`prefer`: TLS,
+/// then without; `allow`: without, then TLS), each a whole connection, startup and
+/// authentication included.
 pub(crate) async fn connect(settings: &ReceiverSettings) -> Result<Socket, String> {
     let ci = &settings.conninfo;
-    let open = async {
-        let io: Box<dyn Io> = if ci.host.starts_with('/') {
-            Box::new(tokio::net::UnixStream::connect(ci.socket_path()).await?)
-        } else {
-            let tcp = tokio::net::TcpStream::connect((ci.host.as_str(), ci.port)).await?;
-            tcp.set_nodelay(true)?;
-            Box::new(tcp)
-        };
-        Ok::<_, io::Error>(io)
+    let mode = ci.ssl_mode()?;
+    let attempts: &[bool] = match mode {
+        SslMode::Disable => &[false],
+        SslMode::Allow => &[false, true],
+        SslMode::Prefer => &[true, false],
+        SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => &[true],
     };
+    let mut last = String::new();
+    for &tls in attempts {
+        match connect_once(settings, mode, tls).await {
+            Ok(s) => return Ok(s),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}
+
+/// Opens the TCP connection (with TCP_NODELAY) or the Unix socket.
+async fn open(ci: &Conninfo) -> io::Result<Opened> {
+    if ci.host.starts_with('/') {
+        return Ok(Opened::Unix(
+            tokio::net::UnixStream::connect(ci.socket_path()).await?,
+        ));
+    }
+    let tcp = tokio::net::TcpStream::connect((ci.host.as_str(), ci.port)).await?;
+    tcp.set_nodelay(true)?;
+    Ok(Opened::Tcp(tcp))
+}
+
+enum Opened {
+    Tcp(tokio::net::TcpStream),
+    Unix(tokio::net::UnixStream),
+}
+
+/// SSLRequest, then the TLS handshake if the server agrees (rule 8). `Ok(None)`: the
+/// server said 'N' and `mode` allows going on without TLS (the caller then goes on
+/// over plain TCP, on the same connection).
+async fn start_tls(tcp: &mut tokio::net::TcpStream, mode: SslMode) -> Result<Option<()>, String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut request = BytesMut::new();
+    frontend::ssl_request(&mut request);
+    tcp.write_all(&request).await.map_err(|e| e.to_string())?;
+    let mut answer = [0u8; 1];
+    tcp.read_exact(&mut answer)
+        .await
+        .map_err(|e| format!("could not receive data from server: {e}"))?;
+    match answer[0] {
+        b'S' => Ok(Some(())),
+        b'N' if mode.requires_tls() => {
+            Err("server does not support SSL, but SSL was required".into())
+        }
+        b'N' => Ok(None),
+        other => Err(format!(
+            "received invalid response to SSL negotiation: {}",
+            char::from(other)
+        )),
+    }
+}
+
+/// One connection: open, TLS if `tls` (and the server agrees), the startup message,
+/// authentication, ReadyForQuery.
+async fn connect_once(
+    settings: &ReceiverSettings,
+    mode: SslMode,
+    tls: bool,
+) -> Result<Socket, String> {
+    let ci = &settings.conninfo;
+    let failed = |e: String| format!("connection to server {} failed: {e}", ci.describe());
     let opened = match ci.connect_timeout {
-        Some(t) => tokio::time::timeout(t, open)
+        Some(t) => tokio::time::timeout(t, open(ci))
             .await
             .unwrap_or_else(|_| Err(io::Error::other("timeout expired"))),
-        None => open.await,
+        None => open(ci).await,
     };
-    let io = opened.map_err(|e| format!("connection to server {} failed: {e}", ci.describe()))?;
+    let io: Box<dyn Io> = match opened.map_err(|e| failed(e.to_string()))? {
+        // libpq does not use TLS over a Unix socket, whatever sslmode says.
+        Opened::Unix(u) => Box::new(u),
+        Opened::Tcp(mut tcp) => {
+            if tls && start_tls(&mut tcp, mode).await.map_err(failed)?.is_some() {
+                let config = crate::tls::client_config(mode, &ci.client_tls()?).map_err(failed)?;
+                let name = crate::tls::server_name(&ci.host).map_err(failed)?;
+                let connector = pgwire::tokio::tokio_rustls::TlsConnector::from(config);
+                let stream = connector
+                    .connect(name, tcp)
+                    .await
+                    .map_err(|e| failed(format!("SSL error: {e}")))?;
+                Box::new(stream)
+            } else {
+                Box::new(tcp)
+            }
+        }
+    };
     let mut sock = Framed::new(io, Codec);
     let mut buf = BytesMut::new();
     let params = [
@@ -803,9 +944,7 @@ pub(crate) async fn connect(settings: &ReceiverSettings) -> Result<Socket, Strin
     ];
     frontend::startup_message(params, &mut buf).map_err(|e| e.to_string())?;
     send(&mut sock, buf).await?;
-    authenticate(&mut sock, ci)
-        .await
-        .map_err(|e| format!("connection to server {} failed: {e}", ci.describe()))?;
+    authenticate(&mut sock, ci).await.map_err(failed)?;
     loop {
         match recv(&mut sock).await? {
             Backend::Msg(Message::ReadyForQuery(_)) => return Ok(sock),
@@ -1394,9 +1533,29 @@ mod tests {
             Conninfo::parse("host=h foo=1"),
             Err("invalid connection option \"foo\"".into())
         );
-        let e = Conninfo::parse("sslmode=require").expect_err("refused");
-        assert!(e.contains("SSL is not supported"), "{e}");
-        assert!(Conninfo::parse("sslmode=verify-full").is_err());
+        assert_eq!(
+            Conninfo::parse("sslmode=on"),
+            Err("invalid sslmode value: \"on\"".into())
+        );
+        let c = ci("sslmode=verify-full sslrootcert=/r.crt sslcert=/c.crt sslkey=/c.key");
+        assert_eq!(c.ssl_mode(), Ok(SslMode::VerifyFull));
+        let t = c.client_tls().expect("tls keywords");
+        assert_eq!(t.rootcert.as_deref(), Some("/r.crt"));
+        assert_eq!(
+            (t.cert.as_deref(), t.key.as_deref()),
+            (Some("/c.crt"), Some("/c.key"))
+        );
+        assert_eq!(ci(&c.display_sanitized()), c);
+        assert_eq!(ci("").ssl_mode(), Ok(SslMode::Prefer));
+        for refused in [
+            "sslcrl=/x.crl",
+            "sslpassword=x",
+            "ssl_max_protocol_version=TLSv1.2",
+            "ssl_min_protocol_version=TLSv9",
+            "sslsni=0",
+        ] {
+            assert!(Conninfo::parse(refused).is_err(), "{refused}");
+        }
         assert!(Conninfo::parse("sslmode=disable dbname=replication replication=true").is_ok());
     }
 
@@ -1537,6 +1696,13 @@ mod tests {
         s.read_exact(&mut len).ok()?;
         let mut startup = vec![0; i32::from_be_bytes(len) as usize - 4];
         s.read_exact(&mut startup).ok()?;
+        if startup == 80_877_103i32.to_be_bytes() {
+            // sslmode=prefer (the default) asks for TLS first; this primary has none.
+            s.write_all(b"N").ok()?;
+            s.read_exact(&mut len).ok()?;
+            startup = vec![0; i32::from_be_bytes(len) as usize - 4];
+            s.read_exact(&mut startup).ok()?;
+        }
         let has = |needle: &[u8]| startup.windows(needle.len()).any(|w| w == needle);
         assert!(has(b"replication\0true\0") && has(b"database\0replication\0"));
         assert!(has(b"application_name\0walreceiver\0"));
