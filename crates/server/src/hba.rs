@@ -12,7 +12,7 @@
 //! |-------|----------|
 //! | type | `local` (never matches: Strata has no Unix socket), `host`, `hostssl`, `hostnossl`, `hostgssenc` (never matches: no GSSAPI), `hostnogssenc` |
 //! | database | `all`, `sameuser`, `samerole` (`samegroup`), `replication`, names; comma lists; `"quoted"` names are never keywords |
-//! | user | `all`, names, `+group` (members of role `group`, [`role_is_member`]) |
+//! | user | `all`, names, `+group` (members of role `group`: [`Client::member`]) |
 //! | address | `all`, `a.b.c.d/n`, IPv6 `x::y/n`, or an address and a mask in the next field |
 //! | method | `trust`, `reject`, `scram-sha-256`, `md5`, `password`, `cert` |
 //! | options | `clientcert=verify-ca` / `verify-full` (on `hostssl` lines) |
@@ -112,12 +112,6 @@ host    replication     all             ::/0                    scram-sha-256
 /// `scram-sha-256` when `strata init --pwfile` set a password).
 pub fn default_file(local_method: &str) -> String {
     DEFAULT_FILE.replace("@LOCAL@", local_method)
-}
-
-/// Whether `role` is a member of `group` (`+group` in the user column, `samerole`).
-// roles: membership comes from the role catalog (issue 27 B)
-pub fn role_is_member(role: &str, group: &str) -> bool {
-    role == group
 }
 
 /// A bad line: PostgreSQL's message, and the line it is on (rule 1).
@@ -241,7 +235,7 @@ pub struct Hba {
 }
 
 /// A connection as `pg_hba.conf` sees it.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub struct Client<'a> {
     pub addr: IpAddr,
     pub ssl: bool,
@@ -249,6 +243,9 @@ pub struct Client<'a> {
     pub database: &'a str,
     /// A physical replication connection (rule 4).
     pub replication: bool,
+    /// Whether a role is a member of a group (`+group`, `samerole`): the role
+    /// catalog's answer (`pg::auth::role_is_member`).
+    pub member: &'a dyn Fn(&str, &str) -> bool,
 }
 
 impl Hba {
@@ -632,7 +629,7 @@ fn matches(l: &HbaLine, c: &Client<'_>) -> bool {
         ConnType::HostSsl => c.ssl,
         ConnType::HostNoSsl => !c.ssl,
     };
-    type_ok && addr_matches(l.addr, c.addr) && db_matches(l, c) && user_matches(l, c.user)
+    type_ok && addr_matches(l.addr, c.addr) && db_matches(l, c) && user_matches(l, c)
 }
 
 fn addr_matches(a: Addr, client: IpAddr) -> bool {
@@ -660,7 +657,7 @@ fn db_matches(l: &HbaLine, c: &Client<'_>) -> bool {
         } else if t.is("sameuser") {
             c.database == c.user
         } else if t.is("samerole") || t.is("samegroup") {
-            role_is_member(c.user, c.database)
+            (c.member)(c.user, c.database)
         } else if t.is("replication") {
             false
         } else {
@@ -669,14 +666,14 @@ fn db_matches(l: &HbaLine, c: &Client<'_>) -> bool {
     })
 }
 
-fn user_matches(l: &HbaLine, user: &str) -> bool {
+fn user_matches(l: &HbaLine, c: &Client<'_>) -> bool {
     l.users.iter().any(|t| {
         if t.is("all") {
             return true;
         }
         match t.text.strip_prefix('+') {
-            Some(group) if !t.quoted => role_is_member(user, group),
-            _ => t.text == user,
+            Some(group) if !t.quoted => (c.member)(c.user, group),
+            _ => t.text == c.user,
         }
     })
 }
@@ -686,6 +683,10 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    fn same(role: &str, group: &str) -> bool {
+        role == group
+    }
+
     fn client<'a>(addr: &str, ssl: bool, user: &'a str, db: &'a str) -> Client<'a> {
         Client {
             addr: addr.parse().expect("address"),
@@ -693,6 +694,7 @@ mod tests {
             user,
             database: db,
             replication: false,
+            member: &same,
         }
     }
 

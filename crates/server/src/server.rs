@@ -255,15 +255,13 @@ fn serve(data: &Path, cfg: ServerConfig, conf: &Path, flags: &[String]) -> Resul
         ));
         std::process::abort();
     }));
+    // SIGHUP is caught from here on (its default action would end the process): one
+    // that comes during recovery is a reload once the server serves.
+    let (rt, mut hup) = runtime()?;
     let engine = Arc::new(Engine::open(data, settings).map_err(|e| e.to_string())?);
     let (server, shared, views) = server_state(&cfg, &engine, data, &sink, &live)?;
     let _ = sessions.set(Arc::downgrade(&server));
     let archiver = start_archiver(&engine, &cfg, &sink)?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .map_err(|e| format!("could not start the runtime: {e}"))?;
     let max_connections = cfg.max_connections;
     let served: Result<(), String> = rt.block_on(async {
         let mut listeners = Vec::new();
@@ -277,8 +275,6 @@ fn serve(data: &Path, cfg: ServerConfig, conf: &Path, flags: &[String]) -> Resul
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
             .map_err(|e| e.to_string())?;
         let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
-            .map_err(|e| e.to_string())?;
-        let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
             .map_err(|e| e.to_string())?;
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         if let Some(r) = crate::standby::start_receiver(&engine, &cfg, &sink, stop_rx.clone())? {
@@ -333,6 +329,22 @@ fn serve(data: &Path, cfg: ServerConfig, conf: &Path, flags: &[String]) -> Resul
     }
     sink("database system is shut down");
     Ok(())
+}
+
+/// The server's runtime (one worker: see docs/ARCHITECTURE.md), and SIGHUP caught
+/// on it.
+fn runtime() -> Result<(tokio::runtime::Runtime, tokio::signal::unix::Signal), String> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("could not start the runtime: {e}"))?;
+    let hup = {
+        let _in_runtime = rt.enter();
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+            .map_err(|e| e.to_string())?
+    };
+    Ok((rt, hup))
 }
 
 /// Standby rule 9's hook: replay about to drop a database ends its sessions (57P04)

@@ -181,6 +181,13 @@ pub struct Startup {
     line: OnceLock<HbaLine>,
 }
 
+/// Whether `role` is a member of `group`, for `+group` and `samerole` in
+/// `pg_hba.conf` (a role is a member of itself).
+// roles: membership comes from the role catalog (issue 27 B)
+pub fn role_is_member(_server: &ServerState, role: &str, group: &str) -> bool {
+    role == group
+}
+
 /// How the client's address is shown in messages: an IPv4 client of an IPv6
 /// socket as IPv4, as PostgreSQL shows it.
 fn host_of(addr: std::net::SocketAddr) -> IpAddr {
@@ -316,12 +323,15 @@ impl Startup {
         let ssl = self.conn.tls_peer().is_some();
         let host = host_of(addr);
         let hba = self.conn.shared.live.hba();
+        let server = &self.conn.server;
+        let member = |role: &str, group: &str| role_is_member(server, role, group);
         let found = hba.find(&Client {
             addr: host,
             ssl,
             user: &user,
             database: &db,
             replication,
+            member: &member,
         });
         let enc = if ssl {
             "SSL encryption"
