@@ -403,7 +403,9 @@ impl Startup {
         if !peer.verifies_clients {
             let m =
                 "client certificates can only be checked if a root certificate store is available";
-            return Err(self.refuse("F0000", m.into(), None));
+            // A configuration error, not a failed authentication: the connection
+            // loop logs it (its SQLSTATE is not 28xxx).
+            return Err(fatal_error("F0000", m.into()));
         }
         if !peer.has_certificate {
             return Err(self.refuse(

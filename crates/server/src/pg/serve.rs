@@ -216,14 +216,23 @@ async fn on_negotiation(
     conn: &super::Conn,
     log: &LogSink,
     deadline: &mut std::pin::Pin<&mut tokio::time::Sleep>,
+    ticket: &Option<Ticket>,
 ) -> Option<Socket> {
     let tls = conn.shared.live.tls();
+    let evicted = async {
+        match ticket {
+            Some(t) => t.evicted.notified().await,
+            None => std::future::pending().await,
+        }
+    };
     match negotiate(&mut socket, m, tls).await {
         Negotiated::Answered => Some(socket),
         Negotiated::Closed => None,
+        // Rules 2 and 3 hold during the handshake: the deadline, and eviction.
         Negotiated::StartTls(t) => tokio::select! {
             s = start_tls(socket, t, conn, log) => s,
             _ = deadline.as_mut() => None,
+            _ = evicted => None,
         },
     }
 }
@@ -341,7 +350,7 @@ pub async fn serve_socket(
             PgWireFrontendMessage::Terminate(_) => break,
             PgWireFrontendMessage::SslNegotiation(m) => {
                 let conn = handlers.query.conn.clone();
-                match on_negotiation(socket, m, &conn, &log, &mut deadline).await {
+                match on_negotiation(socket, m, &conn, &log, &mut deadline, &ticket).await {
                     Some(s) => socket = s,
                     None => break,
                 }
