@@ -68,6 +68,9 @@ pub const RELOADABLE: &[&str] = &[
     "ssl_ca_file",
     "ssl_min_protocol_version",
     "authentication_timeout",
+    "archive_command",
+    // For WAL senders that start after the reload (one already streaming keeps its own).
+    "wal_sender_timeout",
 ];
 
 fn invalid(name: &str, value: &str, hint: &str) -> String {

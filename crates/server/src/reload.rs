@@ -5,7 +5,8 @@
 //! Entry points: [`Live::load`] (at start: the rules and the TLS configuration,
 //! FATAL when they cannot be loaded), [`Live::reload`] (SIGHUP), [`Live::hba`],
 //! [`Live::tls`] and [`Live::authentication_timeout`] (what each new connection
-//! reads), [`write_default_hba`] (`strata init`).
+//! reads), [`Live::archive_command`] (each archiver pass), [`Live::wal_sender_timeout`]
+//! (each new WAL sender), [`write_default_hba`] (`strata init`).
 //!
 //! Rules (cited as "reload rule N"):
 //! 1. A connection reads the rules, the TLS acceptor and `authentication_timeout`
@@ -129,6 +130,16 @@ impl Live {
         self.config.lock().authentication_timeout
     }
 
+    /// `archive_command` in force (archiver rule 4).
+    pub fn archive_command(&self) -> String {
+        self.config.lock().archive_command.clone()
+    }
+
+    /// `wal_sender_timeout` in force, for WAL senders that start from now on.
+    pub fn wal_sender_timeout(&self) -> Duration {
+        self.config.lock().wal_sender_timeout
+    }
+
     /// Re-reads the configuration files and `pg_hba.conf` (rules 2 and 3).
     pub fn reload(&self) {
         let log = &self.log;
@@ -208,6 +219,8 @@ fn default_of(name: &str) -> String {
         "ssl_key_file" => d.tls.key_file,
         "ssl_ca_file" => d.tls.ca_file,
         "ssl_min_protocol_version" => d.tls.min_protocol.name().into(),
+        "archive_command" => d.archive_command,
+        "wal_sender_timeout" => format!("{}ms", d.wal_sender_timeout.as_millis()),
         _ => format!("{}ms", d.authentication_timeout.as_millis()),
     }
 }

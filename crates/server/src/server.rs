@@ -261,7 +261,7 @@ fn serve(data: &Path, cfg: ServerConfig, conf: &Path, flags: &[String]) -> Resul
     let engine = Arc::new(Engine::open(data, settings).map_err(|e| e.to_string())?);
     let (server, shared, views) = server_state(&cfg, &engine, data, &sink, &live)?;
     let _ = sessions.set(Arc::downgrade(&server));
-    let archiver = start_archiver(&engine, &cfg, &sink)?;
+    let archiver = start_archiver(&engine, &cfg, &sink, &live)?;
     let max_connections = cfg.max_connections;
     let served: Result<(), String> = rt.block_on(async {
         let mut listeners = Vec::new();
@@ -412,7 +412,6 @@ fn server_state(
     let shared = Arc::new(crate::pg::Shared {
         mock_nonce: auth::load_mock_nonce(&*engine.settings().vfs, data)?.into(),
         senders,
-        wal_sender_timeout: cfg.wal_sender_timeout,
         live: live.clone(),
     });
     Ok((server, shared, views))
@@ -425,21 +424,27 @@ type Archiver = Option<(
     std::thread::JoinHandle<()>,
 )>;
 
-fn start_archiver(engine: &Engine, cfg: &ServerConfig, sink: &LogSink) -> Result<Archiver, String> {
+fn start_archiver(
+    engine: &Engine,
+    cfg: &ServerConfig,
+    sink: &LogSink,
+    live: &Arc<crate::reload::Live>,
+) -> Result<Archiver, String> {
     if !cfg.engine.archive_mode {
         // A standby's archiver finds nothing ready until it is promoted: received WAL
         // is its primary's to archive (archive_mode = always is not built).
         return Ok(None);
     }
     if cfg.archive_command.is_empty() {
+        // The archiver starts all the same: a reload may set the command.
         sink("WARNING:  archive_mode enabled, yet archive_command is not set: WAL segments accumulate in pg_wal");
-        return Ok(None);
     }
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let live = live.clone();
     let thread = crate::archiver::start(
         engine.settings().vfs.clone(),
         engine.data_dir().to_path_buf(),
-        cfg.archive_command.clone(),
+        Arc::new(move || live.archive_command()),
         sink.clone(),
         stop.clone(),
     )

@@ -2,8 +2,8 @@
 //! to Strata and verify it against a test CA (`verify-full` refuses a wrong host
 //! name); `pg_hba.conf` decides who may connect and how, as PostgreSQL 15 does (`host`,
 //! `hostssl`, `hostnossl`, `reject`, `cert`, no match, with PostgreSQL's 28000 texts
-//! and log lines); SIGHUP and `pg_reload_conf()` change the rules and TLS without a
-//! restart; bad TLS files and a bad or missing `pg_hba.conf` stop the start with
+//! and log lines); SIGHUP and `pg_reload_conf()` change the rules, TLS and
+//! `archive_command` without a restart; bad TLS files and a bad or missing `pg_hba.conf` stop the start with
 //! PostgreSQL's words. Certificates are made here, by /usr/bin/openssl, in a
 //! temporary directory: no key material lives in the repository.
 
@@ -728,4 +728,53 @@ fn frame_checks_and_authentication_timeout_hold_over_tls() {
         )),
         "{msgs:?}"
     );
+}
+
+#[test]
+fn a_reload_sets_archive_command_for_the_running_archiver() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    let arch = dir.path().join("arch");
+    std::fs::create_dir(&arch).unwrap();
+    init(&data, None);
+    let s = Server::start(&data, &["archive_mode=on"]);
+    wait_for_log(&s, "archive_mode enabled, yet archive_command is not set");
+    let command = format!("cp %p {}/%f", arch.display());
+    std::fs::write(
+        data.join("strata.conf"),
+        format!("archive_command = '{command}'\n"),
+    )
+    .unwrap();
+    assert_eq!(
+        ok(
+            s.port,
+            "strata",
+            "sslmode=disable",
+            "select pg_reload_conf()"
+        ),
+        "t"
+    );
+    let log = s.log_text();
+    let changed = format!("LOG:  parameter \"archive_command\" changed to \"{command}\"");
+    assert!(log.contains(&changed), "{log}");
+    s.psql_ok(
+        "postgres",
+        &[
+            "-c",
+            "create table t (a int)",
+            "-c",
+            "insert into t values (1)",
+            "-c",
+            "select pg_switch_wal()",
+        ],
+    );
+    let t0 = Instant::now();
+    while std::fs::read_dir(&arch).unwrap().next().is_none() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "nothing archived:\n{}",
+            s.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }

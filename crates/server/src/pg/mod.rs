@@ -455,8 +455,6 @@ pub struct Shared {
     /// The server secret behind mock SCRAM salts (auth invariant 3).
     pub mock_nonce: Arc<[u8]>,
     pub senders: Arc<walsender::WalSenders>,
-    /// `wal_sender_timeout` (zero: none).
-    pub wal_sender_timeout: Duration,
     /// `pg_hba.conf`, TLS and the other settings a reload changes (reload rule 1).
     pub live: Arc<crate::reload::Live>,
 }
@@ -545,7 +543,7 @@ impl Conn {
                 .iter()
                 .map(|(n, v, _)| (n.clone(), v.clone()))
                 .collect(),
-            timeout: self.shared.wal_sender_timeout,
+            timeout: self.shared.live.wal_sender_timeout(),
             log: self.server.log.clone(),
             syncrep: self.server.syncrep.clone(),
         })
