@@ -42,6 +42,8 @@ use strata_engine::LogSink;
 pub struct Tls {
     pub acceptor: TlsAcceptor,
     pub verifies_clients: bool,
+    /// The certificate chain served (SCRAM-SHA-256-PLUS binds to it).
+    pub cert_pem: Arc<Vec<u8>>,
 }
 
 /// What a reload changes (rule 1).
@@ -88,9 +90,10 @@ fn read_hba(cfg: &ServerConfig, data: &Path, log: &LogSink) -> Option<Hba> {
 }
 
 fn load_tls(cfg: &ServerConfig, data: &Path) -> Result<Option<Tls>, String> {
-    Ok(tls::server_config(data, &cfg.tls)?.map(|c| Tls {
-        acceptor: TlsAcceptor::from(c),
+    Ok(tls::server_config(data, &cfg.tls)?.map(|t| Tls {
+        acceptor: TlsAcceptor::from(t.config),
         verifies_clients: !cfg.tls.ca_file.is_empty(),
+        cert_pem: t.cert_pem,
     }))
 }
 

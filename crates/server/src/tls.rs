@@ -138,7 +138,15 @@ fn load_certs(
 ) -> Result<Vec<CertificateDer<'static>>, String> {
     let bytes = std::fs::read(path)
         .map_err(|e| format!("could not load {what} \"{shown}\": {}", io_text(&e)))?;
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&bytes)
+    parse_certs(&bytes, shown, what)
+}
+
+fn parse_certs(
+    bytes: &[u8],
+    shown: &str,
+    what: &str,
+) -> Result<Vec<CertificateDer<'static>>, String> {
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(bytes)
         .collect::<Result<_, _>>()
         .map_err(|e| format!("could not load {what} \"{shown}\": {e}"))?;
     if certs.is_empty() {
@@ -202,19 +210,23 @@ fn roots(path: &Path, shown: &str) -> Result<RootCertStore, String> {
     Ok(store)
 }
 
-/// The server's rustls configuration, or `None` with `ssl = off` (rules 1-3, 5).
-pub fn server_config(
-    data: &Path,
-    s: &TlsSettings,
-) -> Result<Option<Arc<rustls::ServerConfig>>, String> {
+/// The server's TLS: its rustls configuration, and its certificate chain as read
+/// (PEM, for SCRAM channel binding: `tls-server-end-point` hashes the certificate).
+#[derive(Debug)]
+pub struct ServerTls {
+    pub config: Arc<rustls::ServerConfig>,
+    pub cert_pem: Arc<Vec<u8>>,
+}
+
+/// The server's TLS, or `None` with `ssl = off` (rules 1-3, 5).
+pub fn server_config(data: &Path, s: &TlsSettings) -> Result<Option<ServerTls>, String> {
     if !s.enabled {
         return Ok(None);
     }
-    let certs = load_certs(
-        &resolve(data, &s.cert_file),
-        &s.cert_file,
-        "server certificate file",
-    )?;
+    let what = "server certificate file";
+    let cert_pem = std::fs::read(resolve(data, &s.cert_file))
+        .map_err(|e| format!("could not load {what} \"{}\": {}", s.cert_file, io_text(&e)))?;
+    let certs = parse_certs(&cert_pem, &s.cert_file, what)?;
     let key = load_key(&resolve(data, &s.key_file), &s.key_file)?;
     let builder = rustls::ServerConfig::builder_with_provider(provider())
         .with_protocol_versions(s.min_protocol.versions())
@@ -241,7 +253,10 @@ pub fn server_config(
         )
     })?;
     config.alpn_protocols = vec![b"postgresql".to_vec()];
-    Ok(Some(Arc::new(config)))
+    Ok(Some(ServerTls {
+        config: Arc::new(config),
+        cert_pem: Arc::new(cert_pem),
+    }))
 }
 
 /// The common name of the client's certificate, if it sent one (rustls verified it
@@ -251,6 +266,21 @@ pub fn peer_common_name(conn: &rustls::ServerConnection) -> Option<String> {
     x509_certificate::X509Certificate::from_der(der.as_ref())
         .ok()?
         .subject_common_name()
+}
+
+/// SCRAM's `tls-server-end-point` channel binding data of a server certificate
+/// (RFC 5929): the certificate hashed with its signature's hash, SHA-256 for MD5 and
+/// SHA-1; `None` for a signature with no such hash (Ed25519).
+pub fn tls_server_end_point(der: &[u8]) -> Option<Vec<u8>> {
+    use sha2::Digest;
+    use x509_certificate::SignatureAlgorithm as S;
+    let cert = x509_certificate::X509Certificate::from_der(der).ok()?;
+    Some(match cert.signature_algorithm()? {
+        S::RsaSha1 | S::RsaSha256 | S::EcdsaSha256 => sha2::Sha256::digest(der).to_vec(),
+        S::RsaSha384 | S::EcdsaSha384 => sha2::Sha384::digest(der).to_vec(),
+        S::RsaSha512 => sha2::Sha512::digest(der).to_vec(),
+        _ => return None,
+    })
 }
 
 /// A server connection: plain TCP, or TLS after an SSLRequest.

@@ -40,12 +40,18 @@
 //!    `sslpassword`, a lower `ssl_max_protocol_version`, ...) is refused when the
 //!    connection string is parsed, never accepted and ignored. TLS is not used over
 //!    a Unix socket (libpq's rule).
+//! 9. Over TLS, SCRAM binds to the server's certificate (SCRAM-SHA-256-PLUS,
+//!    `tls-server-end-point`) when the server offers it, as libpq does with
+//!    `channel_binding=prefer` (the default); `channel_binding=require` refuses any
+//!    authentication that did not bind, `disable` never binds.
 
 use crate::tls::{ClientTls, SslMode, TlsVersion};
 use bytes::{Buf, BufMut, BytesMut};
 use futures::{FutureExt, SinkExt, StreamExt};
 use postgres_protocol::authentication::md5_hash;
-use postgres_protocol::authentication::sasl::{ChannelBinding, ScramSha256, SCRAM_SHA_256};
+use postgres_protocol::authentication::sasl::{
+    ChannelBinding, ScramSha256, SCRAM_SHA_256, SCRAM_SHA_256_PLUS,
+};
 use postgres_protocol::message::backend::Message;
 use postgres_protocol::message::frontend;
 use std::io;
@@ -80,7 +86,6 @@ const IGNORED: &[&str] = &[
     "gssdelegation",
     "target_session_attrs",
     "load_balance_hosts",
-    "channel_binding",
     "keepalives",
     "keepalives_idle",
     "keepalives_interval",
@@ -223,6 +228,10 @@ impl Conninfo {
                 }
                 self.sslmode = Some(v);
             }
+            "channel_binding" if !matches!(v.as_str(), "" | "disable" | "prefer" | "require") => {
+                return Err(format!("invalid channel_binding value: \"{v}\""))
+            }
+            "channel_binding" => self.other.push((key.to_string(), v)),
             "sslrootcert"
             | "sslcert"
             | "sslkey"
@@ -249,6 +258,17 @@ impl Conninfo {
             None | Some("") => Ok(SslMode::Prefer),
             Some(m) => SslMode::parse(m),
         }
+    }
+
+    /// `channel_binding` (`disable`, `prefer`, `require`), libpq's default `prefer`.
+    pub fn channel_binding(&self) -> &str {
+        self.other
+            .iter()
+            .rev()
+            .find(|(n, _)| n == "channel_binding")
+            .map(|(_, v)| v.as_str())
+            .filter(|v| !v.is_empty())
+            .unwrap_or("prefer")
     }
 
     /// The TLS keywords given (`sslrootcert`, `sslcert`, `sslkey`,
@@ -916,6 +936,8 @@ async fn connect_once(
             .unwrap_or_else(|_| Err(io::Error::other("timeout expired"))),
         None => open(ci).await,
     };
+    // Over TLS, the server certificate's channel binding data (if it has any).
+    let mut binding: Option<Option<Vec<u8>>> = None;
     let io: Box<dyn Io> = match opened.map_err(|e| failed(e.to_string()))? {
         // libpq does not use TLS over a Unix socket, whatever sslmode says.
         Opened::Unix(u) => Box::new(u),
@@ -928,6 +950,12 @@ async fn connect_once(
                     .connect(name, tcp)
                     .await
                     .map_err(|e| failed(format!("SSL error: {e}")))?;
+                let cert = stream
+                    .get_ref()
+                    .1
+                    .peer_certificates()
+                    .and_then(|c| c.first());
+                binding = Some(cert.and_then(|c| crate::tls::tls_server_end_point(c.as_ref())));
                 Box::new(stream)
             } else {
                 Box::new(tcp)
@@ -944,7 +972,7 @@ async fn connect_once(
     ];
     frontend::startup_message(params, &mut buf).map_err(|e| e.to_string())?;
     send(&mut sock, buf).await?;
-    authenticate(&mut sock, ci).await.map_err(failed)?;
+    authenticate(&mut sock, ci, binding).await.map_err(failed)?;
     loop {
         match recv(&mut sock).await? {
             Backend::Msg(Message::ReadyForQuery(_)) => return Ok(sock),
@@ -956,16 +984,31 @@ async fn connect_once(
     }
 }
 
-/// Answers the server's authentication requests until AuthenticationOk.
-async fn authenticate(sock: &mut Socket, ci: &Conninfo) -> Result<(), String> {
+/// Answers the server's authentication requests until AuthenticationOk. `binding`:
+/// `None` without TLS, else the server certificate's channel binding data (rule 9).
+async fn authenticate(
+    sock: &mut Socket,
+    ci: &Conninfo,
+    binding: Option<Option<Vec<u8>>>,
+) -> Result<(), String> {
     let password = || {
         ci.lookup_password()
             .ok_or("fe_sendauth: no password supplied")
     };
+    let require = ci.channel_binding() == "require";
+    let unbound = "channel binding required but not supported by server's authentication request";
+    let mut bound = false;
     loop {
         let mut buf = BytesMut::new();
         match recv(sock).await? {
+            Backend::Msg(Message::AuthenticationOk) if require && !bound => return Err(
+                "channel binding required, but server authenticated client without channel binding"
+                    .into(),
+            ),
             Backend::Msg(Message::AuthenticationOk) => return Ok(()),
+            Backend::Msg(
+                Message::AuthenticationCleartextPassword | Message::AuthenticationMd5Password(_),
+            ) if require => return Err(unbound.into()),
             Backend::Msg(Message::AuthenticationCleartextPassword) => {
                 frontend::password_message(password()?.as_bytes(), &mut buf)
                     .map_err(|e| e.to_string())?;
@@ -975,12 +1018,9 @@ async fn authenticate(sock: &mut Socket, ci: &Conninfo) -> Result<(), String> {
                 frontend::password_message(hash.as_bytes(), &mut buf).map_err(|e| e.to_string())?;
             }
             Backend::Sasl(mechanisms) => {
-                if !mechanisms.iter().any(|m| m == SCRAM_SHA_256) {
-                    return Err(
-                        "none of the server's SASL authentication mechanisms are supported".into(),
-                    );
-                }
-                scram(sock, &password()?).await?;
+                let (mechanism, cb) = choose_scram(ci, &mechanisms, &binding)?;
+                bound = mechanism == SCRAM_SHA_256_PLUS;
+                scram(sock, &password()?, mechanism, cb).await?;
                 continue;
             }
             Backend::Notice => continue,
@@ -993,11 +1033,44 @@ async fn authenticate(sock: &mut Socket, ci: &Conninfo) -> Result<(), String> {
     }
 }
 
-/// SCRAM-SHA-256 without channel binding (no SSL).
-async fn scram(sock: &mut Socket, password: &str) -> Result<(), String> {
-    let mut scram = ScramSha256::new(password.as_bytes(), ChannelBinding::unsupported());
+/// libpq's choice of a SCRAM mechanism (rule 9): SCRAM-SHA-256-PLUS bound to the
+/// server's certificate when TLS is in use, the server offers it and
+/// `channel_binding` is not `disable`; else SCRAM-SHA-256, saying whether the client
+/// could have bound ('y') or not ('n').
+fn choose_scram(
+    ci: &Conninfo,
+    mechanisms: &[String],
+    binding: &Option<Option<Vec<u8>>>,
+) -> Result<(&'static str, ChannelBinding), String> {
+    let offers = |m: &str| mechanisms.iter().any(|x| x == m);
+    let mode = ci.channel_binding();
+    match binding {
+        Some(Some(data)) if mode != "disable" && offers(SCRAM_SHA_256_PLUS) => Ok((
+            SCRAM_SHA_256_PLUS,
+            ChannelBinding::tls_server_end_point(data.clone()),
+        )),
+        _ if mode == "require" => Err(
+            "channel binding is required, but server did not offer an authentication method that supports channel binding"
+                .into(),
+        ),
+        _ if !offers(SCRAM_SHA_256) => {
+            Err("none of the server's SASL authentication mechanisms are supported".into())
+        }
+        Some(Some(_)) if mode != "disable" => Ok((SCRAM_SHA_256, ChannelBinding::unrequested())),
+        _ => Ok((SCRAM_SHA_256, ChannelBinding::unsupported())),
+    }
+}
+
+/// The SCRAM exchange with `mechanism`.
+async fn scram(
+    sock: &mut Socket,
+    password: &str,
+    mechanism: &str,
+    binding: ChannelBinding,
+) -> Result<(), String> {
+    let mut scram = ScramSha256::new(password.as_bytes(), binding);
     let mut buf = BytesMut::new();
-    frontend::sasl_initial_response(SCRAM_SHA_256, scram.message(), &mut buf)
+    frontend::sasl_initial_response(mechanism, scram.message(), &mut buf)
         .map_err(|e| e.to_string())?;
     send(sock, buf).await?;
     match recv(sock).await? {
@@ -1547,12 +1620,15 @@ mod tests {
         );
         assert_eq!(ci(&c.display_sanitized()), c);
         assert_eq!(ci("").ssl_mode(), Ok(SslMode::Prefer));
+        assert_eq!(ci("").channel_binding(), "prefer");
+        assert_eq!(ci("channel_binding=require").channel_binding(), "require");
         for refused in [
             "sslcrl=/x.crl",
             "sslpassword=x",
             "ssl_max_protocol_version=TLSv1.2",
             "ssl_min_protocol_version=TLSv9",
             "sslsni=0",
+            "channel_binding=sometimes",
         ] {
             assert!(Conninfo::parse(refused).is_err(), "{refused}");
         }

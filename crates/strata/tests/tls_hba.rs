@@ -778,3 +778,60 @@ fn a_reload_sets_archive_command_for_the_running_archiver() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+#[test]
+fn scram_over_tls_binds_to_the_servers_certificate() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = Pki::new(dir.path());
+    let data = dir.path().join("d");
+    init(&data, Some("s3cret"));
+    pki.install(&data);
+    std::fs::write(data.join("strata.conf"), "ssl = on\n").unwrap();
+    write_hba(
+        &data,
+        "host all all 127.0.0.1/32 scram-sha-256\nhost replication all 127.0.0.1/32 scram-sha-256\n",
+    );
+    let s = Server::start(&data, &[]);
+    // SCRAM-SHA-256-PLUS (tls-server-end-point) is offered over TLS, so libpq binds.
+    let bound = "sslmode=require channel_binding=require password=s3cret";
+    assert_eq!(ok(s.port, "strata", bound, "select 1"), "1");
+    let e = refused(
+        s.port,
+        "strata",
+        "sslmode=require channel_binding=require password=no",
+    );
+    assert!(
+        e.contains("password authentication failed for user \"strata\""),
+        "{e}"
+    );
+    // Without TLS there is nothing to bind to.
+    assert!(!psql_conn(
+        s.port,
+        "strata",
+        "sslmode=disable channel_binding=require password=s3cret",
+        "select 1"
+    )
+    .status
+    .success());
+    assert_eq!(
+        ok(
+            s.port,
+            "strata",
+            "sslmode=disable password=s3cret",
+            "select 1"
+        ),
+        "1"
+    );
+    // Strata's own client binds too (strata basebackup, a standby's WAL receiver).
+    let out = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(["basebackup", "-c", "fast", "-d"])
+        .arg(format!(
+            "host=127.0.0.1 port={} user=strata password=s3cret sslmode=require channel_binding=require",
+            s.port
+        ))
+        .arg("-D")
+        .arg(dir.path().join("copy"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+}

@@ -29,6 +29,10 @@
 //!    its SQLSTATE and, where PostgreSQL gives one, its DETAIL (the reason, then
 //!    `Connection matched pg_hba.conf line N: "..."`). The client sees the message
 //!    only.
+//! 6. Over TLS, SCRAM-SHA-256-PLUS is offered beside SCRAM-SHA-256, bound to the
+//!    server's certificate (`tls-server-end-point`), so `channel_binding=require`
+//!    works and a client that binds cannot be relayed by a man in the middle; without
+//!    TLS it is not offered, as in PostgreSQL.
 
 use super::{fatal, Conn};
 use crate::hba::{Client, ClientCert, HbaLine, Method};
@@ -457,6 +461,25 @@ impl Startup {
         self.auth_failed(line, reason)
     }
 
+    /// SCRAM for this connection: over TLS with SCRAM-SHA-256-PLUS too, bound to the
+    /// certificate the server presented (`tls-server-end-point`, as PostgreSQL
+    /// offers it over SSL); without TLS, SCRAM-SHA-256 only (rule 6).
+    fn scram_for_connection(&self) -> Arc<ScramAuth> {
+        let Some(peer) = self.conn.tls_peer() else {
+            return self.scram.clone();
+        };
+        let mut scram = ScramAuth::new(Arc::new(StoreSource {
+            server: self.conn.server.clone(),
+            mock_nonce: self.conn.shared.mock_nonce.clone(),
+        }));
+        scram.set_iterations(ITERATIONS);
+        if scram.configure_certificate(&peer.server_cert_pem).is_err() {
+            // A signature algorithm tls-server-end-point has no hash for: plain SCRAM.
+            return self.scram.clone();
+        }
+        Arc::new(scram)
+    }
+
     /// The startup packet: its parameters, the `pg_hba.conf` line, and the start of
     /// the line's method (rule 1).
     async fn on_startup_packet<C>(
@@ -497,7 +520,7 @@ impl Startup {
                 })
             }
             Method::Scram => {
-                let scram: Arc<dyn SaslMechanismFactory> = self.scram.clone();
+                let scram: Arc<dyn SaslMechanismFactory> = self.scram_for_connection();
                 SaslMechanisms::new(vec![scram]).create()
             }
             Method::Password => Box::new(Cleartext {

@@ -448,6 +448,8 @@ pub struct TlsPeer {
     pub has_certificate: bool,
     /// The server verifies client certificates (`ssl_ca_file` is set).
     pub verifies_clients: bool,
+    /// The certificate the server presented (SCRAM channel binding).
+    pub server_cert_pem: Arc<Vec<u8>>,
 }
 
 /// Server-wide state of the protocol layer.

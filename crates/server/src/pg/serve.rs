@@ -272,6 +272,7 @@ async fn start_tls(
         common_name: crate::tls::peer_common_name(session),
         has_certificate: session.peer_certificates().is_some_and(|c| !c.is_empty()),
         verifies_clients: tls.verifies_clients,
+        server_cert_pem: tls.cert_pem.clone(),
     };
     conn.set_tls(peer);
     let guarded = Guarded::encrypted(Stream::Tls(Box::new(tls_stream)), authenticated);
