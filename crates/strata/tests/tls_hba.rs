@@ -835,3 +835,28 @@ fn scram_over_tls_binds_to_the_servers_certificate() {
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
 }
+
+#[test]
+fn a_tls_client_that_goes_away_stops_its_statement() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = Pki::new(dir.path());
+    let data = dir.path().join("d");
+    tls_cluster(&data, &pki, "host all all 127.0.0.1/32 trust\n");
+    let s = Server::start(&data, &[]);
+    let conn = format!(
+        "host=127.0.0.1 port={} user=strata dbname=postgres sslmode=require",
+        s.port
+    );
+    let mut psql = Command::new(PSQL)
+        .args(["-X", "-q", "-d", &conn, "-c"])
+        .arg("select count(*) from generate_series(1, 2000000000)")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    psql.kill().unwrap(); // SIGKILL: the TLS stream ends without a Terminate
+    psql.wait().unwrap();
+    // Over TLS the bytes are encrypted: the end of the stream is what tells.
+    wait_for_log(&s, "FATAL:  08006: connection to client lost");
+}
