@@ -523,10 +523,16 @@ impl Startup {
                 let scram: Arc<dyn SaslMechanismFactory> = self.scram_for_connection();
                 SaslMechanisms::new(vec![scram]).create()
             }
-            Method::Password => Box::new(Cleartext {
-                server: self.conn.server.clone(),
-                user,
-            }),
+            Method::Password => {
+                // Frames rule 3: the answer is a PasswordMessage.
+                self.conn
+                    .cleartext
+                    .store(true, std::sync::atomic::Ordering::Release);
+                Box::new(Cleartext {
+                    server: self.conn.server.clone(),
+                    user,
+                })
+            }
         };
         self.driver.begin_authentication(client, mechanism).await
     }

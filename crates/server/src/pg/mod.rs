@@ -438,6 +438,9 @@ pub struct Conn {
     unpacked: parking_lot::Mutex<std::collections::VecDeque<Event>>,
     /// Set when the connection runs over TLS (serve rule 6).
     tls: OnceLock<TlsPeer>,
+    /// Set when the startup handler asks for a cleartext password: the frame
+    /// checks then expect a PasswordMessage (frames rule 3).
+    pub(crate) cleartext: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// What the TLS handshake established about the client (for `pg_hba.conf`).
@@ -1318,6 +1321,7 @@ impl Handlers {
             copy: parking_lot::Mutex::new(None),
             unpacked: parking_lot::Mutex::new(std::collections::VecDeque::new()),
             tls: OnceLock::new(),
+            cleartext: Arc::default(),
         });
         Handlers {
             startup: Arc::new(auth::Startup::new(conn.clone())),

@@ -254,7 +254,7 @@ async fn start_tls(
     socket.send(accept).await.ok()?;
     let addr = socket.socket_addr();
     let parts = socket.into_parts();
-    let authenticated = parts.io.authenticated_flag();
+    let (authenticated, cleartext) = parts.io.flags();
     let Stream::Plain(tcp) = parts.io.into_inner() else {
         return None;
     };
@@ -275,7 +275,7 @@ async fn start_tls(
         server_cert_pem: tls.cert_pem.clone(),
     };
     conn.set_tls(peer);
-    let guarded = Guarded::encrypted(Stream::Tls(Box::new(tls_stream)), authenticated);
+    let guarded = Guarded::encrypted(Stream::Tls(Box::new(tls_stream)), authenticated, cleartext);
     let codec = PgWireMessageServerCodec::new(DefaultClient::new(addr, true));
     let mut socket = Framed::new(guarded, codec);
     socket.set_state(PgWireConnectionState::AwaitingStartup);
@@ -288,9 +288,11 @@ fn plain_socket(
     sock: TcpStream,
     addr: std::net::SocketAddr,
     authenticated: Arc<AtomicBool>,
+    cleartext: Arc<AtomicBool>,
 ) -> Socket {
     let codec = PgWireMessageServerCodec::new(DefaultClient::new(addr, false));
-    let mut socket = Framed::new(Guarded::new(Stream::Plain(sock), authenticated), codec);
+    let guarded = Guarded::new(Stream::Plain(sock), authenticated, cleartext);
+    let mut socket = Framed::new(guarded, codec);
     socket.set_state(PgWireConnectionState::AwaitingSslRequest);
     socket
 }
@@ -305,7 +307,8 @@ pub async fn serve_socket(
 ) {
     let Ok(addr) = sock.peer_addr() else { return };
     let authenticated = Arc::new(AtomicBool::new(false));
-    let mut socket = plain_socket(sock, addr, authenticated.clone());
+    let cleartext = handlers.query.conn.cleartext.clone();
+    let mut socket = plain_socket(sock, addr, authenticated.clone(), cleartext);
     let deadline = tokio::time::sleep(auth_timeout);
     tokio::pin!(deadline);
     let mut ticket = Some(ticket);
