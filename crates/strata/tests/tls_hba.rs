@@ -860,3 +860,43 @@ fn a_tls_client_that_goes_away_stops_its_statement() {
     // Over TLS the bytes are encrypted: the end of the stream is what tells.
     wait_for_log(&s, "FATAL:  08006: connection to client lost");
 }
+
+#[test]
+fn a_password_message_where_scram_was_asked_is_a_protocol_violation() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    init(&data, Some("s3cret"));
+    write_hba(
+        &data,
+        "host all strata 127.0.0.1/32 password\nhost all all 127.0.0.1/32 scram-sha-256\n",
+    );
+    let s = Server::start(&data, &[]);
+    // SCRAM asked (R 10): a bare password in reply is refused before it is decoded.
+    let mut r = Raw::connect(s.port);
+    r.send(&startup_packet("alice"));
+    let (t, body) = r.read_msg().expect("SASL request");
+    assert_eq!((t, &body[..4]), (b'R', &10i32.to_be_bytes()[..]));
+    r.send(&frame(b'p', &cstr("s3cret")));
+    let msgs = r.until_ready();
+    assert_eq!(
+        first_error(&msgs).map(|e| e.0),
+        Some("08P01".into()),
+        "{msgs:?}"
+    );
+    // A cleartext password asked (R 3): a SASL message in reply is refused too.
+    let mut r = Raw::connect(s.port);
+    r.send(&startup_packet("strata"));
+    let (t, body) = r.read_msg().expect("password request");
+    assert_eq!((t, &body[..]), (b'R', &3i32.to_be_bytes()[..]));
+    let mut sasl = cstr("SCRAM-SHA-256");
+    sasl.extend((-1i32).to_be_bytes());
+    r.send(&frame(b'p', &sasl));
+    let msgs = r.until_ready();
+    assert_eq!(
+        first_error(&msgs).map(|e| e.0),
+        Some("08P01".into()),
+        "{msgs:?}"
+    );
+    // The server goes on.
+    assert!(s.answers(Some("s3cret")));
+}
