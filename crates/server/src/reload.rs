@@ -54,6 +54,8 @@ pub struct Live {
     flags: Vec<String>,
     /// The settings in force.
     config: Mutex<ServerConfig>,
+    /// Held for the whole of a reload (SIGHUP and `pg_reload_conf()` may overlap).
+    reloading: Mutex<()>,
     hba: RwLock<Arc<Hba>>,
     tls: RwLock<Option<Tls>>,
     log: LogSink,
@@ -113,6 +115,7 @@ impl Live {
             conf: conf.to_path_buf(),
             flags: flags.to_vec(),
             config: Mutex::new(cfg.clone()),
+            reloading: Mutex::new(()),
             hba: RwLock::new(Arc::new(hba)),
             tls: RwLock::new(tls),
             log: log.clone(),
@@ -147,7 +150,10 @@ impl Live {
     pub fn reload(&self) {
         let log = &self.log;
         log("received SIGHUP, reloading configuration files");
-        let mut cfg = self.config.lock();
+        // One reload at a time; the settings' lock is held only to copy and to
+        // install them, not while files are read (new connections read it).
+        let _one = self.reloading.lock();
+        let mut cfg = self.config.lock().clone();
         match ServerConfig::from_flags(Some(&self.conf), &self.flags) {
             Err(e) => {
                 log(&format!("LOG:  {e}"));
@@ -169,6 +175,7 @@ impl Live {
             Some(h) => *self.hba.write() = Arc::new(h),
             None => log("LOG:  pg_hba.conf was not reloaded"),
         }
+        *self.config.lock() = cfg;
     }
 
     /// Rule 3: the reloadable settings of `new` go into `cfg`; every other change is
