@@ -319,7 +319,7 @@ fn cert_authentication_takes_the_users_certificate_only() {
     tls_cluster(
         &data,
         &pki,
-        "hostssl all all 127.0.0.1/32 cert\nhost all all 127.0.0.1/32 reject\n",
+        "hostssl all carol 127.0.0.1/32 trust clientcert=verify-full\nhostssl all dave 127.0.0.1/32 trust clientcert=verify-ca\nhostssl all all 127.0.0.1/32 cert\nhost all all 127.0.0.1/32 reject\n",
     );
     let s = Server::start(&data, &[]);
     let cert = format!(
@@ -347,7 +347,20 @@ fn cert_authentication_takes_the_users_certificate_only() {
         ),
         "{log}"
     );
-    assert!(log.contains("FATAL:  28000: certificate authentication failed for user \"bob\"\nDETAIL:  Connection matched pg_hba.conf line 1: \"hostssl all all 127.0.0.1/32 cert\""), "{log}");
+    assert!(log.contains("FATAL:  28000: certificate authentication failed for user \"bob\"\nDETAIL:  Connection matched pg_hba.conf line 3: \"hostssl all all 127.0.0.1/32 cert\""), "{log}");
+    // clientcert on another method: verify-full wants the CN, verify-ca a certificate.
+    let e = refused(s.port, "carol", &cert);
+    assert!(
+        e.contains("FATAL:  \"trust\" authentication failed for user \"carol\""),
+        "{e}"
+    );
+    wait_for_log(&s, "LOG:  certificate validation (clientcert=verify-full) failed for user \"carol\": CN mismatch");
+    assert_eq!(ok(s.port, "dave", &cert, "select 1"), "1");
+    let e = refused(s.port, "dave", "sslmode=require");
+    assert!(
+        e.contains("FATAL:  connection requires a valid client certificate"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -377,9 +377,13 @@ impl Startup {
                 "28P01",
                 format!("password authentication failed for user \"{user}\""),
             ),
-            Method::Trust | Method::Reject => (
+            Method::Trust => (
                 "28000",
-                format!("authentication failed for user \"{user}\": invalid authentication method"),
+                format!("\"trust\" authentication failed for user \"{user}\""),
+            ),
+            Method::Reject => (
+                "28000",
+                format!("authentication failed for user \"{user}\": host rejected"),
             ),
         };
         let detail = match reason {
@@ -424,9 +428,8 @@ impl Startup {
         match &peer.common_name {
             Some(cn) if *cn == user => Ok(()),
             Some(cn) => {
-                if line.method == Method::Cert {
-                    self.log(&format!("LOG:  provided user name ({user}) and authenticated user name ({cn}) do not match"));
-                } else {
+                self.log(&format!("LOG:  provided user name ({user}) and authenticated user name ({cn}) do not match"));
+                if line.method != Method::Cert {
                     self.log(&format!("LOG:  certificate validation (clientcert=verify-full) failed for user \"{user}\": CN mismatch"));
                 }
                 Err(self.auth_failed(line, None))
