@@ -624,6 +624,10 @@ pub fn init(
         "trust"
     };
     crate::reload::write_default_hba(data, local_method)?;
+    if password.is_none() {
+        // initdb's words.
+        eprintln!("strata: warning: enabling \"trust\" authentication for local connections\nstrata: hint: You can change this by editing pg_hba.conf or using the option --pwfile the next time you run strata init.");
+    }
     if let Some(pw) = password {
         RoleStore::load(StdVfs::arc(), data, &|_| false, auth::derive)?
             .set_password(strata_sql::roles::BOOTSTRAP_SUPERUSER, Some(&pw))?;
