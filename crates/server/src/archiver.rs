@@ -11,6 +11,8 @@
 //!    path relative to it (`pg_wal/<name>`), `%f` its file name and `%%` a `%`.
 //! 3. The archiver never blocks the server: it is a thread of its own, and a slow or
 //!    failing command only keeps segments in `pg_wal` longer.
+//! 4. `archive_command` is read at each pass, so a reload changes it; while it is
+//!    empty segments wait in `pg_wal` (PostgreSQL's behaviour).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -84,11 +86,15 @@ fn pass(vfs: &dyn Vfs, data: &Path, command: &str, log: &LogSink) {
     }
 }
 
-/// Starts the archiver thread; it stops once `stop` is set.
+/// `archive_command` as the settings in force give it (a reload may change it).
+pub type Command = Arc<dyn Fn() -> String + Send + Sync>;
+
+/// Starts the archiver thread; it stops once `stop` is set. Each pass runs the
+/// command in force (rule 4).
 pub fn start(
     vfs: Arc<dyn Vfs>,
     data: PathBuf,
-    command: String,
+    command: Command,
     log: LogSink,
     stop: Arc<AtomicBool>,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
@@ -96,7 +102,10 @@ pub fn start(
         .name("archiver".into())
         .spawn(move || {
             while !stop.load(Ordering::Acquire) {
-                pass(&*vfs, &data, &command, &log);
+                let command = command();
+                if !command.is_empty() {
+                    pass(&*vfs, &data, &command, &log);
+                }
                 std::thread::sleep(Duration::from_secs(1));
             }
         })

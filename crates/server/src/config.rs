@@ -35,6 +35,12 @@
 //! | `wal_receiver_timeout` | ms | 1min | 0 (none) .. 2147483647ms: a silent primary is disconnected after it |
 //! | `wal_retrieve_retry_interval` | ms | 5s | 1ms .. 2147483647ms: wait before a standby reconnects |
 //! | `log_directory` | directory (relative to the data directory) | (stderr) | |
+//! | `ssl` | on/off | off | TLS for clients that ask for it (tls rules) |
+//! | `ssl_cert_file` | path (relative to the data directory) | server.crt | the server's certificate chain (PEM) |
+//! | `ssl_key_file` | path | server.key | its private key (PEM, mode 0600 or 0640 if owned by root) |
+//! | `ssl_ca_file` | path | '' | when set, client certificates are requested and verified against it |
+//! | `ssl_min_protocol_version` | `TLSv1.2`, `TLSv1.3` | TLSv1.2 | older versions are refused (rustls has none) |
+//! | `hba_file` | path | pg_hba.conf (in the data directory) | the host-based authentication rules (hba rules) |
 //! | `recovery_init_sync_method` | `fsync` or `syncfs` | fsync | |
 //! | `debug_io_fault` | `kind:op:errno:after` (tests only) | (none) | see `strata_vfs::sim::Fault` |
 //!
@@ -42,11 +48,30 @@
 //! lines, `#` comments, optional single quotes with `''` or `\'` for a quote), then
 //! `postgresql.auto.conf` (what `pg_basebackup -R` and ALTER SYSTEM write), then
 //! applies `-c` flags over them.
+//!
+//! Reload (SIGHUP, `pg_reload_conf()`, see `reload`) applies the settings listed in
+//! [`RELOADABLE`] to a running server; any other setting changed in the files is
+//! logged as needing a restart and keeps its value.
 
+use crate::tls::{TlsSettings, TlsVersion};
 use std::time::Duration;
 use strata_engine::{RecoverySyncMethod, Settings};
 use strata_types::units::{self, check_range, parse_memory};
 use strata_vfs::sim::{Fault, SimVfs};
+
+/// The settings a reload changes in a running server (PostgreSQL's `sighup` context,
+/// for those Strata can change live).
+pub const RELOADABLE: &[&str] = &[
+    "ssl",
+    "ssl_cert_file",
+    "ssl_key_file",
+    "ssl_ca_file",
+    "ssl_min_protocol_version",
+    "authentication_timeout",
+    "archive_command",
+    // For WAL senders that start after the reload (one already streaming keeps its own).
+    "wal_sender_timeout",
+];
 
 fn invalid(name: &str, value: &str, hint: &str) -> String {
     format!("invalid value for parameter \"{name}\": \"{value}\"{hint}")
@@ -245,6 +270,10 @@ pub struct ServerConfig {
     pub wal_receiver_timeout: Duration,
     pub wal_retrieve_retry_interval: Duration,
     pub log_directory: Option<String>,
+    /// `ssl` and its files (tls rules).
+    pub tls: TlsSettings,
+    /// `hba_file`; empty: `pg_hba.conf` in the data directory.
+    pub hba_file: String,
     /// Every setting given, as written (for SHOW).
     pub given: Vec<(String, String)>,
 }
@@ -269,6 +298,8 @@ impl Default for ServerConfig {
             wal_receiver_timeout: Duration::from_secs(60),
             wal_retrieve_retry_interval: Duration::from_secs(5),
             log_directory: None,
+            tls: TlsSettings::default(),
+            hba_file: String::new(),
             given: Vec::new(),
         }
     }
@@ -396,6 +427,12 @@ impl ServerConfig {
                 strata_sql::syncrep::SyncRep::new(value)?;
                 self.synchronous_standby_names = value.trim().to_string();
             }
+            "ssl" => self.tls.enabled = parse_bool(name, value)?,
+            "ssl_cert_file" => self.tls.cert_file = value.trim().to_string(),
+            "ssl_key_file" => self.tls.key_file = value.trim().to_string(),
+            "ssl_ca_file" => self.tls.ca_file = value.trim().to_string(),
+            "ssl_min_protocol_version" => self.tls.min_protocol = TlsVersion::parse(name, value)?,
+            "hba_file" => self.hba_file = value.trim().to_string(),
             "primary_conninfo"
             | "primary_slot_name"
             | "wal_receiver_status_interval"
@@ -475,6 +512,16 @@ impl ServerConfig {
         Ok(c)
     }
 
+    /// Where `pg_hba.conf` is: `hba_file` (relative to the data directory), else
+    /// `pg_hba.conf` in the data directory.
+    pub fn hba_path(&self, data: &std::path::Path) -> std::path::PathBuf {
+        if self.hba_file.is_empty() {
+            data.join("pg_hba.conf")
+        } else {
+            data.join(&self.hba_file)
+        }
+    }
+
     /// The addresses to listen on.
     pub fn listen_addrs(&self) -> Result<Vec<String>, String> {
         let mut v = Vec::new();
@@ -498,6 +545,7 @@ impl ServerConfig {
     pub fn show_list(&self, data: &std::path::Path) -> Vec<(String, String, String)> {
         let mut list = self.engine_show_list();
         list.extend(self.server_show_list(data));
+        list.extend(self.tls_show_list(data));
         list.extend(self.replication_show_list());
         list
     }
@@ -595,6 +643,43 @@ impl ServerConfig {
                 given("max_files_per_process", e.max_files_per_process.to_string()),
                 "Sets the maximum number of simultaneously open files for each server process."
                     .into(),
+            ),
+        ]
+    }
+
+    /// TLS and `pg_hba.conf`, for SHOW (the values this start read: a reload does not
+    /// change SHOW's list).
+    fn tls_show_list(&self, data: &std::path::Path) -> Vec<(String, String, String)> {
+        vec![
+            (
+                "ssl".into(),
+                if self.tls.enabled { "on" } else { "off" }.into(),
+                "Enables SSL connections.".into(),
+            ),
+            (
+                "ssl_cert_file".into(),
+                self.tls.cert_file.clone(),
+                "Location of the SSL server certificate file.".into(),
+            ),
+            (
+                "ssl_key_file".into(),
+                self.tls.key_file.clone(),
+                "Location of the SSL server private key file.".into(),
+            ),
+            (
+                "ssl_ca_file".into(),
+                self.tls.ca_file.clone(),
+                "Location of the SSL certificate authority file.".into(),
+            ),
+            (
+                "ssl_min_protocol_version".into(),
+                self.tls.min_protocol.name().into(),
+                "Sets the minimum SSL/TLS protocol version to use.".into(),
+            ),
+            (
+                "hba_file".into(),
+                self.hba_path(data).display().to_string(),
+                "Sets the server's \"hba\" configuration file.".into(),
             ),
         ]
     }

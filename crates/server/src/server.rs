@@ -1,8 +1,9 @@
 //! `strata start` and `strata stop`: the server process.
 //!
-//! Owns the server's life: the data directory (created on first start), its
-//! configuration (`strata.conf`, then `-c` flags), the lock file `postmaster.pid`,
-//! the listening socket, logging, and shutdown on SIGINT/SIGTERM.
+//! Owns the server's life: the data directory (created on first start, with its
+//! default `pg_hba.conf`), its configuration (`strata.conf`, then `-c` flags), the
+//! lock file `postmaster.pid`, the listening socket, logging, reload on SIGHUP
+//! (`reload`), and shutdown on SIGINT/SIGTERM.
 //!
 //! Invariants:
 //! 1. One server per data directory: `postmaster.pid` is created exclusively and
@@ -213,6 +214,7 @@ pub fn start(data: &Path, flags: &[String]) -> Result<(), String> {
         let mut s = config::ServerConfig::from_flags(None, flags)?.engine;
         s.log = Arc::new(|_: &str| {});
         Engine::init(data, s).map_err(|e| e.to_string())?;
+        crate::reload::write_default_hba(data, "trust")?;
         eprintln!(
             "{} LOG:  created a new cluster in \"{}\" (databases template1, template0, postgres)",
             now_stamp(),
@@ -226,13 +228,38 @@ pub fn start(data: &Path, flags: &[String]) -> Result<(), String> {
     let conf = data.join("strata.conf");
     let cfg = ServerConfig::from_flags(Some(&conf), flags)?;
     let lock = take_lock(&data, cfg.port)?;
-    let result = serve(&data, cfg);
+    hba_for_an_older_cluster(&data)?;
+    let result = serve(&data, cfg, &conf, flags);
     let _ = std::fs::remove_file(&lock);
     result
 }
 
-fn serve(data: &Path, cfg: ServerConfig) -> Result<(), String> {
+/// A cluster made before Strata had a role catalog (no `global/1260`) has no
+/// `pg_hba.conf` either: it gets the default one, whose loopback method is what its
+/// authentication was (SCRAM once a password was set in the old `global/pg_authid`,
+/// trust before). Any other cluster without the file is refused at start, as
+/// PostgreSQL refuses it.
+fn hba_for_an_older_cluster(data: &Path) -> Result<(), String> {
+    if data.join("pg_hba.conf").exists() || data.join("global").join("1260").exists() {
+        return Ok(());
+    }
+    let old = std::fs::read_to_string(data.join("global").join("pg_authid")).unwrap_or_default();
+    let passwords = old
+        .lines()
+        .any(|l| l.contains(':') && !l.starts_with("xid "));
+    let method = if passwords { "scram-sha-256" } else { "trust" };
+    crate::reload::write_default_hba(data, method)?;
+    eprintln!(
+        "{} LOG:  wrote pg_hba.conf ({method} for local connections) for a cluster made before Strata had one",
+        now_stamp()
+    );
+    Ok(())
+}
+
+fn serve(data: &Path, cfg: ServerConfig, conf: &Path, flags: &[String]) -> Result<(), String> {
     let sink = log_sink(data, &cfg)?;
+    // Reload rule 4: pg_hba.conf and TLS are checked before recovery starts.
+    let live = Arc::new(crate::reload::Live::load(data, conf, flags, &cfg, &sink)?);
     let mut settings = cfg.engine.clone();
     settings.log = sink.clone();
     // Engine rule 7: after a PANIC (logged by the engine) the process ends; the next
@@ -249,18 +276,16 @@ fn serve(data: &Path, cfg: ServerConfig) -> Result<(), String> {
         ));
         std::process::abort();
     }));
+    // SIGHUP is caught from here on (its default action would end the process): one
+    // that comes during recovery is a reload once the server serves.
+    let (rt, mut hup) = runtime()?;
     let engine = Arc::new(Engine::open(data, settings).map_err(|e| e.to_string())?);
     if !engine.in_recovery() {
         migrate_authid_file(&engine, data, &sink)?;
     }
-    let (server, shared, views) = server_state(&cfg, &engine, data, &sink)?;
+    let (server, shared, views) = server_state(&cfg, &engine, data, &sink, &live)?;
     let _ = sessions.set(Arc::downgrade(&server));
-    let archiver = start_archiver(&engine, &cfg, &sink)?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .map_err(|e| format!("could not start the runtime: {e}"))?;
+    let archiver = start_archiver(&engine, &cfg, &sink, &live)?;
     let max_connections = cfg.max_connections;
     let served: Result<(), String> = rt.block_on(async {
         let mut listeners = Vec::new();
@@ -287,15 +312,21 @@ fn serve(data: &Path, cfg: ServerConfig) -> Result<(), String> {
                 waiting: waiting.clone(),
                 max_connections,
                 shared: shared.clone(),
-                auth_timeout: cfg.authentication_timeout,
                 log: sink.clone(),
             };
             tokio::spawn(accept.run(l, stop_rx.clone()));
         }
-        tokio::select! {
-            _ = term.recv() => sink("received fast shutdown request"),
-            _ = int.recv() => sink("received fast shutdown request"),
+        loop {
+            tokio::select! {
+                _ = term.recv() => break,
+                _ = int.recv() => break,
+                _ = hup.recv() => {
+                    let live = live.clone();
+                    let _ = tokio::task::spawn_blocking(move || live.reload()).await;
+                }
+            }
         }
+        sink("received fast shutdown request");
         let _ = stop_tx.send(true);
         Ok(())
     });
@@ -322,6 +353,22 @@ fn serve(data: &Path, cfg: ServerConfig) -> Result<(), String> {
     }
     sink("database system is shut down");
     Ok(())
+}
+
+/// The server's runtime (one worker: see docs/ARCHITECTURE.md), and SIGHUP caught
+/// on it.
+fn runtime() -> Result<(tokio::runtime::Runtime, tokio::signal::unix::Signal), String> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("could not start the runtime: {e}"))?;
+    let hup = {
+        let _in_runtime = rt.enter();
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+            .map_err(|e| e.to_string())?
+    };
+    Ok((rt, hup))
 }
 
 /// Standby rule 9's hook: replay about to drop a database ends its sessions (57P04)
@@ -353,6 +400,7 @@ fn server_state(
     engine: &Arc<Engine>,
     data: &Path,
     sink: &LogSink,
+    live: &Arc<crate::reload::Live>,
 ) -> Result<States, String> {
     let syncrep = Arc::new(strata_sql::syncrep::SyncRep::new(
         &cfg.synchronous_standby_names,
@@ -369,6 +417,7 @@ fn server_state(
         senders: senders.clone(),
         syncrep: syncrep.clone(),
         receiver: std::sync::OnceLock::new(),
+        live: live.clone(),
     });
     let server = Arc::new(ServerState {
         syncrep,
@@ -382,7 +431,7 @@ fn server_state(
     let shared = Arc::new(crate::pg::Shared {
         mock_nonce: auth::load_mock_nonce(&*engine.settings().vfs, data)?.into(),
         senders,
-        wal_sender_timeout: cfg.wal_sender_timeout,
+        live: live.clone(),
     });
     Ok((server, shared, views))
 }
@@ -394,21 +443,27 @@ type Archiver = Option<(
     std::thread::JoinHandle<()>,
 )>;
 
-fn start_archiver(engine: &Engine, cfg: &ServerConfig, sink: &LogSink) -> Result<Archiver, String> {
+fn start_archiver(
+    engine: &Engine,
+    cfg: &ServerConfig,
+    sink: &LogSink,
+    live: &Arc<crate::reload::Live>,
+) -> Result<Archiver, String> {
     if !cfg.engine.archive_mode {
         // A standby's archiver finds nothing ready until it is promoted: received WAL
         // is its primary's to archive (archive_mode = always is not built).
         return Ok(None);
     }
     if cfg.archive_command.is_empty() {
+        // The archiver starts all the same: a reload may set the command.
         sink("WARNING:  archive_mode enabled, yet archive_command is not set: WAL segments accumulate in pg_wal");
-        return Ok(None);
     }
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let live = live.clone();
     let thread = crate::archiver::start(
         engine.settings().vfs.clone(),
         engine.data_dir().to_path_buf(),
-        cfg.archive_command.clone(),
+        Arc::new(move || live.archive_command()),
         sink.clone(),
         stop.clone(),
     )
@@ -441,7 +496,6 @@ struct Acceptor {
     waiting: Arc<Unauthenticated>,
     max_connections: usize,
     shared: Arc<crate::pg::Shared>,
-    auth_timeout: Duration,
     log: LogSink,
 }
 
@@ -495,7 +549,7 @@ impl Acceptor {
                 sock,
                 h,
                 ticket,
-                self.auth_timeout,
+                self.shared.live.authentication_timeout(),
                 self.log.clone(),
             ));
         }
@@ -582,6 +636,17 @@ pub fn init(
         ..s
     };
     strata_engine::Engine::init(data, s.clone()).map_err(|e| e.to_string())?;
+    // A password set to be used: loopback connections authenticate too.
+    let local_method = if password.is_some() {
+        "scram-sha-256"
+    } else {
+        "trust"
+    };
+    crate::reload::write_default_hba(data, local_method)?;
+    if password.is_none() {
+        // initdb's words.
+        eprintln!("strata: warning: enabling \"trust\" authentication for local connections\nstrata: hint: You can change this by editing pg_hba.conf or using the option --pwfile the next time you run strata init.");
+    }
     if let Some(pw) = password {
         set_bootstrap_password(data, s, &pw)?;
     }

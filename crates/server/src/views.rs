@@ -1,6 +1,6 @@
 //! The rows of the system views (`strata_sql::views`): WAL senders for
 //! `pg_stat_replication`, the WAL receiver for `pg_stat_wal_receiver`, replay's
-//! statistics for `strata_stat_replay`.
+//! statistics for `strata_stat_replay`; and `pg_reload_conf()`'s way to the server.
 //!
 //! Entry point: [`ServerViews`].
 
@@ -20,6 +20,8 @@ pub struct ServerViews {
     pub syncrep: Arc<SyncRep>,
     /// A standby's WAL receiver, once started.
     pub receiver: OnceLock<Arc<EngineSink>>,
+    /// What `pg_reload_conf()` reloads.
+    pub live: Arc<crate::reload::Live>,
 }
 
 fn text(s: &str) -> Datum {
@@ -113,6 +115,13 @@ impl ServerViews {
 }
 
 impl SystemViews for ServerViews {
+    /// `pg_reload_conf()`: the reload SIGHUP runs (reload rules), done before the
+    /// function returns (PostgreSQL signals the postmaster and returns at once).
+    fn reload_conf(&self) -> bool {
+        self.live.reload();
+        true
+    }
+
     fn rows(&self, name: &str) -> Vec<Vec<Datum>> {
         match name {
             "pg_stat_replication" => self

@@ -34,11 +34,24 @@
 //! 7. With `hot_standby_feedback` on, the oldest xid the standby's snapshots need
 //!    goes to the primary at stream start and every `wal_receiver_status_interval`
 //!    ('h' messages), so its VACUUM keeps the rows they may see.
+//! 8. TLS as libpq does it (tls rule 4): `sslmode` (default `prefer`) decides the
+//!    attempts, `sslrootcert`, `sslcert`, `sslkey` and `ssl_min_protocol_version`
+//!    are honoured; a TLS keyword whose value Strata cannot honour (`sslcrl`,
+//!    `sslpassword`, a lower `ssl_max_protocol_version`, ...) is refused when the
+//!    connection string is parsed, never accepted and ignored. TLS is not used over
+//!    a Unix socket (libpq's rule).
+//! 9. Over TLS, SCRAM binds to the server's certificate (SCRAM-SHA-256-PLUS,
+//!    `tls-server-end-point`) when the server offers it, as libpq does with
+//!    `channel_binding=prefer` (the default); `channel_binding=require` refuses any
+//!    authentication that did not bind, `disable` never binds.
 
+use crate::tls::{ClientTls, SslMode, TlsVersion};
 use bytes::{Buf, BufMut, BytesMut};
 use futures::{FutureExt, SinkExt, StreamExt};
 use postgres_protocol::authentication::md5_hash;
-use postgres_protocol::authentication::sasl::{ChannelBinding, ScramSha256, SCRAM_SHA_256};
+use postgres_protocol::authentication::sasl::{
+    ChannelBinding, ScramSha256, SCRAM_SHA_256, SCRAM_SHA_256_PLUS,
+};
 use postgres_protocol::message::backend::Message;
 use postgres_protocol::message::frontend;
 use std::io;
@@ -65,23 +78,14 @@ const IGNORED: &[&str] = &[
     "dbname",
     "fallback_application_name",
     "options",
+    // libpq itself ignores it (since PostgreSQL 14).
     "sslcompression",
-    "sslcertmode",
-    "sslsni",
-    "ssl_min_protocol_version",
-    "ssl_max_protocol_version",
-    "sslcert",
-    "sslkey",
-    "sslrootcert",
-    "sslcrl",
-    "sslpassword",
     "gssencmode",
     "gsslib",
     "krbsrvname",
     "gssdelegation",
     "target_session_attrs",
     "load_balance_hosts",
-    "channel_binding",
     "keepalives",
     "keepalives_idle",
     "keepalives_interval",
@@ -106,7 +110,7 @@ pub struct Conninfo {
     pub application_name: Option<String>,
     /// `connect_timeout`; `None` waits as long as the operating system does.
     pub connect_timeout: Option<Duration>,
-    /// `sslmode` as given (only disable, allow and prefer are accepted).
+    /// `sslmode` as given (libpq's values; none: `prefer`).
     pub sslmode: Option<String>,
     /// The accepted-and-ignored keywords, in order, for display.
     pub other: Vec<(String, String)>,
@@ -218,20 +222,75 @@ impl Conninfo {
                 // libpq: zero or less waits forever, and less than 2 seconds is 2.
                 self.connect_timeout = (secs > 0).then(|| Duration::from_secs(secs.max(2) as u64));
             }
-            "sslmode" => match v.as_str() {
-                "" | "disable" | "allow" | "prefer" => self.sslmode = Some(v),
-                "require" | "verify-ca" | "verify-full" => {
-                    return Err(format!(
-                    "sslmode value \"{v}\" invalid: SSL is not supported by Strata's WAL receiver"
-                ))
+            "sslmode" => {
+                if !v.is_empty() {
+                    SslMode::parse(&v)?;
                 }
-                _ => return Err(format!("invalid sslmode value: \"{v}\"")),
-            },
+                self.sslmode = Some(v);
+            }
+            "channel_binding" if !matches!(v.as_str(), "" | "disable" | "prefer" | "require") => {
+                return Err(format!("invalid channel_binding value: \"{v}\""))
+            }
+            "channel_binding" => self.other.push((key.to_string(), v)),
+            "sslrootcert"
+            | "sslcert"
+            | "sslkey"
+            | "ssl_min_protocol_version"
+            | "ssl_max_protocol_version"
+            | "sslcrl"
+            | "sslcrldir"
+            | "sslpassword"
+            | "sslcertmode"
+            | "sslsni" => {
+                check_ssl_keyword(key, &v)?;
+                self.other.push((key.to_string(), v));
+            }
             "host" | "hostaddr" | "port" | "user" | "passfile" | "connect_timeout" => {}
             k if IGNORED.contains(&k) => self.other.push((k.to_string(), v)),
             k => return Err(format!("invalid connection option \"{k}\"")),
         }
         Ok(())
+    }
+
+    /// `sslmode`, libpq's default `prefer` when not given (rule 8).
+    pub fn ssl_mode(&self) -> Result<SslMode, String> {
+        match self.sslmode.as_deref() {
+            None | Some("") => Ok(SslMode::Prefer),
+            Some(m) => SslMode::parse(m),
+        }
+    }
+
+    /// `channel_binding` (`disable`, `prefer`, `require`), libpq's default `prefer`.
+    pub fn channel_binding(&self) -> &str {
+        self.other
+            .iter()
+            .rev()
+            .find(|(n, _)| n == "channel_binding")
+            .map(|(_, v)| v.as_str())
+            .filter(|v| !v.is_empty())
+            .unwrap_or("prefer")
+    }
+
+    /// The TLS keywords given (`sslrootcert`, `sslcert`, `sslkey`,
+    /// `ssl_min_protocol_version`); the last of each wins, as in libpq.
+    pub fn client_tls(&self) -> Result<ClientTls, String> {
+        let get = |k: &str| {
+            self.other
+                .iter()
+                .rev()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| v.clone())
+                .filter(|v| !v.is_empty())
+        };
+        Ok(ClientTls {
+            rootcert: get("sslrootcert"),
+            cert: get("sslcert"),
+            key: get("sslkey"),
+            min_protocol: match get("ssl_min_protocol_version") {
+                Some(v) => Some(min_protocol(&v)?),
+                None => None,
+            },
+        })
     }
 
     /// The keyword form with the password replaced by `********` (rule 6).
@@ -297,6 +356,32 @@ impl Conninfo {
 
     fn socket_path(&self) -> String {
         format!("{}/.s.PGSQL.{}", self.host.trim_end_matches('/'), self.port)
+    }
+}
+
+/// libpq's `ssl_min_protocol_version`: anything older than TLSv1.2 is satisfied by
+/// rustls's TLSv1.2 (a minimum, and rustls's is higher); TLSv1.3 is honoured.
+fn min_protocol(v: &str) -> Result<TlsVersion, String> {
+    match v {
+        "TLSv1" | "TLSv1.1" | "TLSv1.2" => Ok(TlsVersion::V1_2),
+        "TLSv1.3" => Ok(TlsVersion::V1_3),
+        _ => Err(format!("invalid ssl_min_protocol_version value: \"{v}\"")),
+    }
+}
+
+/// The TLS keywords a connection honours or refuses (rule 8): never one accepted
+/// and then ignored.
+fn check_ssl_keyword(key: &str, v: &str) -> Result<(), String> {
+    let unsupported = || Err(format!("{key} value \"{v}\" is not supported by Strata"));
+    match key {
+        "ssl_min_protocol_version" if !v.is_empty() => min_protocol(v).map(|_| ()),
+        // rustls's maximum is TLSv1.3: a lower maximum would not be honoured.
+        "ssl_max_protocol_version" if !v.is_empty() && v != "TLSv1.3" => unsupported(),
+        // Revocation lists and encrypted keys: not built, so refused.
+        "sslcrl" | "sslcrldir" | "sslpassword" if !v.is_empty() => unsupported(),
+        "sslcertmode" if !v.is_empty() && v != "allow" => unsupported(),
+        "sslsni" if !v.is_empty() && v != "1" => unsupported(),
+        _ => Ok(()),
     }
 }
 
@@ -772,27 +857,111 @@ async fn connection(
     end
 }
 
-/// Connects (TCP with TCP_NODELAY, or the Unix socket), sends the startup message,
-/// authenticates, and waits for ReadyForQuery.
+/// Connects as `sslmode` says (rule 8): the attempts in libpq's order (`prefer`: TLS,
+/// then without; `allow`: without, then TLS), each a whole connection, startup and
+/// authentication included.
 pub(crate) async fn connect(settings: &ReceiverSettings) -> Result<Socket, String> {
     let ci = &settings.conninfo;
-    let open = async {
-        let io: Box<dyn Io> = if ci.host.starts_with('/') {
-            Box::new(tokio::net::UnixStream::connect(ci.socket_path()).await?)
-        } else {
-            let tcp = tokio::net::TcpStream::connect((ci.host.as_str(), ci.port)).await?;
-            tcp.set_nodelay(true)?;
-            Box::new(tcp)
-        };
-        Ok::<_, io::Error>(io)
+    let mode = ci.ssl_mode()?;
+    let attempts: &[bool] = match mode {
+        SslMode::Disable => &[false],
+        SslMode::Allow => &[false, true],
+        SslMode::Prefer => &[true, false],
+        SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => &[true],
     };
+    let mut last = String::new();
+    for &tls in attempts {
+        match connect_once(settings, mode, tls).await {
+            Ok(s) => return Ok(s),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}
+
+/// Opens the TCP connection (with TCP_NODELAY) or the Unix socket.
+async fn open(ci: &Conninfo) -> io::Result<Opened> {
+    if ci.host.starts_with('/') {
+        return Ok(Opened::Unix(
+            tokio::net::UnixStream::connect(ci.socket_path()).await?,
+        ));
+    }
+    let tcp = tokio::net::TcpStream::connect((ci.host.as_str(), ci.port)).await?;
+    tcp.set_nodelay(true)?;
+    Ok(Opened::Tcp(tcp))
+}
+
+enum Opened {
+    Tcp(tokio::net::TcpStream),
+    Unix(tokio::net::UnixStream),
+}
+
+/// SSLRequest, then the TLS handshake if the server agrees (rule 8). `Ok(None)`: the
+/// server said 'N' and `mode` allows going on without TLS (the caller then goes on
+/// over plain TCP, on the same connection).
+async fn start_tls(tcp: &mut tokio::net::TcpStream, mode: SslMode) -> Result<Option<()>, String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut request = BytesMut::new();
+    frontend::ssl_request(&mut request);
+    tcp.write_all(&request).await.map_err(|e| e.to_string())?;
+    let mut answer = [0u8; 1];
+    tcp.read_exact(&mut answer)
+        .await
+        .map_err(|e| format!("could not receive data from server: {e}"))?;
+    match answer[0] {
+        b'S' => Ok(Some(())),
+        b'N' if mode.requires_tls() => {
+            Err("server does not support SSL, but SSL was required".into())
+        }
+        b'N' => Ok(None),
+        other => Err(format!(
+            "received invalid response to SSL negotiation: {}",
+            char::from(other)
+        )),
+    }
+}
+
+/// One connection: open, TLS if `tls` (and the server agrees), the startup message,
+/// authentication, ReadyForQuery.
+async fn connect_once(
+    settings: &ReceiverSettings,
+    mode: SslMode,
+    tls: bool,
+) -> Result<Socket, String> {
+    let ci = &settings.conninfo;
+    let failed = |e: String| format!("connection to server {} failed: {e}", ci.describe());
     let opened = match ci.connect_timeout {
-        Some(t) => tokio::time::timeout(t, open)
+        Some(t) => tokio::time::timeout(t, open(ci))
             .await
             .unwrap_or_else(|_| Err(io::Error::other("timeout expired"))),
-        None => open.await,
+        None => open(ci).await,
     };
-    let io = opened.map_err(|e| format!("connection to server {} failed: {e}", ci.describe()))?;
+    // Over TLS, the server certificate's channel binding data (if it has any).
+    let mut binding: Option<Option<Vec<u8>>> = None;
+    let io: Box<dyn Io> = match opened.map_err(|e| failed(e.to_string()))? {
+        // libpq does not use TLS over a Unix socket, whatever sslmode says.
+        Opened::Unix(u) => Box::new(u),
+        Opened::Tcp(mut tcp) => {
+            if tls && start_tls(&mut tcp, mode).await.map_err(failed)?.is_some() {
+                let config = crate::tls::client_config(mode, &ci.client_tls()?).map_err(failed)?;
+                let name = crate::tls::server_name(&ci.host).map_err(failed)?;
+                let connector = pgwire::tokio::tokio_rustls::TlsConnector::from(config);
+                let stream = connector
+                    .connect(name, tcp)
+                    .await
+                    .map_err(|e| failed(format!("SSL error: {e}")))?;
+                let cert = stream
+                    .get_ref()
+                    .1
+                    .peer_certificates()
+                    .and_then(|c| c.first());
+                binding = Some(cert.and_then(|c| crate::tls::tls_server_end_point(c.as_ref())));
+                Box::new(stream)
+            } else {
+                Box::new(tcp)
+            }
+        }
+    };
     let mut sock = Framed::new(io, Codec);
     let mut buf = BytesMut::new();
     let params = [
@@ -803,9 +972,7 @@ pub(crate) async fn connect(settings: &ReceiverSettings) -> Result<Socket, Strin
     ];
     frontend::startup_message(params, &mut buf).map_err(|e| e.to_string())?;
     send(&mut sock, buf).await?;
-    authenticate(&mut sock, ci)
-        .await
-        .map_err(|e| format!("connection to server {} failed: {e}", ci.describe()))?;
+    authenticate(&mut sock, ci, binding).await.map_err(failed)?;
     loop {
         match recv(&mut sock).await? {
             Backend::Msg(Message::ReadyForQuery(_)) => return Ok(sock),
@@ -817,16 +984,31 @@ pub(crate) async fn connect(settings: &ReceiverSettings) -> Result<Socket, Strin
     }
 }
 
-/// Answers the server's authentication requests until AuthenticationOk.
-async fn authenticate(sock: &mut Socket, ci: &Conninfo) -> Result<(), String> {
+/// Answers the server's authentication requests until AuthenticationOk. `binding`:
+/// `None` without TLS, else the server certificate's channel binding data (rule 9).
+async fn authenticate(
+    sock: &mut Socket,
+    ci: &Conninfo,
+    binding: Option<Option<Vec<u8>>>,
+) -> Result<(), String> {
     let password = || {
         ci.lookup_password()
             .ok_or("fe_sendauth: no password supplied")
     };
+    let require = ci.channel_binding() == "require";
+    let unbound = "channel binding required but not supported by server's authentication request";
+    let mut bound = false;
     loop {
         let mut buf = BytesMut::new();
         match recv(sock).await? {
+            Backend::Msg(Message::AuthenticationOk) if require && !bound => return Err(
+                "channel binding required, but server authenticated client without channel binding"
+                    .into(),
+            ),
             Backend::Msg(Message::AuthenticationOk) => return Ok(()),
+            Backend::Msg(
+                Message::AuthenticationCleartextPassword | Message::AuthenticationMd5Password(_),
+            ) if require => return Err(unbound.into()),
             Backend::Msg(Message::AuthenticationCleartextPassword) => {
                 frontend::password_message(password()?.as_bytes(), &mut buf)
                     .map_err(|e| e.to_string())?;
@@ -836,12 +1018,9 @@ async fn authenticate(sock: &mut Socket, ci: &Conninfo) -> Result<(), String> {
                 frontend::password_message(hash.as_bytes(), &mut buf).map_err(|e| e.to_string())?;
             }
             Backend::Sasl(mechanisms) => {
-                if !mechanisms.iter().any(|m| m == SCRAM_SHA_256) {
-                    return Err(
-                        "none of the server's SASL authentication mechanisms are supported".into(),
-                    );
-                }
-                scram(sock, &password()?).await?;
+                let (mechanism, cb) = choose_scram(ci, &mechanisms, &binding)?;
+                bound = mechanism == SCRAM_SHA_256_PLUS;
+                scram(sock, &password()?, mechanism, cb).await?;
                 continue;
             }
             Backend::Notice => continue,
@@ -854,11 +1033,44 @@ async fn authenticate(sock: &mut Socket, ci: &Conninfo) -> Result<(), String> {
     }
 }
 
-/// SCRAM-SHA-256 without channel binding (no SSL).
-async fn scram(sock: &mut Socket, password: &str) -> Result<(), String> {
-    let mut scram = ScramSha256::new(password.as_bytes(), ChannelBinding::unsupported());
+/// libpq's choice of a SCRAM mechanism (rule 9): SCRAM-SHA-256-PLUS bound to the
+/// server's certificate when TLS is in use, the server offers it and
+/// `channel_binding` is not `disable`; else SCRAM-SHA-256, saying whether the client
+/// could have bound ('y') or not ('n').
+fn choose_scram(
+    ci: &Conninfo,
+    mechanisms: &[String],
+    binding: &Option<Option<Vec<u8>>>,
+) -> Result<(&'static str, ChannelBinding), String> {
+    let offers = |m: &str| mechanisms.iter().any(|x| x == m);
+    let mode = ci.channel_binding();
+    match binding {
+        Some(Some(data)) if mode != "disable" && offers(SCRAM_SHA_256_PLUS) => Ok((
+            SCRAM_SHA_256_PLUS,
+            ChannelBinding::tls_server_end_point(data.clone()),
+        )),
+        _ if mode == "require" => Err(
+            "channel binding is required, but server did not offer an authentication method that supports channel binding"
+                .into(),
+        ),
+        _ if !offers(SCRAM_SHA_256) => {
+            Err("none of the server's SASL authentication mechanisms are supported".into())
+        }
+        Some(Some(_)) if mode != "disable" => Ok((SCRAM_SHA_256, ChannelBinding::unrequested())),
+        _ => Ok((SCRAM_SHA_256, ChannelBinding::unsupported())),
+    }
+}
+
+/// The SCRAM exchange with `mechanism`.
+async fn scram(
+    sock: &mut Socket,
+    password: &str,
+    mechanism: &str,
+    binding: ChannelBinding,
+) -> Result<(), String> {
+    let mut scram = ScramSha256::new(password.as_bytes(), binding);
     let mut buf = BytesMut::new();
-    frontend::sasl_initial_response(SCRAM_SHA_256, scram.message(), &mut buf)
+    frontend::sasl_initial_response(mechanism, scram.message(), &mut buf)
         .map_err(|e| e.to_string())?;
     send(sock, buf).await?;
     match recv(sock).await? {
@@ -1394,9 +1606,32 @@ mod tests {
             Conninfo::parse("host=h foo=1"),
             Err("invalid connection option \"foo\"".into())
         );
-        let e = Conninfo::parse("sslmode=require").expect_err("refused");
-        assert!(e.contains("SSL is not supported"), "{e}");
-        assert!(Conninfo::parse("sslmode=verify-full").is_err());
+        assert_eq!(
+            Conninfo::parse("sslmode=on"),
+            Err("invalid sslmode value: \"on\"".into())
+        );
+        let c = ci("sslmode=verify-full sslrootcert=/r.crt sslcert=/c.crt sslkey=/c.key");
+        assert_eq!(c.ssl_mode(), Ok(SslMode::VerifyFull));
+        let t = c.client_tls().expect("tls keywords");
+        assert_eq!(t.rootcert.as_deref(), Some("/r.crt"));
+        assert_eq!(
+            (t.cert.as_deref(), t.key.as_deref()),
+            (Some("/c.crt"), Some("/c.key"))
+        );
+        assert_eq!(ci(&c.display_sanitized()), c);
+        assert_eq!(ci("").ssl_mode(), Ok(SslMode::Prefer));
+        assert_eq!(ci("").channel_binding(), "prefer");
+        assert_eq!(ci("channel_binding=require").channel_binding(), "require");
+        for refused in [
+            "sslcrl=/x.crl",
+            "sslpassword=x",
+            "ssl_max_protocol_version=TLSv1.2",
+            "ssl_min_protocol_version=TLSv9",
+            "sslsni=0",
+            "channel_binding=sometimes",
+        ] {
+            assert!(Conninfo::parse(refused).is_err(), "{refused}");
+        }
         assert!(Conninfo::parse("sslmode=disable dbname=replication replication=true").is_ok());
     }
 
@@ -1537,6 +1772,13 @@ mod tests {
         s.read_exact(&mut len).ok()?;
         let mut startup = vec![0; i32::from_be_bytes(len) as usize - 4];
         s.read_exact(&mut startup).ok()?;
+        if startup == 80_877_103i32.to_be_bytes() {
+            // sslmode=prefer (the default) asks for TLS first; this primary has none.
+            s.write_all(b"N").ok()?;
+            s.read_exact(&mut len).ok()?;
+            startup = vec![0; i32::from_be_bytes(len) as usize - 4];
+            s.read_exact(&mut startup).ok()?;
+        }
         let has = |needle: &[u8]| startup.windows(needle.len()).any(|w| w == needle);
         assert!(has(b"replication\0true\0") && has(b"database\0replication\0"));
         assert!(has(b"application_name\0walreceiver\0"));

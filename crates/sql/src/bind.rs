@@ -41,6 +41,11 @@ pub trait Env {
     fn promote(&self, wait: bool, wait_seconds: i32) -> SqlResult<bool>;
     /// `pg_switch_wal()`: ends the current WAL segment; the end of the switch.
     fn switch_wal(&self) -> SqlResult<Lsn>;
+    /// `pg_reload_conf()`: the server re-reads its configuration files (superuser
+    /// only, 42501). Without a server, 0A000.
+    fn reload_conf(&self) -> SqlResult<bool> {
+        Err(SqlError::unsupported("pg_reload_conf here"))
+    }
     /// `pg_last_xact_replay_timestamp()`: on a standby, when the last transaction
     /// replayed committed (Unix microseconds).
     fn last_xact_replay_unix_us(&self) -> Option<i64>;
@@ -167,6 +172,7 @@ pub enum Func {
     CurrentDate,
     Abs,
     BackendPid,
+    ReloadConf,
     CancelBackend,
     Nextval,
     Currval,
@@ -1447,6 +1453,7 @@ fn scalar_signature(
             (Func::BtIndexCheck, ps, SqlType::Text)
         }
         "pg_backend_pid" => (Func::BackendPid, &[], SqlType::Int4),
+        "pg_reload_conf" => (Func::ReloadConf, &[], SqlType::Bool),
         "pg_is_in_recovery" => (Func::IsInRecovery, &[], SqlType::Bool),
         "pg_switch_wal" => (Func::SwitchWal, &[], SqlType::Lsn),
         // timestamptz, shown as PostgreSQL prints one (Strata has no timestamp type yet).
@@ -2023,6 +2030,7 @@ fn call(f: Func, vals: &[Datum], r: &Row<'_>) -> SqlResult<Datum> {
             None => Datum::Null,
         },
         Func::BackendPid => Datum::Int4(r.env.backend_pid()),
+        Func::ReloadConf => Datum::Bool(r.env.reload_conf()?),
         Func::CancelBackend => match vals[0] {
             Datum::Int4(pid) => Datum::Bool(r.env.cancel_backend(pid)?),
             Datum::Int8(pid) => match i32::try_from(pid) {

@@ -101,6 +101,11 @@ const CREATE_TABLE: &[(&str, Want)] = &[
     ),
     ("create table tp3 (a timestamp(7))", Refused("tp3")),
     (
+        "create table ff (a int) with (fillfactor = 100)",
+        Value("insert into ff values (1); select count(*) from ff", "1"),
+    ),
+    ("create table ff2 (a int) with (fillfactor = 100, autovacuum_enabled = false)", Refused("ff2")),
+    (
         "create table pd (a int) tablespace pg_default",
         Value(
             "select pg_relation_filepath('pd') > 'base/' and pg_relation_filepath('pd') < 'base0'",

@@ -2742,6 +2742,18 @@ fn convert_create_table(ct: ast::CreateTable) -> SqlResult<Stmt> {
     }))
 }
 
+/// A storage parameter at the value Strata's heap works with: `fillfactor = 100`
+/// (pages filled whole, PostgreSQL's default, which pgbench names). Any other is
+/// refused with CREATE TABLE's WITH.
+fn storage_parameter_held(o: &ast::SqlOption) -> bool {
+    match o {
+        ast::SqlOption::KeyValue { key, value } => {
+            key.value.eq_ignore_ascii_case("fillfactor") && value.to_string() == "100"
+        }
+        _ => false,
+    }
+}
+
 /// The clauses of CREATE TABLE Strata honours are its name, IF NOT EXISTS, columns,
 /// constraints, AS query, WITH [NO] DATA and TABLESPACE (returned, as PostgreSQL
 /// folds it). Every other clause sqlparser takes is refused with 0A000 naming it
@@ -2757,6 +2769,9 @@ fn create_table_clauses(ct: &ast::CreateTable) -> SqlResult<Option<String>> {
             })] => (Some(name.to_lowercase()), ct.table_options.clone()),
             _ => (None, ast::CreateTableOptions::None),
         },
+        ast::CreateTableOptions::With(o) if o.iter().all(storage_parameter_held) => {
+            (None, ct.table_options.clone())
+        }
         _ => (None, ast::CreateTableOptions::None),
     };
     let honoured = CreateTableBuilder::new(ct.name.clone())
@@ -2785,7 +2800,7 @@ fn create_table_clauses(ct: &ast::CreateTable) -> SqlResult<Option<String>> {
         (ct.on_commit.is_some(), "ON COMMIT"),
         (
             matches!(ct.table_options, ast::CreateTableOptions::With(_)),
-            "CREATE TABLE ... WITH (storage parameters)",
+            "CREATE TABLE ... WITH (storage parameters other than fillfactor = 100)",
         ),
         (
             ct.table_options != honoured.table_options,

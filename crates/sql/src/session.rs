@@ -562,6 +562,16 @@ impl Env for SessionEnv<'_> {
     fn session_user(&self) -> String {
         self.users.1.clone()
     }
+    /// PostgreSQL 15 grants EXECUTE on pg_reload_conf to superusers only.
+    fn reload_conf(&self) -> SqlResult<bool> {
+        if self.who.is_some() {
+            return Err(SqlError::new(
+                "42501",
+                "permission denied for function pg_reload_conf",
+            ));
+        }
+        Ok(self.server.views.reload_conf())
+    }
     fn sequence(&self, call: SeqCall<'_>) -> SqlResult<i64> {
         let (e, db, w) = (self.engine, self.db, self.writing);
         if self.read_only {

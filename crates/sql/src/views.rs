@@ -80,6 +80,11 @@ pub fn schema(name: &str) -> Option<Vec<(String, SqlType)>> {
 pub trait SystemViews: Send + Sync {
     /// The rows of view `name`, in [`schema`]'s column order.
     fn rows(&self, name: &str) -> Vec<Vec<Datum>>;
+    /// `pg_reload_conf()`: the server re-reads its configuration files; whether it
+    /// did (no server: false).
+    fn reload_conf(&self) -> bool {
+        false
+    }
 }
 
 /// No server: every view is empty (in-process tests).

@@ -61,8 +61,8 @@ enum Command {
         /// A setting, name=value (wal_segment_size is fixed here for the cluster's life).
         #[arg(short = 'c', value_name = "NAME=VALUE")]
         settings: Vec<String>,
-        /// A file whose first line is the password of role "strata" (SCRAM-SHA-256
-        /// authentication is then required of every connection).
+        /// A file whose first line is the password of role "strata" (the default
+        /// pg_hba.conf then requires SCRAM-SHA-256 of loopback connections too).
         #[arg(long)]
         pwfile: Option<PathBuf>,
     },

@@ -74,6 +74,10 @@ fn init_makes_a_cluster_and_refuses_a_used_directory() {
     );
     assert!(data.join("global/pg_control").exists());
     assert!(data.join("base/1").is_dir() && data.join("base/5").is_dir());
+    // The default pg_hba.conf, and initdb's warning about it.
+    assert!(data.join("pg_hba.conf").exists());
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("warning: enabling \"trust\" authentication for local connections"));
     let again = run();
     assert!(!again.status.success());
     assert!(String::from_utf8_lossy(&again.stderr).contains("exists but is not empty"));

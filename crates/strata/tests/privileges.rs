@@ -258,3 +258,84 @@ fn cancelling_a_backend_needs_its_role_or_pg_signal_backend() {
         assert_eq!(cancel(&p1, su_pid).await, superuser);
     });
 }
+
+/// A cluster made before roles were catalog rows (no `pg_authid` relation, no
+/// `pg_hba.conf`, its password in the old `global/pg_authid` file) starts with
+/// PostgreSQL's roles made, its password moved into the catalog, and a
+/// `pg_hba.conf` that asks for it, as the old server did once a password was set.
+#[test]
+fn an_older_cluster_keeps_its_password_and_gets_roles() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    init(&data, None);
+    std::fs::remove_file(data.join("global/1260")).unwrap();
+    std::fs::remove_file(data.join("pg_hba.conf")).unwrap();
+    let v = strata_server::pg::auth::derive("old-pw").unwrap();
+    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    let line = format!(
+        "strata:{}:{}:{}:{}\n",
+        v.iterations,
+        hex(&v.salt),
+        hex(&v.stored_key),
+        hex(&v.server_key)
+    );
+    std::fs::write(data.join("global/pg_authid"), line).unwrap();
+    let s = Server::start(&data, &[]);
+    assert!(!s.answers(None), "a password was set: SCRAM is asked for");
+    assert!(!s.answers(Some("wrong")));
+    assert!(s.answers(Some("old-pw")), "{}", s.log_text());
+    assert!(data.join("global/pg_authid.migrated").exists());
+    assert!(!data.join("global/pg_authid").exists());
+    let hba = std::fs::read_to_string(data.join("pg_hba.conf")).unwrap();
+    assert!(hba.contains("scram-sha-256"), "{hba}");
+    let out = s.psql(
+        "strata",
+        &[
+            "-c",
+            "create role r; grant pg_read_all_data to r; drop role r",
+        ],
+        Some("old-pw"),
+    );
+    assert!(out.status.success(), "{out:?}");
+    // Once moved, a restart keeps it (the catalog's, WAL-logged).
+    drop(s);
+    let s = Server::start(&data, &[]);
+    assert!(s.answers(Some("old-pw")));
+}
+
+/// `+group` in pg_hba.conf matches the members of the group, directly or through
+/// other roles, as PostgreSQL's does; a role that is not one gets the next line.
+#[test]
+fn hba_group_lines_follow_role_membership() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    init(&data, None);
+    let s = Server::start(&data, &[]);
+    s.psql_ok(
+        "postgres",
+        &[
+            "-c",
+            "create role staff; create role team in role staff; create role ann login in role staff; create role kim login in role team; create role joe login",
+        ],
+    );
+    write_hba(
+        &data,
+        "host all strata 127.0.0.1/32 trust\nhost all +staff 127.0.0.1/32 trust\nhost all all 127.0.0.1/32 reject\n",
+    );
+    s.psql_ok("postgres", &["-c", "select pg_reload_conf()"]);
+    let answers = |user: &str| {
+        let out = s.psql(user, &["-c", "select current_user"], None);
+        (
+            String::from_utf8_lossy(&out.stdout).trim().to_string(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    assert_eq!(answers("ann").0, "ann");
+    assert_eq!(answers("kim").0, "kim");
+    let (out, err) = answers("joe");
+    assert_eq!(out, "");
+    assert!(err.contains("pg_hba.conf rejects connection"), "{err}");
+    // Membership revoked: the next connection is refused.
+    s.psql_ok("postgres", &["-c", "revoke team from kim"]);
+    assert!(answers("kim").1.contains("pg_hba.conf rejects"));
+}

@@ -1114,8 +1114,22 @@ fn roles_passwords_and_grants_replay_and_survive_promotion() {
     let dir = tempfile::tempdir().unwrap();
     let (data, copy) = (dir.path().join("primary"), dir.path().join("standby"));
     init_small_segments(&data);
+    // Every connection authenticates; the standby's copy of the file says the same.
+    write_hba(
+        &data,
+        "host postgres strata 127.0.0.1/32 trust\nhost all all 127.0.0.1/32 scram-sha-256\nhost replication all 127.0.0.1/32 scram-sha-256\n",
+    );
     let primary = Server::start(&data, &[]);
     primary.psql_ok("postgres", &["-c", "alter role strata password 'root-pw'"]);
+    write_hba(
+        &data,
+        "host all all 127.0.0.1/32 scram-sha-256\nhost replication all 127.0.0.1/32 scram-sha-256\n",
+    );
+    primary.psql(
+        "strata",
+        &["-c", "select pg_reload_conf()"],
+        Some("root-pw"),
+    );
     let root = |s: &Server, sql: &str| as_user(s, "strata", "root-pw", sql);
     for sql in [
         "create role alice login password 'a1'",

@@ -19,13 +19,21 @@
 //! 3. Before authentication completes only password-family messages (and
 //!    Terminate) are accepted; the flag is set by the connection loop, and since
 //!    frames are released one at a time, a frame is always checked against the
-//!    state the previous one left.
+//!    state the previous one left. The first password message is a
+//!    SASLInitialResponse, or a PasswordMessage when the startup handler asked for
+//!    a cleartext password (its flag, set before the request goes out): each is
+//!    checked against its own layout before pgwire decodes it.
 //! 4. After a violation nothing more is released: the read fails with a
 //!    [`Violation`] that the connection loop reports as FATAL before closing.
 //! 5. A frame's buffer is not kept once pgwire has read the frame (when little
 //!    input follows it): a large query text is then held only by the String pgwire
 //!    decodes it into, while it runs ([`RELEASE_BUFFER_BYTES`]; the connection loop
 //!    does the same for pgwire's own read buffer).
+//! 6. TLS starts on a clean stream: when the server answers an SSLRequest with 'S',
+//!    no byte the client sent after the request may be buffered (PostgreSQL's check
+//!    against plaintext injected before the handshake, CVE-2021-23214), and on the
+//!    encrypted stream a second SSLRequest or GSSENCRequest is a protocol version
+//!    the server does not speak (0A000), as in PostgreSQL.
 
 use bytes::{Buf, BytesMut};
 use std::io;
@@ -239,8 +247,10 @@ fn check_bind(r: &mut Reader<'_>) -> Result<(), Violation> {
     Ok(())
 }
 
-/// Checks a typed message's body against its type's layout (rule 1).
-fn check_body(t: u8, body: &[u8], first_password: bool) -> Result<(), Violation> {
+/// Checks a typed message's body against its type's layout (rule 1). `cleartext`:
+/// the first password message answers AuthenticationCleartextPassword (the
+/// `password` method) and is a PasswordMessage, else a SASLInitialResponse.
+fn check_body(t: u8, body: &[u8], first_password: bool, cleartext: bool) -> Result<(), Violation> {
     let mut r = Reader { b: body };
     match t {
         b'Q' | b'f' => {
@@ -265,6 +275,10 @@ fn check_body(t: u8, body: &[u8], first_password: bool) -> Result<(), Violation>
             }
             r.cstr()?;
         }
+        b'p' if first_password && cleartext => {
+            // PasswordMessage: the password, one string.
+            r.cstr()?;
+        }
         b'p' if first_password => {
             // SASLInitialResponse: mechanism, then -1 or the length of the rest.
             r.cstr()?;
@@ -284,6 +298,7 @@ fn check_typed(
     b: &[u8],
     first_password: bool,
     authenticated: bool,
+    cleartext: bool,
 ) -> Result<Option<usize>, Violation> {
     let Some(&t) = b.first() else {
         return Ok(None);
@@ -308,7 +323,7 @@ fn check_typed(
     if b.len() < total {
         return Ok(None);
     }
-    check_body(t, &b[5..total], first_password)?;
+    check_body(t, &b[5..total], first_password, cleartext)?;
     Ok(Some(total))
 }
 
@@ -319,13 +334,27 @@ pub fn check_frame(
     phase: Phase,
     authenticated: bool,
 ) -> Result<Option<(usize, Phase)>, Violation> {
+    check_frame_expecting(b, phase, authenticated, false)
+}
+
+/// [`check_frame`], with the first password message expected as a PasswordMessage
+/// when `cleartext` (the `password` method asked for one), else as a
+/// SASLInitialResponse.
+pub fn check_frame_expecting(
+    b: &[u8],
+    phase: Phase,
+    authenticated: bool,
+    cleartext: bool,
+) -> Result<Option<(usize, Phase)>, Violation> {
     match phase {
         Phase::Startup => check_startup(b),
         Phase::Typed { first_password } => {
-            Ok(check_typed(b, first_password, authenticated)?.map(|n| {
-                let first_password = first_password && b[0] != b'p';
-                (n, Phase::Typed { first_password })
-            }))
+            Ok(
+                check_typed(b, first_password, authenticated, cleartext)?.map(|n| {
+                    let first_password = first_password && b[0] != b'p';
+                    (n, Phase::Typed { first_password })
+                }),
+            )
         }
         Phase::Done => Err(violation("unexpected data after a cancel request")),
     }
@@ -339,11 +368,15 @@ pub struct Guarded<S> {
     phase: Phase,
     authenticated: Arc<AtomicBool>,
     failed: Option<Violation>,
+    /// TLS is established: a second SSLRequest or GSSENCRequest is refused (rule 6).
+    encrypted: bool,
+    /// Set by the startup handler when it asks for a cleartext password (rule 3).
+    cleartext: Arc<AtomicBool>,
 }
 
 impl<S> Guarded<S> {
     /// `authenticated` is set by the connection loop once authentication is done.
-    pub fn new(inner: S, authenticated: Arc<AtomicBool>) -> Guarded<S> {
+    pub fn new(inner: S, authenticated: Arc<AtomicBool>, cleartext: Arc<AtomicBool>) -> Guarded<S> {
         Guarded {
             inner,
             raw: BytesMut::with_capacity(1024),
@@ -351,7 +384,38 @@ impl<S> Guarded<S> {
             phase: Phase::Startup,
             authenticated,
             failed: None,
+            encrypted: false,
+            cleartext,
         }
+    }
+
+    /// A guard over a stream on which TLS was just established, for the startup
+    /// packet that follows (rule 6).
+    pub fn encrypted(
+        inner: S,
+        authenticated: Arc<AtomicBool>,
+        cleartext: Arc<AtomicBool>,
+    ) -> Guarded<S> {
+        Guarded {
+            encrypted: true,
+            ..Guarded::new(inner, authenticated, cleartext)
+        }
+    }
+
+    /// Bytes read from the socket and not yet handed to pgwire (rule 6: none may be
+    /// left when TLS starts).
+    pub fn buffered(&self) -> usize {
+        self.raw.len() + self.ready.len()
+    }
+
+    /// The flags of [`Guarded::new`]: authentication done, cleartext password asked.
+    pub fn flags(&self) -> (Arc<AtomicBool>, Arc<AtomicBool>) {
+        (self.authenticated.clone(), self.cleartext.clone())
+    }
+
+    /// The stream underneath.
+    pub fn into_inner(self) -> S {
+        self.inner
     }
 
     /// Rule 5: a frame handed over entirely to pgwire is not kept: `ready` shares its
@@ -368,7 +432,21 @@ impl<S> Guarded<S> {
     /// Moves the next complete, valid frame from `raw` to `ready`; false if none yet.
     fn release_one(&mut self) -> Result<bool, Violation> {
         let authed = self.authenticated.load(Ordering::Acquire);
-        match check_frame(&self.raw, self.phase, authed)? {
+        if self.encrypted && self.phase == Phase::Startup && self.raw.len() >= 8 {
+            let code = be_i32(&self.raw[4..]);
+            if code == SSL_REQUEST || code == GSS_REQUEST {
+                return Err(Violation {
+                    code: "0A000",
+                    message: format!(
+                        "unsupported frontend protocol {}.{}: server supports 3.0 to 3.2",
+                        code >> 16,
+                        code & 0xFFFF
+                    ),
+                });
+            }
+        }
+        let cleartext = self.cleartext.load(Ordering::Acquire);
+        match check_frame_expecting(&self.raw, self.phase, authed, cleartext)? {
             None => Ok(false),
             Some((n, next)) => {
                 self.ready = self.raw.split_to(n);
@@ -492,6 +570,24 @@ mod tests {
         // Unknown type, and a query before authentication.
         assert!(check_frame(&typed(b'Z', b""), after_startup(), true).is_err());
         assert!(check_frame(&typed(b'Q', b"x\0"), after_startup(), false).is_err());
+    }
+
+    #[test]
+    fn the_first_password_message_has_the_layout_its_method_asked_for() {
+        let first = Phase::Typed {
+            first_password: true,
+        };
+        let password = typed(b'p', b"secret\0");
+        let mut sasl = b"SCRAM-SHA-256\0".to_vec();
+        sasl.extend(3i32.to_be_bytes());
+        sasl.extend(b"abc");
+        let sasl = typed(b'p', &sasl);
+        // SASL expected: a bare password would leave pgwire reading past the end.
+        assert!(check_frame_expecting(&password, first, false, false).is_err());
+        assert!(check_frame_expecting(&sasl, first, false, false).is_ok());
+        // A cleartext password expected: one string, nothing after it.
+        assert!(check_frame_expecting(&password, first, false, true).is_ok());
+        assert!(check_frame_expecting(&sasl, first, false, true).is_err());
     }
 
     #[test]

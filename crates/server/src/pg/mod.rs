@@ -436,6 +436,23 @@ pub struct Conn {
     copy: parking_lot::Mutex<Option<PendingCopy>>,
     /// Results of an `Event::Ends` not handed out yet (one request at a time).
     unpacked: parking_lot::Mutex<std::collections::VecDeque<Event>>,
+    /// Set when the connection runs over TLS (serve rule 6).
+    tls: OnceLock<TlsPeer>,
+    /// Set when the startup handler asks for a cleartext password: the frame
+    /// checks then expect a PasswordMessage (frames rule 3).
+    pub(crate) cleartext: Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// What the TLS handshake established about the client (for `pg_hba.conf`).
+#[derive(Clone, Debug)]
+pub struct TlsPeer {
+    /// The CN of the client's certificate, if it sent one (verified: tls rule 3).
+    pub common_name: Option<String>,
+    pub has_certificate: bool,
+    /// The server verifies client certificates (`ssl_ca_file` is set).
+    pub verifies_clients: bool,
+    /// The certificate the server presented (SCRAM channel binding).
+    pub server_cert_pem: Arc<Vec<u8>>,
 }
 
 /// Server-wide state of the protocol layer.
@@ -443,8 +460,8 @@ pub struct Shared {
     /// The server secret behind mock SCRAM salts (auth invariant 3).
     pub mock_nonce: Arc<[u8]>,
     pub senders: Arc<walsender::WalSenders>,
-    /// `wal_sender_timeout` (zero: none).
-    pub wal_sender_timeout: Duration,
+    /// `pg_hba.conf`, TLS and the other settings a reload changes (reload rule 1).
+    pub live: Arc<crate::reload::Live>,
 }
 
 impl Drop for Conn {
@@ -535,7 +552,7 @@ impl Conn {
                 .iter()
                 .map(|(n, v, _)| (n.clone(), v.clone()))
                 .collect(),
-            timeout: self.shared.wal_sender_timeout,
+            timeout: self.shared.live.wal_sender_timeout(),
             log: self.server.log.clone(),
             syncrep: self.server.syncrep.clone(),
         })
@@ -688,12 +705,41 @@ impl Conn {
         (pid, SecretKey::I32(secret))
     }
 
+    /// Records the TLS handshake's result (serve rule 6).
+    pub(crate) fn set_tls(&self, peer: TlsPeer) {
+        let _ = self.tls.set(peer);
+    }
+
+    /// The TLS handshake's result, if the connection runs over TLS.
+    pub(crate) fn tls_peer(&self) -> Option<&TlsPeer> {
+        self.tls.get()
+    }
+
     /// Whether the client has closed its end (or sent Terminate while a statement
-    /// runs): a peek at the socket, without consuming anything.
+    /// runs): a peek at the socket, without consuming anything. Over TLS the bytes
+    /// are encrypted, so only the end of the client's stream counts (poll's
+    /// POLLRDHUP, which pending bytes such as a TLS close_notify do not hide).
     fn peer_gone(&self) -> bool {
         let Some(p) = &self.peer else {
             return false;
         };
+        if self.tls.get().is_some() {
+            use rustix::event::{poll, PollFd, PollFlags};
+            let mut fds = [PollFd::new(p, PollFlags::RDHUP)];
+            let zero = rustix::event::Timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            return match poll(&mut fds, Some(&zero)) {
+                Ok(n) => {
+                    n > 0
+                        && fds[0]
+                            .revents()
+                            .intersects(PollFlags::RDHUP | PollFlags::HUP | PollFlags::ERR)
+                }
+                Err(_) => false,
+            };
+        }
         let mut buf = [0u8; 5];
         match p.peek(&mut buf) {
             Ok(0) => true,
@@ -1312,6 +1358,8 @@ impl Handlers {
             walsender: OnceLock::new(),
             copy: parking_lot::Mutex::new(None),
             unpacked: parking_lot::Mutex::new(std::collections::VecDeque::new()),
+            tls: OnceLock::new(),
+            cleartext: Arc::default(),
         });
         Handlers {
             startup: Arc::new(auth::Startup::new(conn.clone())),

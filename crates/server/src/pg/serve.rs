@@ -23,9 +23,16 @@
 //! 5. A CancelRequest (the first packet of a connection of its own) sets the cancel
 //!    flag of the session whose pid and secret it names, and the connection closes
 //!    without a reply, as in PostgreSQL.
+//! 6. An SSLRequest is answered 'S' when the server has TLS (`ssl = on`, read at that
+//!    moment: reload rule 1) and 'N' otherwise; after 'S' the TLS handshake runs
+//!    under the same `authentication_timeout` (rule 3), then the connection goes on
+//!    over TLS with the same frame checks (rule 1, frames rule 6) and limits. A
+//!    failed handshake is logged (`could not accept SSL connection: ...`) and the
+//!    connection closes.
 
 use super::frames::{self, Guarded};
 use super::Handlers;
+use crate::tls::Stream;
 use futures::{SinkExt, StreamExt};
 use parking_lot::Mutex;
 use pgwire::api::{ClientInfo, DefaultClient, PgWireConnectionState};
@@ -98,7 +105,8 @@ impl Unauthenticated {
     }
 }
 
-type Socket = Framed<Guarded<TcpStream>, PgWireMessageServerCodec<Arc<super::Prepared>>>;
+/// A client connection, plain or TLS, behind the frame checks.
+pub(crate) type Socket = Framed<Guarded<Stream>, PgWireMessageServerCodec<Arc<super::Prepared>>>;
 
 fn before_auth(state: PgWireConnectionState) -> bool {
     matches!(
@@ -165,21 +173,128 @@ async fn next_message(
     }
 }
 
-/// Answers SSLRequest / GSSENCRequest with "no" (Strata speaks plain TCP).
-async fn negotiate(socket: &mut Socket, m: SslNegotiationMetaMessage) -> bool {
+/// What an SSLRequest or GSSENCRequest led to.
+enum Negotiated {
+    /// Answered; the connection goes on as it was.
+    Answered,
+    /// Answer 'S' and start TLS (rule 6).
+    StartTls(crate::reload::Tls),
+    Closed,
+}
+
+/// Answers SSLRequest (rule 6) and GSSENCRequest ("no": Strata has no GSSAPI).
+async fn negotiate(
+    socket: &mut Socket,
+    m: SslNegotiationMetaMessage,
+    tls: Option<crate::reload::Tls>,
+) -> Negotiated {
     let reply = match m {
-        SslNegotiationMetaMessage::PostgresSsl(_) => {
-            PgWireBackendMessage::SslResponse(SslResponse::Refuse)
-        }
+        SslNegotiationMetaMessage::PostgresSsl(_) => match tls {
+            Some(t) if !socket.is_secure() => return Negotiated::StartTls(t),
+            _ => PgWireBackendMessage::SslResponse(SslResponse::Refuse),
+        },
         SslNegotiationMetaMessage::PostgresGss(_) => {
             PgWireBackendMessage::GssEncResponse(GssEncResponse::Refuse)
         }
         SslNegotiationMetaMessage::None => {
             socket.set_state(PgWireConnectionState::AwaitingStartup);
-            return true;
+            return Negotiated::Answered;
         }
     };
-    socket.send(reply).await.is_ok()
+    match socket.send(reply).await {
+        Ok(()) => Negotiated::Answered,
+        Err(_) => Negotiated::Closed,
+    }
+}
+
+/// An SSLRequest or GSSENCRequest: the connection as it goes on (upgraded to TLS
+/// if so negotiated, within the authentication deadline: rule 6), or `None` when it
+/// must close.
+async fn on_negotiation(
+    mut socket: Socket,
+    m: SslNegotiationMetaMessage,
+    conn: &super::Conn,
+    log: &LogSink,
+    deadline: &mut std::pin::Pin<&mut tokio::time::Sleep>,
+    ticket: &Option<Ticket>,
+) -> Option<Socket> {
+    let tls = conn.shared.live.tls();
+    let evicted = async {
+        match ticket {
+            Some(t) => t.evicted.notified().await,
+            None => std::future::pending().await,
+        }
+    };
+    match negotiate(&mut socket, m, tls).await {
+        Negotiated::Answered => Some(socket),
+        Negotiated::Closed => None,
+        // Rules 2 and 3 hold during the handshake: the deadline, and eviction.
+        Negotiated::StartTls(t) => tokio::select! {
+            s = start_tls(socket, t, conn, log) => s,
+            _ = deadline.as_mut() => None,
+            _ = evicted => None,
+        },
+    }
+}
+
+/// Answers 'S' and runs the TLS handshake (rule 6, frames rule 6); the connection
+/// over TLS, or `None` when it must close (after logging why).
+async fn start_tls(
+    mut socket: Socket,
+    tls: crate::reload::Tls,
+    conn: &super::Conn,
+    log: &LogSink,
+) -> Option<Socket> {
+    if socket.get_ref().buffered() > 0 || !socket.read_buffer().is_empty() {
+        let m = "received unencrypted data after SSL request";
+        send_fatal(&mut socket, log, "08P01", m).await;
+        return None;
+    }
+    let accept = PgWireBackendMessage::SslResponse(SslResponse::Accept);
+    socket.send(accept).await.ok()?;
+    let addr = socket.socket_addr();
+    let parts = socket.into_parts();
+    let (authenticated, cleartext) = parts.io.flags();
+    let Stream::Plain(tcp) = parts.io.into_inner() else {
+        return None;
+    };
+    let tls_stream = match tls.acceptor.accept(tcp).await {
+        Ok(s) => s,
+        Err(e) => {
+            log(&format!(
+                "LOG:  08P01: could not accept SSL connection: {e}"
+            ));
+            return None;
+        }
+    };
+    let (_, session) = tls_stream.get_ref();
+    let peer = super::TlsPeer {
+        common_name: crate::tls::peer_common_name(session),
+        has_certificate: session.peer_certificates().is_some_and(|c| !c.is_empty()),
+        verifies_clients: tls.verifies_clients,
+        server_cert_pem: tls.cert_pem.clone(),
+    };
+    conn.set_tls(peer);
+    let guarded = Guarded::encrypted(Stream::Tls(Box::new(tls_stream)), authenticated, cleartext);
+    let codec = PgWireMessageServerCodec::new(DefaultClient::new(addr, true));
+    let mut socket = Framed::new(guarded, codec);
+    socket.set_state(PgWireConnectionState::AwaitingStartup);
+    Some(socket)
+}
+
+/// A new connection: plain TCP behind the frame checks, waiting for SSLRequest or
+/// the startup packet.
+fn plain_socket(
+    sock: TcpStream,
+    addr: std::net::SocketAddr,
+    authenticated: Arc<AtomicBool>,
+    cleartext: Arc<AtomicBool>,
+) -> Socket {
+    let codec = PgWireMessageServerCodec::new(DefaultClient::new(addr, false));
+    let guarded = Guarded::new(Stream::Plain(sock), authenticated, cleartext);
+    let mut socket = Framed::new(guarded, codec);
+    socket.set_state(PgWireConnectionState::AwaitingSslRequest);
+    socket
 }
 
 /// Serves one accepted socket until it closes (rules 1-4).
@@ -192,9 +307,8 @@ pub async fn serve_socket(
 ) {
     let Ok(addr) = sock.peer_addr() else { return };
     let authenticated = Arc::new(AtomicBool::new(false));
-    let codec = PgWireMessageServerCodec::new(DefaultClient::new(addr, false));
-    let mut socket: Socket = Framed::new(Guarded::new(sock, authenticated.clone()), codec);
-    socket.set_state(PgWireConnectionState::AwaitingSslRequest);
+    let cleartext = handlers.query.conn.cleartext.clone();
+    let mut socket = plain_socket(sock, addr, authenticated.clone(), cleartext);
     let deadline = tokio::time::sleep(auth_timeout);
     tokio::pin!(deadline);
     let mut ticket = Some(ticket);
@@ -239,8 +353,10 @@ pub async fn serve_socket(
         match msg {
             PgWireFrontendMessage::Terminate(_) => break,
             PgWireFrontendMessage::SslNegotiation(m) => {
-                if !negotiate(&mut socket, m).await {
-                    break;
+                let conn = handlers.query.conn.clone();
+                match on_negotiation(socket, m, &conn, &log, &mut deadline, &ticket).await {
+                    Some(s) => socket = s,
+                    None => break,
                 }
                 continue;
             }
@@ -266,8 +382,9 @@ pub async fn serve_socket(
             pgwire::api::ErrorHandler::on_error(&errors, &socket, &mut e);
             let info = ErrorInfo::from(e);
             let fatal = info.is_fatal();
-            // A failed password is logged by the startup handler, with its DETAIL.
-            if fatal && info.code != "28P01" {
+            // A failed authentication is logged by the startup handler, with its
+            // DETAIL (auth rule 5).
+            if fatal && info.code != "28P01" && info.code != "28000" {
                 log(&format!("FATAL:  {}: {}", info.code, info.message));
             }
             let r = process_error(

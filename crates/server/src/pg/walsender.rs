@@ -59,10 +59,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use strata_engine::{Engine, LogSink};
 use strata_sql::SqlError;
 use strata_types::{Lsn, Xid};
-use tokio::net::TcpStream;
 use tokio_util::codec::Framed;
 
-type Socket = Framed<Guarded<TcpStream>, PgWireMessageServerCodec<Arc<super::Prepared>>>;
+type Socket = Framed<Guarded<crate::tls::Stream>, PgWireMessageServerCodec<Arc<super::Prepared>>>;
 
 /// The largest XLogData payload sent at once.
 const MAX_SEND_BYTES: usize = 128 << 10;

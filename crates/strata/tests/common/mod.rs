@@ -289,6 +289,17 @@ pub fn init(data: &Path, pw: Option<&str>) {
     );
 }
 
+/// Replaces `data`'s `pg_hba.conf` with `text` (a test's own rules; the server reads
+/// it at start, SIGHUP or `pg_reload_conf()`).
+pub fn write_hba(data: &Path, text: &str) {
+    std::fs::write(data.join("pg_hba.conf"), text).unwrap();
+}
+
+/// Rules for password tests: database `postgres` trusted from 127.0.0.1 (where a
+/// test sets passwords), every other database of 127.0.0.1 by SCRAM-SHA-256.
+pub const HBA_TRUST_POSTGRES_ONLY: &str =
+    "host postgres all 127.0.0.1/32 trust\nhost all all 127.0.0.1/32 scram-sha-256\n";
+
 /// `strata init -D data` with 1MB WAL segments, so that a small workload fills several
 /// (replication, archiving and base-backup tests).
 pub fn init_small_segments(data: &Path) {
