@@ -432,11 +432,7 @@ fn create_tablespace(
     location: &str,
     owner: Option<&crate::roles::RoleSpec>,
 ) -> SqlResult<Output> {
-    let who = (
-        s.current_role().to_string(),
-        s.user().to_string(),
-        s.db().to_string(),
-    );
+    let who = s.names();
     s.write(|t| {
         let new_owner = crate::grants::owner_for_new(t, (&who.0, &who.1, &who.2), owner)?;
         t.create_tablespace(name, location)?;
@@ -474,11 +470,7 @@ fn create_database(
     tablespace: Option<&str>,
     strategy: CreateDbStrategy,
 ) -> SqlResult<Output> {
-    let who = (
-        s.current_role().to_string(),
-        s.user().to_string(),
-        s.db().to_string(),
-    );
+    let who = s.names();
     if s.server().registry.others_on(template, s.id()) > 0 || template == s.db() {
         return Err(SqlError::new(
             "55006",

@@ -525,11 +525,7 @@ pub(crate) fn alter_owner(
     name: &str,
     owner: &RoleSpec,
 ) -> SqlResult<()> {
-    let (me, user, db) = (
-        s.current_role().to_string(),
-        s.user().to_string(),
-        s.db().to_string(),
-    );
+    let (me, user, db) = s.names();
     s.write(|t| {
         let w = acting(t, &me, &db)?;
         let new = role_oid(t, owner, (&me, &user))?;
@@ -625,11 +621,7 @@ pub(crate) fn reassign_owned(
     from: &[RoleSpec],
     to: &RoleSpec,
 ) -> SqlResult<()> {
-    let (me, user, db) = (
-        s.current_role().to_string(),
-        s.user().to_string(),
-        s.db().to_string(),
-    );
+    let (me, user, db) = s.names();
     s.write(|t| {
         let w = acting(t, &me, &db)?;
         let new = role_oid(t, to, (&me, &user))?;
@@ -686,11 +678,7 @@ pub(crate) fn drop_owned(
     _cascade: bool,
     _notices: &mut Notices,
 ) -> SqlResult<()> {
-    let (me, user, db) = (
-        s.current_role().to_string(),
-        s.user().to_string(),
-        s.db().to_string(),
-    );
+    let (me, user, db) = s.names();
     s.write(|t| {
         let w = acting(t, &me, &db)?;
         let db_oid = t.database(&db)?.oid;

@@ -1018,13 +1018,13 @@ fn may_admin(t: &Txn<'_>, me: &RoleEntry, role: &RoleEntry) -> SqlResult<()> {
     )))
 }
 
-/// GRANT role, ... TO grantee, ... [WITH ADMIN OPTION].
-fn grant_roles(
+/// Runs `each(t, me, role, grantee)` for every role and grantee of a GRANT or
+/// REVOKE of roles, in one write, once the current role may administer the role.
+fn over_memberships(
     s: &mut Session<'_>,
     roles: &[String],
     grantees: &[RoleSpec],
-    admin: bool,
-    notices: &mut Notices,
+    mut each: impl FnMut(&mut Txn<'_>, &RoleEntry, &RoleEntry, &str) -> SqlResult<()>,
 ) -> SqlResult<()> {
     let me_name = s.current_role().to_string();
     let grantees: Vec<String> = grantees
@@ -1037,13 +1037,28 @@ fn grant_roles(
             let role = t.role(r)?;
             may_admin(t, &me, &role)?;
             for g in &grantees {
-                if !add_member(t, &me, r, g, admin)? {
-                    notices.push((
-                        "NOTICE",
-                        format!("role \"{g}\" is already a member of role \"{r}\""),
-                    ));
-                }
+                each(t, &me, &role, g)?;
             }
+        }
+        Ok(())
+    })
+}
+
+/// GRANT role, ... TO grantee, ... [WITH ADMIN OPTION].
+fn grant_roles(
+    s: &mut Session<'_>,
+    roles: &[String],
+    grantees: &[RoleSpec],
+    admin: bool,
+    notices: &mut Notices,
+) -> SqlResult<()> {
+    over_memberships(s, roles, grantees, |t, me, role, g| {
+        let r = &role.name;
+        if !add_member(t, me, r, g, admin)? {
+            notices.push((
+                "NOTICE",
+                format!("role \"{g}\" is already a member of role \"{r}\""),
+            ));
         }
         Ok(())
     })
@@ -1057,35 +1072,22 @@ fn revoke_roles(
     admin_only: bool,
     notices: &mut Notices,
 ) -> SqlResult<()> {
-    let me_name = s.current_role().to_string();
-    let grantees: Vec<String> = grantees
-        .iter()
-        .map(|g| target_name(s, g))
-        .collect::<SqlResult<_>>()?;
-    s.write(|t| {
-        let me = t.role(&me_name)?;
-        for r in roles {
-            let role = t.role(r)?;
-            may_admin(t, &me, &role)?;
-            for g in &grantees {
-                let member = t.role(g)?;
-                let mut e = (*member).clone();
-                let Some(at) = e.member_of.iter().position(|m| m.role == role.oid) else {
-                    notices.push((
-                        "WARNING",
-                        format!("role \"{g}\" is not a member of role \"{r}\""),
-                    ));
-                    continue;
-                };
-                if admin_only {
-                    e.member_of[at].admin = false;
-                } else {
-                    e.member_of.remove(at);
-                }
-                t.alter_role(g, e)?;
-            }
+    over_memberships(s, roles, grantees, |t, _, role, g| {
+        let member = t.role(g)?;
+        let mut e = (*member).clone();
+        let Some(at) = e.member_of.iter().position(|m| m.role == role.oid) else {
+            notices.push((
+                "WARNING",
+                format!("role \"{g}\" is not a member of role \"{}\"", role.name),
+            ));
+            return Ok(());
+        };
+        if admin_only {
+            e.member_of[at].admin = false;
+        } else {
+            e.member_of.remove(at);
         }
-        Ok(())
+        Ok(t.alter_role(g, e)?)
     })
 }
 

@@ -1043,6 +1043,16 @@ impl<'e> Session<'e> {
             .map_or(&self.user, |s| s.as_str())
     }
 
+    /// The current role, the session user and the database, owned: what a write's
+    /// closure needs to check privileges while the session is borrowed.
+    pub(crate) fn names(&self) -> (String, String, String) {
+        (
+            self.current_role().to_string(),
+            self.user().to_string(),
+            self.db().to_string(),
+        )
+    }
+
     /// The current role (`current_user`): SET ROLE's, else the session user. Its
     /// privileges are what every statement is checked against.
     pub(crate) fn current_role(&self) -> &str {

@@ -1206,3 +1206,66 @@ fn check_rotated_roles(s: &Server) {
     let bob = as_user(s, "bob", "b1", "select 1");
     assert!(bob.contains("password authentication failed"), "{bob}");
 }
+
+/// Issue 32, item 1 (walsender rule 10): an idle pair stays connected. With both
+/// timeouts shortened to 2 s and the standby reporting every second (so the
+/// primary always has a recent reply and never pings on its own), nothing is
+/// written for 8 s: the standby's pings are answered, `pg_stat_replication` keeps
+/// the same sender streaming throughout, and neither log has a timeout. Before the
+/// fix the standby dropped the connection at every `wal_receiver_timeout`.
+#[test]
+fn an_idle_pair_stays_connected_past_both_timeouts() {
+    if !have_basebackup() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (data, copy) = (dir.path().join("primary"), dir.path().join("standby"));
+    init_small_segments(&data);
+    let primary = Server::start(&data, &["wal_sender_timeout=2s"]);
+    let out = pg_basebackup_r(primary.port, &copy);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let standby = Server::start(
+        &copy,
+        &[
+            "wal_receiver_timeout=2s",
+            "wal_receiver_status_interval=1s",
+            "wal_retrieve_retry_interval=100ms",
+        ],
+    );
+    catch_up(&primary, &standby);
+    let row = "select pid || ':' || state from pg_stat_replication";
+    let t0 = Instant::now();
+    let mut first = String::new();
+    while first.is_empty() || !first.ends_with(":streaming") {
+        assert!(t0.elapsed() < Duration::from_secs(30), "no sender: {first}");
+        first = one(&primary, "postgres", row);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(8) {
+        assert_eq!(one(&primary, "postgres", row), first, "the sender changed");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    for (who, log) in [
+        ("standby", standby.log_text()),
+        ("primary", primary.log_text()),
+    ] {
+        assert!(!log.contains("FATAL"), "{who}:\n{log}");
+        assert!(!log.contains("due to timeout"), "{who}:\n{log}");
+        assert!(!log.contains("replication timeout"), "{who}:\n{log}");
+    }
+    // Still a working pair: a row written now reaches the standby.
+    primary.psql_ok(
+        "postgres",
+        &[
+            "-c",
+            "create table idle (a int); insert into idle values (1)",
+        ],
+    );
+    catch_up(&primary, &standby);
+    assert_eq!(one(&standby, "postgres", "select count(*) from idle"), "1");
+}

@@ -19,7 +19,7 @@
 //!    `wal_sender_timeout`, not by a blocked send, and one that says CopyDone is
 //!    answered at once.
 //! 3. A sender takes one of `max_wal_senders` slots, not a connection slot, and only
-//!    a superuser may start one (Strata has no REPLICATION attribute yet).
+//!    a role with the REPLICATION attribute (or a superuser) may start one.
 //! 4. Timelines (timeline rules): IDENTIFY_SYSTEM says the server's; TIMELINE_HISTORY
 //!    sends a history file; START_REPLICATION on the current timeline streams on, and
 //!    on an earlier one of this server's history streams up to that timeline's switch
@@ -43,6 +43,11 @@
 //!    removes no row version deleted at or after the oldest of them
 //!    ([`WalSenders::feedback_horizon`], given to `Engine::hold_horizon`). An
 //!    invalid xid (feedback turned off) holds nothing.
+//! 10. An idle pair stays connected (PostgreSQL's keepalives): the sender asks for
+//!     a reply once half of `wal_sender_timeout` passes without one, and answers a
+//!     status update that asks for a reply (the standby's ping at half of its
+//!     `wal_receiver_timeout`) with a keepalive at once, so each side hears from
+//!     the other well within its timeout even when no WAL is written.
 
 mod basebackup;
 
@@ -844,6 +849,9 @@ async fn on_client_message(
                 if let Some(name) = slot {
                     cx.engine.slots().advance(name, flush); // rule 5
                 }
+                if d.data[33] != 0 {
+                    send_keepalive(socket, cx, st, false).await?; // rule 10
+                }
             } else if d.data.first() == Some(&b'h') && d.data.len() >= 25 {
                 // Rule 9: timestamp, xmin, epoch, catalog xmin, catalog epoch.
                 let xmin = u32::from_be_bytes([d.data[9], d.data[10], d.data[11], d.data[12]]);
@@ -953,22 +961,34 @@ async fn keepalive(
         (cx.log)("LOG:  terminating walsender process due to replication timeout");
         return Ok(Some(Flow::Close));
     }
-    let quiet = st.last_send.elapsed().min(st.last_reply.elapsed());
-    if !st.keepalive_pending && quiet >= cx.timeout / 2 {
-        let mut msg = Vec::with_capacity(18);
-        msg.push(b'k');
-        msg.extend_from_slice(&cx.engine.flushed_wal_lsn().0.to_be_bytes());
-        msg.extend_from_slice(&pg_now().to_be_bytes());
-        msg.push(1);
-        feed(
-            socket,
-            PgWireBackendMessage::CopyData(CopyData::new(msg.into())),
-        )
-        .await
-        .map_err(io)?;
-        tokio_flush(socket, cx.timeout).await.map_err(io)?;
+    // Rule 10: PostgreSQL pings half a timeout after the last reply, whatever was
+    // sent since (WAL sent is no sign the standby is there).
+    if !st.keepalive_pending && st.last_reply.elapsed() >= cx.timeout / 2 {
+        send_keepalive(socket, cx, st, true).await?;
         st.keepalive_pending = true;
-        st.last_send = Instant::now();
     }
     Ok(None)
+}
+
+/// A keepalive ('k'): the flushed WAL end, now, and whether a reply is asked for.
+async fn send_keepalive(
+    socket: &mut Socket,
+    cx: &Context,
+    st: &mut Streaming,
+    reply: bool,
+) -> Result<(), SqlError> {
+    let mut msg = Vec::with_capacity(18);
+    msg.push(b'k');
+    msg.extend_from_slice(&cx.engine.flushed_wal_lsn().0.to_be_bytes());
+    msg.extend_from_slice(&pg_now().to_be_bytes());
+    msg.push(u8::from(reply));
+    feed(
+        socket,
+        PgWireBackendMessage::CopyData(CopyData::new(msg.into())),
+    )
+    .await
+    .map_err(io)?;
+    tokio_flush(socket, cx.timeout).await.map_err(io)?;
+    st.last_send = Instant::now();
+    Ok(())
 }
