@@ -36,7 +36,7 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use strata_engine::{ColType, Column, CreateDbStrategy, Engine, Settings, Value};
+use strata_engine::{ColType, Column, CreateDbStrategy, Datum, Engine, Settings};
 use strata_vfs::sim::SimVfs;
 
 const DB: &str = "postgres";
@@ -319,8 +319,8 @@ fn run_op(txn: &mut strata_engine::Txn<'_>, op: &Op) -> Result<(), strata_engine
     match op {
         Op::Create(t) => txn.create_table(DB, t, &columns(), None),
         Op::Ins(t, a, n) => {
-            let rows: Vec<Vec<Value>> = (*a..*a + *n)
-                .map(|id| vec![Value::Int4(id), Value::Text(text_of(id))])
+            let rows: Vec<Vec<Datum>> = (*a..*a + *n)
+                .map(|id| vec![Datum::Int4(id), Datum::Text(text_of(id))])
                 .collect();
             txn.insert(DB, t, &rows).map(|_| ())
         }
@@ -329,7 +329,7 @@ fn run_op(txn: &mut strata_engine::Txn<'_>, op: &Op) -> Result<(), strata_engine
             txn.delete_where(
                 DB,
                 t,
-                &move |row| matches!(row[0], Value::Int4(id) if id.rem_euclid(m) == r),
+                &move |row| matches!(row[0], Datum::Int4(id) if id.rem_euclid(m) == r),
             )
             .map(|_| ())
         }
@@ -368,7 +368,7 @@ fn read_state(e: &Engine) -> Result<(State, Vec<String>), String> {
         let mut ids = BTreeSet::new();
         for row in rows {
             match (&row[0], &row[1]) {
-                (Value::Int4(id), Value::Text(v)) if *v == text_of(*id) => {
+                (Datum::Int4(id), Datum::Text(v)) if *v == text_of(*id) => {
                     if !ids.insert(*id) {
                         problems.push(format!("table {}: row {id} twice", r.name));
                     }

@@ -19,7 +19,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use strata_engine::{ColType, Column, CreateDbStrategy, Engine, Settings, Txn, Value};
+use strata_engine::{ColType, Column, CreateDbStrategy, Datum, Engine, Settings, Txn};
 use strata_types::units::format_memory;
 
 /// Tables per set-up transaction.
@@ -51,8 +51,8 @@ fn cols() -> Vec<Column> {
 }
 
 /// Row `i` of any table.
-fn row(i: i32) -> Vec<Value> {
-    vec![Value::Int4(i), Value::Text(format!("value {i:>10}"))]
+fn row(i: i32) -> Vec<Datum> {
+    vec![Datum::Int4(i), Datum::Text(format!("value {i:>10}"))]
 }
 
 fn e2s(e: strata_engine::EngineError) -> String {
@@ -280,7 +280,7 @@ fn in_transaction(t: &mut Txn<'_>, step: &Step, spc_root: &Path) -> Result<(), S
             first,
             end,
         } => {
-            let rows: Vec<Vec<Value>> = (*first..*end).map(row).collect();
+            let rows: Vec<Vec<Datum>> = (*first..*end).map(row).collect();
             t.insert(db, table, &rows).map(|_| ())
         }
         Step::DropTable { db, name } => t.drop_table(db, name),

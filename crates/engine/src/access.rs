@@ -441,7 +441,7 @@ pub fn delete_where(
     rel: RelKey,
     cols: &[heap::Column],
     xid: Xid,
-    pred: &mut dyn FnMut(&[heap::Value]) -> bool,
+    pred: &mut dyn FnMut(&[heap::Datum]) -> bool,
     interrupt: crate::Interrupt<'_>,
 ) -> Result<u64> {
     let snap = Snapshot::take(sh);
@@ -470,7 +470,7 @@ fn matching(
     (rel, b): (RelKey, u32),
     (snap, xid): (&Snapshot<'_>, Xid),
     cols: &[heap::Column],
-    pred: &mut dyn FnMut(&[heap::Value]) -> bool,
+    pred: &mut dyn FnMut(&[heap::Datum]) -> bool,
     only: Option<&[crate::catalog::Tid]>,
 ) -> Result<(Vec<u16>, ChunkTids)> {
     let buf = sh
@@ -507,7 +507,7 @@ pub fn delete_tids(
     cols: &[heap::Column],
     xid: Xid,
     tids: &[crate::catalog::Tid],
-    pred: &mut dyn FnMut(&[heap::Value]) -> bool,
+    pred: &mut dyn FnMut(&[heap::Datum]) -> bool,
     interrupt: crate::Interrupt<'_>,
 ) -> Result<u64> {
     let snap = Snapshot::take(sh);

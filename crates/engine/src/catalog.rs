@@ -52,7 +52,7 @@ use crate::codec::{DecResult, DecodeError};
 
 /// An access control list (acl module).
 pub type Acl = Vec<AclItem>;
-use crate::heap::{ColType, Column, Value};
+use crate::heap::{ColType, Column, Datum};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::Arc;
 use strata_types::{
@@ -254,50 +254,50 @@ fn bad(what: &str) -> DecodeError {
 }
 
 /// An owner column: the bootstrap superuser for a row older than owners (rule 8).
-fn owner_of(v: &Value) -> DecResult<Oid> {
+fn owner_of(v: &Datum) -> DecResult<Oid> {
     match v {
-        Value::Int4(o) => Ok(Oid(*o as u32)),
-        Value::Null => Ok(BOOTSTRAP_SUPERUSER_OID),
+        Datum::Int4(o) => Ok(Oid(*o as u32)),
+        Datum::Null => Ok(BOOTSTRAP_SUPERUSER_OID),
         _ => Err(bad("an owner")),
     }
 }
 
 /// A nullable text column (a password).
-fn text_opt(v: &Value) -> DecResult<Option<String>> {
+fn text_opt(v: &Datum) -> DecResult<Option<String>> {
     match v {
-        Value::Text(t) => Ok(Some(t.clone())),
-        Value::Null => Ok(None),
+        Datum::Text(t) => Ok(Some(t.clone())),
+        Datum::Null => Ok(None),
         _ => Err(bad("a text column")),
     }
 }
 
-fn text_value(t: &Option<String>) -> Value {
-    t.clone().map_or(Value::Null, Value::Text)
+fn text_value(t: &Option<String>) -> Datum {
+    t.clone().map_or(Datum::Null, Datum::Text)
 }
 
 /// An ACL column (NULL: the defaults).
-fn acl_opt(v: &Value) -> DecResult<Option<Acl>> {
+fn acl_opt(v: &Datum) -> DecResult<Option<Acl>> {
     text_opt(v)?.map(|t| crate::acl::decode(&t)).transpose()
 }
 
-fn acl_value(a: &Option<Acl>) -> Value {
+fn acl_value(a: &Option<Acl>) -> Datum {
     a.as_ref()
-        .map_or(Value::Null, |a| Value::Text(crate::acl::encode(a)))
+        .map_or(Datum::Null, |a| Datum::Text(crate::acl::encode(a)))
 }
 
 impl SpcEntry {
-    pub fn values(&self) -> Vec<Value> {
+    pub fn values(&self) -> Vec<Datum> {
         vec![
-            Value::Int4(self.oid.0 as i32),
-            Value::Text(self.name.clone()),
-            Value::Text(self.location.clone()),
-            Value::Int4(self.owner.0 as i32),
+            Datum::Int4(self.oid.0 as i32),
+            Datum::Text(self.name.clone()),
+            Datum::Text(self.location.clone()),
+            Datum::Int4(self.owner.0 as i32),
             acl_value(&self.acl),
         ]
     }
-    pub fn from_values(v: &[Value], tid: Tid) -> DecResult<SpcEntry> {
+    pub fn from_values(v: &[Datum], tid: Tid) -> DecResult<SpcEntry> {
         match v {
-            [Value::Int4(oid), Value::Text(name), Value::Text(loc), owner, acl] => Ok(SpcEntry {
+            [Datum::Int4(oid), Datum::Text(name), Datum::Text(loc), owner, acl] => Ok(SpcEntry {
                 oid: Oid(*oid as u32),
                 name: name.clone(),
                 location: loc.clone(),
@@ -311,21 +311,21 @@ impl SpcEntry {
 }
 
 impl DbEntry {
-    pub fn values(&self) -> Vec<Value> {
+    pub fn values(&self) -> Vec<Datum> {
         vec![
-            Value::Int4(self.oid.0 as i32),
-            Value::Text(self.name.clone()),
-            Value::Int4(self.spc.0 as i32),
-            Value::Bool(self.is_template),
-            Value::Bool(self.allow_conn),
-            Value::Int4(self.owner.0 as i32),
+            Datum::Int4(self.oid.0 as i32),
+            Datum::Text(self.name.clone()),
+            Datum::Int4(self.spc.0 as i32),
+            Datum::Bool(self.is_template),
+            Datum::Bool(self.allow_conn),
+            Datum::Int4(self.owner.0 as i32),
             acl_value(&self.acl),
             acl_value(&self.public_acl),
         ]
     }
-    pub fn from_values(v: &[Value], tid: Tid) -> DecResult<DbEntry> {
+    pub fn from_values(v: &[Datum], tid: Tid) -> DecResult<DbEntry> {
         match v {
-            [Value::Int4(oid), Value::Text(name), Value::Int4(spc), Value::Bool(t), Value::Bool(c), owner, acl, public_acl] => {
+            [Datum::Int4(oid), Datum::Text(name), Datum::Int4(spc), Datum::Bool(t), Datum::Bool(c), owner, acl, public_acl] => {
                 Ok(DbEntry {
                     oid: Oid(*oid as u32),
                     name: name.clone(),
@@ -578,24 +578,24 @@ fn decode_columns(s: &str) -> DecResult<DecodedColumns> {
 }
 
 impl RelEntry {
-    pub fn values(&self) -> Vec<Value> {
+    pub fn values(&self) -> Vec<Datum> {
         vec![
-            Value::Int4(self.oid.0 as i32),
-            Value::Text(self.name.clone()),
-            Value::Int8(self.relfilenumber.0 as i64),
-            Value::Int4(self.reltablespace.0 as i32),
-            Value::Text(encode_columns(
+            Datum::Int4(self.oid.0 as i32),
+            Datum::Text(self.name.clone()),
+            Datum::Int8(self.relfilenumber.0 as i64),
+            Datum::Int4(self.reltablespace.0 as i32),
+            Datum::Text(encode_columns(
                 &self.columns,
                 &self.indexes,
                 self.sequence.as_ref(),
             )),
-            Value::Int4(self.owner.0 as i32),
+            Datum::Int4(self.owner.0 as i32),
             acl_value(&self.acl),
         ]
     }
-    pub fn from_values(v: &[Value], tid: Tid) -> DecResult<RelEntry> {
+    pub fn from_values(v: &[Datum], tid: Tid) -> DecResult<RelEntry> {
         match v {
-            [Value::Int4(oid), Value::Text(name), Value::Int8(rfn), Value::Int4(spc), Value::Text(cols), owner, acl] =>
+            [Datum::Int4(oid), Datum::Text(name), Datum::Int8(rfn), Datum::Int4(spc), Datum::Text(cols), owner, acl] =>
             {
                 let (columns, indexes, sequence) = decode_columns(cols)?;
                 Ok(RelEntry {
@@ -669,44 +669,44 @@ impl RoleEntry {
         }
     }
 
-    pub fn values(&self) -> Vec<Value> {
+    pub fn values(&self) -> Vec<Datum> {
         let members: Vec<String> = self
             .member_of
             .iter()
             .map(|m| format!("{}:{}:{}", m.role.0, m.grantor.0, u8::from(m.admin)))
             .collect();
         vec![
-            Value::Int4(self.oid.0 as i32),
-            Value::Text(self.name.clone()),
-            Value::Bool(self.superuser),
-            Value::Bool(self.inherit),
-            Value::Bool(self.createrole),
-            Value::Bool(self.createdb),
-            Value::Bool(self.login),
-            Value::Bool(self.replication),
-            Value::Bool(self.bypassrls),
-            Value::Int4(self.connlimit),
+            Datum::Int4(self.oid.0 as i32),
+            Datum::Text(self.name.clone()),
+            Datum::Bool(self.superuser),
+            Datum::Bool(self.inherit),
+            Datum::Bool(self.createrole),
+            Datum::Bool(self.createdb),
+            Datum::Bool(self.login),
+            Datum::Bool(self.replication),
+            Datum::Bool(self.bypassrls),
+            Datum::Int4(self.connlimit),
             text_value(&self.password),
-            self.valid_until.map_or(Value::Null, Value::Int8),
-            Value::Text(members.join(",")),
+            self.valid_until.map_or(Datum::Null, Datum::Int8),
+            Datum::Text(members.join(",")),
         ]
     }
 
-    pub fn from_values(v: &[Value], tid: Tid) -> DecResult<RoleEntry> {
+    pub fn from_values(v: &[Datum], tid: Tid) -> DecResult<RoleEntry> {
         let flag = |i: usize| match v.get(i) {
-            Some(Value::Bool(b)) => Ok(*b),
+            Some(Datum::Bool(b)) => Ok(*b),
             _ => Err(bad("pg_authid")),
         };
-        let (Some(Value::Int4(oid)), Some(Value::Text(name))) = (v.first(), v.get(1)) else {
+        let (Some(Datum::Int4(oid)), Some(Datum::Text(name))) = (v.first(), v.get(1)) else {
             return Err(bad("pg_authid"));
         };
-        let (Some(Value::Int4(connlimit)), Some(Value::Text(members))) = (v.get(9), v.get(12))
+        let (Some(Datum::Int4(connlimit)), Some(Datum::Text(members))) = (v.get(9), v.get(12))
         else {
             return Err(bad("pg_authid"));
         };
         let valid_until = match v.get(11) {
-            Some(Value::Int8(t)) => Some(*t),
-            Some(Value::Null) => None,
+            Some(Datum::Int8(t)) => Some(*t),
+            Some(Datum::Null) => None,
             _ => return Err(bad("pg_authid")),
         };
         Ok(RoleEntry {
@@ -1156,11 +1156,11 @@ mod tests {
         assert_eq!(back, role);
         let old_cols = &database_columns()[..5];
         let old_values = vec![
-            Value::Int4(5),
-            Value::Text("postgres".into()),
-            Value::Int4(1663),
-            Value::Bool(false),
-            Value::Bool(true),
+            Datum::Int4(5),
+            Datum::Text("postgres".into()),
+            Datum::Int4(1663),
+            Datum::Bool(false),
+            Datum::Bool(true),
         ];
         let tuple = crate::heap::encode_tuple(strata_types::Xid(3), old_cols, &old_values);
         let v = crate::heap::decode_catalog_values(&database_columns(), &tuple).unwrap();

@@ -225,13 +225,13 @@ impl Column {
     }
 
     /// A time value rounded to the column's precision (Some if it changed).
-    pub fn fit_time(&self, v: &Value) -> Option<Value> {
+    pub fn fit_time(&self, v: &Datum) -> Option<Datum> {
         let p = self.precision?;
         let out = match v {
-            Value::Timestamp(t) => Value::Timestamp(round_micros(*t, p)),
-            Value::TimestampTz(t) => Value::TimestampTz(round_micros(*t, p)),
-            Value::Time(t) => Value::Time(round_micros(*t, p)),
-            Value::Interval(i) => Value::Interval(Interval {
+            Datum::Timestamp(t) => Datum::Timestamp(round_micros(*t, p)),
+            Datum::TimestampTz(t) => Datum::TimestampTz(round_micros(*t, p)),
+            Datum::Time(t) => Datum::Time(round_micros(*t, p)),
+            Datum::Interval(i) => Datum::Interval(Interval {
                 micros: round_micros(i.micros, p),
                 ..*i
             }),
@@ -300,73 +300,29 @@ pub fn fit_numeric(v: Decimal, p: u32, s: u32) -> std::result::Result<Decimal, (
     Ok(r)
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Value {
-    Null,
-    Int2(i16),
-    Int4(i32),
-    Int8(i64),
-    Text(String),
-    Bool(bool),
-    /// `timestamp`: microseconds since 2000-01-01.
-    Timestamp(i64),
-    /// `timestamptz`: microseconds since 2000-01-01 UTC.
-    TimestampTz(i64),
-    /// `date`: days since 2000-01-01.
-    Date(i32),
-    Uuid([u8; 16]),
-    Bytea(Vec<u8>),
-    Float4(Float),
-    Float8(Float),
-    Numeric(Decimal),
-    /// `time`: microseconds since midnight.
-    Time(i64),
-    Interval(Interval),
-}
+pub use strata_types::Datum;
 
-impl Value {
-    pub fn type_matches(&self, ty: ColType) -> bool {
-        matches!(
-            (self, ty),
-            (Value::Null, _)
-                | (Value::Int2(_), ColType::Int2)
-                | (Value::Int4(_), ColType::Int4)
-                | (Value::Int8(_), ColType::Int8)
-                | (Value::Text(_), ColType::Text)
-                | (Value::Bool(_), ColType::Bool)
-                | (Value::Timestamp(_), ColType::Timestamp)
-                | (Value::TimestampTz(_), ColType::TimestampTz)
-                | (Value::Date(_), ColType::Date)
-                | (Value::Uuid(_), ColType::Uuid)
-                | (Value::Bytea(_), ColType::Bytea)
-                | (Value::Float4(_), ColType::Float4)
-                | (Value::Float8(_), ColType::Float8)
-                | (Value::Numeric(_), ColType::Numeric)
-                | (Value::Time(_), ColType::Time)
-                | (Value::Interval(_), ColType::Interval)
-        )
-    }
-}
-
-impl std::fmt::Display for Value {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Value::Null => Ok(()),
-            Value::Int2(v) => write!(f, "{v}"),
-            Value::Int4(v) => write!(f, "{v}"),
-            Value::Int8(v) => write!(f, "{v}"),
-            Value::Text(v) => f.write_str(v),
-            Value::Bool(v) => f.write_str(if *v { "t" } else { "f" }),
-            Value::Timestamp(v) | Value::TimestampTz(v) => write!(f, "{v}"),
-            Value::Date(v) => write!(f, "{v}"),
-            Value::Uuid(v) => write!(f, "{v:02x?}"),
-            Value::Bytea(v) => write!(f, "{v:02x?}"),
-            Value::Float4(v) | Value::Float8(v) => write!(f, "{}", v.get()),
-            Value::Numeric(v) => write!(f, "{v}"),
-            Value::Time(v) => write!(f, "{v}"),
-            Value::Interval(v) => write!(f, "{v:?}"),
-        }
-    }
+/// Whether `v` may be stored in a column of type `ty` (NULL fits any).
+pub fn type_matches(v: &Datum, ty: ColType) -> bool {
+    matches!(
+        (v, ty),
+        (Datum::Null, _)
+            | (Datum::Int2(_), ColType::Int2)
+            | (Datum::Int4(_), ColType::Int4)
+            | (Datum::Int8(_), ColType::Int8)
+            | (Datum::Text(_), ColType::Text)
+            | (Datum::Bool(_), ColType::Bool)
+            | (Datum::Timestamp(_), ColType::Timestamp)
+            | (Datum::TimestampTz(_), ColType::TimestampTz)
+            | (Datum::Date(_), ColType::Date)
+            | (Datum::Uuid(_), ColType::Uuid)
+            | (Datum::Bytea(_), ColType::Bytea)
+            | (Datum::Float4(_), ColType::Float4)
+            | (Datum::Float8(_), ColType::Float8)
+            | (Datum::Numeric(_), ColType::Numeric)
+            | (Datum::Time(_), ColType::Time)
+            | (Datum::Interval(_), ColType::Interval)
+    )
 }
 
 /// The top bit of a text or bytea length word: the value is stored out of line and
@@ -375,7 +331,7 @@ impl std::fmt::Display for Value {
 pub const TOASTED: u32 = 0x8000_0000;
 
 /// Encodes a tuple; the caller has checked the values' types against `cols`.
-pub fn encode_tuple(xmin: Xid, cols: &[Column], values: &[Value]) -> Vec<u8> {
+pub fn encode_tuple(xmin: Xid, cols: &[Column], values: &[Datum]) -> Vec<u8> {
     encode_tuple_with(xmin, cols, values, &[])
 }
 
@@ -384,7 +340,7 @@ pub fn encode_tuple(xmin: Xid, cols: &[Column], values: &[Value]) -> Vec<u8> {
 pub fn encode_tuple_with(
     xmin: Xid,
     cols: &[Column],
-    values: &[Value],
+    values: &[Datum],
     toasted: &[Option<Vec<u8>>],
 ) -> Vec<u8> {
     let mut out = Vec::with_capacity(16 + values.len() * 8);
@@ -397,7 +353,7 @@ pub fn encode_tuple_with(
 pub fn encode_tuple_into(
     xmin: Xid,
     cols: &[Column],
-    values: &[Value],
+    values: &[Datum],
     toasted: &[Option<Vec<u8>>],
     out: &mut Vec<u8>,
 ) {
@@ -409,7 +365,7 @@ pub fn encode_tuple_into(
     let bitmap_at = out.len();
     out.resize(bitmap_at + values.len().div_ceil(8), 0);
     for (i, v) in values.iter().enumerate() {
-        if *v == Value::Null {
+        if *v == Datum::Null {
             out[bitmap_at + i / 8] |= 1 << (i % 8);
         }
     }
@@ -419,27 +375,29 @@ pub fn encode_tuple_into(
             continue;
         }
         match v {
-            Value::Null => {}
-            Value::Int2(x) => out.extend_from_slice(&x.to_le_bytes()),
-            Value::Int4(x) => out.extend_from_slice(&x.to_le_bytes()),
-            Value::Int8(x) => out.extend_from_slice(&x.to_le_bytes()),
-            Value::Bool(x) => out.push(*x as u8),
-            Value::Timestamp(x) | Value::TimestampTz(x) => out.extend_from_slice(&x.to_le_bytes()),
-            Value::Text(s) => {
+            Datum::Null => {}
+            Datum::Int2(x) => out.extend_from_slice(&x.to_le_bytes()),
+            Datum::Int4(x) => out.extend_from_slice(&x.to_le_bytes()),
+            Datum::Int8(x) => out.extend_from_slice(&x.to_le_bytes()),
+            Datum::Bool(x) => out.push(*x as u8),
+            Datum::Timestamp(x) | Datum::TimestampTz(x) => out.extend_from_slice(&x.to_le_bytes()),
+            Datum::Text(s) => {
                 out.extend_from_slice(&(s.len() as u32).to_le_bytes());
                 out.extend_from_slice(s.as_bytes());
             }
-            Value::Date(x) => out.extend_from_slice(&x.to_le_bytes()),
-            Value::Uuid(u) => out.extend_from_slice(u),
-            Value::Bytea(b) => {
+            Datum::Date(x) => out.extend_from_slice(&x.to_le_bytes()),
+            Datum::Uuid(u) => out.extend_from_slice(u),
+            Datum::Bytea(b) => {
                 out.extend_from_slice(&(b.len() as u32).to_le_bytes());
                 out.extend_from_slice(b);
             }
-            Value::Float4(x) => out.extend_from_slice(&(x.get() as f32).to_le_bytes()),
-            Value::Float8(x) => out.extend_from_slice(&x.get().to_le_bytes()),
-            Value::Numeric(x) => out.extend_from_slice(&x.serialize()),
-            Value::Time(x) => out.extend_from_slice(&x.to_le_bytes()),
-            Value::Interval(i) => {
+            Datum::Float4(x) => out.extend_from_slice(&(x.get() as f32).to_le_bytes()),
+            Datum::Float8(x) => out.extend_from_slice(&x.get().to_le_bytes()),
+            Datum::Numeric(x) => out.extend_from_slice(&x.serialize()),
+            Datum::Time(x) => out.extend_from_slice(&x.to_le_bytes()),
+            // Never stored (type_matches refuses it: datum rule 1); kept total.
+            Datum::Lsn(l) => out.extend_from_slice(&l.0.to_le_bytes()),
+            Datum::Interval(i) => {
                 out.extend_from_slice(&i.months.to_le_bytes());
                 out.extend_from_slice(&i.days.to_le_bytes());
                 out.extend_from_slice(&i.micros.to_le_bytes());
@@ -450,7 +408,7 @@ pub fn encode_tuple_into(
 
 /// Decodes a tuple's values by the relation's columns (a relation without stored
 /// out-of-line values: the catalogs, a sequence).
-pub fn decode_values(cols: &[Column], tuple: &[u8]) -> DecResult<Vec<Value>> {
+pub fn decode_values(cols: &[Column], tuple: &[u8]) -> DecResult<Vec<Datum>> {
     decode_values_with(cols, tuple, &mut |_, _| {
         Err(DecodeError("an out-of-line value where none can be".into()))
     })
@@ -490,7 +448,7 @@ pub fn decode_values_with(
     cols: &[Column],
     tuple: &[u8],
     detoast: &mut Detoast<'_>,
-) -> DecResult<Vec<Value>> {
+) -> DecResult<Vec<Datum>> {
     decode_values_inner(cols, tuple, detoast, false)
 }
 
@@ -498,7 +456,7 @@ pub fn decode_values_with(
 /// from its end and read as NULL (PostgreSQL's missing attributes), so a catalog
 /// that gains columns reads the rows of an older cluster. Catalog rows only: a
 /// table's rows always have all their columns (ADD COLUMN rewrites the table).
-pub fn decode_catalog_values(cols: &[Column], tuple: &[u8]) -> DecResult<Vec<Value>> {
+pub fn decode_catalog_values(cols: &[Column], tuple: &[u8]) -> DecResult<Vec<Datum>> {
     decode_values_inner(
         cols,
         tuple,
@@ -512,37 +470,37 @@ fn decode_values_inner(
     tuple: &[u8],
     detoast: &mut Detoast<'_>,
     missing_as_null: bool,
-) -> DecResult<Vec<Value>> {
+) -> DecResult<Vec<Datum>> {
     let mut d = Dec::new(tuple, "heap tuple");
     d.take(TUPLE_HEADER_BYTES)?;
     let bitmap = d.take(cols.len().div_ceil(8))?.to_vec();
     let mut out = Vec::with_capacity(cols.len());
     for (i, c) in cols.iter().enumerate() {
         if bitmap[i / 8] & (1 << (i % 8)) != 0 || (missing_as_null && d.remaining() == 0) {
-            out.push(Value::Null);
+            out.push(Datum::Null);
             continue;
         }
         out.push(match c.ty {
-            ColType::Int2 => Value::Int2(d.u16()? as i16),
-            ColType::Int4 => Value::Int4(d.u32()? as i32),
-            ColType::Int8 => Value::Int8(d.u64()? as i64),
-            ColType::Bool => Value::Bool(d.u8()? != 0),
-            ColType::Timestamp => Value::Timestamp(d.u64()? as i64),
-            ColType::TimestampTz => Value::TimestampTz(d.u64()? as i64),
-            ColType::Text => Value::Text(
+            ColType::Int2 => Datum::Int2(d.u16()? as i16),
+            ColType::Int4 => Datum::Int4(d.u32()? as i32),
+            ColType::Int8 => Datum::Int8(d.u64()? as i64),
+            ColType::Bool => Datum::Bool(d.u8()? != 0),
+            ColType::Timestamp => Datum::Timestamp(d.u64()? as i64),
+            ColType::TimestampTz => Datum::TimestampTz(d.u64()? as i64),
+            ColType::Text => Datum::Text(
                 String::from_utf8(varlena(&mut d, detoast)?)
                     .map_err(|_| DecodeError("heap tuple: bad UTF-8".into()))?,
             ),
-            ColType::Date => Value::Date(d.u32()? as i32),
-            ColType::Uuid => Value::Uuid(d.take(16)?.try_into().expect("16 bytes")),
-            ColType::Bytea => Value::Bytea(varlena(&mut d, detoast)?),
-            ColType::Float4 => Value::Float4(Float::new(f32::from_bits(d.u32()?) as f64)),
-            ColType::Float8 => Value::Float8(Float::new(f64::from_bits(d.u64()?))),
-            ColType::Numeric => Value::Numeric(Decimal::deserialize(
+            ColType::Date => Datum::Date(d.u32()? as i32),
+            ColType::Uuid => Datum::Uuid(d.take(16)?.try_into().expect("16 bytes")),
+            ColType::Bytea => Datum::Bytea(varlena(&mut d, detoast)?),
+            ColType::Float4 => Datum::Float4(Float::new(f32::from_bits(d.u32()?) as f64)),
+            ColType::Float8 => Datum::Float8(Float::new(f64::from_bits(d.u64()?))),
+            ColType::Numeric => Datum::Numeric(Decimal::deserialize(
                 d.take(16)?.try_into().expect("16 bytes"),
             )),
-            ColType::Time => Value::Time(d.u64()? as i64),
-            ColType::Interval => Value::Interval(Interval {
+            ColType::Time => Datum::Time(d.u64()? as i64),
+            ColType::Interval => Datum::Interval(Interval {
                 months: d.u32()? as i32,
                 days: d.u32()? as i32,
                 micros: d.u64()? as i64,
@@ -639,10 +597,10 @@ mod tests {
             Column::new("d", ColType::Bool),
         ];
         let vals = vec![
-            Value::Int4(-7),
-            Value::Null,
-            Value::Int8(1 << 40),
-            Value::Bool(true),
+            Datum::Int4(-7),
+            Datum::Null,
+            Datum::Int8(1 << 40),
+            Datum::Bool(true),
         ];
         let t = encode_tuple(Xid(42), &cols, &vals);
         assert_eq!(tuple_xmin(&t), Xid(42));
@@ -657,22 +615,22 @@ mod tests {
         strata_page::init(&mut p, 0);
         let cols = vec![Column::new("a", ColType::Int4)];
         for i in 0..10 {
-            page_insert(&mut p, &encode_tuple(Xid(3), &cols, &[Value::Int4(i)])).unwrap();
+            page_insert(&mut p, &encode_tuple(Xid(3), &cols, &[Datum::Int4(i)])).unwrap();
         }
         let before = strata_page::free_space(&p);
         page_prune(&mut p, &[0, 3, 9], true);
-        let left: Vec<Value> = page_tuples(&p)
+        let left: Vec<Datum> = page_tuples(&p)
             .unwrap()
             .iter()
             .map(|(_, t)| decode_values(&cols, t).unwrap()[0].clone())
             .collect();
-        assert_eq!(left, [1, 2, 4, 5, 6, 7, 8].map(Value::Int4).to_vec());
+        assert_eq!(left, [1, 2, 4, 5, 6, 7, 8].map(Datum::Int4).to_vec());
         let at: Vec<u16> = page_tuples(&p).unwrap().iter().map(|(i, _)| *i).collect();
         assert_eq!(at, [1, 2, 4, 5, 6, 7, 8], "rule 3: addresses are stable");
         assert!(strata_page::free_space(&p) > before);
         assert_ne!(strata_page::flags(&p) & PD_ALL_VISIBLE, 0);
         let (at, was) =
-            page_insert(&mut p, &encode_tuple(Xid(4), &cols, &[Value::Int4(0)])).unwrap();
+            page_insert(&mut p, &encode_tuple(Xid(4), &cols, &[Datum::Int4(0)])).unwrap();
         assert_eq!(at, 0, "the first unused slot");
         assert!(was, "insert clears the all-visible flag (rule 2)");
         assert_eq!(strata_page::flags(&p) & PD_ALL_VISIBLE, 0);

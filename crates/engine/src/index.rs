@@ -28,7 +28,7 @@
 
 use crate::access::{self, Snapshot};
 use crate::catalog::{IndexDef, RelEntry, Tid};
-use crate::heap::{self, Value};
+use crate::heap::{self, Datum};
 use crate::{corrupt, EngineError, Interrupt, Result, Shared};
 use std::sync::Arc;
 use strata_btree::build::LevelBuilder;
@@ -42,19 +42,21 @@ const BUILD_PAGES_PER_RECORD: usize = 16;
 /// Entries of `NULL` sort after every value (the key encoding's NULL byte).
 const NULL_BYTE: u8 = 0x02;
 
-fn part(v: &Value) -> KeyPart<'_> {
+fn part(v: &Datum) -> KeyPart<'_> {
     match v {
-        Value::Null => KeyPart::Null,
-        Value::Int2(x) => KeyPart::Int(i64::from(*x)),
-        Value::Int4(x) => KeyPart::Int(i64::from(*x)),
-        Value::Int8(x) | Value::Timestamp(x) | Value::TimestampTz(x) => KeyPart::Int(*x),
-        Value::Date(d) => KeyPart::Int(i64::from(*d)),
-        Value::Time(t) => KeyPart::Int(*t),
-        Value::Bool(b) => KeyPart::Bool(*b),
-        Value::Text(s) => KeyPart::Bytes(s.as_bytes()),
-        Value::Bytea(b) => KeyPart::Bytes(b),
-        Value::Uuid(u) => KeyPart::Fixed(u),
-        Value::Float4(_) | Value::Float8(_) | Value::Numeric(_) | Value::Interval(_) => {
+        Datum::Null => KeyPart::Null,
+        Datum::Int2(x) => KeyPart::Int(i64::from(*x)),
+        Datum::Int4(x) => KeyPart::Int(i64::from(*x)),
+        Datum::Int8(x) | Datum::Timestamp(x) | Datum::TimestampTz(x) => KeyPart::Int(*x),
+        Datum::Date(d) => KeyPart::Int(i64::from(*d)),
+        Datum::Time(t) => KeyPart::Int(*t),
+        // Never stored (datum rule 1); kept total.
+        Datum::Lsn(l) => KeyPart::Int(l.0 as i64),
+        Datum::Bool(b) => KeyPart::Bool(*b),
+        Datum::Text(s) => KeyPart::Bytes(s.as_bytes()),
+        Datum::Bytea(b) => KeyPart::Bytes(b),
+        Datum::Uuid(u) => KeyPart::Fixed(u),
+        Datum::Float4(_) | Datum::Float8(_) | Datum::Numeric(_) | Datum::Interval(_) => {
             unreachable!("computed keys come from computed_key")
         }
     }
@@ -62,11 +64,11 @@ fn part(v: &Value) -> KeyPart<'_> {
 
 /// The key bytes of a value whose encoding is computed: floats by their order-
 /// preserving bits, numerics by [`numeric_key`].
-fn computed_key(v: &Value) -> Option<Vec<u8>> {
+fn computed_key(v: &Datum) -> Option<Vec<u8>> {
     match v {
-        Value::Float4(f) | Value::Float8(f) => Some(f.key_bytes().to_vec()),
-        Value::Numeric(d) => Some(numeric_key(*d)),
-        Value::Interval(i) => Some(i.key_bytes().to_vec()),
+        Datum::Float4(f) | Datum::Float8(f) => Some(f.key_bytes().to_vec()),
+        Datum::Numeric(d) => Some(numeric_key(*d)),
+        Datum::Interval(i) => Some(i.key_bytes().to_vec()),
         _ => None,
     }
 }
@@ -96,7 +98,7 @@ fn numeric_key(d: rust_decimal::Decimal) -> Vec<u8> {
 }
 
 /// The encoded key of `values` (btree rule 1).
-pub(crate) fn encode(values: &[&Value]) -> Vec<u8> {
+pub(crate) fn encode(values: &[&Datum]) -> Vec<u8> {
     let computed: Vec<Option<Vec<u8>>> = values.iter().map(|v| computed_key(v)).collect();
     let parts: Vec<KeyPart<'_>> = values
         .iter()
@@ -116,9 +118,9 @@ pub(crate) fn encode(values: &[&Value]) -> Vec<u8> {
 /// alignment (short varlena headers for values up to 126 bytes), MAXALIGNed.
 /// Uncompressed: PostgreSQL compresses values over 510 bytes that compress, Strata
 /// does not. Only for [`checked_entry`]'s message and limit.
-fn postgres_row_bytes(values: &[&Value]) -> usize {
+fn postgres_row_bytes(values: &[&Datum]) -> usize {
     let align = |n: usize, a: usize| n.div_ceil(a) * a;
-    let has_null = values.iter().any(|v| **v == Value::Null);
+    let has_null = values.iter().any(|v| **v == Datum::Null);
     let mut n = if has_null { 16 } else { 8 };
     for v in values {
         let var = |len: usize, n: usize| {
@@ -129,21 +131,22 @@ fn postgres_row_bytes(values: &[&Value]) -> usize {
             }
         };
         n = match v {
-            Value::Null => n,
-            Value::Bool(_) => n + 1,
-            Value::Int2(_) => align(n, 2) + 2,
-            Value::Int4(_) | Value::Date(_) | Value::Float4(_) => align(n, 4) + 4,
-            Value::Int8(_)
-            | Value::Timestamp(_)
-            | Value::TimestampTz(_)
-            | Value::Time(_)
-            | Value::Float8(_) => align(n, 8) + 8,
-            Value::Interval(_) => align(n, 8) + 16,
-            Value::Uuid(_) => n + 16,
-            Value::Text(s) => var(s.len(), n),
-            Value::Bytea(b) => var(b.len(), n),
+            Datum::Null => n,
+            Datum::Bool(_) => n + 1,
+            Datum::Int2(_) => align(n, 2) + 2,
+            Datum::Int4(_) | Datum::Date(_) | Datum::Float4(_) => align(n, 4) + 4,
+            Datum::Int8(_)
+            | Datum::Timestamp(_)
+            | Datum::TimestampTz(_)
+            | Datum::Time(_)
+            | Datum::Lsn(_)
+            | Datum::Float8(_) => align(n, 8) + 8,
+            Datum::Interval(_) => align(n, 8) + 16,
+            Datum::Uuid(_) => n + 16,
+            Datum::Text(s) => var(s.len(), n),
+            Datum::Bytea(b) => var(b.len(), n),
             // Base-10000 digits, two bytes each, after a two-byte header.
-            Value::Numeric(d) => var(
+            Datum::Numeric(d) => var(
                 2 + 2 * d.mantissa().unsigned_abs().to_string().len().div_ceil(4),
                 n,
             ),
@@ -160,12 +163,12 @@ fn postgres_row_bytes(values: &[&Value]) -> usize {
 pub(crate) fn checked_entry(
     rel: &RelEntry,
     ix: &IndexDef,
-    row: &[Value],
+    row: &[Datum],
     key: &[u8],
     tid: Tid,
 ) -> Result<Vec<u8>> {
     let entry_bytes = key.len() + TID_BYTES;
-    let vals: Vec<&Value> = ix.columns.iter().map(|c| &row[*c]).collect();
+    let vals: Vec<&Datum> = ix.columns.iter().map(|c| &row[*c]).collect();
     let size = postgres_row_bytes(&vals).max(entry_bytes);
     if size > strata_btree::page::MAX_ENTRY_BYTES {
         return Err(EngineError::IndexRowTooBig {
@@ -182,24 +185,24 @@ pub(crate) fn checked_entry(
 /// A `char(n)` column's key leaves out its trailing spaces, which PostgreSQL's
 /// bpchar comparison does not count (so `'ab'` finds `'ab '`, and keys order as
 /// bpchar values do).
-pub(crate) fn row_key(rel: &RelEntry, ix: &IndexDef, row: &[Value]) -> (Vec<u8>, bool) {
-    let trimmed: Vec<Option<Value>> = ix
+pub(crate) fn row_key(rel: &RelEntry, ix: &IndexDef, row: &[Datum]) -> (Vec<u8>, bool) {
+    let trimmed: Vec<Option<Datum>> = ix
         .columns
         .iter()
         .map(|c| match &row[*c] {
-            Value::Text(s) if rel.columns[*c].padded => {
-                Some(Value::Text(s.trim_end_matches(' ').to_string()))
+            Datum::Text(s) if rel.columns[*c].padded => {
+                Some(Datum::Text(s.trim_end_matches(' ').to_string()))
             }
             _ => None,
         })
         .collect();
-    let vals: Vec<&Value> = ix
+    let vals: Vec<&Datum> = ix
         .columns
         .iter()
         .zip(&trimmed)
         .map(|(c, t)| t.as_ref().unwrap_or(&row[*c]))
         .collect();
-    let has_null = vals.iter().any(|v| **v == Value::Null);
+    let has_null = vals.iter().any(|v| **v == Datum::Null);
     (encode(&vals), has_null)
 }
 
@@ -248,14 +251,14 @@ pub(crate) fn fetch<R>(
 }
 
 /// The key columns of a row, for 23505's detail.
-fn key_values(rel: &RelEntry, ix: &IndexDef, row: &[Value]) -> Vec<(String, Value)> {
+fn key_values(rel: &RelEntry, ix: &IndexDef, row: &[Datum]) -> Vec<(String, Datum)> {
     ix.columns
         .iter()
         .map(|c| (rel.columns[*c].name.clone(), row[*c].clone()))
         .collect()
 }
 
-fn unique_violation(rel: &RelEntry, ix: &IndexDef, row: &[Value]) -> EngineError {
+fn unique_violation(rel: &RelEntry, ix: &IndexDef, row: &[Datum]) -> EngineError {
     EngineError::UniqueViolation {
         constraint: ix.name.clone(),
         key: key_values(rel, ix, row),
@@ -271,7 +274,7 @@ pub(crate) fn find_visible(
     key: &[u8],
     (except, snap): (Option<Tid>, &Snapshot<'_>),
     xid: Xid,
-) -> Result<Option<(Tid, Vec<Value>)>> {
+) -> Result<Option<(Tid, Vec<Datum>)>> {
     let mut found = None;
     crate::btree::writer_scan_from(sh, index, key, &mut |e| {
         if !e.starts_with(key) || e.len() != key.len() + TID_BYTES {
@@ -298,7 +301,7 @@ pub(crate) fn insert_rows(
     sh: &Shared,
     rel: &RelEntry,
     heap: RelKey,
-    rows: &[Vec<Value>],
+    rows: &[Vec<Datum>],
     tids: &[Tid],
     xid: Xid,
 ) -> Result<()> {
@@ -366,7 +369,7 @@ fn collect_entries(
             let row = crate::toast::decode_row(sh, heap, &rel.columns, t)?;
             let live = access::visible(&snap, t, Some(xid));
             if ix.primary && live {
-                if let Some(c) = ix.columns.iter().find(|c| row[**c] == Value::Null) {
+                if let Some(c) = ix.columns.iter().find(|c| row[**c] == Datum::Null) {
                     return Err(EngineError::NotNullViolation {
                         column: rel.columns[*c].name.clone(),
                         table: rel.name.clone(),
@@ -499,9 +502,9 @@ pub(crate) fn bulk_delete(
 /// (`=` and the comparisons are never true of NULL).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct IndexRange {
-    pub eq: Vec<Value>,
-    pub lo: Option<(Value, bool)>,
-    pub hi: Option<(Value, bool)>,
+    pub eq: Vec<Datum>,
+    pub lo: Option<(Datum, bool)>,
+    pub hi: Option<(Datum, bool)>,
 }
 
 /// A range's bytes: where to start, and the tests that skip and stop.
@@ -520,13 +523,13 @@ impl IndexRange {
         let nulls = self.eq.iter().chain(self.lo.iter().map(|(v, _)| v));
         if nulls
             .chain(self.hi.iter().map(|(v, _)| v))
-            .any(|v| *v == Value::Null)
+            .any(|v| *v == Datum::Null)
         {
             return None;
         }
-        let eq: Vec<&Value> = self.eq.iter().collect();
+        let eq: Vec<&Datum> = self.eq.iter().collect();
         let prefix = encode(&eq);
-        let with = |v: &Value| {
+        let with = |v: &Datum| {
             let mut k = prefix.clone();
             k.extend_from_slice(&encode(&[v]));
             k

@@ -95,7 +95,7 @@ pub use catalog::{
     BOOTSTRAP_SUPERUSER_OID, POSTGRES_OID, TEMPLATE0_OID, TEMPLATE1_OID,
 };
 pub use checkpoint::{CheckpointStats, OnlineBackup};
-pub use heap::{fit_numeric, round_micros, ColType, Column, Decimal, Value};
+pub use heap::{fit_numeric, round_micros, ColType, Column, Datum, Decimal};
 pub use index::IndexRange;
 pub use records::record_name;
 pub use recovery::utc_timestamp;
@@ -287,7 +287,7 @@ pub enum EngineError {
     #[error("duplicate key value violates unique constraint \"{constraint}\"")]
     UniqueViolation {
         constraint: String,
-        key: Vec<(String, Value)>,
+        key: Vec<(String, Datum)>,
     },
     /// An ON CONFLICT DO UPDATE meeting a row twice.
     #[error("{0}")]
@@ -764,7 +764,7 @@ impl Engine {
 
     /// The committed rows of a table. O(pages of the table); memory O(the table):
     /// for tests and tools; queries use [`Engine::scan_each`].
-    pub fn scan(&self, db: &str, table: &str) -> Result<Vec<Vec<Value>>> {
+    pub fn scan(&self, db: &str, table: &str) -> Result<Vec<Vec<Datum>>> {
         self.scan_checked(db, table, &no_interrupt)
     }
 
@@ -774,7 +774,7 @@ impl Engine {
         db: &str,
         table: &str,
         interrupt: Interrupt<'_>,
-    ) -> Result<Vec<Vec<Value>>> {
+    ) -> Result<Vec<Vec<Datum>>> {
         let mut rows = Vec::new();
         self.scan_each(db, table, interrupt, &mut |r| {
             rows.push(r);

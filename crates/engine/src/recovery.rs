@@ -497,7 +497,7 @@ fn scan_catalog<T>(
     sh: &Shared,
     rel: strata_types::RelKey,
     cols: &[heap::Column],
-    from: fn(&[heap::Value], Tid) -> crate::codec::DecResult<T>,
+    from: fn(&[heap::Datum], Tid) -> crate::codec::DecResult<T>,
 ) -> Result<Vec<T>> {
     let mut out = Vec::new();
     access::scan(sh, rel, None, &mut |b, o, t| {

@@ -30,7 +30,7 @@
 use crate::access::ZERO_PAGE;
 use crate::catalog::SeqDef;
 use crate::codec::DecodeError;
-use crate::heap::{self, ColType, Column, Value};
+use crate::heap::{self, ColType, Column, Datum};
 use crate::records::{BlockRef, RM_SEQ};
 use crate::redo::{unknown_record, RedoContext};
 use crate::{corrupt, EngineError, Result, Shared};
@@ -71,9 +71,9 @@ fn write_state(page: &mut PageBuf, st: SeqState) {
     *page = ZERO_PAGE;
     strata_page::init(page, 0);
     let values = [
-        Value::Int8(st.last_value),
-        Value::Int8(st.log_cnt),
-        Value::Bool(st.is_called),
+        Datum::Int8(st.last_value),
+        Datum::Int8(st.log_cnt),
+        Datum::Bool(st.is_called),
     ];
     let t = heap::encode_tuple(Xid::BOOTSTRAP, &columns(), &values);
     heap::page_insert(page, &t).expect("a sequence tuple fits an empty page");
@@ -84,7 +84,7 @@ fn read_state(page: &PageBuf, rel: RelKey) -> Result<SeqState> {
     let tuples = heap::page_tuples(page).map_err(|_| bad())?;
     let (_, t) = tuples.first().ok_or_else(bad)?;
     match heap::decode_values(&columns(), t).map_err(|_| bad())?[..] {
-        [Value::Int8(last_value), Value::Int8(log_cnt), Value::Bool(is_called)] => Ok(SeqState {
+        [Datum::Int8(last_value), Datum::Int8(log_cnt), Datum::Bool(is_called)] => Ok(SeqState {
             last_value,
             log_cnt,
             is_called,

@@ -28,7 +28,7 @@
 
 use crate::access::{self, Snapshot};
 use crate::catalog::RelEntry;
-use crate::{EngineError, Interrupt, Result, Shared, Value};
+use crate::{Datum, EngineError, Interrupt, Result, Shared};
 use std::sync::Arc;
 use strata_types::{ForkNumber, RelKey, Xid};
 
@@ -37,7 +37,7 @@ use strata_types::{ForkNumber, RelKey, Xid};
 pub const SCAN_BATCH_ROWS: usize = 1024;
 
 /// A visitor of rows: `Ok(false)` stops the scan (rule 4).
-pub type RowVisitor<'a> = dyn FnMut(Vec<Value>) -> Result<bool> + 'a;
+pub type RowVisitor<'a> = dyn FnMut(Vec<Datum>) -> Result<bool> + 'a;
 
 /// Resolves the relation a scan reads: its storage key and entry, as of now.
 pub(crate) type Resolve<'a> = &'a dyn Fn() -> Result<(RelKey, Arc<RelEntry>)>;
@@ -56,7 +56,7 @@ pub(crate) fn scan_batches(
     // The storage and length at the start (rule 3).
     let mut start: Option<(RelKey, u32)> = None;
     let mut next = 0u32;
-    let mut batch: Vec<Vec<Value>> = Vec::new();
+    let mut batch: Vec<Vec<Datum>> = Vec::new();
     let mut _registered = None;
     loop {
         let done = read_batch(
@@ -88,7 +88,7 @@ fn read_batch(
     interrupt: Interrupt<'_>,
     start: &mut Option<(RelKey, u32)>,
     next: &mut u32,
-    batch: &mut Vec<Vec<Value>>,
+    batch: &mut Vec<Vec<Datum>>,
 ) -> Result<bool> {
     let _d = sh.drop_lock.read();
     let (key, rel) = match (resolve(), &start) {

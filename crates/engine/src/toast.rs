@@ -27,7 +27,7 @@
 //!    transaction made the TOAST heap, the abort removed the file, and a later one
 //!    may hold other chunks at the same TIDs.
 
-use crate::heap::{self, ColType, Column, Value};
+use crate::heap::{self, ColType, Column, Datum};
 use crate::{corrupt, EngineError, Result, Shared};
 use strata_buffer::ReadMode;
 use strata_types::{BlockNumber, BufferTag, ForkNumber, RelFileNumber, RelKey, Xid};
@@ -63,17 +63,17 @@ fn chunk_columns() -> [Column; 1] {
 }
 
 /// The bytes of a text or bytea value.
-fn bytes_of(v: &Value) -> Option<&[u8]> {
+fn bytes_of(v: &Datum) -> Option<&[u8]> {
     match v {
-        Value::Text(s) => Some(s.as_bytes()),
-        Value::Bytea(b) => Some(b),
+        Datum::Text(s) => Some(s.as_bytes()),
+        Datum::Bytea(b) => Some(b),
         _ => None,
     }
 }
 
 /// Which values of `row` rule 2 moves out (their positions), if any; the caller
 /// encodes the row to know its size.
-pub fn to_move(row: &[Value], encoded_len: usize) -> Vec<usize> {
+pub fn to_move(row: &[Datum], encoded_len: usize) -> Vec<usize> {
     if encoded_len <= TOAST_THRESHOLD {
         return Vec::new();
     }
@@ -102,7 +102,7 @@ pub fn toast_row(
     sh: &Shared,
     toast: RelKey,
     xid: Xid,
-    row: &[Value],
+    row: &[Datum],
     which: &[usize],
 ) -> Result<Vec<Option<Vec<u8>>>> {
     let mut out = vec![None; row.len()];
@@ -116,7 +116,7 @@ pub fn toast_row(
         }
         let tuples: Vec<Vec<u8>> = bytes
             .chunks(CHUNK_BYTES)
-            .map(|c| heap::encode_tuple(xid, &chunk_columns(), &[Value::Bytea(c.to_vec())]))
+            .map(|c| heap::encode_tuple(xid, &chunk_columns(), &[Datum::Bytea(c.to_vec())]))
             .collect();
         let refs: Vec<&[u8]> = tuples.iter().map(Vec::as_slice).collect();
         let tids = crate::access::insert_many(sh, toast, xid, &refs)?;
@@ -162,7 +162,7 @@ fn fetch(sh: &Shared, toast: RelKey, len: usize, ptr: &[u8]) -> Result<Vec<u8>> 
             .map_err(corrupt)?
             .pop()
         {
-            Some(Value::Bytea(b)) => out.extend_from_slice(&b),
+            Some(Datum::Bytea(b)) => out.extend_from_slice(&b),
             _ => {
                 return Err(corrupt(format!(
                     "TOAST chunk ({block},{item}) does not decode"
@@ -174,7 +174,7 @@ fn fetch(sh: &Shared, toast: RelKey, len: usize, ptr: &[u8]) -> Result<Vec<u8>> 
 }
 
 /// A row of the table at `rel`, its out-of-line values fetched.
-pub fn decode_row(sh: &Shared, rel: RelKey, cols: &[Column], tuple: &[u8]) -> Result<Vec<Value>> {
+pub fn decode_row(sh: &Shared, rel: RelKey, cols: &[Column], tuple: &[u8]) -> Result<Vec<Datum>> {
     decode_row_noting(sh, rel, cols, tuple, None)
 }
 
@@ -186,7 +186,7 @@ pub fn decode_row_noting(
     cols: &[Column],
     tuple: &[u8],
     mut chunks: Option<&mut Vec<(u32, u16)>>,
-) -> Result<Vec<Value>> {
+) -> Result<Vec<Datum>> {
     let toast = toast_key(rel);
     let mut failed = None;
     let r = heap::decode_values_with(cols, tuple, &mut |len, ptr| {

@@ -42,7 +42,7 @@ use crate::catalog::{
 };
 use crate::clog::XidStatus;
 use crate::codec::Enc;
-use crate::heap::{self, Column, Value};
+use crate::heap::{self, Column, Datum};
 use crate::index::IndexRange;
 use crate::records::{
     AbortRecord, BlockRef, CommitRecord, DbCreateDir, DbFileCopy, PendingCreate, SmgrCreate,
@@ -79,9 +79,9 @@ pub enum CreateDbStrategy {
 /// What [`Txn::upsert`] did with its row.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Upsert {
-    Inserted(Vec<Value>),
+    Inserted(Vec<Datum>),
     /// The conflicting row's new version.
-    Updated(Vec<Value>),
+    Updated(Vec<Datum>),
     Skipped,
 }
 
@@ -399,7 +399,7 @@ impl<'e> Txn<'e> {
         &mut self,
         rel: RelKey,
         cols: &[Column],
-        values: &[Value],
+        values: &[Datum],
     ) -> Result<Tid> {
         let xid = self.xid();
         let tuple = heap::encode_tuple(xid, cols, values);
@@ -1071,7 +1071,7 @@ impl<'e> Txn<'e> {
     /// ALTER TABLE ... ADD COLUMN: the table rewritten into a new file with `fill` (the
     /// column's DEFAULT, evaluated once, or NULL) in every row, as PostgreSQL rewrites
     /// a table for a volatile default. O(the table); memory O(one batch).
-    pub fn add_column(&mut self, db: &str, table: &str, column: Column, fill: Value) -> Result<()> {
+    pub fn add_column(&mut self, db: &str, table: &str, column: Column, fill: Datum) -> Result<()> {
         let dbe = self.database(db)?;
         let rel = self.table(&dbe, table)?;
         if rel.columns.iter().any(|c| c.name == column.name) {
@@ -1139,7 +1139,7 @@ impl<'e> Txn<'e> {
         db: &str,
         table: &str,
         (cols, indexes): (Vec<Column>, Vec<IndexDef>),
-        map: &mut dyn FnMut(Vec<Value>) -> Vec<Value>,
+        map: &mut dyn FnMut(Vec<Datum>) -> Vec<Datum>,
     ) -> Result<()> {
         let dbe = self.database(db)?;
         let rel = self.table(&dbe, table)?;
@@ -1164,7 +1164,7 @@ impl<'e> Txn<'e> {
                 .columns
                 .iter()
                 .zip(&row)
-                .find(|(c, v)| c.not_null && **v == Value::Null)
+                .find(|(c, v)| c.not_null && **v == Datum::Null)
             {
                 return Err(EngineError::NotNullViolation {
                     column: c.0.name.clone(),
@@ -1220,7 +1220,7 @@ impl<'e> Txn<'e> {
     }
 
     /// INSERT of rows; each must match the table's columns in number and type.
-    pub fn insert(&mut self, db: &str, table: &str, rows: &[Vec<Value>]) -> Result<u64> {
+    pub fn insert(&mut self, db: &str, table: &str, rows: &[Vec<Datum>]) -> Result<u64> {
         self.insert_checked(db, table, rows, &crate::no_interrupt)
     }
 
@@ -1229,7 +1229,7 @@ impl<'e> Txn<'e> {
         &mut self,
         db: &str,
         table: &str,
-        rows: &[Vec<Value>],
+        rows: &[Vec<Datum>],
         interrupt: Interrupt<'_>,
     ) -> Result<u64> {
         let dbe = self.database(db)?;
@@ -1251,7 +1251,7 @@ impl<'e> Txn<'e> {
         &mut self,
         dbe: &DbEntry,
         rel: &RelEntry,
-        rows: &[Vec<Value>],
+        rows: &[Vec<Datum>],
     ) -> Result<Vec<Tid>> {
         let xid = self.xid();
         let key = rel.key(dbe);
@@ -1290,10 +1290,10 @@ impl<'e> Txn<'e> {
         &mut self,
         db: &str,
         table: &str,
-        row: Vec<Value>,
+        row: Vec<Datum>,
         (arbiters, updating): (&[String], bool),
         state: &mut UpsertState,
-        resolve: &mut dyn FnMut(&[Value]) -> Option<Vec<Value>>,
+        resolve: &mut dyn FnMut(&[Datum]) -> Option<Vec<Datum>>,
     ) -> Result<Upsert> {
         let dbe = self.database(db)?;
         let rel = self.changed_table(&dbe, table)?;
@@ -1344,7 +1344,7 @@ impl<'e> Txn<'e> {
         &mut self,
         db: &str,
         table: &str,
-        pred: &dyn Fn(&[Value]) -> bool,
+        pred: &dyn Fn(&[Datum]) -> bool,
     ) -> Result<u64> {
         self.delete_where_checked(db, table, &mut |v| pred(v), &crate::no_interrupt)
     }
@@ -1354,7 +1354,7 @@ impl<'e> Txn<'e> {
         &mut self,
         db: &str,
         table: &str,
-        pred: &mut dyn FnMut(&[Value]) -> bool,
+        pred: &mut dyn FnMut(&[Datum]) -> bool,
         interrupt: Interrupt<'_>,
     ) -> Result<u64> {
         self.delete_using(db, table, Access::Seq, pred, interrupt)
@@ -1367,7 +1367,7 @@ impl<'e> Txn<'e> {
         db: &str,
         table: &str,
         access: Access<'_>,
-        pred: &mut dyn FnMut(&[Value]) -> bool,
+        pred: &mut dyn FnMut(&[Datum]) -> bool,
         interrupt: Interrupt<'_>,
     ) -> Result<u64> {
         let dbe = self.database(db)?;
@@ -1395,7 +1395,7 @@ impl<'e> Txn<'e> {
         &mut self,
         db: &str,
         table: &str,
-        f: &mut dyn FnMut(&[Value]) -> Option<Vec<Value>>,
+        f: &mut dyn FnMut(&[Datum]) -> Option<Vec<Datum>>,
         interrupt: Interrupt<'_>,
     ) -> Result<u64> {
         self.update_using(db, table, Access::Seq, f, interrupt)
@@ -1407,11 +1407,11 @@ impl<'e> Txn<'e> {
         db: &str,
         table: &str,
         access: Access<'_>,
-        f: &mut dyn FnMut(&[Value]) -> Option<Vec<Value>>,
+        f: &mut dyn FnMut(&[Datum]) -> Option<Vec<Datum>>,
         interrupt: Interrupt<'_>,
     ) -> Result<u64> {
         let mut new_rows = Vec::new();
-        let mut pred = |v: &[Value]| match f(v) {
+        let mut pred = |v: &[Datum]| match f(v) {
             Some(row) => {
                 new_rows.push(row);
                 true
@@ -1427,7 +1427,7 @@ impl<'e> Txn<'e> {
 
     /// The rows of a table as this transaction sees them (memory O(the table):
     /// tests and tools; queries use [`Txn::scan_each`]).
-    pub fn scan(&self, db: &str, table: &str) -> Result<Vec<Vec<Value>>> {
+    pub fn scan(&self, db: &str, table: &str) -> Result<Vec<Vec<Datum>>> {
         self.scan_checked(db, table, &crate::no_interrupt)
     }
 
@@ -1437,7 +1437,7 @@ impl<'e> Txn<'e> {
         db: &str,
         table: &str,
         interrupt: Interrupt<'_>,
-    ) -> Result<Vec<Vec<Value>>> {
+    ) -> Result<Vec<Vec<Datum>>> {
         let mut rows = Vec::new();
         self.scan_each(db, table, interrupt, &mut |r| {
             rows.push(r);
@@ -1629,7 +1629,7 @@ const INSERT_CHUNK_ROWS: usize = 256;
 /// too long); None when every value fits as it is (the common case: no copy).
 /// [`fit_rows`], then the checks every inserted row passes: the table's width,
 /// NOT NULL (23502), the columns' types.
-fn fit_checked(rel: &RelEntry, rows: &[Vec<Value>]) -> Result<Option<Vec<Vec<Value>>>> {
+fn fit_checked(rel: &RelEntry, rows: &[Vec<Datum>]) -> Result<Option<Vec<Vec<Datum>>>> {
     let fitted = fit_rows(&rel.columns, rows)?;
     let table = &rel.name;
     for row in fitted.as_deref().unwrap_or(rows) {
@@ -1641,13 +1641,13 @@ fn fit_checked(rel: &RelEntry, rows: &[Vec<Value>]) -> Result<Option<Vec<Vec<Val
             )));
         }
         for (v, c) in row.iter().zip(&rel.columns) {
-            if c.not_null && *v == Value::Null {
+            if c.not_null && *v == Datum::Null {
                 return Err(EngineError::NotNullViolation {
                     column: c.name.clone(),
                     table: table.to_string(),
                 });
             }
-            if !v.type_matches(c.ty) {
+            if !heap::type_matches(v, c.ty) {
                 return Err(EngineError::DatatypeMismatch(format!(
                     "column \"{}\" is of type {} but expression is {v:?}",
                     c.name,
@@ -1659,26 +1659,26 @@ fn fit_checked(rel: &RelEntry, rows: &[Vec<Value>]) -> Result<Option<Vec<Vec<Val
     Ok(fitted)
 }
 
-fn fit_rows(cols: &[heap::Column], rows: &[Vec<Value>]) -> Result<Option<Vec<Vec<Value>>>> {
+fn fit_rows(cols: &[heap::Column], rows: &[Vec<Datum>]) -> Result<Option<Vec<Vec<Datum>>>> {
     if cols
         .iter()
         .all(|c| c.max_chars.is_none() && c.numeric.is_none() && c.precision.is_none())
     {
         return Ok(None);
     }
-    let mut out: Option<Vec<Vec<Value>>> = None;
+    let mut out: Option<Vec<Vec<Datum>>> = None;
     for (r, row) in rows.iter().enumerate() {
         for (i, (v, c)) in row.iter().zip(cols).enumerate() {
             let fit = match v {
-                Value::Text(s) => c
+                Datum::Text(s) => c
                     .fit_text(s)
                     .map_err(EngineError::StringTooLong)?
-                    .map(Value::Text),
-                Value::Numeric(d) if c.numeric.is_some() => {
+                    .map(Datum::Text),
+                Datum::Numeric(d) if c.numeric.is_some() => {
                     let f = c.fit_numeric(*d).map_err(|(precision, scale)| {
                         EngineError::NumericFieldOverflow { precision, scale }
                     })?;
-                    (f.scale() != d.scale() || f != *d).then_some(Value::Numeric(f))
+                    (f.scale() != d.scale() || f != *d).then_some(Datum::Numeric(f))
                 }
                 _ => c.fit_time(v),
             };

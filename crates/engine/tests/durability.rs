@@ -21,8 +21,8 @@ fn cols() -> Vec<Column> {
     ]
 }
 
-fn rows(r: std::ops::Range<i32>) -> Vec<Vec<Value>> {
-    r.map(|i| vec![Value::Int4(i), Value::Text(format!("row {i:>200}"))])
+fn rows(r: std::ops::Range<i32>) -> Vec<Vec<Datum>> {
+    r.map(|i| vec![Datum::Int4(i), Datum::Text(format!("row {i:>200}"))])
         .collect()
 }
 
@@ -32,7 +32,7 @@ fn ids(e: &Engine, t: &str) -> Vec<i32> {
         .unwrap()
         .into_iter()
         .map(|r| match r[0] {
-            Value::Int4(i) => i,
+            Datum::Int4(i) => i,
             _ => panic!("bad row"),
         })
         .collect();
@@ -182,7 +182,7 @@ fn crashed_writes_case(seed: u64) {
     e.checkpoint().unwrap(); // t's pages are durable as they are now
     for k in 0..10 {
         let mut txn = e.begin();
-        let pred = move |r: &[Value]| matches!(r[0], Value::Int4(i) if i % 20 == k);
+        let pred = move |r: &[Datum]| matches!(r[0], Datum::Int4(i) if i % 20 == k);
         txn.delete_where("postgres", "t", &pred).unwrap();
         txn.commit().unwrap();
     }

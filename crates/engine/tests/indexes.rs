@@ -20,9 +20,9 @@ fn columns() -> Vec<Column> {
     ]
 }
 
-fn row(id: i64, n: i32) -> Vec<Value> {
+fn row(id: i64, n: i32) -> Vec<Datum> {
     let v = format!("v{:03}{}", id % 97, "x".repeat((id % 7) as usize * 40));
-    vec![Value::Int8(id), Value::Text(v), Value::Int4(n)]
+    vec![Datum::Int8(id), Datum::Text(v), Datum::Int4(n)]
 }
 
 fn create(e: &Engine) {
@@ -45,8 +45,8 @@ fn create(e: &Engine) {
 fn range(lo: i64, hi: i64) -> IndexRange {
     IndexRange {
         eq: vec![],
-        lo: Some((Value::Int8(lo), true)),
-        hi: Some((Value::Int8(hi), false)),
+        lo: Some((Datum::Int8(lo), true)),
+        hi: Some((Datum::Int8(hi), false)),
     }
 }
 
@@ -69,7 +69,7 @@ fn verify(e: &Engine, model: &BTreeMap<i64, i32>, what: &str) {
     let got: Vec<i64> = scan("t_pkey", &range(500, 1500))
         .iter()
         .map(|r| match r[0] {
-            Value::Int8(i) => i,
+            Datum::Int8(i) => i,
             _ => unreachable!(),
         })
         .collect();
@@ -77,10 +77,10 @@ fn verify(e: &Engine, model: &BTreeMap<i64, i32>, what: &str) {
     assert_eq!(got, want, "{what}: range scan in key order");
     for id in [0, 7, 999, 2999, 5000] {
         let eq = IndexRange {
-            eq: vec![Value::Int8(id)],
+            eq: vec![Datum::Int8(id)],
             ..IndexRange::default()
         };
-        let want: Vec<Vec<Value>> = model.get(&id).map(|n| row(id, *n)).into_iter().collect();
+        let want: Vec<Vec<Datum>> = model.get(&id).map(|n| row(id, *n)).into_iter().collect();
         assert_eq!(scan("t_pkey", &eq), want, "{what}: id = {id}");
     }
     let v3 = row(3, 0)[1].clone();
@@ -91,7 +91,7 @@ fn verify(e: &Engine, model: &BTreeMap<i64, i32>, what: &str) {
     let mut got: Vec<i64> = scan("t_v_n", &prefix)
         .iter()
         .map(|r| match r[0] {
-            Value::Int8(i) => i,
+            Datum::Int8(i) => i,
             _ => unreachable!(),
         })
         .collect();
@@ -104,9 +104,9 @@ fn verify(e: &Engine, model: &BTreeMap<i64, i32>, what: &str) {
     assert_eq!(got, want, "{what}: v = prefix");
 }
 
-fn id_of(r: &[Value]) -> i64 {
+fn id_of(r: &[Datum]) -> i64 {
     match r[0] {
-        Value::Int8(i) => i,
+        Datum::Int8(i) => i,
         _ => unreachable!(),
     }
 }
@@ -126,7 +126,7 @@ fn bump(t: &mut Txn<'_>, model: &mut BTreeMap<i64, i32>, lo: i64, hi: i64) {
             &mut |v| {
                 let mut new = v.to_vec();
                 new[2] = match v[2] {
-                    Value::Int4(n) => Value::Int4(n + 1),
+                    Datum::Int4(n) => Datum::Int4(n + 1),
                     _ => unreachable!(),
                 };
                 Some(new)
@@ -150,7 +150,7 @@ fn indexes_follow_their_table_through_dml_vacuum_and_power_loss() {
     create(&e);
     let mut model = BTreeMap::new();
     let mut t = e.begin();
-    let rows: Vec<Vec<Value>> = (0..3000).map(|i| row(i, 0)).collect();
+    let rows: Vec<Vec<Datum>> = (0..3000).map(|i| row(i, 0)).collect();
     t.insert(DB, "t", &rows).unwrap();
     t.commit().unwrap();
     model.extend((0..3000).map(|i| (i, 0)));
@@ -163,7 +163,7 @@ fn indexes_follow_their_table_through_dml_vacuum_and_power_loss() {
     match &err {
         EngineError::UniqueViolation { constraint, key } => {
             assert_eq!(constraint, "t_pkey");
-            assert_eq!(key, &vec![("id".to_string(), Value::Int8(42))]);
+            assert_eq!(key, &vec![("id".to_string(), Datum::Int8(42))]);
         }
         other => panic!("{other:?}"),
     }
@@ -206,7 +206,7 @@ fn indexes_follow_their_table_through_dml_vacuum_and_power_loss() {
     e.checkpoint().unwrap();
     // Freed slots are reused by new rows, whose entries must not meet stale ones.
     let mut t = e.begin();
-    let fresh: Vec<Vec<Value>> = (3000..3400).map(|i| row(i, 5)).collect();
+    let fresh: Vec<Vec<Datum>> = (3000..3400).map(|i| row(i, 5)).collect();
     t.insert(DB, "t", &fresh).unwrap();
     t.commit().unwrap();
     model.extend((3000..3400).map(|i| (i, 5)));
@@ -234,9 +234,9 @@ fn index_ddl_builds_refuses_and_drops() {
     let e = c.open(strata_vfs::StdVfs::arc());
     let mut t = e.begin();
     t.create_table(DB, "u", &columns(), None).unwrap();
-    let mut rows: Vec<Vec<Value>> = (0..2000).map(|i| row(i, (i % 10) as i32)).collect();
+    let mut rows: Vec<Vec<Datum>> = (0..2000).map(|i| row(i, (i % 10) as i32)).collect();
     rows.push(row(1999, 0)); // a duplicate id
-    rows.push(vec![Value::Null, Value::Null, Value::Int4(1)]);
+    rows.push(vec![Datum::Null, Datum::Null, Datum::Int4(1)]);
     t.insert(DB, "u", &rows).unwrap();
     t.commit().unwrap();
     let cols = |c: &[&str]| c.iter().map(|s| s.to_string()).collect::<Vec<_>>();
@@ -256,7 +256,7 @@ fn index_ddl_builds_refuses_and_drops() {
     );
     t.abort().unwrap();
     let mut t = e.begin();
-    t.delete_where(DB, "u", &|v| v[0] == Value::Int8(1999))
+    t.delete_where(DB, "u", &|v| v[0] == Datum::Int8(1999))
         .unwrap();
     // Unique with a NULL id: NULLs are distinct.
     t.create_index(DB, "u", &spec("u_id", true, false)).unwrap();
@@ -284,7 +284,7 @@ fn index_ddl_builds_refuses_and_drops() {
     t.abort().unwrap();
     let mut t = e.begin();
     t.rename_table(DB, "u", "w").unwrap();
-    t.add_column(DB, "w", Column::new("z", ColType::Bool), Value::Null)
+    t.add_column(DB, "w", Column::new("z", ColType::Bool), Datum::Null)
         .unwrap();
     t.commit().unwrap();
     // Rebuilt from the live rows: both 1999s are gone, the NULL id stays.
@@ -320,7 +320,7 @@ fn truncate_and_drop_cover_indexes(c: &Cluster, e: &Engine) {
     t.insert(
         DB,
         "w",
-        &[vec![Value::Text("a".into()), Value::Int4(1), Value::Null]],
+        &[vec![Datum::Text("a".into()), Datum::Int4(1), Datum::Null]],
     )
     .unwrap();
     t.commit().unwrap();

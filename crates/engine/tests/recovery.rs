@@ -55,8 +55,8 @@ fn cols() -> Vec<Column> {
     ]
 }
 
-fn rows(r: std::ops::Range<i32>) -> Vec<Vec<Value>> {
-    r.map(|i| vec![Value::Int4(i), Value::Text(format!("row {i}"))])
+fn rows(r: std::ops::Range<i32>) -> Vec<Vec<Datum>> {
+    r.map(|i| vec![Datum::Int4(i), Datum::Text(format!("row {i}"))])
         .collect()
 }
 
@@ -66,7 +66,7 @@ fn ids(e: &Engine, db: &str, t: &str) -> Vec<i32> {
         .unwrap()
         .into_iter()
         .map(|r| match r[0] {
-            Value::Int4(i) => i,
+            Datum::Int4(i) => i,
             _ => panic!("bad row"),
         })
         .collect();
@@ -255,7 +255,7 @@ fn vacuum_removes_dead_rows_and_truncates_every_fork_with_one_record() {
         .delete_where(
             "postgres",
             "d",
-            &|r| matches!(r[0], Value::Int4(i) if i >= 1000),
+            &|r| matches!(r[0], Datum::Int4(i) if i >= 1000),
         )
         .unwrap();
     assert_eq!(n, 1000);

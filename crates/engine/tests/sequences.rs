@@ -45,7 +45,7 @@ fn values_survive_aborts_checkpoints_and_power_loss_without_repeating() {
     let (_, last) = e.nextval(DB, "s", true).unwrap();
     t.create_table(DB, "g", &[Column::new("a", ColType::Int8)], None)
         .unwrap();
-    t.insert(DB, "g", &[vec![Value::Int8(last)]]).unwrap();
+    t.insert(DB, "g", &[vec![Datum::Int8(last)]]).unwrap();
     t.commit().unwrap();
     // Values from the page alone (logged ahead), and a transaction in flight whose
     // writes are not synced.
@@ -56,7 +56,7 @@ fn values_survive_aborts_checkpoints_and_power_loss_without_repeating() {
         last = v;
     }
     let mut t = e.begin();
-    let junk: Vec<Vec<Value>> = (0..20_000).map(|i| vec![Value::Int8(-i)]).collect();
+    let junk: Vec<Vec<Datum>> = (0..20_000).map(|i| vec![Datum::Int8(-i)]).collect();
     t.insert(DB, "g", &junk).unwrap();
     std::mem::forget(t);
     e.abandon();
@@ -75,8 +75,8 @@ fn values_survive_aborts_checkpoints_and_power_loss_without_repeating() {
     // The sequence reads as a table of one row.
     let rows = e.scan(DB, "s").unwrap();
     assert_eq!(rows.len(), 1);
-    assert_eq!(rows[0][0], Value::Int8(after));
-    assert_eq!(rows[0][2], Value::Bool(true));
+    assert_eq!(rows[0][0], Datum::Int8(after));
+    assert_eq!(rows[0][2], Datum::Bool(true));
     e.close().unwrap();
 }
 

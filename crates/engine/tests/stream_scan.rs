@@ -22,7 +22,7 @@ const ROWS: i32 = 5 * SCAN_BATCH_ROWS as i32;
 
 fn table(e: &Engine, name: &str) {
     let cols = vec![Column::new("a", ColType::Int4)];
-    let rows: Vec<Vec<Value>> = (0..ROWS).map(|i| vec![Value::Int4(i)]).collect();
+    let rows: Vec<Vec<Datum>> = (0..ROWS).map(|i| vec![Datum::Int4(i)]).collect();
     let mut t = e.begin();
     t.create_table("postgres", name, &cols, None).unwrap();
     t.insert("postgres", name, &rows).unwrap();
@@ -47,8 +47,8 @@ fn a_scan_stops_when_told_and_keeps_its_snapshot_between_batches() {
         seen += 1;
         if seen == 1 {
             let mut t = e.begin();
-            t.insert("postgres", "t", &[vec![Value::Int4(-1)]]).unwrap();
-            t.delete_where("postgres", "t", &|v| v[0] == Value::Int4(ROWS - 1))
+            t.insert("postgres", "t", &[vec![Datum::Int4(-1)]]).unwrap();
+            t.delete_where("postgres", "t", &|v| v[0] == Datum::Int4(ROWS - 1))
                 .unwrap();
             t.commit().unwrap();
             e.vacuum("postgres", Some("t")).unwrap();

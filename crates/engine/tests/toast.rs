@@ -30,18 +30,18 @@ fn cols() -> Vec<Column> {
     ]
 }
 
-fn row(id: i32, len: usize) -> Vec<Value> {
+fn row(id: i32, len: usize) -> Vec<Datum> {
     vec![
-        Value::Int4(id),
-        Value::Text(big(id as u64, len)),
-        Value::Bytea(big(id as u64 + 7, len / 2).into_bytes()),
+        Datum::Int4(id),
+        Datum::Text(big(id as u64, len)),
+        Datum::Bytea(big(id as u64 + 7, len / 2).into_bytes()),
     ]
 }
 
-fn rows_by_id(e: &Engine) -> Vec<Vec<Value>> {
+fn rows_by_id(e: &Engine) -> Vec<Vec<Datum>> {
     let mut rows = e.scan(DB, "t").unwrap();
     rows.sort_by_key(|r| match r[0] {
-        Value::Int4(i) => i,
+        Datum::Int4(i) => i,
         _ => unreachable!(),
     });
     rows
@@ -78,7 +78,7 @@ fn large_values_go_out_of_line_and_come_back_whole() {
     // Through the index.
     let mut got = Vec::new();
     let eq = IndexRange {
-        eq: vec![Value::Int4(2)],
+        eq: vec![Datum::Int4(2)],
         ..Default::default()
     };
     e.scan_index_each(DB, "t", "t_pkey", &eq, &no_interrupt, &mut |r| {
@@ -92,11 +92,11 @@ fn large_values_go_out_of_line_and_come_back_whole() {
     t.update_where_checked(
         DB,
         "t",
-        &mut |v| (v[0] == Value::Int4(1)).then(|| row(1, 200_000)),
+        &mut |v| (v[0] == Datum::Int4(1)).then(|| row(1, 200_000)),
         &no_interrupt,
     )
     .unwrap();
-    t.delete_where(DB, "t", &|v| v[0] == Value::Int4(2))
+    t.delete_where(DB, "t", &|v| v[0] == Datum::Int4(2))
         .unwrap();
     t.commit().unwrap();
     want[0] = row(1, 200_000);
@@ -165,9 +165,9 @@ fn too_large_a_value_is_refused() {
             DB,
             "t",
             &[vec![
-                Value::Int4(1),
-                Value::Text("x".repeat(11 << 20)),
-                Value::Null,
+                Datum::Int4(1),
+                Datum::Text("x".repeat(11 << 20)),
+                Datum::Null,
             ]],
         )
         .unwrap_err();

@@ -43,7 +43,7 @@ fn scans_racing_vacuum_truncation_see_one_committed_state() {
                     let mut cycles: Vec<i32> = rows
                         .iter()
                         .map(|r| match r[0] {
-                            Value::Int4(i) => i / 1000,
+                            Datum::Int4(i) => i / 1000,
                             _ => -1,
                         })
                         .collect();
@@ -70,8 +70,8 @@ fn scans_racing_vacuum_truncation_see_one_committed_state() {
                 break;
             }
             let base = cycle * 1000;
-            let rows: Vec<Vec<Value>> = (base..base + 600)
-                .map(|i| vec![Value::Int4(i), Value::Text(format!("{i:>100}"))])
+            let rows: Vec<Vec<Datum>> = (base..base + 600)
+                .map(|i| vec![Datum::Int4(i), Datum::Text(format!("{i:>100}"))])
                 .collect();
             let mut txn = e.begin();
             txn.insert("postgres", "t", &rows).unwrap();

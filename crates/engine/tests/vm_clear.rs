@@ -24,8 +24,8 @@ fn cols() -> Vec<Column> {
     ]
 }
 
-fn rows(r: std::ops::Range<i32>) -> Vec<Vec<Value>> {
-    r.map(|i| vec![Value::Int4(i), Value::Text(format!("row {i}"))])
+fn rows(r: std::ops::Range<i32>) -> Vec<Vec<Datum>> {
+    r.map(|i| vec![Datum::Int4(i), Datum::Text(format!("row {i}"))])
         .collect()
 }
 
@@ -159,7 +159,7 @@ fn a_checkpoint_during_a_delete_never_loses_its_vm_clear() {
     case("delete", &|e| {
         let mut t = e.begin();
         let n = t
-            .delete_where("postgres", "t", &|r| r[0] == Value::Int4(7))
+            .delete_where("postgres", "t", &|r| r[0] == Datum::Int4(7))
             .unwrap();
         assert_eq!(n, 1);
         t.commit().unwrap();

@@ -65,7 +65,7 @@ fn try_begin_gives_up_at_its_deadline_and_on_interrupt() {
 fn scans_and_writes_stop_at_the_interrupt() {
     let (_tmp, e) = engine();
     let cols = vec![Column::new("a", ColType::Int4)];
-    let rows: Vec<Vec<Value>> = (0..1000).map(|i| vec![Value::Int4(i)]).collect();
+    let rows: Vec<Vec<Datum>> = (0..1000).map(|i| vec![Datum::Int4(i)]).collect();
     let mut t = e.begin();
     t.create_table("postgres", "t", &cols, None).unwrap();
     t.insert("postgres", "t", &rows).unwrap();

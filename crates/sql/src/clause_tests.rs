@@ -10,6 +10,7 @@
 use super::defect_tests::{codes, q};
 use super::fuzz_tests::with_session;
 use super::session::Session;
+use crate::TextOut;
 
 /// What a form must do.
 enum Want {

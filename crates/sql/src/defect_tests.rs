@@ -4,6 +4,7 @@
 
 use super::fuzz_tests::with_session;
 use super::session::{Collect, Output, Session};
+use crate::TextOut;
 
 /// Runs a simple-protocol query string.
 pub(super) fn q(s: &mut Session<'_>, sql: &str) -> Collect {

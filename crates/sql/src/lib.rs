@@ -4,7 +4,8 @@
 //! and parameters and sends back what it returns.
 //!
 //! Owns the statement forms Strata accepts ([`Stmt`], by kind: [`Control`], DML,
-//! [`Ddl`], [`Utility`]), the SQL value and type model ([`Datum`], [`SqlType`]) and
+//! [`Ddl`], [`Utility`]), the SQL type model ([`SqlType`]; values are strata-types'
+//! [`Datum`], the one value type the engine stores too, given text by [`TextOut`]) and
 //! SQL errors with their SQLSTATE ([`SqlError`]).
 //! Module map, in dependency order: this file (parsing, values, errors), [`settings`]
 //! (the session's SET/SHOW values), [`values`] (the pre-scan of a query string and
@@ -82,7 +83,6 @@ use std::fmt;
 use std::sync::Arc;
 use strata_engine::{ColType, Column};
 use strata_engine::{CreateDbStrategy, EngineError};
-use strata_types::Lsn;
 
 const TYPES_HINT: &str = "Column types are smallint, integer, bigint, real, double precision, numeric(p,s), text, varchar(n), char(n), boolean, date, timestamp, timestamptz, time, interval, uuid and bytea.";
 
@@ -229,7 +229,7 @@ impl From<EngineError> for SqlError {
                 let (names, values): (Vec<String>, Vec<String>) = key
                     .into_iter()
                     .map(|(n, v)| {
-                        let text = session::to_datum(v).to_text();
+                        let text = v.to_text();
                         (n, text.unwrap_or_else(|| "null".into()))
                     })
                     .unzip();
@@ -522,55 +522,16 @@ impl SqlType {
     }
 }
 
-/// A SQL value.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Datum {
-    Null,
-    Int2(i16),
-    Int4(i32),
-    Int8(i64),
-    Text(String),
-    Bool(bool),
-    Lsn(Lsn),
-    Numeric(rust_decimal::Decimal),
-    Float4(strata_types::Float),
-    Float8(strata_types::Float),
-    /// Microseconds since midnight.
-    Time(i64),
-    Interval(strata_types::Interval),
-    /// Microseconds since 2000-01-01 ([`time`]).
-    Timestamp(i64),
-    TimestampTz(i64),
-    /// Days since 2000-01-01.
-    Date(i32),
-    Uuid([u8; 16]),
-    Bytea(Vec<u8>),
+pub use strata_types::Datum;
+
+/// A value's text form, as PostgreSQL's output functions make it.
+pub trait TextOut {
+    /// The value as text, as PostgreSQL prints it (`None` for NULL).
+    fn to_text(&self) -> Option<String>;
 }
 
-impl Datum {
-    pub fn is_null(&self) -> bool {
-        matches!(self, Datum::Null)
-    }
-    /// The bytes of a bytea (empty for any other value).
-    pub fn into_bytea(self) -> Vec<u8> {
-        match self {
-            Datum::Bytea(b) => b,
-            _ => Vec::new(),
-        }
-    }
-    /// The bytes [`Datum::to_text`] would make, without making them: a value's
-    /// text is checked against [`MAX_ALLOC_BYTES`] before it is built.
-    pub fn text_bytes(&self) -> usize {
-        match self {
-            Datum::Text(s) => s.len(),
-            Datum::Bytea(b) => 2 + 2 * b.len(),
-            Datum::Null => 0,
-            // Every other type's text is short.
-            _ => 64,
-        }
-    }
-    /// The value as text, as PostgreSQL prints it (`None` for NULL).
-    pub fn to_text(&self) -> Option<String> {
+impl TextOut for Datum {
+    fn to_text(&self) -> Option<String> {
         Some(match self {
             Datum::Null => return None,
             Datum::Int2(v) => v.to_string(),

@@ -24,7 +24,7 @@
 
 use crate::bind::{BinOp, Expr, Func};
 use crate::{Datum, SqlResult};
-use strata_engine::{ColType, Column, IndexDef, IndexRange, Value};
+use strata_engine::{ColType, Column, IndexDef, IndexRange};
 
 /// An index and the expressions of its range (plan rule 2).
 #[derive(Clone, Debug)]
@@ -175,30 +175,30 @@ pub fn choose(pred: Option<&Expr>, columns: &[Column], indexes: &[IndexDef]) -> 
 /// A value as the index key of a column of type `ty` (plan rule 4): `None` if it does
 /// not convert exactly. NULL stays NULL (the range then matches nothing, as `=` and
 /// the comparisons with NULL never hold).
-fn key_value(d: Datum, ty: ColType) -> Option<Value> {
+fn key_value(d: Datum, ty: ColType) -> Option<Datum> {
     use ColType as C;
     Some(match (d, ty) {
-        (Datum::Null, _) => Value::Null,
+        (Datum::Null, _) => Datum::Null,
         // Every integer type has the same key encoding.
-        (Datum::Int2(v), C::Int2 | C::Int4 | C::Int8) => Value::Int8(i64::from(v)),
-        (Datum::Int4(v), C::Int2 | C::Int4 | C::Int8) => Value::Int8(i64::from(v)),
-        (Datum::Int8(v), C::Int2 | C::Int4 | C::Int8) => Value::Int8(v),
-        (Datum::Text(s), C::Text) => Value::Text(s),
-        (Datum::Bool(b), C::Bool) => Value::Bool(b),
-        (Datum::Timestamp(t), C::Timestamp) => Value::Timestamp(t),
-        (Datum::TimestampTz(t), C::TimestampTz) => Value::TimestampTz(t),
-        (Datum::Date(d), C::Date) => Value::Date(d),
-        (Datum::Uuid(u), C::Uuid) => Value::Uuid(u),
-        (Datum::Bytea(b), C::Bytea) => Value::Bytea(b),
+        (Datum::Int2(v), C::Int2 | C::Int4 | C::Int8) => Datum::Int8(i64::from(v)),
+        (Datum::Int4(v), C::Int2 | C::Int4 | C::Int8) => Datum::Int8(i64::from(v)),
+        (Datum::Int8(v), C::Int2 | C::Int4 | C::Int8) => Datum::Int8(v),
+        (Datum::Text(s), C::Text) => Datum::Text(s),
+        (Datum::Bool(b), C::Bool) => Datum::Bool(b),
+        (Datum::Timestamp(t), C::Timestamp) => Datum::Timestamp(t),
+        (Datum::TimestampTz(t), C::TimestampTz) => Datum::TimestampTz(t),
+        (Datum::Date(d), C::Date) => Datum::Date(d),
+        (Datum::Uuid(u), C::Uuid) => Datum::Uuid(u),
+        (Datum::Bytea(b), C::Bytea) => Datum::Bytea(b),
         // Floats key by their value as double precision; numerics by their value
         // whatever their scale.
-        (Datum::Float4(f) | Datum::Float8(f), C::Float4 | C::Float8) => Value::Float8(f),
-        (Datum::Numeric(n), C::Numeric) => Value::Numeric(n),
-        (Datum::Time(t), C::Time) => Value::Time(t),
-        (Datum::Interval(i), C::Interval) => Value::Interval(i),
-        (Datum::Int2(v), C::Numeric) => Value::Numeric(v.into()),
-        (Datum::Int4(v), C::Numeric) => Value::Numeric(v.into()),
-        (Datum::Int8(v), C::Numeric) => Value::Numeric(v.into()),
+        (Datum::Float4(f) | Datum::Float8(f), C::Float4 | C::Float8) => Datum::Float8(f),
+        (Datum::Numeric(n), C::Numeric) => Datum::Numeric(n),
+        (Datum::Time(t), C::Time) => Datum::Time(t),
+        (Datum::Interval(i), C::Interval) => Datum::Interval(i),
+        (Datum::Int2(v), C::Numeric) => Datum::Numeric(v.into()),
+        (Datum::Int4(v), C::Numeric) => Datum::Numeric(v.into()),
+        (Datum::Int8(v), C::Numeric) => Datum::Numeric(v.into()),
         _ => return None,
     })
 }
@@ -293,7 +293,7 @@ mod tests {
         let text = p.range(&|_| Ok(Datum::Text("5".into()))).unwrap();
         assert_eq!(text, None);
         let int = p.range(&|_| Ok(Datum::Int4(5))).unwrap().unwrap();
-        assert_eq!(int.eq, vec![Value::Int8(5)]);
+        assert_eq!(int.eq, vec![Datum::Int8(5)]);
     }
 
     /// Plan rule 5: a `char(n)` column's index serves the comparison without its
@@ -323,7 +323,7 @@ mod tests {
             })
             .unwrap()
             .unwrap();
-        assert_eq!(r.eq, vec![Value::Text("ab".into())]);
+        assert_eq!(r.eq, vec![Datum::Text("ab".into())]);
         let bare = Expr::Bin(Box::new(Expr::Col(0)), BinOp::Eq, Box::new(konst));
         assert!(choose(Some(&bare), std::slice::from_ref(&c), &idx).is_none());
     }

@@ -81,13 +81,14 @@ use super::values::Rows;
 use super::{ast, ddl, settings, utility, Control, Datum, Ddl, InsertSource, SqlError, SqlResult};
 use super::{SqlType, Stmt, Utility};
 use crate::plan::IndexPath;
+use crate::TextOut;
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use strata_engine::{Access, Engine, IndexRange, Txn, Value};
+use strata_engine::{Access, Engine, IndexRange, Txn};
 use strata_types::{ForkNumber, Lsn};
 
 /// What one statement returned.
@@ -712,49 +713,6 @@ impl Env for SessionEnv<'_> {
     }
 }
 
-pub(crate) fn to_datum(v: Value) -> Datum {
-    match v {
-        Value::Null => Datum::Null,
-        Value::Int2(x) => Datum::Int2(x),
-        Value::Int4(x) => Datum::Int4(x),
-        Value::Int8(x) => Datum::Int8(x),
-        Value::Text(x) => Datum::Text(x),
-        Value::Bool(x) => Datum::Bool(x),
-        Value::Timestamp(x) => Datum::Timestamp(x),
-        Value::TimestampTz(x) => Datum::TimestampTz(x),
-        Value::Date(x) => Datum::Date(x),
-        Value::Uuid(x) => Datum::Uuid(x),
-        Value::Bytea(x) => Datum::Bytea(x),
-        Value::Float4(x) => Datum::Float4(x),
-        Value::Float8(x) => Datum::Float8(x),
-        Value::Numeric(x) => Datum::Numeric(x),
-        Value::Time(x) => Datum::Time(x),
-        Value::Interval(x) => Datum::Interval(x),
-    }
-}
-
-fn to_value(d: Datum) -> Value {
-    match d {
-        Datum::Null => Value::Null,
-        Datum::Int2(x) => Value::Int2(x),
-        Datum::Int4(x) => Value::Int4(x),
-        Datum::Int8(x) => Value::Int8(x),
-        Datum::Text(x) => Value::Text(x),
-        Datum::Bool(x) => Value::Bool(x),
-        Datum::Lsn(l) => Value::Text(l.to_string()),
-        Datum::Numeric(n) => Value::Numeric(n),
-        Datum::Float4(x) => Value::Float4(x),
-        Datum::Float8(x) => Value::Float8(x),
-        Datum::Time(x) => Value::Time(x),
-        Datum::Interval(x) => Value::Interval(x),
-        Datum::Timestamp(x) => Value::Timestamp(x),
-        Datum::TimestampTz(x) => Value::TimestampTz(x),
-        Datum::Date(x) => Value::Date(x),
-        Datum::Uuid(x) => Value::Uuid(x),
-        Datum::Bytea(x) => Value::Bytea(x),
-    }
-}
-
 /// The error an interrupt flag asks for, if one is set: termination (57P01), the
 /// client gone (08006), cancel (57014).
 pub fn flagged(interrupts: &Interrupts) -> SqlResult<()> {
@@ -912,8 +870,8 @@ struct Returning {
 
 impl Returning {
     /// The result row for the table row `vals`.
-    fn row(&self, vals: &[Value], params: &[Datum], env: &dyn Env) -> SqlResult<Vec<Datum>> {
-        let cols: Vec<Datum> = vals.iter().cloned().map(to_datum).collect();
+    fn row(&self, vals: &[Datum], params: &[Datum], env: &dyn Env) -> SqlResult<Vec<Datum>> {
+        let cols: Vec<Datum> = vals.to_vec();
         let row = Row {
             cols: &cols,
             params,
@@ -1441,9 +1399,9 @@ impl<'e> Session<'e> {
 
     /// The value a column's DEFAULT gives now (NULL without one): ALTER TABLE ... ADD
     /// COLUMN's fill for the existing rows, bound and checked as CREATE TABLE's.
-    pub(crate) fn default_value(&self, col: &strata_engine::Column) -> SqlResult<Value> {
+    pub(crate) fn default_value(&self, col: &strata_engine::Column) -> SqlResult<Datum> {
         let Some(text) = &col.default else {
-            return Ok(Value::Null);
+            return Ok(Datum::Null);
         };
         let mut b = Binder::default();
         let e = bind_default(&mut b, col, text)?;
@@ -1455,7 +1413,7 @@ impl<'e> Session<'e> {
             aggs: &[],
             env: &env,
         };
-        Ok(to_value(bind::eval(&e, &row)?))
+        bind::eval(&e, &row)
     }
 
     /// A table's columns as the catalog keeps them (with NOT NULL and DEFAULT).
@@ -2263,7 +2221,7 @@ impl<'e> Session<'e> {
         let n = self.write_checked(|t, check| {
             let env = env_of.writer_env(&db);
             let chk = || check().map_err(SqlError::from);
-            let mut batch: Vec<Vec<Value>> = Vec::with_capacity(INSERT_BATCH_ROWS);
+            let mut batch: Vec<Vec<Datum>> = Vec::with_capacity(INSERT_BATCH_ROWS);
             let mut n = 0u64;
             let mut upserts = strata_engine::UpsertState::default();
             let (table, checks, env) = (&table, &checks, &env);
@@ -2353,7 +2311,7 @@ impl<'e> Session<'e> {
         let mut err: Option<SqlError> = None;
         let n = self.write_checked(|t, check| {
             let env = env_of.writer_env(&db);
-            let mut hit = |vals: &[Value]| -> SqlResult<bool> {
+            let mut hit = |vals: &[Datum]| -> SqlResult<bool> {
                 debug_assert_eq!(vals.len(), ncols);
                 if !where_holds(vals, pred.as_ref(), params, &env)? {
                     return Ok(false);
@@ -2364,7 +2322,7 @@ impl<'e> Session<'e> {
                 Ok(true)
             };
             let range = index_range(index.as_ref(), params, &env)?;
-            let mut f = |vals: &[Value]| catching(&mut err, false, || hit(vals));
+            let mut f = |vals: &[Datum]| catching(&mut err, false, || hit(vals));
             let n = t.delete_using(&db, &table, access(&index, &range), &mut f, check)?;
             err.take().map_or(Ok(n), Err)
         })?;
@@ -2396,8 +2354,8 @@ impl<'e> Session<'e> {
         let mut err: Option<SqlError> = None;
         let n = self.write_checked(|t, check| {
             let env = env_of.writer_env(&db);
-            let mut version = |vals: &[Value]| -> SqlResult<Option<Vec<Value>>> {
-                let cols: Vec<Datum> = vals.iter().cloned().map(to_datum).collect();
+            let mut version = |vals: &[Datum]| -> SqlResult<Option<Vec<Datum>>> {
+                let cols: Vec<Datum> = vals.to_vec();
                 let Some(row) = new_version(&cols, &sets, &col_types, pred.as_ref(), params, &env)?
                 else {
                     return Ok(None);
@@ -2409,7 +2367,7 @@ impl<'e> Session<'e> {
                 Ok(Some(row))
             };
             let range = index_range(index.as_ref(), params, &env)?;
-            let mut f = |vals: &[Value]| catching(&mut err, None, || version(vals));
+            let mut f = |vals: &[Datum]| catching(&mut err, None, || version(vals));
             let n = t.update_using(&db, &table, access(&index, &range), &mut f, check)?;
             err.take().map_or(Ok(n), Err)
         })?;
@@ -2428,7 +2386,7 @@ impl<'e> Session<'e> {
             let env = env_of.writer_env(&db);
             let (mut batch, mut n, mut eof) = (Vec::new(), 0u64, false);
             // Rows of the last batch, reused (no allocation per row).
-            let mut spare: Vec<Vec<Value>> = Vec::new();
+            let mut spare: Vec<Vec<Datum>> = Vec::new();
             loop {
                 while reader.next_record(eof)? {
                     let mut row = spare.pop().unwrap_or_default();
@@ -2659,8 +2617,8 @@ impl<'e> Session<'e> {
         }
         let check = || self.engine_check();
         let mut failed: Option<SqlError> = None;
-        let mut visit = |vals: Vec<Value>| -> strata_engine::Result<bool> {
-            match f(vals.into_iter().map(to_datum).collect()) {
+        let mut visit = |vals: Vec<Datum>| -> strata_engine::Result<bool> {
+            match f(vals) {
                 Ok(more) => Ok(more),
                 Err(e) => {
                     failed = Some(e);
@@ -2906,14 +2864,14 @@ fn table_row(
     mut src: Vec<Datum>,
     map: &[Option<usize>],
     col_types: &[SqlType],
-) -> SqlResult<Vec<Value>> {
+) -> SqlResult<Vec<Datum>> {
     let mut row = Vec::with_capacity(map.len());
     for (ci, m) in map.iter().enumerate() {
         let d = match m.and_then(|k| src.get_mut(k)) {
             Some(v) => bind::cast_datum(std::mem::replace(v, Datum::Null), col_types[ci])?,
             None => Datum::Null,
         };
-        row.push(to_value(d));
+        row.push(d);
     }
     Ok(row)
 }
@@ -2981,7 +2939,7 @@ pub(crate) fn bind_check(b: &mut Binder, scope: &Scope, sql: &str) -> SqlResult<
 /// 23514 unless every CHECK is true or NULL for the row about to be written.
 fn check_row(
     table: &str,
-    row: &[Value],
+    row: &[Datum],
     checks: &[(String, Expr)],
     params: &[Datum],
     env: &dyn Env,
@@ -2989,7 +2947,7 @@ fn check_row(
     if checks.is_empty() {
         return Ok(());
     }
-    let cols: Vec<Datum> = row.iter().cloned().map(to_datum).collect();
+    let cols: Vec<Datum> = row.to_vec();
     let r = Row {
         cols: &cols,
         params,
@@ -3009,7 +2967,7 @@ fn check_row(
 
 /// Sets each column with a bound DEFAULT (one not given) to its value.
 fn fill_defaults(
-    row: &mut [Value],
+    row: &mut [Datum],
     defaults: &[Option<Expr>],
     params: &[Datum],
     env: &dyn Env,
@@ -3022,7 +2980,7 @@ fn fill_defaults(
     };
     for (v, d) in row.iter_mut().zip(defaults) {
         if let Some(e) = d {
-            *v = to_value(bind::eval(e, &none)?);
+            *v = bind::eval(e, &none)?;
         }
     }
     Ok(())
@@ -3030,7 +2988,7 @@ fn fill_defaults(
 
 /// One COPY record as a table row: its fields in the columns copied (22P04 for too
 /// few or too many), each cast from text to its column's type, the others NULL.
-fn copy_row(c: &BoundCopy, rec: &crate::copy::Record, row: &mut Vec<Value>) -> SqlResult<()> {
+fn copy_row(c: &BoundCopy, rec: &crate::copy::Record, row: &mut Vec<Datum>) -> SqlResult<()> {
     if rec.len() > c.targets.len() {
         return Err(SqlError::new(
             "22P04",
@@ -3044,10 +3002,10 @@ fn copy_row(c: &BoundCopy, rec: &crate::copy::Record, row: &mut Vec<Value>) -> S
         ));
     }
     row.clear();
-    row.resize(c.cols.len(), Value::Null);
+    row.resize(c.cols.len(), Datum::Null);
     for (k, &i) in c.targets.iter().enumerate() {
         if let Some(text) = rec.get(k) {
-            row[i] = to_value(bind::text_to(text, c.cols[i].1)?);
+            row[i] = bind::text_to(text, c.cols[i].1)?;
         }
     }
     Ok(())
@@ -3113,16 +3071,16 @@ fn upsert_row(
     t: &mut Txn<'_>,
     db: &str,
     cx: &UpsertCx<'_>,
-    row: Vec<Value>,
+    row: Vec<Datum>,
     state: &mut strata_engine::UpsertState,
-) -> SqlResult<Option<Vec<Value>>> {
-    let proposed: Vec<Datum> = row.iter().cloned().map(to_datum).collect();
+) -> SqlResult<Option<Vec<Datum>>> {
+    let proposed: Vec<Datum> = row.to_vec();
     let mut err: Option<SqlError> = None;
-    let version = |existing: &[Value]| -> SqlResult<Option<Vec<Value>>> {
+    let version = |existing: &[Datum]| -> SqlResult<Option<Vec<Datum>>> {
         let Some((sets, pred)) = &cx.conflict.update else {
             return Ok(None);
         };
-        let mut cols: Vec<Datum> = existing.iter().cloned().map(to_datum).collect();
+        let mut cols: Vec<Datum> = existing.to_vec();
         cols.extend(proposed.iter().cloned());
         let new = new_version(&cols, sets, cx.col_types, pred.as_ref(), cx.params, cx.env)?;
         if let Some(new) = &new {
@@ -3130,7 +3088,7 @@ fn upsert_row(
         }
         Ok(new)
     };
-    let mut resolve = |existing: &[Value]| catching(&mut err, None, || version(existing));
+    let mut resolve = |existing: &[Datum]| catching(&mut err, None, || version(existing));
     let arbiters = (
         cx.conflict.arbiters.as_slice(),
         cx.conflict.update.is_some(),
@@ -3147,13 +3105,13 @@ fn upsert_row(
 
 /// Whether a WHERE (None: no WHERE) holds for the table row `vals`.
 fn where_holds(
-    vals: &[Value],
+    vals: &[Datum],
     pred: Option<&Expr>,
     params: &[Datum],
     env: &dyn Env,
 ) -> SqlResult<bool> {
     let Some(p) = pred else { return Ok(true) };
-    let cols: Vec<Datum> = vals.iter().cloned().map(to_datum).collect();
+    let cols: Vec<Datum> = vals.to_vec();
     let row = Row {
         cols: &cols,
         params,
@@ -3171,7 +3129,7 @@ fn new_version(
     pred: Option<&Expr>,
     params: &[Datum],
     env: &dyn Env,
-) -> SqlResult<Option<Vec<Value>>> {
+) -> SqlResult<Option<Vec<Datum>>> {
     let row = Row {
         cols,
         params,
@@ -3189,7 +3147,7 @@ fn new_version(
             Some(e) => bind::cast_datum(bind::eval(e, &row)?, col_types[i])?,
             None => cols[i].clone(),
         };
-        out.push(to_value(d));
+        out.push(d);
     }
     Ok(Some(out))
 }

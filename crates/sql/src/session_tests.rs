@@ -8,6 +8,7 @@
 use super::fuzz_tests::with_session;
 use super::session::{Collect, Executed, Output, Session};
 use super::{parse, Datum, SqlResult, SqlType};
+use crate::TextOut;
 
 /// Runs a simple-protocol query string; its results and rows.
 fn q(s: &mut Session<'_>, sql: &str) -> Collect {
@@ -1127,7 +1128,7 @@ fn insert_on_conflict_does_nothing_or_updates_the_existing_row() {
              DO UPDATE SET n = u.n + excluded.n, e = excluded.e RETURNING *",
         );
         assert_eq!(tag(&c.results[0]), "INSERT 0 1");
-        let text: Vec<Option<String>> = c.rows[0].iter().map(Datum::to_text).collect();
+        let text: Vec<Option<String>> = c.rows[0].iter().map(TextOut::to_text).collect();
         assert_eq!(
             text,
             [Some("2".into()), Some("25".into()), Some("q".into())]
@@ -1258,7 +1259,7 @@ fn serial_and_identity_columns_own_their_sequences() {
         );
         assert_eq!(codes(&c), ["", "", "", ""]);
         assert_eq!(c.rows.len(), 1);
-        let got: Vec<Option<String>> = c.rows[0].iter().map(Datum::to_text).collect();
+        let got: Vec<Option<String>> = c.rows[0].iter().map(TextOut::to_text).collect();
         assert_eq!(got, [Some("3".into()), Some("4".into())]);
         assert_eq!(
             rows_text(s, "SELECT id, big, v FROM p ORDER BY v"),

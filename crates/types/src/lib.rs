@@ -5,7 +5,8 @@
 //! (`BLCKSZ`, `RELSEG_BLOCKS`), plus parsing of PostgreSQL-style memory settings.
 //! `Lsn` carries its own arithmetic (`+ u64`, `- Lsn`) and PostgreSQL's `X/X` text form
 //! both ways (`Display`, `FromStr`), so no layer computes on or formats its raw `u64`.
-//! [`Float`] is a stored `real`/`double precision` value with PostgreSQL's total order.
+//! [`Float`] is a stored `real`/`double precision` value with PostgreSQL's total order;
+//! [`Datum`] is one SQL value, the type the engine stores and the SQL layer computes on.
 //!
 //! Invariants:
 //! 1. No bare integers for domain values: every layer passes these types.
@@ -14,9 +15,11 @@
 //! 3. The ordering of `BufferTag` is file order: (tablespace, database, relation, fork,
 //!    block). Checkpoints sort by it to write each file sequentially.
 
+mod datum;
 mod float;
 pub mod units;
 
+pub use datum::Datum;
 pub use float::{Float, Interval};
 
 use std::fmt;

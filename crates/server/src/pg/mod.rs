@@ -1066,7 +1066,7 @@ impl ToSqlText for Wire<'_> {
                     out.put_u8(HEX[usize::from(x & 15)]);
                 }
             }
-            d => match d.to_text() {
+            d => match strata_sql::TextOut::to_text(d) {
                 None => return Ok(IsNull::Yes),
                 Some(s) => out.put_slice(s.as_bytes()),
             },
