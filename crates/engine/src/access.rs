@@ -106,7 +106,7 @@ pub struct Snapshot<'a> {
 impl<'a> Snapshot<'a> {
     /// Taken under the counters lock, which `Txn::xid` holds while it assigns an xid
     /// and marks it running: no xid can be assigned but not yet running here.
-    pub fn take(sh: &'a Shared) -> Snapshot<'a> {
+    pub(crate) fn take(sh: &'a Shared) -> Snapshot<'a> {
         let c = sh.counters.lock();
         let running = sh.running.lock().as_ref().map(|(x, _)| *x);
         let snap = Snapshot {

@@ -508,7 +508,7 @@ pub struct IndexRange {
 }
 
 /// A range's bytes: where to start, and the tests that skip and stop.
-struct Bounds {
+pub(crate) struct Bounds {
     start: Vec<u8>,
     /// Entries starting with this are skipped (an exclusive low bound).
     skip: Option<Vec<u8>>,
@@ -519,7 +519,7 @@ struct Bounds {
 }
 
 impl IndexRange {
-    fn bounds(&self) -> Option<Bounds> {
+    pub(crate) fn bounds(&self) -> Option<Bounds> {
         let nulls = self.eq.iter().chain(self.lo.iter().map(|(v, _)| v));
         if nulls
             .chain(self.hi.iter().map(|(v, _)| v))
@@ -570,7 +570,7 @@ impl Bounds {
 
 /// The TIDs of `range`'s entries after `after` (exclusive), up to `limit`, in index
 /// order; whether the range is done.
-fn range_tids(
+pub(crate) fn range_tids(
     sh: &Shared,
     index: RelKey,
     b: &Bounds,
@@ -667,53 +667,17 @@ pub(crate) fn scan_batches(
     interrupt: Interrupt<'_>,
     f: &mut crate::RowVisitor<'_>,
 ) -> Result<()> {
-    let Some(bounds) = range.bounds() else {
-        return Ok(());
-    };
     let snap = Snapshot::take(sh);
-    let mut start: Option<RelKey> = None;
-    let mut after: Option<Vec<u8>> = None;
+    let mut cursor = crate::cursor::IndexCursor::new(sh, Box::new(resolve), range.clone(), my);
     let mut rows = Vec::new();
-    let mut _registered = None;
     loop {
-        interrupt()?;
-        let done = {
-            let _d = sh.drop_lock.read();
-            let (heap, rel, index) = match (resolve(), &start) {
-                (Ok(r), _) => r,
-                (Err(EngineError::UndefinedTable(n)), Some(_)) => {
-                    return Err(EngineError::ConcurrentDrop(n))
-                }
-                (Err(e), _) => return Err(e),
-            };
-            if *start.get_or_insert(index) != index {
-                return Err(EngineError::ConcurrentDrop(rel.name.clone()));
-            }
-            if _registered.is_none() {
-                _registered = crate::standby::ScanGuard::new(sh, heap);
-            }
-            let mut tids = Vec::new();
-            let limit = crate::stream::SCAN_BATCH_ROWS;
-            let done = range_tids(sh, index, &bounds, after.as_deref(), limit, &mut tids)?;
-            if snap.cancelled_by_recovery() {
-                // Standby rule 9: replay may have removed entries this scan needed.
-                return Err(EngineError::RecoveryConflict);
-            }
-            for (_, tid) in &tids {
-                let row = fetch(sh, heap, *tid, &snap, my, |t| {
-                    crate::toast::decode_row(sh, heap, &rel.columns, t)
-                })?;
-                rows.extend(row);
-            }
-            after = tids.pop().map(|(e, _)| e).or(after);
-            done
-        };
+        let more = cursor.next_batch(&snap, interrupt, &mut rows)?;
         for row in rows.drain(..) {
             if !f(row)? {
                 return Ok(());
             }
         }
-        if done {
+        if !more {
             return Ok(());
         }
     }

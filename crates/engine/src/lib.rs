@@ -75,6 +75,7 @@ mod catalog;
 mod checkpoint;
 mod clog;
 mod codec;
+mod cursor;
 mod heap;
 mod index;
 mod records;
@@ -89,12 +90,14 @@ mod unlink;
 pub mod waldump;
 mod xact;
 
+pub use access::Snapshot;
 pub use catalog::RoleDep;
 pub use catalog::{
     Acl, DbEntry, IndexDef, Membership, RelEntry, RoleEntry, SeqDef, SpcEntry, BOOTSTRAP_SUPERUSER,
     BOOTSTRAP_SUPERUSER_OID, POSTGRES_OID, TEMPLATE0_OID, TEMPLATE1_OID,
 };
 pub use checkpoint::{CheckpointStats, OnlineBackup};
+pub use cursor::{IndexCursor, SeqCursor};
 pub use heap::{fit_numeric, round_micros, ColType, Column, Datum, Decimal};
 pub use index::IndexRange;
 pub use records::record_name;
@@ -781,6 +784,43 @@ impl Engine {
             Ok(true)
         })?;
         Ok(rows)
+    }
+
+    /// A snapshot for one statement's reads (engine rule 9): every cursor of the
+    /// statement reads through it, so all see the same committed transactions.
+    pub fn snapshot(&self) -> Snapshot<'_> {
+        Snapshot::take(&self.sh)
+    }
+
+    /// A pull scan of the committed rows of `table` (`cursor` rules); the table is
+    /// looked up at the first batch (42P01 then).
+    pub fn seq_cursor<'a>(&'a self, db: &'a str, table: &'a str) -> SeqCursor<'a> {
+        let sh = &self.sh;
+        let resolve = move || {
+            let cat = sh.catalog.read();
+            let (dbe, rel) = cat.committed_table(db, table)?;
+            Ok((rel.key(dbe), rel.clone()))
+        };
+        SeqCursor::new(sh, Box::new(resolve), None)
+    }
+
+    /// A pull scan of the committed rows index `index`'s `range` points at, in
+    /// index order (index rule 4: the caller rechecks its WHERE).
+    pub fn index_cursor<'a>(
+        &'a self,
+        db: &'a str,
+        table: &'a str,
+        index: &'a str,
+        range: IndexRange,
+    ) -> IndexCursor<'a> {
+        let sh = &self.sh;
+        let resolve = move || {
+            let cat = sh.catalog.read();
+            let (dbe, rel) = cat.committed_table(db, table)?;
+            let ix = xact::index_of(rel, index)?;
+            Ok((rel.key(dbe), rel.clone(), rel.index_key(dbe, ix)))
+        };
+        IndexCursor::new(sh, Box::new(resolve), range, None)
     }
 
     /// Visits the committed rows of a table as of the scan's start, in bounded

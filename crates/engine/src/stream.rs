@@ -26,11 +26,12 @@
 //!
 //! Memory: one batch, O([`SCAN_BATCH_ROWS`] + rows of one page), whatever the table.
 
-use crate::access::{self, Snapshot};
+use crate::access::Snapshot;
 use crate::catalog::RelEntry;
-use crate::{Datum, EngineError, Interrupt, Result, Shared};
+use crate::cursor::SeqCursor;
+use crate::{Datum, Interrupt, Result, Shared};
 use std::sync::Arc;
-use strata_types::{ForkNumber, RelKey, Xid};
+use strata_types::{RelKey, Xid};
 
 /// Rows a streaming scan reads under one hold of the drop lock (rule 1): whole
 /// pages until at least this many.
@@ -53,64 +54,17 @@ pub(crate) fn scan_batches(
     f: &mut RowVisitor<'_>,
 ) -> Result<()> {
     let snap = Snapshot::take(sh);
-    // The storage and length at the start (rule 3).
-    let mut start: Option<(RelKey, u32)> = None;
-    let mut next = 0u32;
+    let mut cursor = SeqCursor::new(sh, Box::new(resolve), my);
     let mut batch: Vec<Vec<Datum>> = Vec::new();
-    let mut _registered = None;
     loop {
-        let done = read_batch(
-            sh, resolve, &snap, my, interrupt, &mut start, &mut next, &mut batch,
-        )?;
-        if _registered.is_none() {
-            // Standby rule 9: replay of a drop waits for this scan, up to a limit.
-            _registered = start.and_then(|(key, _)| crate::standby::ScanGuard::new(sh, key));
-        }
+        let more = cursor.next_batch(&snap, interrupt, &mut batch)?;
         for row in batch.drain(..) {
             if !f(row)? {
                 return Ok(());
             }
         }
-        if done {
+        if !more {
             return Ok(());
         }
     }
-}
-
-/// Reads the next batch into `batch` under the drop lock (rule 1). Whether the
-/// scan has reached its last page.
-#[allow(clippy::too_many_arguments)]
-fn read_batch(
-    sh: &Shared,
-    resolve: Resolve<'_>,
-    snap: &Snapshot<'_>,
-    my: Option<Xid>,
-    interrupt: Interrupt<'_>,
-    start: &mut Option<(RelKey, u32)>,
-    next: &mut u32,
-    batch: &mut Vec<Vec<Datum>>,
-) -> Result<bool> {
-    let _d = sh.drop_lock.read();
-    let (key, rel) = match (resolve(), &start) {
-        (Ok(r), _) => r,
-        (Err(EngineError::UndefinedTable(name)), Some(_)) => {
-            return Err(EngineError::ConcurrentDrop(name))
-        }
-        (Err(e), _) => return Err(e),
-    };
-    let n = sh.smgr.nblocks(key, ForkNumber::Main)?;
-    let (key0, n0) = *start.get_or_insert((key, n));
-    if key != key0 {
-        return Err(EngineError::ConcurrentDrop(rel.name.clone()));
-    }
-    let end = n.min(n0);
-    while *next < end && batch.len() < SCAN_BATCH_ROWS {
-        interrupt()?;
-        access::scan_page(sh, key, *next, snap, my, &mut |_, _, t| {
-            batch.push(crate::toast::decode_row(sh, key, &rel.columns, t)?);
-            Ok(())
-        })?;
-        *next += 1;
-    }
-    Ok(*next >= end)
 }

@@ -1465,6 +1465,44 @@ impl<'e> Txn<'e> {
         crate::stream::scan_batches(self.sh, &resolve, self.xid, interrupt, f)
     }
 
+    /// A snapshot for one statement of this transaction (`cursor` rule 2).
+    pub fn snapshot(&self) -> access::Snapshot<'e> {
+        access::Snapshot::take(self.sh)
+    }
+
+    /// A pull scan of `table` as this transaction sees it (`cursor` rules). Rows
+    /// this transaction inserts while it runs may be read: a caller inserting into
+    /// the table it scans collects first.
+    pub fn seq_cursor(&self, db: &str, table: &str) -> Result<crate::SeqCursor<'e>> {
+        let dbe = self.database(db)?;
+        let rel = self.relation(&dbe, table)?;
+        let key = rel.key(&dbe);
+        let resolve = move || Ok((key, rel.clone()));
+        Ok(crate::SeqCursor::new(self.sh, Box::new(resolve), self.xid))
+    }
+
+    /// A pull scan of index `index`'s `range` of `table` as this transaction sees
+    /// it, in index order.
+    pub fn index_cursor(
+        &self,
+        db: &str,
+        table: &str,
+        index: &str,
+        range: IndexRange,
+    ) -> Result<crate::IndexCursor<'e>> {
+        let dbe = self.database(db)?;
+        let rel = self.relation(&dbe, table)?;
+        let ikey = rel.index_key(&dbe, index_of(&rel, index)?);
+        let key = rel.key(&dbe);
+        let resolve = move || Ok((key, rel.clone(), ikey));
+        Ok(crate::IndexCursor::new(
+            self.sh,
+            Box::new(resolve),
+            range,
+            self.xid,
+        ))
+    }
+
     /// Visits the rows of `table` that index `index`'s `range` points at, as this
     /// transaction sees them, in index order (index rule 4: the caller rechecks its
     /// WHERE). Memory O(one batch).

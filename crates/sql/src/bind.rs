@@ -193,7 +193,7 @@ pub fn bpchar_text(e: Expr) -> Expr {
 }
 
 /// A bound expression.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Expr {
     Const(Datum),
     Col(usize),
@@ -212,6 +212,9 @@ pub enum Expr {
     Call(Func, Vec<Expr>),
     /// The value of aggregate number n (aggregate queries only).
     Agg(usize),
+    /// CASE, COALESCE, NULLIF, GREATEST / LEAST, IS DISTINCT FROM, IS TRUE, LIKE
+    /// ([`crate::conditional`]).
+    Special(Box<crate::conditional::Special>),
 }
 
 /// The type modifier of a cast's target: `varchar(n)` / `char(n)` or `numeric(p, s)`.
@@ -283,24 +286,87 @@ pub enum AggFunc {
     Sum,
     Min,
     Max,
+    Avg,
+    BoolAnd,
+    BoolOr,
+    StringAgg,
 }
 
-#[derive(Clone, Debug)]
+/// A bound aggregate call ([`crate::aggregate`]).
+#[derive(Clone, Debug, PartialEq)]
 pub struct Agg {
     pub func: AggFunc,
     pub arg: Option<Expr>,
     pub ty: SqlType,
+    pub distinct: bool,
+    pub filter: Option<Expr>,
+    /// string_agg's delimiter.
+    pub delim: Option<Expr>,
 }
 
-/// The input columns an expression may name.
+/// The input columns an expression may name: those of one table (the legacy
+/// form: `owner`, `bare` and `star` empty) or of a FROM clause's range entries
+/// side by side, as a join's row has them.
 #[derive(Clone, Debug, Default)]
 pub struct Scope {
-    /// The names the columns may be qualified with (table name or alias).
+    /// The names the columns may be qualified with (table names or aliases).
     pub qualifiers: Vec<String>,
     pub cols: Vec<(String, SqlType)>,
     /// ON CONFLICT DO UPDATE: `excluded.c` names column `c` of the row proposed for
     /// insertion, which follows the table's row (`Col(cols.len() + i)`).
     pub excluded: bool,
+    /// Per column, the qualifier (index into `qualifiers`) that names it; None for
+    /// a USING join's merged column. Empty: every qualifier names every column.
+    pub owner: Vec<Option<usize>>,
+    /// Per column, whether a bare name reaches it (a USING join's two originals are
+    /// reached through their merged column only). Empty: all.
+    pub bare: Vec<bool>,
+    /// The columns `*` stands for, in order. None: all.
+    pub star: Option<Vec<usize>>,
+}
+
+impl Scope {
+    /// One range entry's columns, named by `qualifier`.
+    pub fn entry(qualifier: String, cols: Vec<(String, SqlType)>) -> Scope {
+        let n = cols.len();
+        Scope {
+            qualifiers: vec![qualifier],
+            cols,
+            excluded: false,
+            owner: vec![Some(0); n],
+            bare: vec![true; n],
+            star: Some((0..n).collect()),
+        }
+    }
+
+    /// Whether column `i` answers to qualifier `q`.
+    fn owned_by(&self, i: usize, q: &str) -> bool {
+        match self.owner.get(i) {
+            None => self.qualifiers.iter().any(|x| x == q),
+            Some(o) => o.is_some_and(|o| self.qualifiers[o] == q),
+        }
+    }
+
+    /// The columns `*` stands for.
+    pub fn star_cols(&self) -> Vec<usize> {
+        match &self.star {
+            Some(s) => s.clone(),
+            None => (0..self.cols.len()).collect(),
+        }
+    }
+
+    /// The columns `q.*` stands for (42P01 if no entry is named `q`).
+    pub fn qualified_star(&self, q: &str) -> SqlResult<Vec<usize>> {
+        if !self.qualifiers.iter().any(|x| x == q) {
+            return Err(SqlError::new(
+                "42P01",
+                format!("missing FROM-clause entry for table \"{q}\""),
+            ));
+        }
+        Ok((0..self.cols.len())
+            .filter(|i| self.owned_by(*i, q))
+            .collect())
+    }
 }
 
 /// Gives a table's columns (name, type), or the error that it has none.
@@ -326,22 +392,6 @@ const MAX_EVAL_DEPTH: usize = 4 * MAX_EXPR_DEPTH;
 /// Result columns: name and type.
 pub type Columns = Vec<(String, SqlType)>;
 
-/// A bound SELECT.
-#[derive(Clone, Debug)]
-pub struct SelectPlan {
-    pub from: From,
-    pub filter: Option<Expr>,
-    pub items: Vec<Expr>,
-    pub aggs: Vec<Agg>,
-    pub order: Vec<(SortKey, bool)>,
-    pub limit: Option<Expr>,
-    pub offset: Option<Expr>,
-    pub columns: Vec<(String, SqlType)>,
-    /// The index its table is read through, if the WHERE allows (set by the session,
-    /// which knows the table's indexes: `plan` module).
-    pub index: Option<crate::plan::IndexPath>,
-}
-
 #[derive(Clone, Debug)]
 pub enum From {
     /// One row, no columns.
@@ -349,12 +399,6 @@ pub enum From {
     Table(String),
     /// generate_series(start, stop[, step]) of int4 or int8.
     Series(Expr, Expr, Option<Expr>, SqlType),
-}
-
-#[derive(Clone, Debug)]
-pub enum SortKey {
-    Output(usize),
-    Input(Expr),
 }
 
 fn mismatch(op: &str, a: SqlType, b: SqlType) -> SqlError {
@@ -508,6 +552,10 @@ impl Binder {
     }
 
     /// Gives any still-untyped expression the type text (at the top of a projection).
+    pub(crate) fn settle_type(&mut self, e: Expr, t: SqlType) -> (Expr, SqlType) {
+        self.settle(e, t)
+    }
+
     fn settle(&mut self, e: Expr, t: SqlType) -> (Expr, SqlType) {
         match (&e, t) {
             (Expr::Param(n), SqlType::Unknown) => {
@@ -540,7 +588,7 @@ impl Binder {
 
     /// Binds `e`; with `aggs` Some, aggregate calls are allowed and collected there.
     /// Counts the nesting depth (rule 4).
-    fn expr_in(
+    pub(crate) fn expr_in(
         &mut self,
         scope: &Scope,
         e: &ast::Expr,
@@ -637,7 +685,10 @@ impl Binder {
             }
             E::Interval(iv) => self.interval(scope, iv, aggs),
             E::Function(f) => self.function(scope, f, aggs),
-            other => Err(SqlError::unsupported(format!("the expression \"{other}\""))),
+            other => match self.special(scope, other, aggs)? {
+                Some(x) => Ok(x),
+                None => Err(SqlError::unsupported(format!("the expression \"{other}\""))),
+            },
         }
     }
 
@@ -877,7 +928,7 @@ impl Binder {
         }
     }
 
-    fn binop(
+    pub(crate) fn binop(
         &mut self,
         l: Expr,
         lt: SqlType,
@@ -982,23 +1033,22 @@ impl Binder {
         aggs: &mut Option<&mut Vec<Agg>>,
     ) -> SqlResult<(Expr, SqlType)> {
         let name = object_name(&f.name)?;
-        let (args, star) = function_args(f)?;
-        let agg = match name.as_str() {
-            "count" if star => Some(AggFunc::CountStar),
-            "count" => Some(AggFunc::Count),
-            "sum" => Some(AggFunc::Sum),
-            "min" => Some(AggFunc::Min),
-            "max" => Some(AggFunc::Max),
-            _ => None,
-        };
-        if let Some(func) = agg {
+        let star = matches!(&f.args, ast::FunctionArguments::List(l)
+            if l.args.iter().any(|a| matches!(a, ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard))));
+        if let Some(func) = crate::aggregate::agg_func(&name, star) {
             let Some(list) = aggs.as_deref_mut() else {
                 return Err(SqlError::new(
                     "42803",
                     format!("aggregate functions are not allowed here ({name})"),
                 ));
             };
-            return self.aggregate_call(scope, &name, func, &args, list);
+            return self.aggregate(scope, f, func, list);
+        }
+        let (args, star) = function_args(f)?;
+        if !star {
+            if let Some(x) = self.conditional_call(scope, &name, &args, aggs)? {
+                return Ok(x);
+            }
         }
         if star {
             return Err(SqlError::syntax(format!(
@@ -1036,133 +1086,6 @@ impl Binder {
         Ok((Expr::Call(func, out), ret))
     }
 
-    /// An aggregate call: its argument bound (no aggregate inside: 42803) and its
-    /// result type (count: bigint; sum: bigint of int4, numeric of int8; min and
-    /// max: the argument's), appended to `list`.
-    fn aggregate_call(
-        &mut self,
-        scope: &Scope,
-        name: &str,
-        func: AggFunc,
-        args: &[ast::Expr],
-        list: &mut Vec<Agg>,
-    ) -> SqlResult<(Expr, SqlType)> {
-        let (arg, ty) = match (func, args) {
-            (AggFunc::CountStar, []) => (None, SqlType::Int8),
-            (_, [a]) => {
-                let (a, t) = self.expr_in(scope, a, &mut None)?;
-                let (a, t) = self.settle(a, t);
-                let ty = match func {
-                    AggFunc::Count => SqlType::Int8,
-                    AggFunc::Sum if matches!(t, SqlType::Int2 | SqlType::Int4) => SqlType::Int8,
-                    AggFunc::Sum if t.is_int() => SqlType::Numeric,
-                    AggFunc::Sum if t.is_number() => t,
-                    AggFunc::Sum => {
-                        return Err(SqlError::new(
-                            "42883",
-                            format!("function sum({}) does not exist", t.name()),
-                        ))
-                    }
-                    _ => t,
-                };
-                (Some(a), ty)
-            }
-            _ => {
-                return Err(SqlError::new(
-                    "42883",
-                    format!(
-                        "function {name} with {} arguments does not exist",
-                        args.len()
-                    ),
-                ))
-            }
-        };
-        list.push(Agg { func, arg, ty });
-        Ok((Expr::Agg(list.len() - 1), ty))
-    }
-
-    /// Binds a query (SELECT) into a plan; `scope_of` gives a table's columns.
-    pub fn select(&mut self, q: &ast::Query, scope_of: &ScopeOf<'_>) -> SqlResult<SelectPlan> {
-        if q.with.is_some() {
-            return Err(SqlError::unsupported("WITH"));
-        }
-        if q.fetch.is_some() || !q.locks.is_empty() {
-            return Err(SqlError::unsupported("FETCH or FOR UPDATE"));
-        }
-        let sel = match &*q.body {
-            ast::SetExpr::Select(s) => s,
-            ast::SetExpr::Query(inner) => return self.select(inner, scope_of),
-            ast::SetExpr::Values(_) => return Err(SqlError::unsupported("VALUES as a query")),
-            other => {
-                return Err(SqlError::unsupported(format!(
-                    "this query form ({})",
-                    other.to_string().chars().take(40).collect::<String>()
-                )))
-            }
-        };
-        if sel.distinct.is_some() {
-            return Err(SqlError::unsupported("DISTINCT"));
-        }
-        if sel.having.is_some() {
-            return Err(SqlError::unsupported("HAVING"));
-        }
-        match &sel.group_by {
-            ast::GroupByExpr::Expressions(v, m) if v.is_empty() && m.is_empty() => {}
-            _ => return Err(SqlError::unsupported("GROUP BY")),
-        }
-        if sel.into.is_some() {
-            return Err(SqlError::unsupported("SELECT INTO"));
-        }
-        // FROM
-        let (from, scope) = match sel.from.as_slice() {
-            [] => (From::None, Scope::default()),
-            [twj] => {
-                if !twj.joins.is_empty() {
-                    return Err(SqlError::unsupported("JOIN"));
-                }
-                self.bind_from_item(&twj.relation, scope_of)?
-            }
-            _ => return Err(SqlError::unsupported("FROM with several tables (joins)")),
-        };
-        let filter = match &sel.selection {
-            Some(w) => Some(self.condition(&scope, w, "WHERE")?),
-            None => None,
-        };
-        let mut aggs = Vec::new();
-        let (items, columns) = self.projection(&sel.projection, &scope, &mut aggs)?;
-        if !aggs.is_empty() {
-            for (it, e) in items.iter().zip(&sel.projection) {
-                if uses_columns(it) {
-                    return Err(SqlError::new(
-                        "42803",
-                        format!(
-                            "column in \"{e}\" must appear in the GROUP BY clause or be used in an aggregate function"
-                        ),
-                    ));
-                }
-            }
-        }
-        let order = match &q.order_by {
-            Some(ob) => self.order_by(ob, &scope, &columns, !aggs.is_empty())?,
-            None => Vec::new(),
-        };
-        let (limit, offset) = match &q.limit_clause {
-            Some(lc) => self.limit_offset(lc)?,
-            None => (None, None),
-        };
-        Ok(SelectPlan {
-            from,
-            filter,
-            items,
-            aggs,
-            order,
-            limit,
-            offset,
-            columns,
-            index: None,
-        })
-    }
-
     /// A DML statement's RETURNING list over its table's row: the bound items and
     /// result columns (42803 for an aggregate, as PostgreSQL).
     pub fn returning(
@@ -1183,7 +1106,7 @@ impl Binder {
 
     /// The select list: its bound items (aggregate calls collected into `aggs`) and
     /// result columns; `*` expands to the scope's columns.
-    fn projection(
+    pub(crate) fn projection(
         &mut self,
         list: &[ast::SelectItem],
         scope: &Scope,
@@ -1194,20 +1117,28 @@ impl Binder {
         for it in list {
             match it {
                 ast::SelectItem::Wildcard(_) => {
-                    if scope.cols.is_empty() {
+                    if scope.cols.is_empty() && scope.qualifiers.is_empty() {
                         return Err(SqlError::syntax(
                             "SELECT * with no tables specified is not valid",
                         ));
                     }
-                    for (i, c) in scope.cols.iter().enumerate() {
+                    for i in scope.star_cols() {
                         items.push(Expr::Col(i));
-                        columns.push(c.clone());
+                        columns.push(scope.cols[i].clone());
                     }
                 }
-                ast::SelectItem::QualifiedWildcard(..) => {
-                    for (i, c) in scope.cols.iter().enumerate() {
+                ast::SelectItem::QualifiedWildcard(kind, _) => {
+                    let cols = match kind {
+                        ast::SelectItemQualifiedWildcardKind::ObjectName(n) => {
+                            scope.qualified_star(&object_name(n)?)?
+                        }
+                        other => {
+                            return Err(SqlError::unsupported(format!("the select item {other}.*")))
+                        }
+                    };
+                    for i in cols {
                         items.push(Expr::Col(i));
-                        columns.push(c.clone());
+                        columns.push(scope.cols[i].clone());
                     }
                 }
                 ast::SelectItem::ExprWithAliases { .. } => {
@@ -1229,61 +1160,11 @@ impl Binder {
         Ok((items, columns))
     }
 
-    /// ORDER BY: each key a result column (by position or name) or, outside an
-    /// aggregate query, an expression over the input (42P10 for a position not in
-    /// the select list).
-    fn order_by(
-        &mut self,
-        ob: &ast::OrderBy,
-        scope: &Scope,
-        columns: &[(String, SqlType)],
-        aggregate: bool,
-    ) -> SqlResult<Vec<(SortKey, bool)>> {
-        let exprs = match &ob.kind {
-            ast::OrderByKind::Expressions(v) => v,
-            ast::OrderByKind::All(_) => return Err(SqlError::unsupported("ORDER BY ALL")),
-        };
-        let mut order = Vec::new();
-        for o in exprs {
-            let desc = matches!(o.options.sort, Some(ast::OrderBySort::Desc));
-            let key = match &o.expr {
-                ast::Expr::Value(ast::ValueWithSpan {
-                    value: ast::Value::Number(n, _),
-                    ..
-                }) => {
-                    let k: usize = n.parse().unwrap_or(0);
-                    if k == 0 || k > columns.len() {
-                        return Err(SqlError::new(
-                            "42P10",
-                            format!("ORDER BY position {n} is not in select list"),
-                        ));
-                    }
-                    SortKey::Output(k - 1)
-                }
-                ast::Expr::Identifier(i)
-                    if columns.iter().any(|(n, _)| *n == super::ident_name(i)) =>
-                {
-                    let n = super::ident_name(i);
-                    SortKey::Output(columns.iter().position(|(c, _)| *c == n).unwrap_or(0))
-                }
-                e => {
-                    if aggregate {
-                        return Err(SqlError::unsupported(
-                            "ORDER BY an expression in an aggregate query",
-                        ));
-                    }
-                    let (b, t) = self.expr(scope, e)?;
-                    self.settle(b.clone(), t);
-                    SortKey::Input(b)
-                }
-            };
-            order.push((key, desc));
-        }
-        Ok(order)
-    }
-
     /// LIMIT and OFFSET, each bound as a bigint (NULL: none).
-    fn limit_offset(&mut self, lc: &ast::LimitClause) -> SqlResult<(Option<Expr>, Option<Expr>)> {
+    pub(crate) fn limit_offset(
+        &mut self,
+        lc: &ast::LimitClause,
+    ) -> SqlResult<(Option<Expr>, Option<Expr>)> {
         let (mut limit, mut offset) = (None, None);
         match lc {
             ast::LimitClause::LimitOffset {
@@ -1323,7 +1204,46 @@ impl Binder {
             .map_err(|_| SqlError::new("42804", "argument of LIMIT must be type bigint"))
     }
 
-    fn bind_from_item(
+    /// generate_series's arguments: two or three integers, bound as bigints; the
+    /// series' type (integer if all are, else bigint).
+    fn series_args(&mut self, args: &[ast::FunctionArg]) -> SqlResult<(Vec<Expr>, SqlType)> {
+        let mut bound = Vec::new();
+        for a in args {
+            match a {
+                ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => {
+                    bound.push(self.expr(&Scope::default(), e)?)
+                }
+                other => return Err(SqlError::unsupported(format!("the argument {other}"))),
+            }
+        }
+        if !(2..=3).contains(&bound.len()) {
+            return Err(SqlError::new(
+                "42883",
+                "generate_series takes 2 or 3 integer arguments",
+            ));
+        }
+        let t = if bound
+            .iter()
+            .all(|(_, t)| *t == SqlType::Int4 || *t == SqlType::Unknown)
+        {
+            SqlType::Int4
+        } else {
+            SqlType::Int8
+        };
+        let mut es = Vec::new();
+        for (e, et) in bound {
+            if !(et.is_int() || et == SqlType::Unknown) || et == SqlType::Numeric {
+                return Err(SqlError::new(
+                    "42883",
+                    format!("function generate_series({}) does not exist", et.name()),
+                ));
+            }
+            es.push(self.coerce(e, et, SqlType::Int8)?);
+        }
+        Ok((es, t))
+    }
+
+    pub(crate) fn bind_from_item(
         &mut self,
         tf: &ast::TableFactor,
         scope_of: &ScopeOf<'_>,
@@ -1352,39 +1272,7 @@ impl Binder {
                     format!("function {tname}() does not exist"),
                 ));
             }
-            let mut bound = Vec::new();
-            for a in &args.args {
-                match a {
-                    ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => {
-                        bound.push(self.expr(&Scope::default(), e)?)
-                    }
-                    other => return Err(SqlError::unsupported(format!("the argument {other}"))),
-                }
-            }
-            if !(2..=3).contains(&bound.len()) {
-                return Err(SqlError::new(
-                    "42883",
-                    "generate_series takes 2 or 3 integer arguments",
-                ));
-            }
-            let t = if bound
-                .iter()
-                .all(|(_, t)| *t == SqlType::Int4 || *t == SqlType::Unknown)
-            {
-                SqlType::Int4
-            } else {
-                SqlType::Int8
-            };
-            let mut es = Vec::new();
-            for (e, et) in bound {
-                if !(et.is_int() || et == SqlType::Unknown) || et == SqlType::Numeric {
-                    return Err(SqlError::new(
-                        "42883",
-                        format!("function generate_series({}) does not exist", et.name()),
-                    ));
-                }
-                es.push(self.coerce(e, et, SqlType::Int8)?);
-            }
+            let (es, t) = self.series_args(&args.args)?;
             let mut it = es.into_iter();
             let (a, b, c) = (it.next(), it.next(), it.next());
             let col = alias_cols
@@ -1396,6 +1284,7 @@ impl Binder {
                 qualifiers: vec![alias_name.unwrap_or_else(|| "generate_series".into())],
                 cols: vec![(col, t)],
                 excluded: false,
+                ..Default::default()
             };
             return Ok((
                 From::Series(
@@ -1419,6 +1308,7 @@ impl Binder {
                 qualifiers: vec![alias_name.unwrap_or(tname)],
                 cols,
                 excluded: false,
+                ..Default::default()
             },
         ))
     }
@@ -1603,12 +1493,13 @@ fn column(scope: &Scope, q: Option<&ast::Ident>, c: &ast::Ident) -> SqlResult<(E
             ));
         }
     }
-    let hits: Vec<usize> = scope
-        .cols
-        .iter()
-        .enumerate()
-        .filter(|(_, (n, _))| *n == name)
-        .map(|(i, _)| i)
+    let qn = q.map(super::ident_name);
+    let hits: Vec<usize> = (0..scope.cols.len())
+        .filter(|i| scope.cols[*i].0 == name)
+        .filter(|i| match &qn {
+            Some(q) => scope.owned_by(*i, q),
+            None => scope.bare.get(*i).copied().unwrap_or(true),
+        })
         .collect();
     match hits.as_slice() {
         [i] => Ok((Expr::Col(*i), scope.cols[*i].1)),
@@ -1624,31 +1515,111 @@ fn column(scope: &Scope, q: Option<&ast::Ident>, c: &ast::Ident) -> SqlResult<(E
 }
 
 /// Whether `e` reads a column (a loop over an explicit stack: rule 4).
-fn uses_columns(e: &Expr) -> bool {
+pub fn uses_columns(e: &Expr) -> bool {
     let mut todo = vec![e];
     while let Some(e) = todo.pop() {
-        match e {
-            Expr::Col(_) => return true,
-            Expr::Const(_) | Expr::Param(_) | Expr::Agg(_) => {}
-            Expr::Bin(a, _, b) => todo.extend([&**a, &**b]),
-            Expr::Bool(_, l) => todo.extend(l.iter()),
-            Expr::Not(a)
-            | Expr::Neg(a)
-            | Expr::IsNull(a, _)
-            | Expr::Cast(a, _)
-            | Expr::Fit(a, _) => todo.push(a),
-            Expr::InList(a, l, _) => {
-                todo.push(a);
-                todo.extend(l.iter());
-            }
-            Expr::Call(_, args) => todo.extend(args.iter()),
+        if matches!(e, Expr::Col(_)) {
+            return true;
         }
+        e.children(&mut todo);
     }
     false
 }
 
+impl Expr {
+    /// Pushes the operands of this node onto `out` (walks use an explicit stack:
+    /// rule 4).
+    pub fn children<'a>(&'a self, out: &mut Vec<&'a Expr>) {
+        use crate::conditional::Special as S;
+        match self {
+            Expr::Const(_) | Expr::Param(_) | Expr::Agg(_) | Expr::Col(_) => {}
+            Expr::Bin(a, _, b) => out.extend([&**a, &**b]),
+            Expr::Bool(_, l) | Expr::Call(_, l) => out.extend(l.iter()),
+            Expr::Not(a)
+            | Expr::Neg(a)
+            | Expr::IsNull(a, _)
+            | Expr::Cast(a, _)
+            | Expr::Fit(a, _) => out.push(a),
+            Expr::InList(a, l, _) => {
+                out.push(a);
+                out.extend(l.iter());
+            }
+            Expr::Special(s) => match &**s {
+                S::Case { whens, default } => {
+                    for (c, v) in whens {
+                        out.extend([c, v]);
+                    }
+                    out.push(default);
+                }
+                S::Coalesce(l) | S::Extreme(l, _) => out.extend(l.iter()),
+                S::NullIf(a, b) | S::Distinct(a, b, _) => out.extend([a, b]),
+                S::BoolTest(a, _, _) => out.push(a),
+                S::Like {
+                    expr,
+                    pattern,
+                    escape,
+                    ..
+                } => {
+                    out.extend([expr, pattern]);
+                    out.extend(escape.iter());
+                }
+            },
+        }
+    }
+
+    /// This node with each operand replaced by `f` of it (bottom-up rewrites;
+    /// the depth is bounded by binding, rule 4).
+    pub fn map_children(self, f: &mut dyn FnMut(Expr) -> SqlResult<Expr>) -> SqlResult<Expr> {
+        use crate::conditional::Special as S;
+        let mut bx = |b: Box<Expr>| -> SqlResult<Box<Expr>> { Ok(Box::new(f(*b)?)) };
+        Ok(match self {
+            e @ (Expr::Const(_) | Expr::Param(_) | Expr::Agg(_) | Expr::Col(_)) => e,
+            Expr::Bin(a, op, b) => Expr::Bin(bx(a)?, op, bx(b)?),
+            Expr::Not(a) => Expr::Not(bx(a)?),
+            Expr::Neg(a) => Expr::Neg(bx(a)?),
+            Expr::IsNull(a, n) => Expr::IsNull(bx(a)?, n),
+            Expr::Cast(a, t) => Expr::Cast(bx(a)?, t),
+            Expr::Fit(a, m) => Expr::Fit(bx(a)?, m),
+            Expr::Bool(op, l) => Expr::Bool(op, map_all(l, f)?),
+            Expr::Call(func, l) => Expr::Call(func, map_all(l, f)?),
+            Expr::InList(a, l, n) => Expr::InList(bx(a)?, map_all(l, f)?, n),
+            Expr::Special(s) => Expr::Special(Box::new(match *s {
+                S::Case { whens, default } => S::Case {
+                    whens: whens
+                        .into_iter()
+                        .map(|(c, v)| Ok((f(c)?, f(v)?)))
+                        .collect::<SqlResult<_>>()?,
+                    default: f(default)?,
+                },
+                S::Coalesce(l) => S::Coalesce(map_all(l, f)?),
+                S::Extreme(l, least) => S::Extreme(map_all(l, f)?, least),
+                S::NullIf(a, b) => S::NullIf(f(a)?, f(b)?),
+                S::Distinct(a, b, n) => S::Distinct(f(a)?, f(b)?, n),
+                S::BoolTest(a, w, n) => S::BoolTest(f(a)?, w, n),
+                S::Like {
+                    expr,
+                    pattern,
+                    escape,
+                    fold,
+                    negated,
+                } => S::Like {
+                    expr: f(expr)?,
+                    pattern: f(pattern)?,
+                    escape: escape.map(&mut *f).transpose()?,
+                    fold,
+                    negated,
+                },
+            })),
+        })
+    }
+}
+
+fn map_all(l: Vec<Expr>, f: &mut dyn FnMut(Expr) -> SqlResult<Expr>) -> SqlResult<Vec<Expr>> {
+    l.into_iter().map(f).collect()
+}
+
 /// PostgreSQL's name for an unaliased result column (a loop: rule 4).
-fn default_name(mut e: &ast::Expr) -> String {
+pub(crate) fn default_name(mut e: &ast::Expr) -> String {
     loop {
         match e {
             ast::Expr::Nested(inner) => e = inner,
@@ -1863,6 +1834,7 @@ fn eval_at(e: &Expr, r: &Row<'_>, depth: usize) -> SqlResult<Datum> {
             }
         }
         Expr::Bin(a, op, b) => eval_bin(a, *op, b, r, depth + 1)?,
+        Expr::Special(s) => crate::conditional::eval_special(s, &sub)?,
         Expr::Bool(op, list) => {
             // AND stops at the first false, OR at the first true; else NULL if any
             // operand was NULL (three-valued logic, rule 3).
@@ -2161,55 +2133,25 @@ pub fn is_true(d: &Datum) -> bool {
     matches!(d, Datum::Bool(true))
 }
 
-/// Accumulates one aggregate.
-pub fn agg_step(a: &Agg, acc: &mut Datum, v: Option<Datum>) -> SqlResult<()> {
-    match a.func {
-        AggFunc::CountStar => {
-            if let Datum::Int8(n) = acc {
-                *n += 1;
-            } else {
-                *acc = Datum::Int8(1);
-            }
-        }
-        AggFunc::Count => {
-            if v.as_ref().is_some_and(|d| !d.is_null()) {
-                if let Datum::Int8(n) = acc {
-                    *n += 1;
-                } else {
-                    *acc = Datum::Int8(1);
-                }
-            }
-        }
-        AggFunc::Sum => {
-            if let Some(d) = v.filter(|d| !d.is_null()) {
-                *acc = if acc.is_null() {
-                    cast_datum(d, a.ty)?
-                } else {
-                    arith(BinOp::Add, acc, &cast_datum(d, a.ty)?)?
-                };
-            }
-        }
-        AggFunc::Min | AggFunc::Max => {
-            if let Some(d) = v.filter(|d| !d.is_null()) {
-                let better = acc.is_null()
-                    || match a.func {
-                        AggFunc::Min => compare(&d, acc) == Ordering::Less,
-                        _ => compare(&d, acc) == Ordering::Greater,
-                    };
-                if better {
-                    *acc = d;
-                }
-            }
-        }
-    }
-    Ok(())
+/// `a + b` of two non-NULL numbers or intervals of one type (a running sum).
+pub fn add(a: &Datum, b: &Datum) -> SqlResult<Datum> {
+    arith(BinOp::Add, a, b)
 }
 
-/// The starting value of an aggregate (count is 0 over no rows, the others NULL).
-pub fn agg_init(a: &Agg) -> Datum {
-    match a.func {
-        AggFunc::CountStar | AggFunc::Count => Datum::Int8(0),
-        _ => Datum::Null,
+/// `sum / n` for avg: numeric (PostgreSQL's division scale), double or interval.
+pub fn divide(sum: &Datum, n: i64) -> SqlResult<Datum> {
+    match sum {
+        Datum::Float8(_) => arith(
+            BinOp::Div,
+            sum,
+            &Datum::Float8(strata_types::Float::new(n as f64)),
+        ),
+        Datum::Interval(_) => arith(
+            BinOp::Div,
+            sum,
+            &Datum::Float8(strata_types::Float::new(n as f64)),
+        ),
+        _ => arith(BinOp::Div, sum, &Datum::Numeric(n.into())),
     }
 }
 
@@ -2275,12 +2217,12 @@ mod tests {
     }
 
     /// The plan of a SELECT and its parameters' types.
-    fn plan(sql: &str) -> SqlResult<(SelectPlan, Vec<SqlType>)> {
+    fn plan(sql: &str) -> SqlResult<(crate::analyze::Query, Vec<SqlType>)> {
         let Stmt::Select(q) = parse(sql)?.remove(0) else {
             panic!("not a SELECT: {sql}")
         };
         let mut b = Binder::default();
-        let p = b.select(&q, &scope_of)?;
+        let p = b.query(&q, &scope_of)?;
         Ok((p, b.params))
     }
 
@@ -2305,7 +2247,10 @@ mod tests {
             aggs: &[],
             env: &NoServer,
         };
-        eval(&p.items[0], &row)
+        let crate::analyze::SetTree::Select(s) = &p.body else {
+            panic!("not a SELECT: {sql}")
+        };
+        eval(&s.targets[0], &row)
     }
 
     #[test]
@@ -2364,9 +2309,11 @@ mod tests {
             ("SELECT length(true)", "42883"),
             ("SELECT sum(b) FROM t", "42883"),
             ("SELECT length(*)", "42601"),
-            ("SELECT 1 FROM t JOIN t u ON true", "0A000"),
-            ("SELECT DISTINCT a FROM t", "0A000"),
-            ("SELECT a FROM t GROUP BY a", "0A000"),
+            ("SELECT 1 FROM t JOIN t ON true", "42712"),
+            ("SELECT b FROM t GROUP BY a", "42803"),
+            ("SELECT DISTINCT a FROM t ORDER BY b", "42P10"),
+            ("SELECT a FROM t UNION SELECT a, b FROM t", "42601"),
+            ("SELECT a FROM t UNION SELECT b FROM t", "42804"),
         ] {
             assert_eq!(code(sql), want, "{sql}");
         }

@@ -47,19 +47,24 @@
 //!    rather than being ignored; CREATE TABLE's is compared whole (see
 //!    `create_table_clauses`).
 
+pub mod aggregate;
+pub mod analyze;
 pub mod bind;
 #[cfg(test)]
 mod clause_tests;
+pub mod conditional;
 pub mod copy;
 mod ddl;
 #[cfg(test)]
 mod defect_tests;
+pub mod executor;
 #[cfg(test)]
 mod fuzz_tests;
 pub mod grants;
 pub mod interval;
 pub mod numeric;
 pub mod plan;
+pub mod planner;
 pub mod privileges;
 pub mod roles;
 mod sequences;
@@ -1769,7 +1774,7 @@ fn parse_set(k: &mut Toks) -> SqlResult<Stmt> {
     Ok(Stmt::Utility(Utility::Set { name, value }))
 }
 
-fn ident_name(i: &ast::Ident) -> String {
+pub(crate) fn ident_name(i: &ast::Ident) -> String {
     if i.quote_style.is_some() {
         i.value.clone()
     } else {

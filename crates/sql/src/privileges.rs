@@ -411,43 +411,13 @@ pub(crate) fn describe_dependents(
 /// over a stack: expression depth is bounded elsewhere, but this walk needs no
 /// recursion at all.
 pub(crate) fn expr_columns(e: &crate::bind::Expr, out: &mut Vec<usize>) {
-    use crate::bind::Expr as E;
     let mut stack = vec![e];
     while let Some(e) = stack.pop() {
-        match e {
-            E::Col(c) => out.push(*c),
-            E::Const(_) | E::Param(_) | E::Agg(_) => {}
-            E::Bin(a, _, b) => stack.extend([&**a, &**b]),
-            E::Bool(_, v) | E::Call(_, v) => stack.extend(v.iter()),
-            E::Not(x) | E::Neg(x) | E::IsNull(x, _) | E::Cast(x, _) | E::Fit(x, _) => stack.push(x),
-            E::InList(x, v, _) => {
-                stack.push(x);
-                stack.extend(v.iter());
-            }
+        if let crate::bind::Expr::Col(c) = e {
+            out.push(*c);
         }
+        e.children(&mut stack);
     }
-}
-
-/// The columns a bound SELECT reads: its items, WHERE, ORDER BY and aggregates'
-/// arguments.
-pub(crate) fn plan_columns(p: &crate::bind::SelectPlan) -> Vec<usize> {
-    let mut out = Vec::new();
-    for e in p.items.iter().chain(p.filter.iter()) {
-        expr_columns(e, &mut out);
-    }
-    for (k, _) in &p.order {
-        if let crate::bind::SortKey::Input(e) = k {
-            expr_columns(e, &mut out);
-        }
-    }
-    for a in &p.aggs {
-        if let Some(e) = &a.arg {
-            expr_columns(e, &mut out);
-        }
-    }
-    out.sort_unstable();
-    out.dedup();
-    out
 }
 
 /// Privileges rule 4: what a DDL statement needs, checked before it runs. An object

@@ -75,11 +75,11 @@
 //!     PostgreSQL's 25006 "cannot execute X in a read-only transaction"; isolation
 //!     levels Strata does not have are refused (0A000), never run as another.
 
-use super::bind::{self, Binder, Env, Expr, From, Row, Scope, SelectPlan, SeqCall, SortKey};
-use super::sort::Sorter;
+use super::bind::{self, Binder, Env, Expr, Row, Scope, SeqCall};
 use super::values::Rows;
 use super::{ast, ddl, settings, utility, Control, Datum, Ddl, InsertSource, SqlError, SqlResult};
 use super::{SqlType, Stmt, Utility};
+use crate::analyze::Query;
 use crate::plan::IndexPath;
 use crate::TextOut;
 use parking_lot::Mutex;
@@ -754,9 +754,6 @@ fn no_block(verb: &str) -> SqlError {
     )
 }
 
-/// How many rows a session's own loops run between interrupt checks.
-const CHECK_EVERY_ROWS: i64 = 1024;
-
 /// Rows an INSERT hands the engine at a time (session rule 9).
 const INSERT_BATCH_ROWS: usize = 1024;
 /// COPY TO's rows go to the client in batches of about this many bytes.
@@ -795,7 +792,7 @@ enum Bound<'s> {
     /// Nothing to run: PostgreSQL's EmptyQueryResponse.
     Empty,
     Control(&'s Control),
-    Select(Box<SelectPlan>),
+    Select(Box<Query>),
     Insert(BoundInsert),
     Delete(BoundDelete),
     Update(BoundUpdate),
@@ -886,7 +883,9 @@ enum BoundSource {
     Values(Vec<Vec<Expr>>),
     /// VALUES rows still as text, each bound as it is reached.
     Rows(Rows, Targets),
-    Query(Box<SelectPlan>),
+    /// A query, and the columns whose char(n) values lose their padding (the
+    /// assignment cast to text).
+    Query(Box<Query>, Vec<usize>),
 }
 
 /// Where an INSERT's source values go: bound one row at a time.
@@ -1330,11 +1329,11 @@ impl<'e> Session<'e> {
     ) -> SqlResult<Output> {
         let mut b = Binder::default();
         let select = Stmt::Select(Box::new(query.clone()));
-        let Bound::Select(plan) = self.bind(&select, &mut b)? else {
+        let Bound::Select(q) = self.bind(&select, &mut b)? else {
             unreachable!("a query binds as a SELECT");
         };
         let mut cols: Vec<strata_engine::Column> = Vec::new();
-        for (n, t) in &plan.columns {
+        for (n, t) in &q.columns {
             let ty = if *t == SqlType::Unknown {
                 SqlType::Text
             } else {
@@ -1534,13 +1533,7 @@ impl<'e> Session<'e> {
             Stmt::Ddl(d) => Bound::Ddl(d),
             Stmt::Utility(u) => Bound::Utility(u),
             Stmt::Access(a) => Bound::Access(a),
-            Stmt::Select(q) => {
-                let mut plan = b.select(q, &scope_of)?;
-                if let From::Table(t) = &plan.from {
-                    plan.index = self.index_path(t, plan.filter.as_ref())?;
-                }
-                Bound::Select(Box::new(plan))
-            }
+            Stmt::Select(q) => Bound::Select(Box::new(b.query(q, &scope_of)?)),
             Stmt::Delete {
                 table,
                 selection,
@@ -1641,6 +1634,7 @@ impl<'e> Session<'e> {
             qualifiers: vec![table.to_string()],
             cols: self.columns(table)?,
             excluded: false,
+            ..Default::default()
         };
         let (exprs, columns) = b.returning(list, &scope)?;
         Ok(Some(Returning { columns, exprs }))
@@ -1700,18 +1694,18 @@ impl<'e> Session<'e> {
             }
             InsertSource::Rows(rows) => BoundSource::Rows(rows.clone(), targets),
             InsertSource::Query(q) => {
-                let mut plan = b.select(q, &|t| self.columns(t))?;
-                targets.check_width(plan.columns.len())?;
-                for (k, (_, t)) in plan.columns.iter().enumerate() {
+                let q = b.query(q, &|t| self.columns(t))?;
+                targets.check_width(q.columns.len())?;
+                let mut trim = Vec::new();
+                for (k, (_, t)) in q.columns.iter().enumerate() {
                     let (name, ty) = &targets.cols[targets.targets[k]];
                     assign(b, Expr::Const(Datum::Null), *t, *ty, name)?;
                     // char(n) into text loses its padding (the assignment cast).
                     if (*t, *ty) == (SqlType::Bpchar, SqlType::Text) {
-                        let item = std::mem::replace(&mut plan.items[k], Expr::Const(Datum::Null));
-                        plan.items[k] = bind::bpchar_text(item);
+                        trim.push(k);
                     }
                 }
-                BoundSource::Query(Box::new(plan))
+                BoundSource::Query(Box::new(q), trim)
             }
         };
         Ok(BoundInsert {
@@ -1795,6 +1789,7 @@ impl<'e> Session<'e> {
             qualifiers: vec![table.to_string()],
             cols: cols.clone(),
             excluded,
+            ..Default::default()
         };
         let mut sets: Vec<Option<Expr>> = vec![None; cols.len()];
         for (name, value) in assignments {
@@ -1830,6 +1825,7 @@ impl<'e> Session<'e> {
             qualifiers: vec![table.to_string()],
             cols: cols.clone(),
             excluded: false,
+            ..Default::default()
         };
         let pred = match selection {
             Some(w) => Some(b.condition(&scope, w, "WHERE")?),
@@ -1884,7 +1880,7 @@ impl<'e> Session<'e> {
             }
         }
         let columns = match &bound {
-            Bound::Select(p) => p.columns.clone(),
+            Bound::Select(q) => q.columns.clone(),
             Bound::Utility(u) => utility::columns(u),
             Bound::Empty
             | Bound::Control(_)
@@ -2027,8 +2023,8 @@ impl<'e> Session<'e> {
                         require(&w, &r, Priv::SELECT, &cols)?;
                     }
                 }
-                if let BoundSource::Query(p) = &i.source {
-                    self.check_select(&w, p)?;
+                if let BoundSource::Query(q, _) = &i.source {
+                    self.check_select(&w, q)?;
                 }
             }
             Bound::Update(u) => {
@@ -2067,16 +2063,16 @@ impl<'e> Session<'e> {
     }
 
     /// SELECT on the columns a query reads of its table (a system view: anyone).
-    fn check_select(&self, w: &crate::privileges::Who, p: &SelectPlan) -> SqlResult<()> {
-        let From::Table(t) = &p.from else {
-            return Ok(());
-        };
-        if crate::views::schema(t).is_some() {
-            return Ok(());
-        }
-        let r = self.relation_entry(t)?;
+    fn check_select(&self, w: &crate::privileges::Who, q: &Query) -> SqlResult<()> {
         let need = strata_engine::acl::Priv::SELECT;
-        crate::privileges::require(w, &r, need, &crate::privileges::plan_columns(p))
+        for (t, cols) in &q.reads {
+            if crate::views::schema(t).is_some() {
+                continue;
+            }
+            let r = self.relation_entry(t)?;
+            crate::privileges::require(w, &r, need, cols)?;
+        }
+        Ok(())
     }
 
     /// Runs a bound statement: one executor per kind.
@@ -2093,7 +2089,7 @@ impl<'e> Session<'e> {
             Bound::Control(c) => self.control(c, notices),
             Bound::Select(plan) => {
                 sink.columns(&plan.columns)?;
-                let n = self.run_select(&plan, params, &mut |r| sink.row(r))?;
+                let n = self.run_query(&plan, params, &mut |r| sink.row(r))?;
                 Ok(Output::Rows(n))
             }
             Bound::Insert(ins) => self.insert(ins, b, params, sink),
@@ -2180,14 +2176,12 @@ impl<'e> Session<'e> {
         source: &BoundSource,
         params: &[Datum],
     ) -> SqlResult<Option<Vec<Vec<Datum>>>> {
-        let BoundSource::Query(plan) = source else {
+        let BoundSource::Query(q, trim) = source else {
             return Ok(None);
         };
-        if !matches!(plan.from, From::Table(_)) {
-            return Ok(None);
-        }
         let mut rows = Vec::new();
-        self.run_select(plan, params, &mut |r| {
+        self.run_query(q, params, &mut |mut r| {
+            trim_padding(&mut r, trim);
             rows.push(r);
             Ok(())
         })?;
@@ -2217,10 +2211,8 @@ impl<'e> Session<'e> {
         let collected = self.collect_table_source(&source, params)?;
         let db = self.db.clone();
         let env_of = self.env_parts();
-        let work_mem_bytes = settings::work_mem_bytes(self.vars.get("work_mem"));
         let n = self.write_checked(|t, check| {
             let env = env_of.writer_env(&db);
-            let chk = || check().map_err(SqlError::from);
             let mut batch: Vec<Vec<Datum>> = Vec::with_capacity(INSERT_BATCH_ROWS);
             let mut n = 0u64;
             let mut upserts = strata_engine::UpsertState::default();
@@ -2271,16 +2263,7 @@ impl<'e> Session<'e> {
                         emit(eval_row(&r, params, env)?)?;
                     }
                 }
-                (BoundSource::Query(plan), None) => {
-                    let run = Run {
-                        plan,
-                        params,
-                        env,
-                        check: &chk,
-                        work_mem_bytes,
-                    };
-                    run_plan(&run, &mut |f| source_rows(&run, f), &mut emit)?;
-                }
+                (BoundSource::Query(..), None) => unreachable!("queries are collected"),
             }
             if !batch.is_empty() {
                 n += t.insert_checked(&db, table, &batch, check)?;
@@ -2576,32 +2559,48 @@ impl<'e> Session<'e> {
         r
     }
 
-    /// Runs a bound SELECT, giving its result rows to `emit` as they are produced
+    /// Runs an analyzed query: planned (`planner`), then executed (`executor`) with
+    /// one snapshot, giving its result rows to `emit` as they are produced
     /// (session rule 9). Returns how many.
-    fn run_select(
+    fn run_query(
         &self,
-        plan: &SelectPlan,
+        q: &Query,
         params: &[Datum],
         emit: &mut dyn FnMut(Vec<Datum>) -> SqlResult<()>,
     ) -> SqlResult<u64> {
+        let rels = |t: &str| -> SqlResult<Option<strata_engine::RelEntry>> {
+            if crate::views::schema(t).is_some() {
+                return Ok(None);
+            }
+            self.relation_entry(t).map(Some)
+        };
+        let plan = crate::planner::plan(q, &rels)?;
         let parts = self.env_parts();
         let env = parts.env(&self.db);
         let check = || self.interrupted();
-        let run = Run {
-            plan,
+        let views = |n: &str| self.server.views.rows(n);
+        let txn = match &self.block {
+            Block::Open { txn: Some(t), .. } => Some(&**t),
+            _ => None,
+        };
+        let cx = crate::executor::Ctx {
+            engine: self.engine,
+            txn,
+            snap: match txn {
+                Some(t) => t.snapshot(),
+                None => self.engine.snapshot(),
+            },
+            db: &self.db,
             params,
             env: &env,
             check: &check,
-            work_mem_bytes: settings::work_mem_bytes(self.vars.get("work_mem")),
+            work_mem: settings::work_mem_bytes(self.vars.get("work_mem")),
+            views: &views,
         };
-        let range = index_range(plan.index.as_ref(), params, &env)?;
-        let mut input = |f: &mut RowFn<'_>| -> SqlResult<()> {
-            match &plan.from {
-                From::Table(t) => self.scan_table(t, access(&plan.index, &range), f),
-                _ => source_rows(&run, f),
-            }
-        };
-        run_plan(&run, &mut input, emit)
+        crate::executor::run(&plan, &cx, &mut |r| {
+            emit(r)?;
+            Ok(true)
+        })
     }
 
     /// Streams the rows of `table` as this session sees them into `f` (which may
@@ -2650,212 +2649,14 @@ impl<'e> Session<'e> {
 /// A consumer of rows: `Ok(false)` stops the producer.
 type RowFn<'a> = dyn FnMut(Vec<Datum>) -> SqlResult<bool> + 'a;
 
-/// A producer of a SELECT's input rows: drives them into the consumer it is given.
-type Input<'a> = dyn FnMut(&mut RowFn<'_>) -> SqlResult<()> + 'a;
-
-/// What running a SELECT's plan needs besides its input.
-struct Run<'a> {
-    plan: &'a SelectPlan,
-    params: &'a [Datum],
-    env: &'a SessionEnv<'a>,
-    /// The interrupt check (cancel, timeout, client gone).
-    check: &'a dyn Fn() -> SqlResult<()>,
-    work_mem_bytes: usize,
-}
-
-impl Run<'_> {
-    fn eval(&self, e: &Expr, cols: &[Datum], aggs: &[Datum]) -> SqlResult<Datum> {
-        bind::eval(
-            e,
-            &Row {
-                cols,
-                params: self.params,
-                aggs,
-                env: self.env,
-            },
-        )
-    }
-
-    /// Whether an input row passes the WHERE.
-    fn keep(&self, r: &[Datum]) -> SqlResult<bool> {
-        match &self.plan.filter {
-            Some(f) => Ok(bind::is_true(&self.eval(f, r, &[])?)),
-            None => Ok(true),
+/// char(n) values as text: their trailing spaces removed (the assignment cast).
+fn trim_padding(row: &mut [Datum], cols: &[usize]) {
+    for c in cols {
+        if let Some(Datum::Text(t)) = row.get_mut(*c) {
+            let n = t.trim_end_matches(' ').len();
+            t.truncate(n);
         }
     }
-
-    /// An input row's output values and sort keys.
-    fn project(&self, r: &[Datum]) -> SqlResult<(Vec<Datum>, Vec<Datum>)> {
-        let vals = self
-            .plan
-            .items
-            .iter()
-            .map(|e| self.eval(e, r, &[]))
-            .collect::<SqlResult<Vec<_>>>()?;
-        let keys = self
-            .plan
-            .order
-            .iter()
-            .map(|(k, _)| match k {
-                SortKey::Output(i) => Ok(vals[*i].clone()),
-                SortKey::Input(e) => self.eval(e, r, &[]),
-            })
-            .collect::<SqlResult<Vec<_>>>()?;
-        Ok((vals, keys))
-    }
-
-    /// OFFSET and LIMIT (usize::MAX: none).
-    fn offset_limit(&self) -> SqlResult<(usize, usize)> {
-        let count = |e: &Option<Expr>| -> SqlResult<Option<usize>> {
-            match e {
-                None => Ok(None),
-                Some(e) => match self.eval(e, &[], &[])? {
-                    Datum::Int8(n) if n < 0 => Err(SqlError::new(
-                        "2201W",
-                        "LIMIT or OFFSET must not be negative",
-                    )),
-                    Datum::Int8(n) => Ok(Some(usize::try_from(n).unwrap_or(usize::MAX))),
-                    Datum::Int4(n) if n >= 0 => Ok(Some(n as usize)),
-                    _ => Ok(None),
-                },
-            }
-        };
-        Ok((
-            count(&self.plan.offset)?.unwrap_or(0),
-            count(&self.plan.limit)?.unwrap_or(usize::MAX),
-        ))
-    }
-}
-
-/// Runs a plan over `input`: filter, then aggregate, sort or stream, then OFFSET and
-/// LIMIT, giving result rows to `emit`. Only ORDER BY holds rows (`sort` rules);
-/// without it, the input stops as soon as LIMIT is met. Returns the rows emitted.
-fn run_plan(
-    run: &Run<'_>,
-    input: &mut Input<'_>,
-    emit: &mut dyn FnMut(Vec<Datum>) -> SqlResult<()>,
-) -> SqlResult<u64> {
-    let (offset, limit) = run.offset_limit()?;
-    if !run.plan.aggs.is_empty() {
-        let row = aggregate(run, input)?;
-        if offset == 0 && limit > 0 {
-            emit(row)?;
-            return Ok(1);
-        }
-        return Ok(0);
-    }
-    if limit == 0 {
-        return Ok(0);
-    }
-    if !run.plan.order.is_empty() {
-        let desc: Vec<bool> = run.plan.order.iter().map(|(_, d)| *d).collect();
-        let bound = (limit != usize::MAX).then(|| offset.saturating_add(limit));
-        let mut sorter = Sorter::new(&desc, bound, run.work_mem_bytes);
-        input(&mut |r| {
-            if run.keep(&r)? {
-                let (vals, keys) = run.project(&r)?;
-                sorter.push(vals, keys)?;
-            }
-            Ok(true)
-        })?;
-        let mut n = 0;
-        for row in sorter.finish().into_iter().skip(offset).take(limit) {
-            emit(row)?;
-            n += 1;
-        }
-        return Ok(n);
-    }
-    let (mut skipped, mut sent) = (0usize, 0usize);
-    input(&mut |r| {
-        if !run.keep(&r)? {
-            return Ok(true);
-        }
-        let (vals, _) = run.project(&r)?;
-        if skipped < offset {
-            skipped += 1;
-            return Ok(true);
-        }
-        emit(vals)?;
-        sent += 1;
-        Ok(sent < limit)
-    })?;
-    Ok(sent as u64)
-}
-
-/// The one row of an aggregate SELECT: its aggregates over the input rows that
-/// pass the WHERE, folded as they stream by.
-fn aggregate(run: &Run<'_>, input: &mut Input<'_>) -> SqlResult<Vec<Datum>> {
-    let aggs = &run.plan.aggs;
-    let mut acc: Vec<Datum> = aggs.iter().map(bind::agg_init).collect();
-    input(&mut |r| {
-        if run.keep(&r)? {
-            for (a, slot) in aggs.iter().zip(acc.iter_mut()) {
-                let v = match &a.arg {
-                    Some(e) => Some(run.eval(e, &r, &[])?),
-                    None => None,
-                };
-                bind::agg_step(a, slot, v)?;
-            }
-        }
-        Ok(true)
-    })?;
-    run.plan
-        .items
-        .iter()
-        .map(|e| run.eval(e, &[], &acc))
-        .collect()
-}
-
-/// The input rows of a SELECT without a table: one empty row, or a
-/// `generate_series(a, b, step)`, produced one at a time (interruptible).
-fn source_rows(run: &Run<'_>, f: &mut RowFn<'_>) -> SqlResult<()> {
-    let (a, b, step, ty) = match &run.plan.from {
-        From::Series(a, b, step, ty) => (a, b, step, *ty),
-        From::None => {
-            f(vec![])?;
-            return Ok(());
-        }
-        From::Table(_) => unreachable!("tables are scanned by the session"),
-    };
-    let int = |e: &Expr| -> SqlResult<Option<i64>> {
-        Ok(
-            match bind::cast_datum(run.eval(e, &[], &[])?, SqlType::Int8)? {
-                Datum::Int8(v) => Some(v),
-                _ => None,
-            },
-        )
-    };
-    let (Some(a), Some(b)) = (int(a)?, int(b)?) else {
-        return Ok(());
-    };
-    let step = match step {
-        Some(s) => match int(s)? {
-            Some(0) => return Err(SqlError::new("22023", "step size cannot equal zero")),
-            Some(s) => s,
-            None => return Ok(()),
-        },
-        None => 1,
-    };
-    let n: u128 = if (step > 0 && a > b) || (step < 0 && a < b) {
-        0
-    } else {
-        ((i128::from(b) - i128::from(a)) / i128::from(step) + 1) as u128
-    };
-    for k in 0..n {
-        if k % CHECK_EVERY_ROWS as u128 == 0 {
-            (run.check)()?;
-        }
-        let v = (i128::from(a) + k as i128 * i128::from(step)) as i64;
-        let d = if ty == SqlType::Int4 {
-            Datum::Int4(v as i32)
-        } else {
-            Datum::Int8(v)
-        };
-        if !f(vec![d])? {
-            break;
-        }
-    }
-    Ok(())
 }
 
 /// A source row as a table row: each column's value (cast to the column's type) or
@@ -2910,6 +2711,7 @@ pub(crate) fn check_scope(table: &str, cols: &[strata_engine::Column]) -> Scope 
             .map(|c| (c.name.clone(), SqlType::of_column(c)))
             .collect(),
         excluded: false,
+        ..Default::default()
     }
 }
 

@@ -1,0 +1,188 @@
+//! Pull scans: a relation's rows read a batch at a time by a caller that holds one
+//! snapshot for its whole statement (the SQL executor's scan nodes; a self-join's
+//! two scans see the same rows).
+//!
+//! Entry points: [`crate::Engine::snapshot`], [`crate::Engine::seq_cursor`] /
+//! [`crate::Engine::index_cursor`] and their [`crate::Txn`] twins; then
+//! [`SeqCursor::next_batch`] / [`IndexCursor::next_batch`] until they say done.
+//!
+//! Rules (the `stream` rules, for a consumer that pulls):
+//! 1. Each batch — whole pages until at least [`SCAN_BATCH_ROWS`] rows (index:
+//!    that many entries) — is read under the drop lock held shared, released before
+//!    the caller sees the rows: a slow consumer never holds back DROP or TRUNCATE.
+//! 2. The snapshot is the caller's, taken before the first batch and kept until the
+//!    last (engine rule 9); VACUUM keeps every tuple a live snapshot can see.
+//! 3. Each batch resolves the relation again. If its storage is gone (dropped, or
+//!    given new storage by TRUNCATE) the cursor fails with
+//!    [`EngineError::ConcurrentDrop`] (40001); it never reads past the relation's
+//!    length at its start, nor past its current length.
+//! 4. A cursor the caller stops pulling reads nothing more (LIMIT).
+//!
+//! Memory: one batch, O([`SCAN_BATCH_ROWS`] + rows of one page), whatever the table.
+
+use crate::access::{self, Snapshot};
+use crate::catalog::RelEntry;
+use crate::index::{self, IndexRange};
+use crate::stream::SCAN_BATCH_ROWS;
+use crate::{Datum, EngineError, Interrupt, Result, Shared};
+use std::sync::Arc;
+use strata_types::{ForkNumber, RelKey, Xid};
+
+/// Resolves a table as of now: its storage key and entry.
+pub(crate) type ResolveTable<'e> = Box<dyn Fn() -> Result<(RelKey, Arc<RelEntry>)> + 'e>;
+/// Resolves a table and one of its indexes as of now: heap key, entry, index key.
+pub(crate) type ResolveIndex<'e> = Box<dyn Fn() -> Result<(RelKey, Arc<RelEntry>, RelKey)> + 'e>;
+
+/// A sequential scan's position (rules 1-4).
+pub struct SeqCursor<'e> {
+    sh: &'e Shared,
+    resolve: ResolveTable<'e>,
+    my: Option<Xid>,
+    /// The storage and length at the first batch (rule 3).
+    start: Option<(RelKey, u32)>,
+    next: u32,
+    done: bool,
+    _registered: Option<crate::standby::ScanGuard<'e>>,
+}
+
+impl<'e> SeqCursor<'e> {
+    pub(crate) fn new(sh: &'e Shared, resolve: ResolveTable<'e>, my: Option<Xid>) -> Self {
+        SeqCursor {
+            sh,
+            resolve,
+            my,
+            start: None,
+            next: 0,
+            done: false,
+            _registered: None,
+        }
+    }
+
+    /// Appends the next batch of rows `snap` shows to `out`; false once the scan has
+    /// read its last page (then `out` may still have got rows). `interrupt` runs
+    /// before each page.
+    pub fn next_batch(
+        &mut self,
+        snap: &Snapshot<'_>,
+        interrupt: Interrupt<'_>,
+        out: &mut Vec<Vec<Datum>>,
+    ) -> Result<bool> {
+        if self.done {
+            return Ok(false);
+        }
+        let sh = self.sh;
+        let _d = sh.drop_lock.read();
+        let (key, rel) = match ((self.resolve)(), &self.start) {
+            (Ok(r), _) => r,
+            (Err(EngineError::UndefinedTable(name)), Some(_)) => {
+                return Err(EngineError::ConcurrentDrop(name))
+            }
+            (Err(e), _) => return Err(e),
+        };
+        let n = sh.smgr.nblocks(key, ForkNumber::Main)?;
+        let (key0, n0) = *self.start.get_or_insert((key, n));
+        if key != key0 {
+            return Err(EngineError::ConcurrentDrop(rel.name.clone()));
+        }
+        if self._registered.is_none() {
+            // Standby rule 9: replay of a drop waits for this scan, up to a limit.
+            self._registered = crate::standby::ScanGuard::new(sh, key);
+        }
+        let end = n.min(n0);
+        let goal = out.len() + SCAN_BATCH_ROWS;
+        while self.next < end && out.len() < goal {
+            interrupt()?;
+            access::scan_page(sh, key, self.next, snap, self.my, &mut |_, _, t| {
+                out.push(crate::toast::decode_row(sh, key, &rel.columns, t)?);
+                Ok(())
+            })?;
+            self.next += 1;
+        }
+        self.done = self.next >= end;
+        Ok(!self.done)
+    }
+}
+
+/// An index range scan's position (rules 1-4): rows in index order.
+pub struct IndexCursor<'e> {
+    sh: &'e Shared,
+    resolve: ResolveIndex<'e>,
+    range: IndexRange,
+    my: Option<Xid>,
+    start: Option<RelKey>,
+    /// The last entry read: the next batch starts after it.
+    after: Option<Vec<u8>>,
+    done: bool,
+    _registered: Option<crate::standby::ScanGuard<'e>>,
+}
+
+impl<'e> IndexCursor<'e> {
+    pub(crate) fn new(
+        sh: &'e Shared,
+        resolve: ResolveIndex<'e>,
+        range: IndexRange,
+        my: Option<Xid>,
+    ) -> Self {
+        IndexCursor {
+            sh,
+            resolve,
+            range,
+            my,
+            start: None,
+            after: None,
+            done: false,
+            _registered: None,
+        }
+    }
+
+    /// Appends the rows of the next batch of entries that `snap` shows to `out`;
+    /// false once the range is done.
+    pub fn next_batch(
+        &mut self,
+        snap: &Snapshot<'_>,
+        interrupt: Interrupt<'_>,
+        out: &mut Vec<Vec<Datum>>,
+    ) -> Result<bool> {
+        if self.done {
+            return Ok(false);
+        }
+        let Some(bounds) = self.range.bounds() else {
+            self.done = true;
+            return Ok(false);
+        };
+        interrupt()?;
+        let sh = self.sh;
+        let _d = sh.drop_lock.read();
+        let (heap, rel, ikey) = match ((self.resolve)(), &self.start) {
+            (Ok(r), _) => r,
+            (Err(EngineError::UndefinedTable(n)), Some(_)) => {
+                return Err(EngineError::ConcurrentDrop(n))
+            }
+            (Err(e), _) => return Err(e),
+        };
+        if *self.start.get_or_insert(ikey) != ikey {
+            return Err(EngineError::ConcurrentDrop(rel.name.clone()));
+        }
+        if self._registered.is_none() {
+            self._registered = crate::standby::ScanGuard::new(sh, heap);
+        }
+        let mut tids = Vec::new();
+        let after = self.after.as_deref();
+        let done = index::range_tids(sh, ikey, &bounds, after, SCAN_BATCH_ROWS, &mut tids)?;
+        if snap.cancelled_by_recovery() {
+            // Standby rule 9: replay may have removed entries this scan needed.
+            return Err(EngineError::RecoveryConflict);
+        }
+        for (_, tid) in &tids {
+            let row = index::fetch(sh, heap, *tid, snap, self.my, |t| {
+                crate::toast::decode_row(sh, heap, &rel.columns, t)
+            })?;
+            out.extend(row);
+        }
+        if let Some((e, _)) = tids.pop() {
+            self.after = Some(e);
+        }
+        self.done = done;
+        Ok(!done)
+    }
+}

@@ -1,0 +1,249 @@
+//! Aggregate functions: their binding (argument, result type, DISTINCT, FILTER)
+//! and their running state.
+//!
+//! Entry points: [`Binder::aggregate`] (an aggregate call in a select list, HAVING
+//! or ORDER BY), [`AggState`] (`new`, `step` per input row, `finish`).
+//!
+//! Rules (cited as "aggregate rule N"):
+//! 1. The aggregates are PostgreSQL's with its result types: count (bigint), sum
+//!    (bigint of smallint/integer, numeric of bigint/numeric, the float's own type),
+//!    avg (numeric of integers and numeric, double of floats), min / max (the
+//!    argument's type), bool_and / bool_or / every (boolean), string_agg (text).
+//! 2. NULL inputs are skipped; over no rows count is 0 and the others NULL.
+//! 3. `agg(DISTINCT x)` counts each distinct non-NULL value once; `FILTER (WHERE c)`
+//!    feeds only the rows where c is true. An aggregate inside another's argument
+//!    is 42803.
+//! 4. Memory: O(1) per aggregate, except DISTINCT (its distinct values) and
+//!    string_agg (its result).
+
+use crate::bind::{cast_datum, compare, is_true, Agg, AggFunc, Binder, Expr, Scope};
+use crate::object_name;
+use crate::{Datum, SqlError, SqlResult, SqlType};
+use sqlparser::ast;
+use std::cmp::Ordering;
+use std::collections::HashSet;
+
+/// The aggregate `name` names (with `*` only count), if any.
+pub fn agg_func(name: &str, star: bool) -> Option<AggFunc> {
+    Some(match name {
+        "count" if star => AggFunc::CountStar,
+        "count" => AggFunc::Count,
+        "sum" => AggFunc::Sum,
+        "min" => AggFunc::Min,
+        "max" => AggFunc::Max,
+        "avg" => AggFunc::Avg,
+        "bool_and" | "every" => AggFunc::BoolAnd,
+        "bool_or" => AggFunc::BoolOr,
+        "string_agg" => AggFunc::StringAgg,
+        _ => return None,
+    })
+}
+
+/// The result type of `func` over an argument of type `t` (aggregate rule 1).
+fn result_type(func: AggFunc, name: &str, t: SqlType) -> SqlResult<SqlType> {
+    let missing = || {
+        SqlError::new(
+            "42883",
+            format!("function {name}({}) does not exist", t.name()),
+        )
+        .with_hint("No function matches the given name and argument types. You might need to add explicit type casts.")
+    };
+    Ok(match func {
+        AggFunc::CountStar | AggFunc::Count => SqlType::Int8,
+        AggFunc::Sum if matches!(t, SqlType::Int2 | SqlType::Int4) => SqlType::Int8,
+        AggFunc::Sum if t.is_int() => SqlType::Numeric,
+        AggFunc::Sum if t.is_number() || t == SqlType::Interval => t,
+        AggFunc::Avg if matches!(t, SqlType::Float4 | SqlType::Float8) => SqlType::Float8,
+        AggFunc::Avg if t.is_number() => SqlType::Numeric,
+        AggFunc::Avg if t == SqlType::Interval => t,
+        AggFunc::BoolAnd | AggFunc::BoolOr if t == SqlType::Bool => t,
+        AggFunc::StringAgg if matches!(t, SqlType::Text | SqlType::Bpchar) => SqlType::Text,
+        AggFunc::Min | AggFunc::Max => t,
+        _ => return Err(missing()),
+    })
+}
+
+impl Binder {
+    /// An aggregate call (aggregate rules 1 and 3), appended to `list`; its value
+    /// in the bound expression is `Expr::Agg(n)`.
+    pub(crate) fn aggregate(
+        &mut self,
+        scope: &Scope,
+        f: &ast::Function,
+        func: AggFunc,
+        list: &mut Vec<Agg>,
+    ) -> SqlResult<(Expr, SqlType)> {
+        let name = object_name(&f.name)?;
+        if f.over.is_some() {
+            return Err(SqlError::unsupported("window functions"));
+        }
+        if !f.within_group.is_empty() || f.null_treatment.is_some() {
+            return Err(SqlError::unsupported(format!("the call {f}")));
+        }
+        let (args, distinct) = match &f.args {
+            ast::FunctionArguments::List(l) => {
+                if !l.clauses.is_empty() {
+                    return Err(SqlError::unsupported(format!(
+                        "ORDER BY inside an aggregate ({f})"
+                    )));
+                }
+                let distinct = matches!(
+                    l.duplicate_treatment,
+                    Some(ast::DuplicateTreatment::Distinct)
+                );
+                (&l.args[..], distinct)
+            }
+            _ => (&[][..], false),
+        };
+        let mut exprs = Vec::new();
+        for a in args {
+            match a {
+                ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => {
+                    let (x, t) = self.expr_in(scope, e, &mut None)?;
+                    exprs.push(self.settle_type(x, t));
+                }
+                ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard)
+                    if func == AggFunc::CountStar => {}
+                other => return Err(SqlError::unsupported(format!("the argument {other}"))),
+            }
+        }
+        let filter = match &f.filter {
+            Some(c) => Some(self.condition(scope, c, "FILTER")?),
+            None => None,
+        };
+        let want = match func {
+            AggFunc::CountStar => 0,
+            AggFunc::StringAgg => 2,
+            _ => 1,
+        };
+        if exprs.len() != want {
+            return Err(SqlError::new(
+                "42883",
+                format!(
+                    "function {name} with {} arguments does not exist",
+                    exprs.len()
+                ),
+            ));
+        }
+        let mut it = exprs.into_iter();
+        let arg = it.next();
+        let t = arg.as_ref().map_or(SqlType::Int8, |(_, t)| *t);
+        let ty = result_type(func, &name, t)?;
+        let delim = match it.next() {
+            Some((d, dt)) => Some(self.coerce(d, dt, SqlType::Text)?),
+            None => None,
+        };
+        let arg = match (func, arg) {
+            (AggFunc::StringAgg, Some((a, SqlType::Bpchar))) => Some(crate::bind::bpchar_text(a)),
+            (_, a) => a.map(|(a, _)| a),
+        };
+        list.push(Agg {
+            func,
+            arg,
+            ty,
+            distinct,
+            filter,
+            delim,
+        });
+        Ok((Expr::Agg(list.len() - 1), ty))
+    }
+}
+
+/// One aggregate's running state over one group.
+#[derive(Debug)]
+pub struct AggState {
+    acc: Datum,
+    n: i64,
+    seen: Option<HashSet<Datum>>,
+}
+
+impl AggState {
+    pub fn new(a: &Agg) -> AggState {
+        AggState {
+            acc: Datum::Null,
+            n: 0,
+            seen: a.distinct.then(HashSet::new),
+        }
+    }
+
+    /// Feeds one input row's argument values (`v`: the argument, `delim`:
+    /// string_agg's delimiter); `pass`: the FILTER held.
+    pub fn step(&mut self, a: &Agg, v: Datum, delim: Datum) -> SqlResult<()> {
+        if a.func == AggFunc::CountStar {
+            self.n += 1;
+            return Ok(());
+        }
+        if v.is_null() {
+            return Ok(());
+        }
+        if let Some(seen) = &mut self.seen {
+            if !seen.insert(v.clone()) {
+                return Ok(());
+            }
+        }
+        self.n += 1;
+        self.acc = match (a.func, std::mem::replace(&mut self.acc, Datum::Null)) {
+            (AggFunc::Count, acc) => acc,
+            (AggFunc::Sum | AggFunc::Avg, Datum::Null) => cast_datum(v, sum_type(a))?,
+            (AggFunc::Sum | AggFunc::Avg, acc) => {
+                crate::bind::add(&acc, &cast_datum(v, sum_type(a))?)?
+            }
+            (AggFunc::Min | AggFunc::Max, Datum::Null) => v,
+            (AggFunc::Min | AggFunc::Max, acc) => {
+                let o = compare(&v, &acc);
+                let better = if a.func == AggFunc::Min {
+                    o == Ordering::Less
+                } else {
+                    o == Ordering::Greater
+                };
+                if better {
+                    v
+                } else {
+                    acc
+                }
+            }
+            (AggFunc::BoolAnd, acc) => Datum::Bool(is_true(&v) && (acc.is_null() || is_true(&acc))),
+            (AggFunc::BoolOr, acc) => Datum::Bool(is_true(&v) || is_true(&acc)),
+            (AggFunc::StringAgg, acc) => string_agg(acc, v, delim)?,
+            (AggFunc::CountStar, _) => unreachable!("counted above"),
+        };
+        Ok(())
+    }
+
+    /// The aggregate's value over the rows fed (aggregate rule 2).
+    pub fn finish(self, a: &Agg) -> SqlResult<Datum> {
+        Ok(match a.func {
+            AggFunc::CountStar | AggFunc::Count => Datum::Int8(self.n),
+            AggFunc::Avg if self.n == 0 => Datum::Null,
+            AggFunc::Avg => crate::bind::divide(&self.acc, self.n)?,
+            _ => self.acc,
+        })
+    }
+}
+
+/// The type a sum or avg accumulates in.
+fn sum_type(a: &Agg) -> SqlType {
+    match (a.func, a.ty) {
+        (AggFunc::Avg, SqlType::Float8) => SqlType::Float8,
+        (AggFunc::Avg, SqlType::Interval) => SqlType::Interval,
+        (AggFunc::Avg, _) => SqlType::Numeric,
+        (_, t) => t,
+    }
+}
+
+/// string_agg: the running text, the delimiter before every value but the first.
+fn string_agg(acc: Datum, v: Datum, delim: Datum) -> SqlResult<Datum> {
+    let v = crate::text_of(v)?;
+    Ok(Datum::Text(match acc {
+        Datum::Null => v,
+        acc => {
+            let mut s = crate::text_of(acc)?;
+            if let Datum::Text(d) = delim {
+                s.push_str(&d);
+            }
+            crate::alloc_request(s.len() + v.len() + 4)?;
+            s.push_str(&v);
+            s
+        }
+    }))
+}

@@ -1,0 +1,1007 @@
+//! Analysis: a parsed query (sqlparser's AST) to a query tree — names resolved
+//! against the catalog, expressions bound and typed, aggregation and sorting made
+//! explicit. What the planner turns into a plan; no storage is touched.
+//!
+//! Entry point: [`Binder::query`] (a SELECT, VALUES or set operation, with its
+//! ORDER BY, LIMIT and OFFSET) over a [`ScopeOf`] that gives a relation's columns.
+//!
+//! The tree: a [`Query`] is a [`SetTree`] (a [`Select`], VALUES, UNION / INTERSECT
+//! / EXCEPT of two trees, or a nested query) plus ORDER BY (as columns of the
+//! tree's output), LIMIT and OFFSET. A [`Select`] reads a [`Rel`] (one row, a
+//! table, a view, generate_series, a subquery, or a join of two rels), filters it,
+//! optionally groups it, and computes its targets.
+//!
+//! Rules (cited as "analyze rule N"):
+//! 1. A rel's row is its columns side by side; a join's row is its left row, then
+//!    its right row, then one merged column per USING / NATURAL column (the left's,
+//!    the right's for RIGHT JOIN, COALESCE of both for FULL JOIN). Every
+//!    expression over a FROM clause is bound as `Col(i)` of that row.
+//! 2. Names resolve as PostgreSQL's do: a bare column name must name one column of
+//!    the FROM clause (42703 none, 42702 several); `t.c` the column of entry `t`
+//!    (42P01 for no entry `t`); a USING column's bare name is its merged column;
+//!    `*` lists the merged columns, then each entry's others in order.
+//! 3. A SELECT with GROUP BY, HAVING or an aggregate is grouped: its grouped row is
+//!    the GROUP BY keys, then the aggregates' values; its targets, HAVING and
+//!    ORDER BY are bound over the FROM row and then rewritten over the grouped row
+//!    — a subexpression equal to a key is that key, and any other column is 42803.
+//! 4. ORDER BY names an output column (by position, or a bare name of one) or is an
+//!    expression; an expression not among the targets is added as a hidden target
+//!    after the visible ones, which the planner removes after sorting (42P10 for
+//!    SELECT DISTINCT, as PostgreSQL). DISTINCT ON keys are taken the same way.
+//! 5. A set operation's two sides have as many columns (42601) and each column
+//!    resolves to their common type (conditional rule 1); its output names are the
+//!    left side's; its ORDER BY names output columns only.
+//! 6. Each relation read is recorded with the columns read ([`Query::reads`]), so
+//!    privileges are checked over the whole tree before it runs.
+
+use crate::bind::{default_name, Agg, Binder, Columns, Expr, Scope, ScopeOf};
+use crate::conditional::common_type;
+use crate::{ident_name, object_name, SqlError, SqlResult, SqlType};
+use sqlparser::ast;
+
+/// An analyzed query.
+#[derive(Clone, Debug)]
+pub struct Query {
+    pub body: SetTree,
+    /// ORDER BY, over the body's output row.
+    pub order: Vec<SortSpec>,
+    pub limit: Option<Expr>,
+    pub offset: Option<Expr>,
+    /// The visible result columns; the body's row may have hidden ones after them.
+    pub columns: Columns,
+    /// Relations read and the columns read of each (analyze rule 6).
+    pub reads: Vec<(String, Vec<usize>)>,
+}
+
+/// One ORDER BY key: an output column, its direction and where NULLs go.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SortSpec {
+    pub col: usize,
+    pub desc: bool,
+    pub nulls_first: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum SetOp {
+    Union,
+    Intersect,
+    Except,
+}
+
+#[derive(Clone, Debug)]
+pub enum SetTree {
+    Select(Box<Select>),
+    /// VALUES rows, each already of the columns' common types.
+    Values(Vec<Vec<Expr>>, Vec<SqlType>),
+    SetOp {
+        op: SetOp,
+        all: bool,
+        left: Box<SetTree>,
+        right: Box<SetTree>,
+        types: Vec<SqlType>,
+    },
+    Query(Box<Query>),
+}
+
+impl SetTree {
+    /// The output columns' types (visible and hidden).
+    pub fn types(&self) -> Vec<SqlType> {
+        match self {
+            SetTree::Select(s) => s.types.clone(),
+            SetTree::Values(_, t) => t.clone(),
+            SetTree::SetOp { types, .. } => types.clone(),
+            SetTree::Query(q) => q.columns.iter().map(|(_, t)| *t).collect(),
+        }
+    }
+}
+
+/// SELECT's DISTINCT: none, over the visible targets, or ON some targets.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Distinct {
+    No,
+    All,
+    On(Vec<usize>),
+}
+
+#[derive(Clone, Debug)]
+pub struct Select {
+    pub from: Rel,
+    pub filter: Option<Expr>,
+    pub grouping: Option<Grouping>,
+    /// Visible targets, then hidden ones (analyze rule 4); over the FROM row, or
+    /// over the grouped row if grouped.
+    pub targets: Vec<Expr>,
+    pub types: Vec<SqlType>,
+    pub distinct: Distinct,
+    /// How many targets are visible.
+    pub visible: usize,
+}
+
+/// GROUP BY keys (over the FROM row), aggregates, HAVING (over the grouped row).
+#[derive(Clone, Debug)]
+pub struct Grouping {
+    pub keys: Vec<Expr>,
+    pub aggs: Vec<Agg>,
+    pub having: Option<Expr>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum JoinKind {
+    Inner,
+    Left,
+    Right,
+    Full,
+}
+
+#[derive(Clone, Debug)]
+pub enum Rel {
+    /// No FROM: one row of no columns.
+    One,
+    Table {
+        name: String,
+        width: usize,
+    },
+    /// A system view (`views` module), its rows made by the server.
+    View {
+        name: String,
+        width: usize,
+    },
+    /// generate_series(start, stop[, step]) of int4 or int8.
+    Series {
+        start: Expr,
+        stop: Expr,
+        step: Option<Expr>,
+        ty: SqlType,
+    },
+    Subquery(Box<Query>),
+    Join(Box<Join>),
+}
+
+#[derive(Clone, Debug)]
+pub struct Join {
+    pub kind: JoinKind,
+    pub left: Rel,
+    pub right: Rel,
+    /// Over the left row then the right row (None: every pair).
+    pub on: Option<Expr>,
+    /// The merged USING columns, over the left and right rows (analyze rule 1).
+    pub merged: Vec<Expr>,
+    pub left_width: usize,
+    pub right_width: usize,
+}
+
+impl Rel {
+    /// The width of the rel's row.
+    pub fn width(&self) -> usize {
+        match self {
+            Rel::One => 0,
+            Rel::Table { width, .. } | Rel::View { width, .. } => *width,
+            Rel::Series { .. } => 1,
+            Rel::Subquery(q) => q.columns.len(),
+            Rel::Join(j) => j.left_width + j.right_width + j.merged.len(),
+        }
+    }
+}
+
+/// Where in a FROM row each table's columns are (analyze rule 6).
+type Layout = Vec<(usize, String, usize)>;
+
+/// What analyzing a FROM clause gives: the rel, its scope, where its tables' columns
+/// are, and the relations read inside its subqueries.
+struct From {
+    rel: Rel,
+    scope: Scope,
+    layout: Layout,
+    reads: Vec<(String, Vec<usize>)>,
+}
+
+impl Binder {
+    /// Analyzes a query (the module's entry point).
+    pub fn query(&mut self, q: &ast::Query, scope_of: &ScopeOf<'_>) -> SqlResult<Query> {
+        if q.with.is_some() {
+            return Err(SqlError::unsupported("WITH"));
+        }
+        if q.fetch.is_some() || !q.locks.is_empty() {
+            return Err(SqlError::unsupported("FETCH or FOR UPDATE"));
+        }
+        let mut reads = Vec::new();
+        let (body, columns, order) = match &*q.body {
+            ast::SetExpr::Select(s) => {
+                let (sel, cols) = self.select_body(s, q.order_by.as_ref(), scope_of, &mut reads)?;
+                let order = sel.1;
+                (SetTree::Select(Box::new(sel.0)), cols, order)
+            }
+            body => {
+                let (tree, cols) = self.set_tree(body, scope_of, &mut reads)?;
+                let order = match &q.order_by {
+                    Some(ob) => output_order(ob, &cols)?,
+                    None => Vec::new(),
+                };
+                (tree, cols, order)
+            }
+        };
+        let (limit, offset) = match &q.limit_clause {
+            Some(lc) => self.limit_offset(lc)?,
+            None => (None, None),
+        };
+        Ok(Query {
+            body,
+            order,
+            limit,
+            offset,
+            columns,
+            reads,
+        })
+    }
+
+    /// A set operation's operand, VALUES, or a parenthesized query.
+    fn set_tree(
+        &mut self,
+        body: &ast::SetExpr,
+        scope_of: &ScopeOf<'_>,
+        reads: &mut Vec<(String, Vec<usize>)>,
+    ) -> SqlResult<(SetTree, Columns)> {
+        match body {
+            ast::SetExpr::Select(s) => {
+                let ((sel, _), cols) = self.select_body(s, None, scope_of, reads)?;
+                Ok((SetTree::Select(Box::new(sel)), cols))
+            }
+            ast::SetExpr::Query(q) => {
+                let q = self.query(q, scope_of)?;
+                reads.extend(q.reads.iter().cloned());
+                let cols = q.columns.clone();
+                Ok((SetTree::Query(Box::new(q)), cols))
+            }
+            ast::SetExpr::Values(v) => self.values(v),
+            ast::SetExpr::SetOperation {
+                left,
+                op,
+                set_quantifier,
+                right,
+            } => self.set_operation((left, right), op, set_quantifier, scope_of, reads),
+            other => Err(SqlError::unsupported(format!(
+                "this query form ({})",
+                other.to_string().chars().take(40).collect::<String>()
+            ))),
+        }
+    }
+
+    /// UNION / INTERSECT / EXCEPT [ALL] (analyze rule 5).
+    fn set_operation(
+        &mut self,
+        (left, right): (&ast::SetExpr, &ast::SetExpr),
+        op: &ast::SetOperator,
+        q: &ast::SetQuantifier,
+        scope_of: &ScopeOf<'_>,
+        reads: &mut Vec<(String, Vec<usize>)>,
+    ) -> SqlResult<(SetTree, Columns)> {
+        let (sop, word) = match op {
+            ast::SetOperator::Union => (SetOp::Union, "UNION"),
+            ast::SetOperator::Intersect => (SetOp::Intersect, "INTERSECT"),
+            ast::SetOperator::Except | ast::SetOperator::Minus => (SetOp::Except, "EXCEPT"),
+        };
+        let all = match q {
+            ast::SetQuantifier::All => true,
+            ast::SetQuantifier::Distinct | ast::SetQuantifier::None => false,
+            other => return Err(SqlError::unsupported(format!("{word} {other}"))),
+        };
+        let (l, lcols) = self.set_tree(left, scope_of, reads)?;
+        let (r, rcols) = self.set_tree(right, scope_of, reads)?;
+        if lcols.len() != rcols.len() {
+            return Err(SqlError::syntax(format!(
+                "each {word} query must have the same number of columns"
+            )));
+        }
+        let mut types = Vec::with_capacity(lcols.len());
+        let mut cols = Vec::with_capacity(lcols.len());
+        for ((n, lt), (_, rt)) in lcols.iter().zip(&rcols) {
+            let t = common_type(&[*lt, *rt], word)?;
+            types.push(t);
+            cols.push((n.clone(), t));
+        }
+        let tree = SetTree::SetOp {
+            op: sop,
+            all,
+            left: Box::new(l),
+            right: Box::new(r),
+            types,
+        };
+        Ok((tree, cols))
+    }
+
+    /// VALUES (...), (...): every row as wide as the first (42601), each column of
+    /// its rows' common type; columns named column1, column2, ...
+    fn values(&mut self, v: &ast::Values) -> SqlResult<(SetTree, Columns)> {
+        let width = v.rows.first().map_or(0, |r| r.content.len());
+        let mut bound: Vec<Vec<(Expr, SqlType)>> = Vec::with_capacity(v.rows.len());
+        for row in &v.rows {
+            if row.content.len() != width {
+                return Err(SqlError::syntax("VALUES lists must all be the same length"));
+            }
+            let mut out = Vec::with_capacity(width);
+            for e in &row.content {
+                out.push(self.expr(&Scope::default(), e)?);
+            }
+            bound.push(out);
+        }
+        let mut types = Vec::with_capacity(width);
+        for c in 0..width {
+            let ts: Vec<SqlType> = bound.iter().map(|r| r[c].1).collect();
+            types.push(common_type(&ts, "VALUES")?);
+        }
+        let mut rows = Vec::with_capacity(bound.len());
+        for r in bound {
+            let mut out = Vec::with_capacity(width);
+            for (c, (e, t)) in r.into_iter().enumerate() {
+                out.push(self.to_common(e, t, types[c])?);
+            }
+            rows.push(out);
+        }
+        let cols = (0..width)
+            .map(|i| (format!("column{}", i + 1), types[i]))
+            .collect();
+        Ok((SetTree::Values(rows, types), cols))
+    }
+
+    /// One SELECT with its ORDER BY (analyze rules 3 and 4): the Select and the
+    /// sort keys over its targets, and its visible columns.
+    fn select_body(
+        &mut self,
+        sel: &ast::Select,
+        order_by: Option<&ast::OrderBy>,
+        scope_of: &ScopeOf<'_>,
+        reads: &mut Vec<(String, Vec<usize>)>,
+    ) -> SqlResult<((Select, Vec<SortSpec>), Columns)> {
+        refuse_select_clauses(sel)?;
+        let from = self.range_table(&sel.from, scope_of)?;
+        reads.extend(from.reads.iter().cloned());
+        let scope = &from.scope;
+        let filter = match &sel.selection {
+            Some(w) => Some(self.condition(scope, w, "WHERE")?),
+            None => None,
+        };
+        let mut aggs = Vec::new();
+        let (mut targets, columns) = self.projection_list(&sel.projection, scope, &mut aggs)?;
+        let keys = self.group_keys(&sel.group_by, scope, &sel.projection, &targets)?;
+        let having = match &sel.having {
+            Some(h) => Some(self.having(scope, h, &mut aggs)?),
+            None => None,
+        };
+        let mut order = Vec::new();
+        if let Some(ob) = order_by {
+            order = self.order_keys(ob, scope, &columns, &mut targets, &mut aggs)?;
+        }
+        let distinct = self.distinct(sel, scope, &mut targets, &mut aggs, &order, columns.len())?;
+        let mut read_cols: Vec<&Expr> = filter
+            .iter()
+            .chain(targets.iter())
+            .chain(keys.iter())
+            .collect();
+        for a in &aggs {
+            read_cols.extend(a.arg.iter().chain(a.filter.iter()).chain(a.delim.iter()));
+        }
+        reads.extend(columns_read(&from.layout, &from.rel, &read_cols));
+        let grouped = !keys.is_empty() || !aggs.is_empty() || having.is_some();
+        let (targets, grouping) = if grouped {
+            let nk = keys.len();
+            let regroup = |e: Expr| regroup(e, &keys, nk, scope);
+            let targets = targets
+                .into_iter()
+                .map(regroup)
+                .collect::<SqlResult<Vec<_>>>()?;
+            let having = having.map(regroup).transpose()?;
+            (targets, Some(Grouping { keys, aggs, having }))
+        } else {
+            (targets, None)
+        };
+        let mut types: Vec<SqlType> = columns.iter().map(|(_, t)| *t).collect();
+        types.resize(targets.len(), SqlType::Text);
+        let select = Select {
+            from: from.rel,
+            filter,
+            grouping,
+            visible: columns.len(),
+            targets,
+            types,
+            distinct,
+        };
+        Ok(((select, order), columns))
+    }
+
+    /// The select list (targets over the FROM row; aggregate calls into `aggs`).
+    fn projection_list(
+        &mut self,
+        list: &[ast::SelectItem],
+        scope: &Scope,
+        aggs: &mut Vec<Agg>,
+    ) -> SqlResult<(Vec<Expr>, Columns)> {
+        self.projection(list, scope, aggs)
+    }
+
+    /// HAVING: a condition that may call aggregates.
+    fn having(&mut self, scope: &Scope, h: &ast::Expr, aggs: &mut Vec<Agg>) -> SqlResult<Expr> {
+        let (x, t) = self.expr_in(scope, h, &mut Some(aggs))?;
+        if t != SqlType::Bool && t != SqlType::Unknown {
+            return Err(SqlError::new(
+                "42804",
+                format!(
+                    "argument of HAVING must be type boolean, not type {}",
+                    t.name()
+                ),
+            ));
+        }
+        self.coerce(x, t, SqlType::Bool)
+    }
+
+    /// GROUP BY keys: expressions over the FROM row; a number is a select-list
+    /// position, a bare name not in the FROM clause an output column's name.
+    fn group_keys(
+        &mut self,
+        g: &ast::GroupByExpr,
+        scope: &Scope,
+        projection: &[ast::SelectItem],
+        targets: &[Expr],
+    ) -> SqlResult<Vec<Expr>> {
+        let exprs = match g {
+            ast::GroupByExpr::Expressions(v, m) if m.is_empty() => v,
+            _ => {
+                return Err(SqlError::unsupported(
+                    "GROUP BY ALL, ROLLUP, CUBE or GROUPING SETS",
+                ))
+            }
+        };
+        let mut keys: Vec<Expr> = Vec::with_capacity(exprs.len());
+        for e in exprs {
+            let key = match e {
+                ast::Expr::Value(ast::ValueWithSpan {
+                    value: ast::Value::Number(n, _),
+                    ..
+                }) => {
+                    let k: usize = n.parse().unwrap_or(0);
+                    if k == 0 || k > targets.len() {
+                        return Err(SqlError::new(
+                            "42P10",
+                            format!("GROUP BY position {n} is not in select list"),
+                        ));
+                    }
+                    targets[k - 1].clone()
+                }
+                ast::Expr::Identifier(i)
+                    if !scope.cols.iter().any(|(c, _)| *c == ident_name(i)) =>
+                {
+                    match output_named(projection, &ident_name(i)) {
+                        Some(k) => targets[k].clone(),
+                        None => self.expr(scope, e)?.0,
+                    }
+                }
+                e => {
+                    let (x, t) = self.expr(scope, e)?;
+                    self.settle_type(x, t).0
+                }
+            };
+            if !keys.contains(&key) {
+                keys.push(key);
+            }
+        }
+        Ok(keys)
+    }
+
+    /// ORDER BY of one SELECT (analyze rule 4): each key a target index.
+    fn order_keys(
+        &mut self,
+        ob: &ast::OrderBy,
+        scope: &Scope,
+        columns: &Columns,
+        targets: &mut Vec<Expr>,
+        aggs: &mut Vec<Agg>,
+    ) -> SqlResult<Vec<SortSpec>> {
+        let exprs = match &ob.kind {
+            ast::OrderByKind::Expressions(v) => v,
+            ast::OrderByKind::All(_) => return Err(SqlError::unsupported("ORDER BY ALL")),
+        };
+        let mut out = Vec::with_capacity(exprs.len());
+        for o in exprs {
+            let col = match output_ref(&o.expr, columns)? {
+                Some(k) => k,
+                None => {
+                    let (x, t) = self.expr_in(scope, &o.expr, &mut Some(aggs))?;
+                    let (x, _) = self.settle_type(x, t);
+                    target_index(targets, x)
+                }
+            };
+            out.push(sort_spec(col, &o.options)?);
+        }
+        Ok(out)
+    }
+
+    /// DISTINCT and DISTINCT ON (analyze rule 4).
+    fn distinct(
+        &mut self,
+        sel: &ast::Select,
+        scope: &Scope,
+        targets: &mut Vec<Expr>,
+        aggs: &mut Vec<Agg>,
+        order: &[SortSpec],
+        visible: usize,
+    ) -> SqlResult<Distinct> {
+        Ok(match &sel.distinct {
+            None | Some(ast::Distinct::All) => Distinct::No,
+            Some(ast::Distinct::Distinct) => {
+                if order.iter().any(|s| s.col >= visible) {
+                    return Err(SqlError::new(
+                        "42P10",
+                        "for SELECT DISTINCT, ORDER BY expressions must appear in select list",
+                    ));
+                }
+                Distinct::All
+            }
+            Some(ast::Distinct::On(exprs)) => {
+                let mut cols = Vec::with_capacity(exprs.len());
+                for e in exprs {
+                    let (x, t) = self.expr_in(scope, e, &mut Some(aggs))?;
+                    let (x, _) = self.settle_type(x, t);
+                    cols.push(target_index(targets, x));
+                }
+                for (i, s) in order.iter().enumerate().take(cols.len()) {
+                    if !cols.contains(&s.col) && i < cols.len() {
+                        return Err(SqlError::new(
+                            "42P10",
+                            "SELECT DISTINCT ON expressions must match initial ORDER BY expressions",
+                        ));
+                    }
+                }
+                Distinct::On(cols)
+            }
+        })
+    }
+
+    /// A FROM list: its items cross-joined, left to right.
+    fn range_table(
+        &mut self,
+        items: &[ast::TableWithJoins],
+        scope_of: &ScopeOf<'_>,
+    ) -> SqlResult<From> {
+        let mut acc: Option<From> = None;
+        for twj in items {
+            let item = self.table_with_joins(twj, scope_of)?;
+            acc = Some(match acc {
+                None => item,
+                Some(left) => self.join(left, item, JoinKind::Inner, &ast::JoinConstraint::None)?,
+            });
+        }
+        Ok(acc.unwrap_or(From {
+            rel: Rel::One,
+            scope: Scope {
+                star: Some(Vec::new()),
+                ..Scope::default()
+            },
+            layout: Vec::new(),
+            reads: Vec::new(),
+        }))
+    }
+
+    fn table_with_joins(
+        &mut self,
+        twj: &ast::TableWithJoins,
+        scope_of: &ScopeOf<'_>,
+    ) -> SqlResult<From> {
+        let mut acc = self.table_factor(&twj.relation, scope_of)?;
+        for j in &twj.joins {
+            let right = self.table_factor(&j.relation, scope_of)?;
+            use ast::JoinOperator as J;
+            let (kind, c) = match &j.join_operator {
+                J::Join(c) | J::Inner(c) => (JoinKind::Inner, c),
+                J::Left(c) | J::LeftOuter(c) => (JoinKind::Left, c),
+                J::Right(c) | J::RightOuter(c) => (JoinKind::Right, c),
+                J::FullOuter(c) => (JoinKind::Full, c),
+                J::CrossJoin(c) => (JoinKind::Inner, c),
+                other => return Err(SqlError::unsupported(format!("the join {other:?}"))),
+            };
+            acc = self.join(acc, right, kind, c)?;
+        }
+        Ok(acc)
+    }
+
+    /// One FROM item: a table or view, generate_series, a subquery, VALUES, or a
+    /// parenthesized join.
+    fn table_factor(&mut self, tf: &ast::TableFactor, scope_of: &ScopeOf<'_>) -> SqlResult<From> {
+        match tf {
+            ast::TableFactor::Derived {
+                lateral,
+                subquery,
+                alias,
+                ..
+            } => {
+                if *lateral {
+                    return Err(SqlError::unsupported("LATERAL"));
+                }
+                let Some(alias) = alias else {
+                    return Err(SqlError::syntax("subquery in FROM must have an alias")
+                        .with_hint("For example, FROM (SELECT ...) [AS] foo."));
+                };
+                let q = self.query(subquery, scope_of)?;
+                let mut cols = q.columns.clone();
+                rename(&mut cols, alias)?;
+                let reads = q.reads.clone();
+                let scope = Scope::entry(ident_name(&alias.name), cols);
+                Ok(From {
+                    rel: Rel::Subquery(Box::new(q)),
+                    scope,
+                    layout: Vec::new(),
+                    reads,
+                })
+            }
+            ast::TableFactor::NestedJoin {
+                table_with_joins,
+                alias: None,
+            } => self.table_with_joins(table_with_joins, scope_of),
+            ast::TableFactor::Table { .. } => self.named_table(tf, scope_of),
+            other => Err(SqlError::unsupported(format!("FROM {other}"))),
+        }
+    }
+
+    /// A named table, view or generate_series call.
+    fn named_table(&mut self, tf: &ast::TableFactor, scope_of: &ScopeOf<'_>) -> SqlResult<From> {
+        let ast::TableFactor::Table {
+            name, alias, args, ..
+        } = tf
+        else {
+            unreachable!("a table");
+        };
+        let (legacy, scope) = self.bind_from_item(tf, scope_of)?;
+        let tname = object_name(name)?;
+        let qualifier = alias
+            .as_ref()
+            .map(|a| ident_name(&a.name))
+            .unwrap_or_else(|| tname.clone());
+        let scope = Scope::entry(qualifier, scope.cols);
+        let width = scope.cols.len();
+        let rel = match legacy {
+            crate::bind::From::Series(start, stop, step, ty) => Rel::Series {
+                start,
+                stop,
+                step,
+                ty,
+            },
+            _ if args.is_some() => unreachable!("functions are series"),
+            _ if crate::views::schema(&tname).is_some() => Rel::View {
+                name: tname.clone(),
+                width,
+            },
+            _ => Rel::Table {
+                name: tname.clone(),
+                width,
+            },
+        };
+        let layout = match &rel {
+            Rel::Table { .. } => vec![(0, tname, width)],
+            _ => Vec::new(),
+        };
+        Ok(From {
+            rel,
+            scope,
+            layout,
+            reads: Vec::new(),
+        })
+    }
+
+    /// `left JOIN right` with its constraint (analyze rules 1 and 2).
+    fn join(
+        &mut self,
+        left: From,
+        right: From,
+        kind: JoinKind,
+        c: &ast::JoinConstraint,
+    ) -> SqlResult<From> {
+        for q in &right.scope.qualifiers {
+            if left.scope.qualifiers.contains(q) {
+                return Err(SqlError::new(
+                    "42712",
+                    format!("table name \"{q}\" specified more than once"),
+                ));
+            }
+        }
+        let (lw, rw) = (left.rel.width(), right.rel.width());
+        let using: Vec<String> = match c {
+            ast::JoinConstraint::Using(names) => {
+                names.iter().map(object_name).collect::<SqlResult<_>>()?
+            }
+            ast::JoinConstraint::Natural => {
+                let l = bare_names(&left.scope);
+                bare_names(&right.scope)
+                    .into_iter()
+                    .filter(|n| l.contains(n))
+                    .collect()
+            }
+            _ => Vec::new(),
+        };
+        let mut scope = side_by_side(&left.scope, &right.scope);
+        let mut conds = Vec::new();
+        let mut merged = Vec::new();
+        let mut star = Vec::new();
+        let mut hidden = Vec::new();
+        for n in &using {
+            let li = using_column(&left.scope, n, "left")?;
+            let ri = using_column(&right.scope, n, "right")?;
+            let (lt, rt) = (left.scope.cols[li].1, right.scope.cols[ri].1);
+            let (eq, _) = self.binop(
+                Expr::Col(li),
+                lt,
+                crate::bind::BinOp::Eq,
+                Expr::Col(lw + ri),
+                rt,
+            )?;
+            conds.push(eq);
+            let t = common_type(&[lt, rt], "JOIN/USING")?;
+            let l = self.to_common(Expr::Col(li), lt, t)?;
+            let r = self.to_common(Expr::Col(lw + ri), rt, t)?;
+            merged.push(match kind {
+                JoinKind::Inner | JoinKind::Left => l,
+                JoinKind::Right => r,
+                JoinKind::Full => {
+                    Expr::Special(Box::new(crate::conditional::Special::Coalesce(vec![l, r])))
+                }
+            });
+            let at = scope.cols.len();
+            scope.cols.push((n.clone(), t));
+            scope.owner.push(None);
+            scope.bare.push(true);
+            star.push(at);
+            hidden.extend([li, lw + ri]);
+        }
+        for i in &hidden {
+            scope.bare[*i] = false;
+        }
+        let rest = scope.star_cols();
+        star.extend(rest.into_iter().filter(|i| !hidden.contains(i)));
+        scope.star = Some(star);
+        let on = match c {
+            ast::JoinConstraint::On(e) => Some(self.condition(&scope, e, "JOIN/ON")?),
+            _ if conds.is_empty() => None,
+            _ if conds.len() == 1 => conds.pop(),
+            _ => Some(Expr::Bool(crate::bind::BinOp::And, conds)),
+        };
+        let mut layout = left.layout;
+        layout.extend(right.layout.into_iter().map(|(o, n, w)| (o + lw, n, w)));
+        let mut reads = left.reads;
+        reads.extend(right.reads);
+        let rel = Rel::Join(Box::new(Join {
+            kind,
+            left: left.rel,
+            right: right.rel,
+            on,
+            merged,
+            left_width: lw,
+            right_width: rw,
+        }));
+        if let Rel::Join(j) = &rel {
+            let exprs: Vec<&Expr> = j.on.iter().chain(j.merged.iter()).collect();
+            reads.extend(columns_read(&layout, &rel, &exprs));
+        }
+        Ok(From {
+            rel,
+            scope,
+            layout,
+            reads,
+        })
+    }
+}
+
+/// Refuses what a SELECT may carry that Strata does not carry out (sql rule 6).
+fn refuse_select_clauses(sel: &ast::Select) -> SqlResult<()> {
+    if sel.into.is_some() {
+        return Err(SqlError::unsupported("SELECT INTO"));
+    }
+    if sel.top.is_some() || !sel.lateral_views.is_empty() || sel.qualify.is_some() {
+        return Err(SqlError::unsupported(format!("the clauses of \"{sel}\"")));
+    }
+    if !sel.named_window.is_empty() {
+        return Err(SqlError::unsupported("WINDOW"));
+    }
+    if !sel.cluster_by.is_empty() || !sel.distribute_by.is_empty() || !sel.sort_by.is_empty() {
+        return Err(SqlError::unsupported(format!("the clauses of \"{sel}\"")));
+    }
+    Ok(())
+}
+
+/// A GROUP BY query's expression over the grouped row (analyze rule 3).
+fn regroup(e: Expr, keys: &[Expr], nk: usize, scope: &Scope) -> SqlResult<Expr> {
+    if let Some(k) = keys.iter().position(|g| *g == e) {
+        return Ok(Expr::Col(k));
+    }
+    match e {
+        Expr::Agg(i) => Ok(Expr::Col(nk + i)),
+        Expr::Col(c) => {
+            let name = &scope.cols[c].0;
+            let q = scope
+                .owner
+                .get(c)
+                .copied()
+                .flatten()
+                .map(|o| format!("{}.", scope.qualifiers[o]))
+                .unwrap_or_default();
+            Err(SqlError::new(
+                "42803",
+                format!("column \"{q}{name}\" must appear in the GROUP BY clause or be used in an aggregate function"),
+            ))
+        }
+        e => e.map_children(&mut |x| regroup(x, keys, nk, scope)),
+    }
+}
+
+/// The index of `x` among the targets, appended as a hidden one if absent.
+fn target_index(targets: &mut Vec<Expr>, x: Expr) -> usize {
+    match targets.iter().position(|t| *t == x) {
+        Some(k) => k,
+        None => {
+            targets.push(x);
+            targets.len() - 1
+        }
+    }
+}
+
+/// An ORDER BY key that names an output column: a position or a bare name.
+fn output_ref(e: &ast::Expr, columns: &Columns) -> SqlResult<Option<usize>> {
+    match e {
+        ast::Expr::Value(ast::ValueWithSpan {
+            value: ast::Value::Number(n, _),
+            ..
+        }) => {
+            let k: usize = n.parse().unwrap_or(0);
+            if k == 0 || k > columns.len() {
+                return Err(SqlError::new(
+                    "42P10",
+                    format!("ORDER BY position {n} is not in select list"),
+                ));
+            }
+            Ok(Some(k - 1))
+        }
+        ast::Expr::Identifier(i) => {
+            let n = ident_name(i);
+            let hits: Vec<usize> = (0..columns.len()).filter(|k| columns[*k].0 == n).collect();
+            match hits.as_slice() {
+                [] => Ok(None),
+                [k] => Ok(Some(*k)),
+                _ => Err(SqlError::new(
+                    "42702",
+                    format!("ORDER BY \"{n}\" is ambiguous"),
+                )),
+            }
+        }
+        _ => Ok(None),
+    }
+}
+
+/// ORDER BY of a set operation or VALUES: output columns only (analyze rule 5).
+fn output_order(ob: &ast::OrderBy, columns: &Columns) -> SqlResult<Vec<SortSpec>> {
+    let ast::OrderByKind::Expressions(exprs) = &ob.kind else {
+        return Err(SqlError::unsupported("ORDER BY ALL"));
+    };
+    let mut out = Vec::with_capacity(exprs.len());
+    for o in exprs {
+        let Some(col) = output_ref(&o.expr, columns)? else {
+            return Err(
+                SqlError::unsupported("invalid UNION/INTERSECT/EXCEPT ORDER BY clause")
+                    .with_detail(
+                        "Only result column names can be used, not expressions or functions.",
+                    ),
+            );
+        };
+        out.push(sort_spec(col, &o.options)?);
+    }
+    Ok(out)
+}
+
+fn sort_spec(col: usize, o: &ast::OrderByOptions) -> SqlResult<SortSpec> {
+    let desc = match &o.sort {
+        None | Some(ast::OrderBySort::Asc) => false,
+        Some(ast::OrderBySort::Desc) => true,
+        Some(_) => return Err(SqlError::unsupported("ORDER BY ... USING")),
+    };
+    Ok(SortSpec {
+        col,
+        desc,
+        nulls_first: o.nulls_first.unwrap_or(desc),
+    })
+}
+
+/// The select-list position whose output name is `name`.
+fn output_named(projection: &[ast::SelectItem], name: &str) -> Option<usize> {
+    projection.iter().position(|it| match it {
+        ast::SelectItem::ExprWithAlias { alias, .. } => ident_name(alias) == name,
+        ast::SelectItem::UnnamedExpr(e) => default_name(e) == name,
+        _ => false,
+    })
+}
+
+/// Two scopes side by side (a join's row before its merged columns).
+fn side_by_side(l: &Scope, r: &Scope) -> Scope {
+    let (lw, lq) = (l.cols.len(), l.qualifiers.len());
+    let owner_of = |s: &Scope, i: usize| s.owner.get(i).copied().unwrap_or(Some(0));
+    let mut owner: Vec<Option<usize>> = (0..lw).map(|i| owner_of(l, i)).collect();
+    owner.extend((0..r.cols.len()).map(|i| owner_of(r, i).map(|o| o + lq)));
+    let mut bare: Vec<bool> = (0..lw)
+        .map(|i| l.bare.get(i).copied().unwrap_or(true))
+        .collect();
+    bare.extend((0..r.cols.len()).map(|i| r.bare.get(i).copied().unwrap_or(true)));
+    let mut star = l.star_cols();
+    star.extend(r.star_cols().into_iter().map(|i| i + lw));
+    Scope {
+        qualifiers: l.qualifiers.iter().chain(&r.qualifiers).cloned().collect(),
+        cols: l.cols.iter().chain(&r.cols).cloned().collect(),
+        excluded: false,
+        owner,
+        bare,
+        star: Some(star),
+    }
+}
+
+/// The names a bare reference reaches in a scope (NATURAL's candidates).
+fn bare_names(s: &Scope) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for i in s.star_cols() {
+        if s.bare.get(i).copied().unwrap_or(true) && !out.contains(&s.cols[i].0) {
+            out.push(s.cols[i].0.clone());
+        }
+    }
+    out
+}
+
+/// The one column a USING name reaches on one side of a join.
+fn using_column(s: &Scope, name: &str, side: &str) -> SqlResult<usize> {
+    let hits: Vec<usize> = (0..s.cols.len())
+        .filter(|i| s.cols[*i].0 == name && s.bare.get(*i).copied().unwrap_or(true))
+        .collect();
+    match hits.as_slice() {
+        [i] => Ok(*i),
+        [] => Err(SqlError::new(
+            "42703",
+            format!("column \"{name}\" specified in USING clause does not exist in {side} table"),
+        )),
+        _ => Err(SqlError::new(
+            "42702",
+            format!("common column name \"{name}\" appears more than once in {side} table"),
+        )),
+    }
+}
+
+/// A subquery's or VALUES' columns renamed by its alias's column list.
+fn rename(cols: &mut Columns, alias: &ast::TableAlias) -> SqlResult<()> {
+    if alias.columns.len() > cols.len() {
+        return Err(SqlError::new(
+            "42P10",
+            format!(
+                "table \"{}\" has {} columns available but {} columns specified",
+                ident_name(&alias.name),
+                cols.len(),
+                alias.columns.len()
+            ),
+        ));
+    }
+    for (c, a) in cols.iter_mut().zip(&alias.columns) {
+        c.0 = ident_name(&a.name);
+    }
+    Ok(())
+}
+
+/// The tables' columns `exprs` read, by the layout of their FROM row.
+fn columns_read(layout: &Layout, rel: &Rel, exprs: &[&Expr]) -> Vec<(String, Vec<usize>)> {
+    let _ = rel;
+    let mut cols = Vec::new();
+    for e in exprs {
+        crate::privileges::expr_columns(e, &mut cols);
+    }
+    layout
+        .iter()
+        .map(|(off, name, w)| {
+            let mut mine: Vec<usize> = cols
+                .iter()
+                .filter(|c| **c >= *off && **c < off + w)
+                .map(|c| c - off)
+                .collect();
+            mine.sort_unstable();
+            mine.dedup();
+            (name.clone(), mine)
+        })
+        .collect()
+}

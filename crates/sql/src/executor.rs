@@ -1,0 +1,889 @@
+//! Execution: a physical plan ([`crate::planner::Plan`]) run as a tree of pull
+//! operators, one per plan node; the root's rows go to the caller as they come.
+//!
+//! Entry points: [`run`] (a plan to completion, each row to a consumer that may
+//! stop it), [`Ctx`] (what operators share: the statement's snapshot, the
+//! transaction or engine it reads through, parameters, the interrupt check).
+//!
+//! Rules (cited as "executor rule N"):
+//! 1. One snapshot per statement: every scan of the plan reads through [`Ctx`]'s,
+//!    so a self-join's two scans see the same rows (engine `cursor` rules).
+//! 2. Operators pull: `next` gives one row or None at the end. Scans hold one
+//!    batch of the engine's cursor; Filter, Project, Limit, Append and the probe
+//!    side of joins stream; Sort, Agg, the build side of joins, Unique's seen keys
+//!    and the sides of INTERSECT / EXCEPT hold what they must.
+//! 3. Sort holds at most `work_mem` (53200 past it: `sort` rules); hash tables are
+//!    not yet bounded by `work_mem` nor spilled (an open item of issue 28).
+//! 4. The interrupt check (cancel, statement_timeout, a client gone) runs before each
+//!    scan page and every 1024 rows a held input gives.
+//! 5. Equality of join keys, group keys, DISTINCT and set operations is the values'
+//!    equality with NULL equal to NULL (grouping), except that a join key with a
+//!    NULL matches nothing (`=` is never true of NULL).
+
+use crate::aggregate::AggState;
+use crate::analyze::{JoinKind, SetOp, SortSpec};
+use crate::bind::{self, Agg, Env, Expr, Row};
+use crate::plan::IndexPath;
+use crate::planner::Plan;
+use crate::{Datum, SqlError, SqlResult, SqlType};
+use std::collections::{HashMap, HashSet};
+use strata_engine::{Engine, IndexCursor, SeqCursor, Snapshot, Txn};
+
+/// A result row.
+pub type Tuple = Vec<Datum>;
+
+/// What a statement's operators share (executor rule 1).
+pub struct Ctx<'a> {
+    pub engine: &'a Engine,
+    /// The open transaction, if the session has one: scans see its own writes.
+    pub txn: Option<&'a Txn<'a>>,
+    pub snap: Snapshot<'a>,
+    pub db: &'a str,
+    pub params: &'a [Datum],
+    pub env: &'a dyn Env,
+    pub check: &'a dyn Fn() -> SqlResult<()>,
+    pub work_mem: usize,
+    /// The rows of a system view.
+    pub views: &'a dyn Fn(&str) -> Vec<Tuple>,
+}
+
+impl Ctx<'_> {
+    fn eval(&self, e: &Expr, cols: &[Datum]) -> SqlResult<Datum> {
+        bind::eval(
+            e,
+            &Row {
+                cols,
+                params: self.params,
+                aggs: &[],
+                env: self.env,
+            },
+        )
+    }
+
+    fn holds(&self, e: &Option<Expr>, cols: &[Datum]) -> SqlResult<bool> {
+        match e {
+            Some(c) => Ok(bind::is_true(&self.eval(c, cols)?)),
+            None => Ok(true),
+        }
+    }
+
+    fn engine_check(&self) -> strata_engine::Result<()> {
+        (self.check)().map_err(|e| strata_engine::EngineError::Interrupted {
+            code: e.code,
+            message: e.message,
+        })
+    }
+}
+
+/// A pull operator (executor rule 2).
+trait Node<'a> {
+    fn next(&mut self, cx: &Ctx<'a>) -> SqlResult<Option<Tuple>>;
+}
+
+type Op<'a> = Box<dyn Node<'a> + 'a>;
+
+/// Runs `plan`, giving each row to `emit` until it returns false. The rows given.
+pub fn run<'a>(
+    plan: &'a Plan,
+    cx: &Ctx<'a>,
+    emit: &mut dyn FnMut(Tuple) -> SqlResult<bool>,
+) -> SqlResult<u64> {
+    let mut root = build(plan);
+    let mut n = 0;
+    while let Some(row) = root.next(cx)? {
+        n += 1;
+        if !emit(row)? {
+            break;
+        }
+    }
+    Ok(n)
+}
+
+/// The operator tree of a plan.
+fn build<'a>(p: &'a Plan) -> Op<'a> {
+    match p {
+        Plan::Result => Box::new(OneRow(false)),
+        Plan::SeqScan { table, filter } => Box::new(Scan::new(table, None, filter)),
+        Plan::IndexScan {
+            table,
+            path,
+            filter,
+        } => Box::new(Scan::new(table, Some(path), filter)),
+        Plan::ViewScan { name, filter } => Box::new(Held::new(Source::View(name), filter)),
+        Plan::Series {
+            start,
+            stop,
+            step,
+            ty,
+        } => Box::new(Series::new((start, stop, step.as_ref()), *ty)),
+        Plan::Values(rows) => Box::new(Held::new(Source::Values(rows), &None)),
+        Plan::Filter { input, cond } => Box::new(Filter(build(input), cond)),
+        Plan::Project { input, exprs } => Box::new(Project(build(input), exprs)),
+        Plan::NestLoop {
+            kind,
+            outer,
+            inner,
+            cond,
+            widths,
+        } => Box::new(JoinOp::new(
+            *kind,
+            (build(outer), build(inner)),
+            None,
+            cond,
+            *widths,
+        )),
+        Plan::HashJoin {
+            kind,
+            outer,
+            inner,
+            outer_keys,
+            inner_keys,
+            residual,
+            widths,
+        } => Box::new(JoinOp::new(
+            *kind,
+            (build(outer), build(inner)),
+            Some((outer_keys, inner_keys)),
+            residual,
+            *widths,
+        )),
+        Plan::Agg { input, keys, aggs } => Box::new(AggOp::new(build(input), keys, aggs)),
+        Plan::Sort { input, keys, bound } => Box::new(SortOp::new(build(input), keys, bound)),
+        Plan::Unique { input, cols } => Box::new(Unique(build(input), cols, HashSet::new())),
+        Plan::Limit {
+            input,
+            offset,
+            limit,
+        } => Box::new(Limit::new(build(input), offset, limit)),
+        Plan::Append(parts) => Box::new(Append(parts.iter().map(build).collect(), 0)),
+        Plan::SetOp {
+            op,
+            all,
+            left,
+            right,
+        } => Box::new(SetOpNode::new(*op, *all, build(left), build(right))),
+    }
+}
+
+/// One empty row (a SELECT without FROM).
+struct OneRow(bool);
+
+impl<'a> Node<'a> for OneRow {
+    fn next(&mut self, _: &Ctx<'a>) -> SqlResult<Option<Tuple>> {
+        Ok((!std::mem::replace(&mut self.0, true)).then(Vec::new))
+    }
+}
+
+enum Cursor<'a> {
+    Unopened,
+    Seq(SeqCursor<'a>),
+    Index(IndexCursor<'a>),
+    Done,
+}
+
+/// A table read page by page or through an index range, its filter applied.
+struct Scan<'a> {
+    table: &'a str,
+    path: Option<&'a IndexPath>,
+    filter: &'a Option<Expr>,
+    cursor: Cursor<'a>,
+    batch: std::vec::IntoIter<Tuple>,
+}
+
+impl<'a> Scan<'a> {
+    fn new(table: &'a str, path: Option<&'a IndexPath>, filter: &'a Option<Expr>) -> Self {
+        Scan {
+            table,
+            path,
+            filter,
+            cursor: Cursor::Unopened,
+            batch: Vec::new().into_iter(),
+        }
+    }
+
+    /// Opens the cursor: through the index if its range evaluates (plan rule 4).
+    fn open(&mut self, cx: &Ctx<'a>) -> SqlResult<Cursor<'a>> {
+        let range = match self.path {
+            Some(p) => p.range(&|e| cx.eval(e, &[]))?,
+            None => None,
+        };
+        Ok(match (cx.txn, range, self.path) {
+            (Some(t), Some(r), Some(p)) => {
+                Cursor::Index(t.index_cursor(cx.db, self.table, &p.index, r)?)
+            }
+            (Some(t), _, _) => Cursor::Seq(t.seq_cursor(cx.db, self.table)?),
+            (None, Some(r), Some(p)) => {
+                Cursor::Index(cx.engine.index_cursor(cx.db, self.table, &p.index, r))
+            }
+            (None, _, _) => Cursor::Seq(cx.engine.seq_cursor(cx.db, self.table)),
+        })
+    }
+
+    /// The next batch; false at the end.
+    fn fill(&mut self, cx: &Ctx<'a>) -> SqlResult<bool> {
+        if matches!(self.cursor, Cursor::Unopened) {
+            self.cursor = self.open(cx)?;
+        }
+        let mut rows = Vec::new();
+        let check = || cx.engine_check();
+        let more = match &mut self.cursor {
+            Cursor::Seq(c) => c.next_batch(&cx.snap, &check, &mut rows),
+            Cursor::Index(c) => c.next_batch(&cx.snap, &check, &mut rows),
+            Cursor::Unopened | Cursor::Done => Ok(false),
+        }
+        .map_err(SqlError::from)?;
+        if !more {
+            self.cursor = Cursor::Done;
+        }
+        self.batch = rows.into_iter();
+        Ok(more || self.batch.len() > 0)
+    }
+}
+
+impl<'a> Node<'a> for Scan<'a> {
+    fn next(&mut self, cx: &Ctx<'a>) -> SqlResult<Option<Tuple>> {
+        loop {
+            for row in self.batch.by_ref() {
+                if cx.holds(self.filter, &row)? {
+                    return Ok(Some(row));
+                }
+            }
+            if matches!(self.cursor, Cursor::Done) || !self.fill(cx)? {
+                return Ok(None);
+            }
+        }
+    }
+}
+
+enum Source<'a> {
+    View(&'a str),
+    Values(&'a [Vec<Expr>]),
+}
+
+/// Rows made whole at the first call: a system view's, or VALUES'.
+struct Held<'a> {
+    source: Source<'a>,
+    filter: &'a Option<Expr>,
+    rows: Option<std::vec::IntoIter<Tuple>>,
+}
+
+impl<'a> Held<'a> {
+    fn new(source: Source<'a>, filter: &'a Option<Expr>) -> Self {
+        Held {
+            source,
+            filter,
+            rows: None,
+        }
+    }
+}
+
+impl<'a> Node<'a> for Held<'a> {
+    fn next(&mut self, cx: &Ctx<'a>) -> SqlResult<Option<Tuple>> {
+        if self.rows.is_none() {
+            let rows = match &self.source {
+                Source::View(name) => (cx.views)(name),
+                Source::Values(rows) => rows
+                    .iter()
+                    .map(|r| r.iter().map(|e| cx.eval(e, &[])).collect())
+                    .collect::<SqlResult<_>>()?,
+            };
+            self.rows = Some(rows.into_iter());
+        }
+        let rows = self.rows.as_mut().expect("filled above");
+        for row in rows.by_ref() {
+            if cx.holds(self.filter, &row)? {
+                return Ok(Some(row));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// generate_series(start, stop[, step]) of integers, a row at a time.
+struct Series<'a> {
+    args: (&'a Expr, &'a Expr, Option<&'a Expr>),
+    ty: SqlType,
+    /// Next value, last value, step; None before the first call.
+    state: Option<Option<(i128, i128, i128)>>,
+    n: u64,
+}
+
+impl<'a> Series<'a> {
+    fn new(args: (&'a Expr, &'a Expr, Option<&'a Expr>), ty: SqlType) -> Self {
+        Series {
+            args,
+            ty,
+            state: None,
+            n: 0,
+        }
+    }
+
+    fn start(&self, cx: &Ctx<'a>) -> SqlResult<Option<(i128, i128, i128)>> {
+        let int = |e: &Expr| -> SqlResult<Option<i128>> {
+            Ok(match bind::cast_datum(cx.eval(e, &[])?, SqlType::Int8)? {
+                Datum::Int8(v) => Some(i128::from(v)),
+                _ => None,
+            })
+        };
+        let (Some(a), Some(b)) = (int(self.args.0)?, int(self.args.1)?) else {
+            return Ok(None);
+        };
+        let step = match self.args.2 {
+            Some(s) => match int(s)? {
+                Some(0) => return Err(SqlError::new("22023", "step size cannot equal zero")),
+                Some(s) => s,
+                None => return Ok(None),
+            },
+            None => 1,
+        };
+        Ok(Some((a, b, step)))
+    }
+}
+
+impl<'a> Node<'a> for Series<'a> {
+    fn next(&mut self, cx: &Ctx<'a>) -> SqlResult<Option<Tuple>> {
+        if self.state.is_none() {
+            self.state = Some(self.start(cx)?);
+        }
+        let Some(Some((v, stop, step))) = self.state else {
+            return Ok(None);
+        };
+        if (step > 0 && v > stop) || (step < 0 && v < stop) {
+            return Ok(None);
+        }
+        self.n += 1;
+        if self.n.is_multiple_of(1024) {
+            (cx.check)()?;
+        }
+        self.state = Some(Some((v + step, stop, step)));
+        let d = if self.ty == SqlType::Int4 {
+            Datum::Int4(v as i32)
+        } else {
+            Datum::Int8(v as i64)
+        };
+        Ok(Some(vec![d]))
+    }
+}
+
+struct Filter<'a>(Op<'a>, &'a Expr);
+
+impl<'a> Node<'a> for Filter<'a> {
+    fn next(&mut self, cx: &Ctx<'a>) -> SqlResult<Option<Tuple>> {
+        while let Some(row) = self.0.next(cx)? {
+            if bind::is_true(&cx.eval(self.1, &row)?) {
+                return Ok(Some(row));
+            }
+        }
+        Ok(None)
+    }
+}
+
+struct Project<'a>(Op<'a>, &'a [Expr]);
+
+impl<'a> Node<'a> for Project<'a> {
+    fn next(&mut self, cx: &Ctx<'a>) -> SqlResult<Option<Tuple>> {
+        let Some(row) = self.0.next(cx)? else {
+            return Ok(None);
+        };
+        let out = self
+            .1
+            .iter()
+            .map(|e| match e {
+                Expr::Col(i) => Ok(row[*i].clone()),
+                e => cx.eval(e, &row),
+            })
+            .collect::<SqlResult<_>>()?;
+        Ok(Some(out))
+    }
+}
+
+/// Every row of `op`, held (executor rule 4: the interrupt check every 1024).
+fn drain<'a>(op: &mut Op<'a>, cx: &Ctx<'a>) -> SqlResult<Vec<Tuple>> {
+    let mut rows = Vec::new();
+    while let Some(r) = op.next(cx)? {
+        rows.push(r);
+        if rows.len().is_multiple_of(1024) {
+            (cx.check)()?;
+        }
+    }
+    Ok(rows)
+}
+
+/// Nested-loop and hash joins (planner rule 2): the inner side held, with a
+/// matched flag per row for RIGHT and FULL joins.
+struct JoinOp<'a> {
+    kind: JoinKind,
+    outer: Op<'a>,
+    inner: Option<Op<'a>>,
+    keys: Option<(&'a [Expr], &'a [Expr])>,
+    cond: &'a Option<Expr>,
+    widths: (usize, usize),
+    rows: Vec<Tuple>,
+    matched: Vec<bool>,
+    table: HashMap<Tuple, Vec<usize>>,
+    /// The outer row being joined, the inner candidates left, whether it matched.
+    current: Option<(Tuple, Vec<usize>, usize, bool)>,
+    /// The inner rows left to emit unmatched (RIGHT, FULL), once the outer ends.
+    tail: Option<usize>,
+}
+
+impl<'a> JoinOp<'a> {
+    fn new(
+        kind: JoinKind,
+        (outer, inner): (Op<'a>, Op<'a>),
+        keys: Option<(&'a Vec<Expr>, &'a Vec<Expr>)>,
+        cond: &'a Option<Expr>,
+        widths: (usize, usize),
+    ) -> Self {
+        JoinOp {
+            kind,
+            outer,
+            inner: Some(inner),
+            keys: keys.map(|(o, i)| (&o[..], &i[..])),
+            cond,
+            widths,
+            rows: Vec::new(),
+            matched: Vec::new(),
+            table: HashMap::new(),
+            current: None,
+            tail: None,
+        }
+    }
+
+    /// Holds the inner side (and hashes it on its keys).
+    fn build(&mut self, cx: &Ctx<'a>) -> SqlResult<()> {
+        let Some(mut inner) = self.inner.take() else {
+            return Ok(());
+        };
+        self.rows = drain(&mut inner, cx)?;
+        self.matched = vec![false; self.rows.len()];
+        if let Some((_, ikeys)) = self.keys {
+            for (i, r) in self.rows.iter().enumerate() {
+                if let Some(k) = key_of(cx, ikeys, r)? {
+                    self.table.entry(k).or_default().push(i);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The inner rows an outer row may match.
+    fn candidates(&self, cx: &Ctx<'a>, row: &[Datum]) -> SqlResult<Vec<usize>> {
+        Ok(match self.keys {
+            None => (0..self.rows.len()).rev().collect(),
+            Some((okeys, _)) => match key_of(cx, okeys, row)? {
+                Some(k) => self
+                    .table
+                    .get(&k)
+                    .map(|v| v.iter().rev().copied().collect())
+                    .unwrap_or_default(),
+                None => Vec::new(),
+            },
+        })
+    }
+
+    fn unmatched_inner(&mut self) -> Option<Tuple> {
+        let at = self.tail.get_or_insert(0);
+        while *at < self.rows.len() {
+            let i = *at;
+            *at += 1;
+            if !self.matched[i] {
+                let mut out = vec![Datum::Null; self.widths.0];
+                out.extend(self.rows[i].iter().cloned());
+                return Some(out);
+            }
+        }
+        None
+    }
+}
+
+impl<'a> Node<'a> for JoinOp<'a> {
+    fn next(&mut self, cx: &Ctx<'a>) -> SqlResult<Option<Tuple>> {
+        self.build(cx)?;
+        loop {
+            if self.tail.is_some() {
+                return Ok(self.unmatched_inner());
+            }
+            let Some((row, cands, _, hit)) = &mut self.current else {
+                match self.outer.next(cx)? {
+                    Some(row) => {
+                        let c = self.candidates(cx, &row)?;
+                        self.current = Some((row, c, 0, false));
+                    }
+                    None if matches!(self.kind, JoinKind::Right | JoinKind::Full) => {
+                        self.tail = Some(0);
+                    }
+                    None => return Ok(None),
+                }
+                continue;
+            };
+            while let Some(i) = cands.pop() {
+                let mut joined = row.clone();
+                joined.extend(self.rows[i].iter().cloned());
+                if cx.holds(self.cond, &joined)? {
+                    *hit = true;
+                    self.matched[i] = true;
+                    return Ok(Some(joined));
+                }
+            }
+            let (row, _, _, hit) = self.current.take().expect("a current row");
+            if !hit && matches!(self.kind, JoinKind::Left | JoinKind::Full) {
+                let mut out = row;
+                out.resize(self.widths.0 + self.widths.1, Datum::Null);
+                return Ok(Some(out));
+            }
+        }
+    }
+}
+
+/// A join key's values; None if one is NULL (executor rule 5).
+fn key_of(cx: &Ctx<'_>, keys: &[Expr], row: &[Datum]) -> SqlResult<Option<Tuple>> {
+    let mut out = Vec::with_capacity(keys.len());
+    for k in keys {
+        let v = cx.eval(k, row)?;
+        if v.is_null() {
+            return Ok(None);
+        }
+        out.push(v);
+    }
+    Ok(Some(out))
+}
+
+/// Hash aggregation (planner rule 3): groups in order of first appearance.
+struct AggOp<'a> {
+    input: Op<'a>,
+    keys: &'a [Expr],
+    aggs: &'a [Agg],
+    out: Option<std::vec::IntoIter<Tuple>>,
+}
+
+impl<'a> AggOp<'a> {
+    fn new(input: Op<'a>, keys: &'a [Expr], aggs: &'a [Agg]) -> Self {
+        AggOp {
+            input,
+            keys,
+            aggs,
+            out: None,
+        }
+    }
+
+    fn step(&self, cx: &Ctx<'a>, states: &mut [AggState], row: &[Datum]) -> SqlResult<()> {
+        for (a, st) in self.aggs.iter().zip(states.iter_mut()) {
+            if !cx.holds(&a.filter, row)? {
+                continue;
+            }
+            let v = match &a.arg {
+                Some(e) => cx.eval(e, row)?,
+                None => Datum::Null,
+            };
+            let d = match &a.delim {
+                Some(e) => cx.eval(e, row)?,
+                None => Datum::Null,
+            };
+            st.step(a, v, d)?;
+        }
+        Ok(())
+    }
+
+    fn compute(&mut self, cx: &Ctx<'a>) -> SqlResult<Vec<Tuple>> {
+        let mut index: HashMap<Tuple, usize> = HashMap::new();
+        let mut groups: Vec<(Tuple, Vec<AggState>)> = Vec::new();
+        if self.keys.is_empty() {
+            groups.push((Vec::new(), self.aggs.iter().map(AggState::new).collect()));
+        }
+        let mut n = 0u64;
+        while let Some(row) = self.input.next(cx)? {
+            n += 1;
+            if n.is_multiple_of(1024) {
+                (cx.check)()?;
+            }
+            let key: Tuple = self
+                .keys
+                .iter()
+                .map(|k| cx.eval(k, &row))
+                .collect::<SqlResult<_>>()?;
+            let g = match index.get(&key) {
+                Some(g) => *g,
+                None if self.keys.is_empty() => 0,
+                None => {
+                    groups.push((key.clone(), self.aggs.iter().map(AggState::new).collect()));
+                    index.insert(key, groups.len() - 1);
+                    groups.len() - 1
+                }
+            };
+            let mut states = std::mem::take(&mut groups[g].1);
+            self.step(cx, &mut states, &row)?;
+            groups[g].1 = states;
+        }
+        groups
+            .into_iter()
+            .map(|(mut key, states)| {
+                for (st, a) in states.into_iter().zip(self.aggs) {
+                    key.push(st.finish(a)?);
+                }
+                Ok(key)
+            })
+            .collect()
+    }
+}
+
+impl<'a> Node<'a> for AggOp<'a> {
+    fn next(&mut self, cx: &Ctx<'a>) -> SqlResult<Option<Tuple>> {
+        if self.out.is_none() {
+            self.out = Some(self.compute(cx)?.into_iter());
+        }
+        Ok(self.out.as_mut().and_then(Iterator::next))
+    }
+}
+
+/// ORDER BY through the `sort` module (bounded by LIMIT when known).
+struct SortOp<'a> {
+    input: Op<'a>,
+    keys: &'a [SortSpec],
+    bound: &'a Option<Box<(Option<Expr>, Option<Expr>)>>,
+    out: Option<std::vec::IntoIter<Tuple>>,
+}
+
+impl<'a> SortOp<'a> {
+    fn new(
+        input: Op<'a>,
+        keys: &'a [SortSpec],
+        bound: &'a Option<Box<(Option<Expr>, Option<Expr>)>>,
+    ) -> Self {
+        SortOp {
+            input,
+            keys,
+            bound,
+            out: None,
+        }
+    }
+
+    /// The sort keys of a row: a NULL flag first where NULLs go against the
+    /// direction's default, then the value.
+    fn keys_of(&self, row: &[Datum]) -> Vec<Datum> {
+        let mut out = Vec::with_capacity(self.keys.len());
+        for s in self.keys {
+            let v = &row[s.col];
+            if s.nulls_first != s.desc {
+                // NULLs first ascending, or last descending: sort on "is not null".
+                out.push(Datum::Bool(!v.is_null()));
+            }
+            out.push(v.clone());
+        }
+        out
+    }
+
+    fn sorted(&mut self, cx: &Ctx<'a>) -> SqlResult<Vec<Tuple>> {
+        let mut desc = Vec::new();
+        for s in self.keys {
+            if s.nulls_first != s.desc {
+                desc.push(s.desc);
+            }
+            desc.push(s.desc);
+        }
+        let bound = match self.bound.as_deref() {
+            Some((offset, limit)) => {
+                let (o, l) = offset_limit(cx, offset, limit)?;
+                (l != usize::MAX).then(|| o.saturating_add(l))
+            }
+            None => None,
+        };
+        let mut sorter = crate::sort::Sorter::new(&desc, bound, cx.work_mem);
+        let mut n = 0u64;
+        while let Some(row) = self.input.next(cx)? {
+            n += 1;
+            if n.is_multiple_of(1024) {
+                (cx.check)()?;
+            }
+            let k = self.keys_of(&row);
+            sorter.push(row, k)?;
+        }
+        Ok(sorter.finish())
+    }
+}
+
+impl<'a> Node<'a> for SortOp<'a> {
+    fn next(&mut self, cx: &Ctx<'a>) -> SqlResult<Option<Tuple>> {
+        if self.out.is_none() {
+            self.out = Some(self.sorted(cx)?.into_iter());
+        }
+        Ok(self.out.as_mut().and_then(Iterator::next))
+    }
+}
+
+/// OFFSET and LIMIT as counts (usize::MAX: no limit; 2201W if negative).
+fn offset_limit(
+    cx: &Ctx<'_>,
+    offset: &Option<Expr>,
+    limit: &Option<Expr>,
+) -> SqlResult<(usize, usize)> {
+    let count = |e: &Option<Expr>| -> SqlResult<Option<usize>> {
+        let Some(e) = e else { return Ok(None) };
+        match bind::cast_datum(cx.eval(e, &[])?, SqlType::Int8)? {
+            Datum::Int8(n) if n < 0 => Err(SqlError::new(
+                "2201W",
+                "LIMIT or OFFSET must not be negative",
+            )),
+            Datum::Int8(n) => Ok(Some(usize::try_from(n).unwrap_or(usize::MAX))),
+            _ => Ok(None),
+        }
+    };
+    Ok((
+        count(offset)?.unwrap_or(0),
+        count(limit)?.unwrap_or(usize::MAX),
+    ))
+}
+
+/// DISTINCT [ON]: the first row of each key.
+struct Unique<'a>(Op<'a>, &'a Option<Vec<usize>>, HashSet<Tuple>);
+
+impl<'a> Node<'a> for Unique<'a> {
+    fn next(&mut self, cx: &Ctx<'a>) -> SqlResult<Option<Tuple>> {
+        while let Some(row) = self.0.next(cx)? {
+            let key = match self.1 {
+                Some(cols) => cols.iter().map(|c| row[*c].clone()).collect(),
+                None => row.clone(),
+            };
+            if self.2.insert(key) {
+                return Ok(Some(row));
+            }
+        }
+        Ok(None)
+    }
+}
+
+struct Limit<'a> {
+    input: Op<'a>,
+    offset: &'a Option<Expr>,
+    limit: &'a Option<Expr>,
+    /// Rows still to skip and to give; None before the first call.
+    left: Option<(usize, usize)>,
+}
+
+impl<'a> Limit<'a> {
+    fn new(input: Op<'a>, offset: &'a Option<Expr>, limit: &'a Option<Expr>) -> Self {
+        Limit {
+            input,
+            offset,
+            limit,
+            left: None,
+        }
+    }
+}
+
+impl<'a> Node<'a> for Limit<'a> {
+    fn next(&mut self, cx: &Ctx<'a>) -> SqlResult<Option<Tuple>> {
+        if self.left.is_none() {
+            self.left = Some(offset_limit(cx, self.offset, self.limit)?);
+        }
+        let (skip, give) = self.left.as_mut().expect("set above");
+        if *give == 0 {
+            return Ok(None);
+        }
+        while *skip > 0 {
+            if self.input.next(cx)?.is_none() {
+                return Ok(None);
+            }
+            *skip -= 1;
+        }
+        let row = self.input.next(cx)?;
+        if row.is_some() {
+            *give -= 1;
+        }
+        Ok(row)
+    }
+}
+
+/// UNION ALL: each input in turn.
+struct Append<'a>(Vec<Op<'a>>, usize);
+
+impl<'a> Node<'a> for Append<'a> {
+    fn next(&mut self, cx: &Ctx<'a>) -> SqlResult<Option<Tuple>> {
+        while self.1 < self.0.len() {
+            if let Some(r) = self.0[self.1].next(cx)? {
+                return Ok(Some(r));
+            }
+            self.1 += 1;
+        }
+        Ok(None)
+    }
+}
+
+/// UNION, INTERSECT [ALL], EXCEPT [ALL] (planner rule 5).
+struct SetOpNode<'a> {
+    op: SetOp,
+    all: bool,
+    left: Op<'a>,
+    right: Option<Op<'a>>,
+    /// INTERSECT / EXCEPT: the right side's rows and their counts.
+    counts: HashMap<Tuple, usize>,
+    seen: HashSet<Tuple>,
+    on_right: bool,
+}
+
+impl<'a> SetOpNode<'a> {
+    fn new(op: SetOp, all: bool, left: Op<'a>, right: Op<'a>) -> Self {
+        SetOpNode {
+            op,
+            all,
+            left,
+            right: Some(right),
+            counts: HashMap::new(),
+            seen: HashSet::new(),
+            on_right: false,
+        }
+    }
+
+    /// UNION (distinct): the left's rows, then the right's, each value once.
+    fn union(&mut self, cx: &Ctx<'a>) -> SqlResult<Option<Tuple>> {
+        loop {
+            let row = if self.on_right {
+                match self.right.as_mut() {
+                    Some(r) => r.next(cx)?,
+                    None => None,
+                }
+            } else {
+                self.left.next(cx)?
+            };
+            match row {
+                Some(r) => {
+                    if self.seen.insert(r.clone()) {
+                        return Ok(Some(r));
+                    }
+                }
+                None if !self.on_right => self.on_right = true,
+                None => return Ok(None),
+            }
+        }
+    }
+}
+
+impl<'a> Node<'a> for SetOpNode<'a> {
+    fn next(&mut self, cx: &Ctx<'a>) -> SqlResult<Option<Tuple>> {
+        if self.op == SetOp::Union {
+            return self.union(cx);
+        }
+        if let Some(mut right) = self.right.take() {
+            for r in drain(&mut right, cx)? {
+                *self.counts.entry(r).or_default() += 1;
+            }
+        }
+        while let Some(row) = self.left.next(cx)? {
+            let n = self.counts.get(&row).copied().unwrap_or(0);
+            let keep = match (self.op, self.all) {
+                (SetOp::Intersect, true) => n > 0,
+                (SetOp::Intersect, false) => n > 0 && self.seen.insert(row.clone()),
+                (SetOp::Except, true) => n == 0,
+                (SetOp::Except, false) => n == 0 && self.seen.insert(row.clone()),
+                (SetOp::Union, _) => unreachable!("handled above"),
+            };
+            if self.all && n > 0 {
+                *self.counts.get_mut(&row).expect("counted") -= 1;
+            }
+            if keep {
+                return Ok(Some(row));
+            }
+        }
+        Ok(None)
+    }
+}

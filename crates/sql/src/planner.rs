@@ -1,0 +1,469 @@
+//! Planning: a query tree ([`crate::analyze`]) to a physical plan — a tree of
+//! [`Plan`] nodes, one executor operator each ([`crate::executor`]).
+//!
+//! Entry point: [`plan`], over a [`Relations`] that gives a table's catalog entry
+//! (its columns and indexes).
+//!
+//! Rules (cited as "planner rule N"):
+//! 1. WHERE and JOIN/ON are split into conjuncts. A conjunct over one side of an
+//!    inner join (or the preserved side of an outer join's WHERE) is pushed to
+//!    that side, down to the scan that can use it: a table's scan takes the
+//!    conjuncts over its columns as its filter and, where an index serves them, reads
+//!    through it (`plan` rules). Conjuncts of an outer join's ON stay at the join.
+//! 2. A join whose ON has a conjunct `l = r` with `l` over the left side only and
+//!    `r` over the right only is a hash join on those keys (the right side built
+//!    into the table, the left probing); any other join is a nested loop over the
+//!    materialized right side. Both keep a matched flag per right row, so RIGHT and
+//!    FULL joins emit the right rows nothing matched, NULL-extended.
+//! 3. Grouping is hash aggregation ([`Plan::Agg`]); no GROUP BY is one group, which
+//!    gives one row even over no input.
+//! 4. A SELECT runs: scan/join → filter → aggregate → HAVING filter → project
+//!    targets → sort → DISTINCT (keeping each key's first row, so it follows the
+//!    sort) → LIMIT/OFFSET → drop hidden targets.
+//! 5. UNION ALL appends; UNION, INTERSECT and EXCEPT [ALL] count rows per side by
+//!    value ([`Plan::SetOp`]). Each side's columns are cast to the common type.
+
+use crate::analyze::{
+    Distinct, Grouping, Join, JoinKind, Query, Rel, Select, SetOp, SetTree, SortSpec,
+};
+use crate::bind::{Agg, BinOp, Expr};
+use crate::plan::IndexPath;
+use crate::{SqlResult, SqlType};
+
+/// Gives a table's catalog entry (None: a system view or no such table).
+pub type Relations<'a> = dyn Fn(&str) -> SqlResult<Option<strata_engine::RelEntry>> + 'a;
+
+/// A physical plan node.
+#[derive(Clone, Debug)]
+pub enum Plan {
+    /// One row of no columns.
+    Result,
+    SeqScan {
+        table: String,
+        filter: Option<Expr>,
+    },
+    IndexScan {
+        table: String,
+        path: IndexPath,
+        filter: Option<Expr>,
+    },
+    ViewScan {
+        name: String,
+        filter: Option<Expr>,
+    },
+    Series {
+        start: Expr,
+        stop: Expr,
+        step: Option<Expr>,
+        ty: SqlType,
+    },
+    Values(Vec<Vec<Expr>>),
+    Filter {
+        input: Box<Plan>,
+        cond: Expr,
+    },
+    Project {
+        input: Box<Plan>,
+        exprs: Vec<Expr>,
+    },
+    NestLoop {
+        kind: JoinKind,
+        outer: Box<Plan>,
+        inner: Box<Plan>,
+        cond: Option<Expr>,
+        widths: (usize, usize),
+    },
+    HashJoin {
+        kind: JoinKind,
+        outer: Box<Plan>,
+        inner: Box<Plan>,
+        /// Over the outer row.
+        outer_keys: Vec<Expr>,
+        /// Over the inner row.
+        inner_keys: Vec<Expr>,
+        /// Over the joined row.
+        residual: Option<Expr>,
+        widths: (usize, usize),
+    },
+    /// Outputs the group keys, then the aggregates' values.
+    Agg {
+        input: Box<Plan>,
+        keys: Vec<Expr>,
+        aggs: Vec<Agg>,
+    },
+    Sort {
+        input: Box<Plan>,
+        keys: Vec<SortSpec>,
+        /// Rows needed from the sort (LIMIT + OFFSET), if known when planned.
+        bound: Option<Box<(Option<Expr>, Option<Expr>)>>,
+    },
+    /// Keeps each row whose key (the given columns, or all) was not seen before.
+    Unique {
+        input: Box<Plan>,
+        cols: Option<Vec<usize>>,
+    },
+    Limit {
+        input: Box<Plan>,
+        offset: Option<Expr>,
+        limit: Option<Expr>,
+    },
+    Append(Vec<Plan>),
+    SetOp {
+        op: SetOp,
+        all: bool,
+        left: Box<Plan>,
+        right: Box<Plan>,
+    },
+}
+
+/// Plans an analyzed query.
+pub fn plan(q: &Query, rels: &Relations<'_>) -> SqlResult<Plan> {
+    let body = set_tree(&q.body, rels)?;
+    let width = q.body.types().len();
+    let mut p = body;
+    if !q.order.is_empty() {
+        let bound = (q.limit.is_some()).then(|| Box::new((q.offset.clone(), q.limit.clone())));
+        p = Plan::Sort {
+            input: Box::new(p),
+            keys: q.order.clone(),
+            bound,
+        };
+    }
+    if let SetTree::Select(s) = &q.body {
+        p = distinct(p, s);
+    }
+    if q.limit.is_some() || q.offset.is_some() {
+        p = Plan::Limit {
+            input: Box::new(p),
+            offset: q.offset.clone(),
+            limit: q.limit.clone(),
+        };
+    }
+    if width > q.columns.len() {
+        p = Plan::Project {
+            input: Box::new(p),
+            exprs: (0..q.columns.len()).map(Expr::Col).collect(),
+        };
+    }
+    Ok(p)
+}
+
+fn distinct(p: Plan, s: &Select) -> Plan {
+    match &s.distinct {
+        Distinct::No => p,
+        Distinct::All => Plan::Unique {
+            input: Box::new(p),
+            cols: Some((0..s.visible).collect()),
+        },
+        Distinct::On(cols) => Plan::Unique {
+            input: Box::new(p),
+            cols: Some(cols.clone()),
+        },
+    }
+}
+
+fn set_tree(t: &SetTree, rels: &Relations<'_>) -> SqlResult<Plan> {
+    Ok(match t {
+        SetTree::Select(s) => select(s, rels)?,
+        SetTree::Values(rows, _) => Plan::Values(rows.clone()),
+        SetTree::Query(q) => plan(q, rels)?,
+        SetTree::SetOp {
+            op,
+            all,
+            left,
+            right,
+            types,
+        } => {
+            let l = cast_to(set_tree(left, rels)?, &left.types(), types);
+            let r = cast_to(set_tree(right, rels)?, &right.types(), types);
+            match (op, all) {
+                (SetOp::Union, true) => Plan::Append(vec![l, r]),
+                _ => Plan::SetOp {
+                    op: *op,
+                    all: *all,
+                    left: Box::new(l),
+                    right: Box::new(r),
+                },
+            }
+        }
+    })
+}
+
+/// A set operation side's columns cast to the common types (planner rule 5).
+fn cast_to(p: Plan, from: &[SqlType], to: &[SqlType]) -> Plan {
+    if from.iter().zip(to).all(|(a, b)| a == b) && from.len() == to.len() {
+        return p;
+    }
+    let exprs = to
+        .iter()
+        .enumerate()
+        .map(|(i, t)| match from.get(i) {
+            Some(f) if f == t => Expr::Col(i),
+            Some(SqlType::Bpchar) if *t == SqlType::Text => crate::bind::bpchar_text(Expr::Col(i)),
+            _ => Expr::Cast(Box::new(Expr::Col(i)), *t),
+        })
+        .collect();
+    Plan::Project {
+        input: Box::new(p),
+        exprs,
+    }
+}
+
+/// A SELECT (planner rule 4, up to the projection).
+fn select(s: &Select, rels: &Relations<'_>) -> SqlResult<Plan> {
+    let mut conjs = Vec::new();
+    if let Some(f) = &s.filter {
+        split_and(f.clone(), &mut conjs);
+    }
+    let mut p = rel(&s.from, conjs, rels)?;
+    if let Some(Grouping { keys, aggs, having }) = &s.grouping {
+        p = Plan::Agg {
+            input: Box::new(p),
+            keys: keys.clone(),
+            aggs: aggs.clone(),
+        };
+        if let Some(h) = having {
+            p = Plan::Filter {
+                input: Box::new(p),
+                cond: h.clone(),
+            };
+        }
+    }
+    Ok(Plan::Project {
+        input: Box::new(p),
+        exprs: s.targets.clone(),
+    })
+}
+
+/// `e`'s AND operands, flattened.
+fn split_and(e: Expr, out: &mut Vec<Expr>) {
+    match e {
+        Expr::Bool(BinOp::And, l) => l.into_iter().for_each(|x| split_and(x, out)),
+        Expr::Bin(a, BinOp::And, b) => {
+            split_and(*a, out);
+            split_and(*b, out);
+        }
+        e => out.push(e),
+    }
+}
+
+fn and_all(mut conjs: Vec<Expr>) -> Option<Expr> {
+    match conjs.len() {
+        0 => None,
+        1 => conjs.pop(),
+        _ => Some(Expr::Bool(BinOp::And, conjs)),
+    }
+}
+
+/// The columns `e` reads: (lowest, highest), or None for none.
+fn col_span(e: &Expr) -> Option<(usize, usize)> {
+    let mut cols = Vec::new();
+    crate::privileges::expr_columns(e, &mut cols);
+    let lo = cols.iter().min()?;
+    Some((*lo, *cols.iter().max()?))
+}
+
+/// Whether `e` reads only columns in `range` (or none).
+fn within(e: &Expr, range: std::ops::Range<usize>) -> bool {
+    col_span(e).is_none_or(|(lo, hi)| range.contains(&lo) && range.contains(&hi))
+}
+
+/// `e` with every column shifted down by `by` (a conjunct moved to the right side).
+fn shift(e: Expr, by: usize) -> Expr {
+    match e {
+        Expr::Col(c) => Expr::Col(c - by),
+        e => e
+            .map_children(&mut |x| Ok(shift(x, by)))
+            .expect("shifting never fails"),
+    }
+}
+
+/// A rel with `conjs` (over its row) applied (planner rule 1).
+fn rel(r: &Rel, conjs: Vec<Expr>, rels: &Relations<'_>) -> SqlResult<Plan> {
+    let filter = and_all(conjs.clone());
+    Ok(match r {
+        Rel::One => with_filter(Plan::Result, filter),
+        Rel::Table { name, .. } => table_scan(name, filter, rels)?,
+        Rel::View { name, .. } => Plan::ViewScan {
+            name: name.clone(),
+            filter,
+        },
+        Rel::Series {
+            start,
+            stop,
+            step,
+            ty,
+        } => with_filter(
+            Plan::Series {
+                start: start.clone(),
+                stop: stop.clone(),
+                step: step.clone(),
+                ty: *ty,
+            },
+            filter,
+        ),
+        Rel::Subquery(q) => with_filter(plan(q, rels)?, filter),
+        Rel::Join(j) => join(j, conjs, rels)?,
+    })
+}
+
+fn with_filter(p: Plan, filter: Option<Expr>) -> Plan {
+    match filter {
+        Some(cond) => Plan::Filter {
+            input: Box::new(p),
+            cond,
+        },
+        None => p,
+    }
+}
+
+/// A table read whole or through an index its filter allows (`plan` rules).
+fn table_scan(name: &str, filter: Option<Expr>, rels: &Relations<'_>) -> SqlResult<Plan> {
+    let path = match (&filter, rels(name)?) {
+        (Some(f), Some(entry)) => crate::plan::choose(Some(f), &entry.columns, &entry.indexes),
+        _ => None,
+    };
+    Ok(match path {
+        Some(path) => Plan::IndexScan {
+            table: name.to_string(),
+            path,
+            filter,
+        },
+        None => Plan::SeqScan {
+            table: name.to_string(),
+            filter,
+        },
+    })
+}
+
+/// A join with the conjuncts above it (planner rules 1 and 2).
+fn join(j: &Join, above: Vec<Expr>, rels: &Relations<'_>) -> SqlResult<Plan> {
+    let (lw, rw) = (j.left_width, j.right_width);
+    let inner_width = lw + rw;
+    let (mut left_c, mut right_c, mut here) = (Vec::new(), Vec::new(), Vec::new());
+    let mut on = Vec::new();
+    if let Some(c) = &j.on {
+        split_and(c.clone(), &mut on);
+    }
+    // WHERE conjuncts: over merged columns they stay above the join.
+    let mut top = Vec::new();
+    for c in above {
+        if !within(&c, 0..inner_width) {
+            top.push(c);
+        } else if within(&c, 0..lw) && matches!(j.kind, JoinKind::Inner | JoinKind::Left) {
+            left_c.push(c);
+        } else if within(&c, lw..inner_width) && matches!(j.kind, JoinKind::Inner | JoinKind::Right)
+        {
+            right_c.push(shift(c, lw));
+        } else {
+            top.push(c);
+        }
+    }
+    for c in on {
+        match j.kind {
+            JoinKind::Inner if col_span(&c).is_some() && within(&c, 0..lw) => left_c.push(c),
+            JoinKind::Inner if col_span(&c).is_some() && within(&c, lw..inner_width) => {
+                right_c.push(shift(c, lw))
+            }
+            JoinKind::Left if col_span(&c).is_some() && within(&c, lw..inner_width) => {
+                right_c.push(shift(c, lw))
+            }
+            JoinKind::Right if col_span(&c).is_some() && within(&c, 0..lw) => left_c.push(c),
+            _ => here.push(c),
+        }
+    }
+    let outer = rel(&j.left, left_c, rels)?;
+    let inner = rel(&j.right, right_c, rels)?;
+    let (mut okeys, mut ikeys, mut residual) = (Vec::new(), Vec::new(), Vec::new());
+    for c in here {
+        match equi_key(&c, lw, inner_width) {
+            Some((o, i)) => {
+                okeys.push(o);
+                ikeys.push(i);
+            }
+            None => residual.push(c),
+        }
+    }
+    let widths = (lw, rw);
+    let mut p = if okeys.is_empty() {
+        Plan::NestLoop {
+            kind: j.kind,
+            outer: Box::new(outer),
+            inner: Box::new(inner),
+            cond: and_all(residual),
+            widths,
+        }
+    } else {
+        Plan::HashJoin {
+            kind: j.kind,
+            outer: Box::new(outer),
+            inner: Box::new(inner),
+            outer_keys: okeys,
+            inner_keys: ikeys,
+            residual: and_all(residual),
+            widths,
+        }
+    };
+    if !j.merged.is_empty() {
+        let mut exprs: Vec<Expr> = (0..inner_width).map(Expr::Col).collect();
+        exprs.extend(j.merged.iter().cloned());
+        p = Plan::Project {
+            input: Box::new(p),
+            exprs,
+        };
+    }
+    Ok(with_filter(p, and_all(top)))
+}
+
+/// `l = r` with `l` over the left side and `r` over the right (either order): the
+/// left key, and the right key over the right row.
+fn equi_key(c: &Expr, lw: usize, width: usize) -> Option<(Expr, Expr)> {
+    let Expr::Bin(a, BinOp::Eq, b) = c else {
+        return None;
+    };
+    let (sa, sb) = (col_span(a)?, col_span(b)?);
+    let left = |s: (usize, usize)| s.1 < lw;
+    let right = |s: (usize, usize)| s.0 >= lw && s.1 < width;
+    if left(sa) && right(sb) {
+        Some(((**a).clone(), shift((**b).clone(), lw)))
+    } else if right(sa) && left(sb) {
+        Some(((**b).clone(), shift((**a).clone(), lw)))
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn equi_keys_are_found_either_way_round() {
+        let eq = |a, b| Expr::Bin(Box::new(Expr::Col(a)), BinOp::Eq, Box::new(Expr::Col(b)));
+        assert_eq!(
+            equi_key(&eq(0, 3), 2, 5),
+            Some((Expr::Col(0), Expr::Col(1)))
+        );
+        assert_eq!(
+            equi_key(&eq(4, 1), 2, 5),
+            Some((Expr::Col(1), Expr::Col(2)))
+        );
+        assert_eq!(equi_key(&eq(0, 1), 2, 5), None);
+    }
+
+    #[test]
+    fn conjuncts_split_and_shift() {
+        let mut out = Vec::new();
+        let c = |i| Expr::IsNull(Box::new(Expr::Col(i)), false);
+        split_and(
+            Expr::Bool(
+                BinOp::And,
+                vec![c(0), Expr::Bool(BinOp::And, vec![c(1), c(2)])],
+            ),
+            &mut out,
+        );
+        assert_eq!(out.len(), 3);
+        assert_eq!(shift(c(5), 2), c(3));
+        assert!(within(&c(1), 0..2) && !within(&c(2), 0..2));
+    }
+}
