@@ -697,8 +697,11 @@ pub type Assignments = Vec<(String, ast::Expr)>;
 pub struct CopyStmt {
     pub table: String,
     pub columns: Option<Vec<String>>,
-    /// TO STDOUT (else FROM STDIN).
+    /// TO (else FROM).
     pub to: bool,
+    /// A file on the server (superusers and pg_read/write_server_files), else the
+    /// client (STDIN / STDOUT).
+    pub file: Option<String>,
     pub options: copy::CopyOptions,
 }
 
@@ -2475,18 +2478,19 @@ fn convert_copy(
     else {
         return Err(SqlError::unsupported("COPY (query) TO"));
     };
-    match (&target, to) {
-        (ast::CopyTarget::Stdin, false) | (ast::CopyTarget::Stdout, true) => {}
+    let file = match (&target, to) {
+        (ast::CopyTarget::Stdin, false) | (ast::CopyTarget::Stdout, true) => None,
         (ast::CopyTarget::Stdin, true) | (ast::CopyTarget::Stdout, false) => {
             return Err(SqlError::syntax(format!(
                 "syntax error at or near \"{target}\""
             )))
         }
+        (ast::CopyTarget::File { filename }, _) => Some(filename.clone()),
         _ => {
             return Err(SqlError::unsupported(format!("COPY with {target}"))
                 .with_hint("Use psql's \\copy, which reads and writes files on the client."))
         }
-    }
+    };
     if !values.is_empty() {
         return Err(SqlError::syntax(
             "COPY data must follow the statement, not be in it",
@@ -2496,6 +2500,7 @@ fn convert_copy(
         table: object_name(&table_name)?,
         columns: (!columns.is_empty()).then(|| columns.iter().map(ident_name).collect()),
         to,
+        file,
         options: copy::CopyOptions::from_ast(options, legacy)?,
     }))
 }

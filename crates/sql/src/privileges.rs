@@ -572,6 +572,26 @@ pub fn may_set(w: &Who, name: &str) -> SqlResult<()> {
 }
 
 /// CHECKPOINT: a superuser or a member of pg_checkpoint.
+/// COPY to or from a file on the server: superusers and the members of
+/// pg_write_server_files / pg_read_server_files, as PostgreSQL 15.
+pub fn may_copy_file(w: &Who, to: bool) -> SqlResult<()> {
+    let (role, name, dir) = if to {
+        (Oid(4570), "pg_write_server_files", "to")
+    } else {
+        (Oid(4569), "pg_read_server_files", "from")
+    };
+    if w.has_privs_of(role) {
+        return Ok(());
+    }
+    Err(SqlError::new(
+        "42501",
+        format!("must be superuser or have privileges of the {name} role to COPY {dir} a file"),
+    )
+    .with_hint(
+        "Anyone can COPY to stdout or from stdin. psql's \\copy command also works for anyone.",
+    ))
+}
+
 pub fn may_checkpoint(w: &Who) -> SqlResult<()> {
     if w.has_privs_of(PG_CHECKPOINT) {
         return Ok(());

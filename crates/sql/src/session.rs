@@ -855,6 +855,7 @@ struct BoundCopy {
     cols: Vec<(String, SqlType)>,
     targets: Vec<usize>,
     to: bool,
+    file: Option<String>,
     options: crate::copy::CopyOptions,
 }
 
@@ -1616,6 +1617,7 @@ impl<'e> Session<'e> {
             cols,
             targets,
             to: c.to,
+            file: c.file.clone(),
             options: c.options.clone(),
         })
     }
@@ -2052,6 +2054,9 @@ impl<'e> Session<'e> {
             Bound::Copy(c) => {
                 let need = if c.to { Priv::SELECT } else { Priv::INSERT };
                 require(&w, &rel(&c.table)?, need, &c.targets)?;
+                if c.file.is_some() {
+                    crate::privileges::may_copy_file(&w, c.to)?;
+                }
             }
             Bound::Ddl(d) => crate::privileges::check_ddl(self.catalog(), &self.db, &w, d)?,
             Bound::Utility(Utility::Checkpoint) => crate::privileges::may_checkpoint(&w)?,
@@ -2179,6 +2184,9 @@ impl<'e> Session<'e> {
         let BoundSource::Query(q, trim) = source else {
             return Ok(None);
         };
+        if q.reads.is_empty() {
+            return Ok(None); // no table: streamed as it is inserted
+        }
         let mut rows = Vec::new();
         self.run_query(q, params, &mut |mut r| {
             trim_padding(&mut r, trim);
@@ -2209,6 +2217,15 @@ impl<'e> Session<'e> {
             sink.columns(&r.columns)?;
         }
         let collected = self.collect_table_source(&source, params)?;
+        let streamed = match (&source, &collected) {
+            (BoundSource::Query(q, trim), None) => Some((self.plan_query(q)?, trim)),
+            _ => None,
+        };
+        let stream = Streamer {
+            engine: self.engine,
+            server: self.server,
+            work_mem: settings::work_mem_bytes(self.vars.get("work_mem")),
+        };
         let db = self.db.clone();
         let env_of = self.env_parts();
         let n = self.write_checked(|t, check| {
@@ -2263,7 +2280,10 @@ impl<'e> Session<'e> {
                         emit(eval_row(&r, params, env)?)?;
                     }
                 }
-                (BoundSource::Query(..), None) => unreachable!("queries are collected"),
+                (BoundSource::Query(..), None) => {
+                    let (plan, trim) = streamed.as_ref().expect("planned above");
+                    stream.rows(plan, trim, (&db, params, env), check, &mut emit)?;
+                }
             }
             if !batch.is_empty() {
                 n += t.insert_checked(&db, table, &batch, check)?;
@@ -2361,7 +2381,19 @@ impl<'e> Session<'e> {
     /// (copy rule 4), each row cast to its columns' types and inserted in batches
     /// of [`INSERT_BATCH_ROWS`] in the statement's transaction.
     fn copy_from(&mut self, c: BoundCopy, sink: &mut dyn ResultSink) -> SqlResult<Output> {
-        sink.copy_in(c.targets.len(), c.options.csv)?;
+        let mut file = match &c.file {
+            Some(path) => Some(self.open_copy_file(path, false)?),
+            None => {
+                sink.copy_in(c.targets.len(), c.options.csv)?;
+                None
+            }
+        };
+        let mut chunk = move |sink: &mut dyn ResultSink| -> SqlResult<Option<Vec<u8>>> {
+            match &mut file {
+                Some(f) => read_chunk(f),
+                None => sink.copy_chunk(),
+            }
+        };
         let mut reader = crate::copy::Reader::new(c.options.clone());
         let db = self.db.clone();
         let env_of = self.env_parts();
@@ -2392,7 +2424,7 @@ impl<'e> Session<'e> {
                     break;
                 }
                 check().map_err(SqlError::from)?;
-                match sink.copy_chunk()? {
+                match chunk(sink)? {
                     Some(chunk) => reader.push_owned(chunk)?,
                     None => eof = true,
                 }
@@ -2408,7 +2440,16 @@ impl<'e> Session<'e> {
     /// COPY TO STDOUT: the table's rows as this session sees them, in batches of
     /// about [`COPY_OUT_CHUNK`] bytes.
     fn copy_to(&mut self, c: BoundCopy, sink: &mut dyn ResultSink) -> SqlResult<Output> {
+        if let Some(path) = &c.file {
+            let mut out = CopyFile(self.open_copy_file(path, true)?, path.clone());
+            return self.copy_rows_to(&c, &mut out);
+        }
         sink.copy_out(c.targets.len(), c.options.csv)?;
+        self.copy_rows_to(&c, sink)
+    }
+
+    /// COPY TO's rows (after its header, if asked for) into `sink`'s copy data.
+    fn copy_rows_to(&mut self, c: &BoundCopy, sink: &mut dyn ResultSink) -> SqlResult<Output> {
         let (mut batch, mut bytes, mut n) = (Vec::new(), 0, 0u64);
         if c.options.header {
             let names: Vec<Option<String>> = c
@@ -2437,6 +2478,40 @@ impl<'e> Session<'e> {
             sink.copy_data(batch)?;
         }
         Ok(Output::Command(format!("COPY {n}")))
+    }
+
+    /// Opens COPY's server file: absolute paths only for writing (42602, as
+    /// PostgreSQL); a relative one to read is taken from the data directory.
+    fn open_copy_file(&self, path: &str, write: bool) -> SqlResult<std::fs::File> {
+        let p = std::path::Path::new(path);
+        if write && !p.is_absolute() {
+            return Err(SqlError::new(
+                "42602",
+                "relative path not allowed for COPY to file",
+            ));
+        }
+        let full = if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            self.engine.data_dir().join(p)
+        };
+        let r = if write {
+            std::fs::File::create(&full)
+        } else {
+            std::fs::File::open(&full)
+        };
+        r.map_err(|e| {
+            let how = if write { "writing" } else { "reading" };
+            let code = if e.kind() == std::io::ErrorKind::NotFound {
+                "58P01"
+            } else {
+                "58030"
+            };
+            SqlError::new(
+                code,
+                format!("could not open file \"{path}\" for {how}: {}", io_words(&e)),
+            )
+        })
     }
 
     /// Whether the running statement must stop: the client has gone or the session is
@@ -2562,19 +2637,23 @@ impl<'e> Session<'e> {
     /// Runs an analyzed query: planned (`planner`), then executed (`executor`) with
     /// one snapshot, giving its result rows to `emit` as they are produced
     /// (session rule 9). Returns how many.
-    fn run_query(
-        &self,
-        q: &Query,
-        params: &[Datum],
-        emit: &mut dyn FnMut(Vec<Datum>) -> SqlResult<()>,
-    ) -> SqlResult<u64> {
+    fn plan_query(&self, q: &Query) -> SqlResult<crate::planner::Plan> {
         let rels = |t: &str| -> SqlResult<Option<strata_engine::RelEntry>> {
             if crate::views::schema(t).is_some() {
                 return Ok(None);
             }
             self.relation_entry(t).map(Some)
         };
-        let plan = crate::planner::plan(q, &rels)?;
+        crate::planner::plan(q, &rels)
+    }
+
+    fn run_query(
+        &self,
+        q: &Query,
+        params: &[Datum],
+        emit: &mut dyn FnMut(Vec<Datum>) -> SqlResult<()>,
+    ) -> SqlResult<u64> {
+        let plan = self.plan_query(q)?;
         let parts = self.env_parts();
         let env = parts.env(&self.db);
         let check = || self.interrupted();
@@ -2648,6 +2727,96 @@ impl<'e> Session<'e> {
 
 /// A consumer of rows: `Ok(false)` stops the producer.
 type RowFn<'a> = dyn FnMut(Vec<Datum>) -> SqlResult<bool> + 'a;
+
+/// What streaming a query's rows inside a write needs from the session.
+struct Streamer<'e> {
+    engine: &'e Engine,
+    server: &'e ServerState,
+    work_mem: usize,
+}
+
+impl Streamer<'_> {
+    /// The rows of a query that reads no table, each given to `emit` as it is
+    /// made (an INSERT ... SELECT streams them: session rule 9).
+    fn rows(
+        &self,
+        plan: &crate::planner::Plan,
+        trim: &[usize],
+        (db, params, env): (&str, &[Datum], &dyn Env),
+        check: strata_engine::Interrupt<'_>,
+        emit: &mut dyn FnMut(Vec<Datum>) -> SqlResult<()>,
+    ) -> SqlResult<u64> {
+        let chk = || check().map_err(SqlError::from);
+        let views = |n: &str| self.server.views.rows(n);
+        let cx = crate::executor::Ctx {
+            engine: self.engine,
+            txn: None,
+            snap: self.engine.snapshot(),
+            db,
+            params,
+            env,
+            check: &chk,
+            work_mem: self.work_mem,
+            views: &views,
+        };
+        crate::executor::run(plan, &cx, &mut |mut r| {
+            trim_padding(&mut r, trim);
+            emit(r)?;
+            Ok(true)
+        })
+    }
+}
+
+/// The next chunk of a COPY FROM file; None at its end.
+fn read_chunk(f: &mut std::fs::File) -> SqlResult<Option<Vec<u8>>> {
+    use std::io::Read;
+    let mut buf = vec![0u8; 1 << 16];
+    let n = f.read(&mut buf).map_err(|e| {
+        SqlError::new(
+            "58030",
+            format!("could not read from COPY file: {}", io_words(&e)),
+        )
+    })?;
+    if n == 0 {
+        return Ok(None);
+    }
+    buf.truncate(n);
+    Ok(Some(buf))
+}
+
+/// An I/O error as PostgreSQL words it (strerror's text, without Rust's suffix).
+fn io_words(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
+/// COPY TO a server file: copy data written to the file.
+struct CopyFile(std::fs::File, String);
+
+impl ResultSink for CopyFile {
+    fn columns(&mut self, _: &[(String, SqlType)]) -> SqlResult<()> {
+        Ok(())
+    }
+    fn row(&mut self, _: Vec<Datum>) -> SqlResult<()> {
+        Ok(())
+    }
+    fn end(&mut self, _: SqlResult<Executed>) {}
+    fn copy_data(&mut self, rows: Vec<Vec<u8>>) -> SqlResult<()> {
+        use std::io::Write;
+        for r in rows {
+            self.0.write_all(&r).map_err(|e| {
+                SqlError::new(
+                    "58030",
+                    format!("could not write to file \"{}\": {}", self.1, io_words(&e)),
+                )
+            })?;
+        }
+        Ok(())
+    }
+}
 
 /// char(n) values as text: their trailing spaces removed (the assignment cast).
 fn trim_padding(row: &mut [Datum], cols: &[usize]) {

@@ -564,11 +564,38 @@ fn copy_from_stdin_inserts_and_copy_to_stdout_gives_it_back() {
         for (sql, code) in [
             ("COPY nosuch FROM STDIN", "42P01"),
             ("COPY t (nope) FROM STDIN", "42703"),
-            ("COPY t FROM '/etc/passwd'", "0A000"),
+            ("COPY t FROM '/nonexistent/strata/copy.data'", "58P01"),
+            ("COPY t TO 'relative.data'", "42602"),
             ("COPY t FROM STDIN WITH (FORMAT binary)", "0A000"),
         ] {
             assert_eq!(codes(&q_copy(s, sql, &[])), [code], "{sql}");
         }
+    });
+}
+
+#[test]
+fn copy_to_and_from_a_server_file_round_trips() {
+    with_session(8 << 20, |s| {
+        q(
+            s,
+            "INSERT INTO t VALUES (1, 'one'), (2, NULL), (3, 'tab\there')",
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.data");
+        let path = path.to_str().unwrap();
+        let c = q(s, &format!("COPY t TO '{path}'"));
+        assert_eq!(tag(&c.results[0]), "COPY 3");
+        assert_eq!(
+            std::fs::read_to_string(path).unwrap(),
+            "1\tone\n2\t\\N\n3\ttab\\there\n"
+        );
+        q(s, "DELETE FROM t");
+        let c = q(s, &format!("COPY t FROM '{path}'"));
+        assert_eq!(tag(&c.results[0]), "COPY 3");
+        assert_eq!(
+            rows_text(s, "SELECT coalesce(b, 'null') FROM t ORDER BY a"),
+            ["one", "null", "tab\there"]
+        );
     });
 }
 
