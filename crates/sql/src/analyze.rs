@@ -40,7 +40,7 @@ use crate::{ident_name, object_name, SqlError, SqlResult, SqlType};
 use sqlparser::ast;
 
 /// An analyzed query.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Query {
     pub body: SetTree,
     /// ORDER BY, over the body's output row.
@@ -68,7 +68,7 @@ pub enum SetOp {
     Except,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum SetTree {
     Select(Box<Select>),
     /// VALUES rows, each already of the columns' common types.
@@ -103,7 +103,7 @@ pub enum Distinct {
     On(Vec<usize>),
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Select {
     pub from: Rel,
     pub filter: Option<Expr>,
@@ -118,7 +118,7 @@ pub struct Select {
 }
 
 /// GROUP BY keys (over the FROM row), aggregates, HAVING (over the grouped row).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Grouping {
     pub keys: Vec<Expr>,
     pub aggs: Vec<Agg>,
@@ -133,7 +133,7 @@ pub enum JoinKind {
     Full,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Rel {
     /// No FROM: one row of no columns.
     One,
@@ -157,7 +157,7 @@ pub enum Rel {
     Join(Box<Join>),
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Join {
     pub kind: JoinKind,
     pub left: Rel,
@@ -188,9 +188,9 @@ type Layout = Vec<(usize, String, usize)>;
 
 /// What analyzing a FROM clause gives: the rel, its scope, where its tables' columns
 /// are, and the relations read inside its subqueries.
-struct From {
+struct From<'c> {
     rel: Rel,
-    scope: Scope,
+    scope: Scope<'c>,
     layout: Layout,
     reads: Vec<(String, Vec<usize>)>,
 }
@@ -198,6 +198,29 @@ struct From {
 impl Binder {
     /// Analyzes a query (the module's entry point).
     pub fn query(&mut self, q: &ast::Query, scope_of: &ScopeOf<'_>) -> SqlResult<Query> {
+        self.query_in(q, scope_of, None)
+    }
+
+    /// A query whose enclosing query's scope is `parent` (a subquery in an
+    /// expression: subquery rule 1), or a top-level one.
+    pub(crate) fn query_in<'c>(
+        &mut self,
+        q: &ast::Query,
+        scope_of: &'c ScopeOf<'c>,
+        parent: Option<&'c Scope<'c>>,
+    ) -> SqlResult<Query> {
+        let ctx = Scope {
+            catalog: Some(scope_of),
+            parent,
+            depth: parent.map_or(0, |p| p.depth + 1),
+            ..Scope::default()
+        };
+        let mut q = self.query_at(q, &ctx)?;
+        q.reads.extend(std::mem::take(&mut self.sub_reads));
+        Ok(q)
+    }
+
+    fn query_at(&mut self, q: &ast::Query, ctx: &Scope<'_>) -> SqlResult<Query> {
         if q.with.is_some() {
             return Err(SqlError::unsupported("WITH"));
         }
@@ -207,12 +230,12 @@ impl Binder {
         let mut reads = Vec::new();
         let (body, columns, order) = match &*q.body {
             ast::SetExpr::Select(s) => {
-                let (sel, cols) = self.select_body(s, q.order_by.as_ref(), scope_of, &mut reads)?;
+                let (sel, cols) = self.select_body(s, q.order_by.as_ref(), ctx, &mut reads)?;
                 let order = sel.1;
                 (SetTree::Select(Box::new(sel.0)), cols, order)
             }
             body => {
-                let (tree, cols) = self.set_tree(body, scope_of, &mut reads)?;
+                let (tree, cols) = self.set_tree(body, ctx, &mut reads)?;
                 let order = match &q.order_by {
                     Some(ob) => output_order(ob, &cols)?,
                     None => Vec::new(),
@@ -238,16 +261,16 @@ impl Binder {
     fn set_tree(
         &mut self,
         body: &ast::SetExpr,
-        scope_of: &ScopeOf<'_>,
+        ctx: &Scope<'_>,
         reads: &mut Vec<(String, Vec<usize>)>,
     ) -> SqlResult<(SetTree, Columns)> {
         match body {
             ast::SetExpr::Select(s) => {
-                let ((sel, _), cols) = self.select_body(s, None, scope_of, reads)?;
+                let ((sel, _), cols) = self.select_body(s, None, ctx, reads)?;
                 Ok((SetTree::Select(Box::new(sel)), cols))
             }
             ast::SetExpr::Query(q) => {
-                let q = self.query(q, scope_of)?;
+                let q = self.query_in(q, catalog(ctx)?, ctx.parent)?;
                 reads.extend(q.reads.iter().cloned());
                 let cols = q.columns.clone();
                 Ok((SetTree::Query(Box::new(q)), cols))
@@ -258,7 +281,7 @@ impl Binder {
                 op,
                 set_quantifier,
                 right,
-            } => self.set_operation((left, right), op, set_quantifier, scope_of, reads),
+            } => self.set_operation((left, right), op, set_quantifier, ctx, reads),
             other => Err(SqlError::unsupported(format!(
                 "this query form ({})",
                 other.to_string().chars().take(40).collect::<String>()
@@ -272,7 +295,7 @@ impl Binder {
         (left, right): (&ast::SetExpr, &ast::SetExpr),
         op: &ast::SetOperator,
         q: &ast::SetQuantifier,
-        scope_of: &ScopeOf<'_>,
+        ctx: &Scope<'_>,
         reads: &mut Vec<(String, Vec<usize>)>,
     ) -> SqlResult<(SetTree, Columns)> {
         let (sop, word) = match op {
@@ -285,8 +308,8 @@ impl Binder {
             ast::SetQuantifier::Distinct | ast::SetQuantifier::None => false,
             other => return Err(SqlError::unsupported(format!("{word} {other}"))),
         };
-        let (l, lcols) = self.set_tree(left, scope_of, reads)?;
-        let (r, rcols) = self.set_tree(right, scope_of, reads)?;
+        let (l, lcols) = self.set_tree(left, ctx, reads)?;
+        let (r, rcols) = self.set_tree(right, ctx, reads)?;
         if lcols.len() != rcols.len() {
             return Err(SqlError::syntax(format!(
                 "each {word} query must have the same number of columns"
@@ -349,11 +372,11 @@ impl Binder {
         &mut self,
         sel: &ast::Select,
         order_by: Option<&ast::OrderBy>,
-        scope_of: &ScopeOf<'_>,
+        ctx: &Scope<'_>,
         reads: &mut Vec<(String, Vec<usize>)>,
     ) -> SqlResult<((Select, Vec<SortSpec>), Columns)> {
         refuse_select_clauses(sel)?;
-        let from = self.range_table(&sel.from, scope_of)?;
+        let from = self.range_table(&sel.from, ctx)?;
         reads.extend(from.reads.iter().cloned());
         let scope = &from.scope;
         let filter = match &sel.selection {
@@ -556,14 +579,14 @@ impl Binder {
     }
 
     /// A FROM list: its items cross-joined, left to right.
-    fn range_table(
+    fn range_table<'c>(
         &mut self,
         items: &[ast::TableWithJoins],
-        scope_of: &ScopeOf<'_>,
-    ) -> SqlResult<From> {
+        ctx: &Scope<'c>,
+    ) -> SqlResult<From<'c>> {
         let mut acc: Option<From> = None;
         for twj in items {
-            let item = self.table_with_joins(twj, scope_of)?;
+            let item = self.table_with_joins(twj, ctx)?;
             acc = Some(match acc {
                 None => item,
                 Some(left) => self.join(left, item, JoinKind::Inner, &ast::JoinConstraint::None)?,
@@ -574,20 +597,21 @@ impl Binder {
             scope: Scope {
                 star: Some(Vec::new()),
                 ..Scope::default()
-            },
+            }
+            .within(ctx),
             layout: Vec::new(),
             reads: Vec::new(),
         }))
     }
 
-    fn table_with_joins(
+    fn table_with_joins<'c>(
         &mut self,
         twj: &ast::TableWithJoins,
-        scope_of: &ScopeOf<'_>,
-    ) -> SqlResult<From> {
-        let mut acc = self.table_factor(&twj.relation, scope_of)?;
+        ctx: &Scope<'c>,
+    ) -> SqlResult<From<'c>> {
+        let mut acc = self.table_factor(&twj.relation, ctx)?;
         for j in &twj.joins {
-            let right = self.table_factor(&j.relation, scope_of)?;
+            let right = self.table_factor(&j.relation, ctx)?;
             use ast::JoinOperator as J;
             let (kind, c) = match &j.join_operator {
                 J::Join(c) | J::Inner(c) => (JoinKind::Inner, c),
@@ -604,7 +628,7 @@ impl Binder {
 
     /// One FROM item: a table or view, generate_series, a subquery, VALUES, or a
     /// parenthesized join.
-    fn table_factor(&mut self, tf: &ast::TableFactor, scope_of: &ScopeOf<'_>) -> SqlResult<From> {
+    fn table_factor<'c>(&mut self, tf: &ast::TableFactor, ctx: &Scope<'c>) -> SqlResult<From<'c>> {
         match tf {
             ast::TableFactor::Derived {
                 lateral,
@@ -619,11 +643,11 @@ impl Binder {
                     return Err(SqlError::syntax("subquery in FROM must have an alias")
                         .with_hint("For example, FROM (SELECT ...) [AS] foo."));
                 };
-                let q = self.query(subquery, scope_of)?;
+                let q = self.query_in(subquery, catalog(ctx)?, ctx.parent)?;
                 let mut cols = q.columns.clone();
                 rename(&mut cols, alias)?;
                 let reads = q.reads.clone();
-                let scope = Scope::entry(ident_name(&alias.name), cols);
+                let scope = Scope::entry(ident_name(&alias.name), cols).within(ctx);
                 Ok(From {
                     rel: Rel::Subquery(Box::new(q)),
                     scope,
@@ -634,27 +658,27 @@ impl Binder {
             ast::TableFactor::NestedJoin {
                 table_with_joins,
                 alias: None,
-            } => self.table_with_joins(table_with_joins, scope_of),
-            ast::TableFactor::Table { .. } => self.named_table(tf, scope_of),
+            } => self.table_with_joins(table_with_joins, ctx),
+            ast::TableFactor::Table { .. } => self.named_table(tf, ctx),
             other => Err(SqlError::unsupported(format!("FROM {other}"))),
         }
     }
 
     /// A named table, view or generate_series call.
-    fn named_table(&mut self, tf: &ast::TableFactor, scope_of: &ScopeOf<'_>) -> SqlResult<From> {
+    fn named_table<'c>(&mut self, tf: &ast::TableFactor, ctx: &Scope<'c>) -> SqlResult<From<'c>> {
         let ast::TableFactor::Table {
             name, alias, args, ..
         } = tf
         else {
             unreachable!("a table");
         };
-        let (legacy, scope) = self.bind_from_item(tf, scope_of)?;
+        let (legacy, scope) = self.bind_from_item(tf, catalog(ctx)?)?;
         let tname = object_name(name)?;
         let qualifier = alias
             .as_ref()
             .map(|a| ident_name(&a.name))
             .unwrap_or_else(|| tname.clone());
-        let scope = Scope::entry(qualifier, scope.cols);
+        let scope = Scope::entry(qualifier, scope.cols).within(ctx);
         let width = scope.cols.len();
         let rel = match legacy {
             crate::bind::From::Series(start, stop, step, ty) => Rel::Series {
@@ -686,13 +710,13 @@ impl Binder {
     }
 
     /// `left JOIN right` with its constraint (analyze rules 1 and 2).
-    fn join(
+    fn join<'c>(
         &mut self,
-        left: From,
-        right: From,
+        left: From<'c>,
+        right: From<'c>,
         kind: JoinKind,
         c: &ast::JoinConstraint,
-    ) -> SqlResult<From> {
+    ) -> SqlResult<From<'c>> {
         for q in &right.scope.qualifiers {
             if left.scope.qualifiers.contains(q) {
                 return Err(SqlError::new(
@@ -811,6 +835,9 @@ fn regroup(e: Expr, keys: &[Expr], nk: usize, scope: &Scope) -> SqlResult<Expr> 
     }
     match e {
         Expr::Agg(i) => Ok(Expr::Col(nk + i)),
+        Expr::SubLink(l) if l.correlated => Err(SqlError::unsupported(
+            "a correlated subquery in a query with GROUP BY or aggregates",
+        )),
         Expr::Col(c) => {
             let name = &scope.cols[c].0;
             let q = scope
@@ -915,7 +942,7 @@ fn output_named(projection: &[ast::SelectItem], name: &str) -> Option<usize> {
 }
 
 /// Two scopes side by side (a join's row before its merged columns).
-fn side_by_side(l: &Scope, r: &Scope) -> Scope {
+fn side_by_side<'c>(l: &Scope<'c>, r: &Scope<'c>) -> Scope<'c> {
     let (lw, lq) = (l.cols.len(), l.qualifiers.len());
     let owner_of = |s: &Scope, i: usize| s.owner.get(i).copied().unwrap_or(Some(0));
     let mut owner: Vec<Option<usize>> = (0..lw).map(|i| owner_of(l, i)).collect();
@@ -933,7 +960,16 @@ fn side_by_side(l: &Scope, r: &Scope) -> Scope {
         owner,
         bare,
         star: Some(star),
+        catalog: l.catalog,
+        parent: l.parent,
+        depth: l.depth,
     }
+}
+
+/// The catalog of a query's context (always there in analysis).
+fn catalog<'c>(ctx: &Scope<'c>) -> SqlResult<&'c ScopeOf<'c>> {
+    ctx.catalog
+        .ok_or_else(|| SqlError::unsupported("a query without a catalog"))
 }
 
 /// The names a bare reference reaches in a scope (NATURAL's candidates).

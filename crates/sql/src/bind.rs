@@ -212,6 +212,11 @@ pub enum Expr {
     Call(Func, Vec<Expr>),
     /// The value of aggregate number n (aggregate queries only).
     Agg(usize),
+    /// Column `.1` of the row of the query `.0` levels out (a correlated
+    /// subquery's reference to its enclosing query).
+    Outer(usize, usize),
+    /// A subquery in an expression ([`crate::subquery`]).
+    SubLink(Box<crate::subquery::SubLink>),
     /// CASE, COALESCE, NULLIF, GREATEST / LEAST, IS DISTINCT FROM, IS TRUE, LIKE
     /// ([`crate::conditional`]).
     Special(Box<crate::conditional::Special>),
@@ -307,8 +312,8 @@ pub struct Agg {
 /// The input columns an expression may name: those of one table (the legacy
 /// form: `owner`, `bare` and `star` empty) or of a FROM clause's range entries
 /// side by side, as a join's row has them.
-#[derive(Clone, Debug, Default)]
-pub struct Scope {
+#[derive(Clone, Default)]
+pub struct Scope<'c> {
     /// The names the columns may be qualified with (table names or aliases).
     pub qualifiers: Vec<String>,
     pub cols: Vec<(String, SqlType)>,
@@ -323,11 +328,29 @@ pub struct Scope {
     pub bare: Vec<bool>,
     /// The columns `*` stands for, in order. None: all.
     pub star: Option<Vec<usize>>,
+    /// Gives a relation's columns, for the subqueries of this scope's expressions
+    /// (None: no subqueries here, 0A000).
+    pub catalog: Option<&'c ScopeOf<'c>>,
+    /// The enclosing query's scope: a name not found here is looked up there (a
+    /// correlated reference, [`Expr::Outer`]).
+    pub parent: Option<&'c Scope<'c>>,
+    /// How many scopes enclose this one.
+    pub depth: usize,
 }
 
-impl Scope {
+impl std::fmt::Debug for Scope<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scope")
+            .field("qualifiers", &self.qualifiers)
+            .field("cols", &self.cols)
+            .field("depth", &self.depth)
+            .finish()
+    }
+}
+
+impl<'c> Scope<'c> {
     /// One range entry's columns, named by `qualifier`.
-    pub fn entry(qualifier: String, cols: Vec<(String, SqlType)>) -> Scope {
+    pub fn entry(qualifier: String, cols: Vec<(String, SqlType)>) -> Scope<'c> {
         let n = cols.len();
         Scope {
             qualifiers: vec![qualifier],
@@ -336,7 +359,18 @@ impl Scope {
             owner: vec![Some(0); n],
             bare: vec![true; n],
             star: Some((0..n).collect()),
+            catalog: None,
+            parent: None,
+            depth: 0,
         }
+    }
+
+    /// This scope in the context of `ctx`: its catalog, parent and depth.
+    pub fn within(mut self, ctx: &Scope<'c>) -> Scope<'c> {
+        self.catalog = ctx.catalog;
+        self.parent = ctx.parent;
+        self.depth = ctx.depth;
+        self
     }
 
     /// Whether column `i` answers to qualifier `q`.
@@ -378,6 +412,12 @@ pub type ScopeOf<'a> = dyn Fn(&str) -> SqlResult<Vec<(String, SqlType)>> + 'a;
 pub struct Binder {
     pub params: Vec<SqlType>,
     depth: usize,
+    /// The shallowest scope depth a column reference reached (correlation: a
+    /// subquery whose references reach above its own depth is correlated).
+    pub(crate) min_ref: usize,
+    /// The relations read by the subqueries bound since the enclosing query began
+    /// (analyze rule 6).
+    pub(crate) sub_reads: Vec<(String, Vec<usize>)>,
 }
 
 /// The highest parameter number, `$65535`: the Bind message counts parameters in
@@ -582,6 +622,31 @@ impl Binder {
         self.coerce(x, t, SqlType::Bool)
     }
 
+    /// A column name: of this scope, or of an enclosing query's (subquery rule 1).
+    fn column_ref(
+        &mut self,
+        scope: &Scope<'_>,
+        q: Option<&ast::Ident>,
+        c: &ast::Ident,
+    ) -> SqlResult<(Expr, SqlType)> {
+        let err = match column(scope, q, c) {
+            Ok(x) => return Ok(x),
+            Err(e) if e.code == "42703" || e.code == "42P01" => e,
+            Err(e) => return Err(e),
+        };
+        let mut level = 0;
+        let mut at = scope;
+        while let Some(p) = at.parent {
+            level += 1;
+            at = p;
+            if let Ok((Expr::Col(i), t)) = column(p, q, c) {
+                self.min_ref = self.min_ref.min(p.depth);
+                return Ok((Expr::Outer(level, i), t));
+            }
+        }
+        Err(err)
+    }
+
     pub fn expr(&mut self, scope: &Scope, e: &ast::Expr) -> SqlResult<(Expr, SqlType)> {
         self.expr_in(scope, e, &mut None)
     }
@@ -618,10 +683,12 @@ impl Binder {
             {
                 Ok((Expr::Call(Func::CurrentUser, Vec::new()), SqlType::Text))
             }
-            E::Identifier(i) => column(scope, None, i),
+            E::Identifier(i) => self.column_ref(scope, None, i),
             E::CompoundIdentifier(parts) => match parts.as_slice() {
-                [q, c] => column(scope, Some(q), c),
-                [s, q, c] if s.value.eq_ignore_ascii_case("public") => column(scope, Some(q), c),
+                [q, c] => self.column_ref(scope, Some(q), c),
+                [s, q, c] if s.value.eq_ignore_ascii_case("public") => {
+                    self.column_ref(scope, Some(q), c)
+                }
                 _ => Err(SqlError::unsupported(format!("the name \"{e}\""))),
             },
             E::Nested(inner) => self.expr_in(scope, inner, aggs),
@@ -687,6 +754,7 @@ impl Binder {
             E::Function(f) => self.function(scope, f, aggs),
             other => match self.special(scope, other, aggs)? {
                 Some(x) => Ok(x),
+                None if let Some(x) = self.sublink(scope, other, aggs)? => Ok(x),
                 None => Err(SqlError::unsupported(format!("the expression \"{other}\""))),
             },
         }
@@ -1247,7 +1315,7 @@ impl Binder {
         &mut self,
         tf: &ast::TableFactor,
         scope_of: &ScopeOf<'_>,
-    ) -> SqlResult<(From, Scope)> {
+    ) -> SqlResult<(From, Scope<'static>)> {
         let ast::TableFactor::Table {
             name, alias, args, ..
         } = tf
@@ -1409,7 +1477,7 @@ fn scalar_signature(
 }
 
 /// The operators Strata implements.
-fn bin_op_of(op: &ast::BinaryOperator) -> SqlResult<BinOp> {
+pub(crate) fn bin_op_of(op: &ast::BinaryOperator) -> SqlResult<BinOp> {
     Ok(match op {
         ast::BinaryOperator::Eq => BinOp::Eq,
         ast::BinaryOperator::NotEq => BinOp::Ne,
@@ -1532,7 +1600,12 @@ impl Expr {
     pub fn children<'a>(&'a self, out: &mut Vec<&'a Expr>) {
         use crate::conditional::Special as S;
         match self {
-            Expr::Const(_) | Expr::Param(_) | Expr::Agg(_) | Expr::Col(_) => {}
+            Expr::Const(_) | Expr::Param(_) | Expr::Agg(_) | Expr::Col(_) | Expr::Outer(..) => {}
+            Expr::SubLink(l) => {
+                if let crate::subquery::SubKind::Quantified { lhs, .. } = &l.kind {
+                    out.push(lhs);
+                }
+            }
             Expr::Bin(a, _, b) => out.extend([&**a, &**b]),
             Expr::Bool(_, l) | Expr::Call(_, l) => out.extend(l.iter()),
             Expr::Not(a)
@@ -1573,7 +1646,18 @@ impl Expr {
         use crate::conditional::Special as S;
         let mut bx = |b: Box<Expr>| -> SqlResult<Box<Expr>> { Ok(Box::new(f(*b)?)) };
         Ok(match self {
-            e @ (Expr::Const(_) | Expr::Param(_) | Expr::Agg(_) | Expr::Col(_)) => e,
+            e @ (Expr::Const(_)
+            | Expr::Param(_)
+            | Expr::Agg(_)
+            | Expr::Col(_)
+            | Expr::Outer(..)) => e,
+            Expr::SubLink(mut l) => {
+                if let crate::subquery::SubKind::Quantified { lhs, .. } = &mut l.kind {
+                    let x = std::mem::replace(lhs, Expr::Const(Datum::Null));
+                    *lhs = f(x)?;
+                }
+                Expr::SubLink(l)
+            }
             Expr::Bin(a, op, b) => Expr::Bin(bx(a)?, op, bx(b)?),
             Expr::Not(a) => Expr::Not(bx(a)?),
             Expr::Neg(a) => Expr::Neg(bx(a)?),
@@ -1638,6 +1722,17 @@ pub(crate) fn default_name(mut e: &ast::Expr) -> String {
             .map(super::ident_name)
             .unwrap_or_else(|| "?column?".into()),
         ast::Expr::Cast { data_type, .. } => cast_column_name(data_type),
+        ast::Expr::Case { .. } => "case".into(),
+        ast::Expr::Exists { .. } => "exists".into(),
+        // A scalar subquery is named by its one column (PostgreSQL's FigureColname).
+        ast::Expr::Subquery(q) => match &*q.body {
+            ast::SetExpr::Select(s) => match s.projection.as_slice() {
+                [ast::SelectItem::ExprWithAlias { alias, .. }] => super::ident_name(alias),
+                [ast::SelectItem::UnnamedExpr(e)] => default_name(e),
+                _ => "?column?".into(),
+            },
+            _ => "?column?".into(),
+        },
         _ => "?column?".into(),
     }
 }
@@ -1668,6 +1763,9 @@ pub struct Row<'a> {
     pub params: &'a [Datum],
     pub aggs: &'a [Datum],
     pub env: &'a dyn Env,
+    /// Runs subqueries and gives enclosing queries' columns (the executor's);
+    /// None where a subquery cannot be (a DEFAULT, a CHECK).
+    pub sub: Option<&'a dyn crate::subquery::SubRunner>,
 }
 
 fn int_of(d: &Datum) -> Option<i128> {
@@ -1799,6 +1897,14 @@ fn eval_at(e: &Expr, r: &Row<'_>, depth: usize) -> SqlResult<Datum> {
         Expr::Col(i) => r.cols[*i].clone(),
         Expr::Param(i) => r.params.get(*i).cloned().unwrap_or(Datum::Null),
         Expr::Agg(i) => r.aggs[*i].clone(),
+        Expr::Outer(level, col) => match r.sub {
+            Some(s) => s.outer(*level, *col)?,
+            None => return Err(SqlError::unsupported("an outer reference here")),
+        },
+        Expr::SubLink(l) => match r.sub {
+            Some(s) => s.sublink(l, r.cols)?,
+            None => return Err(SqlError::unsupported("a subquery here")),
+        },
         Expr::Not(x) => match sub(x)? {
             Datum::Bool(b) => Datum::Bool(!b),
             _ => Datum::Null,
@@ -2246,6 +2352,7 @@ mod tests {
             params: &[],
             aggs: &[],
             env: &NoServer,
+            sub: None,
         };
         let crate::analyze::SetTree::Select(s) = &p.body else {
             panic!("not a SELECT: {sql}")

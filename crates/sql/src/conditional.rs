@@ -19,7 +19,8 @@
 //!    raises nothing).
 //! 3. LIKE matches characters, not bytes; `%` any run, `_` one character, the
 //!    escape character (backslash unless ESCAPE says otherwise; ESCAPE '' none)
-//!    makes the next one literal, and a pattern ending in it is 22025. ILIKE folds
+//!    makes the next one literal; a pattern ending in it is 22025 where the match
+//!    reaches that end with text left (else no match), as PostgreSQL's. ILIKE folds
 //!    case with Unicode's simple lowercase.
 
 use crate::bind::{compare, is_true, Agg, Binder, Expr, Scope};
@@ -440,13 +441,10 @@ pub fn like(s: &str, p: &str, escape: Option<&str>, fold: bool) -> SqlResult<boo
     let mut it = p.chars();
     while let Some(c) = it.next() {
         if Some(c) == esc {
-            let Some(n) = it.next() else {
-                return Err(SqlError::new(
-                    "22025",
-                    "LIKE pattern must not end with escape character",
-                ));
-            };
-            toks.push(Tok::Lit(lower(n)));
+            match it.next() {
+                Some(n) => toks.push(Tok::Lit(lower(n))),
+                None => toks.push(Tok::BadEscape),
+            }
         } else if c == '%' {
             if toks.last() != Some(&Tok::Any) {
                 toks.push(Tok::Any);
@@ -458,7 +456,7 @@ pub fn like(s: &str, p: &str, escape: Option<&str>, fold: bool) -> SqlResult<boo
         }
     }
     let text: Vec<char> = s.chars().map(lower).collect();
-    Ok(matches(&text, &toks))
+    matches(&text, &toks)
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -466,11 +464,14 @@ enum Tok {
     Lit(char),
     One,
     Any,
+    /// The pattern ends with its escape character: 22025 if the match reaches it
+    /// with text left, as PostgreSQL's matcher (else simply no match).
+    BadEscape,
 }
 
 /// Greedy matching with one backtrack point per `%` (linear in practice, at most
 /// O(text × pattern)).
-fn matches(text: &[char], toks: &[Tok]) -> bool {
+fn matches(text: &[char], toks: &[Tok]) -> SqlResult<bool> {
     let (mut t, mut p) = (0usize, 0usize);
     let mut star: Option<(usize, usize)> = None;
     while t < text.len() {
@@ -487,17 +488,23 @@ fn matches(text: &[char], toks: &[Tok]) -> bool {
                 t += 1;
                 p += 1;
             }
+            Some(Tok::BadEscape) => {
+                return Err(SqlError::new(
+                    "22025",
+                    "LIKE pattern must not end with escape character",
+                ))
+            }
             _ => match star {
                 Some((sp, st)) => {
                     p = sp + 1;
                     t = st + 1;
                     star = Some((sp, st + 1));
                 }
-                None => return false,
+                None => return Ok(false),
             },
         }
     }
-    toks[p..].iter().all(|k| *k == Tok::Any)
+    Ok(toks[p..].iter().all(|k| *k == Tok::Any))
 }
 
 #[cfg(test)]
@@ -519,6 +526,7 @@ mod tests {
         assert!(m("mississippi", "%iss%ppi"));
         assert!(like("HeLLo", "hello", None, true).unwrap());
         assert!(like("a_b", "a#_b", Some("#"), false).unwrap());
-        assert_eq!(like("x", "x\\", None, false).unwrap_err().code, "22025");
+        assert_eq!(like("xz", "x\\", None, false).unwrap_err().code, "22025");
+        assert!(!like("x", "x\\", None, false).unwrap());
     }
 }

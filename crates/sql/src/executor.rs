@@ -24,9 +24,12 @@ use crate::aggregate::AggState;
 use crate::analyze::{JoinKind, SetOp, SortSpec};
 use crate::bind::{self, Agg, Env, Expr, Row};
 use crate::plan::IndexPath;
-use crate::planner::Plan;
+use crate::planner::{Plan, Relations};
+use crate::subquery::{SubKind, SubLink, SubRunner};
 use crate::{Datum, SqlError, SqlResult, SqlType};
+use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
 use strata_engine::{Engine, IndexCursor, SeqCursor, Snapshot, Txn};
 
 /// A result row.
@@ -37,7 +40,13 @@ pub struct Ctx<'a> {
     pub engine: &'a Engine,
     /// The open transaction, if the session has one: scans see its own writes.
     pub txn: Option<&'a Txn<'a>>,
-    pub snap: Snapshot<'a>,
+    pub snap: &'a Snapshot<'a>,
+    /// Table entries, for planning subqueries.
+    pub rels: &'a Relations<'a>,
+    /// Subqueries' plans and uncorrelated subqueries' results, for the statement.
+    pub subs: &'a SubCache,
+    /// The rows of the enclosing queries, outermost first (subquery rule 1).
+    pub outer: Vec<Tuple>,
     pub db: &'a str,
     pub params: &'a [Datum],
     pub env: &'a dyn Env,
@@ -56,6 +65,7 @@ impl Ctx<'_> {
                 params: self.params,
                 aggs: &[],
                 env: self.env,
+                sub: Some(self),
             },
         )
     }
@@ -72,6 +82,172 @@ impl Ctx<'_> {
             code: e.code,
             message: e.message,
         })
+    }
+}
+
+/// What a statement keeps of its subqueries: their plans, made once, and the
+/// results of the uncorrelated ones (subquery rules 1 and 4).
+#[derive(Default)]
+pub struct SubCache {
+    plans: RefCell<HashMap<usize, Rc<Plan>>>,
+    kept: RefCell<HashMap<usize, Rc<Kept>>>,
+}
+
+/// An uncorrelated subquery's result.
+enum Kept {
+    /// EXISTS or a scalar subquery's value.
+    Value(Datum),
+    /// The values of a quantified subquery; hashed (with whether one is NULL) for
+    /// `x = ANY (q)`.
+    Values(Vec<Datum>, Option<(HashSet<Datum>, bool)>),
+}
+
+impl<'a> Ctx<'a> {
+    /// A context for a subquery run for the row `row` of this one.
+    fn child(&self, row: &[Datum]) -> Ctx<'a> {
+        let mut outer = self.outer.clone();
+        outer.push(row.to_vec());
+        Ctx {
+            engine: self.engine,
+            txn: self.txn,
+            snap: self.snap,
+            rels: self.rels,
+            subs: self.subs,
+            outer,
+            db: self.db,
+            params: self.params,
+            env: self.env,
+            check: self.check,
+            work_mem: self.work_mem,
+            views: self.views,
+        }
+    }
+
+    /// The subquery's plan, made at its first use.
+    fn plan_of(&self, key: usize, q: &crate::analyze::Query) -> SqlResult<Rc<Plan>> {
+        if let Some(p) = self.subs.plans.borrow().get(&key) {
+            return Ok(p.clone());
+        }
+        let p = Rc::new(crate::planner::plan(q, self.rels)?);
+        self.subs.plans.borrow_mut().insert(key, p.clone());
+        Ok(p)
+    }
+
+    /// Up to `limit` rows of the subquery for the row `row`.
+    fn sub_rows(&self, s: &SubLink, row: &[Datum], limit: usize) -> SqlResult<Vec<Tuple>> {
+        let plan = self.plan_of(s as *const SubLink as usize, &s.query)?;
+        let cx = self.child(row);
+        let mut root = build(&plan);
+        let mut out = Vec::new();
+        while out.len() < limit {
+            match root.next(&cx)? {
+                Some(r) => out.push(r),
+                None => break,
+            }
+        }
+        Ok(out)
+    }
+
+    /// An uncorrelated subquery's result, computed at its first use.
+    fn kept(&self, s: &SubLink, row: &[Datum]) -> SqlResult<Rc<Kept>> {
+        let key = s as *const SubLink as usize;
+        if let Some(k) = self.subs.kept.borrow().get(&key) {
+            return Ok(k.clone());
+        }
+        let k = Rc::new(match &s.kind {
+            SubKind::Exists => Kept::Value(Datum::Bool(!self.sub_rows(s, row, 1)?.is_empty())),
+            SubKind::Scalar => Kept::Value(scalar(self.sub_rows(s, row, 2)?)?),
+            SubKind::Quantified { test, all, .. } => {
+                let vals: Vec<Datum> = self
+                    .sub_rows(s, row, usize::MAX)?
+                    .into_iter()
+                    .map(|mut r| r.swap_remove(0))
+                    .collect();
+                let hashed = match test {
+                    Expr::Bin(_, crate::bind::BinOp::Eq, b) if !all => {
+                        let mut set = HashSet::new();
+                        let mut null = false;
+                        for v in &vals {
+                            match self.eval(b, &[Datum::Null, v.clone()])? {
+                                Datum::Null => null = true,
+                                k => {
+                                    set.insert(k);
+                                }
+                            }
+                        }
+                        Some((set, null))
+                    }
+                    _ => None,
+                };
+                Kept::Values(vals, hashed)
+            }
+        });
+        self.subs.kept.borrow_mut().insert(key, k.clone());
+        Ok(k)
+    }
+}
+
+impl SubRunner for Ctx<'_> {
+    fn sublink(&self, s: &SubLink, cols: &[Datum]) -> SqlResult<Datum> {
+        let kept = if s.correlated {
+            None
+        } else {
+            Some(self.kept(s, cols)?)
+        };
+        match (&s.kind, kept.as_deref()) {
+            (SubKind::Exists | SubKind::Scalar, Some(Kept::Value(v))) => Ok(v.clone()),
+            (SubKind::Exists, _) => Ok(Datum::Bool(!self.sub_rows(s, cols, 1)?.is_empty())),
+            (SubKind::Scalar, _) => scalar(self.sub_rows(s, cols, 2)?),
+            (SubKind::Quantified { lhs, test, all }, kept) => {
+                let l = self.eval(lhs, cols)?;
+                if let (Some(Kept::Values(vals, Some((set, null)))), Expr::Bin(a, _, _)) =
+                    (kept, test)
+                {
+                    let key = self.eval(a, &[l, Datum::Null])?;
+                    return Ok(match key {
+                        _ if vals.is_empty() => Datum::Bool(false),
+                        Datum::Null => Datum::Null,
+                        k if set.contains(&k) => Datum::Bool(true),
+                        _ if *null => Datum::Null,
+                        _ => Datum::Bool(false),
+                    });
+                }
+                let vals = match kept {
+                    Some(Kept::Values(v, _)) => v.clone(),
+                    _ => self
+                        .sub_rows(s, cols, usize::MAX)?
+                        .into_iter()
+                        .map(|mut r| r.swap_remove(0))
+                        .collect(),
+                };
+                crate::subquery::quantified(*all, vals, &mut |v| self.eval(test, &[l.clone(), v]))
+            }
+        }
+    }
+
+    fn outer(&self, level: usize, col: usize) -> SqlResult<Datum> {
+        let n = self.outer.len();
+        n.checked_sub(level)
+            .and_then(|i| self.outer.get(i))
+            .and_then(|r| r.get(col))
+            .cloned()
+            .ok_or_else(|| SqlError::new("XX000", "an outer reference has no row"))
+    }
+}
+
+/// A scalar subquery's value (subquery rule 2).
+fn scalar(rows: Vec<Tuple>) -> SqlResult<Datum> {
+    match rows.len() {
+        0 => Ok(Datum::Null),
+        1 => Ok(rows
+            .into_iter()
+            .next()
+            .and_then(|r| r.into_iter().next())
+            .unwrap_or(Datum::Null)),
+        _ => Err(SqlError::new(
+            "21000",
+            "more than one row returned by a subquery used as an expression",
+        )),
     }
 }
 
@@ -227,8 +403,8 @@ impl<'a> Scan<'a> {
         let mut rows = Vec::new();
         let check = || cx.engine_check();
         let more = match &mut self.cursor {
-            Cursor::Seq(c) => c.next_batch(&cx.snap, &check, &mut rows),
-            Cursor::Index(c) => c.next_batch(&cx.snap, &check, &mut rows),
+            Cursor::Seq(c) => c.next_batch(cx.snap, &check, &mut rows),
+            Cursor::Index(c) => c.next_batch(cx.snap, &check, &mut rows),
             Cursor::Unopened | Cursor::Done => Ok(false),
         }
         .map_err(SqlError::from)?;

@@ -66,6 +66,8 @@ pub mod numeric;
 pub mod plan;
 pub mod planner;
 pub mod privileges;
+#[cfg(test)]
+mod query_tests;
 pub mod roles;
 mod sequences;
 pub mod session;
@@ -73,6 +75,7 @@ pub mod session;
 mod session_tests;
 pub mod settings;
 pub mod sort;
+pub mod subquery;
 pub mod syncrep;
 pub mod time;
 mod utility;

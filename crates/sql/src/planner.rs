@@ -257,10 +257,27 @@ fn and_all(mut conjs: Vec<Expr>) -> Option<Expr> {
 
 /// The columns `e` reads: (lowest, highest), or None for none.
 fn col_span(e: &Expr) -> Option<(usize, usize)> {
+    if has_correlated(e) {
+        // Evaluated over the whole row it was bound over: never pushed down.
+        return Some((0, usize::MAX));
+    }
     let mut cols = Vec::new();
     crate::privileges::expr_columns(e, &mut cols);
     let lo = cols.iter().min()?;
     Some((*lo, *cols.iter().max()?))
+}
+
+/// Whether `e` holds a correlated subquery (its outer references index the row
+/// `e` was bound over).
+fn has_correlated(e: &Expr) -> bool {
+    let mut stack = vec![e];
+    while let Some(e) = stack.pop() {
+        if matches!(e, Expr::SubLink(l) if l.correlated) {
+            return true;
+        }
+        e.children(&mut stack);
+    }
+    false
 }
 
 /// Whether `e` reads only columns in `range` (or none).

@@ -875,6 +875,7 @@ impl Returning {
             params,
             aggs: &[],
             env,
+            sub: None,
         };
         self.exprs.iter().map(|e| bind::eval(e, &row)).collect()
     }
@@ -1412,6 +1413,7 @@ impl<'e> Session<'e> {
             params: &[],
             aggs: &[],
             env: &env,
+            sub: None,
         };
         bind::eval(&e, &row)
     }
@@ -2662,13 +2664,24 @@ impl<'e> Session<'e> {
             Block::Open { txn: Some(t), .. } => Some(&**t),
             _ => None,
         };
+        let snap = match txn {
+            Some(t) => t.snapshot(),
+            None => self.engine.snapshot(),
+        };
+        let rels = |t: &str| -> SqlResult<Option<strata_engine::RelEntry>> {
+            if crate::views::schema(t).is_some() {
+                return Ok(None);
+            }
+            self.relation_entry(t).map(Some)
+        };
+        let subs = crate::executor::SubCache::default();
         let cx = crate::executor::Ctx {
             engine: self.engine,
             txn,
-            snap: match txn {
-                Some(t) => t.snapshot(),
-                None => self.engine.snapshot(),
-            },
+            snap: &snap,
+            rels: &rels,
+            subs: &subs,
+            outer: Vec::new(),
             db: &self.db,
             params,
             env: &env,
@@ -2748,10 +2761,15 @@ impl Streamer<'_> {
     ) -> SqlResult<u64> {
         let chk = || check().map_err(SqlError::from);
         let views = |n: &str| self.server.views.rows(n);
+        let snap = self.engine.snapshot();
+        let subs = crate::executor::SubCache::default();
         let cx = crate::executor::Ctx {
             engine: self.engine,
             txn: None,
-            snap: self.engine.snapshot(),
+            snap: &snap,
+            rels: &|_| Ok(None),
+            subs: &subs,
+            outer: Vec::new(),
             db,
             params,
             env,
@@ -2872,7 +2890,7 @@ pub(crate) fn bind_default(
 }
 
 /// The scope a table's CHECK constraints are bound in: its columns.
-pub(crate) fn check_scope(table: &str, cols: &[strata_engine::Column]) -> Scope {
+pub(crate) fn check_scope(table: &str, cols: &[strata_engine::Column]) -> Scope<'static> {
     Scope {
         qualifiers: vec![table.to_string()],
         cols: cols
@@ -2924,6 +2942,7 @@ fn check_row(
         params,
         aggs: &[],
         env,
+        sub: None,
     };
     for (name, e) in checks {
         if bind::eval(e, &r)? == Datum::Bool(false) {
@@ -2948,6 +2967,7 @@ fn fill_defaults(
         params,
         aggs: &[],
         env,
+        sub: None,
     };
     for (v, d) in row.iter_mut().zip(defaults) {
         if let Some(e) = d {
@@ -3007,6 +3027,7 @@ fn index_range(
         params,
         aggs: &[],
         env,
+        sub: None,
     };
     p.range(&|e| bind::eval(e, &row))
 }
@@ -3088,6 +3109,7 @@ fn where_holds(
         params,
         aggs: &[],
         env,
+        sub: None,
     };
     Ok(bind::is_true(&bind::eval(p, &row)?))
 }
@@ -3106,6 +3128,7 @@ fn new_version(
         params,
         aggs: &[],
         env,
+        sub: None,
     };
     if let Some(p) = pred {
         if !bind::is_true(&bind::eval(p, &row)?) {
@@ -3130,6 +3153,7 @@ fn eval_row(r: &[Expr], params: &[Datum], env: &dyn Env) -> SqlResult<Vec<Datum>
         params,
         aggs: &[],
         env,
+        sub: None,
     };
     r.iter().map(|e| bind::eval(e, &row)).collect()
 }
