@@ -155,6 +155,12 @@ pub enum Rel {
     },
     Subquery(Box<Query>),
     Join(Box<Join>),
+    /// A recursive CTE's work table, read by its step (cte rule 3).
+    WorkTable {
+        id: usize,
+        width: usize,
+    },
+    Recursive(Box<crate::cte::Recursive>),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -179,6 +185,8 @@ impl Rel {
             Rel::Series { .. } => 1,
             Rel::Subquery(q) => q.columns.len(),
             Rel::Join(j) => j.left_width + j.right_width + j.merged.len(),
+            Rel::WorkTable { width, .. } => *width,
+            Rel::Recursive(r) => r.columns.len(),
         }
     }
 }
@@ -220,14 +228,45 @@ impl Binder {
         Ok(q)
     }
 
+    /// A query nested at the same level as `ctx`'s (a CTE, a parenthesized query,
+    /// a subquery in FROM): the same enclosing queries.
+    pub(crate) fn query_in_ctx(&mut self, q: &ast::Query, ctx: &Scope<'_>) -> SqlResult<Query> {
+        let mut q = self.query_at(q, ctx)?;
+        q.reads.extend(std::mem::take(&mut self.sub_reads));
+        Ok(q)
+    }
+
+    /// A set tree at `ctx`'s level (a recursive CTE's terms).
+    pub(crate) fn set_tree_in(
+        &mut self,
+        body: &ast::SetExpr,
+        ctx: &Scope<'_>,
+        reads: &mut Vec<(String, Vec<usize>)>,
+    ) -> SqlResult<(SetTree, Columns)> {
+        self.set_tree(body, ctx, reads)
+    }
+
     fn query_at(&mut self, q: &ast::Query, ctx: &Scope<'_>) -> SqlResult<Query> {
-        if q.with.is_some() {
-            return Err(SqlError::unsupported("WITH"));
-        }
+        let mut reads = Vec::new();
+        let pushed = match &q.with {
+            Some(w) => self.with_clause(w, ctx, &mut reads)?,
+            None => 0,
+        };
+        let r = self.query_body(q, ctx, reads);
+        let keep = self.ctes.len() - pushed;
+        self.ctes.truncate(keep);
+        r
+    }
+
+    fn query_body(
+        &mut self,
+        q: &ast::Query,
+        ctx: &Scope<'_>,
+        mut reads: Vec<(String, Vec<usize>)>,
+    ) -> SqlResult<Query> {
         if q.fetch.is_some() || !q.locks.is_empty() {
             return Err(SqlError::unsupported("FETCH or FOR UPDATE"));
         }
-        let mut reads = Vec::new();
         let (body, columns, order) = match &*q.body {
             ast::SetExpr::Select(s) => {
                 let (sel, cols) = self.select_body(s, q.order_by.as_ref(), ctx, &mut reads)?;
@@ -270,7 +309,7 @@ impl Binder {
                 Ok((SetTree::Select(Box::new(sel)), cols))
             }
             ast::SetExpr::Query(q) => {
-                let q = self.query_in(q, catalog(ctx)?, ctx.parent)?;
+                let q = self.query_in_ctx(q, ctx)?;
                 reads.extend(q.reads.iter().cloned());
                 let cols = q.columns.clone();
                 Ok((SetTree::Query(Box::new(q)), cols))
@@ -643,9 +682,9 @@ impl Binder {
                     return Err(SqlError::syntax("subquery in FROM must have an alias")
                         .with_hint("For example, FROM (SELECT ...) [AS] foo."));
                 };
-                let q = self.query_in(subquery, catalog(ctx)?, ctx.parent)?;
+                let q = self.query_in_ctx(subquery, ctx)?;
                 let mut cols = q.columns.clone();
-                rename(&mut cols, alias)?;
+                rename_columns(&mut cols, alias)?;
                 let reads = q.reads.clone();
                 let scope = Scope::entry(ident_name(&alias.name), cols).within(ctx);
                 Ok(From {
@@ -672,6 +711,25 @@ impl Binder {
         else {
             unreachable!("a table");
         };
+        if args.is_none() && name.0.len() == 1 {
+            let cte_name = object_name(name)?;
+            if let Some(r) = self.cte_rel(&cte_name) {
+                let (rel, mut cols) = r?;
+                if let Some(a) = alias {
+                    rename_columns(&mut cols, a)?;
+                }
+                let q = alias
+                    .as_ref()
+                    .map(|a| ident_name(&a.name))
+                    .unwrap_or(cte_name);
+                return Ok(From {
+                    rel,
+                    scope: Scope::entry(q, cols).within(ctx),
+                    layout: Vec::new(),
+                    reads: Vec::new(),
+                });
+            }
+        }
         let (legacy, scope) = self.bind_from_item(tf, catalog(ctx)?)?;
         let tname = object_name(name)?;
         let qualifier = alias
@@ -1002,7 +1060,7 @@ fn using_column(s: &Scope, name: &str, side: &str) -> SqlResult<usize> {
 }
 
 /// A subquery's or VALUES' columns renamed by its alias's column list.
-fn rename(cols: &mut Columns, alias: &ast::TableAlias) -> SqlResult<()> {
+pub(crate) fn rename_columns(cols: &mut Columns, alias: &ast::TableAlias) -> SqlResult<()> {
     if alias.columns.len() > cols.len() {
         return Err(SqlError::new(
             "42P10",
@@ -1040,4 +1098,50 @@ fn columns_read(layout: &Layout, rel: &Rel, exprs: &[&Expr]) -> Vec<(String, Vec
             (name.clone(), mine)
         })
         .collect()
+}
+
+/// Every expression of `q` at its own level into `exprs`; the queries nested at
+/// the same level (subqueries in FROM, parenthesized queries, recursive CTE terms)
+/// to `nested`. Subqueries in expressions are left inside their `SubLink`s.
+pub fn query_exprs<'q>(q: &'q Query, exprs: &mut Vec<&'q Expr>, nested: &mut dyn FnMut(&'q Query)) {
+    exprs.extend(q.limit.iter().chain(q.offset.iter()));
+    let mut trees = vec![&q.body];
+    while let Some(t) = trees.pop() {
+        match t {
+            SetTree::Select(s) => {
+                exprs.extend(s.filter.iter().chain(s.targets.iter()));
+                if let Some(g) = &s.grouping {
+                    exprs.extend(g.keys.iter().chain(g.having.iter()));
+                    for a in &g.aggs {
+                        exprs.extend(a.arg.iter().chain(a.filter.iter()).chain(a.delim.iter()));
+                    }
+                }
+                rel_exprs(&s.from, exprs, nested);
+            }
+            SetTree::Values(rows, _) => exprs.extend(rows.iter().flatten()),
+            SetTree::SetOp { left, right, .. } => trees.extend([&**left, &**right]),
+            SetTree::Query(inner) => nested(inner),
+        }
+    }
+}
+
+fn rel_exprs<'q>(r: &'q Rel, exprs: &mut Vec<&'q Expr>, nested: &mut dyn FnMut(&'q Query)) {
+    let mut rels = vec![r];
+    while let Some(r) = rels.pop() {
+        match r {
+            Rel::One | Rel::Table { .. } | Rel::View { .. } | Rel::WorkTable { .. } => {}
+            Rel::Series {
+                start, stop, step, ..
+            } => exprs.extend([start, stop].into_iter().chain(step.iter())),
+            Rel::Subquery(q) => nested(q),
+            Rel::Recursive(rc) => {
+                nested(&rc.init);
+                nested(&rc.step);
+            }
+            Rel::Join(j) => {
+                exprs.extend(j.on.iter().chain(j.merged.iter()));
+                rels.extend([&j.left, &j.right]);
+            }
+        }
+    }
 }

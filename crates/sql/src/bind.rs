@@ -418,6 +418,13 @@ pub struct Binder {
     /// The relations read by the subqueries bound since the enclosing query began
     /// (analyze rule 6).
     pub(crate) sub_reads: Vec<(String, Vec<usize>)>,
+    /// The CTEs in scope, innermost last ([`crate::cte`]).
+    pub(crate) ctes: Vec<crate::cte::CteEntry>,
+    pub(crate) next_cte_id: usize,
+    /// A recursive CTE's work table was read (its step is recursive).
+    pub(crate) work_used: bool,
+    /// How many subqueries in expressions enclose what is being bound.
+    pub(crate) sub_depth: usize,
 }
 
 /// The highest parameter number, `$65535`: the Bind message counts parameters in

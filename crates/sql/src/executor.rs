@@ -90,7 +90,11 @@ impl Ctx<'_> {
 #[derive(Default)]
 pub struct SubCache {
     plans: RefCell<HashMap<usize, Rc<Plan>>>,
-    kept: RefCell<HashMap<usize, Rc<Kept>>>,
+    kept: RefCell<HashMap<(usize, Tuple), Rc<Kept>>>,
+    /// Correlated subqueries' outer columns: (scope depth, column).
+    deps: RefCell<HashMap<usize, Rc<Vec<(usize, usize)>>>>,
+    /// Recursive CTEs' work tables, by id (cte rule 3).
+    work: RefCell<HashMap<usize, Rc<Vec<Tuple>>>>,
 }
 
 /// An uncorrelated subquery's result.
@@ -148,13 +152,54 @@ impl<'a> Ctx<'a> {
         Ok(out)
     }
 
-    /// An uncorrelated subquery's result, computed at its first use.
+    /// A subquery's result for the row `row`: an uncorrelated one's computed at
+    /// its first use and kept; a correlated one's kept by the values of the outer
+    /// columns it reads (subquery rule 5), up to [`MEMO_ROWS`] of them.
     fn kept(&self, s: &SubLink, row: &[Datum]) -> SqlResult<Rc<Kept>> {
-        let key = s as *const SubLink as usize;
-        if let Some(k) = self.subs.kept.borrow().get(&key) {
+        let ptr = s as *const SubLink as usize;
+        let key = if s.correlated {
+            self.memo_key(s, ptr, row)?
+        } else {
+            Vec::new()
+        };
+        if let Some(k) = self.subs.kept.borrow().get(&(ptr, key.clone())) {
             return Ok(k.clone());
         }
-        let k = Rc::new(match &s.kind {
+        let k = Rc::new(self.compute(s, row)?);
+        let mut kept = self.subs.kept.borrow_mut();
+        if kept.len() < MEMO_ROWS {
+            kept.insert((ptr, key), k.clone());
+        }
+        Ok(k)
+    }
+
+    /// The values of the outer columns a correlated subquery reads.
+    fn memo_key(&self, s: &SubLink, ptr: usize, row: &[Datum]) -> SqlResult<Tuple> {
+        let here = self.outer.len();
+        let deps = {
+            let mut cache = self.subs.deps.borrow_mut();
+            cache
+                .entry(ptr)
+                .or_insert_with(|| Rc::new(crate::subquery::outer_deps(&s.query, here + 1)))
+                .clone()
+        };
+        deps.iter()
+            .map(|&(depth, col)| {
+                let r = if depth == here {
+                    Some(row)
+                } else {
+                    self.outer.get(depth).map(|r| &r[..])
+                };
+                r.and_then(|r| r.get(col))
+                    .cloned()
+                    .ok_or_else(|| SqlError::new("XX000", "an outer reference has no row"))
+            })
+            .collect()
+    }
+
+    /// Runs a subquery for the row `row` (subquery rules 2-4).
+    fn compute(&self, s: &SubLink, row: &[Datum]) -> SqlResult<Kept> {
+        Ok(match &s.kind {
             SubKind::Exists => Kept::Value(Datum::Bool(!self.sub_rows(s, row, 1)?.is_empty())),
             SubKind::Scalar => Kept::Value(scalar(self.sub_rows(s, row, 2)?)?),
             SubKind::Quantified { test, all, .. } => {
@@ -181,28 +226,21 @@ impl<'a> Ctx<'a> {
                 };
                 Kept::Values(vals, hashed)
             }
-        });
-        self.subs.kept.borrow_mut().insert(key, k.clone());
-        Ok(k)
+        })
     }
 }
 
+/// How many subquery results a statement keeps (subquery rule 5).
+const MEMO_ROWS: usize = 100_000;
+
 impl SubRunner for Ctx<'_> {
     fn sublink(&self, s: &SubLink, cols: &[Datum]) -> SqlResult<Datum> {
-        let kept = if s.correlated {
-            None
-        } else {
-            Some(self.kept(s, cols)?)
-        };
-        match (&s.kind, kept.as_deref()) {
-            (SubKind::Exists | SubKind::Scalar, Some(Kept::Value(v))) => Ok(v.clone()),
-            (SubKind::Exists, _) => Ok(Datum::Bool(!self.sub_rows(s, cols, 1)?.is_empty())),
-            (SubKind::Scalar, _) => scalar(self.sub_rows(s, cols, 2)?),
-            (SubKind::Quantified { lhs, test, all }, kept) => {
+        let kept = self.kept(s, cols)?;
+        match (&s.kind, &*kept) {
+            (_, Kept::Value(v)) => Ok(v.clone()),
+            (SubKind::Quantified { lhs, test, all }, Kept::Values(vals, hashed)) => {
                 let l = self.eval(lhs, cols)?;
-                if let (Some(Kept::Values(vals, Some((set, null)))), Expr::Bin(a, _, _)) =
-                    (kept, test)
-                {
+                if let (Some((set, null)), Expr::Bin(a, _, _)) = (hashed, test) {
                     let key = self.eval(a, &[l, Datum::Null])?;
                     return Ok(match key {
                         _ if vals.is_empty() => Datum::Bool(false),
@@ -212,16 +250,10 @@ impl SubRunner for Ctx<'_> {
                         _ => Datum::Bool(false),
                     });
                 }
-                let vals = match kept {
-                    Some(Kept::Values(v, _)) => v.clone(),
-                    _ => self
-                        .sub_rows(s, cols, usize::MAX)?
-                        .into_iter()
-                        .map(|mut r| r.swap_remove(0))
-                        .collect(),
-                };
+                let vals = vals.iter().cloned();
                 crate::subquery::quantified(*all, vals, &mut |v| self.eval(test, &[l.clone(), v]))
             }
+            (_, Kept::Values(..)) => unreachable!("values are kept for ANY / ALL only"),
         }
     }
 
@@ -332,6 +364,13 @@ fn build<'a>(p: &'a Plan) -> Op<'a> {
             limit,
         } => Box::new(Limit::new(build(input), offset, limit)),
         Plan::Append(parts) => Box::new(Append(parts.iter().map(build).collect(), 0)),
+        Plan::RecursiveUnion {
+            id,
+            init,
+            step,
+            all,
+        } => Box::new(RecursiveUnion::new(*id, init, step, *all)),
+        Plan::WorkTableScan { id } => Box::new(WorkTable(*id, None)),
         Plan::SetOp {
             op,
             all,
@@ -1061,5 +1100,91 @@ impl<'a> Node<'a> for SetOpNode<'a> {
             }
         }
         Ok(None)
+    }
+}
+
+/// A recursive CTE's rounds (cte rule 3): each round's new rows are given out and
+/// become the next round's work table.
+struct RecursiveUnion<'a> {
+    id: usize,
+    init: &'a Plan,
+    step: &'a Plan,
+    all: bool,
+    seen: HashSet<Tuple>,
+    out: std::collections::VecDeque<Tuple>,
+    /// None before the first round; then the last round's new rows.
+    working: Option<Vec<Tuple>>,
+}
+
+impl<'a> RecursiveUnion<'a> {
+    fn new(id: usize, init: &'a Plan, step: &'a Plan, all: bool) -> Self {
+        RecursiveUnion {
+            id,
+            init,
+            step,
+            all,
+            seen: HashSet::new(),
+            out: std::collections::VecDeque::new(),
+            working: None,
+        }
+    }
+
+    /// Runs one round; false once a round gave nothing new.
+    fn round(&mut self, cx: &Ctx<'a>) -> SqlResult<bool> {
+        (cx.check)()?;
+        let plan = match self.working.take() {
+            None => self.init,
+            Some(w) if w.is_empty() => return Ok(false),
+            Some(w) => {
+                cx.subs.work.borrow_mut().insert(self.id, Rc::new(w));
+                self.step
+            }
+        };
+        let rows = drain(&mut build(plan), cx)?;
+        let mut fresh = Vec::new();
+        for r in rows {
+            if self.all || self.seen.insert(r.clone()) {
+                self.out.push_back(r.clone());
+                fresh.push(r);
+            }
+        }
+        let more = !fresh.is_empty();
+        self.working = Some(fresh);
+        Ok(more)
+    }
+}
+
+impl<'a> Node<'a> for RecursiveUnion<'a> {
+    fn next(&mut self, cx: &Ctx<'a>) -> SqlResult<Option<Tuple>> {
+        loop {
+            if let Some(r) = self.out.pop_front() {
+                return Ok(Some(r));
+            }
+            if !self.round(cx)? {
+                return Ok(None);
+            }
+        }
+    }
+}
+
+/// The work table of a recursive CTE's current round.
+struct WorkTable(usize, Option<(Rc<Vec<Tuple>>, usize)>);
+
+impl<'a> Node<'a> for WorkTable {
+    fn next(&mut self, cx: &Ctx<'a>) -> SqlResult<Option<Tuple>> {
+        if self.1.is_none() {
+            let rows = cx
+                .subs
+                .work
+                .borrow()
+                .get(&self.0)
+                .cloned()
+                .unwrap_or_default();
+            self.1 = Some((rows, 0));
+        }
+        let (rows, at) = self.1.as_mut().expect("set above");
+        let r = rows.get(*at).cloned();
+        *at += 1;
+        Ok(r)
     }
 }

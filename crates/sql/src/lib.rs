@@ -54,6 +54,7 @@ pub mod bind;
 mod clause_tests;
 pub mod conditional;
 pub mod copy;
+pub mod cte;
 mod ddl;
 #[cfg(test)]
 mod defect_tests;

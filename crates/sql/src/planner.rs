@@ -108,6 +108,17 @@ pub enum Plan {
         limit: Option<Expr>,
     },
     Append(Vec<Plan>),
+    /// A recursive CTE (cte rule 3): `init`, then `step` over the work table
+    /// `id` until a round gives no new rows.
+    RecursiveUnion {
+        id: usize,
+        init: Box<Plan>,
+        step: Box<Plan>,
+        all: bool,
+    },
+    WorkTableScan {
+        id: usize,
+    },
     SetOp {
         op: SetOp,
         all: bool,
@@ -321,6 +332,19 @@ fn rel(r: &Rel, conjs: Vec<Expr>, rels: &Relations<'_>) -> SqlResult<Plan> {
         ),
         Rel::Subquery(q) => with_filter(plan(q, rels)?, filter),
         Rel::Join(j) => join(j, conjs, rels)?,
+        Rel::WorkTable { id, .. } => with_filter(Plan::WorkTableScan { id: *id }, filter),
+        Rel::Recursive(r) => {
+            let types: Vec<SqlType> = r.columns.iter().map(|(_, t)| *t).collect();
+            let step_types = r.step.body.types();
+            let step = cast_to(plan(&r.step, rels)?, &step_types, &types);
+            let p = Plan::RecursiveUnion {
+                id: r.id,
+                init: Box::new(plan(&r.init, rels)?),
+                step: Box::new(step),
+                all: r.all,
+            };
+            with_filter(p, filter)
+        }
     })
 }
 

@@ -20,6 +20,9 @@
 //!    PostgreSQL's NULL semantics included.
 //! 4. An uncorrelated `x IN (q)` keeps q's values hashed: each outer row costs one
 //!    lookup, not a pass over q's rows.
+//! 5. A correlated subquery's result is kept by the values of the outer columns it
+//!    reads ([`outer_deps`]): rows that agree on them run it once (PostgreSQL's
+//!    Memoize does this for nested loops), up to 100,000 results a statement.
 
 use crate::analyze::Query;
 use crate::bind::{is_true, Agg, BinOp, Binder, Expr, Scope};
@@ -161,7 +164,9 @@ impl Binder {
         };
         let depth = scope.depth + 1;
         let saved = std::mem::replace(&mut self.min_ref, usize::MAX);
+        self.sub_depth += 1;
         let r = self.query_in(q, catalog, Some(scope));
+        self.sub_depth -= 1;
         let correlated = self.min_ref < depth;
         self.min_ref = saved.min(self.min_ref);
         let query = r?;
@@ -193,6 +198,31 @@ fn subquery_of(e: &ast::Expr) -> Option<&ast::Query> {
         ast::Expr::Nested(inner) => subquery_of(inner),
         _ => None,
     }
+}
+
+/// The outer columns a subquery at scope depth `depth` reads, as (scope depth,
+/// column) of the enclosing queries' rows, each once.
+pub fn outer_deps(q: &Query, depth: usize) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut queries = vec![(q, 0usize)];
+    while let Some((q, nest)) = queries.pop() {
+        let mut exprs: Vec<&Expr> = Vec::new();
+        crate::analyze::query_exprs(q, &mut exprs, &mut |sub| queries.push((sub, nest)));
+        while let Some(e) = exprs.pop() {
+            match e {
+                Expr::Outer(level, col) if *level <= depth + nest => {
+                    let target = depth + nest - level;
+                    if target < depth && !out.contains(&(target, *col)) {
+                        out.push((target, *col));
+                    }
+                }
+                Expr::SubLink(l) => queries.push((&l.query, nest + 1)),
+                _ => {}
+            }
+            e.children(&mut exprs);
+        }
+    }
+    out
 }
 
 /// ANY / ALL over `values` in three-valued logic (subquery rule 3), `test` asked of
