@@ -92,10 +92,13 @@ pub struct SubCache {
     plans: RefCell<HashMap<usize, Rc<Plan>>>,
     kept: RefCell<HashMap<(usize, Tuple), Rc<Kept>>>,
     /// Correlated subqueries' outer columns: (scope depth, column).
-    deps: RefCell<HashMap<usize, Rc<Vec<(usize, usize)>>>>,
+    deps: RefCell<HashMap<usize, Rc<OuterDeps>>>,
     /// Recursive CTEs' work tables, by id (cte rule 3).
     work: RefCell<HashMap<usize, Rc<Vec<Tuple>>>>,
 }
+
+/// (scope depth, column) of the outer columns a correlated subquery reads.
+type OuterDeps = Vec<(usize, usize)>;
 
 /// An uncorrelated subquery's result.
 enum Kept {
