@@ -12,7 +12,9 @@
 //! an INSERT's VALUES rows kept as text), [`numeric`] (numeric, real and double
 //! precision: text forms, arithmetic, casts), [`interval`] (interval and time, and
 //! date/time arithmetic), [`bind`] (names to the catalog, expressions,
-//! evaluation), [`copy`] (COPY's text and csv formats), [`sort`] (ORDER BY within
+//! evaluation), [`conditional`] (CASE, COALESCE, LIKE, ...), [`aggregate`],
+//! [`subquery`], [`cte`], then the query pipeline: [`analyze`] (a query tree),
+//! [`planner`] (a physical plan), [`executor`] (pull operators), [`copy`] (COPY's text and csv formats), [`sort`] (ORDER BY within
 //! `work_mem`), [`privileges`] (who may do what: ACL checks for every statement kind,
 //! PostgreSQL 15's rules), [`roles`] (CREATE/ALTER/DROP ROLE, membership, SET ROLE,
 //! SCRAM verifiers), [`grants`] (GRANT/REVOKE on objects and columns, OWNER TO,

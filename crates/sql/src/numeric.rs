@@ -273,12 +273,12 @@ fn div_scale(p: Decimal, q: Decimal) -> u32 {
         }
         (w, first.parse().unwrap_or(0))
     };
-    let (mut qweight, (w1, f1), (w2, f2)) = (0, weight(p), weight(q));
-    if !p.is_zero() {
-        qweight = w1 - w2;
-        if f1 <= f2 {
-            qweight -= 1;
-        }
+    // A zero dividend counts as weight 0, first digit 0 (PostgreSQL's loop finds no
+    // nonzero digit), so 0 / 1 has scale 20 as there.
+    let ((w1, f1), (w2, f2)) = (weight(p), weight(q));
+    let mut qweight = w1 - w2;
+    if f1 <= f2 {
+        qweight -= 1;
     }
     let rscale = (16 - qweight * 4)
         .max(p.scale() as i32)

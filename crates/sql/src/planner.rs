@@ -425,6 +425,16 @@ fn join(j: &Join, above: Vec<Expr>, rels: &Relations<'_>) -> SqlResult<Plan> {
             None => residual.push(c),
         }
     }
+    if j.kind == JoinKind::Full
+        && okeys.is_empty()
+        && residual.iter().any(|c| col_span(c).is_some())
+    {
+        // PostgreSQL's limit: a full join needs only hash- or merge-joinable quals.
+        return Err(crate::SqlError::new(
+            "0A000",
+            "FULL JOIN is only supported with merge-joinable or hash-joinable join conditions",
+        ));
+    }
     let widths = (lw, rw);
     let mut p = if okeys.is_empty() {
         Plan::NestLoop {

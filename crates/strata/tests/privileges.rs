@@ -8,10 +8,8 @@
 mod common;
 use common::*;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
-
-const PG_BIN: &str = "/usr/lib/postgresql/15/bin";
 
 fn matrix_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/privileges")
@@ -43,53 +41,6 @@ fn run_psql(port: u16, user: &str, script: &Path) -> String {
     let text = std::fs::read_to_string(&out_path).unwrap();
     let _ = std::fs::remove_file(&out_path);
     text
-}
-
-/// A PostgreSQL 15 cluster of its own, trusting every local connection, run as the
-/// `postgres` OS user (it refuses root).
-struct Postgres {
-    dir: PathBuf,
-    port: u16,
-}
-
-fn as_postgres(cmd: &str) -> std::process::ExitStatus {
-    Command::new("su")
-        .args(["postgres", "-s", "/bin/sh", "-c", cmd])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .unwrap()
-}
-
-impl Postgres {
-    fn start() -> Postgres {
-        let dir = std::env::temp_dir().join(format!("strata-priv-pg-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        assert!(Command::new("chown")
-            .arg("postgres")
-            .arg(&dir)
-            .status()
-            .unwrap()
-            .success());
-        let d = dir.display();
-        let init = format!("{PG_BIN}/initdb -D {d}/data -U postgres -A trust -E UTF8 --locale=C");
-        assert!(as_postgres(&init).success(), "initdb failed");
-        let port = free_port();
-        let start = format!(
-            "{PG_BIN}/pg_ctl -D {d}/data -l {d}/log -w -o '-p {port} -k {d} -c listen_addresses=127.0.0.1' start"
-        );
-        assert!(as_postgres(&start).success(), "postgres did not start");
-        Postgres { dir, port }
-    }
-}
-
-impl Drop for Postgres {
-    fn drop(&mut self) {
-        let d = self.dir.display();
-        as_postgres(&format!("{PG_BIN}/pg_ctl -D {d}/data -m immediate stop"));
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
 }
 
 /// The outputs split at each echoed statement: (statement, what followed it).

@@ -498,12 +498,18 @@ pub fn fd_count(pid: u32) -> usize {
 pub struct Lcg(pub u64);
 
 impl Lcg {
-    /// Seeded from the clock, the seed printed.
+    /// Seeded from the clock (or `STRATA_SEED`), the seed printed.
     pub fn seeded() -> Lcg {
-        let seed = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos() as u64;
+        // STRATA_SEED re-runs a printed seed.
+        let seed = std::env::var("STRATA_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_nanos() as u64
+            });
         eprintln!("seed {seed}");
         Lcg(seed)
     }
@@ -525,4 +531,55 @@ pub fn kill_after(pid: u32, after: std::time::Duration) -> std::thread::JoinHand
             .args(["-9", &pid.to_string()])
             .status();
     })
+}
+
+/// PostgreSQL 15's binaries.
+pub const PG_BIN: &str = "/usr/lib/postgresql/15/bin";
+
+/// A PostgreSQL 15 cluster of its own, trusting every local connection, run as the
+/// `postgres` OS user (it refuses root).
+pub struct Postgres {
+    pub dir: std::path::PathBuf,
+    pub port: u16,
+}
+
+pub fn as_postgres(cmd: &str) -> std::process::ExitStatus {
+    std::process::Command::new("su")
+        .args(["postgres", "-s", "/bin/sh", "-c", cmd])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap()
+}
+
+impl Postgres {
+    pub fn start() -> Postgres {
+        let dir =
+            std::env::temp_dir().join(format!("strata-pg-{}-{}", std::process::id(), free_port()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        assert!(std::process::Command::new("chown")
+            .arg("postgres")
+            .arg(&dir)
+            .status()
+            .unwrap()
+            .success());
+        let d = dir.display();
+        let init = format!("{PG_BIN}/initdb -D {d}/data -U postgres -A trust -E UTF8 --locale=C");
+        assert!(as_postgres(&init).success(), "initdb failed");
+        let port = free_port();
+        let start = format!(
+            "{PG_BIN}/pg_ctl -D {d}/data -l {d}/log -w -o '-p {port} -k {d} -c listen_addresses=127.0.0.1' start"
+        );
+        assert!(as_postgres(&start).success(), "postgres did not start");
+        Postgres { dir, port }
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        let d = self.dir.display();
+        as_postgres(&format!("{PG_BIN}/pg_ctl -D {d}/data -m immediate stop"));
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }
