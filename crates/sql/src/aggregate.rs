@@ -212,11 +212,16 @@ impl AggState {
 
     /// The aggregate's value over the rows fed (aggregate rule 2).
     pub fn finish(self, a: &Agg) -> SqlResult<Datum> {
+        self.value(a)
+    }
+
+    /// The aggregate's value over the rows fed so far (a window's running value).
+    pub fn value(&self, a: &Agg) -> SqlResult<Datum> {
         Ok(match a.func {
             AggFunc::CountStar | AggFunc::Count => Datum::Int8(self.n),
             AggFunc::Avg if self.n == 0 => Datum::Null,
             AggFunc::Avg => crate::bind::divide(&self.acc, self.n)?,
-            _ => self.acc,
+            _ => self.acc.clone(),
         })
     }
 }

@@ -115,6 +115,9 @@ pub struct Select {
     pub distinct: Distinct,
     /// How many targets are visible.
     pub visible: usize,
+    /// Window functions, over the grouped row if grouped (else the FROM row); their
+    /// values follow that row in the Window node's, where the targets read them.
+    pub windows: Vec<crate::window::WinFunc>,
 }
 
 /// GROUP BY keys (over the FROM row), aggregates, HAVING (over the grouped row).
@@ -414,6 +417,20 @@ impl Binder {
         ctx: &Scope<'_>,
         reads: &mut Vec<(String, Vec<usize>)>,
     ) -> SqlResult<((Select, Vec<SortSpec>), Columns)> {
+        // Window functions belong to the select list they are in (window rule 4).
+        let outer_wins = self.wins.take();
+        let r = self.select_parts(sel, order_by, ctx, reads);
+        self.wins = outer_wins;
+        r
+    }
+
+    fn select_parts(
+        &mut self,
+        sel: &ast::Select,
+        order_by: Option<&ast::OrderBy>,
+        ctx: &Scope<'_>,
+        reads: &mut Vec<(String, Vec<usize>)>,
+    ) -> SqlResult<((Select, Vec<SortSpec>), Columns)> {
         refuse_select_clauses(sel)?;
         let from = self.range_table(&sel.from, ctx)?;
         reads.extend(from.reads.iter().cloned());
@@ -423,17 +440,21 @@ impl Binder {
             None => None,
         };
         let mut aggs = Vec::new();
+        self.wins = Some(Vec::new());
         let (mut targets, columns) = self.projection_list(&sel.projection, scope, &mut aggs)?;
+        let wins = self.wins.take();
         let keys = self.group_keys(&sel.group_by, scope, &sel.projection, &targets)?;
         let having = match &sel.having {
             Some(h) => Some(self.having(scope, h, &mut aggs)?),
             None => None,
         };
+        self.wins = wins;
         let mut order = Vec::new();
         if let Some(ob) = order_by {
             order = self.order_keys(ob, scope, &columns, &mut targets, &mut aggs)?;
         }
         let distinct = self.distinct(sel, scope, &mut targets, &mut aggs, &order, columns.len())?;
+        let windows = self.wins.take().unwrap_or_default();
         let mut read_cols: Vec<&Expr> = filter
             .iter()
             .chain(targets.iter())
@@ -442,26 +463,19 @@ impl Binder {
         for a in &aggs {
             read_cols.extend(a.arg.iter().chain(a.filter.iter()).chain(a.delim.iter()));
         }
+        let win_exprs: Vec<Expr> = windows.iter().flat_map(window_exprs).collect();
+        read_cols.extend(win_exprs.iter());
         reads.extend(columns_read(&from.layout, &from.rel, &read_cols));
-        let grouped = !keys.is_empty() || !aggs.is_empty() || having.is_some();
-        let (targets, grouping) = if grouped {
-            let nk = keys.len();
-            let regroup = |e: Expr| regroup(e, &keys, nk, scope);
-            let targets = targets
-                .into_iter()
-                .map(regroup)
-                .collect::<SqlResult<Vec<_>>>()?;
-            let having = having.map(regroup).transpose()?;
-            (targets, Some(Grouping { keys, aggs, having }))
-        } else {
-            (targets, None)
-        };
+        let width = from.rel.width();
+        let (targets, grouping, windows) =
+            grouped_parts((targets, keys, aggs, having), windows, width, scope)?;
         let mut types: Vec<SqlType> = columns.iter().map(|(_, t)| *t).collect();
         types.resize(targets.len(), SqlType::Text);
         let select = Select {
             from: from.rel,
             filter,
             grouping,
+            windows,
             visible: columns.len(),
             targets,
             types,
@@ -867,6 +881,63 @@ impl Binder {
             reads,
         })
     }
+}
+
+type Parts = (Vec<Expr>, Vec<Expr>, Vec<Agg>, Option<Expr>);
+
+/// A SELECT's targets, grouping and window functions over the rows they are
+/// evaluated on (analyze rule 3): regrouped if grouped, window values as columns
+/// after the row the Window node reads.
+fn grouped_parts(
+    (targets, keys, aggs, having): Parts,
+    windows: Vec<crate::window::WinFunc>,
+    from_width: usize,
+    scope: &Scope<'_>,
+) -> SqlResult<(Vec<Expr>, Option<Grouping>, Vec<crate::window::WinFunc>)> {
+    let grouped = !keys.is_empty() || !aggs.is_empty() || having.is_some();
+    let (targets, grouping, windows, width) = if grouped {
+        let nk = keys.len();
+        let width = nk + aggs.len();
+        let regroup = |e: Expr| regroup(e, &keys, nk, scope);
+        let targets = targets
+            .into_iter()
+            .map(regroup)
+            .collect::<SqlResult<Vec<_>>>()?;
+        let having = having.map(regroup).transpose()?;
+        let windows = windows
+            .into_iter()
+            .map(|w| crate::window::map_exprs(w, &mut |e| regroup(e)))
+            .collect::<SqlResult<Vec<_>>>()?;
+        (
+            targets,
+            Some(Grouping { keys, aggs, having }),
+            windows,
+            width,
+        )
+    } else {
+        (targets, None, windows, from_width)
+    };
+    let targets = targets
+        .into_iter()
+        .map(|e| window_cols(e, width))
+        .collect::<SqlResult<Vec<_>>>()?;
+    Ok((targets, grouping, windows))
+}
+
+/// `Window(i)` as column `base + i` of the Window node's row.
+fn window_cols(e: Expr, base: usize) -> SqlResult<Expr> {
+    match e {
+        Expr::Window(i) => Ok(Expr::Col(base + i)),
+        e => e.map_children(&mut |x| window_cols(x, base)),
+    }
+}
+
+/// The expressions a window function reads (for privileges).
+fn window_exprs(w: &crate::window::WinFunc) -> Vec<Expr> {
+    let mut v = crate::window::arg_exprs(w);
+    v.extend(w.partition.iter().cloned());
+    v.extend(w.order.iter().map(|(e, _, _)| e.clone()));
+    v
 }
 
 /// Refuses what a SELECT may carry that Strata does not carry out (sql rule 6).

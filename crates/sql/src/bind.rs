@@ -217,6 +217,9 @@ pub enum Expr {
     Outer(usize, usize),
     /// A subquery in an expression ([`crate::subquery`]).
     SubLink(Box<crate::subquery::SubLink>),
+    /// The value of window function number n (a SELECT's window functions, before
+    /// analysis makes it a column of the Window node's row).
+    Window(usize),
     /// CASE, COALESCE, NULLIF, GREATEST / LEAST, IS DISTINCT FROM, IS TRUE, LIKE
     /// ([`crate::conditional`]).
     Special(Box<crate::conditional::Special>),
@@ -425,6 +428,9 @@ pub struct Binder {
     pub(crate) work_used: bool,
     /// How many subqueries in expressions enclose what is being bound.
     pub(crate) sub_depth: usize,
+    /// The window functions of the select list being bound (None where they are
+    /// not allowed: window rule 4).
+    pub(crate) wins: Option<Vec<crate::window::WinFunc>>,
 }
 
 /// The highest parameter number, `$65535`: the Bind message counts parameters in
@@ -1107,6 +1113,9 @@ impl Binder {
         f: &ast::Function,
         aggs: &mut Option<&mut Vec<Agg>>,
     ) -> SqlResult<(Expr, SqlType)> {
+        if f.over.is_some() {
+            return self.window_call(scope, f, aggs);
+        }
         let name = object_name(&f.name)?;
         let star = matches!(&f.args, ast::FunctionArguments::List(l)
             if l.args.iter().any(|a| matches!(a, ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard))));
@@ -1511,7 +1520,7 @@ fn is_cmp(op: BinOp) -> bool {
     )
 }
 
-fn function_args(f: &ast::Function) -> SqlResult<(Vec<ast::Expr>, bool)> {
+pub(crate) fn function_args(f: &ast::Function) -> SqlResult<(Vec<ast::Expr>, bool)> {
     // Clauses that change a call's meaning are refused, never ignored (sql rule 2).
     if f.filter.is_some() {
         return Err(SqlError::unsupported("aggregate FILTER"));
@@ -1607,7 +1616,12 @@ impl Expr {
     pub fn children<'a>(&'a self, out: &mut Vec<&'a Expr>) {
         use crate::conditional::Special as S;
         match self {
-            Expr::Const(_) | Expr::Param(_) | Expr::Agg(_) | Expr::Col(_) | Expr::Outer(..) => {}
+            Expr::Const(_)
+            | Expr::Param(_)
+            | Expr::Agg(_)
+            | Expr::Col(_)
+            | Expr::Outer(..)
+            | Expr::Window(_) => {}
             Expr::SubLink(l) => {
                 if let crate::subquery::SubKind::Quantified { lhs, .. } = &l.kind {
                     out.push(lhs);
@@ -1657,7 +1671,8 @@ impl Expr {
             | Expr::Param(_)
             | Expr::Agg(_)
             | Expr::Col(_)
-            | Expr::Outer(..)) => e,
+            | Expr::Outer(..)
+            | Expr::Window(_)) => e,
             Expr::SubLink(mut l) => {
                 if let crate::subquery::SubKind::Quantified { lhs, .. } = &mut l.kind {
                     let x = std::mem::replace(lhs, Expr::Const(Datum::Null));
@@ -1908,6 +1923,7 @@ fn eval_at(e: &Expr, r: &Row<'_>, depth: usize) -> SqlResult<Datum> {
             Some(s) => s.outer(*level, *col)?,
             None => return Err(SqlError::unsupported("an outer reference here")),
         },
+        Expr::Window(_) => return Err(SqlError::new("42P20", "window function outside a window")),
         Expr::SubLink(l) => match r.sub {
             Some(s) => s.sublink(l, r.cols)?,
             None => return Err(SqlError::unsupported("a subquery here")),

@@ -374,6 +374,11 @@ fn build<'a>(p: &'a Plan) -> Op<'a> {
             all,
         } => Box::new(RecursiveUnion::new(*id, init, step, *all)),
         Plan::WorkTableScan { id } => Box::new(WorkTable(*id, None)),
+        Plan::Window { input, funcs } => Box::new(WindowOp {
+            input: build(input),
+            funcs,
+            out: None,
+        }),
         Plan::SetOp {
             op,
             all,
@@ -1189,5 +1194,94 @@ impl<'a> Node<'a> for WorkTable {
         let r = rows.get(*at).cloned();
         *at += 1;
         Ok(r)
+    }
+}
+
+/// Window functions (`window` rules): the input held, each function computed per
+/// partition in its window order, its value appended to each row.
+struct WindowOp<'a> {
+    input: Op<'a>,
+    funcs: &'a [crate::window::WinFunc],
+    out: Option<std::vec::IntoIter<Tuple>>,
+}
+
+impl<'a> WindowOp<'a> {
+    fn compute(&mut self, cx: &Ctx<'a>) -> SqlResult<Vec<Tuple>> {
+        let mut rows = drain(&mut self.input, cx)?;
+        let mut order: Vec<usize> = (0..rows.len()).collect();
+        let mut values: Vec<Vec<Datum>> = Vec::with_capacity(self.funcs.len());
+        for (n, w) in self.funcs.iter().enumerate().rev() {
+            let (v, o) = window_values(cx, w, &rows)?;
+            values.push(v);
+            if n == 0 {
+                order = o;
+            }
+        }
+        values.reverse();
+        for (i, row) in rows.iter_mut().enumerate() {
+            row.extend(values.iter().map(|v| v[i].clone()));
+        }
+        let mut slots: Vec<Option<Tuple>> = rows.into_iter().map(Some).collect();
+        Ok(order.into_iter().filter_map(|i| slots[i].take()).collect())
+    }
+}
+
+/// One window function's value for every row (by input position), and the rows'
+/// window order.
+fn window_values(
+    cx: &Ctx<'_>,
+    w: &crate::window::WinFunc,
+    rows: &[Tuple],
+) -> SqlResult<(Vec<Datum>, Vec<usize>)> {
+    let eval_all =
+        |es: &[Expr], r: &Tuple| -> SqlResult<Tuple> { es.iter().map(|e| cx.eval(e, r)).collect() };
+    let order_exprs: Vec<Expr> = w.order.iter().map(|(e, _, _)| e.clone()).collect();
+    let dirs: Vec<(bool, bool)> = w.order.iter().map(|(_, d, n)| (*d, *n)).collect();
+    let arg_exprs = crate::window::arg_exprs(w);
+    let mut keyed = Vec::with_capacity(rows.len());
+    for (i, r) in rows.iter().enumerate() {
+        keyed.push((
+            eval_all(&w.partition, r)?,
+            eval_all(&order_exprs, r)?,
+            eval_all(&arg_exprs, r)?,
+            i,
+        ));
+    }
+    let pdirs = vec![(false, false); w.partition.len()];
+    keyed.sort_by(|a, b| {
+        crate::window::cmp_keys(&a.0, &b.0, &pdirs)
+            .then_with(|| crate::window::cmp_keys(&a.1, &b.1, &dirs))
+    });
+    let mut out = vec![Datum::Null; rows.len()];
+    let mut start = 0;
+    while start < keyed.len() {
+        let mut end = start + 1;
+        while end < keyed.len() && keyed[end].0 == keyed[start].0 {
+            end += 1;
+        }
+        let part = &keyed[start..end];
+        let keys: Vec<Tuple> = part.iter().map(|k| k.1.clone()).collect();
+        let args: Vec<Tuple> = part.iter().map(|k| k.2.clone()).collect();
+        let vals = crate::window::compute(
+            w,
+            &crate::window::Part {
+                keys: &keys,
+                args: &args,
+            },
+        )?;
+        for (k, v) in part.iter().zip(vals) {
+            out[k.3] = v;
+        }
+        start = end;
+    }
+    Ok((out, keyed.iter().map(|k| k.3).collect()))
+}
+
+impl<'a> Node<'a> for WindowOp<'a> {
+    fn next(&mut self, cx: &Ctx<'a>) -> SqlResult<Option<Tuple>> {
+        if self.out.is_none() {
+            self.out = Some(self.compute(cx)?.into_iter());
+        }
+        Ok(self.out.as_mut().and_then(Iterator::next))
     }
 }

@@ -84,6 +84,7 @@ pub mod time;
 mod utility;
 pub mod values;
 pub mod views;
+pub mod window;
 
 use sqlparser::ast;
 use sqlparser::dialect::PostgreSqlDialect;

@@ -108,6 +108,12 @@ pub enum Plan {
         limit: Option<Expr>,
     },
     Append(Vec<Plan>),
+    /// Appends each window function's value to every row (`window` rules); rows
+    /// come out in the first function's window order.
+    Window {
+        input: Box<Plan>,
+        funcs: Vec<crate::window::WinFunc>,
+    },
     /// A recursive CTE (cte rule 3): `init`, then `step` over the work table
     /// `id` until a round gives no new rows.
     RecursiveUnion {
@@ -239,6 +245,12 @@ fn select(s: &Select, rels: &Relations<'_>) -> SqlResult<Plan> {
                 cond: h.clone(),
             };
         }
+    }
+    if !s.windows.is_empty() {
+        p = Plan::Window {
+            input: Box::new(p),
+            funcs: s.windows.clone(),
+        };
     }
     Ok(Plan::Project {
         input: Box::new(p),

@@ -121,6 +121,54 @@ fn conditional_expressions_give_postgres_values() {
 }
 
 #[test]
+fn window_functions_give_postgres_values() {
+    with_session(8 << 20, |s| {
+        q(
+            s,
+            "CREATE TABLE w (d int, x int);
+             INSERT INTO w VALUES (1, 10), (1, 20), (1, 20), (2, 5), (2, NULL), (3, 7)",
+        );
+        let ranks = "SELECT d, x, row_number() OVER (PARTITION BY d ORDER BY x), \
+                     rank() OVER (PARTITION BY d ORDER BY x), dense_rank() OVER (ORDER BY x) \
+                     FROM w ORDER BY d, x";
+        assert_eq!(
+            rows(s, ranks),
+            [
+                "1|10|1|1|3",
+                "1|20|2|2|4",
+                "1|20|3|2|4",
+                "2|5|1|1|1",
+                "2||2|2|5",
+                "3|7|1|1|2"
+            ]
+        );
+        let offsets =
+            "SELECT d, x, lag(x) OVER (ORDER BY d, x), lead(x, 2, -1) OVER (ORDER BY d, x), \
+                       ntile(4) OVER (ORDER BY d, x), \
+                       sum(x) OVER (ORDER BY d, x ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) \
+                       FROM w ORDER BY d, x";
+        assert_eq!(
+            rows(s, offsets),
+            [
+                "1|10||20|1|30",
+                "1|20|10|5|1|50",
+                "1|20|20||2|45",
+                "2|5|20|7|2|25",
+                "2||5|-1|3|12",
+                "3|7||-1|4|7"
+            ]
+        );
+        let grouped =
+            "SELECT d, sum(x), rank() OVER (ORDER BY sum(x) DESC) FROM w GROUP BY d ORDER BY d";
+        assert_eq!(rows(s, grouped), ["1|50|1", "2|5|3", "3|7|2"]);
+        assert_eq!(
+            codes(s, "SELECT x FROM w WHERE row_number() OVER () > 1"),
+            ["42P20"]
+        );
+    });
+}
+
+#[test]
 fn query_errors_carry_postgres_sqlstates() {
     with_session(8 << 20, |s| {
         setup(s);

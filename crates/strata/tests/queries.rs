@@ -2,8 +2,8 @@
 //! tables with NULLs and repeated keys are filled alike in Strata and PostgreSQL, and
 //! several hundred queries drawn at random from the forms the query engine takes —
 //! joins of every kind, grouping with HAVING, DISTINCT, subqueries (IN, NOT IN,
-//! EXISTS, scalar, correlated or not), set operations, CTEs, conditional
-//! expressions — must give the same multiset of rows (or the same error) on both.
+//! EXISTS, scalar, correlated or not), set operations, CTEs, window functions,
+//! conditional expressions — must give the same multiset of rows (or the same error) on both.
 //! The seed is printed; a failure names the query and both answers.
 
 mod common;
@@ -87,7 +87,20 @@ fn query(rng: &mut Lcg) -> String {
             "count(DISTINCT t2.d)",
         ],
     );
-    match rng.next(12) {
+    let win = pick(
+        rng,
+        &[
+            "row_number()",
+            "rank()",
+            "dense_rank()",
+            "sum(b)",
+            "count(*)",
+            "lag(b)",
+            "max(b)",
+        ],
+    );
+    match rng.next(13) {
+        12 => format!("SELECT a, b, {win} OVER (PARTITION BY a ORDER BY b, c) FROM t1"),
         0 => format!("SELECT t1.a, t1.b, t2.d FROM t1 {join} t2 ON t1.a = t2.a"),
         1 => format!("SELECT t1.a, t2.a FROM t1 {join} t2 ON t1.b {cmp} t2.d WHERE t1.a IS NOT NULL OR t2.d > {k}"),
         2 => format!("SELECT t1.b, {agg} FROM t1 {join} t2 USING (a) GROUP BY t1.b HAVING count(*) > {}", k / 3),

@@ -1,0 +1,550 @@
+//! Window functions: `f(...) OVER (PARTITION BY ... ORDER BY ... frame)`.
+//!
+//! Entry points: [`Binder::window_call`] (binding a call with OVER), [`compute`]
+//! (a window function's value for every row of the input, which the executor's
+//! Window node then appends to each row).
+//!
+//! Rules (cited as "window rule N"):
+//! 1. The functions are PostgreSQL's: row_number, rank, dense_rank (bigint),
+//!    percent_rank, cume_dist (double precision), ntile (integer), lag, lead,
+//!    first_value, last_value, nth_value (the argument's type), and every aggregate.
+//! 2. Rows are partitioned by PARTITION BY and ordered by ORDER BY; rows equal on
+//!    ORDER BY are peers. Without ORDER BY every row of a partition is a peer.
+//! 3. The frame is PostgreSQL's default — RANGE BETWEEN UNBOUNDED PRECEDING AND
+//!    CURRENT ROW (so the current row's peers are in it) — or the one written:
+//!    ROWS with UNBOUNDED, n PRECEDING / FOLLOWING and CURRENT ROW, RANGE and
+//!    GROUPS with UNBOUNDED and CURRENT ROW (their offsets are 0A000 for now).
+//!    Aggregates, first_value, last_value and nth_value read the frame; the others
+//!    the partition.
+//! 4. Window functions are allowed in the select list and ORDER BY only (42P20
+//!    elsewhere), are evaluated after grouping and HAVING, and may not nest.
+//! 5. Cost: a sort per window; aggregates over a frame starting at UNBOUNDED
+//!    PRECEDING run in one pass, other frames recompute each row's frame.
+
+use crate::aggregate::AggState;
+use crate::bind::{compare, Agg, Binder, Expr, Scope};
+use crate::{object_name, Datum, SqlError, SqlResult, SqlType};
+use sqlparser::ast;
+use std::cmp::Ordering;
+
+/// A bound window function call.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WinFunc {
+    pub kind: WinKind,
+    pub args: Vec<Expr>,
+    pub partition: Vec<Expr>,
+    /// ORDER BY: expression, descending, NULLs first.
+    pub order: Vec<(Expr, bool, bool)>,
+    pub frame: Frame,
+    pub ty: SqlType,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum WinKind {
+    RowNumber,
+    Rank,
+    DenseRank,
+    PercentRank,
+    CumeDist,
+    Ntile,
+    Lag,
+    Lead,
+    FirstValue,
+    LastValue,
+    NthValue,
+    Agg(Agg),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Units {
+    Rows,
+    Range,
+    Groups,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Bound {
+    UnboundedPreceding,
+    Preceding(i64),
+    CurrentRow,
+    Following(i64),
+    UnboundedFollowing,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Frame {
+    pub units: Units,
+    pub start: Bound,
+    pub end: Bound,
+}
+
+/// PostgreSQL's default frame (window rule 3).
+const DEFAULT_FRAME: Frame = Frame {
+    units: Units::Range,
+    start: Bound::UnboundedPreceding,
+    end: Bound::CurrentRow,
+};
+
+impl Binder {
+    /// A call with OVER (window rules 1 and 4), appended to the window functions
+    /// of the SELECT being bound; its value is `Expr::Window(n)`.
+    pub(crate) fn window_call(
+        &mut self,
+        scope: &Scope<'_>,
+        f: &ast::Function,
+        aggs: &mut Option<&mut Vec<Agg>>,
+    ) -> SqlResult<(Expr, SqlType)> {
+        let name = object_name(&f.name)?;
+        let Some(mut list) = self.wins.take() else {
+            return Err(SqlError::new(
+                "42P20",
+                format!("window functions are not allowed here ({name})"),
+            ));
+        };
+        let r = self.window_parts(scope, f, &name, aggs);
+        if let Ok(w) = &r {
+            list.push(w.clone());
+        }
+        self.wins = Some(list);
+        let w = r?;
+        let n = self.wins.as_ref().map_or(0, Vec::len) - 1;
+        Ok((Expr::Window(n), w.ty))
+    }
+
+    fn window_parts(
+        &mut self,
+        scope: &Scope<'_>,
+        f: &ast::Function,
+        name: &str,
+        aggs: &mut Option<&mut Vec<Agg>>,
+    ) -> SqlResult<WinFunc> {
+        let Some(ast::WindowType::WindowSpec(spec)) = &f.over else {
+            return Err(SqlError::unsupported("named windows (OVER name)"));
+        };
+        if spec.window_name.is_some() {
+            return Err(SqlError::unsupported("named windows (OVER name)"));
+        }
+        let (kind, args, ty) = self.window_function(scope, f, name, aggs)?;
+        let mut partition = Vec::new();
+        for e in &spec.partition_by {
+            partition.push(self.expr_in(scope, e, aggs)?.0);
+        }
+        let mut order = Vec::new();
+        for o in &spec.order_by {
+            let (x, t) = self.expr_in(scope, &o.expr, aggs)?;
+            let x = if t == SqlType::Bpchar {
+                crate::bind::bpchar_text(x)
+            } else {
+                x
+            };
+            let desc = matches!(o.options.sort, Some(ast::OrderBySort::Desc));
+            order.push((x, desc, o.options.nulls_first.unwrap_or(desc)));
+        }
+        let frame = match &spec.window_frame {
+            None => DEFAULT_FRAME,
+            Some(fr) => frame(fr)?,
+        };
+        Ok(WinFunc {
+            kind,
+            args,
+            partition,
+            order,
+            frame,
+            ty,
+        })
+    }
+
+    /// The function of a window call: its kind, arguments and result type.
+    fn window_function(
+        &mut self,
+        scope: &Scope<'_>,
+        f: &ast::Function,
+        name: &str,
+        aggs: &mut Option<&mut Vec<Agg>>,
+    ) -> SqlResult<(WinKind, Vec<Expr>, SqlType)> {
+        let star = matches!(&f.args, ast::FunctionArguments::List(l)
+            if l.args.iter().any(|a| matches!(a, ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard))));
+        if let Some(func) = crate::aggregate::agg_func(name, star) {
+            let mut g = f.clone();
+            g.over = None;
+            let mut one = Vec::new();
+            let (_, ty) = self.aggregate(scope, &g, func, &mut one)?;
+            let agg = one.pop().expect("one aggregate");
+            return Ok((WinKind::Agg(agg), Vec::new(), ty));
+        }
+        let mut plain = f.clone();
+        plain.over = None;
+        let (args, _) = crate::bind::function_args(&plain)?;
+        let mut bound = Vec::new();
+        for a in &args {
+            let (x, t) = self.expr_in(scope, a, aggs)?;
+            bound.push(self.settle_type(x, t));
+        }
+        let arg_t = bound.first().map_or(SqlType::Int8, |(_, t)| *t);
+        let (kind, want, ty) = match name {
+            "row_number" => (WinKind::RowNumber, 0..=0, SqlType::Int8),
+            "rank" => (WinKind::Rank, 0..=0, SqlType::Int8),
+            "dense_rank" => (WinKind::DenseRank, 0..=0, SqlType::Int8),
+            "percent_rank" => (WinKind::PercentRank, 0..=0, SqlType::Float8),
+            "cume_dist" => (WinKind::CumeDist, 0..=0, SqlType::Float8),
+            "ntile" => (WinKind::Ntile, 1..=1, SqlType::Int4),
+            "lag" => (WinKind::Lag, 1..=3, arg_t),
+            "lead" => (WinKind::Lead, 1..=3, arg_t),
+            "first_value" => (WinKind::FirstValue, 1..=1, arg_t),
+            "last_value" => (WinKind::LastValue, 1..=1, arg_t),
+            "nth_value" => (WinKind::NthValue, 2..=2, arg_t),
+            _ => return Err(SqlError::new(
+                "42809",
+                format!(
+                    "OVER specified, but {name} is not a window function nor an aggregate function"
+                ),
+            )),
+        };
+        if !want.contains(&bound.len()) {
+            return Err(SqlError::new(
+                "42883",
+                format!(
+                    "function {name} with {} arguments does not exist",
+                    bound.len()
+                ),
+            ));
+        }
+        let mut out = Vec::with_capacity(bound.len());
+        for (i, (e, t)) in bound.into_iter().enumerate() {
+            let count = matches!(
+                (&kind, i),
+                (WinKind::Ntile, 0) | (WinKind::NthValue, 1) | (WinKind::Lag | WinKind::Lead, 1)
+            );
+            let e = if count {
+                self.coerce(e, t, SqlType::Int4)
+                    .map_err(|_| int_arg(name))?
+            } else if matches!((&kind, i), (WinKind::Lag | WinKind::Lead, 2)) {
+                self.to_common(e, t, ty)?
+            } else {
+                e
+            };
+            out.push(e);
+        }
+        Ok((kind, out, ty))
+    }
+}
+
+fn int_arg(name: &str) -> SqlError {
+    SqlError::new(
+        "42883",
+        format!("function {name} takes an integer argument here"),
+    )
+}
+
+/// A written frame (window rule 3).
+fn frame(f: &ast::WindowFrame) -> SqlResult<Frame> {
+    let units = match f.units {
+        ast::WindowFrameUnits::Rows => Units::Rows,
+        ast::WindowFrameUnits::Range => Units::Range,
+        ast::WindowFrameUnits::Groups => Units::Groups,
+    };
+    let bound = |b: &ast::WindowFrameBound, end: bool| -> SqlResult<Bound> {
+        let offset = |e: &ast::Expr| -> SqlResult<i64> {
+            if units != Units::Rows {
+                return Err(SqlError::unsupported("RANGE or GROUPS with an offset"));
+            }
+            match e {
+                ast::Expr::Value(v) => match &v.value {
+                    ast::Value::Number(n, _) => n.parse::<i64>().ok().filter(|n| *n >= 0),
+                    _ => None,
+                },
+                _ => None,
+            }
+            .ok_or_else(|| SqlError::unsupported(format!("the frame offset {e}")))
+        };
+        Ok(match b {
+            ast::WindowFrameBound::CurrentRow => Bound::CurrentRow,
+            ast::WindowFrameBound::Preceding(None) if !end => Bound::UnboundedPreceding,
+            ast::WindowFrameBound::Following(None) if end => Bound::UnboundedFollowing,
+            ast::WindowFrameBound::Preceding(Some(e)) => Bound::Preceding(offset(e)?),
+            ast::WindowFrameBound::Following(Some(e)) => Bound::Following(offset(e)?),
+            ast::WindowFrameBound::Preceding(None) => {
+                return Err(SqlError::new(
+                    "42P20",
+                    "frame end cannot be UNBOUNDED PRECEDING",
+                ))
+            }
+            ast::WindowFrameBound::Following(None) => {
+                return Err(SqlError::new(
+                    "42P20",
+                    "frame start cannot be UNBOUNDED FOLLOWING",
+                ))
+            }
+        })
+    };
+    let start = bound(&f.start_bound, false)?;
+    let end = match &f.end_bound {
+        Some(b) => bound(b, true)?,
+        None => Bound::CurrentRow,
+    };
+    Ok(Frame { units, start, end })
+}
+
+/// Orders two rows' keys: (value, descending, NULLs first) per key.
+pub fn cmp_keys(a: &[Datum], b: &[Datum], dirs: &[(bool, bool)]) -> Ordering {
+    for (i, (desc, nulls_first)) in dirs.iter().enumerate() {
+        let (x, y) = (&a[i], &b[i]);
+        let o = match (x.is_null(), y.is_null()) {
+            (true, true) => Ordering::Equal,
+            (true, false) => {
+                if *nulls_first {
+                    Ordering::Less
+                } else {
+                    Ordering::Greater
+                }
+            }
+            (false, true) => {
+                if *nulls_first {
+                    Ordering::Greater
+                } else {
+                    Ordering::Less
+                }
+            }
+            (false, false) => {
+                let o = compare(x, y);
+                if *desc {
+                    o.reverse()
+                } else {
+                    o
+                }
+            }
+        };
+        if o != Ordering::Equal {
+            return o;
+        }
+    }
+    Ordering::Equal
+}
+
+/// One partition's rows, in window order, as the computation sees them.
+pub struct Part<'p> {
+    /// Each row's ORDER BY keys (peers are equal on them).
+    pub keys: &'p [Vec<Datum>],
+    /// Each row's argument values.
+    pub args: &'p [Vec<Datum>],
+}
+
+impl Part<'_> {
+    fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// The first and one past the last peer of row `i` (window rule 2).
+    fn peers(&self, i: usize) -> (usize, usize) {
+        let (mut a, mut b) = (i, i + 1);
+        while a > 0 && self.keys[a - 1] == self.keys[i] {
+            a -= 1;
+        }
+        while b < self.len() && self.keys[b] == self.keys[i] {
+            b += 1;
+        }
+        (a, b)
+    }
+
+    /// Row `i`'s frame as a range of positions (window rule 3).
+    fn frame(&self, f: &Frame, i: usize) -> (usize, usize) {
+        let n = self.len() as i64;
+        let (p0, p1) = self.peers(i);
+        let at = |b: Bound, end: bool| -> i64 {
+            match (b, f.units) {
+                (Bound::UnboundedPreceding, _) => 0,
+                (Bound::UnboundedFollowing, _) => n,
+                (Bound::CurrentRow, Units::Rows) => i as i64 + i64::from(end),
+                (Bound::CurrentRow, _) => {
+                    if end {
+                        p1 as i64
+                    } else {
+                        p0 as i64
+                    }
+                }
+                (Bound::Preceding(k), _) => i as i64 - k + i64::from(end),
+                (Bound::Following(k), _) => i as i64 + k + i64::from(end),
+            }
+        };
+        let s = at(f.start, false).clamp(0, n);
+        let e = at(f.end, true).clamp(0, n);
+        (s as usize, e.max(s) as usize)
+    }
+}
+
+/// The values of window function `w` for every row of one partition (window
+/// rules 1-3, 5).
+pub fn compute(w: &WinFunc, p: &Part<'_>) -> SqlResult<Vec<Datum>> {
+    let n = p.len();
+    let mut out = Vec::with_capacity(n);
+    match &w.kind {
+        WinKind::Agg(a) => return aggregate(w, a, p),
+        WinKind::Ntile => return ntile(p),
+        _ => {}
+    }
+    let mut dense = 0i64;
+    for i in 0..n {
+        let (p0, p1) = p.peers(i);
+        if p0 == i {
+            dense += 1;
+        }
+        let arg = |k: usize| p.args[i].get(k).cloned().unwrap_or(Datum::Null);
+        let v = match &w.kind {
+            WinKind::RowNumber => Datum::Int8(i as i64 + 1),
+            WinKind::Rank => Datum::Int8(p0 as i64 + 1),
+            WinKind::DenseRank => Datum::Int8(dense),
+            WinKind::PercentRank if n > 1 => float(p0 as f64 / (n - 1) as f64),
+            WinKind::PercentRank => float(0.0),
+            WinKind::CumeDist => float(p1 as f64 / n as f64),
+            WinKind::Lag | WinKind::Lead => {
+                let k = match arg(1) {
+                    Datum::Int4(k) => i64::from(k),
+                    Datum::Null if p.args[i].len() > 1 => return Ok(nulls_to(out, n)),
+                    _ => 1,
+                };
+                let j = if w.kind == WinKind::Lag {
+                    i as i64 - k
+                } else {
+                    i as i64 + k
+                };
+                match usize::try_from(j).ok().filter(|j| *j < n) {
+                    Some(j) => p.args[j][0].clone(),
+                    None => arg(2),
+                }
+            }
+            WinKind::FirstValue | WinKind::LastValue | WinKind::NthValue => {
+                let (s, e) = p.frame(&w.frame, i);
+                let at = match &w.kind {
+                    WinKind::FirstValue => Some(s),
+                    WinKind::LastValue => e.checked_sub(1),
+                    _ => match arg(1) {
+                        Datum::Int4(k) if k <= 0 => {
+                            return Err(SqlError::new(
+                                "22016",
+                                "argument of nth_value must be greater than zero",
+                            ))
+                        }
+                        Datum::Int4(k) => Some(s + k as usize - 1),
+                        _ => None,
+                    },
+                };
+                at.filter(|j| *j < e && *j >= s)
+                    .map_or(Datum::Null, |j| p.args[j][0].clone())
+            }
+            WinKind::Agg(_) | WinKind::Ntile => unreachable!("computed above"),
+        };
+        out.push(v);
+    }
+    Ok(out)
+}
+
+fn nulls_to(mut out: Vec<Datum>, n: usize) -> Vec<Datum> {
+    out.resize(n, Datum::Null);
+    out
+}
+
+fn float(v: f64) -> Datum {
+    Datum::Float8(strata_types::Float::new(v))
+}
+
+/// ntile(k): PostgreSQL's buckets, the first `n % k` one row larger.
+fn ntile(p: &Part<'_>) -> SqlResult<Vec<Datum>> {
+    let n = p.len();
+    let k = match p.args.first().and_then(|a| a.first()) {
+        Some(Datum::Int4(k)) if *k <= 0 => {
+            return Err(SqlError::new(
+                "22014",
+                "argument of ntile must be greater than zero",
+            ))
+        }
+        Some(Datum::Int4(k)) => *k as usize,
+        _ => return Ok(vec![Datum::Null; n]),
+    };
+    let (size, extra) = (n / k, n % k);
+    let mut out = Vec::with_capacity(n);
+    for b in 0..k.min(n) {
+        let rows = size + usize::from(b < extra);
+        out.extend(std::iter::repeat_n(Datum::Int4(b as i32 + 1), rows));
+    }
+    Ok(out)
+}
+
+/// An aggregate over each row's frame; one pass when frames start at the
+/// partition's start (window rule 5).
+fn aggregate(w: &WinFunc, a: &Agg, p: &Part<'_>) -> SqlResult<Vec<Datum>> {
+    let n = p.len();
+    let feed = |st: &mut AggState, j: usize| -> SqlResult<()> {
+        let row = &p.args[j];
+        if row.get(2).is_some_and(|f| !crate::bind::is_true(f)) {
+            return Ok(()); // FILTER
+        }
+        st.step(
+            a,
+            row.first().cloned().unwrap_or(Datum::Null),
+            row.get(1).cloned().unwrap_or(Datum::Null),
+        )
+    };
+    let mut out = Vec::with_capacity(n);
+    if w.frame.start == Bound::UnboundedPreceding {
+        let mut st = AggState::new(a);
+        let mut fed = 0;
+        for i in 0..n {
+            let (_, e) = p.frame(&w.frame, i);
+            while fed < e {
+                feed(&mut st, fed)?;
+                fed += 1;
+            }
+            out.push(st.value(a)?);
+        }
+        return Ok(out);
+    }
+    for i in 0..n {
+        let (s, e) = p.frame(&w.frame, i);
+        let mut st = AggState::new(a);
+        for j in s..e {
+            feed(&mut st, j)?;
+        }
+        out.push(st.value(a)?);
+    }
+    Ok(out)
+}
+
+/// `w` with each of its expressions replaced by `f` of it (regrouping).
+pub fn map_exprs(mut w: WinFunc, f: &mut dyn FnMut(Expr) -> SqlResult<Expr>) -> SqlResult<WinFunc> {
+    w.args = w.args.into_iter().map(&mut *f).collect::<SqlResult<_>>()?;
+    w.partition = w
+        .partition
+        .into_iter()
+        .map(&mut *f)
+        .collect::<SqlResult<_>>()?;
+    w.order = w
+        .order
+        .into_iter()
+        .map(|(e, d, n)| Ok((f(e)?, d, n)))
+        .collect::<SqlResult<_>>()?;
+    if let WinKind::Agg(a) = &mut w.kind {
+        a.arg = a.arg.take().map(&mut *f).transpose()?;
+        a.filter = a.filter.take().map(&mut *f).transpose()?;
+        a.delim = a.delim.take().map(&mut *f).transpose()?;
+    }
+    Ok(w)
+}
+
+/// The expressions a window function reads per row for [`Part::args`]: its
+/// arguments, or an aggregate's argument, delimiter and FILTER.
+pub fn arg_exprs(w: &WinFunc) -> Vec<Expr> {
+    match &w.kind {
+        WinKind::Agg(a) => {
+            let null = Expr::Const(Datum::Null);
+            let mut v = vec![
+                a.arg.clone().unwrap_or(null.clone()),
+                a.delim.clone().unwrap_or(null),
+            ];
+            if let Some(f) = &a.filter {
+                v.push(f.clone());
+            }
+            v
+        }
+        _ => w.args.clone(),
+    }
+}
