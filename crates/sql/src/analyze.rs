@@ -529,19 +529,7 @@ impl Binder {
         let mut keys: Vec<Expr> = Vec::with_capacity(exprs.len());
         for e in exprs {
             let key = match e {
-                ast::Expr::Value(ast::ValueWithSpan {
-                    value: ast::Value::Number(n, _),
-                    ..
-                }) => {
-                    let k: usize = n.parse().unwrap_or(0);
-                    if k == 0 || k > targets.len() {
-                        return Err(SqlError::new(
-                            "42P10",
-                            format!("GROUP BY position {n} is not in select list"),
-                        ));
-                    }
-                    targets[k - 1].clone()
-                }
+                _ if let Some(k) = position(e, targets.len(), "GROUP BY")? => targets[k].clone(),
                 ast::Expr::Identifier(i)
                     if !scope.cols.iter().any(|(c, _)| *c == ident_name(i)) =>
                 {
@@ -998,20 +986,10 @@ fn target_index(targets: &mut Vec<Expr>, x: Expr) -> usize {
 
 /// An ORDER BY key that names an output column: a position or a bare name.
 fn output_ref(e: &ast::Expr, columns: &Columns) -> SqlResult<Option<usize>> {
+    if let Some(k) = position(e, columns.len(), "ORDER BY")? {
+        return Ok(Some(k));
+    }
     match e {
-        ast::Expr::Value(ast::ValueWithSpan {
-            value: ast::Value::Number(n, _),
-            ..
-        }) => {
-            let k: usize = n.parse().unwrap_or(0);
-            if k == 0 || k > columns.len() {
-                return Err(SqlError::new(
-                    "42P10",
-                    format!("ORDER BY position {n} is not in select list"),
-                ));
-            }
-            Ok(Some(k - 1))
-        }
         ast::Expr::Identifier(i) => {
             let n = ident_name(i);
             let hits: Vec<usize> = (0..columns.len()).filter(|k| columns[*k].0 == n).collect();
@@ -1026,6 +1004,26 @@ fn output_ref(e: &ast::Expr, columns: &Columns) -> SqlResult<Option<usize>> {
         }
         _ => Ok(None),
     }
+}
+
+/// A select-list position written as a number in `clause` (GROUP BY, ORDER BY):
+/// its index, 42P10 if there is no such item, None if `e` is not a number.
+fn position(e: &ast::Expr, items: usize, clause: &str) -> SqlResult<Option<usize>> {
+    let ast::Expr::Value(ast::ValueWithSpan {
+        value: ast::Value::Number(n, _),
+        ..
+    }) = e
+    else {
+        return Ok(None);
+    };
+    let k: usize = n.parse().unwrap_or(0);
+    if k == 0 || k > items {
+        return Err(SqlError::new(
+            "42P10",
+            format!("{clause} position {n} is not in select list"),
+        ));
+    }
+    Ok(Some(k - 1))
 }
 
 /// ORDER BY of a set operation or VALUES: output columns only (analyze rule 5).

@@ -193,12 +193,14 @@ impl Binder {
             "first_value" => (WinKind::FirstValue, 1..=1, arg_t),
             "last_value" => (WinKind::LastValue, 1..=1, arg_t),
             "nth_value" => (WinKind::NthValue, 2..=2, arg_t),
-            _ => return Err(SqlError::new(
-                "42809",
-                format!(
+            _ => {
+                return Err(SqlError::new(
+                    "42809",
+                    format!(
                     "OVER specified, but {name} is not a window function nor an aggregate function"
                 ),
-            )),
+                ))
+            }
         };
         if !want.contains(&bound.len()) {
             return Err(SqlError::new(
