@@ -12,8 +12,12 @@
 //!    batch of the engine's cursor; Filter, Project, Limit, Append and the probe
 //!    side of joins stream; Sort, Agg, the build side of joins, Unique's seen keys
 //!    and the sides of INTERSECT / EXCEPT hold what they must.
-//! 3. Sort holds at most `work_mem` (53200 past it: `sort` rules); hash tables are
-//!    not yet bounded by `work_mem` nor spilled (an open item of issue 28).
+//! 3. Sort holds at most `work_mem` (53200 past it: `sort` rules); every other
+//!    operator that holds rows (a join's inner side, hash aggregation, DISTINCT, the
+//!    set operations, recursive queries, windows, a subquery's values) at most
+//!    PostgreSQL's hash_mem, 2 × `work_mem` ([`Meter`]; 53200 past it). Nothing
+//!    spills to temporary files yet (an open item of issue 28), so the server's
+//!    memory stays bounded and such a query fails rather than growing.
 //! 4. The interrupt check (cancel, statement_timeout, a client gone) runs before each
 //!    scan page and every 1024 rows a held input gives.
 //! 5. Equality of join keys, group keys, DISTINCT and set operations is the values'
@@ -146,9 +150,13 @@ impl<'a> Ctx<'a> {
         let cx = self.child(row);
         let mut root = build(&plan);
         let mut out = Vec::new();
+        let mut meter = Meter::new(self, "A subquery's rows");
         while out.len() < limit {
             match root.next(&cx)? {
-                Some(r) => out.push(r),
+                Some(r) => {
+                    meter.hold(&r, 0)?;
+                    out.push(r);
+                }
                 None => break,
             }
         }
@@ -360,7 +368,7 @@ fn build<'a>(p: &'a Plan) -> Op<'a> {
         )),
         Plan::Agg { input, keys, aggs } => Box::new(AggOp::new(build(input), keys, aggs)),
         Plan::Sort { input, keys, bound } => Box::new(SortOp::new(build(input), keys, bound)),
-        Plan::Unique { input, cols } => Box::new(Unique(build(input), cols, HashSet::new())),
+        Plan::Unique { input, cols } => Box::new(Unique(build(input), cols, HashSet::new(), None)),
         Plan::Limit {
             input,
             offset,
@@ -620,10 +628,44 @@ impl<'a> Node<'a> for Project<'a> {
     }
 }
 
+/// What one operator holds, against its limit (executor rule 3).
+struct Meter {
+    used: usize,
+    limit: usize,
+    what: &'static str,
+}
+
+impl Meter {
+    /// PostgreSQL's hash_mem: work_mem times hash_mem_multiplier (2).
+    fn new(cx: &Ctx<'_>, what: &'static str) -> Meter {
+        Meter {
+            used: 0,
+            limit: cx.work_mem.saturating_mul(2),
+            what,
+        }
+    }
+
+    /// Counts `extra` bytes and a row held; 53200 past the limit.
+    fn hold(&mut self, row: &[Datum], extra: usize) -> SqlResult<()> {
+        self.used += crate::sort::row_bytes(row, &[]) + extra;
+        if self.used > self.limit {
+            return Err(SqlError::new("53200", "out of memory")
+                .with_detail(format!(
+                    "{} needs more than hash_mem (2 × work_mem, {}kB), and Strata does not spill to temporary files yet.",
+                    self.what,
+                    self.limit / 1024
+                ))
+                .with_hint("Raise work_mem (SET work_mem = '64MB')."));
+        }
+        Ok(())
+    }
+}
+
 /// Every row of `op`, held (executor rule 4: the interrupt check every 1024).
-fn drain<'a>(op: &mut Op<'a>, cx: &Ctx<'a>) -> SqlResult<Vec<Tuple>> {
+fn drain<'a>(op: &mut Op<'a>, cx: &Ctx<'a>, meter: &mut Meter) -> SqlResult<Vec<Tuple>> {
     let mut rows = Vec::new();
     while let Some(r) = op.next(cx)? {
+        meter.hold(&r, 0)?;
         rows.push(r);
         if rows.len().is_multiple_of(1024) {
             (cx.check)()?;
@@ -678,7 +720,8 @@ impl<'a> JoinOp<'a> {
         let Some(mut inner) = self.inner.take() else {
             return Ok(());
         };
-        self.rows = drain(&mut inner, cx)?;
+        let mut meter = Meter::new(cx, "The inner side of a join");
+        self.rows = drain(&mut inner, cx, &mut meter)?;
         self.matched = vec![false; self.rows.len()];
         if let Some((_, ikeys)) = self.keys {
             for (i, r) in self.rows.iter().enumerate() {
@@ -815,6 +858,7 @@ impl<'a> AggOp<'a> {
             groups.push((Vec::new(), self.aggs.iter().map(AggState::new).collect()));
         }
         let mut n = 0u64;
+        let mut meter = Meter::new(cx, "Hash aggregation");
         while let Some(row) = self.input.next(cx)? {
             n += 1;
             if n.is_multiple_of(1024) {
@@ -829,6 +873,7 @@ impl<'a> AggOp<'a> {
                 Some(g) => *g,
                 None if self.keys.is_empty() => 0,
                 None => {
+                    meter.hold(&key, 64 * self.aggs.len())?;
                     groups.push((key.clone(), self.aggs.iter().map(AggState::new).collect()));
                     index.insert(key, groups.len() - 1);
                     groups.len() - 1
@@ -958,7 +1003,12 @@ fn offset_limit(
 }
 
 /// DISTINCT [ON]: the first row of each key.
-struct Unique<'a>(Op<'a>, &'a Option<Vec<usize>>, HashSet<Tuple>);
+struct Unique<'a>(
+    Op<'a>,
+    &'a Option<Vec<usize>>,
+    HashSet<Tuple>,
+    Option<Meter>,
+);
 
 impl<'a> Node<'a> for Unique<'a> {
     fn next(&mut self, cx: &Ctx<'a>) -> SqlResult<Option<Tuple>> {
@@ -967,7 +1017,10 @@ impl<'a> Node<'a> for Unique<'a> {
                 Some(cols) => cols.iter().map(|c| row[*c].clone()).collect(),
                 None => row.clone(),
             };
-            if self.2.insert(key) {
+            if !self.2.contains(&key) {
+                let m = self.3.get_or_insert_with(|| Meter::new(cx, "DISTINCT"));
+                m.hold(&key, 0)?;
+                self.2.insert(key);
                 return Ok(Some(row));
             }
         }
@@ -1042,6 +1095,7 @@ struct SetOpNode<'a> {
     counts: HashMap<Tuple, usize>,
     seen: HashSet<Tuple>,
     on_right: bool,
+    meter: Option<Meter>,
 }
 
 impl<'a> SetOpNode<'a> {
@@ -1054,6 +1108,7 @@ impl<'a> SetOpNode<'a> {
             counts: HashMap::new(),
             seen: HashSet::new(),
             on_right: false,
+            meter: None,
         }
     }
 
@@ -1070,7 +1125,10 @@ impl<'a> SetOpNode<'a> {
             };
             match row {
                 Some(r) => {
-                    if self.seen.insert(r.clone()) {
+                    if !self.seen.contains(&r) {
+                        let m = self.meter.get_or_insert_with(|| Meter::new(cx, "UNION"));
+                        m.hold(&r, 0)?;
+                        self.seen.insert(r.clone());
                         return Ok(Some(r));
                     }
                 }
@@ -1087,7 +1145,8 @@ impl<'a> Node<'a> for SetOpNode<'a> {
             return self.union(cx);
         }
         if let Some(mut right) = self.right.take() {
-            for r in drain(&mut right, cx)? {
+            let mut meter = Meter::new(cx, "INTERSECT or EXCEPT");
+            for r in drain(&mut right, cx, &mut meter)? {
                 *self.counts.entry(r).or_default() += 1;
             }
         }
@@ -1122,6 +1181,7 @@ struct RecursiveUnion<'a> {
     out: std::collections::VecDeque<Tuple>,
     /// None before the first round; then the last round's new rows.
     working: Option<Vec<Tuple>>,
+    meter: Option<Meter>,
 }
 
 impl<'a> RecursiveUnion<'a> {
@@ -1134,6 +1194,7 @@ impl<'a> RecursiveUnion<'a> {
             seen: HashSet::new(),
             out: std::collections::VecDeque::new(),
             working: None,
+            meter: None,
         }
     }
 
@@ -1148,7 +1209,10 @@ impl<'a> RecursiveUnion<'a> {
                 self.step
             }
         };
-        let rows = drain(&mut build(plan), cx)?;
+        let meter = self
+            .meter
+            .get_or_insert_with(|| Meter::new(cx, "A recursive query's rows"));
+        let rows = drain(&mut build(plan), cx, meter)?;
         let mut fresh = Vec::new();
         for r in rows {
             if self.all || self.seen.insert(r.clone()) {
@@ -1207,7 +1271,8 @@ struct WindowOp<'a> {
 
 impl<'a> WindowOp<'a> {
     fn compute(&mut self, cx: &Ctx<'a>) -> SqlResult<Vec<Tuple>> {
-        let mut rows = drain(&mut self.input, cx)?;
+        let mut meter = Meter::new(cx, "A window's rows");
+        let mut rows = drain(&mut self.input, cx, &mut meter)?;
         let mut order: Vec<usize> = (0..rows.len()).collect();
         let mut values: Vec<Vec<Datum>> = Vec::with_capacity(self.funcs.len());
         for (n, w) in self.funcs.iter().enumerate().rev() {

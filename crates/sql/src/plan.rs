@@ -6,7 +6,8 @@
 //!
 //! Rules (cited as "plan rule N"):
 //! 1. Only conjuncts of the WHERE count: `col op value` or `value op col` with `op`
-//!    one of `= < <= > >=` and `value` free of columns and of volatile functions
+//!    one of `= < <= > >=` and `value` free of columns (an enclosing query's columns
+//!    count as values: they are fixed for each run of a subquery) and of volatile functions
 //!    (constants, parameters, casts and arithmetic of them), evaluated once.
 //! 2. An index is usable if its first column has an equality or a range; it then
 //!    takes equalities on its leading columns and at most a low and a high bound on
@@ -62,7 +63,8 @@ fn column_of(e: &Expr) -> Option<(usize, bool)> {
 /// Plan rule 1: a value computed once: no columns, no volatile function.
 fn is_value(e: &Expr) -> bool {
     match e {
-        Expr::Const(_) | Expr::Param(_) => true,
+        // An outer reference is fixed for each run of its (sub)query.
+        Expr::Const(_) | Expr::Param(_) | Expr::Outer(..) => true,
         Expr::Cast(x, _) | Expr::Fit(x, _) | Expr::Neg(x) => is_value(x),
         Expr::Call(Func::BpcharText, a) => a.iter().all(is_value),
         Expr::Bin(a, op, b) => {

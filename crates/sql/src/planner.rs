@@ -10,6 +10,7 @@
 //!    that side, down to the scan that can use it: a table's scan takes the
 //!    conjuncts over its columns as its filter and, where an index serves them, reads
 //!    through it (`plan` rules). Conjuncts of an outer join's ON stay at the join.
+//!    A filter tests its conjuncts cheap first: those with correlated subqueries last.
 //! 2. A join whose ON has a conjunct `l = r` with `l` over the left side only and
 //!    `r` over the right only is a hash join on those keys (the right side built
 //!    into the table, the left probing); any other join is a nested loop over the
@@ -270,7 +271,24 @@ fn split_and(e: Expr, out: &mut Vec<Expr>) {
     }
 }
 
+/// How dear a conjunct is to test: none of its subqueries (0), uncorrelated ones
+/// run once (1), correlated ones run per row (2).
+fn cost_class(e: &Expr) -> u8 {
+    let mut stack = vec![e];
+    let mut class = 0;
+    while let Some(e) = stack.pop() {
+        if let Expr::SubLink(l) = e {
+            class = class.max(if l.correlated { 2 } else { 1 });
+        }
+        e.children(&mut stack);
+    }
+    class
+}
+
+/// The conjuncts ANDed, the cheap ones first (planner rule 1): a correlated
+/// subquery runs only for the rows the others let through.
 fn and_all(mut conjs: Vec<Expr>) -> Option<Expr> {
+    conjs.sort_by_key(cost_class);
     match conjs.len() {
         0 => None,
         1 => conjs.pop(),

@@ -169,6 +169,28 @@ fn window_functions_give_postgres_values() {
 }
 
 #[test]
+fn what_operators_hold_is_bounded_by_hash_mem() {
+    with_session(8 << 20, |s| {
+        q(s, "SET work_mem = '64kB'");
+        for sql in [
+            "SELECT count(*) FROM (SELECT g, count(*) FROM generate_series(1, 20000) g GROUP BY g) s",
+            "SELECT count(*) FROM generate_series(1, 20000) a JOIN generate_series(1, 20000) b ON a = b",
+            "SELECT count(DISTINCT g) FROM (SELECT DISTINCT g FROM generate_series(1, 20000) g) s",
+            "SELECT count(*) FROM (SELECT g FROM generate_series(1, 20000) g UNION SELECT 1) s",
+            "SELECT count(*) FROM (SELECT row_number() OVER () FROM generate_series(1, 20000)) s",
+        ] {
+            let e = super::defect_tests::error(s, sql);
+            assert_eq!(e.code, "53200", "{sql}: {e}");
+            assert!(e.detail.as_deref().unwrap_or("").contains("128kB"), "{e:?}");
+        }
+        // The session goes on, and a larger work_mem lets the same query through.
+        q(s, "SET work_mem = '16MB'");
+        let sql = "SELECT count(*) FROM generate_series(1, 20000) a JOIN generate_series(1, 20000) b ON a = b";
+        assert_eq!(rows(s, sql), ["20000"]);
+    });
+}
+
+#[test]
 fn query_errors_carry_postgres_sqlstates() {
     with_session(8 << 20, |s| {
         setup(s);
