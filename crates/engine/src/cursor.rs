@@ -33,6 +33,15 @@ pub(crate) type ResolveTable<'e> = Box<dyn Fn() -> Result<(RelKey, Arc<RelEntry>
 /// Resolves a table and one of its indexes as of now: heap key, entry, index key.
 pub(crate) type ResolveIndex<'e> = Box<dyn Fn() -> Result<(RelKey, Arc<RelEntry>, RelKey)> + 'e>;
 
+/// A relation resolved for a batch (rule 3): gone after the first batch is a
+/// concurrent drop (40001), not an undefined table.
+fn resolved_again<T>(r: Result<T>, started: bool) -> Result<T> {
+    match r {
+        Err(EngineError::UndefinedTable(name)) if started => Err(EngineError::ConcurrentDrop(name)),
+        r => r,
+    }
+}
+
 /// A sequential scan's position (rules 1-4).
 pub struct SeqCursor<'e> {
     sh: &'e Shared,
@@ -72,13 +81,7 @@ impl<'e> SeqCursor<'e> {
         }
         let sh = self.sh;
         let _d = sh.drop_lock.read();
-        let (key, rel) = match ((self.resolve)(), &self.start) {
-            (Ok(r), _) => r,
-            (Err(EngineError::UndefinedTable(name)), Some(_)) => {
-                return Err(EngineError::ConcurrentDrop(name))
-            }
-            (Err(e), _) => return Err(e),
-        };
+        let (key, rel) = resolved_again((self.resolve)(), self.start.is_some())?;
         let n = sh.smgr.nblocks(key, ForkNumber::Main)?;
         let (key0, n0) = *self.start.get_or_insert((key, n));
         if key != key0 {
@@ -153,13 +156,7 @@ impl<'e> IndexCursor<'e> {
         interrupt()?;
         let sh = self.sh;
         let _d = sh.drop_lock.read();
-        let (heap, rel, ikey) = match ((self.resolve)(), &self.start) {
-            (Ok(r), _) => r,
-            (Err(EngineError::UndefinedTable(n)), Some(_)) => {
-                return Err(EngineError::ConcurrentDrop(n))
-            }
-            (Err(e), _) => return Err(e),
-        };
+        let (heap, rel, ikey) = resolved_again((self.resolve)(), self.start.is_some())?;
         if *self.start.get_or_insert(ikey) != ikey {
             return Err(EngineError::ConcurrentDrop(rel.name.clone()));
         }

@@ -2639,13 +2639,16 @@ impl<'e> Session<'e> {
     /// Runs an analyzed query: planned (`planner`), then executed (`executor`) with
     /// one snapshot, giving its result rows to `emit` as they are produced
     /// (session rule 9). Returns how many.
+    /// A relation's entry for the planner (None: a system view).
+    fn planned_relation(&self, t: &str) -> SqlResult<Option<strata_engine::RelEntry>> {
+        if crate::views::schema(t).is_some() {
+            return Ok(None);
+        }
+        self.relation_entry(t).map(Some)
+    }
+
     fn plan_query(&self, q: &Query) -> SqlResult<crate::planner::Plan> {
-        let rels = |t: &str| -> SqlResult<Option<strata_engine::RelEntry>> {
-            if crate::views::schema(t).is_some() {
-                return Ok(None);
-            }
-            self.relation_entry(t).map(Some)
-        };
+        let rels = |t: &str| self.planned_relation(t);
         crate::planner::plan(q, &rels)
     }
 
@@ -2668,12 +2671,7 @@ impl<'e> Session<'e> {
             Some(t) => t.snapshot(),
             None => self.engine.snapshot(),
         };
-        let rels = |t: &str| -> SqlResult<Option<strata_engine::RelEntry>> {
-            if crate::views::schema(t).is_some() {
-                return Ok(None);
-            }
-            self.relation_entry(t).map(Some)
-        };
+        let rels = |t: &str| self.planned_relation(t);
         let subs = crate::executor::SubCache::default();
         let cx = crate::executor::Ctx {
             engine: self.engine,
