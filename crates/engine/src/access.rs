@@ -77,6 +77,9 @@ pub fn log_block(
     xid: Xid,
     encode: impl FnOnce(&BlockRef) -> Vec<u8>,
 ) -> Result<Lsn> {
+    if t.rel.is_temp() {
+        return Ok(Lsn(0)); // a temporary table's pages are never logged (smgr rule 8)
+    }
     let redo = sh.redo_ptr.read();
     let image = (sh.settings.full_page_writes && !will_init && strata_page::lsn(page) <= *redo)
         .then(|| Box::new(*page));
@@ -534,6 +537,9 @@ fn ensure_fork(sh: &Shared, rel: RelKey, fork: ForkNumber) -> Result<()> {
     if sh.smgr.exists(rel, fork) {
         return Ok(());
     }
+    if rel.is_temp() {
+        return Ok(sh.smgr.create(rel, fork, false)?);
+    }
     let rec = SmgrCreate {
         rel,
         fork,
@@ -900,6 +906,10 @@ fn truncate_tail(sh: &Shared, rel: RelKey, nonempty_end: u32) -> Result<()> {
         }
     }
     let rec = SmgrTruncate { rel, forks };
+    if rel.is_temp() {
+        let _d = sh.drop_lock.write();
+        return truncate_apply(sh, &rec, Lsn(0));
+    }
     // Engine rules 3 and 5: the record is durable before the files shrink, and no
     // checkpoint starts in between. Engine rule 8: no scan runs while buffers are
     // dropped and files shrink (the drop lock, taken as commit's file removal takes it).

@@ -373,6 +373,9 @@ pub(crate) fn write_pages(
         }
         .encode(&mut e);
     }
+    if rel.is_temp() {
+        return Ok(()); // never logged (smgr rule 8)
+    }
     let _redo = sh.redo_ptr.read();
     let (_, end) = sh.wal_insert(RM_BTREE, BTREE_PAGES, xid.0, &e.0)?;
     for g in guards.iter_mut() {

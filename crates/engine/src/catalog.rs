@@ -797,10 +797,8 @@ impl CatalogCache {
             .dbs
             .get(db)
             .ok_or_else(|| crate::EngineError::UndefinedDatabase(db.into()))?;
-        let rel = self
-            .rels
-            .get(&dbe.oid)
-            .and_then(|m| m.get(table))
+        let rels = self.rels.get(&dbe.oid);
+        let rel = crate::temp::resolve(table, |n| rels.and_then(|m| m.get(n)))
             .ok_or_else(|| crate::EngineError::UndefinedTable(table.into()))?;
         Ok((dbe, rel))
     }

@@ -85,6 +85,7 @@ mod roles;
 mod sequence;
 mod standby;
 mod stream;
+pub mod temp;
 mod toast;
 mod unlink;
 pub mod waldump;
@@ -952,25 +953,15 @@ impl Engine {
             .dbs
             .get(db)
             .ok_or_else(|| EngineError::UndefinedDatabase(db.into()))?;
-        let own = writer
-            .then(|| {
-                self.sh
-                    .txn_seqs
-                    .lock()
-                    .get(&(dbe.oid, name.to_string()))
-                    .cloned()
-            })
-            .flatten();
-        let rel = match own {
-            Some(e) => e,
-            None => cat
-                .rels
-                .get(&dbe.oid)
-                .and_then(|m| m.get(name))
-                .cloned()
-                .map(Some)
-                .unwrap_or_default(),
-        }
+        let rel = temp::resolve(name, |n| {
+            let own = writer
+                .then(|| self.sh.txn_seqs.lock().get(&(dbe.oid, n.to_string())).cloned())
+                .flatten();
+            match own {
+                Some(e) => e,
+                None => cat.rels.get(&dbe.oid).and_then(|m| m.get(n)).cloned(),
+            }
+        })
         .ok_or_else(|| EngineError::UndefinedTable(name.into()))?;
         if rel.sequence.is_none() {
             return Err(EngineError::WrongObjectType(format!(
@@ -1023,7 +1014,8 @@ impl Engine {
     pub fn index_table(&self, db: &str, index: &str) -> Option<String> {
         let cat = self.sh.catalog.read();
         let d = cat.dbs.get(db)?;
-        cat.index_owner.get(&d.oid)?.get(index).cloned()
+        let owners = cat.index_owner.get(&d.oid)?;
+        temp::resolve(index, |n| owners.get(n).cloned())
     }
 
     /// One committed tablespace, if it exists. O(1).
@@ -1052,7 +1044,12 @@ impl Engine {
         let mut v: Vec<RelEntry> = cat
             .rels
             .get(&dbe.oid)
-            .map(|m| m.values().map(|r| (**r).clone()).collect())
+            .map(|m| {
+                m.values()
+                    .filter(|r| !temp::is_foreign(&r.name))
+                    .map(|r| (**r).clone())
+                    .collect()
+            })
             .unwrap_or_default();
         v.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(v)

@@ -102,6 +102,9 @@ fn log_state(
     logged: SeqState,
     xid: Xid,
 ) -> Result<Lsn> {
+    if rel.is_temp() {
+        return Ok(Lsn(0)); // never logged (smgr rule 8)
+    }
     let mut img = Box::new(ZERO_PAGE);
     write_state(&mut img, logged);
     let mut e = crate::codec::Enc::new();

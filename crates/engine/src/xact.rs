@@ -58,7 +58,7 @@ use std::sync::Arc;
 use strata_buffer::ReadMode;
 use strata_types::{
     BlockNumber, BufferTag, ForkNumber, Oid, RelFileNumber, RelKey, Xid, DEFAULT_TABLESPACE,
-    GLOBAL_TABLESPACE,
+    GLOBAL_TABLESPACE, TEMP_TABLESPACE,
 };
 use strata_wal::{Record, RmgrId};
 
@@ -107,7 +107,7 @@ pub enum Access<'a> {
 pub(crate) fn index_of<'r>(rel: &'r RelEntry, name: &str) -> Result<&'r IndexDef> {
     rel.indexes
         .iter()
-        .find(|ix| ix.name == name)
+        .find(|ix| crate::temp::same(&ix.name, name))
         .ok_or_else(|| EngineError::UndefinedObject(format!("index \"{name}\" does not exist")))
 }
 
@@ -239,7 +239,13 @@ impl<'e> Txn<'e> {
         }
     }
 
+    /// Relation `name` as the session sees it (temp rule 1).
     fn relation_opt(&self, db: &DbEntry, name: &str) -> Option<Arc<RelEntry>> {
+        crate::temp::resolve(name, |n| self.relation_exact(db, n))
+    }
+
+    /// The relation stored as `name`, as this transaction sees it.
+    fn relation_exact(&self, db: &DbEntry, name: &str) -> Option<Arc<RelEntry>> {
         match self.ov.rels.get(&(db.oid, name.to_string())) {
             Some(e) => e.clone(),
             None => self
@@ -256,6 +262,10 @@ impl<'e> Txn<'e> {
     /// The table that owns index `name`, as this transaction sees it (catalog rule 5):
     /// the overlay's changed tables first (O(changes)), then the cache's map.
     fn index_owner(&self, db: &DbEntry, name: &str) -> Option<Arc<RelEntry>> {
+        crate::temp::resolve(name, |n| self.index_owner_exact(db, n))
+    }
+
+    fn index_owner_exact(&self, db: &DbEntry, name: &str) -> Option<Arc<RelEntry>> {
         let has = |r: &RelEntry| r.indexes.iter().any(|ix| ix.name == name);
         for ((d, _), r) in &self.ov.rels {
             if let Some(r) = r.as_ref().filter(|r| *d == db.oid && has(r)) {
@@ -270,18 +280,21 @@ impl<'e> Txn<'e> {
             .get(&db.oid)?
             .get(name)?
             .clone();
-        self.relation_opt(db, &table).filter(|r| has(r))
+        self.relation_exact(db, &table).filter(|r| has(r))
     }
 
-    /// Whether a table or an index of `db` is called `name` (one namespace, 42P07).
+    /// Whether a table or an index of `db` is stored as `name` (one namespace, 42P07;
+    /// exact, temp rule 1).
     fn name_taken(&self, db: &DbEntry, name: &str) -> bool {
-        self.relation_opt(db, name).is_some() || self.index_owner(db, name).is_some()
+        self.relation_exact(db, name).is_some() || self.index_owner_exact(db, name).is_some()
     }
 
     /// Whether a table or index of database `db` is called `name`, as this transaction
     /// sees it (for choosing the name of an index a constraint makes).
     pub fn relation_name_taken(&self, db: &str, name: &str) -> Result<bool> {
-        Ok(self.name_taken(&*self.database(db)?, name))
+        let dbe = self.database(db)?;
+        let stored = crate::temp::stored_for_create(name);
+        Ok(self.name_taken(&dbe, stored.as_deref().unwrap_or(name)))
     }
 
     /// The name of the table that owns index `index`, if there is such an index.
@@ -334,6 +347,7 @@ impl<'e> Txn<'e> {
             .get(&db.oid)
             .map(|m| {
                 m.iter()
+                    .filter(|(n, _)| !crate::temp::is_foreign(n))
                     .filter(|(n, _)| !self.ov.rels.contains_key(&(db.oid, (*n).clone())))
                     .map(|(_, r)| r.clone())
                     .collect()
@@ -384,6 +398,13 @@ impl<'e> Txn<'e> {
     }
 
     pub(crate) fn create_rel_file(&mut self, rel: RelKey) -> Result<()> {
+        if rel.is_temp() {
+            // No WAL (smgr rule 8); removed if this transaction aborts.
+            self.xid();
+            self.created.push(PendingCreate::Rel(rel));
+            self.sh.smgr.create_database_dir(rel.spc, rel.db)?;
+            return Ok(self.sh.smgr.create_relation(rel)?);
+        }
         let rec = SmgrCreate {
             rel,
             fork: ForkNumber::Main,
@@ -410,6 +431,24 @@ impl<'e> Txn<'e> {
         let xid = self.xid();
         let tid = tid.ok_or_else(|| crate::corrupt("catalog entry without a row"))?;
         access::delete_on_page(self.sh, rel, tid.block.0, &[tid.offset], xid)
+    }
+
+    /// Inserts relation `e`'s `pg_class` row; none for a temporary relation (temp
+    /// module: it lives in the cache alone and dies with its session or a crash).
+    fn class_insert(&mut self, dbe: &DbEntry, e: &RelEntry) -> Result<Option<Tid>> {
+        if e.reltablespace == TEMP_TABLESPACE {
+            crate::temp::note_used();
+            return Ok(None);
+        }
+        Ok(Some(self.catalog_insert(dbe.pg_class(), &class_columns(), &e.values())?))
+    }
+
+    /// Deletes relation `rel`'s `pg_class` row (none for a temporary relation).
+    fn class_delete(&mut self, dbe: &DbEntry, rel: &RelEntry) -> Result<()> {
+        if rel.reltablespace == TEMP_TABLESPACE {
+            return Ok(());
+        }
+        self.catalog_delete(dbe.pg_class(), rel.tid)
     }
 
     // ---- tablespaces ----
@@ -705,6 +744,9 @@ impl<'e> Txn<'e> {
         spc: Option<&str>,
     ) -> Result<()> {
         let dbe = self.database(db)?;
+        let stored = crate::temp::stored_for_create(name);
+        let temp = stored.is_some();
+        let name = stored.as_deref().unwrap_or(name);
         if self.name_taken(&dbe, name) {
             return Err(EngineError::DuplicateTable(name.into()));
         }
@@ -717,6 +759,7 @@ impl<'e> Txn<'e> {
             }
         }
         let spc_oid = match spc {
+            _ if temp => TEMP_TABLESPACE,
             Some(s) => {
                 let e = self.tablespace(s)?;
                 if e.oid == GLOBAL_TABLESPACE {
@@ -741,7 +784,7 @@ impl<'e> Txn<'e> {
             tid: None,
         };
         self.create_rel_file(e.key(&dbe))?;
-        e.tid = Some(self.catalog_insert(dbe.pg_class(), &class_columns(), &e.values())?);
+        e.tid = self.class_insert(&dbe, &e)?;
         self.ov
             .rels
             .insert((dbe.oid, name.into()), Some(Arc::new(e)));
@@ -755,6 +798,9 @@ impl<'e> Txn<'e> {
     /// (catalog rule 6, sequence rules).
     pub fn create_sequence(&mut self, db: &str, name: &str, def: SeqDef) -> Result<()> {
         let dbe = self.database(db)?;
+        let stored = crate::temp::stored_for_create(name);
+        let temp = stored.is_some();
+        let name = stored.as_deref().unwrap_or(name);
         if self.name_taken(&dbe, name) {
             return Err(EngineError::DuplicateTable(name.into()));
         }
@@ -763,7 +809,7 @@ impl<'e> Txn<'e> {
             oid: self.alloc_oid()?,
             name: name.into(),
             relfilenumber: self.alloc_relfilenumber(),
-            reltablespace: Oid(0),
+            reltablespace: if temp { TEMP_TABLESPACE } else { Oid(0) },
             columns: crate::sequence::columns(),
             indexes: Vec::new(),
             sequence: Some(def),
@@ -775,7 +821,7 @@ impl<'e> Txn<'e> {
         self.create_rel_file(key)?;
         let xid = self.xid();
         crate::sequence::format(self.sh, key, start, xid)?;
-        e.tid = Some(self.catalog_insert(dbe.pg_class(), &class_columns(), &e.values())?);
+        e.tid = self.class_insert(&dbe, &e)?;
         let e = Arc::new(e);
         self.ov
             .rels
@@ -832,7 +878,7 @@ impl<'e> Txn<'e> {
     }
 
     fn remove_sequence(&mut self, dbe: &DbEntry, rel: &RelEntry) -> Result<()> {
-        self.catalog_delete(dbe.pg_class(), rel.tid)?;
+        self.class_delete(dbe, rel)?;
         self.ov.rels.insert((dbe.oid, rel.name.clone()), None);
         self.note_sequence(dbe.oid, &rel.name, None);
         self.dropped_rels.push(rel.key(dbe));
@@ -880,8 +926,8 @@ impl<'e> Txn<'e> {
     pub fn drop_table(&mut self, db: &str, name: &str) -> Result<()> {
         let dbe = self.database(db)?;
         let rel = self.table(&dbe, name)?;
-        self.catalog_delete(dbe.pg_class(), rel.tid)?;
-        self.ov.rels.insert((dbe.oid, name.into()), None);
+        self.class_delete(&dbe, &rel)?;
+        self.ov.rels.insert((dbe.oid, rel.name.clone()), None);
         self.drop_files_of(&dbe, &rel);
         self.drop_owned_sequences(&dbe, &rel.columns)
     }
@@ -913,7 +959,11 @@ impl<'e> Txn<'e> {
     pub fn create_index(&mut self, db: &str, table: &str, spec: &NewIndex<'_>) -> Result<()> {
         let dbe = self.database(db)?;
         let rel = self.table(&dbe, table)?;
-        if self.name_taken(&dbe, spec.name) {
+        let name = match rel.reltablespace == TEMP_TABLESPACE {
+            true => crate::temp::beside(spec.name),
+            false => spec.name.to_string(),
+        };
+        if self.name_taken(&dbe, &name) {
             return Err(EngineError::DuplicateTable(spec.name.into()));
         }
         if spec.primary && rel.indexes.iter().any(|ix| ix.primary) {
@@ -937,7 +987,7 @@ impl<'e> Txn<'e> {
         }
         let ix = IndexDef {
             oid: self.alloc_oid()?,
-            name: spec.name.into(),
+            name,
             relfilenumber: self.alloc_relfilenumber(),
             columns,
             unique: spec.unique || spec.primary,
@@ -968,7 +1018,7 @@ impl<'e> Txn<'e> {
         let ix = rel
             .indexes
             .iter()
-            .find(|ix| ix.name == name)
+            .find(|ix| crate::temp::same(&ix.name, name))
             .expect("owner");
         if ix.constraint {
             return Err(EngineError::DependentObjects(format!(
@@ -998,7 +1048,7 @@ impl<'e> Txn<'e> {
         if !rel
             .indexes
             .iter()
-            .any(|ix| ix.constraint && ix.name == name)
+            .any(|ix| ix.constraint && crate::temp::same(&ix.name, name))
         {
             return Err(EngineError::UndefinedObject(format!(
                 "constraint \"{name}\" of relation \"{table}\" does not exist"
@@ -1012,7 +1062,7 @@ impl<'e> Txn<'e> {
         let at = e
             .indexes
             .iter()
-            .position(|ix| ix.name == name)
+            .position(|ix| crate::temp::same(&ix.name, name))
             .expect("present");
         let ix = e.indexes.remove(at);
         self.dropped_rels.push(rel.index_key(dbe, &ix));
@@ -1024,7 +1074,11 @@ impl<'e> Txn<'e> {
     pub fn rename_table(&mut self, db: &str, name: &str, new_name: &str) -> Result<()> {
         let dbe = self.database(db)?;
         let rel = self.relation(&dbe, name)?;
-        if self.name_taken(&dbe, new_name) {
+        let stored = match rel.reltablespace == TEMP_TABLESPACE {
+            true => crate::temp::beside(new_name),
+            false => new_name.to_string(),
+        };
+        if self.name_taken(&dbe, &stored) {
             return Err(EngineError::DuplicateTable(new_name.into()));
         }
         if rel.sequence.as_ref().is_some_and(|d| d.owned) {
@@ -1035,6 +1089,9 @@ impl<'e> Txn<'e> {
         }
         let mut e = (*rel).clone();
         e.name = new_name.into();
+        if rel.reltablespace == TEMP_TABLESPACE {
+            e.name = crate::temp::beside(new_name);
+        }
         self.replace_class_row(&dbe, &rel, e)
     }
 
@@ -1202,8 +1259,8 @@ impl<'e> Txn<'e> {
         old: &RelEntry,
         mut e: RelEntry,
     ) -> Result<()> {
-        self.catalog_delete(dbe.pg_class(), old.tid)?;
-        e.tid = Some(self.catalog_insert(dbe.pg_class(), &class_columns(), &e.values())?);
+        self.class_delete(dbe, old)?;
+        e.tid = self.class_insert(dbe, &e)?;
         if old.name != e.name {
             self.ov.rels.insert((dbe.oid, old.name.clone()), None);
         }

@@ -11,6 +11,7 @@
 //! | `pg_global` (1664)    | `global/`                                     |
 //! | `pg_default` (1663)   | `base/<d>/`                                   |
 //! | any other `s`         | `pg_tblspc/<s>/STRATA_1/<d>/` (`pg_tblspc/<s>` is a symlink to the location) |
+//! | temporary (1665)      | `base/pgsql_tmp/rels/<d>/` (rule 8)           |
 //!
 //! A fork's file is `<relnumber><suffix>` (`""`, `_fsm`, `_vm`, `_init`); segment `n > 0`
 //! of it is `<file>.<n>`; every segment but the last is exactly 1 GiB.
@@ -36,6 +37,11 @@
 //!    have and probes only forks it knows nothing of. A name that is not there costs a
 //!    directory search in a directory of many relations; dropping a table created in
 //!    this run costs one `unlink`, not five.
+//! 8. Temporary tables' files ([`TEMP_TABLESPACE`]) live under `base/pgsql_tmp/rels`
+//!    and are never fsynced (a crash loses temporary tables by definition). The
+//!    directory is removed whole when the manager opens, so what a crashed server's
+//!    sessions left costs one directory removal, never a pass over the cluster's
+//!    files; base backups skip `pgsql_tmp` as PostgreSQL's do.
 
 use lru::LruCache;
 use parking_lot::Mutex;
@@ -48,6 +54,7 @@ use std::sync::Arc;
 use strata_page::PageBuf;
 use strata_types::{
     BlockNumber, ForkNumber, Oid, RelKey, BLCKSZ, DEFAULT_TABLESPACE, GLOBAL_TABLESPACE,
+    TEMP_TABLESPACE,
     RELSEG_BLOCKS, RELSEG_BYTES,
 };
 pub use strata_vfs as vfs;
@@ -191,6 +198,9 @@ pub struct Smgr {
     pending: Mutex<Pending>,
 }
 
+/// Where temporary tables' files live, under the data directory (rule 8).
+pub const TEMP_RELS_DIR: &str = "base/pgsql_tmp/rels";
+
 #[derive(Default)]
 struct Pending {
     forks: FxHashSet<(RelKey, ForkNumber)>,
@@ -205,6 +215,12 @@ impl Smgr {
             let p = data_dir.join(d);
             vfs.create_dir_all(&p)
                 .map_err(|e| io_err("create directory", &p, e))?;
+        }
+        let temp = data_dir.join(TEMP_RELS_DIR);
+        match vfs.remove_dir_all(&temp) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io_err("remove directory", &temp, e)),
         }
         let cap = NonZeroUsize::new(max_open_files.max(1)).expect("max(1) is non-zero");
         Ok(Smgr {
@@ -221,10 +237,16 @@ impl Smgr {
     }
 
     fn note_fork(&self, rel: RelKey, fork: ForkNumber) {
+        if rel.is_temp() {
+            return; // rule 8
+        }
         self.pending.lock().forks.insert((rel, fork));
     }
 
     fn note_dir(&self, dir: PathBuf) {
+        if dir.starts_with(self.data_dir.join(TEMP_RELS_DIR)) {
+            return; // rule 8
+        }
         self.pending.lock().dirs.insert(dir);
     }
 
@@ -283,6 +305,8 @@ impl Smgr {
             self.data_dir.join("global")
         } else if spc == DEFAULT_TABLESPACE {
             self.data_dir.join("base").join(db.to_string())
+        } else if spc == TEMP_TABLESPACE {
+            self.data_dir.join(TEMP_RELS_DIR).join(db.to_string())
         } else {
             self.tablespace_dir(spc).join(db.to_string())
         }

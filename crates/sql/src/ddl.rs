@@ -29,7 +29,10 @@ use strata_engine::{Column, CreateDbStrategy, NewIndex, Txn};
 pub(crate) fn exists_skipping(name: &str) -> (&'static str, String) {
     (
         "NOTICE",
-        format!("relation \"{name}\" already exists, skipping"),
+        format!(
+            "relation \"{}\" already exists, skipping",
+            crate::temp::shown(name)
+        ),
     )
 }
 
@@ -46,13 +49,17 @@ pub(crate) fn run(s: &mut Session<'_>, ddl: &Ddl, notices: &mut Notices) -> SqlR
             tablespace,
             indexes,
             sequences,
-        } => create_table(
-            s,
-            (name, *if_not_exists),
-            (columns, sequences),
-            (tablespace.as_deref(), indexes),
-            notices,
-        ),
+            on_commit,
+        } => {
+            s.note_temp(name, *on_commit); // before its commit (temp rule 2)
+            create_table(
+                s,
+                (name, *if_not_exists),
+                (columns, sequences),
+                (tablespace.as_deref(), indexes),
+                notices,
+            )
+        }
         Ddl::CreateSequence {
             name,
             if_not_exists,
@@ -87,7 +94,11 @@ pub(crate) fn run(s: &mut Session<'_>, ddl: &Ddl, notices: &mut Notices) -> SqlR
             if_not_exists,
             query,
             with_data,
-        } => s.create_table_as(name, (*if_not_exists, *with_data), query, notices),
+            on_commit,
+        } => {
+            s.note_temp(name, *on_commit); // before its commit (temp rule 2)
+            s.create_table_as(name, (*if_not_exists, *with_data), query, notices)
+        }
         Ddl::Truncate { names } => truncate(s, names),
         Ddl::Rename {
             table,
@@ -415,13 +426,17 @@ fn rename(
     notices: &mut Notices,
 ) -> SqlResult<Output> {
     let table = target.0;
-    alter_table(s, target, notices, |t, db, _| {
+    let out = alter_table(s, target, notices, |t, db, _| {
         match column {
             None => t.rename_table(db, table, new_name)?,
             Some(c) => t.rename_column(db, table, c, new_name)?,
         }
         Ok(None)
-    })
+    })?;
+    if column.is_none() {
+        s.temps_mut().renamed(table, new_name);
+    }
+    Ok(out)
 }
 
 /// CREATE TABLESPACE [OWNER role]: the owner is checked before the directory is

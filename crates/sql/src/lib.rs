@@ -80,6 +80,7 @@ pub mod settings;
 pub mod sort;
 pub mod subquery;
 pub mod syncrep;
+pub mod temp;
 pub mod time;
 mod utility;
 pub mod values;
@@ -234,7 +235,8 @@ impl fmt::Display for SqlError {
 
 impl From<EngineError> for SqlError {
     fn from(e: EngineError) -> SqlError {
-        let err = SqlError::new(e.sqlstate(), e.to_string());
+        let text = e.to_string();
+        let err = SqlError::new(e.sqlstate(), strata_engine::temp::shown(&text));
         match e {
             // PostgreSQL's DETAIL: Key (a, b)=(1, x) already exists.
             EngineError::UniqueViolation { key, .. } => {
@@ -743,6 +745,8 @@ pub enum Ddl {
         indexes: Vec<IndexSpec>,
         /// The sequences its `serial` and identity columns own.
         sequences: Vec<sequences::ColumnSeq>,
+        /// A temporary table's ON COMMIT (its name is `pg_temp.name`: temp module).
+        on_commit: Option<temp::OnCommit>,
     },
     /// CREATE SEQUENCE [IF NOT EXISTS] name [AS type] [options].
     CreateSequence {
@@ -791,6 +795,7 @@ pub enum Ddl {
         if_not_exists: bool,
         query: Box<ast::Query>,
         with_data: bool,
+        on_commit: Option<temp::OnCommit>,
     },
     /// ALTER TABLE [IF EXISTS] t ADD [COLUMN] [IF NOT EXISTS] col type ...
     AddColumn {
@@ -1804,6 +1809,8 @@ pub fn object_name(n: &ast::ObjectName) -> SqlResult<String> {
     match parts.as_slice() {
         [t] => Ok(t.clone()),
         [s, t] if s == "public" => Ok(t.clone()),
+        // The session's temporary schema (temp rule 1), by either of its names.
+        [s, t] if s == "pg_temp" || s.starts_with("pg_temp_") => Ok(format!("pg_temp.{t}")),
         _ => Err(SqlError::new(
             "3F000",
             format!("schema of \"{n}\" does not exist (Strata has only \"public\")"),
@@ -2674,10 +2681,8 @@ fn convert_column(table: &str, c: &ast::ColumnDef) -> SqlResult<ConvertedColumn>
 type ConvertedColumn = (Column, Vec<IndexSpec>, Option<sequences::ColumnSeq>);
 
 fn convert_create_table(ct: ast::CreateTable) -> SqlResult<Stmt> {
-    if ct.temporary {
-        return Err(SqlError::unsupported("temporary tables"));
-    }
     let tablespace = create_table_clauses(&ct)?;
+    let (name, on_commit) = temp::create_name(object_name(&ct.name)?, ct.temporary, ct.on_commit)?;
     if let Some(query) = ct.query {
         if !ct.columns.is_empty() {
             return Err(SqlError::unsupported("CREATE TABLE t (columns) AS"));
@@ -2686,13 +2691,13 @@ fn convert_create_table(ct: ast::CreateTable) -> SqlResult<Stmt> {
             return Err(SqlError::unsupported("CREATE TABLE ... AS with TABLESPACE"));
         }
         return Ok(Stmt::Ddl(Ddl::CreateTableAs {
-            name: object_name(&ct.name)?,
+            name,
             if_not_exists: ct.if_not_exists,
             query,
             with_data: ct.with_data.is_none_or(|w| w.data),
+            on_commit,
         }));
     }
-    let name = object_name(&ct.name)?;
     let mut columns = Vec::new();
     let mut indexes = Vec::new();
     let mut seqs = Vec::new();
@@ -2717,6 +2722,7 @@ fn convert_create_table(ct: ast::CreateTable) -> SqlResult<Stmt> {
         tablespace,
         indexes,
         sequences: seqs,
+        on_commit,
     }))
 }
 
@@ -2753,6 +2759,8 @@ fn create_table_clauses(ct: &ast::CreateTable) -> SqlResult<Option<String>> {
         _ => (None, ast::CreateTableOptions::None),
     };
     let honoured = CreateTableBuilder::new(ct.name.clone())
+        .temporary(ct.temporary)
+        .on_commit(ct.on_commit)
         .if_not_exists(ct.if_not_exists)
         .columns(ct.columns.clone())
         .constraints(ct.constraints.clone())
@@ -2775,7 +2783,6 @@ fn create_table_clauses(ct: &ast::CreateTable) -> SqlResult<Option<String>> {
         (ct.inherits.is_some(), "INHERITS (table inheritance)"),
         (ct.like.is_some(), "CREATE TABLE ... LIKE"),
         (ct.unlogged, "UNLOGGED tables"),
-        (ct.on_commit.is_some(), "ON COMMIT"),
         (
             matches!(ct.table_options, ast::CreateTableOptions::With(_)),
             "CREATE TABLE ... WITH (storage parameters other than fillfactor = 100)",

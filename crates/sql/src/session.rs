@@ -449,6 +449,8 @@ pub struct Session<'e> {
     /// The open block is READ ONLY (session rule 10); outside a block,
     /// `default_transaction_read_only` says.
     read_only: bool,
+    /// Its temporary tables (temp module).
+    temps: crate::temp::Temps,
 }
 
 /// What a session remembers of the sequences it used, as PostgreSQL's backend
@@ -963,12 +965,43 @@ impl<'e> Session<'e> {
             xact_start_us: crate::time::now_us(),
             seqs: Arc::default(),
             read_only: false,
+            temps: Default::default(),
         }
     }
 
-    /// Ends the session: an open transaction is aborted.
+    /// Ends the session: an open transaction is aborted, its temporary tables are
+    /// dropped (temp rule 3).
     pub fn close(&mut self) {
+        let _ns = self.enter();
         let _ = self.end_block(false);
+        if self.temps.is_empty() {
+            return;
+        }
+        let mut t = self.engine.begin();
+        let dropped = self.temps.drop_all(&mut t, &self.db);
+        let r = dropped.and_then(|()| Ok(t.commit()?));
+        if let Err(e) = r {
+            (self.server.log)(&format!(
+                "WARNING:  could not drop temporary tables: {}",
+                e.message
+            ));
+        }
+    }
+
+    /// Serves this session on the calling thread until the guard drops (temp rule 1).
+    fn enter(&self) -> strata_engine::temp::Entered {
+        strata_engine::temp::enter(self.id)
+    }
+
+    /// Notes a relation CREATE made: a temporary table's ON COMMIT (temp rule 2).
+    pub(crate) fn note_temp(&mut self, name: &str, on_commit: Option<crate::temp::OnCommit>) {
+        if crate::temp::is_temp(name) {
+            self.temps.created(name, on_commit);
+        }
+    }
+
+    pub(crate) fn temps_mut(&mut self) -> &mut crate::temp::Temps {
+        &mut self.temps
     }
 
     /// Whether a block is open or failed (the session is "in transaction").
@@ -1157,7 +1190,13 @@ impl<'e> Session<'e> {
         self.pipeline = false;
         match std::mem::replace(&mut self.block, Block::Idle) {
             Block::Open { txn, .. } if commit => {
-                if let Some(t) = txn {
+                if let Some(mut t) = txn {
+                    if let Err(e) = self.temps.before_commit(&mut t, &self.db) {
+                        let _ = t.abort();
+                        self.rolled_back();
+                        return Err(e);
+                    }
+                    self.temps.after_end();
                     match t.commit_lsn() {
                         Ok(lsn) => self.wait_for_standbys(lsn)?,
                         Err(e) => {
@@ -1184,6 +1223,7 @@ impl<'e> Session<'e> {
     }
 
     fn rolled_back(&mut self) {
+        self.temps.after_end();
         if let Some(v) = self.vars_at_begin.take() {
             self.vars = v;
         }
@@ -1216,6 +1256,7 @@ impl<'e> Session<'e> {
     /// one implicit block (session rule 5). The text is kept, not copied, by the
     /// statements that need it (an INSERT's VALUES rows: sql rule 5).
     pub fn run_simple(&mut self, sql: String, sink: &mut dyn ResultSink) {
+        let _ns = self.enter();
         let stmts = match super::parse_shared(Arc::new(sql)) {
             Ok(v) => v,
             Err(e) => {
@@ -1267,6 +1308,7 @@ impl<'e> Session<'e> {
 
     /// Sync of the extended protocol: commits the pipeline's implicit block.
     pub fn sync(&mut self) -> SqlResult<()> {
+        let _ns = self.enter();
         if self.pipeline && matches!(self.block, Block::Open { implicit: true, .. }) {
             self.end_block(true)?;
         }
@@ -1278,6 +1320,7 @@ impl<'e> Session<'e> {
     /// COMMIT and ROLLBACK may be prepared (25P02), as in PostgreSQL. An error fails
     /// the block.
     pub fn prepare(&mut self, stmt: &Stmt) -> SqlResult<Described> {
+        let _ns = self.enter();
         let r = if matches!(self.block, Block::Failed) && !ends_block(stmt) {
             Err(aborted())
         } else {
@@ -1870,6 +1913,7 @@ impl<'e> Session<'e> {
 
     /// Parameter types and result columns of one statement, without running it.
     pub fn describe(&self, stmt: &Stmt) -> SqlResult<Described> {
+        let _ns = self.enter();
         let mut b = Binder::default();
         let bound = self.bind(stmt, &mut b)?;
         if let Bound::Insert(BoundInsert {
@@ -1932,6 +1976,7 @@ impl<'e> Session<'e> {
         params: &[Datum],
         sink: &mut dyn ResultSink,
     ) -> SqlResult<Executed> {
+        let _ns = self.enter();
         self.interrupts.cancel.store(false, Ordering::SeqCst);
         if matches!(self.block, Block::Idle) {
             self.xact_start_us = crate::time::now_us();
@@ -2620,7 +2665,9 @@ impl<'e> Session<'e> {
             }
             _ => match self.begin_txn() {
                 Err(e) => Err(e),
-                Ok(mut t) => match f(&mut t, &|| self.engine_check()) {
+                Ok(mut t) => match f(&mut t, &|| self.engine_check())
+                    .and_then(|v| self.temps.before_commit(&mut t, &self.db).map(|()| v))
+                {
                     Ok(v) => match t.commit_lsn() {
                         Ok(lsn) => self.wait_for_standbys(lsn).map(|()| v),
                         Err(e) => Err(e.into()),
@@ -2633,6 +2680,9 @@ impl<'e> Session<'e> {
             },
         };
         self.block = block;
+        if !self.in_block() {
+            self.temps.after_end();
+        }
         r
     }
 

@@ -52,6 +52,10 @@ impl fmt::Display for Oid {
 pub const DEFAULT_TABLESPACE: Oid = Oid(1663);
 /// The tablespace PostgreSQL calls `pg_global`: files under `global/`.
 pub const GLOBAL_TABLESPACE: Oid = Oid(1664);
+/// Where temporary tables live (a pseudo-tablespace, never in the catalog): files
+/// under `base/pgsql_tmp/rels/<db>/`, never WAL-logged, never fsynced, removed
+/// whole at start-up (smgr rule 8).
+pub const TEMP_TABLESPACE: Oid = Oid(1665);
 
 /// The file number of a relation. 64-bit and never reused (invariant 2).
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Default)]
@@ -146,6 +150,11 @@ pub struct RelKey {
 impl RelKey {
     pub fn new(spc: Oid, db: Oid, rel: RelFileNumber) -> RelKey {
         RelKey { spc, db, rel }
+    }
+
+    /// A temporary table's storage ([`TEMP_TABLESPACE`]): no WAL, no fsync.
+    pub fn is_temp(&self) -> bool {
+        self.spc == TEMP_TABLESPACE
     }
 }
 
