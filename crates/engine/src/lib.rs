@@ -20,7 +20,7 @@
 //! and DDL; Transaction, Database and Tablespace redo), `checkpoint` (XLOG redo),
 //! `recovery` (start-up, the redo loop dispatching on the resource manager, and its
 //! bookkeeping), `standby` (a standby's continuous replay, read-only sessions, the
-//! received WAL, restartpoints), `waldump` (records described for `strata waldump`). Each resource
+//! received WAL, restartpoints), `temp` (each session's temporary relations: names looked up ahead of permanent ones, no pg_class row, no WAL), `waldump` (records described for `strata waldump`). Each resource
 //! manager's redo lives beside the code that writes its records (the table in `redo`).
 //!
 //! Rules (cited as "engine rule N"):
@@ -955,7 +955,13 @@ impl Engine {
             .ok_or_else(|| EngineError::UndefinedDatabase(db.into()))?;
         let rel = temp::resolve(name, |n| {
             let own = writer
-                .then(|| self.sh.txn_seqs.lock().get(&(dbe.oid, n.to_string())).cloned())
+                .then(|| {
+                    self.sh
+                        .txn_seqs
+                        .lock()
+                        .get(&(dbe.oid, n.to_string()))
+                        .cloned()
+                })
                 .flatten();
             match own {
                 Some(e) => e,

@@ -146,7 +146,10 @@ mod tests {
     fn names_resolve_per_session() {
         let _g = enter(7);
         note_used();
-        assert_eq!(stored_for_create("pg_temp.t").as_deref(), Some("pg_temp_7.t"));
+        assert_eq!(
+            stored_for_create("pg_temp.t").as_deref(),
+            Some("pg_temp_7.t")
+        );
         assert_eq!(stored_for_create("t"), None);
         let have = ["pg_temp_7.t", "t", "u", "pg_temp_8.u"];
         let find = |n: &str| have.iter().find(|h| **h == n).map(|h| h.to_string());
@@ -154,11 +157,18 @@ mod tests {
         assert_eq!(resolve("u", find).as_deref(), Some("u"));
         assert_eq!(resolve("pg_temp.u", find), None);
         assert!(is_foreign("pg_temp_8.u") && !is_foreign("pg_temp_7.t") && !is_foreign("u"));
-        assert_eq!(shown("relation \"pg_temp_7.t\" exists"), "relation \"t\" exists");
+        assert_eq!(
+            shown("relation \"pg_temp_7.t\" exists"),
+            "relation \"t\" exists"
+        );
         assert_eq!(beside("t_pkey"), "pg_temp_7.t_pkey");
         assert_eq!(bare("pg_temp_7.t"), "t");
         drop(_g);
         let _h = enter(8);
-        assert_eq!(resolve("t", find).as_deref(), Some("t"), "session 8 made none");
+        assert_eq!(
+            resolve("t", find).as_deref(),
+            Some("t"),
+            "session 8 made none"
+        );
     }
 }

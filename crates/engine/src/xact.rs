@@ -438,14 +438,20 @@ impl<'e> Txn<'e> {
     fn class_insert(&mut self, dbe: &DbEntry, e: &RelEntry) -> Result<Option<Tid>> {
         if e.reltablespace == TEMP_TABLESPACE {
             crate::temp::note_used();
+            self.xid(); // its commit applies the overlay
             return Ok(None);
         }
-        Ok(Some(self.catalog_insert(dbe.pg_class(), &class_columns(), &e.values())?))
+        Ok(Some(self.catalog_insert(
+            dbe.pg_class(),
+            &class_columns(),
+            &e.values(),
+        )?))
     }
 
     /// Deletes relation `rel`'s `pg_class` row (none for a temporary relation).
     fn class_delete(&mut self, dbe: &DbEntry, rel: &RelEntry) -> Result<()> {
         if rel.reltablespace == TEMP_TABLESPACE {
+            self.xid(); // its commit applies the overlay
             return Ok(());
         }
         self.catalog_delete(dbe.pg_class(), rel.tid)

@@ -54,8 +54,7 @@ use std::sync::Arc;
 use strata_page::PageBuf;
 use strata_types::{
     BlockNumber, ForkNumber, Oid, RelKey, BLCKSZ, DEFAULT_TABLESPACE, GLOBAL_TABLESPACE,
-    TEMP_TABLESPACE,
-    RELSEG_BLOCKS, RELSEG_BYTES,
+    RELSEG_BLOCKS, RELSEG_BYTES, TEMP_TABLESPACE,
 };
 pub use strata_vfs as vfs;
 pub use strata_vfs::{StdVfs, Vfs, VfsFile};

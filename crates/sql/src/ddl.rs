@@ -36,11 +36,26 @@ pub(crate) fn exists_skipping(name: &str) -> (&'static str, String) {
     )
 }
 
+/// A temporary table's ON COMMIT, noted before the transaction that creates it
+/// commits (temp rule 2).
+fn note_temp(s: &mut Session<'_>, ddl: &Ddl) {
+    if let Ddl::CreateTable {
+        name, on_commit, ..
+    }
+    | Ddl::CreateTableAs {
+        name, on_commit, ..
+    } = ddl
+    {
+        s.note_temp(name, *on_commit);
+    }
+}
+
 /// How long DROP DATABASE waits for other sessions to leave (PostgreSQL's 5 s).
 const DROP_DATABASE_WAIT_MS: u64 = 5000;
 
 /// Runs one DDL statement.
 pub(crate) fn run(s: &mut Session<'_>, ddl: &Ddl, notices: &mut Notices) -> SqlResult<Output> {
+    note_temp(s, ddl);
     match ddl {
         Ddl::CreateTable {
             name,
@@ -49,17 +64,14 @@ pub(crate) fn run(s: &mut Session<'_>, ddl: &Ddl, notices: &mut Notices) -> SqlR
             tablespace,
             indexes,
             sequences,
-            on_commit,
-        } => {
-            s.note_temp(name, *on_commit); // before its commit (temp rule 2)
-            create_table(
-                s,
-                (name, *if_not_exists),
-                (columns, sequences),
-                (tablespace.as_deref(), indexes),
-                notices,
-            )
-        }
+            ..
+        } => create_table(
+            s,
+            (name, *if_not_exists),
+            (columns, sequences),
+            (tablespace.as_deref(), indexes),
+            notices,
+        ),
         Ddl::CreateSequence {
             name,
             if_not_exists,
@@ -94,11 +106,8 @@ pub(crate) fn run(s: &mut Session<'_>, ddl: &Ddl, notices: &mut Notices) -> SqlR
             if_not_exists,
             query,
             with_data,
-            on_commit,
-        } => {
-            s.note_temp(name, *on_commit); // before its commit (temp rule 2)
-            s.create_table_as(name, (*if_not_exists, *with_data), query, notices)
-        }
+            ..
+        } => s.create_table_as(name, (*if_not_exists, *with_data), query, notices),
         Ddl::Truncate { names } => truncate(s, names),
         Ddl::Rename {
             table,

@@ -17,7 +17,7 @@
 //! [`planner`] (a physical plan), [`executor`] (pull operators), [`copy`] (COPY's text and csv formats), [`sort`] (ORDER BY within
 //! `work_mem`), [`privileges`] (who may do what: ACL checks for every statement kind,
 //! PostgreSQL 15's rules), [`roles`] (CREATE/ALTER/DROP ROLE, membership, SET ROLE,
-//! SCRAM verifiers), [`grants`] (GRANT/REVOKE on objects and columns, OWNER TO,
+//! SCRAM verifiers), [`temp`] (a session's temporary tables and their ON COMMIT), [`grants`] (GRANT/REVOKE on objects and columns, OWNER TO,
 //! REASSIGN/DROP OWNED), [`session`] (a session's transaction-block state machine,
 //! binding, the dispatch of each statement kind to its executor, and DML), `ddl`
 //! (tables, databases, tablespaces), `sequences` (CREATE/DROP SEQUENCE, serial and
