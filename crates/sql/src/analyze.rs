@@ -418,9 +418,12 @@ impl Binder {
         reads: &mut Vec<(String, Vec<usize>)>,
     ) -> SqlResult<((Select, Vec<SortSpec>), Columns)> {
         // Window functions belong to the select list they are in (window rule 4).
+        let named = crate::window::named_windows(&sel.named_window)?;
+        let outer_named = std::mem::replace(&mut self.named_wins, named);
         let outer_wins = self.wins.take();
         let r = self.select_parts(sel, order_by, ctx, reads);
         self.wins = outer_wins;
+        self.named_wins = outer_named;
         r
     }
 
@@ -935,9 +938,6 @@ fn refuse_select_clauses(sel: &ast::Select) -> SqlResult<()> {
     }
     if sel.top.is_some() || !sel.lateral_views.is_empty() || sel.qualify.is_some() {
         return Err(SqlError::unsupported(format!("the clauses of \"{sel}\"")));
-    }
-    if !sel.named_window.is_empty() {
-        return Err(SqlError::unsupported("WINDOW"));
     }
     if !sel.cluster_by.is_empty() || !sel.distribute_by.is_empty() || !sel.sort_by.is_empty() {
         return Err(SqlError::unsupported(format!("the clauses of \"{sel}\"")));

@@ -431,6 +431,8 @@ pub struct Binder {
     /// The window functions of the select list being bound (None where they are
     /// not allowed: window rule 4).
     pub(crate) wins: Option<Vec<crate::window::WinFunc>>,
+    /// The WINDOW clause of the SELECT being bound, each definition resolved.
+    pub(crate) named_wins: Vec<(String, sqlparser::ast::WindowSpec)>,
 }
 
 /// The highest parameter number, `$65535`: the Bind message counts parameters in

@@ -165,6 +165,42 @@ fn window_functions_give_postgres_values() {
             codes(s, "SELECT x FROM w WHERE row_number() OVER () > 1"),
             ["42P20"]
         );
+        // Named windows (window rule 6), PostgreSQL's values and refusals.
+        let named = "SELECT d, x, sum(x) OVER v, count(*) OVER (w ORDER BY x) FROM w \
+                     WINDOW w AS (PARTITION BY d), v AS (w ORDER BY x ROWS 1 PRECEDING) \
+                     ORDER BY d, x";
+        assert_eq!(
+            rows(s, named),
+            [
+                "1|10|10|1",
+                "1|20|30|3",
+                "1|20|40|3",
+                "2|5|5|1",
+                "2||5|2",
+                "3|7|7|1"
+            ]
+        );
+        for (sql, code) in [
+            ("SELECT sum(x) OVER nope FROM w", "42704"),
+            (
+                "SELECT sum(x) OVER w FROM w WINDOW w AS (), w AS ()",
+                "42P20",
+            ),
+            (
+                "SELECT sum(x) OVER (w PARTITION BY x) FROM w WINDOW w AS ()",
+                "42P20",
+            ),
+            (
+                "SELECT sum(x) OVER (w ORDER BY x) FROM w WINDOW w AS (ORDER BY d)",
+                "42P20",
+            ),
+            (
+                "SELECT sum(x) OVER (w) FROM w WINDOW w AS (ROWS 1 PRECEDING)",
+                "42P20",
+            ),
+        ] {
+            assert_eq!(codes(s, sql), [code], "{sql}");
+        }
     });
 }
 

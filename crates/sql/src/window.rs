@@ -20,6 +20,10 @@
 //!    elsewhere), are evaluated after grouping and HAVING, and may not nest.
 //! 5. Cost: a sort per window; aggregates over a frame starting at UNBOUNDED
 //!    PRECEDING run in one pass, other frames recompute each row's frame.
+//! 6. Named windows are PostgreSQL's: `OVER w` is window `w` of the SELECT's WINDOW
+//!    clause as defined; `OVER (w ORDER BY ...)` and `WINDOW v AS (w ...)` copy `w`
+//!    and add to it, never overriding its PARTITION BY or ORDER BY, nor copying its
+//!    frame (42P20); an unknown name is 42704.
 
 use crate::aggregate::AggState;
 use crate::bind::{compare, Agg, Binder, Expr, Scope};
@@ -85,6 +89,81 @@ const DEFAULT_FRAME: Frame = Frame {
     end: Bound::CurrentRow,
 };
 
+/// A SELECT's WINDOW clause, each definition resolved against those before it
+/// (window rule 6); 42P20 for a name defined twice.
+pub(crate) fn named_windows(
+    defs: &[ast::NamedWindowDefinition],
+) -> SqlResult<Vec<(String, ast::WindowSpec)>> {
+    let mut out: Vec<(String, ast::WindowSpec)> = Vec::new();
+    for ast::NamedWindowDefinition(name, e) in defs {
+        let n = crate::ident_name(name);
+        if out.iter().any(|(m, _)| *m == n) {
+            return Err(SqlError::new(
+                "42P20",
+                format!("window \"{n}\" is already defined"),
+            ));
+        }
+        let spec = match e {
+            ast::NamedWindowExpr::NamedWindow(r) => named(&out, r)?.clone(),
+            ast::NamedWindowExpr::WindowSpec(s) => resolve_spec(&out, s)?,
+        };
+        out.push((n, spec));
+    }
+    Ok(out)
+}
+
+/// Window `name` of the WINDOW clause (42704 if there is none such).
+fn named<'w>(
+    wins: &'w [(String, ast::WindowSpec)],
+    name: &ast::Ident,
+) -> SqlResult<&'w ast::WindowSpec> {
+    let n = crate::ident_name(name);
+    wins.iter()
+        .find(|(m, _)| *m == n)
+        .map(|(_, s)| s)
+        .ok_or_else(|| SqlError::new("42704", format!("window \"{n}\" does not exist")))
+}
+
+/// `(w ORDER BY ...)`: window `w` copied, then this spec's clauses added, with
+/// PostgreSQL's refusals (42P20): no second PARTITION BY, no second ORDER BY, and
+/// no copy of a window that has a frame.
+fn resolve_spec(
+    wins: &[(String, ast::WindowSpec)],
+    spec: &ast::WindowSpec,
+) -> SqlResult<ast::WindowSpec> {
+    let Some(base_name) = &spec.window_name else {
+        return Ok(spec.clone());
+    };
+    let base = named(wins, base_name)?;
+    let n = crate::ident_name(base_name);
+    let refuse = |m: String| Err(SqlError::new("42P20", m));
+    if !spec.partition_by.is_empty() {
+        return refuse(format!(
+            "cannot override PARTITION BY clause of window \"{n}\""
+        ));
+    }
+    if !spec.order_by.is_empty() && !base.order_by.is_empty() {
+        return refuse(format!("cannot override ORDER BY clause of window \"{n}\""));
+    }
+    if base.window_frame.is_some() {
+        let e = SqlError::new(
+            "42P20",
+            format!("cannot copy window \"{n}\" because it has a frame clause"),
+        );
+        let bare = spec.order_by.is_empty() && spec.window_frame.is_none();
+        return Err(match bare {
+            true => e.with_hint("Omit the parentheses in this OVER clause."),
+            false => e,
+        });
+    }
+    let mut out = base.clone();
+    if !spec.order_by.is_empty() {
+        out.order_by = spec.order_by.clone();
+    }
+    out.window_frame = spec.window_frame.clone();
+    Ok(out)
+}
+
 impl Binder {
     /// A call with OVER (window rules 1 and 4), appended to the window functions
     /// of the SELECT being bound; its value is `Expr::Window(n)`.
@@ -118,12 +197,12 @@ impl Binder {
         name: &str,
         aggs: &mut Option<&mut Vec<Agg>>,
     ) -> SqlResult<WinFunc> {
-        let Some(ast::WindowType::WindowSpec(spec)) = &f.over else {
-            return Err(SqlError::unsupported("named windows (OVER name)"));
+        let spec = match &f.over {
+            Some(ast::WindowType::WindowSpec(spec)) => resolve_spec(&self.named_wins, spec)?,
+            Some(ast::WindowType::NamedWindow(n)) => named(&self.named_wins, n)?.clone(),
+            None => unreachable!("a window call has OVER"),
         };
-        if spec.window_name.is_some() {
-            return Err(SqlError::unsupported("named windows (OVER name)"));
-        }
+        let spec = &spec;
         let (kind, args, ty) = self.window_function(scope, f, name, aggs)?;
         let mut partition = Vec::new();
         for e in &spec.partition_by {
