@@ -33,6 +33,11 @@
 //!    left side's; its ORDER BY names output columns only.
 //! 6. Each relation read is recorded with the columns read ([`Query::reads`]), so
 //!    privileges are checked over the whole tree before it runs.
+//! 7. A LATERAL subquery standing alone in the FROM list, or as a join's right side,
+//!    may name the columns of what is to its left: they are its enclosing scope
+//!    (`Expr::Outer(1, _)`, one level above the query's own depth), and it becomes
+//!    [`Rel::Lateral`], run again for each left row with that row pushed as the
+//!    outer row (the executor's Lateral node).
 
 use crate::bind::{default_name, Agg, Binder, Columns, Expr, Scope, ScopeOf};
 use crate::conditional::common_type;
@@ -157,6 +162,9 @@ pub enum Rel {
         ty: SqlType,
     },
     Subquery(Box<Query>),
+    /// A LATERAL subquery that names columns of the FROM items before it: the
+    /// right side of a join, run again for each left row (analyze rule 7).
+    Lateral(Box<Query>),
     Join(Box<Join>),
     /// A recursive CTE's work table, read by its step (cte rule 3).
     WorkTable {
@@ -186,7 +194,7 @@ impl Rel {
             Rel::One => 0,
             Rel::Table { width, .. } | Rel::View { width, .. } => *width,
             Rel::Series { .. } => 1,
-            Rel::Subquery(q) => q.columns.len(),
+            Rel::Subquery(q) | Rel::Lateral(q) => q.columns.len(),
             Rel::Join(j) => j.left_width + j.right_width + j.merged.len(),
             Rel::WorkTable { width, .. } => *width,
             Rel::Recursive(r) => r.columns.len(),
@@ -630,7 +638,7 @@ impl Binder {
     ) -> SqlResult<From<'c>> {
         let mut acc: Option<From> = None;
         for twj in items {
-            let item = self.table_with_joins(twj, ctx)?;
+            let item = self.table_with_joins(twj, acc.as_ref(), ctx)?;
             acc = Some(match acc {
                 None => item,
                 Some(left) => self.join(left, item, JoinKind::Inner, &ast::JoinConstraint::None)?,
@@ -648,15 +656,36 @@ impl Binder {
         }))
     }
 
+    /// A FROM item with its joins; `before` is what the FROM list holds to its
+    /// left (which a LATERAL subquery standing alone may name).
     fn table_with_joins<'c>(
         &mut self,
         twj: &ast::TableWithJoins,
+        before: Option<&From<'c>>,
         ctx: &Scope<'c>,
     ) -> SqlResult<From<'c>> {
-        let mut acc = self.table_factor(&twj.relation, ctx)?;
+        let lateral = match before {
+            Some(b) if twj.joins.is_empty() => {
+                self.lateral(&twj.relation, b, JoinKind::Inner, ctx)?
+            }
+            _ => None,
+        };
+        let mut acc = match lateral {
+            Some(f) => f,
+            None => self.table_factor(&twj.relation, ctx)?,
+        };
         for j in &twj.joins {
-            let right = self.table_factor(&j.relation, ctx)?;
             use ast::JoinOperator as J;
+            let kind = match &j.join_operator {
+                J::Left(_) | J::LeftOuter(_) => JoinKind::Left,
+                J::Right(_) | J::RightOuter(_) => JoinKind::Right,
+                J::FullOuter(_) => JoinKind::Full,
+                _ => JoinKind::Inner,
+            };
+            let right = match self.lateral(&j.relation, &acc, kind, ctx)? {
+                Some(f) => f,
+                None => self.table_factor(&j.relation, ctx)?,
+            };
             let (kind, c) = match &j.join_operator {
                 J::Join(c) | J::Inner(c) => (JoinKind::Inner, c),
                 J::Left(c) | J::LeftOuter(c) => (JoinKind::Left, c),
@@ -674,15 +703,10 @@ impl Binder {
     /// parenthesized join.
     fn table_factor<'c>(&mut self, tf: &ast::TableFactor, ctx: &Scope<'c>) -> SqlResult<From<'c>> {
         match tf {
+            // LATERAL with nothing before it to name is a plain subquery.
             ast::TableFactor::Derived {
-                lateral,
-                subquery,
-                alias,
-                ..
+                subquery, alias, ..
             } => {
-                if *lateral {
-                    return Err(SqlError::unsupported("LATERAL"));
-                }
                 let Some(alias) = alias else {
                     return Err(SqlError::syntax("subquery in FROM must have an alias")
                         .with_hint("For example, FROM (SELECT ...) [AS] foo."));
@@ -702,10 +726,66 @@ impl Binder {
             ast::TableFactor::NestedJoin {
                 table_with_joins,
                 alias: None,
-            } => self.table_with_joins(table_with_joins, ctx),
+            } => self.table_with_joins(table_with_joins, None, ctx),
             ast::TableFactor::Table { .. } => self.named_table(tf, ctx),
             other => Err(SqlError::unsupported(format!("FROM {other}"))),
         }
+    }
+
+    /// Analyze rule 7: a LATERAL subquery after `left` sees `left`'s columns as an
+    /// enclosing query's (`Expr::Outer(1, _)`), so it is run again for each left row.
+    /// One that names none of them is a plain subquery. Not after a RIGHT or FULL
+    /// join's left side (42P10, PostgreSQL's words). `None`: not a LATERAL subquery.
+    fn lateral<'c>(
+        &mut self,
+        tf: &ast::TableFactor,
+        left: &From<'c>,
+        kind: JoinKind,
+        ctx: &Scope<'c>,
+    ) -> SqlResult<Option<From<'c>>> {
+        let ast::TableFactor::Derived {
+            lateral: true,
+            subquery,
+            alias: Some(alias),
+            ..
+        } = tf
+        else {
+            return Ok(None);
+        };
+        let lctx = Scope {
+            catalog: ctx.catalog,
+            parent: Some(&left.scope),
+            depth: left.scope.depth + 1,
+            ..Scope::default()
+        };
+        let saved = std::mem::replace(&mut self.min_ref, usize::MAX);
+        let q = self.query_in_ctx(subquery, &lctx);
+        let reached = std::mem::replace(&mut self.min_ref, saved);
+        self.min_ref = self.min_ref.min(reached);
+        let q = q?;
+        let named = reached <= left.scope.depth;
+        if named && matches!(kind, JoinKind::Right | JoinKind::Full) {
+            let t = left.scope.qualifiers.first().cloned().unwrap_or_default();
+            return Err(SqlError::new(
+                "42P10",
+                format!("invalid reference to FROM-clause entry for table \"{t}\""),
+            )
+            .with_detail(
+                "The combining JOIN type must be INNER or LEFT for a LATERAL reference.",
+            ));
+        }
+        let mut cols = q.columns.clone();
+        rename_columns(&mut cols, alias)?;
+        let reads = q.reads.clone();
+        Ok(Some(From {
+            rel: match named {
+                true => Rel::Lateral(Box::new(q)),
+                false => Rel::Subquery(Box::new(q)),
+            },
+            scope: Scope::entry(ident_name(&alias.name), cols).within(ctx),
+            layout: Vec::new(),
+            reads,
+        }))
     }
 
     /// A named table, view or generate_series call.
@@ -735,7 +815,7 @@ impl Binder {
                 });
             }
         }
-        let (legacy, scope) = self.bind_from_item(tf, catalog(ctx)?)?;
+        let (legacy, scope) = self.bind_from_item(tf, catalog(ctx)?, ctx)?;
         let tname = object_name(name)?;
         let qualifier = alias
             .as_ref()
@@ -1202,7 +1282,7 @@ fn rel_exprs<'q>(r: &'q Rel, exprs: &mut Vec<&'q Expr>, nested: &mut dyn FnMut(&
             Rel::Series {
                 start, stop, step, ..
             } => exprs.extend([start, stop].into_iter().chain(step.iter())),
-            Rel::Subquery(q) => nested(q),
+            Rel::Subquery(q) | Rel::Lateral(q) => nested(q),
             Rel::Recursive(rc) => {
                 nested(&rc.init);
                 nested(&rc.step);

@@ -1292,12 +1292,24 @@ impl Binder {
 
     /// generate_series's arguments: two or three integers, bound as bigints; the
     /// series' type (integer if all are, else bigint).
-    fn series_args(&mut self, args: &[ast::FunctionArg]) -> SqlResult<(Vec<Expr>, SqlType)> {
+    fn series_args(
+        &mut self,
+        args: &[ast::FunctionArg],
+        ctx: &Scope<'_>,
+    ) -> SqlResult<(Vec<Expr>, SqlType)> {
         let mut bound = Vec::new();
+        // The arguments may name an enclosing query's columns (a LATERAL subquery's
+        // left side, analyze rule 7), never this FROM list's.
+        let scope = Scope {
+            catalog: ctx.catalog,
+            parent: ctx.parent,
+            depth: ctx.depth,
+            ..Scope::default()
+        };
         for a in args {
             match a {
                 ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => {
-                    bound.push(self.expr(&Scope::default(), e)?)
+                    bound.push(self.expr(&scope, e)?)
                 }
                 other => return Err(SqlError::unsupported(format!("the argument {other}"))),
             }
@@ -1333,6 +1345,7 @@ impl Binder {
         &mut self,
         tf: &ast::TableFactor,
         scope_of: &ScopeOf<'_>,
+        ctx: &Scope<'_>,
     ) -> SqlResult<(From, Scope<'static>)> {
         let ast::TableFactor::Table {
             name, alias, args, ..
@@ -1358,7 +1371,7 @@ impl Binder {
                     format!("function {tname}() does not exist"),
                 ));
             }
-            let (es, t) = self.series_args(&args.args)?;
+            let (es, t) = self.series_args(&args.args, ctx)?;
             let mut it = es.into_iter();
             let (a, b, c) = (it.next(), it.next(), it.next());
             let col = alias_cols

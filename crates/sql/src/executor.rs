@@ -338,6 +338,20 @@ fn build<'a>(p: &'a Plan) -> Op<'a> {
         Plan::Values(rows) => Box::new(Held::new(Source::Values(rows), &None)),
         Plan::Filter { input, cond } => Box::new(Filter(build(input), cond)),
         Plan::Project { input, exprs } => Box::new(Project(build(input), exprs)),
+        Plan::Lateral {
+            kind,
+            outer,
+            inner,
+            cond,
+            widths,
+        } => Box::new(LateralOp {
+            kind: *kind,
+            outer: build(outer),
+            inner,
+            cond,
+            widths: *widths,
+            current: None,
+        }),
         Plan::NestLoop {
             kind,
             outer,
@@ -794,6 +808,48 @@ impl<'a> Node<'a> for JoinOp<'a> {
             }
             let (row, _, _, hit) = self.current.take().expect("a current row");
             if !hit && matches!(self.kind, JoinKind::Left | JoinKind::Full) {
+                let mut out = row;
+                out.resize(self.widths.0 + self.widths.1, Datum::Null);
+                return Ok(Some(out));
+            }
+        }
+    }
+}
+
+/// A join with a LATERAL subquery (analyze rule 7): for each outer row, the inner
+/// plan is run afresh with that row as its outer row; a LEFT join gives the outer
+/// row with NULLs when no inner row passes the condition.
+struct LateralOp<'a> {
+    kind: JoinKind,
+    outer: Op<'a>,
+    inner: &'a Plan,
+    cond: &'a Option<Expr>,
+    widths: (usize, usize),
+    /// The outer row, its inner rows' operator, whether one was joined.
+    current: Option<(Tuple, Op<'a>, bool)>,
+}
+
+impl<'a> Node<'a> for LateralOp<'a> {
+    fn next(&mut self, cx: &Ctx<'a>) -> SqlResult<Option<Tuple>> {
+        loop {
+            let Some((row, inner, hit)) = &mut self.current else {
+                match self.outer.next(cx)? {
+                    Some(row) => self.current = Some((row, build(self.inner), false)),
+                    None => return Ok(None),
+                }
+                continue;
+            };
+            let child = cx.child(row);
+            while let Some(r) = inner.next(&child)? {
+                let mut joined = row.clone();
+                joined.extend(r);
+                if cx.holds(self.cond, &joined)? {
+                    *hit = true;
+                    return Ok(Some(joined));
+                }
+            }
+            let (row, _, hit) = self.current.take().expect("a current row");
+            if !hit && self.kind == JoinKind::Left {
                 let mut out = row;
                 out.resize(self.widths.0 + self.widths.1, Datum::Null);
                 return Ok(Some(out));

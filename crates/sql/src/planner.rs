@@ -67,6 +67,15 @@ pub enum Plan {
         input: Box<Plan>,
         exprs: Vec<Expr>,
     },
+    /// A join whose inner side is a LATERAL subquery, planned once and run for
+    /// each outer row with that row as its outer row (analyze rule 7).
+    Lateral {
+        kind: JoinKind,
+        outer: Box<Plan>,
+        inner: Box<Plan>,
+        cond: Option<Expr>,
+        widths: (usize, usize),
+    },
     NestLoop {
         kind: JoinKind,
         outer: Box<Plan>,
@@ -362,6 +371,11 @@ fn rel(r: &Rel, conjs: Vec<Expr>, rels: &Relations<'_>) -> SqlResult<Plan> {
         ),
         Rel::Subquery(q) => with_filter(plan(q, rels)?, filter),
         Rel::Join(j) => join(j, conjs, rels)?,
+        Rel::Lateral(_) => {
+            return Err(crate::SqlError::unsupported(
+                "LATERAL inside a join on the right of another",
+            ))
+        }
         Rel::WorkTable { id, .. } => with_filter(Plan::WorkTableScan { id: *id }, filter),
         Rel::Recursive(r) => {
             let types: Vec<SqlType> = r.columns.iter().map(|(_, t)| *t).collect();
@@ -407,8 +421,40 @@ fn table_scan(name: &str, filter: Option<Expr>, rels: &Relations<'_>) -> SqlResu
     })
 }
 
+/// A join whose right side is a LATERAL subquery: WHERE conjuncts over the left
+/// row go below it; the ON condition and the rest are tested on the joined row.
+fn lateral(j: &Join, q: &Query, above: Vec<Expr>, rels: &Relations<'_>) -> SqlResult<Plan> {
+    let lw = j.left_width;
+    let (mut left_c, mut top) = (Vec::new(), Vec::new());
+    for c in above {
+        match within(&c, 0..lw) {
+            true => left_c.push(c),
+            false => top.push(c),
+        }
+    }
+    let mut p = Plan::Lateral {
+        kind: j.kind,
+        outer: Box::new(rel(&j.left, left_c, rels)?),
+        inner: Box::new(plan(q, rels)?),
+        cond: j.on.clone(),
+        widths: (lw, j.right_width),
+    };
+    if !j.merged.is_empty() {
+        let mut exprs: Vec<Expr> = (0..lw + j.right_width).map(Expr::Col).collect();
+        exprs.extend(j.merged.iter().cloned());
+        p = Plan::Project {
+            input: Box::new(p),
+            exprs,
+        };
+    }
+    Ok(with_filter(p, and_all(top)))
+}
+
 /// A join with the conjuncts above it (planner rules 1 and 2).
 fn join(j: &Join, above: Vec<Expr>, rels: &Relations<'_>) -> SqlResult<Plan> {
+    if let Rel::Lateral(q) = &j.right {
+        return lateral(j, q, above, rels);
+    }
     let (lw, rw) = (j.left_width, j.right_width);
     let inner_width = lw + rw;
     let (mut left_c, mut right_c, mut here) = (Vec::new(), Vec::new(), Vec::new());

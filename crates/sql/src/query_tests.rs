@@ -46,6 +46,28 @@ fn joins_of_every_kind_give_postgres_rows() {
 }
 
 #[test]
+fn lateral_subqueries_run_per_left_row() {
+    with_session(8 << 20, |s| {
+        setup(s);
+        let comma = "SELECT a.id, s.w FROM a, LATERAL (SELECT w FROM b WHERE b.a_id = a.id) s \
+                     ORDER BY 1, 2";
+        assert_eq!(rows(s, comma), ["1|10", "1|20", "2|30"]);
+        let left = "SELECT a.id, s.w FROM a LEFT JOIN LATERAL (SELECT max(w) AS w FROM b \
+                    WHERE b.a_id = a.id HAVING count(*) > 1) s ON true ORDER BY 1";
+        assert_eq!(rows(s, left), ["1|20", "2|", "3|", "4|"]);
+        let series =
+            "SELECT a.id, g FROM a, LATERAL (SELECT * FROM generate_series(1, a.id - 2) g) s \
+                      ORDER BY 1, 2";
+        assert_eq!(rows(s, series), ["3|1", "4|1", "4|2"]);
+        let on = "SELECT a.id, s.n FROM a JOIN LATERAL (SELECT count(*) AS n FROM b \
+                  WHERE b.id <= a.id) s ON s.n > 1 ORDER BY 1";
+        assert_eq!(rows(s, on), ["2|2", "3|3", "4|4"]);
+        let right = "SELECT * FROM a RIGHT JOIN LATERAL (SELECT a.id) s ON true";
+        assert_eq!(codes(s, right), ["42P10"]);
+    });
+}
+
+#[test]
 fn grouping_distinct_and_set_operations_give_postgres_rows() {
     with_session(8 << 20, |s| {
         setup(s);
