@@ -1841,6 +1841,13 @@ pub fn compare(a: &Datum, b: &Datum) -> Ordering {
             Datum::Timestamp(y) | Datum::TimestampTz(y),
         ) => x.cmp(y),
         (Datum::Date(x), Datum::Date(y)) => x.cmp(y),
+        // A date is its midnight (the cross-type comparison; UTC for timestamptz).
+        (Datum::Date(x), Datum::Timestamp(y) | Datum::TimestampTz(y)) => {
+            (i64::from(*x) * 86_400_000_000).cmp(y)
+        }
+        (Datum::Timestamp(x) | Datum::TimestampTz(x), Datum::Date(y)) => {
+            x.cmp(&(i64::from(*y) * 86_400_000_000))
+        }
         (Datum::Time(x), Datum::Time(y)) => x.cmp(y),
         (Datum::Interval(x), Datum::Interval(y)) => x.cmp(y),
         (Datum::Uuid(x), Datum::Uuid(y)) => x.cmp(y),

@@ -1383,11 +1383,13 @@ fn window_values(
         let part = &keyed[start..end];
         let keys: Vec<Tuple> = part.iter().map(|k| k.1.clone()).collect();
         let args: Vec<Tuple> = part.iter().map(|k| k.2.clone()).collect();
+        let bounds = crate::window::bounds(w, &keys, &mut |e, r| cx.eval(e, r))?;
         let vals = crate::window::compute(
             w,
             &crate::window::Part {
                 keys: &keys,
                 args: &args,
+                bounds: &bounds,
             },
         )?;
         for (k, v) in part.iter().zip(vals) {

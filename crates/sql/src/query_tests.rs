@@ -187,6 +187,49 @@ fn window_functions_give_postgres_values() {
             codes(s, "SELECT x FROM w WHERE row_number() OVER () > 1"),
             ["42P20"]
         );
+    });
+}
+
+#[test]
+fn window_frames_with_offsets_and_named_windows() {
+    with_session(8 << 20, |s| {
+        q(
+            s,
+            "CREATE TABLE w (d int, x int);
+             INSERT INTO w VALUES (1, 10), (1, 20), (1, 20), (2, 5), (2, NULL), (3, 7)",
+        );
+        // RANGE and GROUPS offsets (window rule 3), PostgreSQL's values and errors.
+        let offsets = "SELECT d, x, \
+             sum(x) OVER (ORDER BY x RANGE BETWEEN 5 PRECEDING AND 5 FOLLOWING), \
+             count(*) OVER (ORDER BY d GROUPS BETWEEN 1 PRECEDING AND CURRENT ROW), \
+             sum(d) OVER (ORDER BY x DESC RANGE BETWEEN 10 PRECEDING AND 1 PRECEDING) \
+             FROM w ORDER BY d, x";
+        assert_eq!(
+            rows(s, offsets),
+            [
+                "1|10|22|3|2",
+                "1|20|40|3|",
+                "1|20|40|3|",
+                "2|5|22|5|4",
+                "2|||5|2",
+                "3|7|22|3|1"
+            ]
+        );
+        for (sql, code) in [
+            ("SELECT sum(x) OVER (ORDER BY d, x RANGE 1 PRECEDING) FROM w", "42P20"),
+            ("SELECT sum(x) OVER (ORDER BY d ROWS -1 PRECEDING) FROM w", "22013"),
+            (
+                "SELECT sum(x) OVER (ORDER BY d ROWS BETWEEN CURRENT ROW AND NULL FOLLOWING) FROM w",
+                "22004",
+            ),
+            ("SELECT sum(x) OVER (GROUPS 1 PRECEDING) FROM w", "42P20"),
+            (
+                "SELECT sum(x) OVER (ORDER BY d RANGE interval '1 day' PRECEDING) FROM w",
+                "0A000",
+            ),
+        ] {
+            assert_eq!(codes(s, sql), [code], "{sql}");
+        }
         // Named windows (window rule 6), PostgreSQL's values and refusals.
         let named = "SELECT d, x, sum(x) OVER v, count(*) OVER (w ORDER BY x) FROM w \
                      WINDOW w AS (PARTITION BY d), v AS (w ORDER BY x ROWS 1 PRECEDING) \

@@ -12,8 +12,11 @@
 //!    ORDER BY are peers. Without ORDER BY every row of a partition is a peer.
 //! 3. The frame is PostgreSQL's default — RANGE BETWEEN UNBOUNDED PRECEDING AND
 //!    CURRENT ROW (so the current row's peers are in it) — or the one written:
-//!    ROWS with UNBOUNDED, n PRECEDING / FOLLOWING and CURRENT ROW, RANGE and
-//!    GROUPS with UNBOUNDED and CURRENT ROW (their offsets are 0A000 for now).
+//!    ROWS, RANGE or GROUPS with UNBOUNDED, CURRENT ROW and offsets PRECEDING /
+//!    FOLLOWING: rows, peer groups, or (RANGE, one ORDER BY key) a distance from
+//!    the current row's key — a number for numbers, an interval for dates and
+//!    times; a row whose key is NULL has its NULL peers as its frame. Offsets name
+//!    no column and are checked once per partition (NULL 22004, negative 22013).
 //!    Aggregates, first_value, last_value and nth_value read the frame; the others
 //!    the partition.
 //! 4. Window functions are allowed in the select list and ORDER BY only (42P20
@@ -66,16 +69,28 @@ pub enum Units {
     Groups,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Bound {
     UnboundedPreceding,
-    Preceding(i64),
+    Preceding(Offset),
     CurrentRow,
-    Following(i64),
+    Following(Offset),
     UnboundedFollowing,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// An offset PRECEDING / FOLLOWING (window rule 3).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Offset {
+    /// The offset: rows (ROWS), peer groups (GROUPS) or a distance from the
+    /// current row's ORDER BY value (RANGE); it names no column, so it is
+    /// evaluated once per partition.
+    pub value: Expr,
+    /// RANGE: the bound's value over the row `[key]` (the key minus or plus the
+    /// offset, in the window's direction).
+    pub bound: Option<Expr>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
 pub struct Frame {
     pub units: Units,
     pub start: Bound,
@@ -209,8 +224,10 @@ impl Binder {
             partition.push(self.expr_in(scope, e, aggs)?.0);
         }
         let mut order = Vec::new();
+        let mut types = Vec::new();
         for o in &spec.order_by {
             let (x, t) = self.expr_in(scope, &o.expr, aggs)?;
+            types.push((t, matches!(o.options.sort, Some(ast::OrderBySort::Desc))));
             let x = if t == SqlType::Bpchar {
                 crate::bind::bpchar_text(x)
             } else {
@@ -221,7 +238,7 @@ impl Binder {
         }
         let frame = match &spec.window_frame {
             None => DEFAULT_FRAME,
-            Some(fr) => frame(fr)?,
+            Some(fr) => self.frame(fr, &types)?,
         };
         Ok(WinFunc {
             kind,
@@ -318,32 +335,46 @@ fn int_arg(name: &str) -> SqlError {
 }
 
 /// A written frame (window rule 3).
-fn frame(f: &ast::WindowFrame) -> SqlResult<Frame> {
-    let units = match f.units {
-        ast::WindowFrameUnits::Rows => Units::Rows,
-        ast::WindowFrameUnits::Range => Units::Range,
-        ast::WindowFrameUnits::Groups => Units::Groups,
-    };
-    let bound = |b: &ast::WindowFrameBound, end: bool| -> SqlResult<Bound> {
-        let offset = |e: &ast::Expr| -> SqlResult<i64> {
-            if units != Units::Rows {
-                return Err(SqlError::unsupported("RANGE or GROUPS with an offset"));
-            }
-            match e {
-                ast::Expr::Value(v) => match &v.value {
-                    ast::Value::Number(n, _) => n.parse::<i64>().ok().filter(|n| *n >= 0),
-                    _ => None,
-                },
-                _ => None,
-            }
-            .ok_or_else(|| SqlError::unsupported(format!("the frame offset {e}")))
+impl Binder {
+    /// A frame clause over the window's ORDER BY keys `order` (expression type,
+    /// descending) — window rule 3, with PostgreSQL's refusals.
+    fn frame(&mut self, f: &ast::WindowFrame, order: &[(SqlType, bool)]) -> SqlResult<Frame> {
+        let units = match f.units {
+            ast::WindowFrameUnits::Rows => Units::Rows,
+            ast::WindowFrameUnits::Range => Units::Range,
+            ast::WindowFrameUnits::Groups => Units::Groups,
         };
+        if units == Units::Groups && order.is_empty() {
+            return Err(SqlError::new(
+                "42P20",
+                "GROUPS mode requires an ORDER BY clause",
+            ));
+        }
+        let start = self.frame_bound(&f.start_bound, false, units, order)?;
+        let end = match &f.end_bound {
+            Some(b) => self.frame_bound(b, true, units, order)?,
+            None => Bound::CurrentRow,
+        };
+        Ok(Frame { units, start, end })
+    }
+
+    fn frame_bound(
+        &mut self,
+        b: &ast::WindowFrameBound,
+        end: bool,
+        units: Units,
+        order: &[(SqlType, bool)],
+    ) -> SqlResult<Bound> {
         Ok(match b {
             ast::WindowFrameBound::CurrentRow => Bound::CurrentRow,
             ast::WindowFrameBound::Preceding(None) if !end => Bound::UnboundedPreceding,
             ast::WindowFrameBound::Following(None) if end => Bound::UnboundedFollowing,
-            ast::WindowFrameBound::Preceding(Some(e)) => Bound::Preceding(offset(e)?),
-            ast::WindowFrameBound::Following(Some(e)) => Bound::Following(offset(e)?),
+            ast::WindowFrameBound::Preceding(Some(e)) => {
+                Bound::Preceding(self.frame_offset(e, false, units, order)?)
+            }
+            ast::WindowFrameBound::Following(Some(e)) => {
+                Bound::Following(self.frame_offset(e, true, units, order)?)
+            }
             ast::WindowFrameBound::Preceding(None) => {
                 return Err(SqlError::new(
                     "42P20",
@@ -357,13 +388,57 @@ fn frame(f: &ast::WindowFrame) -> SqlResult<Frame> {
                 ))
             }
         })
-    };
-    let start = bound(&f.start_bound, false)?;
-    let end = match &f.end_bound {
-        Some(b) => bound(b, true)?,
-        None => Bound::CurrentRow,
-    };
-    Ok(Frame { units, start, end })
+    }
+
+    /// An offset: a bigint for ROWS and GROUPS; for RANGE, of a type the single
+    /// ORDER BY key can be moved by, and the bound's expression over `[key]`.
+    fn frame_offset(
+        &mut self,
+        e: &ast::Expr,
+        following: bool,
+        units: Units,
+        order: &[(SqlType, bool)],
+    ) -> SqlResult<Offset> {
+        let (x, t) = self.expr(&Scope::default(), e)?;
+        if units != Units::Range {
+            let value = self.coerce(x, t, SqlType::Int8)?;
+            return Ok(Offset { value, bound: None });
+        }
+        let [(kt, desc)] = order else {
+            return Err(SqlError::new(
+                "42P20",
+                "RANGE with offset PRECEDING/FOLLOWING requires exactly one ORDER BY column",
+            ));
+        };
+        let t = if t == SqlType::Unknown { *kt } else { t };
+        let op = match following != *desc {
+            true => crate::bind::BinOp::Add,
+            false => crate::bind::BinOp::Sub,
+        };
+        let timed = matches!(
+            kt,
+            SqlType::Date | SqlType::Timestamp | SqlType::TimestampTz | SqlType::Time
+        );
+        let fits = (kt.is_number() && t.is_number()) || (timed && t == SqlType::Interval);
+        let bound = fits
+            .then(|| self.binop(Expr::Col(0), *kt, op, x.clone(), t).ok())
+            .flatten()
+            .ok_or_else(|| {
+                SqlError::new(
+                    "0A000",
+                    format!(
+                        "RANGE with offset PRECEDING/FOLLOWING is not supported for column type {} and offset type {}",
+                        kt.name(),
+                        t.name()
+                    ),
+                )
+                .with_hint("Cast the offset value to an appropriate type.")
+            })?;
+        Ok(Offset {
+            value: x,
+            bound: Some(bound.0),
+        })
+    }
 }
 
 /// Orders two rows' keys: (value, descending, NULLs first) per key.
@@ -408,6 +483,86 @@ pub struct Part<'p> {
     pub keys: &'p [Vec<Datum>],
     /// Each row's argument values.
     pub args: &'p [Vec<Datum>],
+    /// The frame's offsets, resolved ([`bounds`]).
+    pub bounds: &'p Bounds,
+}
+
+/// A frame's offsets resolved for one partition (window rule 3): for ROWS and
+/// GROUPS the start's and end's counts; for RANGE each row's start and end values;
+/// and every row's peer group with each group's rows.
+#[derive(Default)]
+pub struct Bounds {
+    counts: [i64; 2],
+    values: [Vec<Datum>; 2],
+    group: Vec<usize>,
+    groups: Vec<(usize, usize)>,
+    /// RANGE: the ORDER BY key's direction (descending, NULLs first).
+    dir: (bool, bool),
+}
+
+/// Resolves `w`'s frame offsets over one partition's ORDER BY `keys`, evaluating
+/// with `eval` (an expression over a row). PostgreSQL's errors: a NULL offset is
+/// 22004, a negative one 22013.
+pub fn bounds(
+    w: &WinFunc,
+    keys: &[Vec<Datum>],
+    eval: &mut dyn FnMut(&Expr, &[Datum]) -> SqlResult<Datum>,
+) -> SqlResult<Bounds> {
+    let mut b = Bounds {
+        dir: w.order.first().map_or((false, false), |(_, d, n)| (*d, *n)),
+        ..Bounds::default()
+    };
+    for (k, end) in keys.iter().enumerate().map(|(i, k)| (k, i)) {
+        let new = b.groups.last().is_none_or(|&(s, _)| keys[s] != *k);
+        if new {
+            b.groups.push((end, end + 1));
+        } else if let Some(g) = b.groups.last_mut() {
+            g.1 = end + 1;
+        }
+        b.group.push(b.groups.len() - 1);
+    }
+    for (which, bound) in [&w.frame.start, &w.frame.end].into_iter().enumerate() {
+        let (Bound::Preceding(o) | Bound::Following(o)) = bound else {
+            continue;
+        };
+        let what = if which == 0 { "starting" } else { "ending" };
+        let v = eval(&o.value, &[])?;
+        if v.is_null() {
+            let m = format!("frame {what} offset must not be null");
+            return Err(SqlError::new("22004", m));
+        }
+        let negative = crate::numeric::compare(&v, &Datum::Int4(0)) == Some(Ordering::Less);
+        match &o.bound {
+            None if negative => {
+                let m = format!("frame {what} offset must not be negative");
+                return Err(SqlError::new("22013", m));
+            }
+            None => {
+                b.counts[which] = match v {
+                    Datum::Int8(k) => k,
+                    _ => i64::MAX,
+                }
+            }
+            Some(_) if negative || interval_negative(&v) => {
+                let m = "invalid preceding or following size in window function";
+                return Err(SqlError::new("22013", m));
+            }
+            Some(e) => {
+                b.values[which] = keys
+                    .iter()
+                    .map(|k| match k[0].is_null() {
+                        true => Ok(Datum::Null),
+                        false => eval(e, &k[..1]),
+                    })
+                    .collect::<SqlResult<_>>()?;
+            }
+        }
+    }
+    Ok(b)
+}
+
+fn interval_negative(v: &Datum) -> bool {
+    matches!(v, Datum::Interval(iv) if iv.months < 0 || iv.days < 0 || iv.micros < 0)
 }
 
 impl Part<'_> {
@@ -417,39 +572,72 @@ impl Part<'_> {
 
     /// The first and one past the last peer of row `i` (window rule 2).
     fn peers(&self, i: usize) -> (usize, usize) {
-        let (mut a, mut b) = (i, i + 1);
-        while a > 0 && self.keys[a - 1] == self.keys[i] {
-            a -= 1;
-        }
-        while b < self.len() && self.keys[b] == self.keys[i] {
-            b += 1;
-        }
-        (a, b)
+        self.bounds.groups[self.bounds.group[i]]
     }
 
     /// Row `i`'s frame as a range of positions (window rule 3).
     fn frame(&self, f: &Frame, i: usize) -> (usize, usize) {
-        let n = self.len() as i64;
+        let n = self.len();
+        let s = self.bound_at(f, &f.start, 0, i).min(n);
+        let e = self.bound_at(f, &f.end, 1, i).clamp(s, n);
+        (s, e)
+    }
+
+    /// Where bound `b` (the start if `which` is 0, else the end: one past the
+    /// frame's last row) falls for row `i`.
+    fn bound_at(&self, f: &Frame, b: &Bound, which: usize, i: usize) -> usize {
+        let n = self.len();
+        let end = which == 1;
         let (p0, p1) = self.peers(i);
-        let at = |b: Bound, end: bool| -> i64 {
-            match (b, f.units) {
-                (Bound::UnboundedPreceding, _) => 0,
-                (Bound::UnboundedFollowing, _) => n,
-                (Bound::CurrentRow, Units::Rows) => i as i64 + i64::from(end),
-                (Bound::CurrentRow, _) => {
-                    if end {
-                        p1 as i64
-                    } else {
-                        p0 as i64
+        let sign = match b {
+            Bound::UnboundedPreceding => return 0,
+            Bound::UnboundedFollowing => return n,
+            Bound::CurrentRow if f.units == Units::Rows => return i + usize::from(end),
+            Bound::CurrentRow => return if end { p1 } else { p0 },
+            Bound::Preceding(_) => -1i64,
+            Bound::Following(_) => 1,
+        };
+        let k = self.bounds.counts[which].saturating_mul(sign);
+        match f.units {
+            Units::Rows => {
+                let at = (i as i64).saturating_add(k).saturating_add(i64::from(end));
+                at.clamp(0, n as i64) as usize
+            }
+            Units::Groups => {
+                let g = (self.bounds.group[i] as i64).saturating_add(k);
+                match usize::try_from(g)
+                    .ok()
+                    .and_then(|g| self.bounds.groups.get(g))
+                {
+                    None if g < 0 => 0,
+                    None => n,
+                    Some(&(gs, ge)) => {
+                        if end {
+                            ge
+                        } else {
+                            gs
+                        }
                     }
                 }
-                (Bound::Preceding(k), _) => i as i64 - k + i64::from(end),
-                (Bound::Following(k), _) => i as i64 + k + i64::from(end),
             }
-        };
-        let s = at(f.start, false).clamp(0, n);
-        let e = at(f.end, true).clamp(0, n);
-        (s as usize, e.max(s) as usize)
+            Units::Range => self.range_bound(which, i, (p0, p1)),
+        }
+    }
+
+    /// RANGE with an offset: the first row at or past the start value, or one past
+    /// the last row at or before the end value, in window order. A row whose key is
+    /// NULL has its NULL peers as its frame.
+    fn range_bound(&self, which: usize, i: usize, (p0, p1): (usize, usize)) -> usize {
+        if self.keys[i][0].is_null() {
+            return if which == 1 { p1 } else { p0 };
+        }
+        let v = &self.bounds.values[which][i];
+        let dirs = [self.bounds.dir];
+        let cmp = |k: &Vec<Datum>| cmp_keys(&k[..1], std::slice::from_ref(v), &dirs);
+        match which {
+            0 => self.keys.partition_point(|k| cmp(k) == Ordering::Less),
+            _ => self.keys.partition_point(|k| cmp(k) != Ordering::Greater),
+        }
     }
 }
 
