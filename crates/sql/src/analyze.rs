@@ -148,6 +148,8 @@ pub enum Rel {
     Table {
         name: String,
         width: usize,
+        /// What the query calls it (its alias, else its name): EXPLAIN shows it.
+        alias: String,
     },
     /// A system view (`views` module), its rows made by the server.
     View {
@@ -160,6 +162,8 @@ pub enum Rel {
         stop: Expr,
         step: Option<Expr>,
         ty: SqlType,
+        /// Its alias, if written (EXPLAIN).
+        alias: Option<String>,
     },
     Subquery(Box<Query>),
     /// A LATERAL subquery that names columns of the FROM items before it: the
@@ -821,7 +825,7 @@ impl Binder {
             .as_ref()
             .map(|a| ident_name(&a.name))
             .unwrap_or_else(|| tname.clone());
-        let scope = Scope::entry(qualifier, scope.cols).within(ctx);
+        let scope = Scope::entry(qualifier.clone(), scope.cols).within(ctx);
         let width = scope.cols.len();
         let rel = match legacy {
             crate::bind::From::Series(start, stop, step, ty) => Rel::Series {
@@ -829,6 +833,7 @@ impl Binder {
                 stop,
                 step,
                 ty,
+                alias: alias.as_ref().map(|a| ident_name(&a.name)),
             },
             _ if args.is_some() => unreachable!("functions are series"),
             _ if crate::views::schema(&tname).is_some() => Rel::View {
@@ -838,6 +843,7 @@ impl Binder {
             _ => Rel::Table {
                 name: tname.clone(),
                 width,
+                alias: qualifier,
             },
         };
         let layout = match &rel {

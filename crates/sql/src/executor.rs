@@ -322,11 +322,12 @@ pub fn run<'a>(
 fn build<'a>(p: &'a Plan) -> Op<'a> {
     match p {
         Plan::Result => Box::new(OneRow(false)),
-        Plan::SeqScan { table, filter } => Box::new(Scan::new(table, None, filter)),
+        Plan::SeqScan { table, filter, .. } => Box::new(Scan::new(table, None, filter)),
         Plan::IndexScan {
             table,
             path,
             filter,
+            ..
         } => Box::new(Scan::new(table, Some(path), filter)),
         Plan::ViewScan { name, filter } => Box::new(Held::new(Source::View(name), filter)),
         Plan::Series {
@@ -334,6 +335,7 @@ fn build<'a>(p: &'a Plan) -> Op<'a> {
             stop,
             step,
             ty,
+            ..
         } => Box::new(Series::new((start, stop, step.as_ref()), *ty)),
         Plan::Values(rows) => Box::new(Held::new(Source::Values(rows), &None)),
         Plan::Filter { input, cond } => Box::new(Filter(build(input), cond)),

@@ -61,6 +61,7 @@ mod ddl;
 #[cfg(test)]
 mod defect_tests;
 pub mod executor;
+pub mod explain;
 #[cfg(test)]
 mod fuzz_tests;
 pub mod grants;
@@ -658,6 +659,8 @@ pub enum Stmt {
     /// Transaction control: run by the session's block state machine.
     Control(Control),
     Select(Box<ast::Query>),
+    /// EXPLAIN (COSTS OFF [, VERBOSE]) query ([`explain`]).
+    Explain(Box<ast::Query>, bool),
     Insert {
         table: String,
         columns: Option<Vec<String>>,
@@ -930,6 +933,7 @@ impl Stmt {
             Stmt::Update { .. } => "UPDATE",
             Stmt::Copy(_) => "COPY",
             Stmt::Select(_) => "SELECT",
+            Stmt::Explain(..) => "EXPLAIN",
             Stmt::Ddl(d) => d.verb(),
             Stmt::Utility(u) => u.verb(),
             Stmt::Access(a) => a.verb(),
@@ -1372,8 +1376,9 @@ fn copy_booleans(mut toks: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
 }
 
 /// Statements sqlparser parses whole (sql rule 3).
-const SQLPARSER_VERBS: [&str; 10] = [
+const SQLPARSER_VERBS: [&str; 11] = [
     "SELECT", "WITH", "INSERT", "DELETE", "UPDATE", "COPY", "CREATE", "DROP", "TRUNCATE", "TABLE",
+    "EXPLAIN",
 ];
 
 fn parse_one(tokens: Vec<TokenWithSpan>) -> SqlResult<Stmt> {
@@ -2003,6 +2008,16 @@ fn convert(st: ast::Statement) -> SqlResult<Stmt> {
     use ast::Statement as S;
     match st {
         S::Query(q) => Ok(Stmt::Select(q)),
+        S::Explain {
+            describe_alias: ast::DescribeAlias::Explain,
+            analyze,
+            verbose,
+            statement,
+            format: None,
+            options,
+            query_plan: false,
+            estimate: false,
+        } => convert_explain(analyze, verbose, *statement, options.unwrap_or_default()),
         S::CreateTable(ct) => convert_create_table(ct),
         S::Drop {
             object_type,
@@ -2724,6 +2739,59 @@ fn convert_create_table(ct: ast::CreateTable) -> SqlResult<Stmt> {
         sequences: seqs,
         on_commit,
     }))
+}
+
+/// EXPLAIN [(options)] query: COSTS OFF [, VERBOSE] is what Strata shows (explain
+/// rule 5); ANALYZE, other formats and EXPLAIN of other statements are 0A000.
+fn convert_explain(
+    analyze: bool,
+    verbose: bool,
+    statement: ast::Statement,
+    options: Vec<ast::UtilityOption>,
+) -> SqlResult<Stmt> {
+    let mut costs = true;
+    let on = |o: &ast::UtilityOption| -> SqlResult<bool> {
+        match o.arg.as_ref().map(|a| a.to_string().to_ascii_lowercase()) {
+            None => Ok(true),
+            Some(v) if ["true", "on", "1"].contains(&v.as_str()) => Ok(true),
+            Some(v) if ["false", "off", "0"].contains(&v.as_str()) => Ok(false),
+            Some(_) => Err(SqlError::new(
+                "22023",
+                format!("{} requires a Boolean value", o.name.value.to_lowercase()),
+            )),
+        }
+    };
+    let (mut analyze, mut verbose) = (analyze, verbose);
+    for o in &options {
+        match o.name.value.to_ascii_lowercase().as_str() {
+            "costs" => costs = on(o)?,
+            "analyze" => analyze = on(o)?,
+            "verbose" => verbose = on(o)?,
+            "summary" | "timing" | "buffers" | "settings" | "wal" if !on(o)? => {}
+            other => {
+                return Err(SqlError::unsupported(format!("EXPLAIN option {other}")));
+            }
+        }
+    }
+    if analyze || costs {
+        let what = if analyze {
+            "EXPLAIN ANALYZE"
+        } else {
+            "EXPLAIN with costs (write EXPLAIN (COSTS OFF): Strata has no cost model yet)"
+        };
+        return Err(SqlError::unsupported(what));
+    }
+    match statement {
+        ast::Statement::Query(q) => Ok(Stmt::Explain(q, verbose)),
+        other => Err(SqlError::unsupported(format!(
+            "EXPLAIN of {}",
+            other
+                .to_string()
+                .split_whitespace()
+                .next()
+                .unwrap_or("this statement")
+        ))),
+    }
 }
 
 /// A storage parameter at the value Strata's heap works with: `fillfactor = 100`

@@ -206,6 +206,26 @@ fn key_value(d: Datum, ty: ColType) -> Option<Datum> {
 }
 
 impl IndexPath {
+    /// The index conditions (EXPLAIN's Index Cond): per condition, the index
+    /// column's position in the index, the operator as seen from the column, and
+    /// the value.
+    pub fn conds(&self) -> Vec<(usize, BinOp, &Expr)> {
+        let mut out: Vec<(usize, BinOp, &Expr)> = self
+            .eq
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (i, BinOp::Eq, e))
+            .collect();
+        let n = self.eq.len();
+        if let Some((e, incl)) = &self.lo {
+            out.push((n, if *incl { BinOp::Ge } else { BinOp::Gt }, e));
+        }
+        if let Some((e, incl)) = &self.hi {
+            out.push((n, if *incl { BinOp::Le } else { BinOp::Lt }, e));
+        }
+        out
+    }
+
     /// The range for this execution, its values computed by `eval`; `None` if a value
     /// does not convert (plan rule 4: read every page instead).
     pub fn range(&self, eval: &dyn Fn(&Expr) -> SqlResult<Datum>) -> SqlResult<Option<IndexRange>> {

@@ -41,10 +41,13 @@ pub enum Plan {
     Result,
     SeqScan {
         table: String,
+        /// What the query calls the table (EXPLAIN).
+        alias: String,
         filter: Option<Expr>,
     },
     IndexScan {
         table: String,
+        alias: String,
         path: IndexPath,
         filter: Option<Expr>,
     },
@@ -57,6 +60,7 @@ pub enum Plan {
         stop: Expr,
         step: Option<Expr>,
         ty: SqlType,
+        alias: Option<String>,
     },
     Values(Vec<Vec<Expr>>),
     Filter {
@@ -269,7 +273,7 @@ fn select(s: &Select, rels: &Relations<'_>) -> SqlResult<Plan> {
 }
 
 /// `e`'s AND operands, flattened.
-fn split_and(e: Expr, out: &mut Vec<Expr>) {
+pub(crate) fn split_and(e: Expr, out: &mut Vec<Expr>) {
     match e {
         Expr::Bool(BinOp::And, l) => l.into_iter().for_each(|x| split_and(x, out)),
         Expr::Bin(a, BinOp::And, b) => {
@@ -350,7 +354,7 @@ fn rel(r: &Rel, conjs: Vec<Expr>, rels: &Relations<'_>) -> SqlResult<Plan> {
     let filter = and_all(conjs.clone());
     Ok(match r {
         Rel::One => with_filter(Plan::Result, filter),
-        Rel::Table { name, .. } => table_scan(name, filter, rels)?,
+        Rel::Table { name, alias, .. } => table_scan((name, alias), filter, rels)?,
         Rel::View { name, .. } => Plan::ViewScan {
             name: name.clone(),
             filter,
@@ -360,12 +364,14 @@ fn rel(r: &Rel, conjs: Vec<Expr>, rels: &Relations<'_>) -> SqlResult<Plan> {
             stop,
             step,
             ty,
+            alias,
         } => with_filter(
             Plan::Series {
                 start: start.clone(),
                 stop: stop.clone(),
                 step: step.clone(),
                 ty: *ty,
+                alias: alias.clone(),
             },
             filter,
         ),
@@ -403,7 +409,11 @@ fn with_filter(p: Plan, filter: Option<Expr>) -> Plan {
 }
 
 /// A table read whole or through an index its filter allows (`plan` rules).
-fn table_scan(name: &str, filter: Option<Expr>, rels: &Relations<'_>) -> SqlResult<Plan> {
+fn table_scan(
+    (name, alias): (&str, &str),
+    filter: Option<Expr>,
+    rels: &Relations<'_>,
+) -> SqlResult<Plan> {
     let path = match (&filter, rels(name)?) {
         (Some(f), Some(entry)) => crate::plan::choose(Some(f), &entry.columns, &entry.indexes),
         _ => None,
@@ -411,11 +421,13 @@ fn table_scan(name: &str, filter: Option<Expr>, rels: &Relations<'_>) -> SqlResu
     Ok(match path {
         Some(path) => Plan::IndexScan {
             table: name.to_string(),
+            alias: alias.to_string(),
             path,
             filter,
         },
         None => Plan::SeqScan {
             table: name.to_string(),
+            alias: alias.to_string(),
             filter,
         },
     })

@@ -270,6 +270,70 @@ fn window_frames_with_offsets_and_named_windows() {
 }
 
 #[test]
+fn explain_shows_postgres_node_names_and_expressions() {
+    with_session(8 << 20, |s| {
+        setup(s);
+        // Each as PostgreSQL 15 shows the same plan.
+        let index = "EXPLAIN (COSTS OFF) SELECT * FROM a WHERE id = 3 AND v LIKE 'x%'";
+        assert_eq!(
+            rows(s, index),
+            [
+                "Index Scan using a_pkey on a",
+                "  Index Cond: (id = 3)",
+                "  Filter: (v ~~ 'x%'::text)"
+            ]
+        );
+        let nl = "EXPLAIN (COSTS OFF) SELECT * FROM a LEFT JOIN b ON a.id < b.w";
+        assert_eq!(
+            rows(s, nl),
+            [
+                "Nested Loop Left Join",
+                "  Join Filter: (a.id < b.w)",
+                "  ->  Seq Scan on a",
+                "  ->  Materialize",
+                "        ->  Seq Scan on b"
+            ]
+        );
+        let agg = "EXPLAIN (COSTS OFF) SELECT v, count(*) FROM a GROUP BY v \
+                   HAVING count(*) > 1 ORDER BY 2 DESC";
+        assert_eq!(
+            rows(s, agg),
+            [
+                "Sort",
+                "  Sort Key: (count(*)) DESC",
+                "  ->  HashAggregate",
+                "        Group Key: v",
+                "        Filter: (count(*) > 1)",
+                "        ->  Seq Scan on a"
+            ]
+        );
+        let init = "EXPLAIN (COSTS OFF) SELECT id FROM a WHERE v = (SELECT max(v) FROM a)";
+        assert_eq!(
+            rows(s, init),
+            [
+                "Seq Scan on a",
+                "  Filter: (v = $0)",
+                "  InitPlan 1 (returns $0)",
+                "    ->  Aggregate",
+                "          ->  Seq Scan on a a_1"
+            ]
+        );
+        let verbose = "EXPLAIN (VERBOSE, COSTS OFF) SELECT id + 1 FROM a";
+        assert_eq!(
+            rows(s, verbose),
+            ["Seq Scan on public.a", "  Output: (id + 1)"]
+        );
+        for (sql, code) in [
+            ("EXPLAIN SELECT 1", "0A000"),
+            ("EXPLAIN (ANALYZE, COSTS OFF) SELECT 1", "0A000"),
+            ("EXPLAIN (COSTS maybe) SELECT 1", "22023"),
+        ] {
+            assert_eq!(codes(s, sql), [code], "{sql}");
+        }
+    });
+}
+
+#[test]
 fn what_operators_hold_is_bounded_by_hash_mem() {
     with_session(8 << 20, |s| {
         q(s, "SET work_mem = '64kB'");

@@ -795,6 +795,8 @@ enum Bound<'s> {
     Empty,
     Control(&'s Control),
     Select(Box<Query>),
+    /// EXPLAIN (COSTS OFF [, VERBOSE]) of a query ([`crate::explain`]).
+    Explain(Box<Query>, bool),
     Insert(BoundInsert),
     Delete(BoundDelete),
     Update(BoundUpdate),
@@ -1580,6 +1582,7 @@ impl<'e> Session<'e> {
             Stmt::Utility(u) => Bound::Utility(u),
             Stmt::Access(a) => Bound::Access(a),
             Stmt::Select(q) => Bound::Select(Box::new(b.query(q, &scope_of)?)),
+            Stmt::Explain(q, v) => Bound::Explain(Box::new(b.query(q, &scope_of)?), *v),
             Stmt::Delete {
                 table,
                 selection,
@@ -1929,6 +1932,7 @@ impl<'e> Session<'e> {
         }
         let columns = match &bound {
             Bound::Select(q) => q.columns.clone(),
+            Bound::Explain(..) => vec![("QUERY PLAN".into(), SqlType::Text)],
             Bound::Utility(u) => utility::columns(u),
             Bound::Empty
             | Bound::Control(_)
@@ -2047,7 +2051,7 @@ impl<'e> Session<'e> {
             cols
         };
         match bound {
-            Bound::Select(p) => self.check_select(&w, p)?,
+            Bound::Select(p) | Bound::Explain(p, _) => self.check_select(&w, p)?,
             Bound::Insert(i) => {
                 let r = rel(&i.table)?;
                 let targets: Vec<usize> =
@@ -2142,6 +2146,17 @@ impl<'e> Session<'e> {
             Bound::Select(plan) => {
                 sink.columns(&plan.columns)?;
                 let n = self.run_query(&plan, params, &mut |r| sink.row(r))?;
+                Ok(Output::Rows(n))
+            }
+            Bound::Explain(q, verbose) => {
+                let plan = self.plan_query(&q)?;
+                let rels = |t: &str| self.planned_relation(t);
+                let lines = crate::explain::explain(&plan, &rels, verbose)?;
+                sink.columns(&[("QUERY PLAN".into(), SqlType::Text)])?;
+                let n = lines.len() as u64;
+                for l in lines {
+                    sink.row(vec![Datum::Text(l)])?;
+                }
                 Ok(Output::Rows(n))
             }
             Bound::Insert(ins) => self.insert(ins, b, params, sink),

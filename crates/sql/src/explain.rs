@@ -1,0 +1,938 @@
+//! EXPLAIN: a physical plan in PostgreSQL's text format, with its node names, so a
+//! PostgreSQL user reads it without learning anything new.
+//!
+//! Entry point: [`explain`] (a plan and the catalog, to lines of text).
+//!
+//! Rules (cited as "explain rule N"):
+//! 1. Layout is PostgreSQL's: a node's title, its details two spaces in, each
+//!    child on a line of its own as `->  title`, six columns deeper per level.
+//! 2. Nodes that PostgreSQL folds into another are folded: a filter shows as the
+//!    `Filter:` of the node below it, a projection as nothing (its expressions name
+//!    the columns above it), a hash join's inner side under a `Hash` node, a
+//!    window's sort as a `Sort` below its `WindowAgg`.
+//! 3. Expressions are shown as PostgreSQL deparses them: every operator in
+//!    parentheses, columns qualified by their relation's name or alias when the
+//!    plan reads more than one relation, constants with a cast unless their type is
+//!    what their literal form says (`5`, `5.5`, `'x'::text`, `'-1'::integer`).
+//! 4. Subqueries in expressions are numbered in the order they are shown: one run
+//!    once is an `InitPlan n (returns $k)` whose value is `$k`; one run per row a
+//!    `SubPlan n` (`hashed SubPlan n` when its values are hashed), shown after the
+//!    node's children.
+//! 5. Only COSTS OFF is shown: Strata has no cost model yet (issue 28, item 10),
+//!    and no estimate is printed that was not computed. ANALYZE is refused (0A000)
+//!    until the executor counts rows and times per node. VERBOSE adds each node's
+//!    `Output:` (its columns, qualified) as PostgreSQL's does.
+
+use crate::analyze::{JoinKind, SetOp, SortSpec};
+use crate::bind::{Agg, AggFunc, Expr, Func};
+use crate::conditional::Special;
+use crate::planner::{Plan, Relations};
+use crate::subquery::{SubKind, SubLink};
+use crate::{Datum, SqlResult, TextOut};
+
+/// A node as shown: its title, detail lines, init plans, children and subplans.
+#[derive(Default)]
+struct Shown {
+    title: String,
+    /// VERBOSE's `Output:` (the node's columns, its projection's if it has one).
+    output: Vec<String>,
+    details: Vec<String>,
+    inits: Vec<(String, Shown)>,
+    children: Vec<Shown>,
+    subs: Vec<(String, Shown)>,
+}
+
+/// What the rendering of a plan carries: the catalog, whether columns are
+/// qualified, the enclosing rows' names for outer references, and the numbering of
+/// subqueries.
+struct Explainer<'r> {
+    rels: &'r Relations<'r>,
+    qualify: bool,
+    /// The qualified columns of the scan whose conditions are being shown: what
+    /// a subquery in them names as its outer row.
+    scan: Option<Vec<String>>,
+    /// The plan reads more than one relation (or has subqueries).
+    several: bool,
+    verbose: bool,
+    /// The relation names shown so far: a name seen again becomes `name_1`, ...
+    /// as PostgreSQL makes its range table's names unique.
+    aliases: Vec<String>,
+    outer: Vec<Vec<String>>,
+    next_plan: usize,
+    next_param: usize,
+    /// Subqueries met while deparsing the current node's expressions.
+    pending_inits: Vec<(String, Shown)>,
+    pending_subs: Vec<(String, Shown)>,
+}
+
+/// The lines of EXPLAIN (COSTS OFF [, VERBOSE]) for `plan`.
+pub fn explain(plan: &Plan, rels: &Relations<'_>, verbose: bool) -> SqlResult<Vec<String>> {
+    // PostgreSQL qualifies when its range table has more than one entry, which a
+    // subquery in an expression also makes (its plan is walked in Debug form: EXPLAIN
+    // is not a hot path).
+    let several = relations_read(plan) > 1 || format!("{plan:?}").contains("SubLink(");
+    let qualify = verbose || several;
+    let mut e = Explainer {
+        rels,
+        qualify,
+        scan: None,
+        several,
+        verbose,
+        aliases: Vec::new(),
+        outer: Vec::new(),
+        next_plan: 1,
+        next_param: 0,
+        pending_inits: Vec::new(),
+        pending_subs: Vec::new(),
+    };
+    let (shown, _) = e.node(plan)?;
+    let mut out = Vec::new();
+    lines(&shown, 0, verbose, &mut out);
+    Ok(out)
+}
+
+/// How many relations a plan reads (explain rule 3: qualify when more than one).
+fn relations_read(p: &Plan) -> usize {
+    match p {
+        Plan::SeqScan { .. }
+        | Plan::IndexScan { .. }
+        | Plan::ViewScan { .. }
+        | Plan::Series { .. }
+        | Plan::Values(_)
+        | Plan::WorkTableScan { .. } => 1,
+        Plan::Result => 0,
+        _ => children(p).into_iter().map(relations_read).sum(),
+    }
+}
+
+fn children(p: &Plan) -> Vec<&Plan> {
+    match p {
+        Plan::Filter { input, .. }
+        | Plan::Project { input, .. }
+        | Plan::Agg { input, .. }
+        | Plan::Sort { input, .. }
+        | Plan::Unique { input, .. }
+        | Plan::Limit { input, .. }
+        | Plan::Window { input, .. } => vec![input],
+        Plan::Lateral { outer, inner, .. }
+        | Plan::NestLoop { outer, inner, .. }
+        | Plan::HashJoin { outer, inner, .. } => vec![outer, inner],
+        Plan::RecursiveUnion { init, step, .. } => vec![init, step],
+        Plan::SetOp { left, right, .. } => vec![left, right],
+        Plan::Append(v) => v.iter().collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Explain rule 1: the node at `depth` and everything below it.
+fn lines(s: &Shown, depth: usize, verbose: bool, out: &mut Vec<String>) {
+    let title = match depth {
+        0 => s.title.clone(),
+        d => format!("{}->  {}", " ".repeat(6 * d - 4), s.title),
+    };
+    out.push(title);
+    let pad = " ".repeat(6 * depth + 2);
+    if verbose && !s.output.is_empty() {
+        out.push(format!("{pad}Output: {}", s.output.join(", ")));
+    }
+    for d in &s.details {
+        out.push(format!("{pad}{d}"));
+    }
+    let sub = |label: &str, p: &Shown, out: &mut Vec<String>| {
+        out.push(format!("{pad}{label}"));
+        let mut inner = Vec::new();
+        lines(p, depth + 1, verbose, &mut inner);
+        out.extend(inner.into_iter().map(|l| format!("  {l}")));
+    };
+    for (label, p) in &s.inits {
+        sub(label, p, out);
+    }
+    for c in &s.children {
+        lines(c, depth + 1, verbose, out);
+    }
+    for (label, p) in &s.subs {
+        sub(label, p, out);
+    }
+}
+
+fn titled(title: impl Into<String>) -> Shown {
+    Shown {
+        title: title.into(),
+        ..Shown::default()
+    }
+}
+
+impl Explainer<'_> {
+    /// A node as shown and the names of its output columns.
+    fn node(&mut self, p: &Plan) -> SqlResult<(Shown, Vec<String>)> {
+        let (mut s, names) = self.node_body(p)?;
+        s.inits.append(&mut self.pending_inits);
+        s.subs.append(&mut self.pending_subs);
+        if s.title != "Append" {
+            // PostgreSQL shows none for Append, and qualifies a target list only
+            // when the plan reads several relations.
+            s.output = match (self.several, self.aliases.first()) {
+                (false, Some(a)) => {
+                    let prefix = format!("{}.", ident(strata_engine::temp::bare(a)));
+                    names.iter().map(|n| n.replace(&prefix, "")).collect()
+                }
+                _ => names.clone(),
+            };
+        }
+        Ok((s, names))
+    }
+
+    /// A child node: its computed columns (not plain column names) in parentheses
+    /// where the parent names them, as PostgreSQL shows a reference to a lower
+    /// node's expression.
+    fn below(&mut self, p: &Plan) -> SqlResult<(Shown, Vec<String>)> {
+        let (s, names) = self.node(p)?;
+        let names = names
+            .into_iter()
+            .map(|n| match plain_column(&n) {
+                true => n,
+                false => format!("({n})"),
+            })
+            .collect();
+        Ok((s, names))
+    }
+
+    fn node_body(&mut self, p: &Plan) -> SqlResult<(Shown, Vec<String>)> {
+        match p {
+            Plan::Result => Ok((titled("Result"), Vec::new())),
+            Plan::SeqScan {
+                table,
+                alias,
+                filter,
+            } => {
+                let alias = &self.unique(alias);
+                let (names, local) = self.scan_names(table, alias)?;
+                let on = self.on_name(table, alias);
+                let mut s = titled(format!("Seq Scan on {on}"));
+                let saved = self.scan.replace(names.clone());
+                self.filter_line(&mut s, "Filter", filter.as_ref(), &local);
+                self.scan = saved;
+                Ok((s, names))
+            }
+            Plan::IndexScan {
+                table,
+                alias,
+                path,
+                filter,
+            } => self.index_scan((table, alias), path, filter.as_ref()),
+            Plan::ViewScan { name, filter } => {
+                let names = self.table_names(name, name, self.qualify)?;
+                let mut s = titled(format!("Function Scan on {name}"));
+                self.filter_line(&mut s, "Filter", filter.as_ref(), &names);
+                Ok((s, names))
+            }
+            Plan::Series { alias, .. } => {
+                let a = self.unique(alias.as_deref().unwrap_or("generate_series"));
+                let title = match alias {
+                    Some(_) => format!("Function Scan on generate_series {}", ident(&a)),
+                    None => "Function Scan on generate_series".into(),
+                };
+                let col = match self.qualify {
+                    true => format!("{}.{}", ident(&a), ident(&a)),
+                    false => ident(&a),
+                };
+                Ok((titled(title), vec![col]))
+            }
+            Plan::Values(rows) => {
+                let n = rows.first().map_or(0, Vec::len);
+                let names = (1..=n).map(|i| format!("\"*VALUES*\".column{i}")).collect();
+                Ok((titled("Values Scan on \"*VALUES*\""), names))
+            }
+            Plan::Filter { input, cond } => {
+                let (mut s, names) = self.node(input)?;
+                let text = self.expr(cond, &names)?;
+                s.details.push(format!("Filter: {text}"));
+                s.inits.append(&mut self.pending_inits);
+                s.subs.append(&mut self.pending_subs);
+                Ok((s, names))
+            }
+            Plan::Project { input, exprs } => {
+                let (mut s, names) = self.node(input)?;
+                let out = exprs
+                    .iter()
+                    .map(|e| self.expr(e, &names))
+                    .collect::<SqlResult<_>>()?;
+                s.inits.append(&mut self.pending_inits);
+                s.subs.append(&mut self.pending_subs);
+                Ok((s, out))
+            }
+            _ => self.node_more(p),
+        }
+    }
+
+    fn node_more(&mut self, p: &Plan) -> SqlResult<(Shown, Vec<String>)> {
+        match p {
+            Plan::Lateral {
+                kind,
+                outer,
+                inner,
+                cond,
+                ..
+            }
+            | Plan::NestLoop {
+                kind,
+                outer,
+                inner,
+                cond,
+                ..
+            } => {
+                let (o, mut names) = self.below(outer)?;
+                let (mut i, inames) = self.below(inner)?;
+                names.extend(inames);
+                let mut s = titled(join_title("Nested Loop", *kind));
+                self.filter_line(&mut s, "Join Filter", cond.as_ref(), &names);
+                // A nested loop holds its inner rows (a LATERAL one runs it again).
+                if matches!(p, Plan::NestLoop { .. }) && i.title != "Result" {
+                    let mut m = titled("Materialize");
+                    m.output = i.output.clone();
+                    m.children.push(i);
+                    i = m;
+                }
+                s.children = vec![o, i];
+                Ok((s, names))
+            }
+            Plan::HashJoin {
+                kind,
+                outer,
+                inner,
+                outer_keys,
+                inner_keys,
+                residual,
+                ..
+            } => {
+                let (o, onames) = self.below(outer)?;
+                let (i, inames) = self.below(inner)?;
+                let mut conds = Vec::new();
+                for (a, b) in outer_keys.iter().zip(inner_keys) {
+                    let (l, r) = (self.expr(a, &onames)?, self.expr(b, &inames)?);
+                    conds.push(format!("({l} = {r})"));
+                }
+                let mut names = onames;
+                names.extend(inames);
+                let mut s = titled(join_title("Hash", *kind));
+                s.details.push(format!("Hash Cond: {}", and_text(conds)));
+                self.filter_line(&mut s, "Join Filter", residual.as_ref(), &names);
+                let mut hash = titled("Hash");
+                hash.output = i.output.clone();
+                hash.children.push(i);
+                s.children = vec![o, hash];
+                Ok((s, names))
+            }
+            Plan::Agg { input, keys, aggs } => self.aggregate(input, keys, aggs),
+            Plan::Sort { input, keys, .. } => {
+                let (c, names) = self.below(input)?;
+                let mut s = titled("Sort");
+                s.details
+                    .push(format!("Sort Key: {}", sort_keys(keys, &names)));
+                s.children.push(c);
+                Ok((s, names))
+            }
+            _ => self.node_rest(p),
+        }
+    }
+
+    fn node_rest(&mut self, p: &Plan) -> SqlResult<(Shown, Vec<String>)> {
+        let one = |me: &mut Self, title: &str, input: &Plan| -> SqlResult<(Shown, Vec<String>)> {
+            let (c, names) = me.below(input)?;
+            let mut s = titled(title);
+            s.children.push(c);
+            Ok((s, names))
+        };
+        match p {
+            Plan::Unique { input, cols } => {
+                let (c, names) = self.below(input)?;
+                let keys: Vec<String> = match cols {
+                    Some(cs) => cs.iter().map(|i| names[*i].clone()).collect(),
+                    None => names.clone(),
+                };
+                let sorted = c.title == "Sort";
+                let mut s = titled(if sorted { "Unique" } else { "HashAggregate" });
+                if !sorted {
+                    s.details.push(format!("Group Key: {}", keys.join(", ")));
+                }
+                s.children.push(c);
+                Ok((s, names))
+            }
+            Plan::Limit { input, .. } => one(self, "Limit", input),
+            Plan::Window { input, funcs } => self.window(input, funcs),
+            Plan::Append(parts) => {
+                let mut s = titled("Append");
+                let mut names = Vec::new();
+                for (i, part) in parts.iter().enumerate() {
+                    let (c, n) = self.below(part)?;
+                    if i == 0 {
+                        names = n;
+                    }
+                    s.children.push(c);
+                }
+                Ok((s, names))
+            }
+            Plan::SetOp {
+                op,
+                all,
+                left,
+                right,
+            } => self.set_op(*op, *all, left, right),
+            Plan::RecursiveUnion { init, step, .. } => {
+                let (a, names) = self.below(init)?;
+                let (b, _) = self.below(step)?;
+                let mut s = titled("Recursive Union");
+                s.children = vec![a, b];
+                Ok((s, names))
+            }
+            Plan::WorkTableScan { .. } => Ok((titled("WorkTable Scan"), Vec::new())),
+            _ => unreachable!("every node kind is shown"),
+        }
+    }
+
+    fn index_scan(
+        &mut self,
+        (table, alias): (&str, &str),
+        path: &crate::plan::IndexPath,
+        filter: Option<&Expr>,
+    ) -> SqlResult<(Shown, Vec<String>)> {
+        let alias = &self.unique(alias);
+        let (qualified, names) = self.scan_names(table, alias)?;
+        let saved = self.scan.replace(qualified.clone());
+        let r = self.index_conds((table, alias), path, filter, &names);
+        self.scan = saved;
+        Ok((r?, qualified))
+    }
+
+    /// A scan's columns as its parent names them, and as its own conditions do
+    /// (qualified only under VERBOSE: PostgreSQL's show_scan_qual).
+    fn scan_names(&self, table: &str, alias: &str) -> SqlResult<(Vec<String>, Vec<String>)> {
+        Ok((
+            self.table_names(table, alias, self.qualify)?,
+            self.table_names(table, alias, self.verbose)?,
+        ))
+    }
+
+    fn index_conds(
+        &mut self,
+        (table, alias): (&str, &str),
+        path: &crate::plan::IndexPath,
+        filter: Option<&Expr>,
+        names: &[String],
+    ) -> SqlResult<Shown> {
+        let entry = (self.rels)(table)?;
+        let ix_cols = entry
+            .as_ref()
+            .and_then(|e| e.indexes.iter().find(|ix| ix.name == path.index))
+            .map(|ix| ix.columns.clone())
+            .unwrap_or_default();
+        let index = strata_engine::temp::bare(&path.index).to_string();
+        let on = self.on_name(table, alias);
+        let mut s = titled(format!("Index Scan using {index} on {on}"));
+        let mut conds = Vec::new();
+        for (pos, op, v) in path.conds() {
+            let col = ix_cols.get(pos).and_then(|c| names.get(*c)).cloned();
+            let col = col.unwrap_or_else(|| "?".into());
+            conds.push(format!("({col} {} {})", op.symbol(), self.expr(v, names)?));
+        }
+        if !conds.is_empty() {
+            s.details
+                .push(format!("Index Cond: {}", and_text(conds.clone())));
+        }
+        if let Some(f) = filter {
+            let mut parts = Vec::new();
+            crate::planner::split_and(f.clone(), &mut parts);
+            let mut rest = Vec::new();
+            for c in parts {
+                let t = self.expr(&c, names)?;
+                if !conds.contains(&t) {
+                    rest.push(t);
+                }
+            }
+            if !rest.is_empty() {
+                s.details.push(format!("Filter: {}", and_text(rest)));
+            }
+        }
+        Ok(s)
+    }
+
+    fn aggregate(
+        &mut self,
+        input: &Plan,
+        keys: &[Expr],
+        aggs: &[Agg],
+    ) -> SqlResult<(Shown, Vec<String>)> {
+        let (c, names) = self.below(input)?;
+        let mut out = Vec::new();
+        for k in keys {
+            out.push(self.expr(k, &names)?);
+        }
+        for a in aggs {
+            out.push(self.agg(a, &names)?);
+        }
+        let mut s = titled(if keys.is_empty() {
+            "Aggregate"
+        } else {
+            "HashAggregate"
+        });
+        if !keys.is_empty() {
+            s.details
+                .push(format!("Group Key: {}", out[..keys.len()].join(", ")));
+        }
+        s.children.push(c);
+        Ok((s, out))
+    }
+
+    fn window(
+        &mut self,
+        input: &Plan,
+        funcs: &[crate::window::WinFunc],
+    ) -> SqlResult<(Shown, Vec<String>)> {
+        let (c, mut names) = self.below(input)?;
+        let mut s = titled("WindowAgg");
+        let first = funcs.first();
+        let mut keys = Vec::new();
+        if let Some(w) = first {
+            for p in &w.partition {
+                keys.push(self.expr(p, &names)?);
+            }
+            for (e, desc, nulls_first) in &w.order {
+                keys.push(self.expr(e, &names)? + &direction(*desc, *nulls_first));
+            }
+        }
+        let child = match keys.is_empty() {
+            true => c,
+            false => {
+                let mut sort = titled("Sort");
+                sort.output = c.output.clone();
+                sort.details.push(format!("Sort Key: {}", keys.join(", ")));
+                sort.children.push(c);
+                sort
+            }
+        };
+        s.children.push(child);
+        for w in funcs {
+            names.push(format!("{:?}", w.kind).to_lowercase());
+        }
+        Ok((s, names))
+    }
+
+    fn set_op(
+        &mut self,
+        op: SetOp,
+        all: bool,
+        left: &Plan,
+        right: &Plan,
+    ) -> SqlResult<(Shown, Vec<String>)> {
+        let (a, names) = self.below(left)?;
+        let (b, _) = self.below(right)?;
+        let mut append = titled("Append");
+        append.children = vec![a, b];
+        let word = match op {
+            SetOp::Union => {
+                if all {
+                    return Ok((append, names));
+                }
+                let mut s = titled("HashAggregate");
+                s.details.push(format!("Group Key: {}", names.join(", ")));
+                s.children.push(append);
+                return Ok((s, names));
+            }
+            SetOp::Intersect => "Intersect",
+            SetOp::Except => "Except",
+        };
+        let mut s = titled(format!("HashSetOp {word}{}", if all { " All" } else { "" }));
+        s.children.push(append);
+        Ok((s, names))
+    }
+
+    /// `alias`, or `alias_n` if a relation was already shown by that name.
+    fn unique(&mut self, alias: &str) -> String {
+        let mut name = alias.to_string();
+        let mut n = 0;
+        while self.aliases.contains(&name) {
+            n += 1;
+            name = format!("{alias}_{n}");
+        }
+        self.aliases.push(name.clone());
+        name
+    }
+
+    /// A table's columns as expressions name them (explain rule 3).
+    fn table_names(&self, table: &str, alias: &str, qualify: bool) -> SqlResult<Vec<String>> {
+        let cols: Vec<String> = match (self.rels)(table)? {
+            Some(e) => e.columns.iter().map(|c| c.name.clone()).collect(),
+            None => crate::views::schema(table)
+                .map(|v| v.into_iter().map(|(n, _)| n).collect())
+                .unwrap_or_default(),
+        };
+        let q = strata_engine::temp::bare(alias);
+        Ok(cols
+            .into_iter()
+            .map(|c| match qualify {
+                true => format!("{q}.{}", ident(&c)),
+                false => ident(&c),
+            })
+            .collect())
+    }
+
+    fn filter_line(&mut self, s: &mut Shown, what: &str, e: Option<&Expr>, names: &[String]) {
+        if let Some(e) = e {
+            let text = self.expr(e, names).unwrap_or_else(|_| "?".into());
+            s.details.push(format!("{what}: {text}"));
+        }
+    }
+}
+
+impl Explainer<'_> {
+    /// `t`, or `t a` when the alias differs; VERBOSE qualifies the table with its
+    /// schema (`public.t`, `pg_temp.t`).
+    fn on_name(&self, table: &str, alias: &str) -> String {
+        let (t, a) = (
+            strata_engine::temp::bare(table),
+            strata_engine::temp::bare(alias),
+        );
+        let schema = match t.len() == table.len() {
+            true => "public",
+            false => "pg_temp",
+        };
+        let shown = match self.verbose {
+            true => format!("{schema}.{}", ident(t)),
+            false => ident(t),
+        };
+        match t == a {
+            true => shown,
+            false => format!("{shown} {}", ident(a)),
+        }
+    }
+}
+
+fn join_title(method: &str, kind: JoinKind) -> String {
+    let k = match kind {
+        JoinKind::Inner => "",
+        JoinKind::Left => " Left",
+        JoinKind::Right => " Right",
+        JoinKind::Full => " Full",
+    };
+    match (method, kind) {
+        ("Nested Loop", JoinKind::Inner) => "Nested Loop".into(),
+        ("Nested Loop", _) => format!("Nested Loop{k} Join"),
+        (m, _) => format!("{m}{k} Join"),
+    }
+}
+
+fn and_text(mut parts: Vec<String>) -> String {
+    match parts.len() {
+        1 => parts.remove(0),
+        _ => format!("({})", parts.join(" AND ")),
+    }
+}
+
+fn direction(desc: bool, nulls_first: bool) -> String {
+    match (desc, nulls_first) {
+        (false, false) | (true, true) => if desc { " DESC" } else { "" }.into(),
+        (false, true) => " NULLS FIRST".into(),
+        (true, false) => " DESC NULLS LAST".into(),
+    }
+}
+
+fn sort_keys(keys: &[SortSpec], names: &[String]) -> String {
+    keys.iter()
+        .map(|k| {
+            let n = names.get(k.col).cloned().unwrap_or_else(|| "?".into());
+            n + &direction(k.desc, k.nulls_first)
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Whether a shown column is a plain (possibly qualified) column name.
+fn plain_column(n: &str) -> bool {
+    n.chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == '"')
+        && n.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '"' | '*'))
+}
+
+/// A name as PostgreSQL quotes it: bare if lower-case letters, digits and `_`.
+fn ident(n: &str) -> String {
+    let plain = n
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+        && n.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if plain {
+        n.to_string()
+    } else {
+        format!("\"{}\"", n.replace('"', "\"\""))
+    }
+}
+
+/// A constant as PostgreSQL deparses it (explain rule 3).
+fn constant(d: &Datum) -> String {
+    let quoted = |s: &str, t: &str| format!("'{}'::{t}", s.replace('\'', "''"));
+    let text = d.to_text().unwrap_or_default();
+    match d {
+        Datum::Null => "NULL".into(),
+        Datum::Bool(b) => b.to_string(),
+        Datum::Int4(v) if *v >= 0 => text,
+        Datum::Int4(_) => quoted(&text, "integer"),
+        // Strata coerces an integer literal to the other side's type where
+        // PostgreSQL keeps it an integer under a cross-type operator.
+        Datum::Int2(v) if *v >= 0 => text,
+        Datum::Int8(v) if (0..=i64::from(i32::MAX)).contains(v) => text,
+        Datum::Int2(_) => quoted(&text, "smallint"),
+        Datum::Int8(_) => quoted(&text, "bigint"),
+        Datum::Numeric(_) if !text.starts_with('-') && text.contains('.') => text,
+        Datum::Numeric(_) => quoted(&text, "numeric"),
+        Datum::Float8(_) => quoted(&text, "double precision"),
+        Datum::Float4(_) => quoted(&text, "real"),
+        Datum::Text(_) => quoted(&text, "text"),
+        Datum::Date(_) => quoted(&text, "date"),
+        Datum::Timestamp(_) => quoted(&text, "timestamp without time zone"),
+        Datum::TimestampTz(_) => quoted(&text, "timestamp with time zone"),
+        Datum::Interval(_) => quoted(&text, "interval"),
+        Datum::Time(_) => quoted(&text, "time without time zone"),
+        Datum::Uuid(_) => quoted(&text, "uuid"),
+        Datum::Bytea(_) => quoted(&text, "bytea"),
+        _ => quoted(&text, "unknown"),
+    }
+}
+
+fn func_name(f: Func) -> String {
+    match f {
+        Func::BpcharText => "text".into(),
+        Func::Now => "now".into(),
+        other => {
+            let dbg = format!("{other:?}");
+            let mut out = String::new();
+            for (i, c) in dbg.chars().enumerate() {
+                if c.is_ascii_uppercase() && i > 0 {
+                    out.push('_');
+                }
+                out.push(c.to_ascii_lowercase());
+            }
+            out
+        }
+    }
+}
+
+impl Explainer<'_> {
+    /// An expression over a row whose columns are `names` (explain rule 3).
+    fn expr(&mut self, e: &Expr, names: &[String]) -> SqlResult<String> {
+        let sub = |me: &mut Self, x: &Expr| me.expr(x, names);
+        Ok(match e {
+            Expr::Const(d) => constant(d),
+            Expr::Col(i) => names.get(*i).cloned().unwrap_or_else(|| "?".into()),
+            Expr::Param(i) => format!("${}", i + 1),
+            Expr::Bin(a, op, b) => {
+                format!("({} {} {})", sub(self, a)?, op.symbol(), sub(self, b)?)
+            }
+            Expr::Bool(op, xs) => {
+                let parts = xs
+                    .iter()
+                    .map(|x| sub(self, x))
+                    .collect::<SqlResult<Vec<_>>>()?;
+                format!("({})", parts.join(&format!(" {} ", op.symbol())))
+            }
+            Expr::Not(x) => format!("(NOT {})", sub(self, x)?),
+            Expr::Neg(x) => format!("(- {})", sub(self, x)?),
+            Expr::IsNull(x, not) => {
+                let w = if *not { "IS NOT NULL" } else { "IS NULL" };
+                format!("({} {w})", sub(self, x)?)
+            }
+            Expr::InList(x, list, not) => {
+                let l = sub(self, x)?;
+                let parts = list
+                    .iter()
+                    .map(|v| {
+                        Ok(format!(
+                            "({l} {} {})",
+                            if *not { "<>" } else { "=" },
+                            sub(self, v)?
+                        ))
+                    })
+                    .collect::<SqlResult<Vec<_>>>()?;
+                format!("({})", parts.join(if *not { " AND " } else { " OR " }))
+            }
+            Expr::Cast(x, t) => match &**x {
+                // An integer literal Strata widened where PostgreSQL's cross-type
+                // operator keeps it as written.
+                Expr::Const(d @ (Datum::Int2(_) | Datum::Int4(_) | Datum::Int8(_)))
+                    if t.is_int() && *t != crate::SqlType::Numeric =>
+                {
+                    constant(d)
+                }
+                Expr::Const(d) => format!("'{}'::{}", d.to_text().unwrap_or_default(), t.name()),
+                _ => format!("({})::{}", sub(self, x)?, t.name()),
+            },
+            Expr::Fit(x, _) => sub(self, x)?,
+            Expr::Call(Func::BpcharText, args) => match args.first() {
+                Some(a) => format!("({})::text", sub(self, a)?),
+                None => "text()".into(),
+            },
+            Expr::Call(f, args) => {
+                let parts = args
+                    .iter()
+                    .map(|x| sub(self, x))
+                    .collect::<SqlResult<Vec<_>>>()?;
+                format!("{}({})", func_name(*f), parts.join(", "))
+            }
+            Expr::Agg(i) => format!("agg{i}"),
+            Expr::Outer(level, col) => {
+                let n = self.outer.len();
+                n.checked_sub(*level)
+                    .and_then(|i| self.outer.get(i))
+                    .and_then(|r| r.get(*col))
+                    .cloned()
+                    .unwrap_or_else(|| "?".into())
+            }
+            Expr::SubLink(l) => self.sublink(l, names)?,
+            Expr::Window(n) => format!("window{n}"),
+            Expr::Special(s) => self.special(s, names)?,
+        })
+    }
+
+    fn special(&mut self, s: &Special, names: &[String]) -> SqlResult<String> {
+        let list = |me: &mut Self, xs: &[Expr]| -> SqlResult<String> {
+            Ok(xs
+                .iter()
+                .map(|x| me.expr(x, names))
+                .collect::<SqlResult<Vec<_>>>()?
+                .join(", "))
+        };
+        Ok(match s {
+            Special::Case { whens, default } => {
+                let mut out = String::from("CASE");
+                for (c, v) in whens {
+                    out += &format!(
+                        " WHEN {} THEN {}",
+                        self.expr(c, names)?,
+                        self.expr(v, names)?
+                    );
+                }
+                format!("{out} ELSE {} END", self.expr(default, names)?)
+            }
+            Special::Coalesce(xs) => format!("COALESCE({})", list(self, xs)?),
+            Special::NullIf(a, b) => {
+                format!("NULLIF({}, {})", self.expr(a, names)?, self.expr(b, names)?)
+            }
+            Special::Extreme(xs, least) => {
+                let f = if *least { "LEAST" } else { "GREATEST" };
+                format!("{f}({})", list(self, xs)?)
+            }
+            Special::Distinct(a, b, not) => {
+                let w = if *not {
+                    "IS NOT DISTINCT FROM"
+                } else {
+                    "IS DISTINCT FROM"
+                };
+                format!("({} {w} {})", self.expr(a, names)?, self.expr(b, names)?)
+            }
+            Special::BoolTest(x, want, not) => {
+                let v = match want {
+                    Some(true) => "TRUE",
+                    Some(false) => "FALSE",
+                    None => "UNKNOWN",
+                };
+                let n = if *not { "NOT " } else { "" };
+                format!("({} IS {n}{v})", self.expr(x, names)?)
+            }
+            Special::Like {
+                expr,
+                pattern,
+                fold,
+                negated,
+                ..
+            } => {
+                let op = match (fold, negated) {
+                    (false, false) => "~~",
+                    (false, true) => "!~~",
+                    (true, false) => "~~*",
+                    (true, true) => "!~~*",
+                };
+                format!(
+                    "({} {op} {})",
+                    self.expr(expr, names)?,
+                    self.expr(pattern, names)?
+                )
+            }
+        })
+    }
+
+    fn agg(&mut self, a: &Agg, names: &[String]) -> SqlResult<String> {
+        let f = match a.func {
+            AggFunc::CountStar => return Ok(self.agg_filter("count(*)".into(), a, names)),
+            AggFunc::Count => "count",
+            AggFunc::Sum => "sum",
+            AggFunc::Min => "min",
+            AggFunc::Max => "max",
+            AggFunc::Avg => "avg",
+            AggFunc::BoolAnd => "bool_and",
+            AggFunc::BoolOr => "bool_or",
+            AggFunc::StringAgg => "string_agg",
+        };
+        let mut args = Vec::new();
+        if let Some(x) = &a.arg {
+            args.push(self.expr(x, names)?);
+        }
+        if let Some(d) = &a.delim {
+            args.push(self.expr(d, names)?);
+        }
+        let d = if a.distinct { "DISTINCT " } else { "" };
+        let text = format!("{f}({d}{})", args.join(", "));
+        Ok(self.agg_filter(text, a, names))
+    }
+
+    fn agg_filter(&mut self, text: String, a: &Agg, names: &[String]) -> String {
+        match &a.filter {
+            Some(f) => {
+                let c = self.expr(f, names).unwrap_or_else(|_| "?".into());
+                format!("{text} FILTER (WHERE {c})")
+            }
+            None => text,
+        }
+    }
+
+    /// Explain rule 4: a subquery's plan, numbered, and what stands for its value.
+    fn sublink(&mut self, l: &SubLink, names: &[String]) -> SqlResult<String> {
+        let plan = crate::planner::plan(&l.query, self.rels)?;
+        let n = self.next_plan;
+        self.next_plan += 1;
+        let (inits, subs) = (
+            std::mem::take(&mut self.pending_inits),
+            std::mem::take(&mut self.pending_subs),
+        );
+        let scan = self.scan.take();
+        self.outer
+            .push(scan.clone().unwrap_or_else(|| names.to_vec()));
+        let shown = self.node(&plan);
+        self.outer.pop();
+        self.scan = scan;
+        self.pending_inits = inits;
+        self.pending_subs = subs;
+        let (shown, _) = shown?;
+        let hashed = !l.correlated && matches!(l.kind, SubKind::Quantified { all: false, .. });
+        if !l.correlated && !hashed {
+            let k = self.next_param;
+            self.next_param += 1;
+            self.pending_inits
+                .push((format!("InitPlan {n} (returns ${k})"), shown));
+            return Ok(format!("${k}"));
+        }
+        let label = match hashed {
+            true => format!("hashed SubPlan {n}"),
+            false => format!("SubPlan {n}"),
+        };
+        self.pending_subs.push((format!("SubPlan {n}"), shown));
+        Ok(match &l.kind {
+            SubKind::Quantified { lhs, .. } => {
+                let _ = self.expr(lhs, names)?;
+                format!("({label})")
+            }
+            _ => format!("({label})"),
+        })
+    }
+}
