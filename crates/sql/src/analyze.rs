@@ -29,8 +29,10 @@
 //!    after the visible ones, which the planner removes after sorting (42P10 for
 //!    SELECT DISTINCT, as PostgreSQL). DISTINCT ON keys are taken the same way.
 //! 5. A set operation's two sides have as many columns (42601) and each column
-//!    resolves to their common type (conditional rule 1); its output names are the
-//!    left side's; its ORDER BY names output columns only.
+//!    resolves to their common type (conditional rule 1); an untyped literal in a
+//!    leaf SELECT's list takes the other side's type (`SELECT '1' UNION SELECT 2` is
+//!    integer; two untyped sides are text), as PostgreSQL resolves them. Its output
+//!    names are the left side's; its ORDER BY names output columns only.
 //! 6. Each relation read is recorded with the columns read ([`Query::reads`]), so
 //!    privileges are checked over the whole tree before it runs.
 //! 7. A LATERAL subquery standing alone in the FROM list, or as a join's right side,
@@ -362,8 +364,11 @@ impl Binder {
             ast::SetQuantifier::Distinct | ast::SetQuantifier::None => false,
             other => return Err(SqlError::unsupported(format!("{word} {other}"))),
         };
+        self.set_leaf = matches!(left, ast::SetExpr::Select(_));
         let (l, lcols) = self.set_tree(left, ctx, reads)?;
+        self.set_leaf = matches!(right, ast::SetExpr::Select(_));
         let (r, rcols) = self.set_tree(right, ctx, reads)?;
+        self.set_leaf = false;
         if lcols.len() != rcols.len() {
             return Err(SqlError::syntax(format!(
                 "each {word} query must have the same number of columns"
@@ -372,7 +377,10 @@ impl Binder {
         let mut types = Vec::with_capacity(lcols.len());
         let mut cols = Vec::with_capacity(lcols.len());
         for ((n, lt), (_, rt)) in lcols.iter().zip(&rcols) {
-            let t = common_type(&[*lt, *rt], word)?;
+            let t = match common_type(&[*lt, *rt], word)? {
+                SqlType::Unknown => SqlType::Text, // both untyped: text
+                t => t,
+            };
             types.push(t);
             cols.push((n.clone(), t));
         }
@@ -447,6 +455,21 @@ impl Binder {
         reads: &mut Vec<(String, Vec<usize>)>,
     ) -> SqlResult<((Select, Vec<SortSpec>), Columns)> {
         refuse_select_clauses(sel)?;
+        let leaf = std::mem::take(&mut self.set_leaf);
+        let outer_keep = std::mem::replace(&mut self.keep_unknown, false);
+        let r = self.select_parts_in(sel, order_by, ctx, reads, leaf);
+        self.keep_unknown = outer_keep;
+        r
+    }
+
+    fn select_parts_in(
+        &mut self,
+        sel: &ast::Select,
+        order_by: Option<&ast::OrderBy>,
+        ctx: &Scope<'_>,
+        reads: &mut Vec<(String, Vec<usize>)>,
+        leaf: bool,
+    ) -> SqlResult<((Select, Vec<SortSpec>), Columns)> {
         let from = self.range_table(&sel.from, ctx)?;
         reads.extend(from.reads.iter().cloned());
         let scope = &from.scope;
@@ -456,7 +479,10 @@ impl Binder {
         };
         let mut aggs = Vec::new();
         self.wins = Some(Vec::new());
-        let (mut targets, columns) = self.projection_list(&sel.projection, scope, &mut aggs)?;
+        self.keep_unknown = leaf;
+        let projected = self.projection_list(&sel.projection, scope, &mut aggs);
+        self.keep_unknown = false;
+        let (mut targets, columns) = projected?;
         let wins = self.wins.take();
         let keys = self.group_keys(&sel.group_by, scope, &sel.projection, &targets)?;
         let having = match &sel.having {

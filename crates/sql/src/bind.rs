@@ -431,6 +431,10 @@ pub struct Binder {
     /// The window functions of the select list being bound (None where they are
     /// not allowed: window rule 4).
     pub(crate) wins: Option<Vec<crate::window::WinFunc>>,
+    /// The SELECT being analyzed is a leaf of a set operation (analyze rule 5).
+    pub(crate) set_leaf: bool,
+    /// Its select list keeps untyped literals untyped, for the set operation.
+    pub(crate) keep_unknown: bool,
     /// The WINDOW clause of the SELECT being bound, each definition resolved.
     pub(crate) named_wins: Vec<(String, sqlparser::ast::WindowSpec)>,
 }
@@ -1233,7 +1237,12 @@ impl Binder {
                 ast::SelectItem::UnnamedExpr(e)
                 | ast::SelectItem::ExprWithAlias { expr: e, .. } => {
                     let (b, t) = self.expr_in(scope, e, &mut Some(&mut *aggs))?;
-                    let (b, t) = self.settle(b, t);
+                    // A set operation resolves its leaves' untyped literals (analyze
+                    // rule 5).
+                    let (b, t) = match self.keep_unknown && !matches!(b, Expr::Param(_)) {
+                        true => (b, t),
+                        false => self.settle(b, t),
+                    };
                     let name = match it {
                         ast::SelectItem::ExprWithAlias { alias, .. } => super::ident_name(alias),
                         _ => default_name(e),

@@ -765,7 +765,11 @@ impl Explainer<'_> {
                 {
                     constant(d)
                 }
-                Expr::Const(d) => format!("'{}'::{}", d.to_text().unwrap_or_default(), t.name()),
+                // PostgreSQL folds a cast of a constant when it plans.
+                Expr::Const(d) => match crate::bind::cast_datum(d.clone(), *t) {
+                    Ok(v) if !v.is_null() => constant(&v),
+                    _ => format!("'{}'::{}", d.to_text().unwrap_or_default(), t.name()),
+                },
                 _ => format!("({})::{}", sub(self, x)?, t.name()),
             },
             Expr::Fit(x, _) => sub(self, x)?,

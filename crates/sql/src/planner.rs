@@ -220,23 +220,40 @@ fn set_tree(t: &SetTree, rels: &Relations<'_>) -> SqlResult<Plan> {
     })
 }
 
-/// A set operation side's columns cast to the common types (planner rule 5).
+/// A set operation side's columns cast to the common types (planner rule 5). A
+/// side that is a projection takes the casts into it, a constant's folded (an
+/// untyped literal becomes a constant of the common type, as PostgreSQL plans it).
 fn cast_to(p: Plan, from: &[SqlType], to: &[SqlType]) -> Plan {
     if from.iter().zip(to).all(|(a, b)| a == b) && from.len() == to.len() {
         return p;
     }
-    let exprs = to
-        .iter()
-        .enumerate()
-        .map(|(i, t)| match from.get(i) {
-            Some(f) if f == t => Expr::Col(i),
-            Some(SqlType::Bpchar) if *t == SqlType::Text => crate::bind::bpchar_text(Expr::Col(i)),
-            _ => Expr::Cast(Box::new(Expr::Col(i)), *t),
-        })
-        .collect();
-    Plan::Project {
-        input: Box::new(p),
-        exprs,
+    let cast = |i: usize, t: &SqlType, x: Expr| match (from.get(i), x) {
+        (Some(f), x) if f == t => x,
+        (Some(SqlType::Bpchar), x) if *t == SqlType::Text => crate::bind::bpchar_text(x),
+        (_, Expr::Const(d)) => match crate::bind::cast_datum(d.clone(), *t) {
+            Ok(v) => Expr::Const(v),
+            Err(_) => Expr::Cast(Box::new(Expr::Const(d)), *t),
+        },
+        (_, x) => Expr::Cast(Box::new(x), *t),
+    };
+    match p {
+        Plan::Project { input, exprs } if exprs.len() == to.len() => Plan::Project {
+            input,
+            exprs: exprs
+                .into_iter()
+                .zip(to)
+                .enumerate()
+                .map(|(i, (x, t))| cast(i, t, x))
+                .collect(),
+        },
+        p => Plan::Project {
+            input: Box::new(p),
+            exprs: to
+                .iter()
+                .enumerate()
+                .map(|(i, t)| cast(i, t, Expr::Col(i)))
+                .collect(),
+        },
     }
 }
 

@@ -102,6 +102,23 @@ fn grouping_distinct_and_set_operations_give_postgres_rows() {
         assert_eq!(rows(s, e), ["3", "4"]);
         let mixed = "SELECT 1 UNION SELECT 2.5 ORDER BY 1";
         assert_eq!(rows(s, mixed), ["1", "2.5"]);
+        // Untyped literals take the other side's type (analyze rule 5).
+        assert_eq!(
+            rows(s, "SELECT '42' UNION ALL SELECT 43 ORDER BY 1"),
+            ["42", "43"]
+        );
+        assert_eq!(
+            rows(
+                s,
+                "SELECT x + 1 FROM (SELECT '1' AS x UNION ALL SELECT 2) t ORDER BY 1"
+            ),
+            ["2", "3"]
+        );
+        assert_eq!(codes(s, "SELECT 'x' UNION SELECT 1"), ["22P02"]);
+        assert_eq!(
+            codes(s, "SELECT '1' UNION SELECT '2' UNION SELECT 3"),
+            ["42804"]
+        );
     });
 }
 
