@@ -931,12 +931,6 @@ impl Explainer<'_> {
             false => format!("SubPlan {n}"),
         };
         self.pending_subs.push((format!("SubPlan {n}"), shown));
-        Ok(match &l.kind {
-            SubKind::Quantified { lhs, .. } => {
-                let _ = self.expr(lhs, names)?;
-                format!("({label})")
-            }
-            _ => format!("({label})"),
-        })
+        Ok(format!("({label})"))
     }
 }

@@ -512,12 +512,10 @@ pub fn bounds(
         dir: w.order.first().map_or((false, false), |(_, d, n)| (*d, *n)),
         ..Bounds::default()
     };
-    for (k, end) in keys.iter().enumerate().map(|(i, k)| (k, i)) {
-        let new = b.groups.last().is_none_or(|&(s, _)| keys[s] != *k);
-        if new {
-            b.groups.push((end, end + 1));
-        } else if let Some(g) = b.groups.last_mut() {
-            g.1 = end + 1;
+    for (i, k) in keys.iter().enumerate() {
+        match b.groups.last_mut() {
+            Some(g) if keys[g.0] == *k => g.1 = i + 1,
+            _ => b.groups.push((i, i + 1)),
         }
         b.group.push(b.groups.len() - 1);
     }
