@@ -15,6 +15,7 @@
 //!   `pg_basebackup -R`), side by side with PostgreSQL 15;
 //! - [`pgbench`]: PostgreSQL's pgbench against both engines, side by side;
 //! - [`copy`]: COPY FROM STDIN in CopyData messages of several sizes, side by side;
+//! - [`queries`]: TPC-H's 22 queries side by side, its data and text from [`tpch`];
 //! - [`crash`]: SIGKILL and power-loss crash tests.
 //!
 //! Each benchmark returns `Vec<Record>`. The dependencies only benchmarks use
@@ -31,9 +32,11 @@ pub mod crash;
 pub mod measure;
 pub mod pgbench;
 mod plot;
+pub mod queries;
 pub mod replay;
 pub mod seeds;
 pub mod standby;
+pub mod tpch;
 pub mod workloads;
 
 use clap::Subcommand;
@@ -65,6 +68,9 @@ pub enum BenchCommand {
     /// 15: lag after B's drops and a stream of inserts, a remote_apply commit of C,
     /// the replay of A's DROP DATABASE; lag over time with --plot.
     Standby(standby::Args),
+    /// TPC-H's 22 queries (data generated in process by tpchgen) against PostgreSQL
+    /// 15: each engine's time (least of --runs), the rows compared, the geometric mean.
+    Queries(queries::Args),
 }
 
 #[derive(clap::Args)]
@@ -122,6 +128,13 @@ pub fn run(cmd: BenchCommand) -> Result<(), String> {
         }
         BenchCommand::Copy(args) => {
             let records = copy::run(&args)?;
+            if let Some(path) = &args.json {
+                write_json(path, &records)?;
+            }
+            Ok(())
+        }
+        BenchCommand::Queries(args) => {
+            let records = queries::run(&args)?;
             if let Some(path) = &args.json {
                 write_json(path, &records)?;
             }

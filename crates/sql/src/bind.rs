@@ -185,6 +185,12 @@ pub enum Func {
     /// rtrim1, the bpchar-to-text cast). Bound where bpchar meets text or is
     /// compared ([`SqlType::Bpchar`]); never named in SQL.
     BpcharText,
+    /// EXTRACT(field FROM x): numeric (`extract` rules).
+    Extract(crate::extract::Field),
+    /// date_part('field', x): double precision.
+    DatePart(crate::extract::Field),
+    /// substring(x FROM a FOR b), substr(x, a[, b]).
+    Substr,
 }
 
 /// `e` (of type [`SqlType::Bpchar`]) as text, its trailing spaces removed.
@@ -771,6 +777,7 @@ impl Binder {
             }
             E::Interval(iv) => self.interval(scope, iv, aggs),
             E::Function(f) => self.function(scope, f, aggs),
+            E::Extract { .. } | E::Substring { .. } => self.extract_or_substring(scope, e, aggs),
             other => match self.special(scope, other, aggs)? {
                 Some(x) => Ok(x),
                 None if let Some(x) = self.sublink(scope, other, aggs)? => Ok(x),
@@ -1149,6 +1156,20 @@ impl Binder {
         for a in &args {
             bound.push(self.expr_in(scope, a, aggs)?);
         }
+        match (name.as_str(), bound.len()) {
+            ("substr" | "substring", 2 | 3) => return self.substr(bound),
+            ("date_part", 2) => {
+                let Expr::Const(Datum::Text(field)) = &bound[0].0 else {
+                    return Err(SqlError::unsupported(
+                        "date_part with a field that is not a constant",
+                    ));
+                };
+                let f = crate::extract::Field::parse(field)?;
+                let x = bound.pop().expect("two arguments");
+                return self.extract(Func::DatePart(f), x);
+            }
+            _ => {}
+        }
         let (func, params, ret) = scalar_signature(&name, &bound)?;
         if bound.len() != params.len() {
             return Err(SqlError::new(
@@ -1174,6 +1195,81 @@ impl Binder {
             out.push(self.coerce(e, t, *p)?);
         }
         Ok((Expr::Call(func, out), ret))
+    }
+
+    /// EXTRACT(field FROM x) and substring(x FROM a FOR b).
+    fn extract_or_substring(
+        &mut self,
+        scope: &Scope,
+        e: &ast::Expr,
+        aggs: &mut Option<&mut Vec<Agg>>,
+    ) -> SqlResult<(Expr, SqlType)> {
+        match e {
+            ast::Expr::Extract { field, expr, .. } => {
+                let field = crate::extract::Field::parse(&field.to_string())?;
+                let x = self.expr_in(scope, expr, aggs)?;
+                self.extract(Func::Extract(field), x)
+            }
+            ast::Expr::Substring {
+                expr,
+                substring_from,
+                substring_for,
+                ..
+            } => {
+                let mut args = vec![self.expr_in(scope, expr, aggs)?];
+                match substring_from {
+                    Some(f) => args.push(self.expr_in(scope, f, aggs)?),
+                    None => args.push((Expr::Const(Datum::Int4(1)), SqlType::Int4)),
+                }
+                if let Some(f) = substring_for {
+                    args.push(self.expr_in(scope, f, aggs)?);
+                }
+                self.substr(args)
+            }
+            _ => unreachable!("called for EXTRACT and SUBSTRING"),
+        }
+    }
+
+    /// EXTRACT / date_part over a date or timestamp (an untyped literal taken as a
+    /// timestamp).
+    fn extract(&mut self, f: Func, (x, t): (Expr, SqlType)) -> SqlResult<(Expr, SqlType)> {
+        let x = match t {
+            SqlType::Date | SqlType::Timestamp | SqlType::TimestampTz => x,
+            SqlType::Unknown => self.coerce(x, t, SqlType::Timestamp)?,
+            other => {
+                return Err(SqlError::new(
+                    "42883",
+                    format!("function extract(unknown, {}) does not exist", other.name()),
+                )
+                .with_hint("You might need to add explicit type casts."))
+            }
+        };
+        let ret = match f {
+            Func::Extract(_) => SqlType::Numeric,
+            _ => SqlType::Float8,
+        };
+        Ok((Expr::Call(f, vec![x]), ret))
+    }
+
+    /// substring / substr: text, start, optional length (integers).
+    fn substr(&mut self, args: Vec<(Expr, SqlType)>) -> SqlResult<(Expr, SqlType)> {
+        let mut out = Vec::new();
+        for (i, (e, t)) in args.into_iter().enumerate() {
+            let want = if i == 0 { SqlType::Text } else { SqlType::Int4 };
+            let ok = t == want
+                || t == SqlType::Unknown
+                || (i == 0 && t == SqlType::Bpchar)
+                || (i > 0 && matches!(t, SqlType::Int2));
+            if !ok {
+                return Err(SqlError::new(
+                    "42883",
+                    format!("function substring({}) does not exist", t.name()),
+                )
+                .with_hint("You might need to add explicit type casts."));
+            }
+            out.push(self.coerce(e, t, want)?);
+        }
+        Ok((Expr::Call(Func::Substr, out), SqlType::Text))
     }
 
     /// A DML statement's RETURNING list over its table's row: the bound items and
@@ -1770,6 +1866,8 @@ pub(crate) fn default_name(mut e: &ast::Expr) -> String {
         ast::Expr::Cast { data_type, .. } => cast_column_name(data_type),
         ast::Expr::Case { .. } => "case".into(),
         ast::Expr::Exists { .. } => "exists".into(),
+        ast::Expr::Extract { .. } => "extract".into(),
+        ast::Expr::Substring { .. } => "substring".into(),
         // A scalar subquery is named by its one column (PostgreSQL's FigureColname).
         ast::Expr::Subquery(q) => match &*q.body {
             ast::SetExpr::Select(s) => match s.projection.as_slice() {
@@ -2190,9 +2288,14 @@ fn call(f: Func, vals: &[Datum], r: &Row<'_>) -> SqlResult<Datum> {
         },
         Func::CurrentUser => Datum::Text(r.env.current_user()),
         Func::SessionUser => Datum::Text(r.env.session_user()),
-        Func::BpcharText | Func::Length | Func::Lower | Func::Upper | Func::Repeat => {
-            string_call(f, vals)?
-        }
+        Func::BpcharText
+        | Func::Length
+        | Func::Lower
+        | Func::Upper
+        | Func::Repeat
+        | Func::Substr => string_call(f, vals)?,
+        Func::Extract(field) => crate::extract::extract(field, &vals[0], true)?,
+        Func::DatePart(field) => crate::extract::extract(field, &vals[0], false)?,
         Func::Now => Datum::TimestampTz(r.env.xact_start_us()),
         Func::Clock => Datum::TimestampTz(crate::time::now_us()),
         Func::LocalTimestamp => Datum::Timestamp(r.env.xact_start_us()),
@@ -2205,6 +2308,37 @@ fn call(f: Func, vals: &[Datum], r: &Row<'_>) -> SqlResult<Datum> {
             sequence_call(f, vals, r.env)?
         }
     })
+}
+
+/// substring(t FROM start [FOR count]) as PostgreSQL's: 1-based, a start before 1
+/// counting toward the length, a negative count 22011.
+fn substring(vals: &[Datum]) -> SqlResult<Datum> {
+    let Datum::Text(t) = &vals[0] else {
+        return Ok(Datum::Null);
+    };
+    let Datum::Int4(start) = vals[1] else {
+        return Ok(Datum::Null);
+    };
+    let start = i64::from(start);
+    let end = match vals.get(2) {
+        None => i64::MAX,
+        Some(Datum::Int4(n)) if *n < 0 => {
+            return Err(SqlError::new(
+                "22011",
+                "negative substring length not allowed",
+            ))
+        }
+        Some(Datum::Int4(n)) => start.saturating_add(i64::from(*n)),
+        Some(_) => return Ok(Datum::Null),
+    };
+    let from = start.max(1) - 1;
+    let to = end.saturating_sub(1).max(from);
+    let out: String = t
+        .chars()
+        .skip(from as usize)
+        .take(usize::try_from(to - from).unwrap_or(usize::MAX))
+        .collect();
+    Ok(Datum::Text(out))
 }
 
 /// The string functions: their results' sizes checked before they are allocated
@@ -2255,6 +2389,7 @@ fn string_call(f: Func, vals: &[Datum]) -> SqlResult<Datum> {
             }
             _ => Datum::Null,
         },
+        Func::Substr => substring(vals)?,
         _ => unreachable!("string_call takes string functions"),
     })
 }

@@ -420,7 +420,7 @@ impl Explainer<'_> {
         filter: Option<&Expr>,
         names: &[String],
     ) -> SqlResult<Shown> {
-        let entry = (self.rels)(table)?;
+        let entry = self.rels.entry(table)?;
         let ix_cols = entry
             .as_ref()
             .and_then(|e| e.indexes.iter().find(|ix| ix.name == path.index))
@@ -560,7 +560,7 @@ impl Explainer<'_> {
 
     /// A table's columns as expressions name them (explain rule 3).
     fn table_names(&self, table: &str, alias: &str, qualify: bool) -> SqlResult<Vec<String>> {
-        let cols: Vec<String> = match (self.rels)(table)? {
+        let cols: Vec<String> = match self.rels.entry(table)? {
             Some(e) => e.columns.iter().map(|c| c.name.clone()).collect(),
             None => crate::views::schema(table)
                 .map(|v| v.into_iter().map(|(n, _)| n).collect())
@@ -705,6 +705,8 @@ fn func_name(f: Func) -> String {
     match f {
         Func::BpcharText => "text".into(),
         Func::Now => "now".into(),
+        Func::DatePart(_) => "date_part".into(),
+        Func::Substr => "\"substring\"".into(),
         other => {
             let dbg = format!("{other:?}");
             let mut out = String::new();
@@ -777,6 +779,9 @@ impl Explainer<'_> {
                 Some(a) => format!("({})::text", sub(self, a)?),
                 None => "text()".into(),
             },
+            Expr::Call(Func::Extract(field), args) if args.len() == 1 => {
+                format!("EXTRACT({} FROM {})", field.name(), sub(self, &args[0])?)
+            }
             Expr::Call(f, args) => {
                 let parts = args
                     .iter()

@@ -60,12 +60,15 @@ pub mod cte;
 mod ddl;
 #[cfg(test)]
 mod defect_tests;
+mod estimate;
 pub mod executor;
 pub mod explain;
+pub mod extract;
 #[cfg(test)]
 mod fuzz_tests;
 pub mod grants;
 pub mod interval;
+mod joinorder;
 pub mod numeric;
 pub mod plan;
 pub mod planner;

@@ -31,8 +31,25 @@ use crate::bind::{Agg, BinOp, Expr};
 use crate::plan::IndexPath;
 use crate::{SqlResult, SqlType};
 
-/// Gives a table's catalog entry (None: a system view or no such table).
-pub type Relations<'a> = dyn Fn(&str) -> SqlResult<Option<strata_engine::RelEntry>> + 'a;
+/// What the planner asks of the catalog.
+pub trait RelSource {
+    /// A table's catalog entry (None: a system view or no such table).
+    fn entry(&self, name: &str) -> SqlResult<Option<strata_engine::RelEntry>>;
+    /// A table's main-fork pages now, for estimates (`estimate` rule 1); 0 when
+    /// unknown.
+    fn pages(&self, _name: &str) -> u32 {
+        0
+    }
+}
+
+impl<F: Fn(&str) -> SqlResult<Option<strata_engine::RelEntry>>> RelSource for F {
+    fn entry(&self, name: &str) -> SqlResult<Option<strata_engine::RelEntry>> {
+        self(name)
+    }
+}
+
+/// The planner's catalog.
+pub type Relations<'a> = dyn RelSource + 'a;
 
 /// A physical plan node.
 #[derive(Clone, Debug)]
@@ -263,6 +280,7 @@ fn select(s: &Select, rels: &Relations<'_>) -> SqlResult<Plan> {
     if let Some(f) = &s.filter {
         split_and(f.clone(), &mut conjs);
     }
+    let conjs = conjs.into_iter().flat_map(factor_or).collect();
     let mut p = rel(&s.from, conjs, rels)?;
     if let Some(Grouping { keys, aggs, having }) = &s.grouping {
         p = Plan::Agg {
@@ -301,6 +319,64 @@ pub(crate) fn split_and(e: Expr, out: &mut Vec<Expr>) {
     }
 }
 
+/// `(A AND B) OR (A AND C)` as `A` and `B OR C` (planner rule 1, PostgreSQL's
+/// `find_duplicate_ors`): a conjunct every arm of an OR holds is a conjunct of its
+/// own, so a join condition inside every arm can drive a hash join.
+pub(crate) fn factor_or(e: Expr) -> Vec<Expr> {
+    let mut arms = Vec::new();
+    split_or(e, &mut arms);
+    if arms.len() < 2 {
+        return arms;
+    }
+    let mut arms: Vec<Vec<Expr>> = arms
+        .into_iter()
+        .map(|a| {
+            let mut v = Vec::new();
+            split_and(a, &mut v);
+            v
+        })
+        .collect();
+    let common: Vec<Expr> = arms[0]
+        .iter()
+        .filter(|c| arms[1..].iter().all(|a| a.contains(c)))
+        .cloned()
+        .collect();
+    if common.is_empty() {
+        let arms = arms.into_iter().map(and_of).collect();
+        return vec![Expr::Bool(BinOp::Or, arms)];
+    }
+    for a in &mut arms {
+        a.retain(|c| !common.contains(c));
+    }
+    let mut out = common;
+    // An arm left with nothing is TRUE: the OR holds whenever the common part does.
+    if arms.iter().all(|a| !a.is_empty()) {
+        out.push(Expr::Bool(
+            BinOp::Or,
+            arms.into_iter().map(and_of).collect(),
+        ));
+    }
+    out
+}
+
+fn split_or(e: Expr, out: &mut Vec<Expr>) {
+    match e {
+        Expr::Bool(BinOp::Or, l) => l.into_iter().for_each(|x| split_or(x, out)),
+        Expr::Bin(a, BinOp::Or, b) => {
+            split_or(*a, out);
+            split_or(*b, out);
+        }
+        e => out.push(e),
+    }
+}
+
+fn and_of(mut v: Vec<Expr>) -> Expr {
+    if v.len() == 1 {
+        return v.pop().expect("one");
+    }
+    Expr::Bool(BinOp::And, v)
+}
+
 /// How dear a conjunct is to test: none of its subqueries (0), uncorrelated ones
 /// run once (1), correlated ones run per row (2).
 fn cost_class(e: &Expr) -> u8 {
@@ -317,7 +393,7 @@ fn cost_class(e: &Expr) -> u8 {
 
 /// The conjuncts ANDed, the cheap ones first (planner rule 1): a correlated
 /// subquery runs only for the rows the others let through.
-fn and_all(mut conjs: Vec<Expr>) -> Option<Expr> {
+pub(crate) fn and_all(mut conjs: Vec<Expr>) -> Option<Expr> {
     conjs.sort_by_key(cost_class);
     match conjs.len() {
         0 => None,
@@ -340,7 +416,7 @@ fn col_span(e: &Expr) -> Option<(usize, usize)> {
 
 /// Whether `e` holds a correlated subquery (its outer references index the row
 /// `e` was bound over).
-fn has_correlated(e: &Expr) -> bool {
+pub(crate) fn has_correlated(e: &Expr) -> bool {
     let mut stack = vec![e];
     while let Some(e) = stack.pop() {
         if matches!(e, Expr::SubLink(l) if l.correlated) {
@@ -352,12 +428,12 @@ fn has_correlated(e: &Expr) -> bool {
 }
 
 /// Whether `e` reads only columns in `range` (or none).
-fn within(e: &Expr, range: std::ops::Range<usize>) -> bool {
+pub(crate) fn within(e: &Expr, range: std::ops::Range<usize>) -> bool {
     col_span(e).is_none_or(|(lo, hi)| range.contains(&lo) && range.contains(&hi))
 }
 
 /// `e` with every column shifted down by `by` (a conjunct moved to the right side).
-fn shift(e: Expr, by: usize) -> Expr {
+pub(crate) fn shift(e: Expr, by: usize) -> Expr {
     match e {
         Expr::Col(c) => Expr::Col(c - by),
         e => e
@@ -366,8 +442,56 @@ fn shift(e: Expr, by: usize) -> Expr {
     }
 }
 
+/// `e` with every column shifted up by `by` (a conjunct of a join nested at `by`).
+pub(crate) fn shift_up(e: Expr, by: usize) -> Expr {
+    match e {
+        Expr::Col(c) => Expr::Col(c + by),
+        e => e
+            .map_children(&mut |x| Ok(shift_up(x, by)))
+            .expect("shifting never fails"),
+    }
+}
+
+/// An inner join of `outer` and `inner` under `conds` (over the joined row): a hash
+/// join on the equalities between the sides, else a nested loop (planner rule 2).
+pub(crate) fn inner_join(
+    outer: Plan,
+    inner: Plan,
+    conds: Vec<Expr>,
+    widths: (usize, usize),
+) -> Plan {
+    let (mut okeys, mut ikeys, mut residual) = (Vec::new(), Vec::new(), Vec::new());
+    for c in conds {
+        match equi_key(&c, widths.0, widths.0 + widths.1) {
+            Some((o, i)) => {
+                okeys.push(o);
+                ikeys.push(i);
+            }
+            None => residual.push(c),
+        }
+    }
+    if okeys.is_empty() {
+        return Plan::NestLoop {
+            kind: JoinKind::Inner,
+            outer: Box::new(outer),
+            inner: Box::new(inner),
+            cond: and_all(residual),
+            widths,
+        };
+    }
+    Plan::HashJoin {
+        kind: JoinKind::Inner,
+        outer: Box::new(outer),
+        inner: Box::new(inner),
+        outer_keys: okeys,
+        inner_keys: ikeys,
+        residual: and_all(residual),
+        widths,
+    }
+}
+
 /// A rel with `conjs` (over its row) applied (planner rule 1).
-fn rel(r: &Rel, conjs: Vec<Expr>, rels: &Relations<'_>) -> SqlResult<Plan> {
+pub(crate) fn rel(r: &Rel, conjs: Vec<Expr>, rels: &Relations<'_>) -> SqlResult<Plan> {
     let filter = and_all(conjs.clone());
     Ok(match r {
         Rel::One => with_filter(Plan::Result, filter),
@@ -393,6 +517,7 @@ fn rel(r: &Rel, conjs: Vec<Expr>, rels: &Relations<'_>) -> SqlResult<Plan> {
             filter,
         ),
         Rel::Subquery(q) => with_filter(plan(q, rels)?, filter),
+        Rel::Join(j) if crate::joinorder::flattens(j) => crate::joinorder::plan(r, conjs, rels)?,
         Rel::Join(j) => join(j, conjs, rels)?,
         Rel::Lateral(_) => {
             return Err(crate::SqlError::unsupported(
@@ -415,7 +540,7 @@ fn rel(r: &Rel, conjs: Vec<Expr>, rels: &Relations<'_>) -> SqlResult<Plan> {
     })
 }
 
-fn with_filter(p: Plan, filter: Option<Expr>) -> Plan {
+pub(crate) fn with_filter(p: Plan, filter: Option<Expr>) -> Plan {
     match filter {
         Some(cond) => Plan::Filter {
             input: Box::new(p),
@@ -431,7 +556,7 @@ fn table_scan(
     filter: Option<Expr>,
     rels: &Relations<'_>,
 ) -> SqlResult<Plan> {
-    let path = match (&filter, rels(name)?) {
+    let path = match (&filter, rels.entry(name)?) {
         (Some(f), Some(entry)) => crate::plan::choose(Some(f), &entry.columns, &entry.indexes),
         _ => None,
     };

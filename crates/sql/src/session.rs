@@ -214,6 +214,18 @@ pub struct Registry {
 /// Asks one session to end.
 pub type Terminate = Box<dyn Fn() + Send>;
 
+/// The planner's view of the catalog through a session (its transaction's).
+struct PlannerCatalog<'s, 'e>(&'s Session<'e>);
+
+impl crate::planner::RelSource for PlannerCatalog<'_, '_> {
+    fn entry(&self, name: &str) -> SqlResult<Option<strata_engine::RelEntry>> {
+        self.0.planned_relation(name)
+    }
+    fn pages(&self, name: &str) -> u32 {
+        self.0.relation_pages(name)
+    }
+}
+
 /// A session's interrupt flags, set by other threads (CancelRequest,
 /// `pg_cancel_backend`, the connection closing, DROP DATABASE ... FORCE) and read by
 /// its backend between rows and while it waits for the writer lock.
@@ -2150,8 +2162,7 @@ impl<'e> Session<'e> {
             }
             Bound::Explain(q, verbose) => {
                 let plan = self.plan_query(&q)?;
-                let rels = |t: &str| self.planned_relation(t);
-                let lines = crate::explain::explain(&plan, &rels, verbose)?;
+                let lines = crate::explain::explain(&plan, &PlannerCatalog(self), verbose)?;
                 sink.columns(&[("QUERY PLAN".into(), SqlType::Text)])?;
                 let n = lines.len() as u64;
                 for l in lines {
@@ -2704,6 +2715,20 @@ impl<'e> Session<'e> {
     /// Runs an analyzed query: planned (`planner`), then executed (`executor`) with
     /// one snapshot, giving its result rows to `emit` as they are produced
     /// (session rule 9). Returns how many.
+    /// A table's main-fork pages now (the planner's estimates).
+    fn relation_pages(&self, t: &str) -> u32 {
+        let Ok(Some(entry)) = self.planned_relation(t) else {
+            return 0;
+        };
+        let Some(dbe) = self.engine.database(&self.db) else {
+            return 0;
+        };
+        self.engine
+            .smgr()
+            .nblocks(entry.key(&dbe), ForkNumber::Main)
+            .unwrap_or(0)
+    }
+
     /// A relation's entry for the planner (None: a system view).
     fn planned_relation(&self, t: &str) -> SqlResult<Option<strata_engine::RelEntry>> {
         if crate::views::schema(t).is_some() {
@@ -2713,8 +2738,7 @@ impl<'e> Session<'e> {
     }
 
     fn plan_query(&self, q: &Query) -> SqlResult<crate::planner::Plan> {
-        let rels = |t: &str| self.planned_relation(t);
-        crate::planner::plan(q, &rels)
+        crate::planner::plan(q, &PlannerCatalog(self))
     }
 
     fn run_query(
@@ -2736,7 +2760,7 @@ impl<'e> Session<'e> {
             Some(t) => t.snapshot(),
             None => self.engine.snapshot(),
         };
-        let rels = |t: &str| self.planned_relation(t);
+        let rels = PlannerCatalog(self);
         let subs = crate::executor::SubCache::default();
         let cx = crate::executor::Ctx {
             engine: self.engine,
@@ -2830,7 +2854,7 @@ impl Streamer<'_> {
             engine: self.engine,
             txn: None,
             snap: &snap,
-            rels: &|_| Ok(None),
+            rels: &|_: &str| Ok(None),
             subs: &subs,
             outer: Vec::new(),
             db,

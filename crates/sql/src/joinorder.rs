@@ -1,0 +1,387 @@
+//! Join order: a tree of inner joins (comma joins, CROSS and INNER JOIN without
+//! USING) planned as one set of relations and conditions, in the order and with
+//! the methods the estimates make cheapest (planner rule 6).
+//!
+//! Rules (cited as "join order rule N"):
+//! 1. The inner-join tree is flattened into its leaves (any other rel: a table, a
+//!    subquery, an outer join, a join with USING columns) and its conditions (the
+//!    ONs and the WHERE conjuncts above it), in the tree's own row layout.
+//! 2. A condition over one leaf filters that leaf's scan; over several, it is a join
+//!    condition, applied at the lowest join that has all its leaves; over none of
+//!    them, or holding a correlated subquery, it is tested on the finished row.
+//! 3. Sizes are estimated as PostgreSQL does without statistics (`estimate`): a
+//!    table's pages by its tuple width; PostgreSQL's default selectivities; an
+//!    equality join 1 / the larger number of distinct values, a column of a unique
+//!    index having as many as its table has rows, any other 200.
+//! 4. Up to [`EXHAUSTIVE`] leaves, every bushy order is searched (dynamic
+//!    programming over subsets, joins with a condition before cross products, as
+//!    PostgreSQL's standard join search); beyond, a greedy order (the cheapest next
+//!    join each time).
+//! 5. A join with an equality between its sides is a hash join building the
+//!    smaller side; any other a nested loop over the smaller side, materialized.
+//!    Cost: the rows each join reads and makes.
+//! 6. The finished row is put back in the tree's layout (a projection), so nothing
+//!    above the join sees the order chosen.
+
+use crate::analyze::{JoinKind, Rel};
+use crate::bind::Expr;
+use crate::estimate::{self, Sizes};
+use crate::planner::{self, Plan, Relations};
+use crate::SqlResult;
+
+/// Join order rule 4: leaves searched exhaustively.
+pub(crate) const EXHAUSTIVE: usize = 10;
+
+/// One leaf of the flattened tree.
+struct Leaf<'q> {
+    rel: &'q Rel,
+    offset: usize,
+    width: usize,
+    /// Its filter, over its own row.
+    conjs: Vec<Expr>,
+    rows: f64,
+}
+
+/// A join condition over the tree's row and the leaves it reads.
+struct Cond {
+    expr: Expr,
+    mask: u64,
+}
+
+/// How a set of leaves is joined (the search's result).
+#[derive(Clone, Debug)]
+enum Tree {
+    Leaf(usize),
+    Join(Box<Tree>, Box<Tree>),
+}
+
+#[derive(Clone)]
+struct Best {
+    cost: f64,
+    rows: f64,
+    tree: Tree,
+}
+
+/// Whether `j` is flattened into its parent's join search (join order rule 1).
+pub(crate) fn flattens(j: &crate::analyze::Join) -> bool {
+    j.kind == JoinKind::Inner
+        && j.merged.is_empty()
+        && !matches!(j.right, Rel::Lateral(_))
+        && !j.on.as_ref().is_some_and(planner::has_correlated)
+}
+
+fn flatten<'q>(r: &'q Rel, offset: usize, leaves: &mut Vec<Leaf<'q>>, conds: &mut Vec<Expr>) {
+    match r {
+        Rel::Join(j) if flattens(j) => {
+            flatten(&j.left, offset, leaves, conds);
+            flatten(&j.right, offset + j.left_width, leaves, conds);
+            if let Some(on) = &j.on {
+                let mut v = Vec::new();
+                planner::split_and(on.clone(), &mut v);
+                conds.extend(v.into_iter().map(|c| planner::shift_up(c, offset)));
+            }
+        }
+        r => leaves.push(Leaf {
+            rel: r,
+            offset,
+            width: r.width(),
+            conjs: Vec::new(),
+            rows: 0.0,
+        }),
+    }
+}
+
+/// The leaves `e` reads (a bit each).
+fn leaf_mask(e: &Expr, leaves: &[Leaf<'_>]) -> u64 {
+    let mut cols = Vec::new();
+    crate::privileges::expr_columns(e, &mut cols);
+    let mut mask = 0;
+    for c in cols {
+        if let Some(i) = leaves
+            .iter()
+            .position(|l| (l.offset..l.offset + l.width).contains(&c))
+        {
+            mask |= 1 << i;
+        }
+    }
+    mask
+}
+
+/// Plans the inner-join tree `r` (a flattening join) with the conjuncts `above`
+/// over its row (join order rules 1–6).
+pub(crate) fn plan(r: &Rel, above: Vec<Expr>, rels: &Relations<'_>) -> SqlResult<Plan> {
+    let (mut leaves, mut all) = (Vec::new(), Vec::new());
+    flatten(r, 0, &mut leaves, &mut all);
+    all.extend(above);
+    let width = r.width();
+    let (mut conds, mut top) = (Vec::new(), Vec::new());
+    for c in all {
+        let mask = leaf_mask(&c, &leaves);
+        if !planner::within(&c, 0..width) || mask == 0 {
+            top.push(c);
+        } else if mask.count_ones() == 1 {
+            let l = &mut leaves[mask.trailing_zeros() as usize];
+            l.conjs.push(planner::shift(c, l.offset));
+        } else {
+            conds.push(Cond { expr: c, mask });
+        }
+    }
+    let sizes = Sizes::new(rels);
+    for l in &mut leaves {
+        l.rows = sizes.rel_rows(l.rel, &l.conjs);
+    }
+    let sel = selectivities(&leaves, &conds, &sizes);
+    let best = if leaves.len() <= EXHAUSTIVE {
+        exhaustive(&leaves, &conds, &sel)
+    } else {
+        greedy(&leaves, &conds, &sel)
+    };
+    let mut used = vec![false; conds.len()];
+    let (p, layout) = build(&best.tree, (&leaves, &conds, &sel), &mut used, rels)?;
+    let p = restore(p, &layout, width);
+    Ok(planner::with_filter(p, planner::and_all(top)))
+}
+
+/// Each condition's selectivity (join order rule 3); equalities between the same
+/// two leaves are taken together, so a composite unique key counts once.
+fn selectivities(leaves: &[Leaf<'_>], conds: &[Cond], sizes: &Sizes<'_>) -> Vec<f64> {
+    let mut sel = vec![estimate::DEFAULT_INEQ_SEL; conds.len()];
+    let mut done = vec![false; conds.len()];
+    for i in 0..conds.len() {
+        if done[i] || conds[i].mask.count_ones() != 2 {
+            continue;
+        }
+        let mask = conds[i].mask;
+        let (a, b) = (
+            mask.trailing_zeros() as usize,
+            63 - mask.leading_zeros() as usize,
+        );
+        let same: Vec<usize> = (i..conds.len())
+            .filter(|&k| conds[k].mask == mask)
+            .collect();
+        let (la, lb) = (&leaves[a], &leaves[b]);
+        let s = sizes.join_sel(
+            same.iter().map(|&k| &conds[k].expr),
+            (la.rel, la.offset, la.width),
+            (lb.rel, lb.offset, lb.width),
+        );
+        // The whole group's selectivity on its first, 1 on the others.
+        for (n, &k) in same.iter().enumerate() {
+            sel[k] = if n == 0 { s } else { 1.0 };
+            done[k] = true;
+        }
+    }
+    sel
+}
+
+/// Estimated rows of the leaves in `mask` joined.
+fn rows_of(mask: u64, leaves: &[Leaf<'_>], conds: &[Cond], sel: &[f64]) -> f64 {
+    let mut rows: f64 = (0..leaves.len())
+        .filter(|i| mask & (1 << i) != 0)
+        .map(|i| leaves[i].rows)
+        .product();
+    for (c, s) in conds.iter().zip(sel) {
+        if c.mask & mask == c.mask {
+            rows *= s;
+        }
+    }
+    rows.max(1.0)
+}
+
+/// Whether a condition joins `a` to `b`, and whether one of those is an equality.
+fn joins(a: u64, b: u64, conds: &[Cond]) -> (bool, bool) {
+    let mut any = (false, false);
+    for c in conds {
+        let m = c.mask;
+        if m & a != 0 && m & b != 0 && m & !(a | b) == 0 {
+            any.0 = true;
+            any.1 |= matches!(&c.expr, Expr::Bin(_, crate::bind::BinOp::Eq, _));
+        }
+    }
+    any
+}
+
+/// Join order rule 5's cost of joining two sides of these sizes.
+fn join_cost(l: &Best, r: &Best, rows: f64, hashed: bool) -> f64 {
+    let work = if hashed {
+        l.rows + r.rows
+    } else {
+        l.rows * r.rows
+    };
+    l.cost + r.cost + work + rows
+}
+
+fn exhaustive(leaves: &[Leaf<'_>], conds: &[Cond], sel: &[f64]) -> Best {
+    let n = leaves.len();
+    let full = (1u64 << n) - 1;
+    let mut best: Vec<Option<Best>> = vec![None; 1 << n];
+    for (i, l) in leaves.iter().enumerate() {
+        best[1 << i] = Some(Best {
+            cost: 0.0,
+            rows: l.rows,
+            tree: Tree::Leaf(i),
+        });
+    }
+    for mask in 1..=full {
+        if mask.count_ones() < 2 {
+            continue;
+        }
+        let rows = rows_of(mask, leaves, conds, sel);
+        let low = mask & mask.wrapping_neg();
+        let mut found: Option<Best> = None;
+        // Joins with a condition first; cross products only where none is.
+        for cross in [false, true] {
+            let mut s = (mask - 1) & mask;
+            while s > 0 {
+                let t = mask & !s;
+                // Each split once, `s` holding the lowest leaf.
+                if s & low == 0 {
+                    s = (s - 1) & mask;
+                    continue;
+                }
+                let (linked, hashed) = joins(s, t, conds);
+                if let (Some(l), Some(r)) = (&best[s as usize], &best[t as usize]) {
+                    if linked != cross {
+                        let cost = join_cost(l, r, rows, hashed);
+                        if found.as_ref().is_none_or(|f| cost < f.cost) {
+                            found = Some(Best {
+                                cost,
+                                rows,
+                                // The side with the lowest leaf first: ties keep
+                                // the query's order.
+                                tree: Tree::Join(
+                                    Box::new(l.tree.clone()),
+                                    Box::new(r.tree.clone()),
+                                ),
+                            });
+                        }
+                    }
+                }
+                s = (s - 1) & mask;
+            }
+            if found.is_some() {
+                break;
+            }
+        }
+        best[mask as usize] = found;
+    }
+    best[full as usize]
+        .clone()
+        .expect("every set of leaves has a join order")
+}
+
+fn greedy(leaves: &[Leaf<'_>], conds: &[Cond], sel: &[f64]) -> Best {
+    let mut parts: Vec<(u64, Best)> = leaves
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            (
+                1u64 << i,
+                Best {
+                    cost: 0.0,
+                    rows: l.rows,
+                    tree: Tree::Leaf(i),
+                },
+            )
+        })
+        .collect();
+    while parts.len() > 1 {
+        let mut pick: Option<(bool, f64, usize, usize)> = None;
+        for i in 0..parts.len() {
+            for k in i + 1..parts.len() {
+                let (linked, hashed) = joins(parts[i].0, parts[k].0, conds);
+                let rows = rows_of(parts[i].0 | parts[k].0, leaves, conds, sel);
+                let cost = join_cost(&parts[i].1, &parts[k].1, rows, hashed);
+                let better = pick
+                    .is_none_or(|(pl, pc, _, _)| (linked && !pl) || (linked == pl && cost < pc));
+                if better {
+                    pick = Some((linked, cost, i, k));
+                }
+            }
+        }
+        let (_, cost, i, k) = pick.expect("two parts at least");
+        let (mk, bk) = parts.remove(k);
+        let (mi, bi) = parts.remove(i);
+        let mask = mi | mk;
+        parts.push((
+            mask,
+            Best {
+                cost,
+                rows: rows_of(mask, leaves, conds, sel),
+                tree: Tree::Join(Box::new(bi.tree), Box::new(bk.tree)),
+            },
+        ));
+    }
+    parts.pop().expect("one part").1
+}
+
+fn tree_mask(t: &Tree) -> u64 {
+    match t {
+        Tree::Leaf(i) => 1 << i,
+        Tree::Join(a, b) => tree_mask(a) | tree_mask(b),
+    }
+}
+
+/// The plan of `t` and its row's layout: the tree-row column at each position.
+fn build(
+    t: &Tree,
+    (leaves, conds, sel): (&[Leaf<'_>], &[Cond], &[f64]),
+    used: &mut [bool],
+    rels: &Relations<'_>,
+) -> SqlResult<(Plan, Vec<usize>)> {
+    let (a, b) = match t {
+        Tree::Leaf(i) => {
+            let l = &leaves[*i];
+            let p = planner::rel(l.rel, l.conjs.clone(), rels)?;
+            return Ok((p, (l.offset..l.offset + l.width).collect()));
+        }
+        Tree::Join(a, b) => (a, b),
+    };
+    let (pa, la) = build(a, (leaves, conds, sel), used, rels)?;
+    let (pb, lb) = build(b, (leaves, conds, sel), used, rels)?;
+    // The smaller side in bytes (rows by columns) is built (hashed or
+    // materialized): the inner.
+    let bytes =
+        |t: &Tree, cols: usize| rows_of(tree_mask(t), leaves, conds, sel) * (cols + 1) as f64;
+    let ((outer, lo), (inner, li)) = if bytes(b, lb.len()) <= bytes(a, la.len()) {
+        ((pa, la), (pb, lb))
+    } else {
+        ((pb, lb), (pa, la))
+    };
+    let mask = tree_mask(a) | tree_mask(b);
+    let mut layout = lo.clone();
+    layout.extend(&li);
+    let mut here = Vec::new();
+    for (k, c) in conds.iter().enumerate() {
+        if !used[k] && c.mask & mask == c.mask {
+            used[k] = true;
+            here.push(remap(c.expr.clone(), &layout));
+        }
+    }
+    let p = planner::inner_join(outer, inner, here, (lo.len(), li.len()));
+    Ok((p, layout))
+}
+
+/// `e` over the tree's row rewritten over a row laid out as `layout`.
+fn remap(e: Expr, layout: &[usize]) -> Expr {
+    match e {
+        Expr::Col(c) => Expr::Col(layout.iter().position(|&x| x == c).unwrap_or(c)),
+        e => e
+            .map_children(&mut |x| Ok(remap(x, layout)))
+            .expect("remapping never fails"),
+    }
+}
+
+/// Join order rule 6: the row back in the tree's layout.
+fn restore(p: Plan, layout: &[usize], width: usize) -> Plan {
+    if layout.iter().copied().eq(0..width) {
+        return p;
+    }
+    let exprs = (0..width)
+        .map(|c| Expr::Col(layout.iter().position(|&x| x == c).unwrap_or(c)))
+        .collect();
+    Plan::Project {
+        input: Box::new(p),
+        exprs,
+    }
+}
