@@ -14,7 +14,8 @@
 //! date/time arithmetic), [`bind`] (names to the catalog, expressions,
 //! evaluation), [`conditional`] (CASE, COALESCE, LIKE, ...), [`aggregate`],
 //! [`subquery`], [`cte`], then the query pipeline: [`analyze`] (a query tree),
-//! [`planner`] (a physical plan), [`executor`] (pull operators), [`copy`] (COPY's text and csv formats), [`sort`] (ORDER BY within
+//! [`planner`] (a physical plan; `joinorder` orders inner joins by `estimate`'s
+//! sizes), [`executor`] (pull operators), [`extract`] (EXTRACT and date_part), [`copy`] (COPY's text and csv formats), [`sort`] (ORDER BY within
 //! `work_mem`), [`privileges`] (who may do what: ACL checks for every statement kind,
 //! PostgreSQL 15's rules), [`roles`] (CREATE/ALTER/DROP ROLE, membership, SET ROLE,
 //! SCRAM verifiers), [`temp`] (a session's temporary tables and their ON COMMIT), [`grants`] (GRANT/REVOKE on objects and columns, OWNER TO,
