@@ -141,6 +141,11 @@ pub enum JoinKind {
     Left,
     Right,
     Full,
+    /// Each outer row once if an inner row matches (made by the planner from
+    /// EXISTS: semi join rules); the row is the outer row alone.
+    Semi,
+    /// Each outer row no inner row matches (NOT EXISTS).
+    Anti,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -935,7 +940,7 @@ impl Binder {
             let l = self.to_common(Expr::Col(li), lt, t)?;
             let r = self.to_common(Expr::Col(lw + ri), rt, t)?;
             merged.push(match kind {
-                JoinKind::Inner | JoinKind::Left => l,
+                JoinKind::Inner | JoinKind::Left | JoinKind::Semi | JoinKind::Anti => l,
                 JoinKind::Right => r,
                 JoinKind::Full => {
                     Expr::Special(Box::new(crate::conditional::Special::Coalesce(vec![l, r])))

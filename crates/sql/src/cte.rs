@@ -235,7 +235,7 @@ fn well_formed(step: &SetTree, name: &str) -> SqlResult<()> {
                 use crate::analyze::JoinKind as K;
                 let (l, r) = match j.kind {
                     K::Inner => (false, false),
-                    K::Left => (false, true),
+                    K::Left | K::Semi | K::Anti => (false, true),
                     K::Right => (true, false),
                     K::Full => (true, true),
                 };

@@ -83,7 +83,7 @@ impl<'a> Sizes<'a> {
             Rel::Join(j) => {
                 let (l, r) = (self.rel_rows(&j.left, &[]), self.rel_rows(&j.right, &[]));
                 match j.kind {
-                    JoinKind::Left => l,
+                    JoinKind::Left | JoinKind::Semi | JoinKind::Anti => l,
                     JoinKind::Right => r,
                     _ => l.max(r),
                 }

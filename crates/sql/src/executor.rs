@@ -799,16 +799,25 @@ impl<'a> Node<'a> for JoinOp<'a> {
                 }
                 continue;
             };
+            let semi = matches!(self.kind, JoinKind::Semi | JoinKind::Anti);
             while let Some(i) = cands.pop() {
                 let mut joined = row.clone();
                 joined.extend(self.rows[i].iter().cloned());
                 if cx.holds(self.cond, &joined)? {
                     *hit = true;
                     self.matched[i] = true;
-                    return Ok(Some(joined));
+                    if !semi {
+                        return Ok(Some(joined));
+                    }
+                    // Semi join rule 3: one match settles the outer row.
+                    cands.clear();
                 }
             }
             let (row, _, _, hit) = self.current.take().expect("a current row");
+            match (self.kind, hit) {
+                (JoinKind::Semi, true) | (JoinKind::Anti, false) => return Ok(Some(row)),
+                _ => {}
+            }
             if !hit && matches!(self.kind, JoinKind::Left | JoinKind::Full) {
                 let mut out = row;
                 out.resize(self.widths.0 + self.widths.1, Datum::Null);

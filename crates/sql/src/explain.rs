@@ -313,10 +313,14 @@ impl Explainer<'_> {
                     conds.push(format!("({l} = {r})"));
                 }
                 let mut names = onames;
+                let outer_width = names.len();
                 names.extend(inames);
                 let mut s = titled(join_title("Hash", *kind));
                 s.details.push(format!("Hash Cond: {}", and_text(conds)));
                 self.filter_line(&mut s, "Join Filter", residual.as_ref(), &names);
+                if matches!(kind, JoinKind::Semi | JoinKind::Anti) {
+                    names.truncate(outer_width);
+                }
                 let mut hash = titled("Hash");
                 hash.output = i.output.clone();
                 hash.children.push(i);
@@ -613,6 +617,8 @@ fn join_title(method: &str, kind: JoinKind) -> String {
         JoinKind::Left => " Left",
         JoinKind::Right => " Right",
         JoinKind::Full => " Full",
+        JoinKind::Semi => " Semi",
+        JoinKind::Anti => " Anti",
     };
     match (method, kind) {
         ("Nested Loop", JoinKind::Inner) => "Nested Loop".into(),

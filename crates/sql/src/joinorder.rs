@@ -22,6 +22,10 @@
 //!    Cost: the rows each join reads and makes.
 //! 6. The finished row is put back in the tree's layout (a projection), so nothing
 //!    above the join sees the order chosen.
+//! 7. Each leaf's scan is projected to the columns read above it (by the query, as
+//!    the planner found them, or by a join condition); the others are NULL in the
+//!    finished row, so a hash table holds only what is read. A correlated subquery
+//!    anywhere above keeps every column (its reads are not followed).
 
 use crate::analyze::{JoinKind, Rel};
 use crate::bind::Expr;
@@ -109,7 +113,12 @@ fn leaf_mask(e: &Expr, leaves: &[Leaf<'_>]) -> u64 {
 
 /// Plans the inner-join tree `r` (a flattening join) with the conjuncts `above`
 /// over its row (join order rules 1–6).
-pub(crate) fn plan(r: &Rel, above: Vec<Expr>, rels: &Relations<'_>) -> SqlResult<Plan> {
+pub(crate) fn plan(
+    r: &Rel,
+    above: Vec<Expr>,
+    needed: Option<&[bool]>,
+    rels: &Relations<'_>,
+) -> SqlResult<Plan> {
     let (mut leaves, mut all) = (Vec::new(), Vec::new());
     flatten(r, 0, &mut leaves, &mut all);
     all.extend(above);
@@ -136,8 +145,9 @@ pub(crate) fn plan(r: &Rel, above: Vec<Expr>, rels: &Relations<'_>) -> SqlResult
     } else {
         greedy(&leaves, &conds, &sel)
     };
+    let keep = kept_columns(width, needed, &conds, &top);
     let mut used = vec![false; conds.len()];
-    let (p, layout) = build(&best.tree, (&leaves, &conds, &sel), &mut used, rels)?;
+    let (p, layout) = build(&best.tree, (&leaves, &conds, &sel, &keep), &mut used, rels)?;
     let p = restore(p, &layout, width);
     Ok(planner::with_filter(p, planner::and_all(top)))
 }
@@ -325,20 +335,16 @@ fn tree_mask(t: &Tree) -> u64 {
 /// The plan of `t` and its row's layout: the tree-row column at each position.
 fn build(
     t: &Tree,
-    (leaves, conds, sel): (&[Leaf<'_>], &[Cond], &[f64]),
+    (leaves, conds, sel, keep): (&[Leaf<'_>], &[Cond], &[f64], &[bool]),
     used: &mut [bool],
     rels: &Relations<'_>,
 ) -> SqlResult<(Plan, Vec<usize>)> {
     let (a, b) = match t {
-        Tree::Leaf(i) => {
-            let l = &leaves[*i];
-            let p = planner::rel(l.rel, l.conjs.clone(), rels)?;
-            return Ok((p, (l.offset..l.offset + l.width).collect()));
-        }
+        Tree::Leaf(i) => return leaf_plan(&leaves[*i], keep, rels),
         Tree::Join(a, b) => (a, b),
     };
-    let (pa, la) = build(a, (leaves, conds, sel), used, rels)?;
-    let (pb, lb) = build(b, (leaves, conds, sel), used, rels)?;
+    let (pa, la) = build(a, (leaves, conds, sel, keep), used, rels)?;
+    let (pb, lb) = build(b, (leaves, conds, sel, keep), used, rels)?;
     // The smaller side in bytes (rows by columns) is built (hashed or
     // materialized): the inner.
     let bytes =
@@ -362,6 +368,44 @@ fn build(
     Ok((p, layout))
 }
 
+/// Join order rule 7: the tree-row columns anything above a leaf's scan reads —
+/// the query above (`needed`; all when not known) and the join conditions.
+fn kept_columns(width: usize, needed: Option<&[bool]>, conds: &[Cond], top: &[Expr]) -> Vec<bool> {
+    let mut keep = match needed {
+        Some(n) if n.len() == width => n.to_vec(),
+        _ => return vec![true; width],
+    };
+    let mut cols = Vec::new();
+    for e in conds.iter().map(|c| &c.expr).chain(top) {
+        if planner::has_correlated(e) {
+            return vec![true; width];
+        }
+        crate::privileges::expr_columns(e, &mut cols);
+    }
+    for c in cols {
+        if let Some(k) = keep.get_mut(c) {
+            *k = true;
+        }
+    }
+    keep
+}
+
+/// A leaf's scan, projected to the columns kept (join order rule 7), and its layout.
+fn leaf_plan(l: &Leaf<'_>, keep: &[bool], rels: &Relations<'_>) -> SqlResult<(Plan, Vec<usize>)> {
+    let p = planner::rel(l.rel, l.conjs.clone(), rels)?;
+    let all: Vec<usize> = (l.offset..l.offset + l.width).collect();
+    let kept: Vec<usize> = all.iter().copied().filter(|&c| keep[c]).collect();
+    if kept.len() == all.len() {
+        return Ok((p, all));
+    }
+    let exprs = kept.iter().map(|&c| Expr::Col(c - l.offset)).collect();
+    let p = Plan::Project {
+        input: Box::new(p),
+        exprs,
+    };
+    Ok((p, kept))
+}
+
 /// `e` over the tree's row rewritten over a row laid out as `layout`.
 fn remap(e: Expr, layout: &[usize]) -> Expr {
     match e {
@@ -372,13 +416,17 @@ fn remap(e: Expr, layout: &[usize]) -> Expr {
     }
 }
 
-/// Join order rule 6: the row back in the tree's layout.
+/// Join order rule 6: the row back in the tree's layout, a column no one reads
+/// (rule 7) as NULL.
 fn restore(p: Plan, layout: &[usize], width: usize) -> Plan {
     if layout.iter().copied().eq(0..width) {
         return p;
     }
     let exprs = (0..width)
-        .map(|c| Expr::Col(layout.iter().position(|&x| x == c).unwrap_or(c)))
+        .map(|c| match layout.iter().position(|&x| x == c) {
+            Some(i) => Expr::Col(i),
+            None => Expr::Const(crate::Datum::Null),
+        })
         .collect();
     Plan::Project {
         input: Box::new(p),

@@ -77,6 +77,7 @@ pub mod privileges;
 #[cfg(test)]
 mod query_tests;
 pub mod roles;
+mod semijoin;
 mod sequences;
 pub mod session;
 #[cfg(test)]

@@ -23,6 +23,9 @@
 //!    sort) → LIMIT/OFFSET → drop hidden targets.
 //! 5. UNION ALL appends; UNION, INTERSECT and EXCEPT [ALL] count rows per side by
 //!    value ([`Plan::SetOp`]). Each side's columns are cast to the common type.
+//! 6. A tree of inner joins is ordered by estimated sizes (`joinorder` rules).
+//! 7. A WHERE conjunct `[NOT] EXISTS` over a plain correlated subquery is a semi
+//!    (anti) hash join above the FROM's plan (`semijoin` rules).
 
 use crate::analyze::{
     Distinct, Grouping, Join, JoinKind, Query, Rel, Select, SetOp, SetTree, SortSpec,
@@ -280,8 +283,17 @@ fn select(s: &Select, rels: &Relations<'_>) -> SqlResult<Plan> {
     if let Some(f) = &s.filter {
         split_and(f.clone(), &mut conjs);
     }
-    let conjs = conjs.into_iter().flat_map(factor_or).collect();
-    let mut p = rel(&s.from, conjs, rels)?;
+    let conjs: Vec<Expr> = conjs.into_iter().flat_map(factor_or).collect();
+    let (conjs, semis) = crate::semijoin::extract(&conjs, rels);
+    let mut p = match &s.from {
+        Rel::Join(j) if crate::joinorder::flattens(j) => {
+            // The semi joins read columns the SELECT's own expressions may not.
+            let needed = semis.is_empty().then(|| needed_columns(s)).flatten();
+            crate::joinorder::plan(&s.from, conjs, needed.as_deref(), rels)?
+        }
+        from => rel(from, conjs, rels)?,
+    };
+    p = crate::semijoin::apply(p, s.from.width(), semis, rels)?;
     if let Some(Grouping { keys, aggs, having }) = &s.grouping {
         p = Plan::Agg {
             input: Box::new(p),
@@ -305,6 +317,42 @@ fn select(s: &Select, rels: &Relations<'_>) -> SqlResult<Plan> {
         input: Box::new(p),
         exprs: s.targets.clone(),
     })
+}
+
+/// The FROM row's columns the rest of the SELECT reads (its WHERE, grouping,
+/// aggregates, or without grouping its targets and windows); None when a
+/// correlated subquery reads it (its reads are not followed).
+fn needed_columns(s: &Select) -> Option<Vec<bool>> {
+    let mut exprs: Vec<&Expr> = s.filter.iter().collect();
+    match &s.grouping {
+        Some(g) => {
+            exprs.extend(&g.keys);
+            for a in &g.aggs {
+                exprs.extend(a.arg.iter().chain(&a.filter).chain(&a.delim));
+            }
+        }
+        None => {
+            exprs.extend(&s.targets);
+            for w in &s.windows {
+                exprs.extend(w.args.iter().chain(&w.partition));
+                exprs.extend(w.order.iter().map(|o| &o.0));
+            }
+        }
+    }
+    let mut need = vec![false; s.from.width()];
+    let mut cols = Vec::new();
+    for e in exprs {
+        if has_correlated(e) {
+            return None;
+        }
+        crate::privileges::expr_columns(e, &mut cols);
+    }
+    for c in cols {
+        if let Some(n) = need.get_mut(c) {
+            *n = true;
+        }
+    }
+    Some(need)
 }
 
 /// `e`'s AND operands, flattened.
@@ -517,7 +565,9 @@ pub(crate) fn rel(r: &Rel, conjs: Vec<Expr>, rels: &Relations<'_>) -> SqlResult<
             filter,
         ),
         Rel::Subquery(q) => with_filter(plan(q, rels)?, filter),
-        Rel::Join(j) if crate::joinorder::flattens(j) => crate::joinorder::plan(r, conjs, rels)?,
+        Rel::Join(j) if crate::joinorder::flattens(j) => {
+            crate::joinorder::plan(r, conjs, None, rels)?
+        }
         Rel::Join(j) => join(j, conjs, rels)?,
         Rel::Lateral(_) => {
             return Err(crate::SqlError::unsupported(

@@ -455,3 +455,68 @@ fn extract_and_substring_are_postgresqls() {
         assert_eq!(codes(s, "SELECT substring('x' FROM 1 FOR -1)"), ["22011"]);
     });
 }
+
+/// EXISTS / NOT EXISTS as semi and anti joins (semi join rules): the same rows as
+/// the subquery run per row, NULL keys included, with a residual condition; an
+/// indexed correlation stays a per-row probe.
+#[test]
+fn exists_becomes_a_semi_or_anti_join() {
+    with_session(8 << 20, |s| {
+        setup(s);
+        let semi = "SELECT id FROM a WHERE EXISTS (SELECT 1 FROM b WHERE b.a_id = a.id) ORDER BY 1";
+        assert_eq!(rows(s, semi), ["1", "2"]);
+        let anti =
+            "SELECT id FROM a WHERE NOT EXISTS (SELECT 1 FROM b WHERE b.a_id = a.id) ORDER BY 1";
+        assert_eq!(rows(s, anti), ["3", "4"]);
+        // A residual over both rows, and an inner-only filter.
+        let resid = "SELECT id FROM a WHERE EXISTS (SELECT 1 FROM b WHERE b.a_id = a.id \
+                     AND b.w > a.id * 15 AND b.w < 100) ORDER BY 1";
+        assert_eq!(rows(s, resid), ["1"]);
+        // NULL keys on the outer side: no match, so NOT EXISTS holds.
+        let nulls =
+            "SELECT b.id FROM b WHERE NOT EXISTS (SELECT 1 FROM b b2 WHERE b2.id = b.a_id) \
+                     ORDER BY 1";
+        assert_eq!(rows(s, nulls), ["4"]);
+        let plan = rows(s, &format!("EXPLAIN (COSTS OFF) {anti}"));
+        assert!(
+            plan.iter().any(|l| l.contains("Hash Anti Join")),
+            "{plan:#?}"
+        );
+        let plan = rows(s, &format!("EXPLAIN (COSTS OFF) {semi}"));
+        assert!(
+            plan.iter().any(|l| l.contains("Hash Semi Join")),
+            "{plan:#?}"
+        );
+        // b's correlation on a's primary key: probed per row, not hashed.
+        let probed =
+            "SELECT id FROM b WHERE EXISTS (SELECT 1 FROM a WHERE a.id = b.a_id) ORDER BY 1";
+        assert_eq!(rows(s, probed), ["1", "2", "3"]);
+        let plan = rows(s, &format!("EXPLAIN (COSTS OFF) {probed}"));
+        assert!(!plan.iter().any(|l| l.contains("Semi Join")), "{plan:#?}");
+    });
+}
+
+/// Join order rule 7: a hash table holds only the columns read above the join, so
+/// a self-join of a wide table fits a hash_mem its whole rows would not.
+#[test]
+fn joins_hold_only_the_columns_they_read() {
+    with_session(8 << 20, |s| {
+        let c = q(
+            s,
+            "SET work_mem = '1MB';
+             CREATE TABLE wide (id int, k int, pad text);
+             INSERT INTO wide SELECT g, g % 7, repeat('x', 200) FROM generate_series(1, 20000) g",
+        );
+        assert!(c.results.iter().all(|r| r.is_ok()), "{:?}", c.results);
+        let sql = "SELECT count(*), sum(w2.k) FROM wide w1, wide w2 WHERE w1.id = w2.id";
+        assert_eq!(rows(s, sql), ["20000|59998"]);
+        // Whole rows would not fit: the pad read above the join is 53200.
+        let whole =
+            "SELECT count(DISTINCT w1.pad || w2.pad) FROM wide w1, wide w2 WHERE w1.id = w2.id";
+        assert_eq!(codes(s, whole), ["53200"]);
+        // Every column read above is there: the pad of the probe side too.
+        let sql = "SELECT w1.pad = w2.pad, count(*) FROM wide w1, wide w2 \
+                   WHERE w1.id = w2.id AND w2.id < 3 GROUP BY 1";
+        assert_eq!(rows(s, sql), ["t|2"]);
+    });
+}
