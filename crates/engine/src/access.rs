@@ -168,13 +168,41 @@ pub(crate) fn removal_horizon(sh: &Shared) -> Xid {
 
 /// Visibility for a reader (`my` = None) or for the writer `my`, as of `snap`.
 pub fn visible(snap: &Snapshot<'_>, t: &[u8], my: Option<Xid>) -> bool {
+    visible_memo(snap, t, my, &mut XidMemo::default())
+}
+
+/// The last transaction a scan asked the commit log about, and the answer for
+/// its snapshot. A page's tuples mostly share their inserter, so a page costs one
+/// commit-log read per run of them rather than one or two per tuple. The answer
+/// cannot change while the snapshot lives: every transaction below its xmax but
+/// the one it saw running has ended.
+#[derive(Default)]
+pub struct XidMemo {
+    last: Option<(Xid, bool)>,
+}
+
+impl XidMemo {
+    fn committed(&mut self, snap: &Snapshot<'_>, x: Xid) -> bool {
+        match self.last {
+            Some((l, c)) if l == x => c,
+            _ => {
+                let c = snap.committed(x);
+                self.last = Some((x, c));
+                c
+            }
+        }
+    }
+}
+
+/// [`visible`] with a memo kept across a scan's tuples.
+pub fn visible_memo(snap: &Snapshot<'_>, t: &[u8], my: Option<Xid>, memo: &mut XidMemo) -> bool {
     let xmin = heap::tuple_xmin(t);
     let xmax = heap::tuple_xmax(t);
     let mine = |x: Xid| Some(x) == my;
-    if !(mine(xmin) || snap.committed(xmin)) {
+    if !(mine(xmin) || memo.committed(snap, xmin)) {
         return false;
     }
-    xmax == Xid::INVALID || !(mine(xmax) || snap.committed(xmax))
+    xmax == Xid::INVALID || !(mine(xmax) || memo.committed(snap, xmax))
 }
 
 /// Calls `f(block, item, tuple)` for each tuple visible to `my` as of the scan's start
@@ -207,8 +235,9 @@ pub fn scan_page(
         // Standby rule 9: checked under the page lock, which replay's prune needs.
         return Err(EngineError::RecoveryConflict);
     }
+    let mut memo = XidMemo::default();
     for (off, t) in page_tuples(&g).map_err(corrupt)? {
-        if visible(snap, t, my) {
+        if visible_memo(snap, t, my, &mut memo) {
             f(BlockNumber(b), off, t)?;
         }
     }

@@ -2123,26 +2123,41 @@ fn eval_at(e: &Expr, r: &Row<'_>, depth: usize) -> SqlResult<Datum> {
 
 /// A binary operator: AND and OR short-circuit in three-valued logic; the others
 /// are NULL on a NULL operand.
+/// An operand by reference when it is a column or a constant (no copy of a text
+/// value to compare it), else evaluated.
+fn operand<'r>(
+    e: &'r Expr,
+    r: &'r Row<'_>,
+    depth: usize,
+) -> SqlResult<std::borrow::Cow<'r, Datum>> {
+    use std::borrow::Cow;
+    Ok(match e {
+        Expr::Const(d) => Cow::Borrowed(d),
+        Expr::Col(i) => Cow::Borrowed(&r.cols[*i]),
+        e => Cow::Owned(eval_at(e, r, depth)?),
+    })
+}
+
 fn eval_bin(a: &Expr, op: BinOp, b: &Expr, r: &Row<'_>, depth: usize) -> SqlResult<Datum> {
-    let x = eval_at(a, r, depth)?;
+    let x = operand(a, r, depth)?;
     match op {
         BinOp::And => {
-            if x == Datum::Bool(false) {
-                return Ok(x);
+            if *x == Datum::Bool(false) {
+                return Ok(x.into_owned());
             }
             let y = eval_at(b, r, depth)?;
-            return Ok(match (x, y) {
+            return Ok(match (x.into_owned(), y) {
                 (_, Datum::Bool(false)) => Datum::Bool(false),
                 (Datum::Bool(true), Datum::Bool(true)) => Datum::Bool(true),
                 _ => Datum::Null,
             });
         }
         BinOp::Or => {
-            if x == Datum::Bool(true) {
-                return Ok(x);
+            if *x == Datum::Bool(true) {
+                return Ok(x.into_owned());
             }
             let y = eval_at(b, r, depth)?;
-            return Ok(match (x, y) {
+            return Ok(match (x.into_owned(), y) {
                 (_, Datum::Bool(true)) => Datum::Bool(true),
                 (Datum::Bool(false), Datum::Bool(false)) => Datum::Bool(false),
                 _ => Datum::Null,
@@ -2150,19 +2165,20 @@ fn eval_bin(a: &Expr, op: BinOp, b: &Expr, r: &Row<'_>, depth: usize) -> SqlResu
         }
         _ => {}
     }
-    let y = eval_at(b, r, depth)?;
+    let y = operand(b, r, depth)?;
     if x.is_null() || y.is_null() {
         return Ok(Datum::Null);
     }
+    let y = &*y;
     Ok(match op {
-        BinOp::Eq => Datum::Bool(compare(&x, &y) == Ordering::Equal),
-        BinOp::Ne => Datum::Bool(compare(&x, &y) != Ordering::Equal),
-        BinOp::Lt => Datum::Bool(compare(&x, &y) == Ordering::Less),
-        BinOp::Le => Datum::Bool(compare(&x, &y) != Ordering::Greater),
-        BinOp::Gt => Datum::Bool(compare(&x, &y) == Ordering::Greater),
-        BinOp::Ge => Datum::Bool(compare(&x, &y) != Ordering::Less),
-        BinOp::Concat => concat(x, y)?,
-        _ => arith(op, &x, &y)?,
+        BinOp::Eq => Datum::Bool(compare(&x, y) == Ordering::Equal),
+        BinOp::Ne => Datum::Bool(compare(&x, y) != Ordering::Equal),
+        BinOp::Lt => Datum::Bool(compare(&x, y) == Ordering::Less),
+        BinOp::Le => Datum::Bool(compare(&x, y) != Ordering::Greater),
+        BinOp::Gt => Datum::Bool(compare(&x, y) == Ordering::Greater),
+        BinOp::Ge => Datum::Bool(compare(&x, y) != Ordering::Less),
+        BinOp::Concat => concat(x.into_owned(), y.clone())?,
+        _ => arith(op, &x, y)?,
     })
 }
 
