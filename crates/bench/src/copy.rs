@@ -109,16 +109,7 @@ async fn one_copy(
 
 /// Runs the comparison; prints a line per COPY, then the ratios.
 pub fn run(args: &Args) -> Result<Vec<Record>, String> {
-    let seeds_args = seeds::Args {
-        engines: args.engines.clone(),
-        shared_buffers: args.shared_buffers.clone(),
-        scale: "full".into(),
-        only: None,
-        json: None,
-        plot: None,
-        pg_bin: args.pg_bin.clone(),
-        indexes: false,
-    };
+    let seeds_args = seeds::Args::for_clusters(&args.engines, &args.shared_buffers, &args.pg_bin);
     let kinds = seeds::engines(&seeds_args)?;
     let (sb, sb_bytes) = seeds::sizes(&seeds_args)?
         .into_iter()

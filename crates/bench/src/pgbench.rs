@@ -110,16 +110,7 @@ fn list<T: std::str::FromStr>(s: &str, what: &str) -> Result<Vec<T>, String> {
 
 /// Runs the comparison; prints one line per run and the Strata/PostgreSQL ratios.
 pub fn run(args: &Args) -> Result<Vec<Record>, String> {
-    let seeds_args = seeds::Args {
-        engines: args.engines.clone(),
-        shared_buffers: args.shared_buffers.clone(),
-        scale: "full".into(),
-        only: None,
-        json: None,
-        plot: None,
-        pg_bin: args.pg_bin.clone(),
-        indexes: false,
-    };
+    let seeds_args = seeds::Args::for_clusters(&args.engines, &args.shared_buffers, &args.pg_bin);
     let kinds = seeds::engines(&seeds_args)?;
     let sizes = seeds::sizes(&seeds_args)?;
     let clients: Vec<u32> = list(&args.clients, "client count")?;

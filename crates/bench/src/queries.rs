@@ -323,16 +323,7 @@ fn same_number(x: &str, y: &str) -> bool {
 
 /// Runs the comparison; prints the per-query table, the checks and the geometric mean.
 pub fn run(args: &Args) -> Result<Vec<Record>, String> {
-    let seeds_args = seeds::Args {
-        engines: args.engines.clone(),
-        shared_buffers: args.shared_buffers.clone(),
-        scale: "full".into(),
-        only: None,
-        json: None,
-        plot: None,
-        pg_bin: args.pg_bin.clone(),
-        indexes: false,
-    };
+    let seeds_args = seeds::Args::for_clusters(&args.engines, &args.shared_buffers, &args.pg_bin);
     if !(args.scale > 0.0 && args.scale <= 100.0) {
         return Err(format!("--scale {} is not in (0, 100]", args.scale));
     }

@@ -60,6 +60,23 @@ pub struct Args {
     pub indexes: bool,
 }
 
+impl Args {
+    /// The clusters' settings of a benchmark that borrows `seeds`' clusters: these
+    /// engines and shared_buffers, no workload of its own.
+    pub(crate) fn for_clusters(engines: &str, shared_buffers: &str, pg_bin: &Path) -> Args {
+        Args {
+            engines: engines.to_string(),
+            shared_buffers: shared_buffers.to_string(),
+            scale: "full".into(),
+            only: None,
+            json: None,
+            plot: None,
+            pg_bin: pg_bin.to_path_buf(),
+            indexes: false,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     Strata,

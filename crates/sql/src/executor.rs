@@ -339,7 +339,7 @@ fn build<'a>(p: &'a Plan) -> Op<'a> {
         } => Box::new(Series::new((start, stop, step.as_ref()), *ty)),
         Plan::Values(rows) => Box::new(Held::new(Source::Values(rows), &None)),
         Plan::Filter { input, cond } => Box::new(Filter(build(input), cond)),
-        Plan::Project { input, exprs } => Box::new(Project(build(input), exprs)),
+        Plan::Project { input, exprs } => Box::new(Project(build(input), exprs, moves(exprs))),
         Plan::Lateral {
             kind,
             outer,
@@ -625,13 +625,34 @@ impl<'a> Node<'a> for Filter<'a> {
     }
 }
 
-struct Project<'a>(Op<'a>, &'a [Expr]);
+/// A projection; `.2`: its expressions are distinct columns, moved out of the input
+/// row rather than copied (a join leaf's projection, join order rule 7).
+struct Project<'a>(Op<'a>, &'a [Expr], bool);
+
+/// Whether `exprs` are columns, none twice.
+fn moves(exprs: &[Expr]) -> bool {
+    let mut seen = std::collections::HashSet::new();
+    exprs
+        .iter()
+        .all(|e| matches!(e, Expr::Col(i) if seen.insert(*i)))
+}
 
 impl<'a> Node<'a> for Project<'a> {
     fn next(&mut self, cx: &Ctx<'a>) -> SqlResult<Option<Tuple>> {
-        let Some(row) = self.0.next(cx)? else {
+        let Some(mut row) = self.0.next(cx)? else {
             return Ok(None);
         };
+        if self.2 {
+            let out = self
+                .1
+                .iter()
+                .map(|e| match e {
+                    Expr::Col(i) => std::mem::replace(&mut row[*i], Datum::Null),
+                    _ => unreachable!("moves() checked: columns only"),
+                })
+                .collect();
+            return Ok(Some(out));
+        }
         let out = self
             .1
             .iter()

@@ -357,11 +357,16 @@ fn needed_columns(s: &Select) -> Option<Vec<bool>> {
 
 /// `e`'s AND operands, flattened.
 pub(crate) fn split_and(e: Expr, out: &mut Vec<Expr>) {
+    split_bool(e, BinOp::And, out)
+}
+
+/// `e`'s operands of `op` (AND or OR), flattened.
+fn split_bool(e: Expr, op: BinOp, out: &mut Vec<Expr>) {
     match e {
-        Expr::Bool(BinOp::And, l) => l.into_iter().for_each(|x| split_and(x, out)),
-        Expr::Bin(a, BinOp::And, b) => {
-            split_and(*a, out);
-            split_and(*b, out);
+        Expr::Bool(o, l) if o == op => l.into_iter().for_each(|x| split_bool(x, op, out)),
+        Expr::Bin(a, o, b) if o == op => {
+            split_bool(*a, op, out);
+            split_bool(*b, op, out);
         }
         e => out.push(e),
     }
@@ -372,7 +377,7 @@ pub(crate) fn split_and(e: Expr, out: &mut Vec<Expr>) {
 /// own, so a join condition inside every arm can drive a hash join.
 pub(crate) fn factor_or(e: Expr) -> Vec<Expr> {
     let mut arms = Vec::new();
-    split_or(e, &mut arms);
+    split_bool(e, BinOp::Or, &mut arms);
     if arms.len() < 2 {
         return arms;
     }
@@ -405,17 +410,6 @@ pub(crate) fn factor_or(e: Expr) -> Vec<Expr> {
         ));
     }
     out
-}
-
-fn split_or(e: Expr, out: &mut Vec<Expr>) {
-    match e {
-        Expr::Bool(BinOp::Or, l) => l.into_iter().for_each(|x| split_or(x, out)),
-        Expr::Bin(a, BinOp::Or, b) => {
-            split_or(*a, out);
-            split_or(*b, out);
-        }
-        e => out.push(e),
-    }
 }
 
 fn and_of(mut v: Vec<Expr>) -> Expr {
