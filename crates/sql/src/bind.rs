@@ -2169,6 +2169,10 @@ fn eval_bin(a: &Expr, op: BinOp, b: &Expr, r: &Row<'_>, depth: usize) -> SqlResu
     if x.is_null() || y.is_null() {
         return Ok(Datum::Null);
     }
+    if op == BinOp::Concat {
+        // Moved, never copied: either side may be a value near the allocation bound.
+        return concat(x.into_owned(), y.into_owned());
+    }
     let y = &*y;
     Ok(match op {
         BinOp::Eq => Datum::Bool(compare(&x, y) == Ordering::Equal),
@@ -2177,7 +2181,6 @@ fn eval_bin(a: &Expr, op: BinOp, b: &Expr, r: &Row<'_>, depth: usize) -> SqlResu
         BinOp::Le => Datum::Bool(compare(&x, y) != Ordering::Greater),
         BinOp::Gt => Datum::Bool(compare(&x, y) == Ordering::Greater),
         BinOp::Ge => Datum::Bool(compare(&x, y) != Ordering::Less),
-        BinOp::Concat => concat(x.into_owned(), y.clone())?,
         _ => arith(op, &x, y)?,
     })
 }

@@ -727,6 +727,9 @@ struct JoinOp<'a> {
     current: Option<(Tuple, Vec<usize>, usize, bool)>,
     /// The inner rows left to emit unmatched (RIGHT, FULL), once the outer ends.
     tail: Option<usize>,
+    /// Buffers kept across outer rows: a probe's key, the candidates' list.
+    probe: Tuple,
+    spare: Vec<usize>,
 }
 
 impl<'a> JoinOp<'a> {
@@ -749,6 +752,8 @@ impl<'a> JoinOp<'a> {
             table: HashMap::new(),
             current: None,
             tail: None,
+            probe: Vec::new(),
+            spare: Vec::new(),
         }
     }
 
@@ -770,19 +775,26 @@ impl<'a> JoinOp<'a> {
         Ok(())
     }
 
-    /// The inner rows an outer row may match.
-    fn candidates(&self, cx: &Ctx<'a>, row: &[Datum]) -> SqlResult<Vec<usize>> {
-        Ok(match self.keys {
-            None => (0..self.rows.len()).rev().collect(),
-            Some((okeys, _)) => match key_of(cx, okeys, row)? {
-                Some(k) => self
-                    .table
-                    .get(&k)
-                    .map(|v| v.iter().rev().copied().collect())
-                    .unwrap_or_default(),
-                None => Vec::new(),
-            },
-        })
+    /// The inner rows an outer row may match, into `out` (last first), with no
+    /// allocation once the buffers have grown.
+    fn candidates(&mut self, cx: &Ctx<'a>, row: &[Datum], out: &mut Vec<usize>) -> SqlResult<()> {
+        out.clear();
+        let Some((okeys, _)) = self.keys else {
+            out.extend((0..self.rows.len()).rev());
+            return Ok(());
+        };
+        self.probe.clear();
+        for k in okeys {
+            let v = cx.eval(k, row)?;
+            if v.is_null() {
+                return Ok(());
+            }
+            self.probe.push(v);
+        }
+        if let Some(v) = self.table.get(&self.probe) {
+            out.extend(v.iter().rev().copied());
+        }
+        Ok(())
     }
 
     fn unmatched_inner(&mut self) -> Option<Tuple> {
@@ -810,7 +822,8 @@ impl<'a> Node<'a> for JoinOp<'a> {
             let Some((row, cands, _, hit)) = &mut self.current else {
                 match self.outer.next(cx)? {
                     Some(row) => {
-                        let c = self.candidates(cx, &row)?;
+                        let mut c = std::mem::take(&mut self.spare);
+                        self.candidates(cx, &row, &mut c)?;
                         self.current = Some((row, c, 0, false));
                     }
                     None if matches!(self.kind, JoinKind::Right | JoinKind::Full) => {
@@ -821,6 +834,11 @@ impl<'a> Node<'a> for JoinOp<'a> {
                 continue;
             };
             let semi = matches!(self.kind, JoinKind::Semi | JoinKind::Anti);
+            if semi && self.cond.is_none() && !cands.is_empty() {
+                // No residual: any candidate is a match, nothing to join.
+                *hit = true;
+                cands.clear();
+            }
             while let Some(i) = cands.pop() {
                 let mut joined = row.clone();
                 joined.extend(self.rows[i].iter().cloned());
@@ -834,7 +852,8 @@ impl<'a> Node<'a> for JoinOp<'a> {
                     cands.clear();
                 }
             }
-            let (row, _, _, hit) = self.current.take().expect("a current row");
+            let (row, cands, _, hit) = self.current.take().expect("a current row");
+            self.spare = cands;
             match (self.kind, hit) {
                 (JoinKind::Semi, true) | (JoinKind::Anti, false) => return Ok(Some(row)),
                 _ => {}

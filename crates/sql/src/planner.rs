@@ -287,8 +287,7 @@ fn select(s: &Select, rels: &Relations<'_>) -> SqlResult<Plan> {
     let (conjs, semis) = crate::semijoin::extract(&conjs, rels);
     let mut p = match &s.from {
         Rel::Join(j) if crate::joinorder::flattens(j) => {
-            // The semi joins read columns the SELECT's own expressions may not.
-            let needed = semis.is_empty().then(|| needed_columns(s)).flatten();
+            let needed = needed_columns(s, &conjs, &semis);
             crate::joinorder::plan(&s.from, conjs, needed.as_deref(), rels)?
         }
         from => rel(from, conjs, rels)?,
@@ -319,11 +318,16 @@ fn select(s: &Select, rels: &Relations<'_>) -> SqlResult<Plan> {
     })
 }
 
-/// The FROM row's columns the rest of the SELECT reads (its WHERE, grouping,
-/// aggregates, or without grouping its targets and windows); None when a
-/// correlated subquery reads it (its reads are not followed).
-fn needed_columns(s: &Select) -> Option<Vec<bool>> {
-    let mut exprs: Vec<&Expr> = s.filter.iter().collect();
+/// The FROM row's columns the rest of the SELECT reads (its WHERE conjuncts
+/// `conjs`, the semi joins above the FROM, grouping, aggregates, or without
+/// grouping its targets and windows); None when a correlated subquery reads it
+/// (its reads are not followed).
+fn needed_columns(
+    s: &Select,
+    conjs: &[Expr],
+    semis: &[crate::semijoin::SemiJoin<'_>],
+) -> Option<Vec<bool>> {
+    let mut exprs: Vec<&Expr> = conjs.iter().collect();
     match &s.grouping {
         Some(g) => {
             exprs.extend(&g.keys);
@@ -341,6 +345,9 @@ fn needed_columns(s: &Select) -> Option<Vec<bool>> {
     }
     let mut need = vec![false; s.from.width()];
     let mut cols = Vec::new();
+    for j in semis {
+        j.outer_columns(&mut cols);
+    }
     for e in exprs {
         if has_correlated(e) {
             return None;

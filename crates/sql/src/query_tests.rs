@@ -487,6 +487,11 @@ fn exists_becomes_a_semi_or_anti_join() {
             plan.iter().any(|l| l.contains("Hash Semi Join")),
             "{plan:#?}"
         );
+        // Over a join whose leaves are projected: the column the semi join reads
+        // (b.w) is kept though nothing else reads it.
+        let joined = "SELECT a.v FROM a, b WHERE a.id = b.id AND EXISTS \
+                      (SELECT 1 FROM b b2 WHERE b2.w = b.w + 10) ORDER BY 1";
+        assert_eq!(rows(s, joined), ["x", "y", "z"]);
         // b's correlation on a's primary key: probed per row, not hashed.
         let probed =
             "SELECT id FROM b WHERE EXISTS (SELECT 1 FROM a WHERE a.id = b.a_id) ORDER BY 1";

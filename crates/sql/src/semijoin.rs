@@ -32,6 +32,23 @@ pub(crate) struct SemiJoin<'q> {
     link: &'q SubLink,
 }
 
+impl SemiJoin<'_> {
+    /// The holding query's columns the join reads (its keys' and residual's
+    /// `Outer(1, c)`), into `out`.
+    pub(crate) fn outer_columns(&self, out: &mut Vec<usize>) {
+        let SetTree::Select(s) = &self.link.query.body else {
+            return;
+        };
+        let mut stack: Vec<&Expr> = s.filter.iter().collect();
+        while let Some(e) = stack.pop() {
+            if let Expr::Outer(1, c) = e {
+                out.push(*c);
+            }
+            e.children(&mut stack);
+        }
+    }
+}
+
 /// Splits the WHERE conjuncts into those that stay and the EXISTS that become joins.
 pub(crate) fn extract<'q>(
     conjs: &'q [Expr],
