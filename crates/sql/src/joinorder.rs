@@ -16,7 +16,7 @@
 //! 4. Up to [`EXHAUSTIVE`] leaves, every bushy order is searched (dynamic
 //!    programming over subsets, joins with a condition before cross products, as
 //!    PostgreSQL's standard join search); beyond, a greedy order (the cheapest next
-//!    join each time).
+//!    join each time); past 64 leaves, the query's own order.
 //! 5. A join with an equality between its sides is a hash join building the
 //!    smaller side; any other a nested loop over the smaller side, materialized.
 //!    Cost: the rows each join reads and makes.
@@ -35,6 +35,9 @@ use crate::SqlResult;
 
 /// Join order rule 4: leaves searched exhaustively.
 pub(crate) const EXHAUSTIVE: usize = 10;
+
+/// Join order rule 4: leaves ordered at all (a bit each in a `u64`).
+const MAX_LEAVES: usize = 64;
 
 /// One leaf of the flattened tree.
 struct Leaf<'q> {
@@ -121,6 +124,13 @@ pub(crate) fn plan(
 ) -> SqlResult<Plan> {
     let (mut leaves, mut all) = (Vec::new(), Vec::new());
     flatten(r, 0, &mut leaves, &mut all);
+    if leaves.len() > MAX_LEAVES {
+        // Join order rule 4: past the masks' bits, the query's own order.
+        let Rel::Join(j) = r else {
+            unreachable!("a flattening rel is a join")
+        };
+        return planner::join(j, above, rels);
+    }
     all.extend(above);
     let width = r.width();
     let (mut conds, mut top) = (Vec::new(), Vec::new());

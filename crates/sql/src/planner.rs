@@ -656,7 +656,7 @@ fn lateral(j: &Join, q: &Query, above: Vec<Expr>, rels: &Relations<'_>) -> SqlRe
 }
 
 /// A join with the conjuncts above it (planner rules 1 and 2).
-fn join(j: &Join, above: Vec<Expr>, rels: &Relations<'_>) -> SqlResult<Plan> {
+pub(crate) fn join(j: &Join, above: Vec<Expr>, rels: &Relations<'_>) -> SqlResult<Plan> {
     if let Rel::Lateral(q) = &j.right {
         return lateral(j, q, above, rels);
     }

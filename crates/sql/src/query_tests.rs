@@ -525,3 +525,23 @@ fn joins_hold_only_the_columns_they_read() {
         assert_eq!(rows(s, sql), ["t|2"]);
     });
 }
+
+/// Join order rule 4: a FROM list of more tables than the search's masks have bits
+/// is joined in the query's order, not refused and not a panic.
+#[test]
+fn seventy_tables_join_in_the_querys_order() {
+    with_session(64 << 20, |s| {
+        let c = q(s, "CREATE TABLE one (x int); INSERT INTO one VALUES (1)");
+        assert!(c.results.iter().all(|r| r.is_ok()), "{:?}", c.results);
+        let from: Vec<String> = (0..70).map(|i| format!("one t{i}")).collect();
+        let conds: Vec<String> = (1..70).map(|i| format!("t{i}.x = t{}.x", i - 1)).collect();
+        let sql = format!(
+            "SELECT count(*) FROM {} WHERE {}",
+            from.join(", "),
+            conds.join(" AND ")
+        );
+        assert_eq!(rows(s, &sql), ["1"]);
+        let sql = "SELECT count(*) FROM one a, one b, one c WHERE a.x = b.x AND b.x = c.x";
+        assert_eq!(rows(s, sql), ["1"]);
+    });
+}
