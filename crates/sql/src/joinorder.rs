@@ -374,7 +374,7 @@ fn build(
             here.push(remap(c.expr.clone(), &layout));
         }
     }
-    let p = planner::inner_join(outer, inner, here, (lo.len(), li.len()));
+    let p = planner::keyed_join(JoinKind::Inner, (outer, inner), here, (lo.len(), li.len()))?;
     Ok((p, layout))
 }
 

@@ -501,14 +501,14 @@ pub(crate) fn shift_up(e: Expr, by: usize) -> Expr {
     }
 }
 
-/// An inner join of `outer` and `inner` under `conds` (over the joined row): a hash
-/// join on the equalities between the sides, else a nested loop (planner rule 2).
-pub(crate) fn inner_join(
-    outer: Plan,
-    inner: Plan,
+/// A join of `outer` and `inner` under `conds` (over the joined row): a hash join
+/// on the equalities between the sides, else a nested loop (planner rule 2).
+pub(crate) fn keyed_join(
+    kind: JoinKind,
+    (outer, inner): (Plan, Plan),
     conds: Vec<Expr>,
     widths: (usize, usize),
-) -> Plan {
+) -> SqlResult<Plan> {
     let (mut okeys, mut ikeys, mut residual) = (Vec::new(), Vec::new(), Vec::new());
     for c in conds {
         match equi_key(&c, widths.0, widths.0 + widths.1) {
@@ -519,24 +519,32 @@ pub(crate) fn inner_join(
             None => residual.push(c),
         }
     }
+    if kind == JoinKind::Full && okeys.is_empty() && residual.iter().any(|c| col_span(c).is_some())
+    {
+        // PostgreSQL's limit: a full join needs only hash- or merge-joinable quals.
+        return Err(crate::SqlError::new(
+            "0A000",
+            "FULL JOIN is only supported with merge-joinable or hash-joinable join conditions",
+        ));
+    }
     if okeys.is_empty() {
-        return Plan::NestLoop {
-            kind: JoinKind::Inner,
+        return Ok(Plan::NestLoop {
+            kind,
             outer: Box::new(outer),
             inner: Box::new(inner),
             cond: and_all(residual),
             widths,
-        };
+        });
     }
-    Plan::HashJoin {
-        kind: JoinKind::Inner,
+    Ok(Plan::HashJoin {
+        kind,
         outer: Box::new(outer),
         inner: Box::new(inner),
         outer_keys: okeys,
         inner_keys: ikeys,
         residual: and_all(residual),
         widths,
-    }
+    })
 }
 
 /// A rel with `conjs` (over its row) applied (planner rule 1).
@@ -696,46 +704,7 @@ pub(crate) fn join(j: &Join, above: Vec<Expr>, rels: &Relations<'_>) -> SqlResul
     }
     let outer = rel(&j.left, left_c, rels)?;
     let inner = rel(&j.right, right_c, rels)?;
-    let (mut okeys, mut ikeys, mut residual) = (Vec::new(), Vec::new(), Vec::new());
-    for c in here {
-        match equi_key(&c, lw, inner_width) {
-            Some((o, i)) => {
-                okeys.push(o);
-                ikeys.push(i);
-            }
-            None => residual.push(c),
-        }
-    }
-    if j.kind == JoinKind::Full
-        && okeys.is_empty()
-        && residual.iter().any(|c| col_span(c).is_some())
-    {
-        // PostgreSQL's limit: a full join needs only hash- or merge-joinable quals.
-        return Err(crate::SqlError::new(
-            "0A000",
-            "FULL JOIN is only supported with merge-joinable or hash-joinable join conditions",
-        ));
-    }
-    let widths = (lw, rw);
-    let mut p = if okeys.is_empty() {
-        Plan::NestLoop {
-            kind: j.kind,
-            outer: Box::new(outer),
-            inner: Box::new(inner),
-            cond: and_all(residual),
-            widths,
-        }
-    } else {
-        Plan::HashJoin {
-            kind: j.kind,
-            outer: Box::new(outer),
-            inner: Box::new(inner),
-            outer_keys: okeys,
-            inner_keys: ikeys,
-            residual: and_all(residual),
-            widths,
-        }
-    };
+    let mut p = keyed_join(j.kind, (outer, inner), here, (lw, rw))?;
     if !j.merged.is_empty() {
         let mut exprs: Vec<Expr> = (0..inner_width).map(Expr::Col).collect();
         exprs.extend(j.merged.iter().cloned());
