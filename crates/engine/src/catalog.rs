@@ -9,7 +9,7 @@
 //! |---------|-------|---------|
 //! | `pg_tablespace` | `global/1213` | oid int4, spcname text, spclocation text, spcowner int4, spcacl text |
 //! | `pg_database` | `global/1262` | oid int4, datname text, dattablespace int4, datistemplate bool, datallowconn bool, datdba int4, datacl text, nspacl text (its schema `public`'s) |
-//! | `pg_class` | `<db's directory>/1259`, one per database | oid int4, relname text, relfilenode int8, reltablespace int4 (0 = the database's), relcolumns text (column ACLs in it), relowner int4, relacl text |
+//! | `pg_class` | `<db's directory>/1259`, one per database | oid int4, relname text, relfilenode int8, reltablespace int4 (0 = the database's), relcolumns text (column ACLs in it), relowner int4, relacl text, relview text (rule 9) |
 //! | `pg_authid` | `global/1260` | oid int4, rolname text, rolsuper, rolinherit, rolcreaterole, rolcreatedb, rolcanlogin, rolreplication, rolbypassrls bool, rolconnlimit int4, rolpassword text, rolvaliduntil int8, rolmembers text |
 //!
 //! ACLs are PostgreSQL's `aclitem[]` text (`{=Tc/strata,bob=r*/strata}`), NULL for
@@ -46,6 +46,11 @@
 //!    older cluster ([`crate::heap::decode_catalog_values`]); a catalog keeps at
 //!    most eight columns per null-bitmap byte it had (pg_authid excepted, born
 //!    with its thirteen), so an old row's bitmap still covers the new columns.
+//! 9. A view is a relation without storage: its `pg_class` row holds its columns
+//!    and, in `relview`, its query's text and the relations that query reads
+//!    ([`ViewDef`]), WAL-logged and replayed like every catalog row. The cache maps
+//!    each relation to the views that read it (`view_deps`), derived wherever rows
+//!    change, so dropping a table finds its dependent views without a search.
 
 use crate::acl::AclItem;
 use crate::codec::{DecResult, DecodeError};
@@ -119,6 +124,7 @@ pub fn class_columns() -> Vec<Column> {
         Column::new("relcolumns", ColType::Text),
         Column::new("relowner", ColType::Int4),
         Column::new("relacl", ColType::Text),
+        Column::new("relview", ColType::Text),
     ]
 }
 pub fn authid_columns() -> Vec<Column> {
@@ -191,6 +197,8 @@ pub struct RelEntry {
     pub indexes: Vec<IndexDef>,
     /// A sequence's definition (rule 6); `None` for a table.
     pub sequence: Option<SeqDef>,
+    /// A view's definition (rule 9); `None` for a table or sequence.
+    pub view: Option<ViewDef>,
     pub owner: Oid,
     pub acl: Option<Acl>,
     pub tid: Option<Tid>,
@@ -213,6 +221,64 @@ pub struct SeqDef {
     pub owned: bool,
 }
 
+/// A view (rule 9): its defining query as text and the relations and columns
+/// that query reads. Its own columns are the entry's `columns`; it has no storage.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ViewDef {
+    /// The defining query, as the SQL layer prints it.
+    pub query: String,
+    /// The stored names of the relations the query reads, in this database, each
+    /// with the names of the columns it reads.
+    pub deps: Vec<(String, Vec<String>)>,
+}
+
+impl ViewDef {
+    /// `relview`: the number of relations read, `:`, each relation's name and its
+    /// column count then its columns' names as counted texts; then the query.
+    fn encode(&self) -> String {
+        let mut s = format!("{}:", self.deps.len());
+        let mut put = |t: &str| s.push_str(&format!("{}:{t}", t.len()));
+        for (rel, cols) in &self.deps {
+            put(rel);
+            put(&cols.len().to_string());
+            for c in cols {
+                put(c);
+            }
+        }
+        s.push_str(&self.query);
+        s
+    }
+
+    fn decode(text: &str) -> DecResult<ViewDef> {
+        let b = || bad("pg_class view");
+        let (n, mut rest) = text.split_once(':').ok_or_else(b)?;
+        let n: usize = n.parse().map_err(|_| b())?;
+        let mut take = || -> DecResult<String> {
+            let (t, r) = counted(rest)?;
+            rest = r;
+            Ok(t.to_string())
+        };
+        let mut deps = Vec::with_capacity(n.min(64));
+        for _ in 0..n {
+            let rel = take()?;
+            let k: usize = take()?.parse().map_err(|_| b())?;
+            let cols = (0..k).map(|_| take()).collect::<DecResult<Vec<_>>>()?;
+            deps.push((rel, cols));
+        }
+        Ok(ViewDef {
+            query: rest.to_string(),
+            deps,
+        })
+    }
+
+    /// Whether the view reads column `col` of relation `rel`.
+    pub fn reads_column(&self, rel: &str, col: &str) -> bool {
+        self.deps
+            .iter()
+            .any(|(r, cols)| r == rel && cols.iter().any(|c| c == col))
+    }
+}
+
 /// A B-tree index of a table (rule 5): its storage sits in the table's tablespace.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IndexDef {
@@ -230,6 +296,17 @@ pub struct IndexDef {
 }
 
 impl RelEntry {
+    /// 42809 for a view, which has no storage to read or change (rule 9).
+    pub fn has_storage(&self) -> crate::Result<()> {
+        match self.view {
+            Some(_) => Err(crate::EngineError::WrongObjectType(format!(
+                "\"{}\" is a view",
+                crate::temp::bare(&self.name)
+            ))),
+            None => Ok(()),
+        }
+    }
+
     /// Where index `ix` of this table is stored inside database `db`.
     pub fn index_key(&self, db: &DbEntry, ix: &IndexDef) -> RelKey {
         RelKey {
@@ -591,11 +668,12 @@ impl RelEntry {
             )),
             Datum::Int4(self.owner.0 as i32),
             acl_value(&self.acl),
+            text_value(&self.view.as_ref().map(ViewDef::encode)),
         ]
     }
     pub fn from_values(v: &[Datum], tid: Tid) -> DecResult<RelEntry> {
         match v {
-            [Datum::Int4(oid), Datum::Text(name), Datum::Int8(rfn), Datum::Int4(spc), Datum::Text(cols), owner, acl] =>
+            [Datum::Int4(oid), Datum::Text(name), Datum::Int8(rfn), Datum::Int4(spc), Datum::Text(cols), owner, acl, view] =>
             {
                 let (columns, indexes, sequence) = decode_columns(cols)?;
                 Ok(RelEntry {
@@ -606,6 +684,7 @@ impl RelEntry {
                     columns,
                     indexes,
                     sequence,
+                    view: text_opt(view)?.map(|t| ViewDef::decode(&t)).transpose()?,
                     owner: owner_of(owner)?,
                     acl: acl_opt(acl)?,
                     tid: Some(tid),
@@ -768,6 +847,9 @@ pub struct CatalogCache {
     pub role_deps: FxHashMap<Oid, FxHashSet<RoleDep>>,
     /// Role OID → the roles that are members of it, derived from `roles`.
     pub role_members: FxHashMap<Oid, FxHashSet<Oid>>,
+    /// Per database OID: relation name → the views that read it (rule 9), derived
+    /// wherever entries change.
+    pub view_deps: FxHashMap<Oid, FxHashMap<String, FxHashSet<String>>>,
 }
 
 impl CatalogCache {
@@ -876,6 +958,18 @@ impl CatalogCache {
 
     fn note_rel(&mut self, db: Oid, e: &RelEntry, add: bool) {
         self.note(&RoleDep::Relation(db, e.name.clone()), rel_roles(e), add);
+        let Some(v) = &e.view else { return };
+        let deps = self.view_deps.entry(db).or_default();
+        for (d, _) in &v.deps {
+            if add {
+                deps.entry(d.clone()).or_default().insert(e.name.clone());
+            } else if let Some(set) = deps.get_mut(d) {
+                set.remove(&e.name);
+                if set.is_empty() {
+                    deps.remove(d);
+                }
+            }
+        }
     }
 
     /// A role's memberships, noted in (`add`) or taken from `role_members`.
@@ -918,6 +1012,7 @@ impl CatalogCache {
             self.note_rel(db, &e, false);
         }
         self.index_owner.remove(&db);
+        self.view_deps.remove(&db);
     }
 }
 
@@ -1085,6 +1180,13 @@ mod tests {
                 },
             ],
             sequence: None,
+            view: Some(ViewDef {
+                query: "SELECT a FROM t:1".into(),
+                deps: vec![
+                    ("t".into(), vec!["a".into(), "b:1".into()]),
+                    ("é:x".into(), Vec::new()),
+                ],
+            }),
             owner: Oid(16400),
             acl: Some(Vec::new()),
             tid: Some(Tid {

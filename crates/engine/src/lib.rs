@@ -94,8 +94,8 @@ mod xact;
 pub use access::Snapshot;
 pub use catalog::RoleDep;
 pub use catalog::{
-    Acl, DbEntry, IndexDef, Membership, RelEntry, RoleEntry, SeqDef, SpcEntry, BOOTSTRAP_SUPERUSER,
-    BOOTSTRAP_SUPERUSER_OID, POSTGRES_OID, TEMPLATE0_OID, TEMPLATE1_OID,
+    Acl, DbEntry, IndexDef, Membership, RelEntry, RoleEntry, SeqDef, SpcEntry, ViewDef,
+    BOOTSTRAP_SUPERUSER, BOOTSTRAP_SUPERUSER_OID, POSTGRES_OID, TEMPLATE0_OID, TEMPLATE1_OID,
 };
 pub use checkpoint::{CheckpointStats, OnlineBackup};
 pub use cursor::{IndexCursor, SeqCursor};
@@ -800,6 +800,7 @@ impl Engine {
         let resolve = move || {
             let cat = sh.catalog.read();
             let (dbe, rel) = cat.committed_table(db, table)?;
+            rel.has_storage()?;
             Ok((rel.key(dbe), rel.clone()))
         };
         SeqCursor::new(sh, Box::new(resolve), None)
@@ -818,6 +819,7 @@ impl Engine {
         let resolve = move || {
             let cat = sh.catalog.read();
             let (dbe, rel) = cat.committed_table(db, table)?;
+            rel.has_storage()?;
             let ix = xact::index_of(rel, index)?;
             Ok((rel.key(dbe), rel.clone(), rel.index_key(dbe, ix)))
         };
@@ -837,6 +839,7 @@ impl Engine {
         let resolve = || {
             let cat = self.sh.catalog.read();
             let (dbe, rel) = cat.committed_table(db, table)?;
+            rel.has_storage()?;
             Ok((rel.key(dbe), rel.clone()))
         };
         stream::scan_batches(&self.sh, &resolve, None, interrupt, f)
@@ -856,6 +859,7 @@ impl Engine {
         let resolve = || {
             let cat = self.sh.catalog.read();
             let (dbe, rel) = cat.committed_table(db, table)?;
+            rel.has_storage()?;
             let ix = xact::index_of(rel, index)?;
             Ok((rel.key(dbe), rel.clone(), rel.index_key(dbe, ix)))
         };
@@ -1038,6 +1042,12 @@ impl Engine {
     pub fn table(&self, db: &str, table: &str) -> Result<RelEntry> {
         let cat = self.sh.catalog.read();
         Ok((**cat.committed_table(db, table)?.1).clone())
+    }
+
+    /// One committed relation of a database, shared (no copy). O(1).
+    pub fn relation(&self, db: &str, name: &str) -> Result<Arc<RelEntry>> {
+        let cat = self.sh.catalog.read();
+        Ok(Arc::clone(cat.committed_table(db, name)?.1))
     }
 
     /// The committed tables of a database, sorted by name.

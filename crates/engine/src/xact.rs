@@ -35,6 +35,8 @@
 //! change afterwards always carries a full-page image. The test
 //! `file_copy_replay_ignores_later_template_changes` pins this.
 
+mod views;
+
 use crate::access;
 use crate::catalog::{
     self, class_columns, database_columns, pg_class, pg_database, pg_tablespace,
@@ -308,10 +310,10 @@ impl<'e> Txn<'e> {
             .ok_or_else(|| EngineError::UndefinedTable(name.into()))
     }
 
-    /// A table (42809 for a sequence, with PostgreSQL's words for DDL).
+    /// A table (42809 for a sequence or a view, with PostgreSQL's words for DDL).
     fn table(&self, db: &DbEntry, name: &str) -> Result<Arc<RelEntry>> {
         let r = self.relation(db, name)?;
-        if r.sequence.is_some() {
+        if r.sequence.is_some() || r.view.is_some() {
             return Err(EngineError::WrongObjectType(format!(
                 "\"{name}\" is not a table"
             )));
@@ -319,14 +321,23 @@ impl<'e> Txn<'e> {
         Ok(r)
     }
 
-    /// A table whose rows a statement changes (42809 for a sequence).
+    /// A table whose rows a statement changes (42809 for a sequence or a view).
     fn changed_table(&self, db: &DbEntry, name: &str) -> Result<Arc<RelEntry>> {
         let r = self.relation(db, name)?;
-        if r.sequence.is_some() {
-            return Err(EngineError::WrongObjectType(format!(
-                "cannot change sequence \"{name}\""
-            )));
-        }
+        let kind = match (&r.sequence, &r.view) {
+            (Some(_), _) => "sequence",
+            (_, Some(_)) => "view",
+            _ => return Ok(r),
+        };
+        Err(EngineError::WrongObjectType(format!(
+            "cannot change {kind} \"{name}\""
+        )))
+    }
+
+    /// A relation with storage to read (42809 for a view: catalog rule 9).
+    fn stored(&self, db: &DbEntry, name: &str) -> Result<Arc<RelEntry>> {
+        let r = self.relation(db, name)?;
+        r.has_storage()?;
         Ok(r)
     }
 
@@ -785,6 +796,7 @@ impl<'e> Txn<'e> {
             columns: columns.to_vec(),
             indexes: Vec::new(),
             sequence: None,
+            view: None,
             owner: self.role,
             acl: None,
             tid: None,
@@ -819,6 +831,7 @@ impl<'e> Txn<'e> {
             columns: crate::sequence::columns(),
             indexes: Vec::new(),
             sequence: Some(def),
+            view: None,
             owner: self.role,
             acl: None,
             tid: None,
@@ -932,6 +945,7 @@ impl<'e> Txn<'e> {
     pub fn drop_table(&mut self, db: &str, name: &str) -> Result<()> {
         let dbe = self.database(db)?;
         let rel = self.table(&dbe, name)?;
+        self.refuse_dependents(&dbe, &rel, "table")?;
         self.class_delete(&dbe, &rel)?;
         self.ov.rels.insert((dbe.oid, rel.name.clone()), None);
         self.drop_files_of(&dbe, &rel);
@@ -1080,6 +1094,7 @@ impl<'e> Txn<'e> {
     pub fn rename_table(&mut self, db: &str, name: &str, new_name: &str) -> Result<()> {
         let dbe = self.database(db)?;
         let rel = self.relation(&dbe, name)?;
+        self.refuse_column_change(&dbe, &rel, None, false)?;
         let stored = match rel.reltablespace == TEMP_TABLESPACE {
             true => crate::temp::beside(new_name),
             false => new_name.to_string(),
@@ -1112,6 +1127,7 @@ impl<'e> Txn<'e> {
     ) -> Result<()> {
         let dbe = self.database(db)?;
         let rel = self.table(&dbe, table)?;
+        self.refuse_column_change(&dbe, &rel, Some(column), false)?;
         let Some(at) = rel.columns.iter().position(|c| c.name == column) else {
             return Err(EngineError::UndefinedColumn(column.into()));
         };
@@ -1157,6 +1173,7 @@ impl<'e> Txn<'e> {
     pub fn drop_column(&mut self, db: &str, table: &str, column: &str) -> Result<()> {
         let dbe = self.database(db)?;
         let rel = self.table(&dbe, table)?;
+        self.refuse_column_change(&dbe, &rel, Some(column), true)?;
         let Some(at) = rel.columns.iter().position(|c| c.name == column) else {
             return Err(EngineError::UndefinedColumn(column.into()));
         };
@@ -1522,7 +1539,7 @@ impl<'e> Txn<'e> {
         f: &mut crate::RowVisitor<'_>,
     ) -> Result<()> {
         let dbe = self.database(db)?;
-        let rel = self.relation(&dbe, table)?;
+        let rel = self.stored(&dbe, table)?;
         let key = rel.key(&dbe);
         let resolve = || Ok((key, rel.clone()));
         crate::stream::scan_batches(self.sh, &resolve, self.xid, interrupt, f)
@@ -1538,7 +1555,7 @@ impl<'e> Txn<'e> {
     /// the table it scans collects first.
     pub fn seq_cursor(&self, db: &str, table: &str) -> Result<crate::SeqCursor<'e>> {
         let dbe = self.database(db)?;
-        let rel = self.relation(&dbe, table)?;
+        let rel = self.stored(&dbe, table)?;
         let key = rel.key(&dbe);
         let resolve = move || Ok((key, rel.clone()));
         Ok(crate::SeqCursor::new(self.sh, Box::new(resolve), self.xid))
@@ -1554,7 +1571,7 @@ impl<'e> Txn<'e> {
         range: IndexRange,
     ) -> Result<crate::IndexCursor<'e>> {
         let dbe = self.database(db)?;
-        let rel = self.relation(&dbe, table)?;
+        let rel = self.stored(&dbe, table)?;
         let ikey = rel.index_key(&dbe, index_of(&rel, index)?);
         let key = rel.key(&dbe);
         let resolve = move || Ok((key, rel.clone(), ikey));
@@ -1579,7 +1596,7 @@ impl<'e> Txn<'e> {
         f: &mut crate::RowVisitor<'_>,
     ) -> Result<()> {
         let dbe = self.database(db)?;
-        let rel = self.relation(&dbe, table)?;
+        let rel = self.stored(&dbe, table)?;
         let ikey = rel.index_key(&dbe, index_of(&rel, index)?);
         let resolve = || Ok((rel.key(&dbe), rel.clone(), ikey));
         crate::index::scan_batches(self.sh, &resolve, range, self.xid, interrupt, f)
@@ -1610,7 +1627,8 @@ impl<'e> Txn<'e> {
             None => self.relations_of(&dbe),
         };
         let mut truncated = 0;
-        for r in rels.iter().filter(|r| r.sequence.is_none() && keep(r)) {
+        let stored = |r: &RelEntry| r.sequence.is_none() && r.view.is_none();
+        for r in rels.iter().filter(|r| stored(r) && keep(r)) {
             let indexes: Vec<RelKey> = r.indexes.iter().map(|ix| r.index_key(&dbe, ix)).collect();
             truncated += access::vacuum_rel(self.sh, r.key(&dbe), &indexes)?.pages_truncated;
             // Toast rule 3: the TOAST heap after its table.

@@ -214,15 +214,15 @@ impl Rel {
 }
 
 /// Where in a FROM row each table's columns are (analyze rule 6).
-type Layout = Vec<(usize, String, usize)>;
+pub(crate) type Layout = Vec<(usize, String, usize)>;
 
 /// What analyzing a FROM clause gives: the rel, its scope, where its tables' columns
 /// are, and the relations read inside its subqueries.
-struct From<'c> {
-    rel: Rel,
-    scope: Scope<'c>,
-    layout: Layout,
-    reads: Vec<(String, Vec<usize>)>,
+pub(crate) struct From<'c> {
+    pub(crate) rel: Rel,
+    pub(crate) scope: Scope<'c>,
+    pub(crate) layout: Layout,
+    pub(crate) reads: Vec<(String, Vec<usize>)>,
 }
 
 impl Binder {
@@ -850,8 +850,13 @@ impl Binder {
                 });
             }
         }
-        let (legacy, scope) = self.bind_from_item(tf, catalog(ctx)?, ctx)?;
         let tname = object_name(name)?;
+        if args.is_none() {
+            if let Some(v) = catalog(ctx)?.view(&tname)? {
+                return self.view_from(&tname, v, alias.as_ref(), ctx);
+            }
+        }
+        let (legacy, scope) = self.bind_from_item(tf, catalog(ctx)?, ctx)?;
         let qualifier = alias
             .as_ref()
             .map(|a| ident_name(&a.name))

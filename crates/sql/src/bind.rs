@@ -413,7 +413,31 @@ impl<'c> Scope<'c> {
 }
 
 /// Gives a table's columns (name, type), or the error that it has none.
-pub type ScopeOf<'a> = dyn Fn(&str) -> SqlResult<Vec<(String, SqlType)>> + 'a;
+pub type ScopeOf<'a> = dyn RelLookup + 'a;
+
+/// What binding asks of the catalog: a relation's columns and, for a view, its
+/// definition (the rewrite module expands it). A closure giving columns is a
+/// catalog without views.
+pub trait RelLookup {
+    /// The columns of relation `name` (42P01 if there is none).
+    fn columns(&self, name: &str) -> SqlResult<Columns>;
+    /// View `name`'s definition; None if `name` is not a view.
+    fn view(&self, _name: &str) -> SqlResult<Option<crate::rewrite::ViewRef>> {
+        Ok(None)
+    }
+    /// 42501 unless role `owner` may read what a view's query reads (`reads`, as
+    /// [`crate::analyze::Query::reads`]): a view reads its relations with its
+    /// owner's privileges, as PostgreSQL's do.
+    fn check_reads_as(&self, _owner: u32, _reads: &[(String, Vec<usize>)]) -> SqlResult<()> {
+        Ok(())
+    }
+}
+
+impl<F: Fn(&str) -> SqlResult<Columns>> RelLookup for F {
+    fn columns(&self, name: &str) -> SqlResult<Columns> {
+        self(name)
+    }
+}
 
 /// The state of binding one statement: the parameter types found so far, and the
 /// depth of expression nesting being bound (bounded by [`MAX_EXPR_DEPTH`]).
@@ -443,6 +467,8 @@ pub struct Binder {
     pub(crate) keep_unknown: bool,
     /// The WINDOW clause of the SELECT being bound, each definition resolved.
     pub(crate) named_wins: Vec<(String, sqlparser::ast::WindowSpec)>,
+    /// The views being expanded, outermost first (rewrite rule 4).
+    pub(crate) views: Vec<String>,
 }
 
 /// The highest parameter number, `$65535`: the Bind message counts parameters in
@@ -1500,7 +1526,7 @@ impl Binder {
                 scope,
             ));
         }
-        let mut cols = scope_of(&tname)?;
+        let mut cols = scope_of.columns(&tname)?;
         for (i, n) in alias_cols.iter().enumerate() {
             if let Some(c) = cols.get_mut(i) {
                 c.0 = n.clone();

@@ -100,7 +100,12 @@ pub(crate) fn run(s: &mut Session<'_>, ddl: &Ddl, notices: &mut Notices) -> SqlR
             name,
             constraint_if_exists,
         } => drop_constraint(s, (table, *if_exists), name, *constraint_if_exists, notices),
-        Ddl::DropTable { names, if_exists } => drop_table(s, names, *if_exists, notices),
+        Ddl::DropTable {
+            names,
+            if_exists,
+            cascade,
+        } => drop_table(s, names, (*if_exists, *cascade), notices),
+        Ddl::CreateView { .. } | Ddl::DropView { .. } => crate::rewrite::run(s, ddl, notices),
         Ddl::CreateTableAs {
             name,
             if_not_exists,
@@ -127,6 +132,16 @@ pub(crate) fn run(s: &mut Session<'_>, ddl: &Ddl, notices: &mut Notices) -> SqlR
             column,
             column_if_exists,
         } => drop_column(s, (table, *if_exists), column, *column_if_exists, notices),
+        Ddl::CreateTablespace { .. }
+        | Ddl::DropTablespace { .. }
+        | Ddl::CreateDatabase { .. }
+        | Ddl::DropDatabase { .. } => run_shared(s, ddl, notices),
+    }
+}
+
+/// Runs the DDL of databases and tablespaces.
+fn run_shared(s: &mut Session<'_>, ddl: &Ddl, notices: &mut Notices) -> SqlResult<Output> {
+    match ddl {
         Ddl::CreateTablespace {
             name,
             location,
@@ -151,6 +166,7 @@ pub(crate) fn run(s: &mut Session<'_>, ddl: &Ddl, notices: &mut Notices) -> SqlR
             if_exists,
             force,
         } => drop_database(s, name, *if_exists, *force, notices),
+        _ => unreachable!("run sends only databases and tablespaces here"),
     }
 }
 
@@ -307,11 +323,12 @@ fn drop_constraint(
 fn drop_table(
     s: &mut Session<'_>,
     names: &[String],
-    if_exists: bool,
+    (if_exists, cascade): (bool, bool),
     notices: &mut Notices,
 ) -> SqlResult<Output> {
     let db = s.db().to_string();
     let mut skipped = Vec::new();
+    let mut cascaded = Vec::new();
     s.write(|t| {
         let dbe = t.database(&db)?;
         let mut seen = Vec::new();
@@ -329,6 +346,16 @@ fn drop_table(
             seen.push(n.clone());
         }
         for n in &seen {
+            if t.relation(&dbe, n)?.view.is_some() {
+                return Err(SqlError::new("42809", format!("\"{n}\" is not a table"))
+                    .with_hint("Use DROP VIEW to remove a view."));
+            }
+            cascaded.extend(crate::rewrite::drop_dependents(
+                t,
+                &db,
+                (n, "table"),
+                cascade,
+            )?);
             t.drop_table(&db, n)?;
         }
         Ok(())
@@ -336,6 +363,7 @@ fn drop_table(
     for n in skipped {
         notices.push(("NOTICE", format!("table \"{n}\" does not exist, skipping")));
     }
+    notices.extend(cascaded.into_iter().map(|m| ("NOTICE", m)));
     Ok(Output::Command("DROP TABLE".into()))
 }
 

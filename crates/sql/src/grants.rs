@@ -257,10 +257,12 @@ fn object_names(t: &Txn<'_>, p: &PrivStmt, db: &str) -> SqlResult<Vec<String>> {
 
 fn load(t: &Txn<'_>, kind: ObjKind, db: &str, name: &str) -> SqlResult<Object> {
     Ok(match kind {
-        ObjKind::Table | ObjKind::Sequence => {
+        ObjKind::Table | ObjKind::View | ObjKind::Sequence => {
             let r = Catalog::relation_entry(t, db, name)?;
             let actual = if r.sequence.is_some() {
                 ObjKind::Sequence
+            } else if r.view.is_some() {
+                ObjKind::View
             } else {
                 ObjKind::Table
             };
@@ -433,7 +435,7 @@ fn change_columns(
 /// Writes an object's owner and ACLs back.
 fn store(t: &mut Txn<'_>, db: &str, o: Object) -> SqlResult<()> {
     match o.kind {
-        ObjKind::Table | ObjKind::Sequence => {
+        ObjKind::Table | ObjKind::View | ObjKind::Sequence => {
             let access = RelAccess {
                 owner: o.owner,
                 acl: Some(o.acl),
@@ -541,7 +543,7 @@ pub(crate) fn alter_owner(
             }
         };
         match kind {
-            ObjKind::Table | ObjKind::Sequence => {
+            ObjKind::Table | ObjKind::View | ObjKind::Sequence => {
                 let r = Catalog::relation_entry(t, &db, name)?;
                 if kind == ObjKind::Sequence && r.sequence.is_none() {
                     return Err(SqlError::new(
@@ -554,6 +556,8 @@ pub(crate) fn alter_owner(
                 }
                 let word = if r.sequence.is_some() {
                     "sequence"
+                } else if r.view.is_some() {
+                    "view"
                 } else {
                     "table"
                 };

@@ -18,7 +18,8 @@
 //! sizes), [`executor`] (pull operators), [`extract`] (EXTRACT and date_part), [`copy`] (COPY's text and csv formats), [`sort`] (ORDER BY within
 //! `work_mem`), [`privileges`] (who may do what: ACL checks for every statement kind,
 //! PostgreSQL 15's rules), [`roles`] (CREATE/ALTER/DROP ROLE, membership, SET ROLE,
-//! SCRAM verifiers), [`temp`] (a session's temporary tables and their ON COMMIT), [`grants`] (GRANT/REVOKE on objects and columns, OWNER TO,
+//! SCRAM verifiers), [`temp`] (a session's temporary tables and their ON COMMIT),
+//! [`rewrite`] (views: CREATE/DROP VIEW and a view's query read in its place), [`grants`] (GRANT/REVOKE on objects and columns, OWNER TO,
 //! REASSIGN/DROP OWNED), [`session`] (a session's transaction-block state machine,
 //! binding, the dispatch of each statement kind to its executor, and DML), `ddl`
 //! (tables, databases, tablespaces), `sequences` (CREATE/DROP SEQUENCE, serial and
@@ -76,6 +77,7 @@ pub mod planner;
 pub mod privileges;
 #[cfg(test)]
 mod query_tests;
+pub mod rewrite;
 pub mod roles;
 mod semijoin;
 mod sequences;
@@ -90,6 +92,8 @@ pub mod temp;
 pub mod time;
 mod utility;
 pub mod values;
+#[cfg(test)]
+mod view_tests;
 pub mod views;
 pub mod window;
 
@@ -792,6 +796,21 @@ pub enum Ddl {
     DropTable {
         names: Vec<String>,
         if_exists: bool,
+        /// CASCADE: the views that read them go too.
+        cascade: bool,
+    },
+    /// CREATE [OR REPLACE] VIEW name [(columns)] AS query (rewrite module).
+    CreateView {
+        name: String,
+        columns: Vec<String>,
+        query: Box<ast::Query>,
+        or_replace: bool,
+    },
+    /// DROP VIEW [IF EXISTS] names [CASCADE].
+    DropView {
+        names: Vec<String>,
+        if_exists: bool,
+        cascade: bool,
     },
     Truncate {
         names: Vec<String>,
@@ -967,6 +986,8 @@ impl Ddl {
             Ddl::DropIndex { .. } => "DROP INDEX",
             Ddl::AddConstraint { .. } | Ddl::DropConstraint { .. } => "ALTER TABLE",
             Ddl::DropTable { .. } => "DROP TABLE",
+            Ddl::CreateView { .. } => "CREATE VIEW",
+            Ddl::DropView { .. } => "DROP VIEW",
             Ddl::Truncate { .. } => "TRUNCATE TABLE",
             Ddl::Rename { .. } | Ddl::AddColumn { .. } | Ddl::DropColumn { .. } => "ALTER TABLE",
             Ddl::CreateTableAs { .. } => "CREATE TABLE AS",
@@ -1994,15 +2015,24 @@ fn parse_with_sqlparser(tokens: Vec<TokenWithSpan>) -> SqlResult<Stmt> {
     convert(st)
 }
 
-/// DROP TABLE, INDEX or SEQUENCE.
+/// DROP TABLE, VIEW, INDEX or SEQUENCE.
 fn convert_drop(
     object_type: ast::ObjectType,
-    if_exists: bool,
+    (if_exists, cascade): (bool, bool),
     names: &[ast::ObjectName],
 ) -> SqlResult<Stmt> {
     let names = names.iter().map(object_name).collect::<SqlResult<_>>()?;
     Ok(Stmt::Ddl(match object_type {
-        ast::ObjectType::Table => Ddl::DropTable { names, if_exists },
+        ast::ObjectType::Table => Ddl::DropTable {
+            names,
+            if_exists,
+            cascade,
+        },
+        ast::ObjectType::View => Ddl::DropView {
+            names,
+            if_exists,
+            cascade,
+        },
         ast::ObjectType::Index => Ddl::DropIndex { names, if_exists },
         ast::ObjectType::Sequence => Ddl::DropSequence { names, if_exists },
         other => return Err(SqlError::unsupported(format!("DROP {other}"))),
@@ -2024,12 +2054,14 @@ fn convert(st: ast::Statement) -> SqlResult<Stmt> {
             estimate: false,
         } => convert_explain(analyze, verbose, *statement, options.unwrap_or_default()),
         S::CreateTable(ct) => convert_create_table(ct),
+        S::CreateView(cv) => rewrite::convert_create_view(cv),
         S::Drop {
             object_type,
             if_exists,
             names,
+            cascade,
             ..
-        } => convert_drop(object_type, if_exists, &names),
+        } => convert_drop(object_type, (if_exists, cascade), &names),
         S::Truncate(t) => convert_truncate(t),
         S::Insert(ins) => {
             let table = match &ins.table {
@@ -2996,7 +3028,7 @@ mod tests {
         ));
         assert!(matches!(
             one("DROP TABLE IF EXISTS a, public.b"),
-            Stmt::Ddl(Ddl::DropTable { names, if_exists: true }) if names == ["a", "b"]
+            Stmt::Ddl(Ddl::DropTable { names, if_exists: true, .. }) if names == ["a", "b"]
         ));
         assert!(matches!(
             one("insert into t select g from generate_series(1, 10) g"),

@@ -184,7 +184,7 @@ pub(crate) fn has_admin(t: &Txn<'_>, me: Oid, role: Oid) -> bool {
 /// Every privilege of a kind (ALL PRIVILEGES).
 pub fn all_of(kind: ObjKind) -> Priv {
     let letters: &[Priv] = match kind {
-        ObjKind::Table => &[
+        ObjKind::Table | ObjKind::View => &[
             Priv::INSERT,
             Priv::SELECT,
             Priv::UPDATE,
@@ -255,6 +255,8 @@ pub fn not_owner(kind: &str, name: &str) -> SqlError {
 fn rel_kind(r: &RelEntry) -> ObjKind {
     if r.sequence.is_some() {
         ObjKind::Sequence
+    } else if r.view.is_some() {
+        ObjKind::View
     } else {
         ObjKind::Table
     }
@@ -443,13 +445,21 @@ pub(crate) fn check_ddl(cat: &dyn Catalog, db: &str, w: &Who, d: &crate::Ddl) ->
         D::CreateTableAs { .. } | D::CreateSequence { .. } => {
             require_create_in_public(w, &cat.database_entry(db)?)?
         }
+        D::CreateView {
+            name, or_replace, ..
+        } => {
+            require_create_in_public(w, &cat.database_entry(db)?)?;
+            if *or_replace {
+                owns(name)?;
+            }
+        }
         D::CreateIndex { table, .. }
         | D::AddConstraint { table, .. }
         | D::DropConstraint { table, .. }
         | D::AddColumn { table, .. }
         | D::DropColumn { table, .. }
         | D::Rename { table, .. } => owns(table)?,
-        D::DropTable { names, .. } | D::DropSequence { names, .. } => {
+        D::DropTable { names, .. } | D::DropSequence { names, .. } | D::DropView { names, .. } => {
             names.iter().try_for_each(|n| owns(n))?
         }
         D::DropIndex { names, .. } => {

@@ -107,6 +107,8 @@ pub enum RoleOpt {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ObjKind {
     Table,
+    /// A view: a table's privileges, named "view" in messages.
+    View,
     Sequence,
     Database,
     Tablespace,
@@ -118,6 +120,7 @@ impl ObjKind {
     pub fn word(self) -> &'static str {
         match self {
             ObjKind::Table => "table",
+            ObjKind::View => "view",
             ObjKind::Sequence => "sequence",
             ObjKind::Database => "database",
             ObjKind::Tablespace => "tablespace",
@@ -209,6 +212,7 @@ impl AccessStmt {
             AccessStmt::Revoke(_) => "REVOKE",
             AccessStmt::AlterOwner { kind, .. } => match kind {
                 ObjKind::Table => "ALTER TABLE",
+                ObjKind::View => "ALTER VIEW",
                 ObjKind::Sequence => "ALTER SEQUENCE",
                 ObjKind::Database => "ALTER DATABASE",
                 ObjKind::Tablespace => "ALTER TABLESPACE",

@@ -465,6 +465,42 @@ pub struct Session<'e> {
     temps: crate::temp::Temps,
 }
 
+/// The catalog as a session's statements bind against it: relations' columns,
+/// views' definitions (rewrite module), privileges of a view's owner.
+pub(crate) struct Lookup<'a, 'e>(pub(crate) &'a Session<'e>);
+
+impl crate::bind::RelLookup for Lookup<'_, '_> {
+    fn columns(&self, name: &str) -> SqlResult<bind::Columns> {
+        self.0.columns(name)
+    }
+
+    fn view(&self, name: &str) -> SqlResult<Option<crate::rewrite::ViewRef>> {
+        if crate::views::schema(name).is_some() {
+            return Ok(None);
+        }
+        Ok(self
+            .0
+            .relation_arc(name)
+            .and_then(|r| crate::rewrite::view_ref(&r)))
+    }
+
+    fn check_reads_as(&self, owner: u32, reads: &[(String, Vec<usize>)]) -> SqlResult<()> {
+        let cat = self.0.catalog();
+        let Some(role) = cat.role_by_oid(strata_types::Oid(owner)) else {
+            return Ok(()); // an owner dropped meanwhile: the superuser's objects
+        };
+        let db_owner = cat.database_entry(&self.0.db)?.owner;
+        let w = crate::privileges::who(cat, &role, db_owner);
+        for (t, cols) in reads {
+            if crate::views::schema(t).is_none() {
+                let r = self.0.relation_entry(t)?;
+                crate::privileges::require(&w, &r, strata_engine::acl::Priv::SELECT, cols)?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// What a session remembers of the sequences it used, as PostgreSQL's backend
 /// does: the last value nextval (or setval with is_called) gave per sequence OID,
 /// and the last nextval's value.
@@ -1496,6 +1532,23 @@ impl<'e> Session<'e> {
         })
     }
 
+    /// Relation `name` as this session sees it, shared; None if there is none.
+    pub(crate) fn relation_arc(&self, name: &str) -> Option<Arc<strata_engine::RelEntry>> {
+        match &self.block {
+            Block::Open { txn: Some(t), .. } => {
+                let dbe = t.database(&self.db).ok()?;
+                t.relation(&dbe, name).ok()
+            }
+            _ => self.engine.relation(&self.db, name).ok(),
+        }
+    }
+
+    /// Binds a query against the catalog as this session sees it (views expanded:
+    /// rewrite module).
+    pub(crate) fn bind_query(&self, q: &sqlparser::ast::Query) -> SqlResult<crate::analyze::Query> {
+        Binder::default().query(q, &Lookup(self))
+    }
+
     fn table_columns(&self, table: &str) -> SqlResult<Vec<strata_engine::Column>> {
         Ok(match &self.block {
             Block::Open { txn: Some(t), .. } => t.columns(&self.db, table)?,
@@ -1586,7 +1639,7 @@ impl<'e> Session<'e> {
     /// Binds a statement: DML against the catalog as this session sees it; the
     /// other kinds as they are.
     fn bind<'s>(&self, stmt: &'s Stmt, b: &mut Binder) -> SqlResult<Bound<'s>> {
-        let scope_of = |t: &str| self.columns(t);
+        let scope_of = Lookup(self);
         Ok(match stmt {
             Stmt::Empty => Bound::Empty,
             Stmt::Control(c) => Bound::Control(c),
@@ -1756,7 +1809,7 @@ impl<'e> Session<'e> {
             }
             InsertSource::Rows(rows) => BoundSource::Rows(rows.clone(), targets),
             InsertSource::Query(q) => {
-                let q = b.query(q, &|t| self.columns(t))?;
+                let q = b.query(q, &Lookup(self))?;
                 targets.check_width(q.columns.len())?;
                 let mut trim = Vec::new();
                 for (k, (_, t)) in q.columns.iter().enumerate() {

@@ -12,7 +12,8 @@
 //! 2. Before every commit of a writing transaction, ON COMMIT DELETE ROWS tables are
 //!    truncated and ON COMMIT DROP tables dropped, in that transaction (PostgreSQL's
 //!    PreCommit_on_commit_actions).
-//! 3. When the session ends, its temporary tables are dropped in one transaction;
+//! 3. When the session ends, its temporary tables and views are dropped in one
+//!    transaction, each with the views that read it (CASCADE, as ON COMMIT DROP);
 //!    a crash loses them with the files the storage manager removes at start-up.
 //!    The session's list costs O(its temporary tables), never a catalog pass.
 
@@ -108,7 +109,10 @@ impl Temps {
             let done = match r.on_commit {
                 OnCommit::PreserveRows => continue,
                 OnCommit::DeleteRows => t.truncate_table(db, &r.name),
-                OnCommit::Drop => t.drop_table(db, &r.name),
+                OnCommit::Drop => {
+                    drop_cascading(t, db, &r.name)?;
+                    continue;
+                }
             };
             gone_is_fine(done)?;
         }
@@ -120,16 +124,32 @@ impl Temps {
         self.rels.retain(|r| r.on_commit != OnCommit::Drop);
     }
 
-    /// Rule 3: drops every temporary table left, in `t`.
+    /// Rule 3: drops every temporary table and view left, in `t`.
     pub fn drop_all(&mut self, t: &mut Txn<'_>, db: &str) -> SqlResult<()> {
         for r in std::mem::take(&mut self.rels) {
-            gone_is_fine(t.drop_table(db, &r.name))?;
+            drop_cascading(t, db, &r.name)?;
         }
         Ok(())
     }
 
     pub fn is_empty(&self) -> bool {
         self.rels.is_empty()
+    }
+}
+
+/// Drops temporary table or view `name` and the views that read it, as
+/// PostgreSQL's ON COMMIT DROP and session end do (CASCADE); one dropped meanwhile
+/// is fine.
+fn drop_cascading(t: &mut Txn<'_>, db: &str, name: &str) -> SqlResult<()> {
+    let dbe = t.database(db)?;
+    let Ok(rel) = t.relation(&dbe, name) else {
+        return Ok(());
+    };
+    let kind = if rel.view.is_some() { "view" } else { "table" };
+    crate::rewrite::drop_dependents(t, db, (name, kind), true)?;
+    match kind {
+        "view" => gone_is_fine(t.drop_view(db, name)),
+        _ => gone_is_fine(t.drop_table(db, name)),
     }
 }
 

@@ -372,11 +372,47 @@ fn streaming_survives_sigkill_of_standby_and_primary() {
     assert_eq!(one(&standby, "postgres", q4), one(&primary, "postgres", q4));
     standby.psql_ok("postgres", &["-c", "select bt_index_check('t2_a', true)"]);
     sequence_replays(&primary, &standby);
+    views_replay(&primary, &standby);
     let mut primary = primary;
     primary.kill9();
     let primary = Server::start_from_conf(&pdata, port);
     assert_eq!(one(&primary, "postgres", q3), one(&standby, "postgres", q3));
     assert_eq!(one(&primary, "postgres", "select nextval('sq')"), "34");
+    // The views' catalog rows survived the SIGKILL: the committed ones read, the
+    // dropped one is gone, and their dependencies still hold.
+    let qv = "select count(*), sum(a) from big";
+    assert_eq!(one(&primary, "postgres", qv), one(&standby, "postgres", qv));
+    let kept = primary.psql_db("postgres", &["-c", "drop table t2"]);
+    assert!(sqlstate_of(&kept).contains("other objects depend on it"));
+    let gone = primary.psql_db("postgres", &["-c", "select * from small"]);
+    assert!(sqlstate_of(&gone).contains("does not exist"));
+}
+
+/// Views (issue 28 item 8) are catalog rows: CREATE, OR REPLACE and DROP are
+/// replayed, and the standby reads through them.
+fn views_replay(primary: &Server, standby: &Server) {
+    primary.psql_ok(
+        "postgres",
+        &[
+            "-c",
+            "create view big as select a from t2 where a > 100",
+            "-c",
+            "create view small as select a, n from t2 where a < 50",
+            "-c",
+            "create or replace view big as select a, n from t2 where a > 2900",
+            "-c",
+            "drop view small",
+        ],
+    );
+    catch_up(primary, standby);
+    let qv = "select count(*), sum(a) from big";
+    assert_eq!(one(standby, "postgres", qv), one(primary, "postgres", qv));
+    let qn = "select count(*), min(a) from big where n > 0";
+    assert_eq!(one(standby, "postgres", qn), one(primary, "postgres", qn));
+    let n = one(standby, "postgres", qn);
+    assert!(!n.starts_with("0|") && n.contains('|'), "{n}");
+    let gone = standby.psql_db("postgres", &["-c", "select * from small"]);
+    assert!(sqlstate_of(&gone).contains("does not exist"));
 }
 
 #[test]
