@@ -71,8 +71,42 @@ impl Binder {
         scope: &Scope,
         f: &ast::Function,
         func: AggFunc,
-        list: &mut Vec<Agg>,
+        list: Option<&mut Vec<Agg>>,
     ) -> SqlResult<(Expr, SqlType)> {
+        if self.in_agg {
+            return Err(SqlError::new(
+                "42803",
+                "aggregate function calls cannot be nested",
+            ));
+        }
+        self.in_agg = true;
+        let agg = self.bind_agg(scope, f, func);
+        self.in_agg = false;
+        let agg = agg?;
+        let ty = agg.ty;
+        if let Some(outer) = self.lift_agg(scope, &agg)? {
+            return Ok((outer, ty));
+        }
+        let Some(list) = list else {
+            return Err(SqlError::new(
+                "42803",
+                format!(
+                    "aggregate functions are not allowed here ({})",
+                    object_name(&f.name)?
+                ),
+            ));
+        };
+        list.push(agg);
+        Ok((Expr::Agg(list.len() - 1), ty))
+    }
+
+    /// An aggregate call's function, arguments, FILTER and result type.
+    pub(crate) fn bind_agg(
+        &mut self,
+        scope: &Scope,
+        f: &ast::Function,
+        func: AggFunc,
+    ) -> SqlResult<Agg> {
         let name = object_name(&f.name)?;
         if f.over.is_some() {
             return Err(SqlError::unsupported("window functions"));
@@ -137,15 +171,14 @@ impl Binder {
             (AggFunc::StringAgg, Some((a, SqlType::Bpchar))) => Some(crate::bind::bpchar_text(a)),
             (_, a) => a.map(|(a, _)| a),
         };
-        list.push(Agg {
+        Ok(Agg {
             func,
             arg,
             ty,
             distinct,
             filter,
             delim,
-        });
-        Ok((Expr::Agg(list.len() - 1), ty))
+        })
     }
 }
 

@@ -1074,10 +1074,20 @@ fn regroup(e: Expr, keys: &[Expr], nk: usize, scope: &Scope) -> SqlResult<Expr> 
     }
     match e {
         Expr::Agg(i) => Ok(Expr::Col(nk + i)),
-        Expr::SubLink(l) if l.correlated => Err(SqlError::unsupported(
-            "a correlated subquery in a query with GROUP BY or aggregates",
-        )),
-        Expr::Col(c) => {
+        Expr::SubLink(mut l) if l.correlated => {
+            let missing = |c: usize| not_grouped(c, scope);
+            crate::outer::regroup_subquery(&mut l.query, keys, nk, &missing)?;
+            Expr::SubLink(l).map_children(&mut |x| regroup(x, keys, nk, scope))
+        }
+        Expr::Col(c) => Err(not_grouped(c, scope)),
+        e => e.map_children(&mut |x| regroup(x, keys, nk, scope)),
+    }
+}
+
+/// 42803 for column `c` of a grouped query's FROM row that is no group key.
+fn not_grouped(c: usize, scope: &Scope) -> SqlError {
+    {
+        {
             let name = &scope.cols[c].0;
             let q = scope
                 .owner
@@ -1086,12 +1096,11 @@ fn regroup(e: Expr, keys: &[Expr], nk: usize, scope: &Scope) -> SqlResult<Expr> 
                 .flatten()
                 .map(|o| format!("{}.", scope.qualifiers[o]))
                 .unwrap_or_default();
-            Err(SqlError::new(
+            SqlError::new(
                 "42803",
                 format!("column \"{q}{name}\" must appear in the GROUP BY clause or be used in an aggregate function"),
-            ))
+            )
         }
-        e => e.map_children(&mut |x| regroup(x, keys, nk, scope)),
     }
 }
 

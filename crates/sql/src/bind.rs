@@ -469,6 +469,11 @@ pub struct Binder {
     pub(crate) named_wins: Vec<(String, sqlparser::ast::WindowSpec)>,
     /// The views being expanded, outermost first (rewrite rule 4).
     pub(crate) views: Vec<String>,
+    /// The subqueries being bound that may lift aggregates into the query around
+    /// them, innermost last (outer rule 2).
+    pub(crate) lift: Vec<crate::outer::LiftFrame>,
+    /// An aggregate's arguments are being bound (a call there is nested: 42803).
+    pub(crate) in_agg: bool,
 }
 
 /// The highest parameter number, `$65535`: the Bind message counts parameters in
@@ -1159,13 +1164,7 @@ impl Binder {
         let star = matches!(&f.args, ast::FunctionArguments::List(l)
             if l.args.iter().any(|a| matches!(a, ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard))));
         if let Some(func) = crate::aggregate::agg_func(&name, star) {
-            let Some(list) = aggs.as_deref_mut() else {
-                return Err(SqlError::new(
-                    "42803",
-                    format!("aggregate functions are not allowed here ({name})"),
-                ));
-            };
-            return self.aggregate(scope, f, func, list);
+            return self.aggregate(scope, f, func, aggs.as_deref_mut());
         }
         let (args, star) = function_args(f)?;
         if !star {

@@ -13,7 +13,8 @@
 //! precision: text forms, arithmetic, casts), [`interval`] (interval and time, and
 //! date/time arithmetic), [`bind`] (names to the catalog, expressions,
 //! evaluation), [`conditional`] (CASE, COALESCE, LIKE, ...), [`aggregate`],
-//! [`subquery`], [`cte`], then the query pipeline: [`analyze`] (a query tree),
+//! [`subquery`], `outer` (correlated subqueries in grouped queries, outer-level
+//! aggregates), [`cte`], then the query pipeline: [`analyze`] (a query tree),
 //! [`planner`] (a physical plan; `joinorder` orders inner joins by `estimate`'s
 //! sizes), [`executor`] (pull operators), [`extract`] (EXTRACT and date_part), [`copy`] (COPY's text and csv formats), [`sort`] (ORDER BY within
 //! `work_mem`), [`privileges`] (who may do what: ACL checks for every statement kind,
@@ -72,6 +73,7 @@ pub mod grants;
 pub mod interval;
 mod joinorder;
 pub mod numeric;
+mod outer;
 pub mod plan;
 pub mod planner;
 pub mod privileges;

@@ -545,3 +545,33 @@ fn seventy_tables_join_in_the_querys_order() {
         assert_eq!(rows(s, sql), ["1"]);
     });
 }
+
+#[test]
+fn outer_level_aggregates_belong_to_the_outer_query() {
+    with_session(8 << 20, |s| {
+        setup(s);
+        // max's argument reads only the outer a: one row, as PostgreSQL's.
+        let lifted = "SELECT (SELECT max(a.id) FROM b LIMIT 1) FROM a";
+        assert_eq!(rows(s, lifted), ["4"]);
+        let mixed = "SELECT (SELECT max(a.id) + count(*) FROM b) FROM a";
+        assert_eq!(rows(s, mixed), ["8"]);
+        let nested = "SELECT (SELECT max((SELECT w FROM b WHERE b.id = a.id))) FROM a";
+        assert_eq!(rows(s, nested), ["40"]);
+        let filtered =
+            "SELECT (SELECT count(*) FILTER (WHERE a.id > 1) FROM (VALUES (1)) v(x)) FROM a";
+        assert_eq!(rows(s, filtered), ["3"]);
+        // A correlated subquery in a grouped query reads the group's key.
+        let grouped = "SELECT a_id, (SELECT v FROM a WHERE a.id = b.a_id), count(*) FROM b \
+                       GROUP BY a_id ORDER BY 1";
+        assert_eq!(rows(s, grouped), ["1|x|2", "2|y|1", "||1"]);
+        let having = "SELECT a_id FROM b GROUP BY a_id \
+                      HAVING EXISTS (SELECT 1 FROM a WHERE a.id * 30 = sum(b.w)) ORDER BY 1";
+        assert_eq!(rows(s, having), ["1", "2"]);
+        let e = super::defect_tests::error(s, "SELECT a_id, (SELECT b.w) FROM b GROUP BY a_id");
+        assert_eq!(e.code, "42803");
+        let nested = "SELECT (SELECT max(min(a.id)) FROM b) FROM a";
+        assert_eq!(codes(s, nested), ["42803"]);
+        let in_where = "SELECT id FROM a WHERE id = (SELECT max(a.id) FROM b)";
+        assert_eq!(codes(s, in_where), ["42803"]);
+    });
+}

@@ -71,7 +71,7 @@ impl Binder {
         let wrap = |s: SubLink| Expr::SubLink(Box::new(s));
         Ok(Some(match e {
             E::Subquery(q) => {
-                let (query, correlated) = self.subquery(scope, q)?;
+                let (query, correlated) = self.subquery(scope, q, aggs)?;
                 let t = one_column(&query)?;
                 let s = SubLink {
                     kind: SubKind::Scalar,
@@ -81,7 +81,7 @@ impl Binder {
                 (wrap(s), t)
             }
             E::Exists { subquery, negated } => {
-                let (query, correlated) = self.subquery(scope, subquery)?;
+                let (query, correlated) = self.subquery(scope, subquery, aggs)?;
                 let s = wrap(SubLink {
                     kind: SubKind::Exists,
                     query,
@@ -132,7 +132,7 @@ impl Binder {
         aggs: &mut Option<&mut Vec<Agg>>,
     ) -> SqlResult<Expr> {
         let (l, lt) = self.expr_in(scope, lhs, aggs)?;
-        let (query, correlated) = self.subquery(scope, q)?;
+        let (query, correlated) = self.subquery(scope, q, aggs)?;
         let qt = one_column(&query)?;
         let (l, lt) = if lt == SqlType::Unknown {
             (self.coerce(l, lt, qt)?, qt)
@@ -158,14 +158,25 @@ impl Binder {
 
     /// Analyzes a subquery in the scope of the expression that holds it; whether
     /// it is correlated (subquery rule 1).
-    fn subquery(&mut self, scope: &Scope<'_>, q: &ast::Query) -> SqlResult<(Query, bool)> {
+    /// Aggregates it lifts into the query around it (outer rule 2) join `aggs`.
+    fn subquery(
+        &mut self,
+        scope: &Scope<'_>,
+        q: &ast::Query,
+        aggs: &mut Option<&mut Vec<Agg>>,
+    ) -> SqlResult<(Query, bool)> {
         let Some(catalog) = scope.catalog else {
             return Err(SqlError::unsupported("a subquery here"));
         };
         let depth = scope.depth + 1;
         let saved = std::mem::replace(&mut self.min_ref, usize::MAX);
         self.sub_depth += 1;
+        self.enter_subquery(scope.depth, aggs.as_ref().map(|l| l.len()));
         let r = self.query_in(q, catalog, Some(scope));
+        let lifted = self.leave_subquery();
+        if let Some(list) = aggs.as_deref_mut() {
+            list.extend(lifted);
+        }
         self.sub_depth -= 1;
         let correlated = self.min_ref < depth;
         self.min_ref = saved.min(self.min_ref);

@@ -263,9 +263,8 @@ impl Binder {
         if let Some(func) = crate::aggregate::agg_func(name, star) {
             let mut g = f.clone();
             g.over = None;
-            let mut one = Vec::new();
-            let (_, ty) = self.aggregate(scope, &g, func, &mut one)?;
-            let agg = one.pop().expect("one aggregate");
+            let agg = self.bind_agg(scope, &g, func)?;
+            let ty = agg.ty;
             return Ok((WinKind::Agg(agg), Vec::new(), ty));
         }
         let mut plain = f.clone();
