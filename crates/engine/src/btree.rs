@@ -1,7 +1,8 @@
 //! B-tree indexes on the engine: `strata_btree`'s pages through the buffer pool,
 //! WAL-logged and replayed (issue 14, step 2; the catalog and SQL come next).
 //!
-//! Entry points: [`build_empty`], [`insert`], [`scan_from`], [`check`]; the redo of
+//! Entry points: [`build_empty`], [`insert`], [`scan_from`], [`scan_backward`],
+//! [`check`]; the redo of
 //! the records written here, [`btree_redo`] (Btree).
 //!
 //! Records (resource manager Btree, 11):
@@ -35,6 +36,11 @@
 //!    changed, and the meta page last: replay installs them one at a time while a
 //!    hot standby's readers follow right links and downlinks, so no page may point
 //!    at one not yet installed (every link a change adds points at a new page).
+//! 7. Backward scans ([`scan_backward`]) follow left links, which a split updates
+//!    in the same record as the right links (the old right sibling's `left` points
+//!    at the new page). A reader that read a left link before a split of that
+//!    sibling finds the sibling's right link no longer pointing back, and moves
+//!    right until it does (PostgreSQL's _bt_walk_left).
 
 use crate::access::ZERO_PAGE;
 use crate::records::{BlockRef, RM_BTREE};
@@ -394,6 +400,60 @@ pub(crate) fn scan_from(
 ) -> Result<()> {
     let (b, _) = find_leaf(sh, rel, from)?;
     scan_leaves(sh, rel, b, from, f)
+}
+
+/// Calls `f` with each leaf entry below `before`, in descending order, until it
+/// returns false (rule 2: one shared page lock at a time). A step left checks that
+/// the left sibling still links right to the page it came from, and moves right
+/// past a split it did not see (rule 7).
+pub(crate) fn scan_backward(
+    sh: &Shared,
+    rel: RelKey,
+    before: &[u8],
+    f: &mut dyn FnMut(&[u8]) -> Result<bool>,
+) -> Result<()> {
+    let (mut b, _) = find_leaf(sh, rel, before)?;
+    let mut first = true;
+    loop {
+        let left = {
+            let buf = sh.pool.read_buffer(tag(rel, b), ReadMode::Normal)?;
+            let g = buf.read();
+            let end = match first {
+                true => bt::lower_bound(&g, before),
+                false => strata_page::item_count(&g),
+            };
+            first = false;
+            for i in (bt::first_entry(&g)..end).rev() {
+                if !f(bt::entry(&g, i))? {
+                    return Ok(());
+                }
+            }
+            bt::opaque(&g).left
+        };
+        if left == 0 {
+            return Ok(());
+        }
+        b = left_of(sh, rel, left, b)?;
+    }
+}
+
+/// The page left of `b` on its level, from `b`'s left link `l` (rule 7): a page
+/// split since `l` was read lies between them, so move right until the page that
+/// links right to `b`.
+fn left_of(sh: &Shared, rel: RelKey, mut l: u32, b: u32) -> Result<u32> {
+    loop {
+        let buf = sh.pool.read_buffer(tag(rel, l), ReadMode::Normal)?;
+        let right = bt::opaque(&buf.read()).right;
+        if right == b {
+            return Ok(l);
+        }
+        if right == 0 {
+            return Err(corrupt(format!(
+                "index {rel}: no page left of block {b} links to it"
+            )));
+        }
+        l = right;
+    }
 }
 
 /// [`scan_from`] for the writer, starting at the fastpath leaf when it serves

@@ -106,7 +106,8 @@ impl<'e> SeqCursor<'e> {
     }
 }
 
-/// An index range scan's position (rules 1-4): rows in index order.
+/// An index range scan's position (rules 1-4): rows in index order, or in
+/// reverse order for a backward range.
 pub struct IndexCursor<'e> {
     sh: &'e Shared,
     resolve: ResolveIndex<'e>,
@@ -165,7 +166,12 @@ impl<'e> IndexCursor<'e> {
         }
         let mut tids = Vec::new();
         let after = self.after.as_deref();
-        let done = index::range_tids(sh, ikey, &bounds, after, SCAN_BATCH_ROWS, &mut tids)?;
+        let done = match self.range.backward {
+            true => {
+                index::range_tids_backward(sh, ikey, &bounds, after, SCAN_BATCH_ROWS, &mut tids)?
+            }
+            false => index::range_tids(sh, ikey, &bounds, after, SCAN_BATCH_ROWS, &mut tids)?,
+        };
         if snap.cancelled_by_recovery() {
             // Standby rule 9: replay may have removed entries this scan needed.
             return Err(EngineError::RecoveryConflict);

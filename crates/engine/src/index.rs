@@ -499,12 +499,17 @@ pub(crate) fn bulk_delete(
 
 /// Which entries an index scan takes: `eq` on the leading columns, then an optional
 /// range on the next one (`(value, inclusive)`). A NULL anywhere matches nothing
-/// (`=` and the comparisons are never true of NULL).
+/// (`=` and the comparisons are never true of NULL). Nothing at all: every entry,
+/// NULL keys last. `not_null`: none of the next column's NULL keys. `backward`: in
+/// descending order (a cursor's; NULL keys first).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct IndexRange {
     pub eq: Vec<Datum>,
     pub lo: Option<(Datum, bool)>,
     pub hi: Option<(Datum, bool)>,
+    /// The column after the equalities has no NULL key (IS NOT NULL).
+    pub not_null: bool,
+    pub backward: bool,
 }
 
 /// A range's bytes: where to start, and the tests that skip and stop.
@@ -542,7 +547,9 @@ impl IndexRange {
             Some((v, incl)) => (with(v), *incl),
             // A range on the next column ends where its NULLs begin; equality alone
             // where the prefix ends.
-            None if self.lo.is_some() => ([prefix.as_slice(), &[NULL_BYTE]].concat(), false),
+            None if self.lo.is_some() || self.not_null => {
+                ([prefix.as_slice(), &[NULL_BYTE]].concat(), false)
+            }
             None => (prefix, true),
         };
         Some(Bounds {
@@ -566,6 +573,55 @@ impl Bounds {
     fn skips(&self, e: &[u8]) -> bool {
         self.skip.as_deref().is_some_and(|s| e.starts_with(s))
     }
+
+    /// Where a backward scan starts (exclusive): above every entry in the range.
+    /// An entry is at most `MAX_ENTRY_BYTES`, so the inclusive stop followed by
+    /// more 0xFF bytes than that is above every entry it begins.
+    fn upper(&self) -> Vec<u8> {
+        let mut k = self.stop.clone();
+        if self.stop_inclusive {
+            k.resize(k.len() + strata_btree::page::MAX_ENTRY_BYTES + 1, 0xFF);
+        }
+        k
+    }
+}
+
+/// [`range_tids`] in descending order: the TIDs of `range`'s entries below
+/// `before` (exclusive; None: from the top of the range), up to `limit`; whether
+/// the range is done.
+pub(crate) fn range_tids_backward(
+    sh: &Shared,
+    index: RelKey,
+    b: &Bounds,
+    before: Option<&[u8]>,
+    limit: usize,
+    out: &mut Vec<(Vec<u8>, Tid)>,
+) -> Result<bool> {
+    let upper;
+    let from = match before {
+        Some(e) => e,
+        None => {
+            upper = b.upper();
+            &upper
+        }
+    };
+    let mut done = true;
+    crate::btree::scan_backward(sh, index, from, &mut |e| {
+        if b.past(e) {
+            return Ok(true);
+        }
+        if e < b.start.as_slice() || b.skips(e) {
+            return Ok(false);
+        }
+        if out.len() >= limit {
+            done = false;
+            return Ok(false);
+        }
+        let (_, block, offset) = split_leaf_entry(e);
+        out.push((e.to_vec(), Tid { block, offset }));
+        Ok(true)
+    })?;
+    Ok(done)
 }
 
 /// The TIDs of `range`'s entries after `after` (exclusive), up to `limit`, in index

@@ -44,10 +44,81 @@ fn create(e: &Engine) {
 
 fn range(lo: i64, hi: i64) -> IndexRange {
     IndexRange {
-        eq: vec![],
         lo: Some((Datum::Int8(lo), true)),
         hi: Some((Datum::Int8(hi), false)),
+        ..IndexRange::default()
     }
+}
+
+/// The ids a pull cursor over `index`'s `r` gives, in its order.
+fn cursor_ids(e: &Engine, index: &str, r: IndexRange) -> Vec<i64> {
+    let snap = e.snapshot();
+    let mut c = e.index_cursor(DB, "t", index, r);
+    let mut rows = Vec::new();
+    while c.next_batch(&snap, &no_interrupt, &mut rows).unwrap() {}
+    rows.iter().map(|r| id_of(r)).collect()
+}
+
+/// Backward cursors (btree rule 7) give the forward order reversed, over every
+/// kind of range and across the leaves' left links.
+fn verify_backward(e: &Engine, model: &BTreeMap<i64, i32>, what: &str) {
+    let back = |r: IndexRange| IndexRange {
+        backward: true,
+        ..r
+    };
+    let all: Vec<i64> = model.keys().rev().copied().collect();
+    assert_eq!(
+        cursor_ids(e, "t_pkey", back(IndexRange::default())),
+        all,
+        "{what}: all, backward"
+    );
+    let want: Vec<i64> = model.range(500..1500).rev().map(|(k, _)| *k).collect();
+    assert_eq!(
+        cursor_ids(e, "t_pkey", back(range(500, 1500))),
+        want,
+        "{what}: range, backward"
+    );
+    let open = IndexRange {
+        lo: Some((Datum::Int8(2990), false)),
+        ..IndexRange::default()
+    };
+    let want: Vec<i64> = model.range(2991..).rev().map(|(k, _)| *k).collect();
+    assert_eq!(
+        cursor_ids(e, "t_pkey", back(open)),
+        want,
+        "{what}: id > 2990, backward"
+    );
+    let upto = IndexRange {
+        hi: Some((Datum::Int8(40), true)),
+        ..IndexRange::default()
+    };
+    let want: Vec<i64> = model.range(..=40).rev().map(|(k, _)| *k).collect();
+    assert_eq!(
+        cursor_ids(e, "t_pkey", back(upto)),
+        want,
+        "{what}: id <= 40, backward"
+    );
+    // The two-column index, whose long keys span many leaves: reversed exactly.
+    let mut fwd = cursor_ids(e, "t_v_n", IndexRange::default());
+    fwd.reverse();
+    assert_eq!(
+        cursor_ids(e, "t_v_n", back(IndexRange::default())),
+        fwd,
+        "{what}: v, n backward"
+    );
+    let v3 = row(3, 0)[1].clone();
+    let prefix = IndexRange {
+        eq: vec![v3],
+        ..IndexRange::default()
+    };
+    let mut fwd = cursor_ids(e, "t_v_n", prefix.clone());
+    fwd.reverse();
+    assert!(!fwd.is_empty());
+    assert_eq!(
+        cursor_ids(e, "t_v_n", back(prefix)),
+        fwd,
+        "{what}: v = prefix, backward"
+    );
 }
 
 /// Both indexes check against the table, and scans through them return what the
@@ -102,6 +173,7 @@ fn verify(e: &Engine, model: &BTreeMap<i64, i32>, what: &str) {
         .filter(|i| i % 97 == 3 && i % 7 == 3)
         .collect();
     assert_eq!(got, want, "{what}: v = prefix");
+    verify_backward(e, model, what);
 }
 
 fn id_of(r: &[Datum]) -> i64 {

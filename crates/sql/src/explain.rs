@@ -432,12 +432,20 @@ impl Explainer<'_> {
             .unwrap_or_default();
         let index = strata_engine::temp::bare(&path.index).to_string();
         let on = self.on_name(table, alias);
-        let mut s = titled(format!("Index Scan using {index} on {on}"));
+        let dir = if path.backward { " Backward" } else { "" };
+        let mut s = titled(format!("Index Scan{dir} using {index} on {on}"));
         let mut conds = Vec::new();
         for (pos, op, v) in path.conds() {
             let col = ix_cols.get(pos).and_then(|c| names.get(*c)).cloned();
             let col = col.unwrap_or_else(|| "?".into());
             conds.push(format!("({col} {} {})", op.symbol(), self.expr(v, names)?));
+        }
+        if let Some(pos) = path.not_null_at() {
+            let col = ix_cols.get(pos).and_then(|c| names.get(*c)).cloned();
+            conds.push(format!(
+                "({} IS NOT NULL)",
+                col.unwrap_or_else(|| "?".into())
+            ));
         }
         if !conds.is_empty() {
             s.details

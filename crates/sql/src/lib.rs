@@ -16,7 +16,7 @@
 //! [`subquery`], `outer` (correlated subqueries in grouped queries, outer-level
 //! aggregates), [`cte`], then the query pipeline: [`analyze`] (a query tree),
 //! [`planner`] (a physical plan; `joinorder` orders inner joins by `estimate`'s
-//! sizes), [`executor`] (pull operators), [`extract`] (EXTRACT and date_part), [`copy`] (COPY's text and csv formats), [`sort`] (ORDER BY within
+//! sizes; `ordered` lets B-trees serve ORDER BY, LIMIT and min/max), [`executor`] (pull operators), [`extract`] (EXTRACT and date_part), [`copy`] (COPY's text and csv formats), [`sort`] (ORDER BY within
 //! `work_mem`), [`privileges`] (who may do what: ACL checks for every statement kind,
 //! PostgreSQL 15's rules), [`roles`] (CREATE/ALTER/DROP ROLE, membership, SET ROLE,
 //! SCRAM verifiers), [`temp`] (a session's temporary tables and their ON COMMIT),
@@ -73,6 +73,7 @@ pub mod grants;
 pub mod interval;
 mod joinorder;
 pub mod numeric;
+mod ordered;
 mod outer;
 pub mod plan;
 pub mod planner;

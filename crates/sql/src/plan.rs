@@ -27,7 +27,8 @@ use crate::bind::{BinOp, Expr, Func};
 use crate::{Datum, SqlResult};
 use strata_engine::{ColType, Column, IndexDef, IndexRange};
 
-/// An index and the expressions of its range (plan rule 2).
+/// An index and the expressions of its range (plan rule 2), read forward or
+/// backward (plan rule 6).
 #[derive(Clone, Debug)]
 pub struct IndexPath {
     pub index: String,
@@ -36,6 +37,11 @@ pub struct IndexPath {
     hi: Option<(Expr, bool)>,
     /// The types of the index's columns the range covers.
     types: Vec<ColType>,
+    /// Read in descending order (ORDER BY ... DESC, plan rule 6).
+    pub backward: bool,
+    /// The column after the equalities is IS NOT NULL and has no bound (plan rule
+    /// 6): its NULL keys are not read.
+    not_null: bool,
 }
 
 /// A conjunct `col op value` (plan rule 1), with `op` as seen from the column.
@@ -127,38 +133,7 @@ pub fn choose(pred: Option<&Expr>, columns: &[Column], indexes: &[IndexDef]) -> 
     conjuncts(pred?, &mut cmps);
     let mut best: Option<((usize, bool, bool), IndexPath)> = None;
     for ix in indexes {
-        let mut path = IndexPath {
-            index: ix.name.clone(),
-            eq: Vec::new(),
-            lo: None,
-            hi: None,
-            types: Vec::new(),
-        };
-        for &c in &ix.columns {
-            // Plan rule 5: as the engine keys the column.
-            let trimmed = columns[c].padded;
-            let on = |op: BinOp| {
-                cmps.iter()
-                    .find(|x| x.col == c && x.op == op && x.trimmed == trimmed)
-            };
-            if let Some(eq) = on(BinOp::Eq) {
-                path.eq.push(eq.value.clone());
-                path.types.push(columns[c].ty);
-                continue;
-            }
-            let lo = on(BinOp::Ge)
-                .map(|x| (x, true))
-                .or(on(BinOp::Gt).map(|x| (x, false)));
-            let hi = on(BinOp::Le)
-                .map(|x| (x, true))
-                .or(on(BinOp::Lt).map(|x| (x, false)));
-            path.lo = lo.map(|(x, incl)| (x.value.clone(), incl));
-            path.hi = hi.map(|(x, incl)| (x.value.clone(), incl));
-            if lo.is_some() || hi.is_some() {
-                path.types.push(columns[c].ty);
-            }
-            break;
-        }
+        let path = prefix_path(ix, columns, &cmps);
         if path.eq.is_empty() && path.lo.is_none() && path.hi.is_none() {
             continue;
         }
@@ -167,6 +142,128 @@ pub fn choose(pred: Option<&Expr>, columns: &[Column], indexes: &[IndexDef]) -> 
             path.lo.is_some() || path.hi.is_some(),
             ix.unique,
         );
+        if best.as_ref().is_none_or(|(s, _)| score > *s) {
+            best = Some((score, path));
+        }
+    }
+    best.map(|(_, p)| p)
+}
+
+/// The range plan rule 2 gives index `ix`: equalities on its leading columns, then
+/// a low and a high bound on the next.
+fn prefix_path(ix: &IndexDef, columns: &[Column], cmps: &[Cmp<'_>]) -> IndexPath {
+    let mut path = IndexPath {
+        index: ix.name.clone(),
+        eq: Vec::new(),
+        lo: None,
+        hi: None,
+        types: Vec::new(),
+        backward: false,
+        not_null: false,
+    };
+    for &c in &ix.columns {
+        // Plan rule 5: as the engine keys the column.
+        let trimmed = columns[c].padded;
+        let on = |op: BinOp| {
+            cmps.iter()
+                .find(|x| x.col == c && x.op == op && x.trimmed == trimmed)
+        };
+        if let Some(eq) = on(BinOp::Eq) {
+            path.eq.push(eq.value.clone());
+            path.types.push(columns[c].ty);
+            continue;
+        }
+        let lo = on(BinOp::Ge)
+            .map(|x| (x, true))
+            .or(on(BinOp::Gt).map(|x| (x, false)));
+        let hi = on(BinOp::Le)
+            .map(|x| (x, true))
+            .or(on(BinOp::Lt).map(|x| (x, false)));
+        path.lo = lo.map(|(x, incl)| (x.value.clone(), incl));
+        path.hi = hi.map(|(x, incl)| (x.value.clone(), incl));
+        if lo.is_some() || hi.is_some() {
+            path.types.push(columns[c].ty);
+        }
+        break;
+    }
+    path
+}
+
+/// Whether `pred` has the conjunct `Col(c) IS NOT NULL`.
+fn is_not_null(pred: &Expr, c: usize) -> bool {
+    match pred {
+        Expr::Bool(BinOp::And, v) => v.iter().any(|x| is_not_null(x, c)),
+        Expr::IsNull(x, true) => **x == Expr::Col(c),
+        _ => false,
+    }
+}
+
+/// Whether an index on a column of type `ty` gives its values in ORDER BY's order
+/// (plan rule 6): the key encodings that sort as SQL compares.
+fn orders_as_sql(c: &Column) -> bool {
+    use ColType as C;
+    !c.padded
+        && matches!(
+            c.ty,
+            C::Int2
+                | C::Int4
+                | C::Int8
+                | C::Text
+                | C::Date
+                | C::Timestamp
+                | C::TimestampTz
+                | C::Time
+                | C::Bool
+                | C::Numeric
+                | C::Uuid
+        )
+}
+
+/// Plan rule 6: an index that gives the rows in `order` (table columns with their
+/// DESC and NULLS FIRST): its columns are those `pred` fixes by equality, then the
+/// ORDER BY's, all ascending with NULLs last (read forward) or all descending with
+/// NULLs first (read backward). Its range is plan rule 2's. The one with the most
+/// equalities wins, then a unique one.
+pub fn choose_ordered(
+    pred: Option<&Expr>,
+    columns: &[Column],
+    indexes: &[IndexDef],
+    order: &[(usize, bool, bool)],
+) -> Option<IndexPath> {
+    let backward = match order.first()? {
+        (_, false, false) => false,
+        (_, true, true) => true,
+        _ => return None,
+    };
+    if order
+        .iter()
+        .any(|(c, d, n)| (*d, *n) != (backward, backward) || !orders_as_sql(&columns[*c]))
+    {
+        return None;
+    }
+    let mut cmps = Vec::new();
+    if let Some(p) = pred {
+        conjuncts(p, &mut cmps);
+    }
+    let mut best: Option<((usize, bool), IndexPath)> = None;
+    for ix in indexes {
+        let mut path = prefix_path(ix, columns, &cmps);
+        let k = path.eq.len();
+        let follows = ix.columns.len() >= k + order.len()
+            && ix.columns[k..k + order.len()]
+                .iter()
+                .zip(order)
+                .all(|(c, (o, _, _))| c == o);
+        if !follows {
+            continue;
+        }
+        path.backward = backward;
+        let next = ix.columns[k];
+        if path.lo.is_none() && path.hi.is_none() && pred.is_some_and(|p| is_not_null(p, next)) {
+            path.not_null = true;
+            path.types.push(columns[next].ty);
+        }
+        let score = (k, ix.unique);
         if best.as_ref().is_none_or(|(s, _)| score > *s) {
             best = Some((score, path));
         }
@@ -226,10 +323,20 @@ impl IndexPath {
         out
     }
 
+    /// The position in the index of the column read without its NULL keys (IS
+    /// NOT NULL), if any.
+    pub fn not_null_at(&self) -> Option<usize> {
+        self.not_null.then_some(self.eq.len())
+    }
+
     /// The range for this execution, its values computed by `eval`; `None` if a value
     /// does not convert (plan rule 4: read every page instead).
     pub fn range(&self, eval: &dyn Fn(&Expr) -> SqlResult<Datum>) -> SqlResult<Option<IndexRange>> {
-        let mut r = IndexRange::default();
+        let mut r = IndexRange {
+            backward: self.backward,
+            not_null: self.not_null,
+            ..IndexRange::default()
+        };
         for (e, ty) in self.eq.iter().zip(&self.types) {
             match key_value(eval(e)?, *ty) {
                 Some(v) => r.eq.push(v),

@@ -169,10 +169,15 @@ pub enum Plan {
 
 /// Plans an analyzed query.
 pub fn plan(q: &Query, rels: &Relations<'_>) -> SqlResult<Plan> {
-    let body = set_tree(&q.body, rels)?;
+    let ordered = crate::ordered::ordered_body(q, rels, &|t| set_tree(t, rels))?;
+    let sorted = ordered.is_some();
+    let body = match ordered {
+        Some(p) => p,
+        None => set_tree(&q.body, rels)?,
+    };
     let width = q.body.types().len();
     let mut p = body;
-    if !q.order.is_empty() {
+    if !q.order.is_empty() && !sorted {
         let bound = (q.limit.is_some()).then(|| Box::new((q.offset.clone(), q.limit.clone())));
         p = Plan::Sort {
             input: Box::new(p),
@@ -279,6 +284,9 @@ fn cast_to(p: Plan, from: &[SqlType], to: &[SqlType]) -> Plan {
 
 /// A SELECT (planner rule 4, up to the projection).
 fn select(s: &Select, rels: &Relations<'_>) -> SqlResult<Plan> {
+    if let Some(p) = crate::ordered::min_max(s, rels)? {
+        return Ok(p);
+    }
     let mut conjs = Vec::new();
     if let Some(f) = &s.filter {
         split_and(f.clone(), &mut conjs);

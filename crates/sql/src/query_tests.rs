@@ -575,3 +575,59 @@ fn outer_level_aggregates_belong_to_the_outer_query() {
         assert_eq!(codes(s, in_where), ["42803"]);
     });
 }
+
+/// Ordered rules 1 and 2: an index serves ORDER BY ... LIMIT (forward and
+/// backward, NULLs where PostgreSQL puts them) and min/max, with the rows the same
+/// query gives over an unindexed copy of the table.
+#[test]
+fn indexes_serve_order_by_limit_and_min_max() {
+    with_session(8 << 20, |s| {
+        let c = q(
+            s,
+            "CREATE TABLE ix (k int, g int, t text);
+             CREATE INDEX ix_k ON ix (k); CREATE INDEX ix_gk ON ix (g, k);
+             INSERT INTO ix SELECT CASE WHEN i = 10 THEN NULL ELSE (i * 7919) % 3001 END,
+                 i % 3, 'r' || i FROM generate_series(1, 3000) i;
+             CREATE TABLE plain AS SELECT * FROM ix",
+        );
+        assert!(c.results.iter().all(|r| r.is_ok()), "{:?}", c.results);
+        for tail in [
+            "ORDER BY k LIMIT 7",
+            "ORDER BY k DESC LIMIT 1",
+            "WHERE k IS NOT NULL ORDER BY k DESC LIMIT 7",
+            "ORDER BY k DESC NULLS LAST LIMIT 7",
+            "WHERE k > 2990 ORDER BY k",
+            "ORDER BY k NULLS FIRST LIMIT 1",
+            "WHERE k > 990 ORDER BY k",
+            "WHERE k >= 5 AND k < 9 ORDER BY k DESC",
+            "WHERE g = 2 ORDER BY k DESC LIMIT 5",
+            "WHERE g = 1 AND k < 10 ORDER BY k LIMIT 4 OFFSET 1",
+            "WHERE t LIKE 'r1%' ORDER BY k DESC LIMIT 6",
+        ] {
+            let a = rows(s, &format!("SELECT k, g, t FROM ix {tail}"));
+            let b = rows(s, &format!("SELECT k, g, t FROM plain {tail}"));
+            assert_eq!(a, b, "{tail}");
+        }
+        for agg in [
+            "min(k), max(k)",
+            "max(k) FILTER (WHERE g = 1)",
+            "min(k) + 1, count(*)",
+        ] {
+            for wh in ["", "WHERE g = 2", "WHERE k > 2000", "WHERE t = 'r10'"] {
+                let a = rows(s, &format!("SELECT {agg} FROM ix {wh}"));
+                let b = rows(s, &format!("SELECT {agg} FROM plain {wh}"));
+                assert_eq!(a, b, "{agg} {wh}");
+            }
+        }
+        let plan = rows(
+            s,
+            "EXPLAIN (COSTS OFF) SELECT * FROM ix ORDER BY k DESC LIMIT 1",
+        );
+        assert_eq!(
+            plan,
+            ["Limit", "  ->  Index Scan Backward using ix_k on ix"]
+        );
+        let plan = rows(s, "EXPLAIN (COSTS OFF) SELECT max(k) FROM ix").join("\n");
+        assert!(plan.contains("Index Cond: (k IS NOT NULL)"), "{plan}");
+    });
+}
