@@ -26,6 +26,7 @@
 //!    `seeds` only translate them (engine calls, SQL).
 //! 2. Memory and replay time are read through [`measure`], nowhere else.
 
+pub mod accounts;
 pub mod bufpool;
 pub mod copy;
 pub mod crash;

@@ -1,5 +1,6 @@
-//! `strata bench queries`: TPC-H's 22 queries against Strata and PostgreSQL 15 side
-//! by side (issue 28's "must show").
+//! `strata bench queries`: TPC-H's 22 queries (`--suite tpch`) or the single-table
+//! queries on pgbench's accounts (`--suite accounts`, [`crate::accounts`]) against
+//! Strata and PostgreSQL 15 side by side (issue 28's "must show").
 //!
 //! Method, per engine: a fresh cluster (`seeds`' settings: same shared_buffers, fsync
 //! on, autovacuum off), TPC-H's schema, its rows at `--scale` generated in process by
@@ -23,8 +24,43 @@ use std::path::PathBuf;
 use std::time::Instant;
 use tokio_postgres::{Client, SimpleQueryMessage};
 
+/// Which queries: TPC-H's 22, or the single-table ones on pgbench's accounts.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Suite {
+    Tpch,
+    Accounts,
+}
+
+impl Suite {
+    fn count(self) -> u32 {
+        match self {
+            Suite::Tpch => 22,
+            Suite::Accounts => crate::accounts::QUERIES.len() as u32,
+        }
+    }
+
+    fn query(self, q: u32) -> Result<String, String> {
+        match self {
+            Suite::Tpch => tpch::query(q),
+            Suite::Accounts => crate::accounts::query(q),
+        }
+    }
+
+    /// The records' case prefix.
+    fn label(self, scale: f64) -> String {
+        match self {
+            Suite::Tpch => format!("tpch sf{scale}"),
+            Suite::Accounts => format!("accounts scale {scale}"),
+        }
+    }
+}
+
 #[derive(clap::Args, Clone)]
 pub struct Args {
+    /// The queries: TPC-H's (`--scale` its scale factor) or the single-table ones
+    /// on pgbench's accounts (`--scale` pgbench's, 100,000 rows each).
+    #[arg(long, value_enum, default_value = "tpch")]
+    pub suite: Suite,
     /// Engines to run, comma-separated: strata, postgres.
     #[arg(long, default_value = "strata,postgres")]
     pub engines: String,
@@ -75,32 +111,41 @@ struct EngineRun {
 }
 
 fn chosen(args: &Args) -> Result<Vec<u32>, String> {
+    let n = args.suite.count();
     let Some(only) = &args.only else {
-        return Ok((1..=22).collect());
+        return Ok((1..=n).collect());
     };
     only.split(',')
         .map(|s| {
             s.trim()
                 .parse::<u32>()
                 .ok()
-                .filter(|q| (1..=22).contains(q))
-                .ok_or_else(|| format!("--only: \"{s}\" is not a query number 1..22"))
+                .filter(|q| (1..=n).contains(q))
+                .ok_or_else(|| format!("--only: \"{s}\" is not a query number 1..{n}"))
         })
         .collect()
 }
 
-/// COPY of one table's generated rows.
-async fn load_table(client: &Client, table: &str, sf: f64) -> Result<u64, String> {
+/// COPY of one table's generated rows (`suite`'s generator; TPC-H's `|`-separated).
+async fn load_table(client: &Client, suite: Suite, table: &str, sf: f64) -> Result<u64, String> {
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<u8>>(8);
     let name = table.to_string();
     let producer = std::thread::spawn(move || {
-        tpch::rows(&name, sf, 1 << 20, &mut |b| {
+        let mut send = |b| {
             tx.blocking_send(b)
                 .map_err(|_| "COPY ended early".to_string())
-        })
+        };
+        match suite {
+            Suite::Tpch => tpch::rows(&name, sf, 1 << 20, &mut send),
+            Suite::Accounts => crate::accounts::rows(sf, 1 << 20, &mut send),
+        }
     });
+    let options = match suite {
+        Suite::Tpch => " WITH (DELIMITER '|')",
+        Suite::Accounts => "",
+    };
     let sink = client
-        .copy_in::<_, bytes::Bytes>(&format!("COPY {table} FROM STDIN WITH (DELIMITER '|')"))
+        .copy_in::<_, bytes::Bytes>(&format!("COPY {table} FROM STDIN{options}"))
         .await
         .map_err(seeds::sql_err)?;
     futures::pin_mut!(sink);
@@ -120,17 +165,22 @@ async fn load_table(client: &Client, table: &str, sf: f64) -> Result<u64, String
 }
 
 /// Schema, rows, indexes, ANALYZE: seconds.
-async fn load(client: &Client, sf: f64) -> Result<f64, String> {
+async fn load(client: &Client, suite: Suite, sf: f64) -> Result<f64, String> {
     let t0 = Instant::now();
-    client
-        .batch_execute(tpch::SCHEMA)
-        .await
-        .map_err(seeds::sql_err)?;
-    for t in tpch::TABLES {
-        let n = load_table(client, t, sf).await?;
+    let (schema, tables, indexes): (&str, &[&str], &[&str]) = match suite {
+        Suite::Tpch => (tpch::SCHEMA, &tpch::TABLES, &tpch::INDEXES),
+        Suite::Accounts => (
+            crate::accounts::SCHEMA,
+            &["pgbench_accounts"],
+            &[crate::accounts::INDEX],
+        ),
+    };
+    client.batch_execute(schema).await.map_err(seeds::sql_err)?;
+    for t in tables {
+        let n = load_table(client, suite, t, sf).await?;
         eprintln!("  {t}: {n} rows ({:.1} s)", t0.elapsed().as_secs_f64());
     }
-    for i in tpch::INDEXES {
+    for i in indexes {
         client.batch_execute(i).await.map_err(seeds::sql_err)?;
     }
     // Strata keeps no statistics yet: its refusal is reported, not fatal.
@@ -184,7 +234,7 @@ async fn explain(client: &Client, text: &str) -> String {
 /// One query: the explain, then `runs` timed runs (one if the first took over a
 /// minute).
 async fn one_query(client: &Client, args: &Args, q: u32, raw: Option<(&PathBuf, Kind)>) -> Answer {
-    let text = match tpch::query(q) {
+    let text = match args.suite.query(q) {
         Ok(t) => t,
         Err(e) => {
             return Answer {
@@ -258,8 +308,12 @@ async fn peak_rss(c: &Cluster, client: &Client) -> Option<u64> {
 
 async fn engine_run(c: &Cluster, args: &Args, queries: &[u32]) -> Result<EngineRun, String> {
     let client = c.client("postgres").await?;
-    eprintln!("{}: loading TPC-H at scale {}", c.kind.name(), args.scale);
-    let load_seconds = load(&client, args.scale).await?;
+    eprintln!(
+        "{}: loading {}",
+        c.kind.name(),
+        args.suite.label(args.scale)
+    );
+    let load_seconds = load(&client, args.suite, args.scale).await?;
     client
         .batch_execute(&format!(
             "SET work_mem = '{}'; SET statement_timeout = '{}s'",
@@ -358,7 +412,8 @@ pub fn run(args: &Args) -> Result<Vec<Record>, String> {
 
 fn report(args: &Args, runs: &[EngineRun], sb_bytes: u64) -> Vec<Record> {
     let mut records = Vec::new();
-    let case = |what: String| format!("tpch sf{} {what}", args.scale);
+    let label = args.suite.label(args.scale);
+    let case = |what: String| format!("{label} {what}");
     for r in runs {
         println!(
             "{}: load {}, peak RSS {}",
@@ -500,6 +555,7 @@ mod tests {
     #[test]
     fn only_takes_query_numbers() {
         let mut args = Args {
+            suite: Suite::Tpch,
             engines: "strata".into(),
             scale: 1.0,
             shared_buffers: "1GB".into(),

@@ -17,6 +17,9 @@
 //!    [`EngineError::ConcurrentDrop`] (40001); it never reads past the relation's
 //!    length at its start, nor past its current length.
 //! 4. A cursor the caller stops pulling reads nothing more (LIMIT).
+//! 5. A cursor told which columns its caller reads ([`SeqCursor::only`]) decodes
+//!    only those: the others are NULL in its rows, their bytes skipped unread and
+//!    their out-of-line values never fetched.
 //!
 //! Memory: one batch, O([`SCAN_BATCH_ROWS`] + rows of one page), whatever the table.
 
@@ -51,6 +54,8 @@ pub struct SeqCursor<'e> {
     start: Option<(RelKey, u32)>,
     next: u32,
     done: bool,
+    /// The columns to decode (None: all; rule 5).
+    mask: Option<Vec<bool>>,
     _registered: Option<crate::standby::ScanGuard<'e>>,
 }
 
@@ -63,8 +68,15 @@ impl<'e> SeqCursor<'e> {
             start: None,
             next: 0,
             done: false,
+            mask: None,
             _registered: None,
         }
+    }
+
+    /// Decodes only the columns `mask` marks; the rest read as NULL (rule 5).
+    pub fn only(mut self, mask: Vec<bool>) -> Self {
+        self.mask = Some(mask);
+        self
     }
 
     /// Appends the next batch of rows `snap` shows to `out`; false once the scan has
@@ -95,8 +107,15 @@ impl<'e> SeqCursor<'e> {
         let goal = out.len() + SCAN_BATCH_ROWS;
         while self.next < end && out.len() < goal {
             interrupt()?;
+            let mask = self.mask.as_deref();
             access::scan_page(sh, key, self.next, snap, self.my, &mut |_, _, t| {
-                out.push(crate::toast::decode_row(sh, key, &rel.columns, t)?);
+                out.push(crate::toast::decode_row_masked(
+                    sh,
+                    key,
+                    &rel.columns,
+                    t,
+                    mask,
+                )?);
                 Ok(())
             })?;
             self.next += 1;
@@ -117,6 +136,8 @@ pub struct IndexCursor<'e> {
     /// The last entry read: the next batch starts after it.
     after: Option<Vec<u8>>,
     done: bool,
+    /// The columns to decode (None: all; rule 5).
+    mask: Option<Vec<bool>>,
     _registered: Option<crate::standby::ScanGuard<'e>>,
 }
 
@@ -135,8 +156,15 @@ impl<'e> IndexCursor<'e> {
             start: None,
             after: None,
             done: false,
+            mask: None,
             _registered: None,
         }
+    }
+
+    /// Decodes only the columns `mask` marks; the rest read as NULL (rule 5).
+    pub fn only(mut self, mask: Vec<bool>) -> Self {
+        self.mask = Some(mask);
+        self
     }
 
     /// Appends the rows of the next batch of entries that `snap` shows to `out`;
@@ -177,8 +205,9 @@ impl<'e> IndexCursor<'e> {
             return Err(EngineError::RecoveryConflict);
         }
         for (_, tid) in &tids {
+            let mask = self.mask.as_deref();
             let row = index::fetch(sh, heap, *tid, snap, self.my, |t| {
-                crate::toast::decode_row(sh, heap, &rel.columns, t)
+                crate::toast::decode_row_masked(sh, heap, &rel.columns, t, mask)
             })?;
             out.extend(row);
         }

@@ -465,18 +465,74 @@ pub fn decode_catalog_values(cols: &[Column], tuple: &[u8]) -> DecResult<Vec<Dat
     )
 }
 
+/// [`decode_values_with`] of the columns `mask` marks only: the others read as
+/// NULL, skipped without copying or fetching their bytes (a scan that needs a few
+/// columns of a wide row).
+pub fn decode_values_masked(
+    cols: &[Column],
+    tuple: &[u8],
+    detoast: &mut Detoast<'_>,
+    mask: &[bool],
+) -> DecResult<Vec<Datum>> {
+    decode_columns(cols, tuple, detoast, (false, Some(mask)))
+}
+
 fn decode_values_inner(
     cols: &[Column],
     tuple: &[u8],
     detoast: &mut Detoast<'_>,
     missing_as_null: bool,
 ) -> DecResult<Vec<Datum>> {
+    decode_columns(cols, tuple, detoast, (missing_as_null, None))
+}
+
+/// Steps over one stored value of type `ty` (a TOAST pointer, not its chunks).
+fn skip_value(d: &mut Dec<'_>, ty: ColType) -> DecResult<()> {
+    let n = match ty {
+        ColType::Bool => 1,
+        ColType::Int2 => 2,
+        ColType::Int4 | ColType::Date | ColType::Float4 => 4,
+        ColType::Int8
+        | ColType::Timestamp
+        | ColType::TimestampTz
+        | ColType::Float8
+        | ColType::Time => 8,
+        ColType::Uuid | ColType::Numeric | ColType::Interval => 16,
+        ColType::Text | ColType::Bytea => {
+            let word = d.u32()?;
+            if word & TOASTED == 0 {
+                word as usize
+            } else {
+                (d.u32()? as usize)
+                    .checked_mul(6)
+                    .ok_or_else(|| DecodeError("bad TOAST pointer".into()))?
+            }
+        }
+    };
+    d.take(n)?;
+    Ok(())
+}
+
+fn decode_columns(
+    cols: &[Column],
+    tuple: &[u8],
+    detoast: &mut Detoast<'_>,
+    (missing_as_null, mask): (bool, Option<&[bool]>),
+) -> DecResult<Vec<Datum>> {
     let mut d = Dec::new(tuple, "heap tuple");
     d.take(TUPLE_HEADER_BYTES)?;
-    let bitmap = d.take(cols.len().div_ceil(8))?.to_vec();
+    let nb = cols.len().div_ceil(8);
+    d.take(nb)?;
+    // Checked by the take above; borrowed from the tuple, not copied per row.
+    let bitmap = &tuple[TUPLE_HEADER_BYTES..TUPLE_HEADER_BYTES + nb];
     let mut out = Vec::with_capacity(cols.len());
     for (i, c) in cols.iter().enumerate() {
         if bitmap[i / 8] & (1 << (i % 8)) != 0 || (missing_as_null && d.remaining() == 0) {
+            out.push(Datum::Null);
+            continue;
+        }
+        if mask.is_some_and(|m| !m.get(i).copied().unwrap_or(true)) {
+            skip_value(&mut d, c.ty)?;
             out.push(Datum::Null);
             continue;
         }

@@ -178,6 +178,39 @@ pub fn decode_row(sh: &Shared, rel: RelKey, cols: &[Column], tuple: &[u8]) -> Re
     decode_row_noting(sh, rel, cols, tuple, None)
 }
 
+/// [`decode_row`] of the columns `mask` marks (None: all); the others are NULL,
+/// their bytes skipped and their out-of-line values not fetched.
+pub fn decode_row_masked(
+    sh: &Shared,
+    rel: RelKey,
+    cols: &[Column],
+    tuple: &[u8],
+    mask: Option<&[bool]>,
+) -> Result<Vec<Datum>> {
+    let Some(mask) = mask else {
+        return decode_row(sh, rel, cols, tuple);
+    };
+    let toast = toast_key(rel);
+    let mut failed = None;
+    let r = heap::decode_values_masked(
+        cols,
+        tuple,
+        &mut |len, ptr| {
+            fetch(sh, toast, len, ptr).map_err(|e| {
+                let msg = crate::codec::DecodeError(e.to_string());
+                failed = Some(e);
+                msg
+            })
+        },
+        mask,
+    );
+    match (r, failed) {
+        (Ok(v), _) => Ok(v),
+        (Err(_), Some(e)) => Err(e),
+        (Err(e), None) => Err(corrupt(e)),
+    }
+}
+
 /// [`decode_row`], adding to `chunks` the TIDs of the chunks it read (a delete's
 /// matching pass: rule 3 deletes them with the row, without reading it again).
 pub fn decode_row_noting(

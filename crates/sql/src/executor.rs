@@ -322,13 +322,19 @@ pub fn run<'a>(
 fn build<'a>(p: &'a Plan) -> Op<'a> {
     match p {
         Plan::Result => Box::new(OneRow(false)),
-        Plan::SeqScan { table, filter, .. } => Box::new(Scan::new(table, None, filter)),
+        Plan::SeqScan {
+            table,
+            filter,
+            cols,
+            ..
+        } => Box::new(Scan::new(table, None, filter, cols.as_deref())),
         Plan::IndexScan {
             table,
             path,
             filter,
+            cols,
             ..
-        } => Box::new(Scan::new(table, Some(path), filter)),
+        } => Box::new(Scan::new(table, Some(path), filter, cols.as_deref())),
         Plan::ViewScan { name, filter } => Box::new(Held::new(Source::View(name), filter)),
         Plan::Series {
             start,
@@ -433,16 +439,24 @@ struct Scan<'a> {
     table: &'a str,
     path: Option<&'a IndexPath>,
     filter: &'a Option<Expr>,
+    /// The columns to decode (None: all).
+    cols: Option<&'a [bool]>,
     cursor: Cursor<'a>,
     batch: std::vec::IntoIter<Tuple>,
 }
 
 impl<'a> Scan<'a> {
-    fn new(table: &'a str, path: Option<&'a IndexPath>, filter: &'a Option<Expr>) -> Self {
+    fn new(
+        table: &'a str,
+        path: Option<&'a IndexPath>,
+        filter: &'a Option<Expr>,
+        cols: Option<&'a [bool]>,
+    ) -> Self {
         Scan {
             table,
             path,
             filter,
+            cols,
             cursor: Cursor::Unopened,
             batch: Vec::new().into_iter(),
         }
@@ -454,7 +468,7 @@ impl<'a> Scan<'a> {
             Some(p) => p.range(&|e| cx.eval(e, &[]))?,
             None => None,
         };
-        Ok(match (cx.txn, range, self.path) {
+        let c = match (cx.txn, range, self.path) {
             (Some(t), Some(r), Some(p)) => {
                 Cursor::Index(t.index_cursor(cx.db, self.table, &p.index, r)?)
             }
@@ -463,6 +477,11 @@ impl<'a> Scan<'a> {
                 Cursor::Index(cx.engine.index_cursor(cx.db, self.table, &p.index, r))
             }
             (None, _, _) => Cursor::Seq(cx.engine.seq_cursor(cx.db, self.table)),
+        };
+        Ok(match (c, self.cols) {
+            (Cursor::Seq(s), Some(m)) => Cursor::Seq(s.only(m.to_vec())),
+            (Cursor::Index(i), Some(m)) => Cursor::Index(i.only(m.to_vec())),
+            (c, _) => c,
         })
     }
 
@@ -959,36 +978,38 @@ impl<'a> AggOp<'a> {
     }
 
     fn compute(&mut self, cx: &Ctx<'a>) -> SqlResult<Vec<Tuple>> {
-        let mut index: HashMap<Tuple, usize> = HashMap::new();
+        let mut index: rustc_hash::FxHashMap<Tuple, usize> = Default::default();
         let mut groups: Vec<(Tuple, Vec<AggState>)> = Vec::new();
         if self.keys.is_empty() {
             groups.push((Vec::new(), self.aggs.iter().map(AggState::new).collect()));
         }
         let mut n = 0u64;
         let mut meter = Meter::new(cx, "Hash aggregation");
+        // One key buffer for every row: a group's key is copied only when it is new.
+        let mut key: Tuple = Vec::with_capacity(self.keys.len());
         while let Some(row) = self.input.next(cx)? {
             n += 1;
             if n.is_multiple_of(1024) {
                 (cx.check)()?;
             }
-            let key: Tuple = self
-                .keys
-                .iter()
-                .map(|k| cx.eval(k, &row))
-                .collect::<SqlResult<_>>()?;
-            let g = match index.get(&key) {
-                Some(g) => *g,
-                None if self.keys.is_empty() => 0,
-                None => {
-                    meter.hold(&key, 64 * self.aggs.len())?;
-                    groups.push((key.clone(), self.aggs.iter().map(AggState::new).collect()));
-                    index.insert(key, groups.len() - 1);
-                    groups.len() - 1
+            let g = if self.keys.is_empty() {
+                0
+            } else {
+                key.clear();
+                for k in self.keys {
+                    key.push(cx.eval(k, &row)?);
+                }
+                match index.get(key.as_slice()) {
+                    Some(g) => *g,
+                    None => {
+                        meter.hold(&key, 64 * self.aggs.len())?;
+                        groups.push((key.clone(), self.aggs.iter().map(AggState::new).collect()));
+                        index.insert(key.clone(), groups.len() - 1);
+                        groups.len() - 1
+                    }
                 }
             };
-            let mut states = std::mem::take(&mut groups[g].1);
-            self.step(cx, &mut states, &row)?;
-            groups[g].1 = states;
+            self.step(cx, &mut groups[g].1, &row)?;
         }
         groups
             .into_iter()

@@ -204,6 +204,7 @@ impl Explainer<'_> {
                 table,
                 alias,
                 filter,
+                ..
             } => {
                 let alias = &self.unique(alias);
                 let (names, local) = self.scan_names(table, alias)?;
@@ -219,6 +220,7 @@ impl Explainer<'_> {
                 alias,
                 path,
                 filter,
+                ..
             } => self.index_scan((table, alias), path, filter.as_ref()),
             Plan::ViewScan { name, filter } => {
                 let names = self.table_names(name, name, self.qualify)?;

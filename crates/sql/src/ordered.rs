@@ -93,17 +93,20 @@ fn with_scan(p: Plan, path: crate::plan::IndexPath) -> Option<Plan> {
             table,
             alias,
             filter,
+            cols,
         }
         | Plan::IndexScan {
             table,
             alias,
             filter,
+            cols,
             ..
         } => Plan::IndexScan {
             table,
             alias,
             path,
             filter,
+            cols,
         },
         _ => return None,
     })

@@ -64,12 +64,16 @@ pub enum Plan {
         /// What the query calls the table (EXPLAIN).
         alias: String,
         filter: Option<Expr>,
+        /// The columns read above and by the filter (None: all); the others are
+        /// NULL in the scan's rows (cursor rule 5).
+        cols: Option<Vec<bool>>,
     },
     IndexScan {
         table: String,
         alias: String,
         path: IndexPath,
         filter: Option<Expr>,
+        cols: Option<Vec<bool>>,
     },
     ViewScan {
         name: String,
@@ -298,6 +302,10 @@ fn select(s: &Select, rels: &Relations<'_>) -> SqlResult<Plan> {
             let needed = needed_columns(s, &conjs, &semis);
             crate::joinorder::plan(&s.from, conjs, needed.as_deref(), rels)?
         }
+        from @ Rel::Table { .. } => {
+            let needed = needed_columns(s, &conjs, &semis);
+            read_only(rel(from, conjs, rels)?, needed)
+        }
         from => rel(from, conjs, rels)?,
     };
     p = crate::semijoin::apply(p, s.from.width(), semis, rels)?;
@@ -326,6 +334,41 @@ fn select(s: &Select, rels: &Relations<'_>) -> SqlResult<Plan> {
     })
 }
 
+/// `p`, a table's scan under its filters, decoding only the `needed` columns.
+fn read_only(p: Plan, needed: Option<Vec<bool>>) -> Plan {
+    match p {
+        Plan::Filter { input, cond } => Plan::Filter {
+            input: Box::new(read_only(*input, needed)),
+            cond,
+        },
+        Plan::SeqScan {
+            table,
+            alias,
+            filter,
+            ..
+        } => Plan::SeqScan {
+            table,
+            alias,
+            filter,
+            cols: needed,
+        },
+        Plan::IndexScan {
+            table,
+            alias,
+            path,
+            filter,
+            ..
+        } => Plan::IndexScan {
+            table,
+            alias,
+            path,
+            filter,
+            cols: needed,
+        },
+        p => p,
+    }
+}
+
 /// The FROM row's columns the rest of the SELECT reads (its WHERE conjuncts
 /// `conjs`, the semi joins above the FROM, grouping, aggregates, or without
 /// grouping its targets and windows); None when a correlated subquery reads it
@@ -336,6 +379,15 @@ fn needed_columns(
     semis: &[crate::semijoin::SemiJoin<'_>],
 ) -> Option<Vec<bool>> {
     let mut exprs: Vec<&Expr> = conjs.iter().collect();
+    // A window aggregate's argument and FILTER are in its kind, not its args.
+    let win_args: Vec<Expr> = match &s.grouping {
+        Some(_) => Vec::new(),
+        None => s
+            .windows
+            .iter()
+            .flat_map(crate::window::arg_exprs)
+            .collect(),
+    };
     match &s.grouping {
         Some(g) => {
             exprs.extend(&g.keys);
@@ -345,6 +397,7 @@ fn needed_columns(
         }
         None => {
             exprs.extend(&s.targets);
+            exprs.extend(&win_args);
             for w in &s.windows {
                 exprs.extend(w.args.iter().chain(&w.partition));
                 exprs.extend(w.order.iter().map(|o| &o.0));
@@ -633,11 +686,13 @@ fn table_scan(
             alias: alias.to_string(),
             path,
             filter,
+            cols: None,
         },
         None => Plan::SeqScan {
             table: name.to_string(),
             alias: alias.to_string(),
             filter,
+            cols: None,
         },
     })
 }

@@ -631,3 +631,42 @@ fn indexes_serve_order_by_limit_and_min_max() {
         assert!(plan.contains("Index Cond: (k IS NOT NULL)"), "{plan}");
     });
 }
+
+/// Scans decode only the columns their query reads (cursor rule 5): every form
+/// that reads a column keeps it — window aggregates' arguments, semi joins' keys,
+/// grouping, ORDER BY of hidden columns, correlated subqueries.
+#[test]
+fn scans_keep_every_column_their_query_reads() {
+    with_session(8 << 20, |s| {
+        setup(s);
+        let cases: [(&str, &[&str]); 7] = [
+            ("SELECT sum(w) OVER () FROM b WHERE id = 1", &["10"]),
+            (
+                "SELECT a.id, sum(b.w) OVER (PARTITION BY a.id) FROM a JOIN b ON a.id = b.a_id \
+              ORDER BY 1 LIMIT 1",
+                &["1|30"],
+            ),
+            ("SELECT id FROM b ORDER BY w DESC LIMIT 2", &["4", "3"]),
+            (
+                "SELECT a_id, count(*) FILTER (WHERE w > 15) FROM b GROUP BY a_id ORDER BY 1",
+                &["1|1", "2|1", "|1"],
+            ),
+            (
+                "SELECT id FROM a WHERE EXISTS (SELECT 1 FROM b WHERE b.a_id = a.id AND b.w > 15) \
+              ORDER BY 1",
+                &["1", "2"],
+            ),
+            (
+                "SELECT id, (SELECT max(w) FROM b WHERE b.a_id = a.id) FROM a ORDER BY 1",
+                &["1|20", "2|30", "3|", "4|"],
+            ),
+            (
+                "SELECT DISTINCT ON (a_id) a_id, w FROM b ORDER BY a_id, w DESC",
+                &["1|20", "2|30", "|40"],
+            ),
+        ];
+        for (sql, want) in cases {
+            assert_eq!(rows(s, sql), want, "{sql}");
+        }
+    });
+}
