@@ -20,7 +20,8 @@
 //! `work_mem`), [`privileges`] (who may do what: ACL checks for every statement kind,
 //! PostgreSQL 15's rules), [`roles`] (CREATE/ALTER/DROP ROLE, membership, SET ROLE,
 //! SCRAM verifiers), [`temp`] (a session's temporary tables and their ON COMMIT),
-//! [`rewrite`] (views: CREATE/DROP VIEW and a view's query read in its place), [`grants`] (GRANT/REVOKE on objects and columns, OWNER TO,
+//! [`rewrite`] (views: CREATE/DROP VIEW and a view's query read in its place;
+//! `updatable` writes through simple views), [`grants`] (GRANT/REVOKE on objects and columns, OWNER TO,
 //! REASSIGN/DROP OWNED), [`session`] (a session's transaction-block state machine,
 //! binding, the dispatch of each statement kind to its executor, and DML), `ddl`
 //! (tables, databases, tablespaces), `sequences` (CREATE/DROP SEQUENCE, serial and
@@ -93,6 +94,7 @@ pub mod subquery;
 pub mod syncrep;
 pub mod temp;
 pub mod time;
+mod updatable;
 mod utility;
 pub mod values;
 #[cfg(test)]

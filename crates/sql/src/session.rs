@@ -1982,6 +1982,8 @@ impl<'e> Session<'e> {
     /// Parameter types and result columns of one statement, without running it.
     pub fn describe(&self, stmt: &Stmt) -> SqlResult<Described> {
         let _ns = self.enter();
+        let rewritten = crate::updatable::dml_on_view(self, stmt)?;
+        let stmt = rewritten.as_ref().unwrap_or(stmt);
         let mut b = Binder::default();
         let bound = self.bind(stmt, &mut b)?;
         if let Bound::Insert(BoundInsert {
@@ -2090,6 +2092,8 @@ impl<'e> Session<'e> {
         if let Some(verb) = stmt.write_verb().filter(|_| self.read_only_now()) {
             return Err(read_only_refusal(verb)); // session rule 10
         }
+        let rewritten = crate::updatable::dml_on_view(self, stmt)?;
+        let stmt = rewritten.as_ref().unwrap_or(stmt);
         let mut b = Binder::default();
         let bound = self.bind(stmt, &mut b)?;
         check_params(&b, params)?;

@@ -48,7 +48,9 @@ fn a_view_reads_its_query_wherever_it_is_named() {
             "CREATE VIEW star AS SELECT * FROM t; ALTER TABLE t ADD COLUMN e int",
         );
         assert_eq!(rows(s, "SELECT * FROM star WHERE a = 1"), ["1|x|10"]);
-        assert_eq!(error(s, "INSERT INTO v VALUES (9, 'q')").code, "42809");
+        // v is a simple view: the row goes into t (updatable rule 2).
+        assert_eq!(codes(s, "INSERT INTO v VALUES (9, 'q')"), [""]);
+        assert_eq!(rows(s, "SELECT a, b, c FROM t WHERE a = 9"), ["9|q|"]);
         assert_eq!(error(s, "CREATE VIEW v AS SELECT 1").code, "42P07");
         assert_eq!(error(s, "CREATE VIEW bad (x, y) AS SELECT 1").code, "42601");
         assert_eq!(
@@ -198,5 +200,47 @@ fn a_view_reads_with_its_owners_privileges() {
         assert_eq!(error(s, "SELECT * FROM mine").code, "42501");
         assert_eq!(error(s, "DROP VIEW v").code, "42501");
         q(s, "RESET ROLE");
+    });
+}
+
+#[test]
+fn simple_views_take_writes_through_to_their_table() {
+    with_session(8 << 20, |s| {
+        setup(s);
+        q(
+            s,
+            "CREATE VIEW cheap AS SELECT a AS k, c, c * 2 AS dbl FROM t x WHERE x.c < 25;
+             CREATE VIEW cheaper AS SELECT * FROM cheap WHERE c < 15",
+        );
+        let c = q(s, "INSERT INTO cheap (k, c) VALUES (7, 5) RETURNING *");
+        assert!(c.results[0].is_ok(), "{:?}", c.results);
+        assert_eq!(rows(s, "SELECT a, b, c FROM t WHERE a = 7"), ["7||5"]);
+        // UPDATE and DELETE touch only the rows the view shows, through two views.
+        assert_eq!(codes(s, "UPDATE cheaper SET c = c + 1"), [""]);
+        assert_eq!(
+            rows(s, "SELECT a, c FROM t ORDER BY a"),
+            ["1|11", "2|20", "3|30", "7|6"]
+        );
+        assert_eq!(codes(s, "DELETE FROM cheap WHERE dbl > 30"), [""]);
+        assert_eq!(rows(s, "SELECT a FROM t ORDER BY a"), ["1", "3", "7"]);
+        let e = error(s, "UPDATE cheap SET dbl = 1");
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            ("0A000", "cannot update column \"dbl\" of view \"cheap\"")
+        );
+        let e = error(s, "INSERT INTO w VALUES (1)");
+        assert_eq!(e.message, "cannot insert into column \"d\" of view \"w\"");
+        q(
+            s,
+            "CREATE VIEW grouped AS SELECT c, count(*) FROM t GROUP BY c",
+        );
+        assert_eq!(
+            error(s, "DELETE FROM grouped").detail.as_deref(),
+            Some("Views containing GROUP BY are not automatically updatable.")
+        );
+        assert_eq!(
+            error(s, "DELETE FROM cheap WHERE k IN (SELECT 1)").code,
+            "0A000"
+        );
     });
 }
