@@ -30,7 +30,7 @@
 use crate::analyze::{
     Distinct, Grouping, Join, JoinKind, Query, Rel, Select, SetOp, SetTree, SortSpec,
 };
-use crate::bind::{Agg, BinOp, Expr};
+use crate::bind::{Agg, BinOp, Expr, Func};
 use crate::plan::IndexPath;
 use crate::{SqlResult, SqlType};
 
@@ -634,7 +634,11 @@ pub(crate) fn rel(r: &Rel, conjs: Vec<Expr>, rels: &Relations<'_>) -> SqlResult<
             },
             filter,
         ),
-        Rel::Subquery(q) => with_filter(plan(q, rels)?, filter),
+        Rel::Subquery(q) => {
+            let (inner, rest) = push_into_subquery(q, conjs);
+            let p = plan(inner.as_ref().unwrap_or(q), rels)?;
+            with_filter(p, and_all(rest))
+        }
         Rel::Join(j) if crate::joinorder::flattens(j) => {
             crate::joinorder::plan(r, conjs, None, rels)?
         }
@@ -658,6 +662,89 @@ pub(crate) fn rel(r: &Rel, conjs: Vec<Expr>, rels: &Relations<'_>) -> SqlResult<
             with_filter(p, filter)
         }
     })
+}
+
+/// WHERE conjuncts over a subquery in FROM (a view's, say) go into its WHERE when it
+/// is a plain SELECT (no grouping, window, DISTINCT, LIMIT or OFFSET, which a filter
+/// above would not commute with): its output columns become the expressions it
+/// computes them with, so the subquery's scan sees them (an index it serves, a
+/// join's leaf). Conjuncts with subqueries, outer references or volatile calls stay
+/// above. Returns the subquery with them (None: unchanged) and those left.
+fn push_into_subquery(q: &Query, conjs: Vec<Expr>) -> (Option<Query>, Vec<Expr>) {
+    let SetTree::Select(s) = &q.body else {
+        return (None, conjs);
+    };
+    let plain = s.grouping.is_none()
+        && s.windows.is_empty()
+        && s.distinct == crate::analyze::Distinct::No
+        && q.limit.is_none()
+        && q.offset.is_none();
+    if !plain || conjs.is_empty() {
+        return (None, conjs);
+    }
+    let (mut pushed, mut rest) = (Vec::new(), Vec::new());
+    for c in conjs {
+        match substituted(&c, &s.targets[..s.visible]) {
+            Some(x) => pushed.push(x),
+            None => rest.push(c),
+        }
+    }
+    if pushed.is_empty() {
+        return (None, rest);
+    }
+    let mut inner = q.clone();
+    if let SetTree::Select(s) = &mut inner.body {
+        pushed.extend(s.filter.take());
+        s.filter = and_all(pushed);
+    }
+    (Some(inner), rest)
+}
+
+/// `c` with each column replaced by the target computing it; None if `c` or a
+/// target it reads may not move below (subqueries, outer references, volatile or
+/// session-changing calls).
+fn substituted(c: &Expr, targets: &[Expr]) -> Option<Expr> {
+    let movable = |e: &Expr| {
+        let mut stack = vec![e];
+        while let Some(x) = stack.pop() {
+            let fixed = !matches!(
+                x,
+                Expr::SubLink(_) | Expr::Outer(..) | Expr::Agg(_) | Expr::Window(_)
+            ) && !matches!(
+                x,
+                Expr::Call(
+                    Func::Nextval | Func::Setval | Func::Currval | Func::Lastval | Func::Clock,
+                    _
+                )
+            );
+            if !fixed {
+                return false;
+            }
+            x.children(&mut stack);
+        }
+        true
+    };
+    if !movable(c) {
+        return None;
+    }
+    fn put(e: Expr, targets: &[Expr]) -> SqlResult<Expr> {
+        match e {
+            Expr::Col(i) => targets
+                .get(i)
+                .cloned()
+                .ok_or_else(|| crate::SqlError::new("XX000", "a column past the subquery's")),
+            e => e.map_children(&mut |x| put(x, targets)),
+        }
+    }
+    let mut read = Vec::new();
+    crate::privileges::expr_columns(c, &mut read);
+    if read
+        .iter()
+        .any(|i| targets.get(*i).is_none_or(|t| !movable(t)))
+    {
+        return None;
+    }
+    put(c.clone(), targets).ok()
 }
 
 pub(crate) fn with_filter(p: Plan, filter: Option<Expr>) -> Plan {
