@@ -295,7 +295,11 @@ fn select(s: &Select, rels: &Relations<'_>) -> SqlResult<Plan> {
     if let Some(f) = &s.filter {
         split_and(f.clone(), &mut conjs);
     }
-    let conjs: Vec<Expr> = conjs.into_iter().flat_map(factor_or).collect();
+    let conjs: Vec<Expr> = conjs
+        .into_iter()
+        .flat_map(factor_or)
+        .map(crate::semijoin::in_as_exists)
+        .collect();
     let (conjs, semis) = crate::semijoin::extract(&conjs, rels);
     let mut p = match &s.from {
         Rel::Join(j) if crate::joinorder::flattens(j) => {

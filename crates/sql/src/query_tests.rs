@@ -670,3 +670,32 @@ fn scans_keep_every_column_their_query_reads() {
         }
     });
 }
+
+/// Semi join rules 1 and 5: `IN (SELECT ...)` in WHERE and EXISTS with a LIMIT
+/// that cannot matter become semi and anti joins; NOT IN keeps its NULLs.
+#[test]
+fn in_and_limited_exists_become_semi_joins() {
+    with_session(8 << 20, |s| {
+        setup(s);
+        let q_in = "SELECT id FROM a WHERE id IN (SELECT a_id FROM b WHERE w < 35) ORDER BY 1";
+        assert_eq!(rows(s, q_in), ["1", "2"]);
+        let plan = rows(s, &format!("EXPLAIN (COSTS OFF) {q_in}")).join("\n");
+        assert!(plan.contains("Hash Semi Join"), "{plan}");
+        let lim = "SELECT id FROM a WHERE NOT EXISTS \
+                   (SELECT 1 FROM b WHERE b.a_id = a.id LIMIT 1) ORDER BY 1";
+        assert_eq!(rows(s, lim), ["3", "4"]);
+        let plan = rows(s, &format!("EXPLAIN (COSTS OFF) {lim}")).join("\n");
+        assert!(plan.contains("Hash Anti Join"), "{plan}");
+        let zero =
+            "SELECT count(*) FROM a WHERE EXISTS (SELECT 1 FROM b WHERE b.a_id = a.id LIMIT 0)";
+        assert_eq!(rows(s, zero), ["0"]);
+        let not_in = "SELECT count(*) FROM a WHERE id NOT IN (SELECT a_id FROM b)";
+        assert_eq!(
+            rows(s, not_in),
+            ["0"],
+            "a NULL in the list: NOT IN is never true"
+        );
+        let in_or = "SELECT id FROM a WHERE id IN (SELECT a_id FROM b) OR v = 'z' ORDER BY 1";
+        assert_eq!(rows(s, in_or), ["1", "2", "3"]);
+    });
+}

@@ -4,8 +4,9 @@
 //! Rules (cited as "semi join rule N"):
 //! 1. A WHERE conjunct `[NOT] EXISTS (SELECT ... FROM f WHERE c)` becomes a semi
 //!    (anti) join of the query's FROM row with `f` when the subquery is a plain
-//!    SELECT (no grouping, window, LIMIT or OFFSET; its targets and ORDER BY do not
-//!    matter), every conjunct of `c` reads at most the subquery's own row and the
+//!    SELECT (no grouping, window or OFFSET, no LIMIT but a constant one of at least
+//!    one row or NULL, which cannot change whether a row exists: PostgreSQL's
+//!    simplify_EXISTS_query; its targets and ORDER BY do not matter), every conjunct of `c` reads at most the subquery's own row and the
 //!    row of the query holding it (no query further out, no subquery of its own),
 //!    and at least one conjunct is an equality between an expression of each; its
 //!    FROM is tables and joins of them (nothing there can name the holding query).
@@ -19,6 +20,10 @@
 //! 4. Except where the subquery reads one table through an index its correlation
 //!    serves: run per outer row it is an index probe (PostgreSQL's parameterized
 //!    nested loop), where a hash join would read the whole table.
+//! 5. A WHERE conjunct `lhs IN (SELECT ...)` is first written as the EXISTS whose
+//!    WHERE also says `lhs = value` ([`in_as_exists`], PostgreSQL's
+//!    convert_ANY_sublink_to_join): in a WHERE's conjunct false and NULL both drop
+//!    the row, so the two agree. NOT IN is left alone (its NULLs differ).
 
 use crate::analyze::{JoinKind, SetTree};
 use crate::bind::{BinOp, Expr};
@@ -47,6 +52,79 @@ impl SemiJoin<'_> {
             e.children(&mut stack);
         }
     }
+}
+
+/// Semi join rule 5: WHERE conjunct `lhs IN (SELECT t FROM f WHERE c)` as
+/// `EXISTS (SELECT ... FROM f WHERE c AND lhs = t)`, when `lhs` reads the holding
+/// query's row alone and the subquery is a plain SELECT; any other `e` as it is.
+pub(crate) fn in_as_exists(e: Expr) -> Expr {
+    let Expr::SubLink(link) = &e else { return e };
+    let SubKind::Quantified {
+        lhs,
+        test,
+        all: false,
+    } = &link.kind
+    else {
+        return e;
+    };
+    let SetTree::Select(s) = &link.query.body else {
+        return e;
+    };
+    let q = &link.query;
+    let plain =
+        s.grouping.is_none() && s.windows.is_empty() && q.limit.is_none() && q.offset.is_none();
+    let local = |x: &Expr| {
+        let mut stack = vec![x];
+        while let Some(y) = stack.pop() {
+            if matches!(
+                y,
+                Expr::Outer(..)
+                    | Expr::SubLink(_)
+                    | Expr::Agg(_)
+                    | Expr::Window(_)
+                    | Expr::Param(_)
+            ) {
+                return false;
+            }
+            y.children(&mut stack);
+        }
+        true
+    };
+    if !plain || s.visible != 1 || !local(lhs) || !local(&s.targets[0]) {
+        return e;
+    }
+    // The test over (lhs, the row's value): lhs's columns as the holding query's,
+    // the value as the target over the subquery's row.
+    fn outer_cols(x: Expr) -> SqlResult<Expr> {
+        match x {
+            Expr::Col(c) => Ok(Expr::Outer(1, c)),
+            x => x.map_children(&mut outer_cols),
+        }
+    }
+    let (Ok(l), target) = (outer_cols(lhs.clone()), s.targets[0].clone()) else {
+        return e;
+    };
+    fn put(x: Expr, l: &Expr, t: &Expr) -> SqlResult<Expr> {
+        match x {
+            Expr::Col(0) => Ok(l.clone()),
+            Expr::Col(_) => Ok(t.clone()),
+            x => x.map_children(&mut |y| put(y, l, t)),
+        }
+    }
+    let Ok(cond) = put(test.clone(), &l, &target) else {
+        return e;
+    };
+    let mut query = link.query.clone();
+    if let SetTree::Select(s) = &mut query.body {
+        let mut conjs: Vec<Expr> = s.filter.take().into_iter().collect();
+        conjs.push(cond);
+        s.filter = planner::and_all(conjs);
+    }
+    Expr::SubLink(Box::new(SubLink {
+        kind: SubKind::Exists,
+        query,
+        correlated: true,
+    }))
 }
 
 /// Splits the WHERE conjuncts into those that stay and the EXISTS that become joins.
@@ -127,7 +205,17 @@ fn pullable(link: &SubLink) -> bool {
     let SetTree::Select(s) = &q.body else {
         return false;
     };
-    if q.limit.is_some() || q.offset.is_some() || s.grouping.is_some() || !s.windows.is_empty() {
+    fn moot(e: &Expr) -> bool {
+        match e {
+            Expr::Const(crate::Datum::Null) => true,
+            Expr::Const(crate::Datum::Int8(n)) => *n > 0,
+            Expr::Const(crate::Datum::Int4(n)) => *n > 0,
+            Expr::Cast(x, _) => moot(x),
+            _ => false,
+        }
+    }
+    let limit_moot = q.limit.as_ref().is_none_or(moot);
+    if !limit_moot || q.offset.is_some() || s.grouping.is_some() || !s.windows.is_empty() {
         return false;
     }
     let Some(f) = &s.filter else {
