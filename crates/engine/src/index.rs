@@ -613,15 +613,21 @@ pub(crate) fn range_tids_backward(
         if e < b.start.as_slice() || b.skips(e) {
             return Ok(false);
         }
-        if out.len() >= limit {
-            done = false;
-            return Ok(false);
-        }
-        let (_, block, offset) = split_leaf_entry(e);
-        out.push((e.to_vec(), Tid { block, offset }));
-        Ok(true)
+        Ok(take_entry(e, limit, out, &mut done))
     })?;
     Ok(done)
+}
+
+/// Adds leaf entry `e`'s TID to `out` unless `out` has `limit` already (then the
+/// range is not `done`); whether to go on.
+fn take_entry(e: &[u8], limit: usize, out: &mut Vec<(Vec<u8>, Tid)>, done: &mut bool) -> bool {
+    if out.len() >= limit {
+        *done = false;
+        return false;
+    }
+    let (_, block, offset) = split_leaf_entry(e);
+    out.push((e.to_vec(), Tid { block, offset }));
+    true
 }
 
 /// The TIDs of `range`'s entries after `after` (exclusive), up to `limit`, in index
@@ -643,13 +649,7 @@ pub(crate) fn range_tids(
         if b.past(e) {
             return Ok(false);
         }
-        if out.len() >= limit {
-            done = false;
-            return Ok(false);
-        }
-        let (_, block, offset) = split_leaf_entry(e);
-        out.push((e.to_vec(), Tid { block, offset }));
-        Ok(true)
+        Ok(take_entry(e, limit, out, &mut done))
     })?;
     Ok(done)
 }

@@ -187,42 +187,25 @@ pub fn decode_row_masked(
     tuple: &[u8],
     mask: Option<&[bool]>,
 ) -> Result<Vec<Datum>> {
-    let Some(mask) = mask else {
-        return decode_row(sh, rel, cols, tuple);
-    };
-    let toast = toast_key(rel);
-    let mut failed = None;
-    let r = heap::decode_values_masked(
-        cols,
-        tuple,
-        &mut |len, ptr| {
-            fetch(sh, toast, len, ptr).map_err(|e| {
-                let msg = crate::codec::DecodeError(e.to_string());
-                failed = Some(e);
-                msg
-            })
-        },
-        mask,
-    );
-    match (r, failed) {
-        (Ok(v), _) => Ok(v),
-        (Err(_), Some(e)) => Err(e),
-        (Err(e), None) => Err(corrupt(e)),
+    match mask {
+        None => decode_row(sh, rel, cols, tuple),
+        Some(m) => detoasting(sh, rel, None, &mut |detoast| {
+            heap::decode_values_masked(cols, tuple, detoast, m)
+        }),
     }
 }
 
-/// [`decode_row`], adding to `chunks` the TIDs of the chunks it read (a delete's
-/// matching pass: rule 3 deletes them with the row, without reading it again).
-pub fn decode_row_noting(
+/// Runs `decode` with a detoaster that fetches from `rel`'s TOAST heap (noting the
+/// chunks' TIDs in `chunks`), mapping its errors back to the engine's.
+fn detoasting(
     sh: &Shared,
     rel: RelKey,
-    cols: &[Column],
-    tuple: &[u8],
     mut chunks: Option<&mut Vec<(u32, u16)>>,
+    decode: &mut dyn FnMut(&mut heap::Detoast<'_>) -> crate::codec::DecResult<Vec<Datum>>,
 ) -> Result<Vec<Datum>> {
     let toast = toast_key(rel);
     let mut failed = None;
-    let r = heap::decode_values_with(cols, tuple, &mut |len, ptr| {
+    let r = decode(&mut |len, ptr| {
         if let Some(c) = chunks.as_deref_mut() {
             c.extend(pointer_tids(ptr));
         }
@@ -237,6 +220,20 @@ pub fn decode_row_noting(
         (Err(_), Some(e)) => Err(e),
         (Err(e), None) => Err(corrupt(e)),
     }
+}
+
+/// [`decode_row`], adding to `chunks` the TIDs of the chunks it read (a delete's
+/// matching pass: rule 3 deletes them with the row, without reading it again).
+pub fn decode_row_noting(
+    sh: &Shared,
+    rel: RelKey,
+    cols: &[Column],
+    tuple: &[u8],
+    chunks: Option<&mut Vec<(u32, u16)>>,
+) -> Result<Vec<Datum>> {
+    detoasting(sh, rel, chunks, &mut |detoast| {
+        heap::decode_values_with(cols, tuple, detoast)
+    })
 }
 
 /// The TIDs of every chunk a tuple of `cols` points at.
