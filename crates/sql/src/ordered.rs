@@ -121,6 +121,16 @@ pub(crate) fn min_max(s: &Select, rels: &Relations<'_>) -> SqlResult<Option<Plan
     if !g.keys.is_empty() || g.aggs.is_empty() || !s.windows.is_empty() {
         return Ok(None);
     }
+    // Cheap tests first: most grouped queries are not min/max alone, and need no
+    // catalog entry for this.
+    let min_max_of_column = |a: &crate::bind::Agg| {
+        matches!(a.func, AggFunc::Min | AggFunc::Max)
+            && matches!(a.arg, Some(Expr::Col(_)))
+            && a.filter.is_none()
+    };
+    if !g.aggs.iter().all(min_max_of_column) {
+        return Ok(None);
+    }
     let above = s.targets.iter().chain(&g.having);
     if s.filter.as_ref().is_some_and(reaches_out) || above.into_iter().any(reaches_out) {
         return Ok(None);
