@@ -88,6 +88,10 @@ pub struct Args {
     /// Write the records to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Keep each engine's loaded, stopped cluster in this directory (`<DIR>/strata/data`,
+    /// `<DIR>/postgres/data`) for profiling, instead of removing it.
+    #[arg(long)]
+    pub keep: Option<PathBuf>,
     /// PostgreSQL's bin directory (initdb, postgres).
     #[arg(long, default_value = "/usr/lib/postgresql/15/bin")]
     pub pg_bin: PathBuf,
@@ -400,7 +404,15 @@ pub fn run(args: &Args) -> Result<Vec<Record>, String> {
             .prefix(&format!("strata-queries-{}-", k.name()))
             .tempdir()
             .map_err(|e| e.to_string())?;
-        let mut c = Cluster::create(k, root.path(), &sb, &seeds_args)?;
+        let dir = match &args.keep {
+            Some(d) => {
+                let d = d.join(k.name());
+                std::fs::create_dir_all(&d).map_err(|e| format!("{}: {e}", d.display()))?;
+                d
+            }
+            None => root.path().to_path_buf(),
+        };
+        let mut c = Cluster::create(k, &dir, &sb, &seeds_args)?;
         c.start()?;
         let r = rt.block_on(engine_run(&c, args, &queries));
         c.stop()?;
@@ -565,6 +577,7 @@ mod tests {
             only: None,
             raw: None,
             json: None,
+            keep: None,
             pg_bin: PathBuf::from("/nonexistent"),
         };
         assert_eq!(chosen(&args).unwrap().len(), 22);

@@ -20,6 +20,11 @@
 //! 5. A cursor told which columns its caller reads ([`SeqCursor::only`]) decodes
 //!    only those: the others are NULL in its rows, their bytes skipped unread and
 //!    their out-of-line values never fetched.
+//! 6. A caller that visits rows ([`SeqCursor::next_batch_visit`]) is lent each
+//!    visible row in one buffer the cursor reuses, strings and all, and takes what it
+//!    keeps: a scan whose filter passes few rows allocates for those only. A batch
+//!    visits at least [`SCAN_BATCH_ROWS`] rows (index: entries), whole pages, as in
+//!    rule 1.
 //!
 //! Memory: one batch, O([`SCAN_BATCH_ROWS`] + rows of one page), whatever the table.
 
@@ -30,6 +35,10 @@ use crate::stream::SCAN_BATCH_ROWS;
 use crate::{Datum, EngineError, Interrupt, Result, Shared};
 use std::sync::Arc;
 use strata_types::{ForkNumber, RelKey, Xid};
+
+/// What a visiting caller does with each row lent to it (rule 6); it takes the row
+/// (`std::mem::take`) to keep it.
+pub type Visit<'v> = dyn FnMut(&mut Vec<Datum>) + 'v;
 
 /// Resolves a table as of now: its storage key and entry.
 pub(crate) type ResolveTable<'e> = Box<dyn Fn() -> Result<(RelKey, Arc<RelEntry>)> + 'e>;
@@ -56,6 +65,8 @@ pub struct SeqCursor<'e> {
     done: bool,
     /// The columns to decode (None: all; rule 5).
     mask: Option<Vec<bool>>,
+    /// The row lent to a visitor (rule 6).
+    row: Vec<Datum>,
     _registered: Option<crate::standby::ScanGuard<'e>>,
 }
 
@@ -69,6 +80,7 @@ impl<'e> SeqCursor<'e> {
             next: 0,
             done: false,
             mask: None,
+            row: Vec::new(),
             _registered: None,
         }
     }
@@ -88,6 +100,17 @@ impl<'e> SeqCursor<'e> {
         interrupt: Interrupt<'_>,
         out: &mut Vec<Vec<Datum>>,
     ) -> Result<bool> {
+        self.next_batch_visit(snap, interrupt, &mut |r| out.push(std::mem::take(r)))
+    }
+
+    /// Lends `visit` each row of the next batch `snap` shows (rule 6); false once
+    /// the scan has read its last page. `interrupt` runs before each page.
+    pub fn next_batch_visit(
+        &mut self,
+        snap: &Snapshot<'_>,
+        interrupt: Interrupt<'_>,
+        visit: &mut Visit<'_>,
+    ) -> Result<bool> {
         if self.done {
             return Ok(false);
         }
@@ -104,18 +127,15 @@ impl<'e> SeqCursor<'e> {
             self._registered = crate::standby::ScanGuard::new(sh, key);
         }
         let end = n.min(n0);
-        let goal = out.len() + SCAN_BATCH_ROWS;
-        while self.next < end && out.len() < goal {
+        let mut seen = 0;
+        while self.next < end && seen < SCAN_BATCH_ROWS {
             interrupt()?;
             let mask = self.mask.as_deref();
+            let row = &mut self.row;
             access::scan_page(sh, key, self.next, snap, self.my, &mut |_, _, t| {
-                out.push(crate::toast::decode_row_masked(
-                    sh,
-                    key,
-                    &rel.columns,
-                    t,
-                    mask,
-                )?);
+                crate::toast::decode_row_into(sh, key, &rel.columns, t, mask, row)?;
+                visit(row);
+                seen += 1;
                 Ok(())
             })?;
             self.next += 1;
@@ -138,6 +158,8 @@ pub struct IndexCursor<'e> {
     done: bool,
     /// The columns to decode (None: all; rule 5).
     mask: Option<Vec<bool>>,
+    /// The row lent to a visitor (rule 6).
+    row: Vec<Datum>,
     _registered: Option<crate::standby::ScanGuard<'e>>,
 }
 
@@ -157,6 +179,7 @@ impl<'e> IndexCursor<'e> {
             after: None,
             done: false,
             mask: None,
+            row: Vec::new(),
             _registered: None,
         }
     }
@@ -174,6 +197,17 @@ impl<'e> IndexCursor<'e> {
         snap: &Snapshot<'_>,
         interrupt: Interrupt<'_>,
         out: &mut Vec<Vec<Datum>>,
+    ) -> Result<bool> {
+        self.next_batch_visit(snap, interrupt, &mut |r| out.push(std::mem::take(r)))
+    }
+
+    /// Lends `visit` the rows of the next batch of entries that `snap` shows (rule
+    /// 6); false once the range is done.
+    pub fn next_batch_visit(
+        &mut self,
+        snap: &Snapshot<'_>,
+        interrupt: Interrupt<'_>,
+        visit: &mut Visit<'_>,
     ) -> Result<bool> {
         if self.done {
             return Ok(false);
@@ -206,10 +240,13 @@ impl<'e> IndexCursor<'e> {
         }
         for (_, tid) in &tids {
             let mask = self.mask.as_deref();
-            let row = index::fetch(sh, heap, *tid, snap, self.my, |t| {
-                crate::toast::decode_row_masked(sh, heap, &rel.columns, t, mask)
+            let row = &mut self.row;
+            let got = index::fetch(sh, heap, *tid, snap, self.my, |t| {
+                crate::toast::decode_row_into(sh, heap, &rel.columns, t, mask, row)
             })?;
-            out.extend(row);
+            if got.is_some() {
+                visit(row);
+            }
         }
         if let Some((e, _)) = tids.pop() {
             self.after = Some(e);

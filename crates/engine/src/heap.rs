@@ -418,11 +418,15 @@ pub fn decode_values(cols: &[Column], tuple: &[u8]) -> DecResult<Vec<Datum>> {
 /// bytes after the length word).
 pub type Detoast<'a> = dyn FnMut(usize, &[u8]) -> DecResult<Vec<u8>> + 'a;
 
-/// A text or bytea value's bytes: inline, or fetched through `detoast`.
-fn varlena(d: &mut Dec<'_>, detoast: &mut Detoast<'_>) -> DecResult<Vec<u8>> {
+/// A text or bytea value's bytes: borrowed from the tuple when inline, or fetched
+/// through `detoast`.
+fn varlena<'t>(
+    d: &mut Dec<'t>,
+    detoast: &mut Detoast<'_>,
+) -> DecResult<std::borrow::Cow<'t, [u8]>> {
     let word = d.u32()?;
     if word & TOASTED == 0 {
-        return Ok(d.take(word as usize)?.to_vec());
+        return Ok(std::borrow::Cow::Borrowed(d.take(word as usize)?));
     }
     let chunks = d.u32()? as usize;
     let mut ptr = Vec::with_capacity(4 + chunks * 6);
@@ -440,7 +444,21 @@ fn varlena(d: &mut Dec<'_>, detoast: &mut Detoast<'_>) -> DecResult<Vec<u8>> {
             word & !TOASTED
         )));
     }
-    Ok(bytes)
+    Ok(std::borrow::Cow::Owned(bytes))
+}
+
+/// A text value into `slot`, reusing the string `slot` holds (a scan's row buffer:
+/// cursor rule 6).
+fn text_into(slot: &mut Datum, bytes: std::borrow::Cow<'_, [u8]>) -> DecResult<()> {
+    let bad = || DecodeError("heap tuple: bad UTF-8".into());
+    match (slot, bytes) {
+        (Datum::Text(s), std::borrow::Cow::Borrowed(b)) => {
+            s.clear();
+            s.push_str(std::str::from_utf8(b).map_err(|_| bad())?);
+        }
+        (slot, b) => *slot = Datum::Text(String::from_utf8(b.into_owned()).map_err(|_| bad())?),
+    }
+    Ok(())
 }
 
 /// [`decode_values`], fetching out-of-line values through `detoast`.
@@ -465,16 +483,18 @@ pub fn decode_catalog_values(cols: &[Column], tuple: &[u8]) -> DecResult<Vec<Dat
     )
 }
 
-/// [`decode_values_with`] of the columns `mask` marks only: the others read as
-/// NULL, skipped without copying or fetching their bytes (a scan that needs a few
-/// columns of a wide row).
-pub fn decode_values_masked(
+/// [`decode_values_with`] into `out`, reusing its slots and their strings (a
+/// scan's row buffer: cursor rule 6), of the columns `mask` marks only (None: all):
+/// the others read as NULL, skipped without copying or fetching their bytes (a scan
+/// that needs a few columns of a wide row).
+pub fn decode_values_into(
     cols: &[Column],
     tuple: &[u8],
     detoast: &mut Detoast<'_>,
-    mask: &[bool],
-) -> DecResult<Vec<Datum>> {
-    decode_columns(cols, tuple, detoast, (false, Some(mask)))
+    mask: Option<&[bool]>,
+    out: &mut Vec<Datum>,
+) -> DecResult<()> {
+    decode_columns(cols, tuple, detoast, (false, mask), out)
 }
 
 fn decode_values_inner(
@@ -483,7 +503,9 @@ fn decode_values_inner(
     detoast: &mut Detoast<'_>,
     missing_as_null: bool,
 ) -> DecResult<Vec<Datum>> {
-    decode_columns(cols, tuple, detoast, (missing_as_null, None))
+    let mut out = Vec::with_capacity(cols.len());
+    decode_columns(cols, tuple, detoast, (missing_as_null, None), &mut out)?;
+    Ok(out)
 }
 
 /// Steps over one stored value of type `ty` (a TOAST pointer, not its chunks).
@@ -518,38 +540,40 @@ fn decode_columns(
     tuple: &[u8],
     detoast: &mut Detoast<'_>,
     (missing_as_null, mask): (bool, Option<&[bool]>),
-) -> DecResult<Vec<Datum>> {
+    out: &mut Vec<Datum>,
+) -> DecResult<()> {
     let mut d = Dec::new(tuple, "heap tuple");
     d.take(TUPLE_HEADER_BYTES)?;
     let nb = cols.len().div_ceil(8);
     d.take(nb)?;
     // Checked by the take above; borrowed from the tuple, not copied per row.
     let bitmap = &tuple[TUPLE_HEADER_BYTES..TUPLE_HEADER_BYTES + nb];
-    let mut out = Vec::with_capacity(cols.len());
-    for (i, c) in cols.iter().enumerate() {
+    out.truncate(cols.len());
+    out.resize(cols.len(), Datum::Null);
+    for ((i, c), slot) in cols.iter().enumerate().zip(out.iter_mut()) {
         if bitmap[i / 8] & (1 << (i % 8)) != 0 || (missing_as_null && d.remaining() == 0) {
-            out.push(Datum::Null);
+            *slot = Datum::Null;
             continue;
         }
         if mask.is_some_and(|m| !m.get(i).copied().unwrap_or(true)) {
             skip_value(&mut d, c.ty)?;
-            out.push(Datum::Null);
+            *slot = Datum::Null;
             continue;
         }
-        out.push(match c.ty {
+        *slot = match c.ty {
             ColType::Int2 => Datum::Int2(d.u16()? as i16),
             ColType::Int4 => Datum::Int4(d.u32()? as i32),
             ColType::Int8 => Datum::Int8(d.u64()? as i64),
             ColType::Bool => Datum::Bool(d.u8()? != 0),
             ColType::Timestamp => Datum::Timestamp(d.u64()? as i64),
             ColType::TimestampTz => Datum::TimestampTz(d.u64()? as i64),
-            ColType::Text => Datum::Text(
-                String::from_utf8(varlena(&mut d, detoast)?)
-                    .map_err(|_| DecodeError("heap tuple: bad UTF-8".into()))?,
-            ),
+            ColType::Text => {
+                text_into(slot, varlena(&mut d, detoast)?)?;
+                continue;
+            }
             ColType::Date => Datum::Date(d.u32()? as i32),
             ColType::Uuid => Datum::Uuid(d.take(16)?.try_into().expect("16 bytes")),
-            ColType::Bytea => Datum::Bytea(varlena(&mut d, detoast)?),
+            ColType::Bytea => Datum::Bytea(varlena(&mut d, detoast)?.into_owned()),
             ColType::Float4 => Datum::Float4(Float::new(f32::from_bits(d.u32()?) as f64)),
             ColType::Float8 => Datum::Float8(Float::new(f64::from_bits(d.u64()?))),
             ColType::Numeric => Datum::Numeric(Decimal::deserialize(
@@ -561,10 +585,9 @@ fn decode_columns(
                 days: d.u32()? as i32,
                 micros: d.u64()? as i64,
             }),
-        });
+        };
     }
-    d.finish()?;
-    Ok(out)
+    d.finish()
 }
 
 pub fn tuple_xmin(t: &[u8]) -> Xid {

@@ -178,31 +178,30 @@ pub fn decode_row(sh: &Shared, rel: RelKey, cols: &[Column], tuple: &[u8]) -> Re
     decode_row_noting(sh, rel, cols, tuple, None)
 }
 
-/// [`decode_row`] of the columns `mask` marks (None: all); the others are NULL,
-/// their bytes skipped and their out-of-line values not fetched.
-pub fn decode_row_masked(
+/// [`decode_row`] into `out`, reusing its slots and their strings (a scan's row
+/// buffer: cursor rule 6), of the columns `mask` marks (None: all); the others are
+/// NULL, their bytes skipped and their out-of-line values not fetched.
+pub fn decode_row_into(
     sh: &Shared,
     rel: RelKey,
     cols: &[Column],
     tuple: &[u8],
     mask: Option<&[bool]>,
-) -> Result<Vec<Datum>> {
-    match mask {
-        None => decode_row(sh, rel, cols, tuple),
-        Some(m) => detoasting(sh, rel, None, &mut |detoast| {
-            heap::decode_values_masked(cols, tuple, detoast, m)
-        }),
-    }
+    out: &mut Vec<Datum>,
+) -> Result<()> {
+    detoasting(sh, rel, None, &mut |detoast| {
+        heap::decode_values_into(cols, tuple, detoast, mask, out)
+    })
 }
 
 /// Runs `decode` with a detoaster that fetches from `rel`'s TOAST heap (noting the
 /// chunks' TIDs in `chunks`), mapping its errors back to the engine's.
-fn detoasting(
+fn detoasting<T>(
     sh: &Shared,
     rel: RelKey,
     mut chunks: Option<&mut Vec<(u32, u16)>>,
-    decode: &mut dyn FnMut(&mut heap::Detoast<'_>) -> crate::codec::DecResult<Vec<Datum>>,
-) -> Result<Vec<Datum>> {
+    decode: &mut dyn FnMut(&mut heap::Detoast<'_>) -> crate::codec::DecResult<T>,
+) -> Result<T> {
     let toast = toast_key(rel);
     let mut failed = None;
     let r = decode(&mut |len, ptr| {

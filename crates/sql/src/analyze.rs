@@ -228,7 +228,9 @@ pub(crate) struct From<'c> {
 impl Binder {
     /// Analyzes a query (the module's entry point).
     pub fn query(&mut self, q: &ast::Query, scope_of: &ScopeOf<'_>) -> SqlResult<Query> {
-        self.query_in(q, scope_of, None)
+        let mut q = self.query_in(q, scope_of, None)?;
+        crate::fold::query(&mut q)?;
+        Ok(q)
     }
 
     /// A query whose enclosing query's scope is `parent` (a subquery in an

@@ -1755,6 +1755,46 @@ pub fn uses_columns(e: &Expr) -> bool {
     false
 }
 
+/// Whether `e` evaluates without reaching the engine: no subquery, no function of
+/// the server's state ([`Func::reaches_server`]). Such a filter may run while a scan
+/// holds a page (cursor rule 6).
+pub fn engine_free(e: &Expr) -> bool {
+    let mut todo = vec![e];
+    while let Some(e) = todo.pop() {
+        match e {
+            Expr::SubLink(_) => return false,
+            Expr::Call(f, _) if f.reaches_server() => return false,
+            _ => e.children(&mut todo),
+        }
+    }
+    true
+}
+
+impl Func {
+    /// Whether a call reads or changes what lies outside its arguments and the
+    /// session's settings: sequences, the WAL, the catalog, other sessions.
+    pub fn reaches_server(self) -> bool {
+        matches!(
+            self,
+            Func::CurrentWalLsn
+                | Func::IsInRecovery
+                | Func::Promote
+                | Func::BtIndexCheck
+                | Func::SwitchWal
+                | Func::LastXactReplayTimestamp
+                | Func::LastWalReceiveLsn
+                | Func::LastWalReplayLsn
+                | Func::RelationFilepath
+                | Func::ReloadConf
+                | Func::CancelBackend
+                | Func::Nextval
+                | Func::Currval
+                | Func::Setval
+                | Func::Lastval
+        )
+    }
+}
+
 impl Expr {
     /// Pushes the operands of this node onto `out` (walks use an explicit stack:
     /// rule 4).
@@ -1965,6 +2005,10 @@ fn int_as(v: i128, t: SqlType) -> SqlResult<Datum> {
 /// Compares two non-NULL values of compatible types.
 pub fn compare(a: &Datum, b: &Datum) -> Ordering {
     match (a, b) {
+        // The commonest pairs first, without numeric's general path.
+        (Datum::Int4(x), Datum::Int4(y)) => x.cmp(y),
+        (Datum::Int8(x), Datum::Int8(y)) => x.cmp(y),
+        (Datum::Numeric(x), Datum::Numeric(y)) => x.cmp(y),
         (Datum::Text(x), Datum::Text(y)) => x.as_bytes().cmp(y.as_bytes()),
         (Datum::Bool(x), Datum::Bool(y)) => x.cmp(y),
         (Datum::Lsn(x), Datum::Lsn(y)) => x.cmp(y),
@@ -2062,15 +2106,58 @@ pub fn eval(e: &Expr, r: &Row<'_>) -> SqlResult<Datum> {
     eval_at(e, r, 0)
 }
 
-/// Evaluates `e` at nesting `depth` (rule 4).
+/// Evaluates `e` at nesting `depth` (rule 4). The commonest nodes here; the rest
+/// out of line ([`eval_other`]), so this function's frame stays small per row.
 fn eval_at(e: &Expr, r: &Row<'_>, depth: usize) -> SqlResult<Datum> {
     if depth >= MAX_EVAL_DEPTH {
         return Err(too_deep());
     }
-    let sub = |x: &Expr| eval_at(x, r, depth + 1);
     Ok(match e {
         Expr::Const(d) => d.clone(),
         Expr::Col(i) => r.cols[*i].clone(),
+        Expr::Bin(a, op, b) => eval_bin(a, *op, b, r, depth + 1)?,
+        Expr::Bool(op, list) => eval_bool(*op, list, r, depth + 1)?,
+        Expr::Cast(x, t) => cast_datum(eval_at(x, r, depth + 1)?, *t)?,
+        Expr::Not(x) => match eval_at(x, r, depth + 1)? {
+            Datum::Bool(b) => Datum::Bool(!b),
+            _ => Datum::Null,
+        },
+        Expr::IsNull(x, negated) => Datum::Bool(eval_at(x, r, depth + 1)?.is_null() != *negated),
+        _ => eval_other(e, r, depth)?,
+    })
+}
+
+/// AND stops at the first false, OR at the first true; else NULL if any operand
+/// was NULL (three-valued logic, rule 3).
+fn eval_bool(op: BinOp, list: &[Expr], r: &Row<'_>, depth: usize) -> SqlResult<Datum> {
+    let stop = op == BinOp::Or;
+    let mut saw_null = false;
+    for x in list {
+        match eval_at(x, r, depth)? {
+            Datum::Bool(b) if b == stop => return Ok(Datum::Bool(stop)),
+            Datum::Bool(_) => {}
+            _ => saw_null = true,
+        }
+    }
+    Ok(if saw_null {
+        Datum::Null
+    } else {
+        Datum::Bool(!stop)
+    })
+}
+
+/// [`eval_at`] of the less common nodes.
+#[inline(never)]
+fn eval_other(e: &Expr, r: &Row<'_>, depth: usize) -> SqlResult<Datum> {
+    let sub = |x: &Expr| eval_at(x, r, depth + 1);
+    Ok(match e {
+        Expr::Const(_)
+        | Expr::Col(_)
+        | Expr::Bin(..)
+        | Expr::Bool(..)
+        | Expr::Cast(..)
+        | Expr::Not(_)
+        | Expr::IsNull(..) => eval_at(e, r, depth)?,
         Expr::Param(i) => r.params.get(*i).cloned().unwrap_or(Datum::Null),
         Expr::Agg(i) => r.aggs[*i].clone(),
         Expr::Outer(level, col) => match r.sub {
@@ -2082,10 +2169,6 @@ fn eval_at(e: &Expr, r: &Row<'_>, depth: usize) -> SqlResult<Datum> {
             Some(s) => s.sublink(l, r.cols)?,
             None => return Err(SqlError::unsupported("a subquery here")),
         },
-        Expr::Not(x) => match sub(x)? {
-            Datum::Bool(b) => Datum::Bool(!b),
-            _ => Datum::Null,
-        },
         Expr::Neg(x) => match sub(x)? {
             Datum::Null => Datum::Null,
             d => match crate::numeric::negate(&d) {
@@ -2093,17 +2176,17 @@ fn eval_at(e: &Expr, r: &Row<'_>, depth: usize) -> SqlResult<Datum> {
                 None => int_as(-int_of(&d).unwrap_or(0), type_of(&d))?,
             },
         },
-        Expr::IsNull(x, negated) => Datum::Bool(sub(x)?.is_null() != *negated),
-        Expr::Cast(x, t) => cast_datum(sub(x)?, *t)?,
         Expr::Fit(x, m) => fit_datum(sub(x)?, *m)?,
         Expr::InList(x, list, negated) => {
-            let v = sub(x)?;
+            // Operands borrowed where they are columns or constants: no copy of a
+            // text per item per row.
+            let v = operand(x, r, depth + 1)?;
             if v.is_null() {
                 return Ok(Datum::Null);
             }
             let mut saw_null = false;
             for i in list {
-                let w = sub(i)?;
+                let w = operand(i, r, depth + 1)?;
                 if w.is_null() {
                     saw_null = true;
                 } else if compare(&v, &w) == Ordering::Equal {
@@ -2116,26 +2199,7 @@ fn eval_at(e: &Expr, r: &Row<'_>, depth: usize) -> SqlResult<Datum> {
                 Datum::Bool(*negated)
             }
         }
-        Expr::Bin(a, op, b) => eval_bin(a, *op, b, r, depth + 1)?,
         Expr::Special(s) => crate::conditional::eval_special(s, &sub)?,
-        Expr::Bool(op, list) => {
-            // AND stops at the first false, OR at the first true; else NULL if any
-            // operand was NULL (three-valued logic, rule 3).
-            let stop = *op == BinOp::Or;
-            let mut saw_null = false;
-            for x in list {
-                match sub(x)? {
-                    Datum::Bool(b) if b == stop => return Ok(Datum::Bool(stop)),
-                    Datum::Bool(_) => {}
-                    _ => saw_null = true,
-                }
-            }
-            if saw_null {
-                Datum::Null
-            } else {
-                Datum::Bool(!stop)
-            }
-        }
         Expr::Call(f, args) => {
             let vals: Vec<Datum> = args.iter().map(sub).collect::<SqlResult<_>>()?;
             if vals.iter().any(Datum::is_null) {

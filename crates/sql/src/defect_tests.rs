@@ -104,6 +104,7 @@ fn index_entries_past_the_limit_are_refused_before_they_reach_a_page() {
         );
         assert!(e
             .hint
+            .clone()
             .unwrap()
             .starts_with("Values larger than 1/3 of a buffer page"));
         // Keys at the limit, in an order that splits pages everywhere.

@@ -84,7 +84,7 @@ impl Ctx<'_> {
     fn engine_check(&self) -> strata_engine::Result<()> {
         (self.check)().map_err(|e| strata_engine::EngineError::Interrupted {
             code: e.code,
-            message: e.message,
+            message: e.into_data().message,
         })
     }
 }
@@ -297,6 +297,22 @@ fn scalar(rows: Vec<Tuple>) -> SqlResult<Datum> {
 /// A pull operator (executor rule 2).
 trait Node<'a> {
     fn next(&mut self, cx: &Ctx<'a>) -> SqlResult<Option<Tuple>>;
+
+    /// Gives `f` each remaining row, lent rather than given. A consumer that reads
+    /// every row and keeps few (aggregation) pulls this way; `engine_free` says `f`
+    /// never reaches the engine, so a scan may call it on the row its cursor lends,
+    /// under the page's lock, and copy nothing (cursor rule 6).
+    fn drain(
+        &mut self,
+        cx: &Ctx<'a>,
+        _engine_free: bool,
+        f: &mut dyn FnMut(&[Datum]) -> SqlResult<()>,
+    ) -> SqlResult<()> {
+        while let Some(row) = self.next(cx)? {
+            f(&row)?;
+        }
+        Ok(())
+    }
 }
 
 type Op<'a> = Box<dyn Node<'a> + 'a>;
@@ -443,6 +459,8 @@ struct Scan<'a> {
     cols: Option<&'a [bool]>,
     cursor: Cursor<'a>,
     batch: std::vec::IntoIter<Tuple>,
+    /// How many rows at the front of `batch` passed the filter already.
+    passed: usize,
 }
 
 impl<'a> Scan<'a> {
@@ -459,6 +477,7 @@ impl<'a> Scan<'a> {
             cols,
             cursor: Cursor::Unopened,
             batch: Vec::new().into_iter(),
+            passed: 0,
         }
     }
 
@@ -485,31 +504,107 @@ impl<'a> Scan<'a> {
         })
     }
 
-    /// The next batch; false at the end.
+    /// The next batch; false at the end. A filter that does not reach the engine
+    /// runs on each row as the cursor lends it, so only the rows that pass are copied
+    /// (cursor rule 6); those lead the batch (`passed`). From a row the filter fails
+    /// on — and for a filter that may reach the engine (a subquery's, which must not
+    /// run under the scan's page and drop locks: cursor rule 1) — rows are kept whole
+    /// and filtered as they are pulled, so an error surfaces only where PostgreSQL's
+    /// would (not past a LIMIT).
     fn fill(&mut self, cx: &Ctx<'a>) -> SqlResult<bool> {
         if matches!(self.cursor, Cursor::Unopened) {
             self.cursor = self.open(cx)?;
         }
+        let mut inline = self.filter.as_ref().is_none_or(bind::engine_free);
         let mut rows = Vec::new();
+        let mut passed = 0;
+        let filter = self.filter;
+        let mut visit = |r: &mut Tuple| {
+            if inline {
+                match cx.holds(filter, r) {
+                    Ok(true) => passed += 1,
+                    Ok(false) => return,
+                    Err(_) => inline = false,
+                }
+            }
+            rows.push(std::mem::take(r));
+        };
         let check = || cx.engine_check();
         let more = match &mut self.cursor {
-            Cursor::Seq(c) => c.next_batch(cx.snap, &check, &mut rows),
-            Cursor::Index(c) => c.next_batch(cx.snap, &check, &mut rows),
+            Cursor::Seq(c) => c.next_batch_visit(cx.snap, &check, &mut visit),
+            Cursor::Index(c) => c.next_batch_visit(cx.snap, &check, &mut visit),
             Cursor::Unopened | Cursor::Done => Ok(false),
         }
         .map_err(SqlError::from)?;
         if !more {
             self.cursor = Cursor::Done;
         }
+        self.passed = passed;
         self.batch = rows.into_iter();
         Ok(more || self.batch.len() > 0)
     }
 }
 
 impl<'a> Node<'a> for Scan<'a> {
+    fn drain(
+        &mut self,
+        cx: &Ctx<'a>,
+        engine_free: bool,
+        f: &mut dyn FnMut(&[Datum]) -> SqlResult<()>,
+    ) -> SqlResult<()> {
+        if !engine_free || !self.filter.as_ref().is_none_or(bind::engine_free) {
+            while let Some(row) = self.next(cx)? {
+                f(&row)?;
+            }
+            return Ok(());
+        }
+        for row in self.batch.by_ref() {
+            if self.passed > 0 || cx.holds(self.filter, &row)? {
+                self.passed = self.passed.saturating_sub(1);
+                f(&row)?;
+            }
+        }
+        if matches!(self.cursor, Cursor::Unopened) {
+            self.cursor = self.open(cx)?;
+        }
+        let filter = self.filter;
+        let failed = RefCell::new(None);
+        let mut visit = |r: &mut Tuple| {
+            let mut failed = failed.borrow_mut();
+            if failed.is_none() {
+                if let Err(e) = cx
+                    .holds(filter, r)
+                    .and_then(|ok| if ok { f(r) } else { Ok(()) })
+                {
+                    *failed = Some(e);
+                }
+            }
+        };
+        let check = || cx.engine_check();
+        loop {
+            let more = match &mut self.cursor {
+                Cursor::Seq(c) => c.next_batch_visit(cx.snap, &check, &mut visit),
+                Cursor::Index(c) => c.next_batch_visit(cx.snap, &check, &mut visit),
+                Cursor::Unopened | Cursor::Done => Ok(false),
+            }
+            .map_err(SqlError::from)?;
+            if let Some(e) = failed.borrow_mut().take() {
+                return Err(e);
+            }
+            if !more {
+                self.cursor = Cursor::Done;
+                return Ok(());
+            }
+        }
+    }
+
     fn next(&mut self, cx: &Ctx<'a>) -> SqlResult<Option<Tuple>> {
         loop {
             for row in self.batch.by_ref() {
+                if self.passed > 0 {
+                    self.passed -= 1;
+                    return Ok(Some(row));
+                }
                 if cx.holds(self.filter, &row)? {
                     return Ok(Some(row));
                 }
@@ -634,6 +729,22 @@ impl<'a> Node<'a> for Series<'a> {
 struct Filter<'a>(Op<'a>, &'a Expr);
 
 impl<'a> Node<'a> for Filter<'a> {
+    fn drain(
+        &mut self,
+        cx: &Ctx<'a>,
+        engine_free: bool,
+        f: &mut dyn FnMut(&[Datum]) -> SqlResult<()>,
+    ) -> SqlResult<()> {
+        let cond = self.1;
+        let free = engine_free && bind::engine_free(cond);
+        self.0.drain(cx, free, &mut |row| {
+            if bind::is_true(&cx.eval(cond, row)?) {
+                f(row)?;
+            }
+            Ok(())
+        })
+    }
+
     fn next(&mut self, cx: &Ctx<'a>) -> SqlResult<Option<Tuple>> {
         while let Some(row) = self.0.next(cx)? {
             if bind::is_true(&cx.eval(self.1, &row)?) {
@@ -657,6 +768,28 @@ fn moves(exprs: &[Expr]) -> bool {
 }
 
 impl<'a> Node<'a> for Project<'a> {
+    /// Projects each lent row into one buffer, lent on in turn.
+    fn drain(
+        &mut self,
+        cx: &Ctx<'a>,
+        engine_free: bool,
+        f: &mut dyn FnMut(&[Datum]) -> SqlResult<()>,
+    ) -> SqlResult<()> {
+        let exprs = self.1;
+        let free = engine_free && exprs.iter().all(bind::engine_free);
+        let mut out: Tuple = Vec::with_capacity(exprs.len());
+        self.0.drain(cx, free, &mut |row| {
+            out.clear();
+            for e in exprs {
+                out.push(match e {
+                    Expr::Col(i) => row[*i].clone(),
+                    e => cx.eval(e, row)?,
+                });
+            }
+            f(&out)
+        })
+    }
+
     fn next(&mut self, cx: &Ctx<'a>) -> SqlResult<Option<Tuple>> {
         let Some(mut row) = self.0.next(cx)? else {
             return Ok(None);
@@ -958,9 +1091,12 @@ impl<'a> AggOp<'a> {
             out: None,
         }
     }
+}
 
-    fn step(&self, cx: &Ctx<'a>, states: &mut [AggState], row: &[Datum]) -> SqlResult<()> {
-        for (a, st) in self.aggs.iter().zip(states.iter_mut()) {
+/// Feeds one row to a group's aggregates.
+fn step(cx: &Ctx<'_>, aggs: &[Agg], states: &mut [AggState], row: &[Datum]) -> SqlResult<()> {
+    {
+        for (a, st) in aggs.iter().zip(states.iter_mut()) {
             if !cx.holds(&a.filter, row)? {
                 continue;
             }
@@ -976,7 +1112,9 @@ impl<'a> AggOp<'a> {
         }
         Ok(())
     }
+}
 
+impl<'a> AggOp<'a> {
     fn compute(&mut self, cx: &Ctx<'a>) -> SqlResult<Vec<Tuple>> {
         let mut index: rustc_hash::FxHashMap<Tuple, usize> = Default::default();
         let mut groups: Vec<(Tuple, Vec<AggState>)> = Vec::new();
@@ -987,30 +1125,38 @@ impl<'a> AggOp<'a> {
         let mut meter = Meter::new(cx, "Hash aggregation");
         // One key buffer for every row: a group's key is copied only when it is new.
         let mut key: Tuple = Vec::with_capacity(self.keys.len());
-        while let Some(row) = self.input.next(cx)? {
+        let engine_free = self.keys.iter().all(bind::engine_free)
+            && self.aggs.iter().all(|a| {
+                [&a.arg, &a.filter, &a.delim]
+                    .into_iter()
+                    .flatten()
+                    .all(bind::engine_free)
+            });
+        let (keys, aggs) = (self.keys, self.aggs);
+        self.input.drain(cx, engine_free, &mut |row| {
             n += 1;
             if n.is_multiple_of(1024) {
                 (cx.check)()?;
             }
-            let g = if self.keys.is_empty() {
+            let g = if keys.is_empty() {
                 0
             } else {
                 key.clear();
-                for k in self.keys {
-                    key.push(cx.eval(k, &row)?);
+                for k in keys {
+                    key.push(cx.eval(k, row)?);
                 }
                 match index.get(key.as_slice()) {
                     Some(g) => *g,
                     None => {
-                        meter.hold(&key, 64 * self.aggs.len())?;
-                        groups.push((key.clone(), self.aggs.iter().map(AggState::new).collect()));
+                        meter.hold(&key, 64 * aggs.len())?;
+                        groups.push((key.clone(), aggs.iter().map(AggState::new).collect()));
                         index.insert(key.clone(), groups.len() - 1);
                         groups.len() - 1
                     }
                 }
             };
-            self.step(cx, &mut groups[g].1, &row)?;
-        }
+            step(cx, aggs, &mut groups[g].1, row)
+        })?;
         groups
             .into_iter()
             .map(|(mut key, states)| {

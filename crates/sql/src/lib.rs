@@ -14,7 +14,8 @@
 //! date/time arithmetic), [`bind`] (names to the catalog, expressions,
 //! evaluation), [`conditional`] (CASE, COALESCE, LIKE, ...), [`aggregate`],
 //! [`subquery`], `outer` (correlated subqueries in grouped queries, outer-level
-//! aggregates), [`cte`], then the query pipeline: [`analyze`] (a query tree),
+//! aggregates), [`cte`], then the query pipeline: [`analyze`] (a query tree; `fold`
+//! evaluates its constant subexpressions once),
 //! [`planner`] (a physical plan; `joinorder` orders inner joins by `estimate`'s
 //! sizes; `ordered` lets B-trees serve ORDER BY, LIMIT and min/max), [`executor`] (pull operators), [`extract`] (EXTRACT and date_part), [`copy`] (COPY's text and csv formats), [`sort`] (ORDER BY within
 //! `work_mem`), [`privileges`] (who may do what: ACL checks for every statement kind,
@@ -68,6 +69,7 @@ mod estimate;
 pub mod executor;
 pub mod explain;
 pub mod extract;
+mod fold;
 #[cfg(test)]
 mod fuzz_tests;
 pub mod grants;
@@ -206,9 +208,15 @@ fn type_modifier_held(base: &str, modifier: Option<&str>) -> SqlResult<Option<Sq
     }
 }
 
-/// An error as the client sees it: severity, SQLSTATE, message, optional hint.
+/// An error as the client sees it: severity, SQLSTATE, message, optional hint —
+/// boxed, so a `SqlResult<Datum>` is a word wider than a `Datum` and evaluation
+/// moves little per row ([`ErrorData`] through `Deref`).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SqlError {
+pub struct SqlError(Box<ErrorData>);
+
+/// What an error says ([`SqlError`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ErrorData {
     pub fatal: bool,
     pub code: &'static str,
     pub message: String,
@@ -216,15 +224,43 @@ pub struct SqlError {
     pub detail: Option<String>,
 }
 
+impl std::ops::Deref for SqlError {
+    type Target = ErrorData;
+    fn deref(&self) -> &ErrorData {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for SqlError {
+    fn deref_mut(&mut self) -> &mut ErrorData {
+        &mut self.0
+    }
+}
+
+impl From<ErrorData> for SqlError {
+    fn from(d: ErrorData) -> SqlError {
+        SqlError(Box::new(d))
+    }
+}
+
 impl SqlError {
     pub fn new(code: &'static str, message: impl Into<String>) -> SqlError {
-        SqlError {
+        SqlError::from(ErrorData {
             fatal: false,
             code,
             message: message.into(),
             hint: None,
             detail: None,
-        }
+        })
+    }
+    /// The error's parts, owned.
+    pub fn into_data(self) -> ErrorData {
+        *self.0
+    }
+    /// This error, FATAL (the session ends after it).
+    pub fn fatal(mut self) -> SqlError {
+        self.0.fatal = true;
+        self
     }
     pub fn syntax(message: impl Into<String>) -> SqlError {
         SqlError::new("42601", message)

@@ -159,28 +159,37 @@ type Visit<'a> = dyn FnMut(&mut Expr, usize) -> SqlResult<()> + 'a;
 /// Calls `f` on every expression node of `q` and of the queries inside it, with
 /// how many subquery levels below the starting one it sits (`nest`) (outer rule 3).
 pub(crate) fn visit_query_mut(q: &mut Query, nest: usize, f: &mut Visit<'_>) -> SqlResult<()> {
-    for e in q.limit.iter_mut().chain(q.offset.iter_mut()) {
-        visit_expr_mut(e, nest, f)?;
-    }
-    visit_tree_mut(&mut q.body, nest, f)
+    walk_query(q, nest, f, false)
 }
 
-fn visit_tree_mut(t: &mut SetTree, nest: usize, f: &mut Visit<'_>) -> SqlResult<()> {
+/// [`visit_query_mut`] calling `f` on each node after its operands (bottom-up).
+pub(crate) fn visit_query_post_mut(q: &mut Query, nest: usize, f: &mut Visit<'_>) -> SqlResult<()> {
+    walk_query(q, nest, f, true)
+}
+
+fn walk_query(q: &mut Query, nest: usize, f: &mut Visit<'_>, post: bool) -> SqlResult<()> {
+    for e in q.limit.iter_mut().chain(q.offset.iter_mut()) {
+        walk_expr(e, nest, f, post)?;
+    }
+    walk_tree(&mut q.body, nest, f, post)
+}
+
+fn walk_tree(t: &mut SetTree, nest: usize, f: &mut Visit<'_>, post: bool) -> SqlResult<()> {
     match t {
         SetTree::Select(s) => {
             for e in s.filter.iter_mut().chain(s.targets.iter_mut()) {
-                visit_expr_mut(e, nest, f)?;
+                walk_expr(e, nest, f, post)?;
             }
             if let Some(g) = &mut s.grouping {
                 for e in g.keys.iter_mut().chain(g.having.iter_mut()) {
-                    visit_expr_mut(e, nest, f)?;
+                    walk_expr(e, nest, f, post)?;
                 }
                 for a in &mut g.aggs {
                     for e in [&mut a.arg, &mut a.filter, &mut a.delim]
                         .into_iter()
                         .flatten()
                     {
-                        visit_expr_mut(e, nest, f)?;
+                        walk_expr(e, nest, f, post)?;
                     }
                 }
             }
@@ -189,28 +198,28 @@ fn visit_tree_mut(t: &mut SetTree, nest: usize, f: &mut Visit<'_>) -> SqlResult<
                 .into_iter()
                 .map(|w| {
                     crate::window::map_exprs(w, &mut |mut e| {
-                        visit_expr_mut(&mut e, nest, f)?;
+                        walk_expr(&mut e, nest, f, post)?;
                         Ok(e)
                     })
                 })
                 .collect::<SqlResult<_>>()?;
-            visit_rel_mut(&mut s.from, nest, f)
+            walk_rel(&mut s.from, nest, f, post)
         }
         SetTree::Values(rows, _) => rows
             .iter_mut()
             .flatten()
-            .try_for_each(|e| visit_expr_mut(e, nest, f)),
+            .try_for_each(|e| walk_expr(e, nest, f, post)),
         SetTree::SetOp { left, right, .. } => {
-            visit_tree_mut(left, nest, f)?;
-            visit_tree_mut(right, nest, f)
+            walk_tree(left, nest, f, post)?;
+            walk_tree(right, nest, f, post)
         }
-        SetTree::Query(inner) => visit_query_mut(inner, nest, f),
+        SetTree::Query(inner) => walk_query(inner, nest, f, post),
     }
 }
 
 /// A FROM item's expressions: a subquery in FROM is at its query's level, a
 /// LATERAL one a level below (its left side is its enclosing query).
-fn visit_rel_mut(r: &mut Rel, nest: usize, f: &mut Visit<'_>) -> SqlResult<()> {
+fn walk_rel(r: &mut Rel, nest: usize, f: &mut Visit<'_>, post: bool) -> SqlResult<()> {
     match r {
         Rel::One | Rel::Table { .. } | Rel::View { .. } | Rel::WorkTable { .. } => Ok(()),
         Rel::Series {
@@ -218,33 +227,48 @@ fn visit_rel_mut(r: &mut Rel, nest: usize, f: &mut Visit<'_>) -> SqlResult<()> {
         } => [start, stop]
             .into_iter()
             .chain(step.iter_mut())
-            .try_for_each(|e| visit_expr_mut(e, nest, f)),
-        Rel::Subquery(q) => visit_query_mut(q, nest, f),
-        Rel::Lateral(q) => visit_query_mut(q, nest + 1, f),
+            .try_for_each(|e| walk_expr(e, nest, f, post)),
+        Rel::Subquery(q) => walk_query(q, nest, f, post),
+        Rel::Lateral(q) => walk_query(q, nest + 1, f, post),
         Rel::Recursive(rc) => {
-            visit_query_mut(&mut rc.init, nest, f)?;
-            visit_query_mut(&mut rc.step, nest, f)
+            walk_query(&mut rc.init, nest, f, post)?;
+            walk_query(&mut rc.step, nest, f, post)
         }
         Rel::Join(j) => {
             for e in j.on.iter_mut().chain(j.merged.iter_mut()) {
-                visit_expr_mut(e, nest, f)?;
+                walk_expr(e, nest, f, post)?;
             }
-            visit_rel_mut(&mut j.left, nest, f)?;
-            visit_rel_mut(&mut j.right, nest, f)
+            walk_rel(&mut j.left, nest, f, post)?;
+            walk_rel(&mut j.right, nest, f, post)
         }
     }
 }
 
 /// `e` and every node below it, a subquery's nodes one level deeper.
 pub(crate) fn visit_expr_mut(e: &mut Expr, nest: usize, f: &mut Visit<'_>) -> SqlResult<()> {
-    f(e, nest)?;
+    walk_expr(e, nest, f, false)
+}
+
+/// [`visit_expr_mut`] calling `f` on each node after its operands (bottom-up).
+#[cfg(test)]
+pub(crate) fn visit_expr_post_mut(e: &mut Expr, nest: usize, f: &mut Visit<'_>) -> SqlResult<()> {
+    walk_expr(e, nest, f, true)
+}
+
+fn walk_expr(e: &mut Expr, nest: usize, f: &mut Visit<'_>, post: bool) -> SqlResult<()> {
+    if !post {
+        f(e, nest)?;
+    }
     if let Expr::SubLink(l) = e {
-        visit_query_mut(&mut l.query, nest + 1, f)?;
+        walk_query(&mut l.query, nest + 1, f, post)?;
     }
     let x = std::mem::replace(e, Expr::Const(crate::Datum::Null));
     *e = x.map_children(&mut |mut c| {
-        visit_expr_mut(&mut c, nest, f)?;
+        walk_expr(&mut c, nest, f, post)?;
         Ok(c)
     })?;
+    if post {
+        f(e, nest)?;
+    }
     Ok(())
 }

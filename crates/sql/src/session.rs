@@ -766,18 +766,13 @@ impl Env for SessionEnv<'_> {
 /// The error an interrupt flag asks for, if one is set: termination (57P01), the
 /// client gone (08006), cancel (57014).
 pub fn flagged(interrupts: &Interrupts) -> SqlResult<()> {
-    let fatal = |code, message| SqlError {
-        fatal: true,
-        ..SqlError::new(code, message)
-    };
+    let fatal = |code, message| SqlError::new(code, message).fatal();
     if interrupts.db_dropped.load(Ordering::Relaxed) {
-        return Err(SqlError {
-            detail: Some("User was connected to a database that must be dropped.".into()),
-            ..fatal(
-                "57P04",
-                "terminating connection due to conflict with recovery",
-            )
-        });
+        return Err(fatal(
+            "57P04",
+            "terminating connection due to conflict with recovery",
+        )
+        .with_detail("User was connected to a database that must be dropped."));
     }
     if interrupts.terminate.load(Ordering::Relaxed) {
         return Err(fatal(
@@ -2659,7 +2654,7 @@ impl<'e> Session<'e> {
         self.interrupted()
             .map_err(|e| strata_engine::EngineError::Interrupted {
                 code: e.code,
-                message: e.message,
+                message: e.into_data().message,
             })
     }
 

@@ -353,7 +353,10 @@ mod tests {
             );
         }
         let e = check("lock_timeout", "5 parsecs").unwrap_err();
-        assert!(e.hint.unwrap().contains("\"min\""), "the units in the HINT");
+        assert!(
+            e.hint.clone().unwrap().contains("\"min\""),
+            "the units in the HINT"
+        );
         assert_eq!(format_ms(86_400_000 * 2), "2d");
         assert_eq!(format_ms(3_600_000 + 1), "3600001ms");
     }
@@ -378,6 +381,7 @@ mod tests {
         assert!(check("work_mem", "1 parsec")
             .unwrap_err()
             .hint
+            .clone()
             .unwrap()
             .contains("\"kB\""));
     }

@@ -201,7 +201,7 @@ mod tests {
             .find_map(|i| s.push(vec![Datum::Int8(i)], vec![Datum::Int8(i)]).err())
             .unwrap();
         assert_eq!(e.code, "53200");
-        assert!(e.detail.unwrap().contains("work_mem"));
+        assert!(e.detail.clone().unwrap().contains("work_mem"));
     }
 
     /// Sorts (key, tag) rows by key with `desc`, optionally bounded; the tags.

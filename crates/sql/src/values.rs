@@ -813,7 +813,7 @@ mod tests {
 
     /// What a parse means, rows kept as text read out: statements or the error.
     fn meaning(r: SqlResult<Vec<Stmt>>) -> Result<String, (String, String)> {
-        let err = |e: SqlError| (e.code.to_string(), e.message);
+        let err = |e: SqlError| (e.code.to_string(), e.into_data().message);
         let mut out = Vec::new();
         for st in r.map_err(err)? {
             let st = match st {

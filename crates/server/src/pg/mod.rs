@@ -208,10 +208,7 @@ fn copy_ended(end: Option<CopyChunk>) -> SqlResult<Option<Vec<u8>>> {
 }
 
 fn client_lost() -> SqlError {
-    SqlError {
-        fatal: true,
-        ..SqlError::new("08006", "connection to client lost")
-    }
+    SqlError::new("08006", "connection to client lost").fatal()
 }
 
 impl Feed {
@@ -489,7 +486,7 @@ fn user_error(e: SqlError) -> PgWireError {
 }
 
 pub(crate) fn fatal(e: SqlError) -> PgWireError {
-    user_error(SqlError { fatal: true, ..e })
+    user_error(e.fatal())
 }
 
 fn terminated(why: u8) -> SqlError {
@@ -512,7 +509,7 @@ fn terminated(why: u8) -> SqlError {
             "terminating connection due to administrator command",
         ),
     };
-    SqlError { fatal: true, ..e }
+    e.fatal()
 }
 
 impl Conn {
@@ -803,10 +800,7 @@ impl Conn {
     /// The error of a request whose backend stopped before its end.
     fn lost(&self) -> SqlError {
         match self.ended.load(Ordering::SeqCst) {
-            0 => SqlError {
-                fatal: true,
-                ..SqlError::new("XX000", "the backend of this connection failed")
-            },
+            0 => SqlError::new("XX000", "the backend of this connection failed").fatal(),
             why => terminated(why),
         }
     }
@@ -837,10 +831,7 @@ impl Conn {
         match reply {
             Ok(v) => Ok(v),
             Err(_) if ended() != 0 => Err(terminated(ended())),
-            Err(_) => Err(SqlError {
-                fatal: true,
-                ..SqlError::new("XX000", "the backend of this connection failed")
-            }),
+            Err(_) => Err(SqlError::new("XX000", "the backend of this connection failed").fatal()),
         }
     }
 }
