@@ -84,6 +84,7 @@ mod redo;
 mod roles;
 mod sequence;
 mod standby;
+pub mod stats;
 mod stream;
 pub mod temp;
 mod toast;
@@ -106,6 +107,7 @@ pub use recovery::utc_timestamp;
 pub use roles::{is_system_role, RelAccess, RoleDependent, PREDEFINED_ROLES};
 pub use sequence::SeqOptions;
 pub use standby::ReplayStats;
+pub use stats::{ColumnStats, TableStats};
 pub use stream::{RowVisitor, SCAN_BATCH_ROWS};
 pub use xact::{Access, CreateDbStrategy, NewIndex, Txn, Upsert, UpsertState};
 /// On-page layouts a test may check through [`Engine::pool`]: the heap page flag

@@ -1,0 +1,259 @@
+//! Planner statistics: what ANALYZE learns of a table's columns (PostgreSQL's
+//! `pg_statistic` and `pg_class.reltuples`), and their byte form.
+//!
+//! Rules (cited as "stats rule N"):
+//! 1. A table's statistics are one value ([`TableStats`]): its row count and pages
+//!    when analyzed, and per column its null fraction, number of distinct values
+//!    (PostgreSQL's `stadistinct` convention: > 0 a count, < 0 minus a fraction of the
+//!    rows, 0 unknown), average width, most common values with their frequencies,
+//!    and a histogram of the other values' bounds.
+//! 2. The byte form is self-describing (each value tagged with its type), so it
+//!    decodes without the table's columns; a column whose type changed since is the
+//!    reader's to ignore ([`ColumnStats::fits`]).
+//! 3. Statistics only guide the planner: wrong or stale ones make a plan slower,
+//!    never an answer different.
+
+use crate::codec::{Dec, DecResult, DecodeError, Enc};
+use crate::heap::{ColType, Datum, Decimal};
+use strata_types::{Float, Interval};
+
+/// One column's statistics (rule 1).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ColumnStats {
+    pub null_frac: f64,
+    /// PostgreSQL's `stadistinct`: > 0 a count, < 0 minus a fraction of the rows.
+    pub n_distinct: f64,
+    pub avg_width: u32,
+    /// The most common values and the fraction of all rows each is, commonest first.
+    pub mcv: Vec<(Datum, f64)>,
+    /// Bounds splitting the values not among `mcv` into equal-count buckets,
+    /// ascending (none, or at least two).
+    pub histogram: Vec<Datum>,
+}
+
+impl ColumnStats {
+    /// Whether these statistics are of a column of type `ty` (rule 2): every value
+    /// kept is of it.
+    pub fn fits(&self, ty: ColType) -> bool {
+        self.mcv
+            .iter()
+            .map(|(d, _)| d)
+            .chain(&self.histogram)
+            .all(|d| tag(d).is_some_and(|(_, t)| t == Some(ty)))
+    }
+
+    /// The number of distinct values among `rows` rows (resolving a fraction).
+    pub fn distinct(&self, rows: f64) -> f64 {
+        if self.n_distinct < 0.0 {
+            (-self.n_distinct * rows).max(1.0)
+        } else {
+            self.n_distinct
+        }
+    }
+}
+
+/// A table's statistics (rule 1).
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct TableStats {
+    pub reltuples: f64,
+    pub relpages: u32,
+    /// By column position; None for a column not analyzed.
+    pub columns: Vec<Option<ColumnStats>>,
+}
+
+impl TableStats {
+    /// The byte form (rule 2).
+    pub fn encode(&self) -> Vec<u8> {
+        let mut e = Enc::new();
+        e.u64(self.reltuples.to_bits()).u32(self.relpages);
+        e.u32(self.columns.len() as u32);
+        for c in &self.columns {
+            let Some(c) = c else {
+                e.u8(0);
+                continue;
+            };
+            e.u8(1);
+            e.u64(c.null_frac.to_bits())
+                .u64(c.n_distinct.to_bits())
+                .u32(c.avg_width);
+            e.u32(c.mcv.len() as u32);
+            for (d, f) in &c.mcv {
+                put(&mut e, d);
+                e.u64(f.to_bits());
+            }
+            e.u32(c.histogram.len() as u32);
+            for d in &c.histogram {
+                put(&mut e, d);
+            }
+        }
+        e.0
+    }
+
+    pub fn decode(b: &[u8]) -> DecResult<TableStats> {
+        let mut d = Dec::new(b, "statistics");
+        let reltuples = f64::from_bits(d.u64()?);
+        let relpages = d.u32()?;
+        let n = d.count(1)?;
+        let mut columns = Vec::with_capacity(n);
+        for _ in 0..n {
+            if d.u8()? == 0 {
+                columns.push(None);
+                continue;
+            }
+            let null_frac = f64::from_bits(d.u64()?);
+            let n_distinct = f64::from_bits(d.u64()?);
+            let avg_width = d.u32()?;
+            let m = d.count(9)?;
+            let mut mcv = Vec::with_capacity(m);
+            for _ in 0..m {
+                let v = get(&mut d)?;
+                mcv.push((v, f64::from_bits(d.u64()?)));
+            }
+            let h = d.count(1)?;
+            let histogram = (0..h).map(|_| get(&mut d)).collect::<DecResult<_>>()?;
+            columns.push(Some(ColumnStats {
+                null_frac,
+                n_distinct,
+                avg_width,
+                mcv,
+                histogram,
+            }));
+        }
+        d.finish()?;
+        Ok(TableStats {
+            reltuples,
+            relpages,
+            columns,
+        })
+    }
+}
+
+/// A value's tag and column type (None: NULL, which has none).
+fn tag(d: &Datum) -> Option<(u8, Option<ColType>)> {
+    Some(match d {
+        Datum::Null => (0, None),
+        Datum::Int2(_) => (1, Some(ColType::Int2)),
+        Datum::Int4(_) => (2, Some(ColType::Int4)),
+        Datum::Int8(_) => (3, Some(ColType::Int8)),
+        Datum::Text(_) => (4, Some(ColType::Text)),
+        Datum::Bool(_) => (5, Some(ColType::Bool)),
+        Datum::Timestamp(_) => (6, Some(ColType::Timestamp)),
+        Datum::TimestampTz(_) => (7, Some(ColType::TimestampTz)),
+        Datum::Date(_) => (8, Some(ColType::Date)),
+        Datum::Uuid(_) => (9, Some(ColType::Uuid)),
+        Datum::Bytea(_) => (10, Some(ColType::Bytea)),
+        Datum::Float4(_) => (11, Some(ColType::Float4)),
+        Datum::Float8(_) => (12, Some(ColType::Float8)),
+        Datum::Numeric(_) => (13, Some(ColType::Numeric)),
+        Datum::Time(_) => (14, Some(ColType::Time)),
+        Datum::Interval(_) => (15, Some(ColType::Interval)),
+        Datum::Lsn(_) => return None,
+    })
+}
+
+fn put(e: &mut Enc, d: &Datum) {
+    let Some((t, _)) = tag(d) else {
+        e.u8(0);
+        return;
+    };
+    e.u8(t);
+    match d {
+        Datum::Null | Datum::Lsn(_) => {}
+        Datum::Int2(v) => {
+            e.u16(*v as u16);
+        }
+        Datum::Int4(v) | Datum::Date(v) => {
+            e.u32(*v as u32);
+        }
+        Datum::Int8(v) | Datum::Timestamp(v) | Datum::TimestampTz(v) | Datum::Time(v) => {
+            e.u64(*v as u64);
+        }
+        Datum::Text(s) => {
+            e.bytes(s.as_bytes());
+        }
+        Datum::Bytea(b) => {
+            e.bytes(b);
+        }
+        Datum::Bool(b) => {
+            e.u8(u8::from(*b));
+        }
+        Datum::Uuid(u) => {
+            e.raw(u);
+        }
+        Datum::Float4(f) | Datum::Float8(f) => {
+            e.u64(f.get().to_bits());
+        }
+        Datum::Numeric(n) => {
+            e.raw(&n.serialize());
+        }
+        Datum::Interval(i) => {
+            e.u32(i.months as u32)
+                .u32(i.days as u32)
+                .u64(i.micros as u64);
+        }
+    }
+}
+
+fn get(d: &mut Dec<'_>) -> DecResult<Datum> {
+    Ok(match d.u8()? {
+        0 => Datum::Null,
+        1 => Datum::Int2(d.u16()? as i16),
+        2 => Datum::Int4(d.u32()? as i32),
+        3 => Datum::Int8(d.u64()? as i64),
+        4 => Datum::Text(d.str()?),
+        5 => Datum::Bool(d.u8()? != 0),
+        6 => Datum::Timestamp(d.u64()? as i64),
+        7 => Datum::TimestampTz(d.u64()? as i64),
+        8 => Datum::Date(d.u32()? as i32),
+        9 => Datum::Uuid(d.take(16)?.try_into().expect("16 bytes")),
+        10 => Datum::Bytea(d.bytes()?.to_vec()),
+        11 => Datum::Float4(Float::new(f64::from_bits(d.u64()?))),
+        12 => Datum::Float8(Float::new(f64::from_bits(d.u64()?))),
+        13 => Datum::Numeric(Decimal::deserialize(
+            d.take(16)?.try_into().expect("16 bytes"),
+        )),
+        14 => Datum::Time(d.u64()? as i64),
+        15 => Datum::Interval(Interval {
+            months: d.u32()? as i32,
+            days: d.u32()? as i32,
+            micros: d.u64()? as i64,
+        }),
+        t => return Err(DecodeError(format!("statistics: bad value tag {t}"))),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_and_rejects_garbage() {
+        let s = TableStats {
+            reltuples: 1234.0,
+            relpages: 7,
+            columns: vec![
+                Some(ColumnStats {
+                    null_frac: 0.25,
+                    n_distinct: -0.5,
+                    avg_width: 4,
+                    mcv: vec![(Datum::Int4(3), 0.1), (Datum::Int4(9), 0.05)],
+                    histogram: vec![Datum::Int4(1), Datum::Int4(50), Datum::Int4(99)],
+                }),
+                None,
+                Some(ColumnStats {
+                    null_frac: 0.0,
+                    n_distinct: 25.0,
+                    avg_width: 12,
+                    mcv: vec![(Datum::Text("ASIA".into()), 0.2)],
+                    histogram: vec![],
+                }),
+            ],
+        };
+        let b = s.encode();
+        assert_eq!(TableStats::decode(&b).unwrap(), s);
+        assert!(TableStats::decode(&b[..b.len() - 1]).is_err());
+        let c = s.columns[0].as_ref().unwrap();
+        assert!(c.fits(ColType::Int4) && !c.fits(ColType::Int8));
+        assert_eq!(c.distinct(1234.0), 617.0);
+    }
+}
