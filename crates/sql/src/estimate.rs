@@ -16,11 +16,22 @@
 //! 4. A rel that is not a table: a subquery 1,000 rows (one if it aggregates
 //!    without grouping), VALUES its rows, generate_series 1,000 (PostgreSQL's
 //!    default for a set-returning function), an outer join its preserved side's.
+//! 5. A table ANALYZE has seen (`gather` rules) is estimated from its statistics
+//!    instead, as PostgreSQL's selfuncs do: its rows are the rows it had per page
+//!    times its pages now; a column's distinct values are its `n_distinct`;
+//!    `col = const` is the constant's frequency among the most common values, else
+//!    the rest spread evenly over the other distinct values; `col <, <=, >, >=
+//!    const` the fraction of the histogram and of the common values on that side;
+//!    IS [NOT] NULL the null fraction. A column whose type changed since is
+//!    estimated by rules 2 and 3.
 
 use crate::analyze::{Grouping, JoinKind, Rel, SetTree};
 use crate::bind::{BinOp, Expr};
 use crate::planner::Relations;
-use strata_engine::{ColType, RelEntry};
+use crate::Datum;
+use std::cmp::Ordering;
+use std::sync::Arc;
+use strata_engine::{ColType, ColumnStats, RelEntry, TableStats};
 
 pub(crate) const DEFAULT_EQ_SEL: f64 = 0.005;
 pub(crate) const DEFAULT_INEQ_SEL: f64 = 1.0 / 3.0;
@@ -40,23 +51,31 @@ impl<'a> Sizes<'a> {
         Sizes { rels }
     }
 
-    /// A table's entry and its rows before any condition (estimate rule 1).
-    fn table(&self, name: &str) -> Option<(RelEntry, f64)> {
+    /// A table's entry and its rows before any condition (estimate rules 1 and 5).
+    fn table(&self, name: &str) -> Option<Table> {
         let entry = self.rels.entry(name).ok()??;
-        let pages = match self.rels.pages(name) {
-            0 => 10.0,
-            n => n as f64,
+        let now = self.rels.pages(name);
+        let stats = self.rels.stats(name);
+        let rows = match &stats {
+            Some(s) if s.relpages > 0 => s.reltuples / s.relpages as f64 * now.max(1) as f64,
+            Some(s) => s.reltuples.max(1.0),
+            None => {
+                let pages = if now == 0 { 10.0 } else { now as f64 };
+                let width: f64 = entry.columns.iter().map(col_width).sum();
+                pages * (PAGE_SPACE / (width + TUPLE_OVERHEAD)).floor().max(1.0)
+            }
         };
-        let width: f64 = entry.columns.iter().map(col_width).sum();
-        let per_page = (PAGE_SPACE / (width + TUPLE_OVERHEAD)).floor().max(1.0);
-        Some((entry, pages * per_page))
+        Some(Table { entry, rows, stats })
     }
 
     /// Rows of `rel` filtered by `conjs` (over its row).
     pub(crate) fn rel_rows(&self, rel: &Rel, conjs: &[Expr]) -> f64 {
         let (table, base) = match rel {
             Rel::Table { name, .. } => match self.table(name) {
-                Some((e, rows)) => (Some((e, rows)), rows),
+                Some(t) => {
+                    let rows = t.rows;
+                    (Some(t), rows)
+                }
                 None => (None, 1000.0),
             },
             other => (None, self.other_rows(other)),
@@ -115,14 +134,17 @@ impl<'a> Sizes<'a> {
         if ca.is_empty() {
             return other;
         }
-        let nd = |t: &Option<(RelEntry, f64)>, cols: &[usize], rows: f64| match t {
-            Some((e, r)) if unique_covered(e, cols) => *r,
-            Some((_, r)) => DEFAULT_NUM_DISTINCT.min(*r),
+        let nd = |t: &Option<Table>, cols: &[usize], rows: f64| match t {
+            Some(t) if unique_covered(&t.entry, cols) => t.rows,
+            Some(t) => match (cols, t.column(cols[0])) {
+                ([_], Some(c)) => c.distinct(t.rows).min(t.rows),
+                _ => DEFAULT_NUM_DISTINCT.min(t.rows),
+            },
             None => DEFAULT_NUM_DISTINCT.min(rows),
         };
         let (ra, rb) = (self.rel_rows(a.0, &[]), self.rel_rows(b.0, &[]));
-        let covered = |t: &Option<(RelEntry, f64)>, cols: &[usize]| {
-            t.as_ref().is_some_and(|(e, _)| unique_covered(e, cols))
+        let covered = |t: &Option<Table>, cols: &[usize]| {
+            t.as_ref().is_some_and(|t| unique_covered(&t.entry, cols))
         };
         if covered(&ta, &ca) || covered(&tb, &cb) {
             return other / nd(&ta, &ca, ra).max(nd(&tb, &cb, rb)).max(1.0);
@@ -134,11 +156,27 @@ impl<'a> Sizes<'a> {
         sel
     }
 
-    fn side_table(&self, rel: &Rel) -> Option<(RelEntry, f64)> {
+    fn side_table(&self, rel: &Rel) -> Option<Table> {
         match rel {
             Rel::Table { name, .. } => self.table(name),
             _ => None,
         }
+    }
+}
+
+/// A table as the estimates see it: its entry, its rows, its statistics.
+pub(crate) struct Table {
+    entry: RelEntry,
+    rows: f64,
+    stats: Option<Arc<TableStats>>,
+}
+
+impl Table {
+    /// Column `c`'s statistics, if ANALYZE gathered them for its present type
+    /// (estimate rule 5).
+    fn column(&self, c: usize) -> Option<&ColumnStats> {
+        let s = self.stats.as_ref()?.columns.get(c)?.as_ref()?;
+        s.fits(self.entry.columns.get(c)?.ty).then_some(s)
     }
 }
 
@@ -184,20 +222,19 @@ fn col_width(c: &strata_engine::Column) -> f64 {
     }
 }
 
-/// Estimate rule 2, over a table's row when `table` is given.
-fn clause_sel(e: &Expr, table: Option<&(RelEntry, f64)>) -> f64 {
+/// Estimate rule 2, over a table's row when `table` is given (rule 5 where it has
+/// statistics).
+fn clause_sel(e: &Expr, table: Option<&Table>) -> f64 {
+    if let Some(s) = table.and_then(|t| stats_sel(e, t)) {
+        return s.clamp(0.0, 1.0);
+    }
     let eq = |x: &Expr, y: &Expr| {
         let unique = |c: Option<usize>| {
-            let (e, rows) = table?;
+            let t = table?;
             let c = c?;
-            unique_covered(e, &[c]).then_some(1.0 / rows.max(1.0))
+            unique_covered(&t.entry, &[c]).then_some(1.0 / t.rows.max(1.0))
         };
-        let consts = |z: &Expr| {
-            let mut cols = Vec::new();
-            crate::privileges::expr_columns(z, &mut cols);
-            cols.is_empty()
-        };
-        match (consts(x), consts(y)) {
+        match (constant(x).is_some(), constant(y).is_some()) {
             (false, true) => unique(column(x)),
             (true, false) => unique(column(y)),
             _ => None,
@@ -221,8 +258,9 @@ fn clause_sel(e: &Expr, table: Option<&(RelEntry, f64)>) -> f64 {
                 .product::<f64>()
         }
         Expr::Not(x) => 1.0 - clause_sel(x, table),
-        Expr::InList(_, items, negated) => {
-            let s = (items.len() as f64 * DEFAULT_EQ_SEL).min(1.0);
+        Expr::InList(x, items, negated) => {
+            let each = |i: &Expr| clause_sel(&Expr::Bin(x.clone(), BinOp::Eq, Box::new(i.clone())), table);
+            let s = items.iter().map(each).sum::<f64>().min(1.0);
             if *negated {
                 1.0 - s
             } else {
@@ -241,4 +279,117 @@ fn clause_sel(e: &Expr, table: Option<&(RelEntry, f64)>) -> f64 {
         }
         _ => DEFAULT_INEQ_SEL,
     }
+}
+
+/// The constant `e` is (through casts), if it is one.
+fn constant(e: &Expr) -> Option<&Datum> {
+    match e {
+        Expr::Const(d) => Some(d),
+        Expr::Cast(x, _) | Expr::Fit(x, _) => constant(x),
+        _ => None,
+    }
+}
+
+/// Rule 5: a comparison of a column with statistics and a constant, or IS NULL.
+fn stats_sel(e: &Expr, t: &Table) -> Option<f64> {
+    if let Expr::IsNull(x, not) = e {
+        let c = t.column(column(x)?)?;
+        return Some(if *not { 1.0 - c.null_frac } else { c.null_frac });
+    }
+    let Expr::Bin(x, op, y) = e else {
+        return None;
+    };
+    // The column on the left: `const op col` is `col op' const`.
+    let (col, op, k) = match (column(x), constant(y), column(y), constant(x)) {
+        (Some(c), Some(k), _, _) => (c, *op, k),
+        (_, _, Some(c), Some(k)) => (c, flip(*op)?, k),
+        _ => return None,
+    };
+    let c = t.column(col)?;
+    if k.is_null() {
+        return Some(0.0);
+    }
+    match op {
+        BinOp::Eq => Some(eq_sel(c, k, t.rows)),
+        BinOp::Ne => Some(1.0 - eq_sel(c, k, t.rows) - c.null_frac),
+        BinOp::Lt | BinOp::Le => Some(below_sel(c, k, op == BinOp::Le)),
+        BinOp::Gt | BinOp::Ge => {
+            Some(1.0 - c.null_frac - below_sel(c, k, op == BinOp::Gt))
+        }
+        _ => None,
+    }
+}
+
+fn flip(op: BinOp) -> Option<BinOp> {
+    Some(match op {
+        BinOp::Eq | BinOp::Ne => op,
+        BinOp::Lt => BinOp::Gt,
+        BinOp::Le => BinOp::Ge,
+        BinOp::Gt => BinOp::Lt,
+        BinOp::Ge => BinOp::Le,
+        _ => return None,
+    })
+}
+
+/// `col = k`: its frequency among the common values, else the others' share spread
+/// over the other distinct values (PostgreSQL's var_eq_const).
+fn eq_sel(c: &ColumnStats, k: &Datum, rows: f64) -> f64 {
+    let cmp = crate::bind::compare;
+    if let Some((_, f)) = c.mcv.iter().find(|(v, _)| cmp(v, k) == Ordering::Equal) {
+        return *f;
+    }
+    let mcv_sum: f64 = c.mcv.iter().map(|(_, f)| f).sum();
+    let others = (c.distinct(rows) - c.mcv.len() as f64).max(1.0);
+    ((1.0 - mcv_sum - c.null_frac) / others).clamp(0.0, 1.0)
+}
+
+/// The fraction of all rows below `k` (or at most `k` with `or_equal`): the common
+/// values below it, plus the histogram's fraction below it of the rest
+/// (PostgreSQL's scalarineqsel, interpolating within the bucket where both bounds
+/// are numbers).
+fn below_sel(c: &ColumnStats, k: &Datum, or_equal: bool) -> f64 {
+    let cmp = crate::bind::compare;
+    let below = |v: &Datum| match cmp(v, k) {
+        Ordering::Less => true,
+        Ordering::Equal => or_equal,
+        Ordering::Greater => false,
+    };
+    let mcv_sum: f64 = c.mcv.iter().map(|(_, f)| f).sum();
+    let mcv_below: f64 = c.mcv.iter().filter(|(v, _)| below(v)).map(|(_, f)| f).sum();
+    let rest = (1.0 - mcv_sum - c.null_frac).max(0.0);
+    let h = &c.histogram;
+    let frac = if h.len() < 2 {
+        DEFAULT_INEQ_SEL
+    } else {
+        let i = h.partition_point(|v| below(v));
+        if i == 0 {
+            0.0
+        } else if i == h.len() {
+            1.0
+        } else {
+            let same = |v: &Datum| std::mem::discriminant(v) == std::mem::discriminant(k);
+            let within = match (as_f64(&h[i - 1]), as_f64(&h[i]), as_f64(k)) {
+                (Some(lo), Some(hi), Some(x)) if hi > lo && same(&h[i - 1]) && same(&h[i]) => {
+                    ((x - lo) / (hi - lo)).clamp(0.0, 1.0)
+                }
+                _ => 0.5,
+            };
+            ((i - 1) as f64 + within) / (h.len() - 1) as f64
+        }
+    };
+    mcv_below + rest * frac
+}
+
+/// A number, date or time as a float (for interpolation).
+fn as_f64(d: &Datum) -> Option<f64> {
+    Some(match d {
+        Datum::Int2(v) => *v as f64,
+        Datum::Int4(v) | Datum::Date(v) => *v as f64,
+        Datum::Int8(v) | Datum::Timestamp(v) | Datum::TimestampTz(v) | Datum::Time(v) => {
+            *v as f64
+        }
+        Datum::Float4(f) | Datum::Float8(f) => f.get(),
+        Datum::Numeric(n) => n.to_string().parse().ok()?,
+        _ => return None,
+    })
 }

@@ -18,11 +18,17 @@
 //!    type of its own, and the expression's type is what the planner reads.
 //! 4. Folding is bottom-up over the whole query, subqueries included, and the result
 //!    is evaluated exactly as the original would be (the same `eval`).
+//! 5. A text or bytea result longer than [`MAX_FOLDED`] bytes is left as an
+//!    expression: a plan holds no large constant, and a value near the allocation
+//!    bound is made once, when the row needs it, not also when planning.
 
 use crate::bind::{eval, Env, Expr, Func, Row, SeqCall};
 use crate::conditional::Special;
 use crate::{Datum, SqlResult, SqlType};
 use strata_types::Lsn;
+
+/// Rule 5: the longest text or bytea made a constant.
+const MAX_FOLDED: usize = 1024;
 
 /// Folds every expression of `q` (rule 4).
 pub(crate) fn query(q: &mut crate::analyze::Query) -> SqlResult<()> {
@@ -45,9 +51,18 @@ pub(crate) fn fold_node(e: &mut Expr) {
         sub: None,
     };
     match eval(e, &row) {
-        Ok(d) if !d.is_null() && !zoned(&d) => *e = Expr::Const(d),
-        // Rules 2 and 3.
+        Ok(d) if !d.is_null() && !zoned(&d) && !large(&d) => *e = Expr::Const(d),
+        // Rules 2, 3 and 5.
         _ => {}
+    }
+}
+
+/// Rule 5.
+fn large(d: &Datum) -> bool {
+    match d {
+        Datum::Text(s) => s.len() > MAX_FOLDED,
+        Datum::Bytea(b) => b.len() > MAX_FOLDED,
+        _ => false,
     }
 }
 
@@ -121,17 +136,12 @@ fn cast_immutable(a: &Expr, to: SqlType) -> bool {
     to != SqlType::TimestampTz && !(from_text && date_time(to)) && !(from_time && to_text)
 }
 
-/// PostgreSQL's immutable functions among Strata's (rule 1).
+/// PostgreSQL's immutable functions among Strata's (rule 1), less `repeat`, whose
+/// result may be far larger than its operands (rule 5).
 fn immutable(f: Func) -> bool {
     matches!(
         f,
-        Func::Length
-            | Func::Lower
-            | Func::Upper
-            | Func::Repeat
-            | Func::Abs
-            | Func::BpcharText
-            | Func::Substr
+        Func::Length | Func::Lower | Func::Upper | Func::Abs | Func::BpcharText | Func::Substr
     )
 }
 
@@ -229,5 +239,15 @@ mod tests {
         let mut e = Expr::Cast(c(Datum::Int4(7)), SqlType::Int8);
         fold_node(&mut e);
         assert_eq!(e, Expr::Const(Datum::Int8(7)));
+        let big = Expr::Call(
+            Func::Repeat,
+            vec![
+                Expr::Const(Datum::Text("x".into())),
+                Expr::Const(Datum::Int4(5000)),
+            ],
+        );
+        let mut e = big.clone();
+        fold_node(&mut e);
+        assert_eq!(e, big, "rule 5: no large constants");
     }
 }

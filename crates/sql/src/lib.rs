@@ -72,6 +72,7 @@ pub mod extract;
 mod fold;
 #[cfg(test)]
 mod fuzz_tests;
+mod gather;
 pub mod grants;
 pub mod interval;
 mod joinorder;

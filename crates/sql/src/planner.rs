@@ -43,6 +43,10 @@ pub trait RelSource {
     fn pages(&self, _name: &str) -> u32 {
         0
     }
+    /// A table's statistics from ANALYZE (`estimate` rule 5); None when it has none.
+    fn stats(&self, _name: &str) -> Option<std::sync::Arc<strata_engine::TableStats>> {
+        None
+    }
 }
 
 impl<F: Fn(&str) -> SqlResult<Option<strata_engine::RelEntry>>> RelSource for F {
