@@ -406,10 +406,36 @@ fn a_standby_replays_statistics_into_its_cache() {
     t.create_database("db2", "postgres", None, CreateDbStrategy::WalLog)
         .unwrap();
     t.commit().unwrap();
+    let mut t = primary.begin();
+    t.create_database("db3", "postgres", None, CreateDbStrategy::FileCopy)
+        .unwrap();
+    t.commit().unwrap();
     catch_up(&primary, &standby);
+    assert_eq!(got(&standby, "db3", "t"), Some(stats(3.0)));
     assert_eq!(got(&standby, "postgres", "t"), Some(stats(3.0)));
     assert_eq!(got(&standby, "postgres", "gone"), None);
     assert_eq!(got(&standby, "db2", "t"), Some(stats(3.0)));
     standby.close().unwrap();
     primary.close().unwrap();
+}
+
+/// A temporary table's statistics have no row (catalog rule 10, temp module): they
+/// live in the cache, are found by the session's name for the table, and go with it.
+#[test]
+fn a_temporary_tables_statistics_live_in_the_cache() {
+    let c = Cluster::new();
+    let e = open(&c);
+    let _session = temp::enter(7);
+    let mut t = e.begin();
+    t.create_table("postgres", "pg_temp.tt", &cols(), None)
+        .unwrap();
+    t.set_table_stats("postgres", "tt", stats(5.0)).unwrap();
+    t.commit().unwrap();
+    assert_eq!(got(&e, "postgres", "tt"), Some(stats(5.0)));
+    let mut t = e.begin();
+    t.drop_table("postgres", "tt").unwrap();
+    t.commit().unwrap();
+    make_table(&e, "postgres", "tt");
+    assert_eq!(got(&e, "postgres", "tt"), None);
+    e.close().unwrap();
 }
