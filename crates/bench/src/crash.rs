@@ -435,6 +435,7 @@ fn check_files(e: &Engine, problems: &mut Vec<String>) -> Result<(), String> {
             .map(|r| r.relfilenumber.0)
             .collect();
         expect.insert(1259);
+        expect.insert(2619); // pg_statistic (catalog rule 10)
         let found = rel_files(&base.join(d.oid.to_string()));
         if found != expect {
             let extra: Vec<_> = found.difference(&expect).collect();

@@ -3,13 +3,15 @@
 //! memory.
 //!
 //! Entry points: [`CatalogCache`], the row codecs [`SpcEntry::values`] etc., and the
-//! fixed relations [`pg_tablespace`], [`pg_database`], [`pg_class`].
+//! fixed relations [`pg_tablespace`], [`pg_database`], [`pg_class`],
+//! [`pg_statistic`].
 //!
 //! | catalog | where | columns |
 //! |---------|-------|---------|
 //! | `pg_tablespace` | `global/1213` | oid int4, spcname text, spclocation text, spcowner int4, spcacl text |
 //! | `pg_database` | `global/1262` | oid int4, datname text, dattablespace int4, datistemplate bool, datallowconn bool, datdba int4, datacl text, nspacl text (its schema `public`'s) |
 //! | `pg_class` | `<db's directory>/1259`, one per database | oid int4, relname text, relfilenode int8, reltablespace int4 (0 = the database's), relcolumns text (column ACLs in it), relowner int4, relacl text, relview text (rule 9) |
+//! | `pg_statistic` | `<db's directory>/2619`, one per database (rule 10) | starelid int4, stadata bytea (a [`TableStats`]'s byte form) |
 //! | `pg_authid` | `global/1260` | oid int4, rolname text, rolsuper, rolinherit, rolcreaterole, rolcreatedb, rolcanlogin, rolreplication, rolbypassrls bool, rolconnlimit int4, rolpassword text, rolvaliduntil int8, rolmembers text |
 //!
 //! ACLs are PostgreSQL's `aclitem[]` text (`{=Tc/strata,bob=r*/strata}`), NULL for
@@ -51,6 +53,18 @@
 //!    ([`ViewDef`]), WAL-logged and replayed like every catalog row. The cache maps
 //!    each relation to the views that read it (`view_deps`), derived wherever rows
 //!    change, so dropping a table finds its dependent views without a search.
+//! 10. A table's planner statistics ([`TableStats`], what ANALYZE learns) are one
+//!     row of its database's `pg_statistic`, keyed by the table's OID (so a new
+//!     table of a dropped one's name never finds them), written by
+//!     `Txn::set_table_stats` and deleted by DROP TABLE in the same transaction;
+//!     DROP DATABASE takes the file with the directory, CREATE DATABASE copies it
+//!     (rule 1). The row is never TOASTed, so statistics too big for a page are
+//!     shrunk to fit ([`StatEntry::fitted`]). A database made before
+//!     `pg_statistic` has no file: it reads as empty and the first statistics
+//!     stored create it, in their transaction. The cache holds the decoded
+//!     statistics per database and table OID (`stats`), so a planner's lookup is
+//!     O(1) and decodes nothing. A temporary table's statistics, like its entry,
+//!     have no row and live in the cache alone.
 
 use crate::acl::AclItem;
 use crate::codec::{DecResult, DecodeError};
@@ -58,6 +72,7 @@ use crate::codec::{DecResult, DecodeError};
 /// An access control list (acl module).
 pub type Acl = Vec<AclItem>;
 use crate::heap::{ColType, Column, Datum};
+use crate::stats::TableStats;
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::Arc;
 use strata_types::{
@@ -68,6 +83,7 @@ pub const PG_TABLESPACE_REL: RelFileNumber = RelFileNumber(1213);
 pub const PG_DATABASE_REL: RelFileNumber = RelFileNumber(1262);
 pub const PG_CLASS_REL: RelFileNumber = RelFileNumber(1259);
 pub const PG_AUTHID_REL: RelFileNumber = RelFileNumber(1260);
+pub const PG_STATISTIC_REL: RelFileNumber = RelFileNumber(2619);
 /// The bootstrap superuser's OID (PostgreSQL's BOOTSTRAP_SUPERUSERID), owner of
 /// what `strata init` makes.
 pub const BOOTSTRAP_SUPERUSER_OID: Oid = Oid(10);
@@ -92,6 +108,11 @@ pub fn pg_authid() -> RelKey {
 /// `pg_class` of database `db` whose default tablespace is `spc` (rule 1).
 pub fn pg_class(spc: Oid, db: Oid) -> RelKey {
     RelKey::new(spc, db, PG_CLASS_REL)
+}
+
+/// `pg_statistic` of database `db` whose default tablespace is `spc` (rules 1, 10).
+pub fn pg_statistic(spc: Oid, db: Oid) -> RelKey {
+    RelKey::new(spc, db, PG_STATISTIC_REL)
 }
 
 pub fn tablespace_columns() -> Vec<Column> {
@@ -125,6 +146,12 @@ pub fn class_columns() -> Vec<Column> {
         Column::new("relowner", ColType::Int4),
         Column::new("relacl", ColType::Text),
         Column::new("relview", ColType::Text),
+    ]
+}
+pub fn statistic_columns() -> Vec<Column> {
+    vec![
+        Column::new("starelid", ColType::Int4),
+        Column::new("stadata", ColType::Bytea),
     ]
 }
 pub fn authid_columns() -> Vec<Column> {
@@ -182,6 +209,60 @@ pub struct DbEntry {
 impl DbEntry {
     pub fn pg_class(&self) -> RelKey {
         pg_class(self.spc, self.oid)
+    }
+    pub fn pg_statistic(&self) -> RelKey {
+        pg_statistic(self.spc, self.oid)
+    }
+}
+
+/// A table's statistics (rule 10): its `pg_statistic` row, decoded.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StatEntry {
+    /// The table's OID (`starelid`).
+    pub relid: Oid,
+    pub stats: Arc<TableStats>,
+    /// None for a temporary table's (no row).
+    pub tid: Option<Tid>,
+}
+
+impl StatEntry {
+    /// The entry of table `relid` holding `stats`, shrunk until its row fits a page
+    /// (rule 10; stats rule 4). O(encodings: log of the values kept + columns).
+    pub fn fitted(relid: Oid, mut stats: TableStats) -> StatEntry {
+        let cols = statistic_columns();
+        loop {
+            let e = StatEntry {
+                relid,
+                stats: Arc::new(stats),
+                tid: None,
+            };
+            let len = crate::heap::encode_tuple(strata_types::Xid(0), &cols, &e.values()).len();
+            if len <= crate::heap::TUPLE_MAX_BYTES {
+                return e;
+            }
+            match e.stats.shrunk() {
+                Some(smaller) => stats = smaller,
+                None => return e, // nothing left to drop: the insert reports 54000
+            }
+        }
+    }
+
+    pub fn values(&self) -> Vec<Datum> {
+        vec![
+            Datum::Int4(self.relid.0 as i32),
+            Datum::Bytea(self.stats.encode()),
+        ]
+    }
+
+    pub fn from_values(v: &[Datum], tid: Tid) -> DecResult<StatEntry> {
+        match v {
+            [Datum::Int4(relid), Datum::Bytea(b)] => Ok(StatEntry {
+                relid: Oid(*relid as u32),
+                stats: Arc::new(TableStats::decode(b)?),
+                tid: Some(tid),
+            }),
+            _ => Err(bad("pg_statistic")),
+        }
     }
 }
 
@@ -850,9 +931,21 @@ pub struct CatalogCache {
     /// Per database OID: relation name → the views that read it (rule 9), derived
     /// wherever entries change.
     pub view_deps: FxHashMap<Oid, FxHashMap<String, FxHashSet<String>>>,
+    /// Per database OID: table OID → its statistics (rule 10).
+    pub stats: FxHashMap<Oid, FxHashMap<Oid, Arc<StatEntry>>>,
 }
 
 impl CatalogCache {
+    /// Sets database `db`'s statistics (loading).
+    pub fn set_stats(&mut self, db: Oid, stats: FxHashMap<Oid, Arc<StatEntry>>) {
+        self.stats.insert(db, stats);
+    }
+
+    /// The committed statistics of table `relid` of database `db` (rule 10). O(1).
+    pub fn stat_entry(&self, db: Oid, relid: Oid) -> Option<&Arc<StatEntry>> {
+        self.stats.get(&db)?.get(&relid)
+    }
+
     /// Sets database `db`'s relations (loading), deriving its index names.
     pub fn set_rels(&mut self, db: Oid, rels: FxHashMap<String, Arc<RelEntry>>) {
         self.remove_rels_of(db);
@@ -1013,6 +1106,7 @@ impl CatalogCache {
         }
         self.index_owner.remove(&db);
         self.view_deps.remove(&db);
+        self.stats.remove(&db);
     }
 }
 
@@ -1023,6 +1117,8 @@ pub struct Overlay {
     pub dbs: FxHashMap<String, Option<Arc<DbEntry>>>,
     pub rels: FxHashMap<(Oid, String), Option<Arc<RelEntry>>>,
     pub roles: FxHashMap<String, Option<Arc<RoleEntry>>>,
+    /// Statistics by (database OID, table OID) (rule 10).
+    pub stats: FxHashMap<(Oid, Oid), Option<Arc<StatEntry>>>,
 }
 
 impl Overlay {
@@ -1063,6 +1159,18 @@ impl Overlay {
             }
         }
         apply_rels(self.rels, cache);
+        for ((db, relid), e) in self.stats {
+            match e {
+                Some(e) => {
+                    cache.stats.entry(db).or_default().insert(relid, e);
+                }
+                None => {
+                    if let Some(m) = cache.stats.get_mut(&db) {
+                        m.remove(&relid);
+                    }
+                }
+            }
+        }
         for db in dropped_dbs {
             cache.remove_rels_of(db);
         }

@@ -9,7 +9,8 @@
 //! Module map, in dependency order: `codec` (byte encoding), `records` (WAL record
 //! formats), `redo` (what a resource manager's redo may ask of the redo loop), `heap`
 //! (tuples and page operations), `clog` (commit log), `acl` (privileges and ACL items
-//! in their catalog text form), `catalog` (incl. `pg_authid`), `roles` (the role
+//! in their catalog text form), `stats` (planner statistics and their byte form),
+//! `catalog` (incl. `pg_authid` and `pg_statistic`), `roles` (the role
 //! catalog's rows, predefined roles, membership, owners and ACLs set on objects),
 //! `access` (heap/FSM/VM
 //! through the pool, the WAL-logged change; Heap and Storage redo), `btree` (B-tree
@@ -1050,6 +1051,16 @@ impl Engine {
     pub fn relation(&self, db: &str, name: &str) -> Result<Arc<RelEntry>> {
         let cat = self.sh.catalog.read();
         Ok(Arc::clone(cat.committed_table(db, name)?.1))
+    }
+
+    /// The committed planner statistics of table `table` of database `db` (catalog
+    /// rule 10), shared; None if there is no such table or it has none. O(1): two
+    /// hash lookups, nothing decoded.
+    pub fn table_stats(&self, db: &str, table: &str) -> Option<Arc<TableStats>> {
+        let cat = self.sh.catalog.read();
+        let (dbe, rel) = cat.committed_table(db, table).ok()?;
+        cat.stat_entry(dbe.oid, rel.oid)
+            .map(|e| Arc::clone(&e.stats))
     }
 
     /// The committed tables of a database, sorted by name.

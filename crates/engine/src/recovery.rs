@@ -544,6 +544,7 @@ pub(crate) fn load_catalog(sh: &Shared) -> Result<()> {
         let mut rels = FxHashMap::default();
         scan_class(sh, &d, &mut rels)?;
         cache.set_rels(d.oid, rels);
+        cache.set_stats(d.oid, scan_statistic(sh, &d)?);
         cache.add_db(Arc::new(d));
     }
     *sh.catalog.write() = cache;
@@ -570,6 +571,24 @@ pub(crate) fn scan_class(
         rels.insert(r.name.clone(), Arc::new(r));
         Ok(())
     })
+}
+
+/// The committed statistics of database `d`, from its `pg_statistic`; none if it
+/// has no such file (a database made before it: catalog rule 10). O(its rows).
+pub(crate) fn scan_statistic(
+    sh: &Shared,
+    d: &DbEntry,
+) -> Result<FxHashMap<Oid, Arc<catalog::StatEntry>>> {
+    if !sh.smgr.exists(d.pg_statistic(), ForkNumber::Main) {
+        return Ok(FxHashMap::default());
+    }
+    let rows = scan_catalog(
+        sh,
+        d.pg_statistic(),
+        &catalog::statistic_columns(),
+        catalog::StatEntry::from_values,
+    )?;
+    Ok(rows.into_iter().map(|e| (e.relid, Arc::new(e))).collect())
 }
 
 pub(crate) struct Redo<'a> {

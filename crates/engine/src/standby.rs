@@ -32,10 +32,11 @@
 //!    never sees it (engine rule 9), and replay sets the running xid and the next xid
 //!    under the counters lock, as `Txn::xid` does on a primary.
 //! 5. The catalog cache follows replay: a transaction's catalog rows (its inserts and
-//!    deletes in `pg_tablespace`, `pg_database` and each `pg_class`) are gathered as
+//!    deletes in `pg_tablespace`, `pg_database`, `pg_authid` and each `pg_class`
+//!    and `pg_statistic`) are gathered as
 //!    they replay and applied to the cache when its commit replays, before its dropped
-//!    files go — O(rows it changed), and a new database's relations are read from its
-//!    `pg_class`. A transaction already running at the checkpoint replay started from
+//!    files go — O(rows it changed), and a new database's relations and statistics
+//!    are read from its `pg_class` and `pg_statistic`. A transaction already running at the checkpoint replay started from
 //!    may have catalog rows before it: its commit reloads the whole cache (once per
 //!    start).
 //! 6. A dropped or truncated relation's pages are never read by a standby query: drops
@@ -764,6 +765,12 @@ pub(crate) fn apply_catalog_rows(sh: &Shared, rows: Vec<CatalogRow>) -> Result<(
                 new_dbs.push(e.clone());
             }
             ov.dbs.insert(name, row.inserted.then(|| Arc::new(e)));
+        } else if row.rel.rel == catalog::PG_STATISTIC_REL {
+            let v = heap::decode_catalog_values(&catalog::statistic_columns(), &row.tuple)
+                .map_err(corrupt)?;
+            let e = catalog::StatEntry::from_values(&v, tid).map_err(corrupt)?;
+            let key = (row.rel.db, e.relid);
+            ov.stats.insert(key, row.inserted.then(|| Arc::new(e)));
         } else {
             let v = heap::decode_catalog_values(&catalog::class_columns(), &row.tuple)
                 .map_err(corrupt)?;
@@ -776,13 +783,15 @@ pub(crate) fn apply_catalog_rows(sh: &Shared, rows: Vec<CatalogRow>) -> Result<(
     for d in &new_dbs {
         let mut rels = FxHashMap::default();
         crate::recovery::scan_class(sh, d, &mut rels)?;
-        rels_of_new.push((d.oid, rels));
+        let stats = crate::recovery::scan_statistic(sh, d)?;
+        rels_of_new.push((d.oid, rels, stats));
     }
     let mut cache = sh.catalog.write();
     ov.apply(&mut cache);
-    for (db, rels) in rels_of_new {
+    for (db, rels, stats) in rels_of_new {
         if cache.dbs.values().any(|d| d.oid == db) {
             cache.set_rels(db, rels);
+            cache.set_stats(db, stats);
         }
     }
     Ok(())
@@ -813,6 +822,7 @@ pub(crate) fn is_catalog(rel: RelKey) -> bool {
         || rel == catalog::pg_database()
         || rel == catalog::pg_authid()
         || rel.rel == catalog::PG_CLASS_REL
+        || rel.rel == catalog::PG_STATISTIC_REL
 }
 
 /// Standby rule 4: replay of a record of `xid` makes it the running transaction.

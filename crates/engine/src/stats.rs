@@ -12,6 +12,13 @@
 //!    reader's to ignore ([`ColumnStats::fits`]).
 //! 3. Statistics only guide the planner: wrong or stale ones make a plan slower,
 //!    never an answer different.
+//! 4. Statistics are stored as one catalog row, which is never TOASTed (catalog rule
+//!    10): too big for a page, they are shrunk ([`TableStats::shrunk`]) rather than
+//!    refused — histograms thinned evenly (their first and last bounds kept), MCV
+//!    lists cut to their commonest values, each by half per step; only when no
+//!    column keeps any values does a column (the last analyzed) lose its
+//!    statistics. Null fractions, distinct counts and widths stay while their column
+//!    does.
 
 use crate::codec::{Dec, DecResult, DecodeError, Enc};
 use crate::heap::{ColType, Datum, Decimal};
@@ -89,6 +96,28 @@ impl TableStats {
         e.0
     }
 
+    /// A smaller version (rule 4), or None if no column has statistics left.
+    /// O(values kept).
+    pub fn shrunk(&self) -> Option<TableStats> {
+        let mut s = self.clone();
+        let mut changed = false;
+        for c in s.columns.iter_mut().flatten() {
+            if !c.mcv.is_empty() {
+                c.mcv.truncate(c.mcv.len() / 2);
+                changed = true;
+            }
+            if !c.histogram.is_empty() {
+                c.histogram = thinned(&c.histogram);
+                changed = true;
+            }
+        }
+        if !changed {
+            let last = s.columns.iter().rposition(Option::is_some)?;
+            s.columns[last] = None;
+        }
+        Some(s)
+    }
+
     pub fn decode(b: &[u8]) -> DecResult<TableStats> {
         let mut d = Dec::new(b, "statistics");
         let reltuples = f64::from_bits(d.u64()?);
@@ -126,6 +155,19 @@ impl TableStats {
             columns,
         })
     }
+}
+
+/// About half of histogram bounds `h`, evenly spaced, the first and last kept; none
+/// once fewer than two would be left (a histogram has none or at least two).
+fn thinned(h: &[Datum]) -> Vec<Datum> {
+    let n = h.len();
+    let keep = n.div_ceil(2);
+    if keep < 2 {
+        return Vec::new();
+    }
+    (0..keep)
+        .map(|i| h[i * (n - 1) / (keep - 1)].clone())
+        .collect()
 }
 
 /// A value's tag and column type (None: NULL, which has none).
@@ -255,5 +297,43 @@ mod tests {
         let c = s.columns[0].as_ref().unwrap();
         assert!(c.fits(ColType::Int4) && !c.fits(ColType::Int8));
         assert_eq!(c.distinct(1234.0), 617.0);
+    }
+
+    /// Rule 4: each step is smaller; histograms keep their ends; the distinct counts
+    /// stay until a column's values are all gone; the end is nothing.
+    #[test]
+    fn shrinking_thins_evenly_then_drops_columns() {
+        let h: Vec<Datum> = (0..9).map(Datum::Int4).collect();
+        assert_eq!(thinned(&h), [0, 2, 4, 6, 8].map(Datum::Int4).to_vec());
+        assert_eq!(thinned(&h[..3]), [0, 2].map(Datum::Int4).to_vec());
+        assert!(thinned(&h[..2]).is_empty());
+        let col = |n: i32| ColumnStats {
+            null_frac: 0.5,
+            n_distinct: -1.0,
+            avg_width: 8,
+            mcv: (0..n).map(|i| (Datum::Int8(i.into()), 0.01)).collect(),
+            histogram: (0..n).map(|i| Datum::Int8(i.into())).collect(),
+        };
+        let mut s = TableStats {
+            reltuples: 10.0,
+            relpages: 1,
+            columns: vec![Some(col(100)), None, Some(col(7))],
+        };
+        let mut len = s.encode().len();
+        let mut steps = 0;
+        while let Some(next) = s.shrunk() {
+            let l = next.encode().len();
+            assert!(l < len, "step {steps} did not shrink");
+            if next.columns[0].is_some() {
+                let c = next.columns[0].as_ref().unwrap();
+                assert_eq!((c.null_frac, c.n_distinct), (0.5, -1.0));
+                if let (Some(first), Some(last)) = (c.histogram.first(), c.histogram.last()) {
+                    assert_eq!((first, last), (&Datum::Int8(0), &Datum::Int8(99)));
+                }
+            }
+            (s, len, steps) = (next, l, steps + 1);
+        }
+        assert!(s.columns.iter().all(Option::is_none));
+        assert!(steps < 20, "{steps} steps");
     }
 }

@@ -4,6 +4,7 @@
 //! `drop_tablespace`, `create_database`, `drop_database`, `create_table`,
 //! `drop_table`, `truncate_table`, `create_index`, `drop_index`, `insert`, `upsert`,
 //! `delete_where`, `delete_using`, `update_using`, `scan`, `scan_index_each`, `vacuum`,
+//! `set_table_stats` and `table_stats` (submodule `stats`, catalog rule 10),
 //! [`Txn::commit`], [`Txn::abort`]; [`remove_dropped`] and [`remove_created`], shared
 //! with replay; the redo of the records written here, [`xact_redo`] (Transaction),
 //! [`dbase_redo`] (Database), [`tblspc_redo`] (Tablespace); [`bootstrap`] (initdb's
@@ -35,6 +36,7 @@
 //! change afterwards always carries a full-page image. The test
 //! `file_copy_replay_ignores_later_template_changes` pins this.
 
+mod stats;
 mod views;
 
 use crate::access;
@@ -644,14 +646,18 @@ impl<'e> Txn<'e> {
         for r in self.relations_of(&tmpl) {
             self.ov.rels.insert((oid, r.name.clone()), Some(r));
         }
+        self.copy_stats(&tmpl, oid);
         self.ov.dbs.insert(name.into(), Some(Arc::new(e)));
         Ok(())
     }
 
-    /// A template's storage: its pg_class and every relation's files (heap, indexes,
-    /// TOAST heap).
+    /// A template's storage: its pg_class, its pg_statistic if it has one (catalog
+    /// rule 10), and every relation's files (heap, indexes, TOAST heap).
     fn template_storage(&self, tmpl: &DbEntry) -> Vec<RelKey> {
         let mut src: Vec<RelKey> = vec![tmpl.pg_class()];
+        if self.sh.smgr.exists(tmpl.pg_statistic(), ForkNumber::Main) {
+            src.push(tmpl.pg_statistic());
+        }
         for r in self.relations_of(tmpl) {
             let key = r.key(tmpl);
             src.push(key);
@@ -746,6 +752,7 @@ impl<'e> Txn<'e> {
         self.ov.dbs.insert(name.into(), None);
         let oid = db.oid;
         self.ov.rels.retain(|(d, _), _| *d != oid);
+        self.ov.stats.retain(|(d, _), _| *d != oid);
         self.dropped_dbs.push((db.oid, spcs.into_iter().collect()));
         Ok(())
     }
@@ -948,6 +955,7 @@ impl<'e> Txn<'e> {
         self.refuse_dependents(&dbe, &rel, "table")?;
         self.class_delete(&dbe, &rel)?;
         self.ov.rels.insert((dbe.oid, rel.name.clone()), None);
+        self.drop_stats(&dbe, &rel)?;
         self.drop_files_of(&dbe, &rel);
         self.drop_owned_sequences(&dbe, &rel.columns)
     }
@@ -1207,6 +1215,7 @@ impl<'e> Txn<'e> {
             row.remove(at);
             row
         })?;
+        self.drop_column_stats(&dbe, &rel, at)?;
         self.drop_owned_sequences(&dbe, [&rel.columns[at]])
     }
 
@@ -2060,7 +2069,7 @@ pub(crate) fn tblspc_redo(rx: &mut dyn RedoContext, r: &Record) -> Result<()> {
 
 /// initdb's catalog: `pg_tablespace` with `pg_default` and `pg_global`,
 /// `pg_database` with `template1`, `template0` and `postgres`, each with its
-/// `pg_class`.
+/// `pg_class` and its (empty) `pg_statistic`.
 pub(crate) fn bootstrap(engine: &crate::Engine) -> Result<()> {
     let mut t = engine.begin();
     for rel in [pg_tablespace(), pg_database()] {
@@ -2090,6 +2099,7 @@ pub(crate) fn bootstrap(engine: &crate::Engine) -> Result<()> {
         )?;
         t.sh.smgr.create_database_dir(DEFAULT_TABLESPACE, oid)?;
         t.create_rel_file(pg_class(DEFAULT_TABLESPACE, oid))?;
+        t.create_rel_file(catalog::pg_statistic(DEFAULT_TABLESPACE, oid))?;
         let mut e = DbEntry {
             oid,
             name: name.into(),

@@ -87,7 +87,8 @@ fn files_in(dir: &Path) -> BTreeSet<u64> {
         .collect()
 }
 
-/// Every relation file of `db` belongs to a committed table or is its pg_class.
+/// Every relation file of `db` belongs to a committed table or is its pg_class or
+/// pg_statistic.
 fn assert_files_match_catalog(e: &Engine, db: &str) {
     let dbe = e.databases().into_iter().find(|d| d.name == db).unwrap();
     let mut expect: BTreeSet<u64> = e
@@ -98,6 +99,7 @@ fn assert_files_match_catalog(e: &Engine, db: &str) {
         .map(|r| r.relfilenumber.0)
         .collect();
     expect.insert(1259);
+    expect.insert(2619);
     let dir = e.smgr().database_dir(dbe.spc, dbe.oid);
     assert_eq!(files_in(&dir), expect, "files of {db} in {}", dir.display());
 }
@@ -172,8 +174,8 @@ fn committed_work_survives_a_crash_and_unfinished_work_leaves_nothing() {
         .database_dir(strata_types::DEFAULT_TABLESPACE, POSTGRES_OID);
     assert_eq!(
         files_in(&dbdir).len(),
-        4,
-        "pg_class, a, b and c's file exist now"
+        5,
+        "pg_class, pg_statistic, a, b and c's file exist now"
     );
     std::mem::forget(t); // the process dies with the transaction open
     e.abandon();
