@@ -259,7 +259,8 @@ fn clause_sel(e: &Expr, table: Option<&Table>) -> f64 {
         }
         Expr::Not(x) => 1.0 - clause_sel(x, table),
         Expr::InList(x, items, negated) => {
-            let each = |i: &Expr| clause_sel(&Expr::Bin(x.clone(), BinOp::Eq, Box::new(i.clone())), table);
+            let each =
+                |i: &Expr| clause_sel(&Expr::Bin(x.clone(), BinOp::Eq, Box::new(i.clone())), table);
             let s = items.iter().map(each).sum::<f64>().min(1.0);
             if *negated {
                 1.0 - s
@@ -313,9 +314,7 @@ fn stats_sel(e: &Expr, t: &Table) -> Option<f64> {
         BinOp::Eq => Some(eq_sel(c, k, t.rows)),
         BinOp::Ne => Some(1.0 - eq_sel(c, k, t.rows) - c.null_frac),
         BinOp::Lt | BinOp::Le => Some(below_sel(c, k, op == BinOp::Le)),
-        BinOp::Gt | BinOp::Ge => {
-            Some(1.0 - c.null_frac - below_sel(c, k, op == BinOp::Gt))
-        }
+        BinOp::Gt | BinOp::Ge => Some(1.0 - c.null_frac - below_sel(c, k, op == BinOp::Gt)),
         _ => None,
     }
 }
@@ -385,9 +384,7 @@ fn as_f64(d: &Datum) -> Option<f64> {
     Some(match d {
         Datum::Int2(v) => *v as f64,
         Datum::Int4(v) | Datum::Date(v) => *v as f64,
-        Datum::Int8(v) | Datum::Timestamp(v) | Datum::TimestampTz(v) | Datum::Time(v) => {
-            *v as f64
-        }
+        Datum::Int8(v) | Datum::Timestamp(v) | Datum::TimestampTz(v) | Datum::Time(v) => *v as f64,
         Datum::Float4(f) | Datum::Float8(f) => f.get(),
         Datum::Numeric(n) => n.to_string().parse().ok()?,
         _ => return None,

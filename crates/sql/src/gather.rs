@@ -120,11 +120,7 @@ pub(crate) fn column_stats<'a>(values: impl Iterator<Item = &'a Datum>, total: f
     ColumnStats {
         null_frac,
         n_distinct,
-        avg_width: if nonnull == 0 {
-            0
-        } else {
-            (width / nonnull) as u32
-        },
+        avg_width: width.checked_div(nonnull).unwrap_or(0) as u32,
         mcv: mcv
             .into_iter()
             .map(|(v, c)| (v.clone(), c as f64 / n.max(1) as f64))

@@ -937,8 +937,15 @@ impl IndexSpec {
 /// The other utility statements: settings, maintenance, roles.
 #[derive(Clone, Debug)]
 pub enum Utility {
+    /// VACUUM [ANALYZE] [table]: `analyze` gathers statistics after.
     Vacuum {
         table: Option<String>,
+        analyze: bool,
+    },
+    /// ANALYZE [VERBOSE] [table [(column, ...)], ...] (`gather` rules).
+    Analyze {
+        targets: Vec<(String, Vec<String>)>,
+        verbose: bool,
     },
     Checkpoint,
     /// `SET name = value`; `None` for `DEFAULT` (and RESET).
@@ -980,6 +987,7 @@ impl Stmt {
             Stmt::Copy(c) if !c.to => Some("COPY FROM"),
             Stmt::Ddl(d) => Some(d.verb()),
             Stmt::Access(a) if a.writes() => Some(a.verb()),
+            Stmt::Utility(Utility::Analyze { .. }) => Some("ANALYZE"),
             _ => None,
         }
     }
@@ -1045,6 +1053,7 @@ impl Utility {
     pub fn verb(&self) -> &'static str {
         match self {
             Utility::Vacuum { .. } => "VACUUM",
+            Utility::Analyze { .. } => "ANALYZE",
             Utility::Checkpoint => "CHECKPOINT",
             Utility::Set { .. } => "SET",
             Utility::Show { .. } => "SHOW",
@@ -1400,30 +1409,121 @@ impl Toks {
     }
 }
 
-/// VACUUM's parenthesized options, after the `(`: VERBOSE and ANALYZE (with an
-/// optional boolean) run as a plain VACUUM; any other is refused (0A000), never
-/// skipped.
-fn vacuum_options(k: &mut Toks) -> SqlResult<()> {
+/// VACUUM's or ANALYZE's parenthesized options, after the `(`, each with an
+/// optional boolean: those `allowed` are returned set or not (VERBOSE, ANALYZE,
+/// SKIP_LOCKED); any other is refused (0A000), never skipped.
+fn maintenance_options(
+    k: &mut Toks,
+    verb: &str,
+    allowed: &[&str],
+) -> SqlResult<Vec<(String, bool)>> {
+    let mut out = Vec::new();
     loop {
         let Some(opt) = k.peek_word(0) else {
-            return Err(SqlError::syntax("syntax error in VACUUM options"));
+            return Err(SqlError::syntax(format!("syntax error in {verb} options")));
         };
-        if opt != "VERBOSE" && opt != "ANALYZE" {
-            return Err(SqlError::unsupported(format!("VACUUM option {opt}")));
+        if !allowed.contains(&opt.as_str()) {
+            return Err(SqlError::unsupported(format!("{verb} option {opt}")));
         }
         k.i += 1;
-        for b in ["TRUE", "FALSE", "ON", "OFF"] {
+        let mut on = true;
+        for (b, v) in [
+            ("TRUE", true),
+            ("FALSE", false),
+            ("ON", true),
+            ("OFF", false),
+        ] {
             if k.word(b) {
+                on = v;
                 break;
             }
         }
+        out.push((opt, on));
         if k.tok(&Token::RParen) {
-            return Ok(());
+            return Ok(out);
         }
         if !k.tok(&Token::Comma) {
-            return Err(SqlError::syntax("syntax error in VACUUM options"));
+            return Err(SqlError::syntax(format!("syntax error in {verb} options")));
         }
     }
+}
+
+/// A maintenance command's table name: `name` or `public.name`.
+fn maintenance_table(k: &mut Toks) -> SqlResult<String> {
+    let n = k.ident()?;
+    if !k.tok(&Token::Period) {
+        return Ok(n);
+    }
+    let t = k.ident()?;
+    match n.as_str() {
+        "public" => Ok(t),
+        "pg_temp" => Ok(format!("pg_temp.{t}")),
+        _ => Err(SqlError::new(
+            "3F000",
+            format!("schema \"{n}\" does not exist"),
+        )),
+    }
+}
+
+/// VACUUM [ ( options ) ] [ VERBOSE ] [ ANALYZE ] [ table ]: FULL and FREEZE refused.
+fn parse_vacuum(k: &mut Toks) -> SqlResult<Stmt> {
+    k.i += 1;
+    let mut analyze = false;
+    if k.tok(&Token::LParen) {
+        for (o, on) in maintenance_options(k, "VACUUM", &["VERBOSE", "ANALYZE"])? {
+            analyze |= o == "ANALYZE" && on;
+        }
+    }
+    for opt in ["FULL", "FREEZE"] {
+        if k.word(opt) {
+            return Err(SqlError::unsupported(format!("VACUUM {opt}")));
+        }
+    }
+    // VERBOSE's report is not written.
+    k.word("VERBOSE");
+    analyze |= k.word("ANALYZE") || k.word("ANALYSE");
+    let table = if k.at_end() {
+        None
+    } else {
+        Some(maintenance_table(k)?)
+    };
+    k.end()?;
+    Ok(Stmt::Utility(Utility::Vacuum { table, analyze }))
+}
+
+/// ANALYZE | ANALYSE [ ( options ) | VERBOSE ] [ table [ ( column, ... ) ], ... ].
+fn parse_analyze(k: &mut Toks) -> SqlResult<Stmt> {
+    k.i += 1;
+    let mut verbose = false;
+    if k.tok(&Token::LParen) {
+        for (o, on) in maintenance_options(k, "ANALYZE", &["VERBOSE", "SKIP_LOCKED"])? {
+            verbose |= o == "VERBOSE" && on;
+        }
+    } else {
+        verbose = k.word("VERBOSE");
+    }
+    let mut targets = Vec::new();
+    while !k.at_end() {
+        let table = maintenance_table(k)?;
+        let mut cols = Vec::new();
+        if k.tok(&Token::LParen) {
+            loop {
+                cols.push(k.ident()?);
+                if k.tok(&Token::RParen) {
+                    break;
+                }
+                if !k.tok(&Token::Comma) {
+                    return Err(k.near());
+                }
+            }
+        }
+        targets.push((table, cols));
+        if !k.tok(&Token::Comma) {
+            break;
+        }
+    }
+    k.end()?;
+    Ok(Stmt::Utility(Utility::Analyze { targets, verbose }))
 }
 
 /// COPY's boolean options as PostgreSQL takes them (`FREEZE on`, `HEADER off`,
@@ -1467,24 +1567,8 @@ fn parse_one(tokens: Vec<TokenWithSpan>) -> SqlResult<Stmt> {
         }
         ("CREATE", "DATABASE") => parse_create_database(&mut k),
         ("DROP", "DATABASE") => parse_drop_database(&mut k),
-        ("VACUUM", _) => {
-            k.i += 1;
-            if k.tok(&Token::LParen) {
-                vacuum_options(&mut k)?;
-            }
-            for opt in ["FULL", "FREEZE"] {
-                if k.word(opt) {
-                    return Err(SqlError::unsupported(format!("VACUUM {opt}")));
-                }
-            }
-            // Strata keeps no planner statistics, so ANALYZE has nothing to gather;
-            // VERBOSE's report is not written.
-            k.word("VERBOSE");
-            k.word("ANALYZE");
-            let table = if k.at_end() { None } else { Some(k.ident()?) };
-            k.end()?;
-            Ok(Stmt::Utility(Utility::Vacuum { table }))
-        }
+        ("VACUUM", _) => parse_vacuum(&mut k),
+        ("ANALYZE", _) | ("ANALYSE", _) => parse_analyze(&mut k),
         ("CHECKPOINT", _) => {
             k.i += 1;
             k.end()?;
@@ -2985,7 +3069,7 @@ mod tests {
             Stmt::Ddl(Ddl::CreateTablespace { name, location, owner: None }) if name == "ts" && location == "/tmp/x"
         ));
         assert!(
-            matches!(one("vacuum T1"), Stmt::Utility(Utility::Vacuum { table: Some(t) }) if t == "t1")
+            matches!(one("vacuum T1"), Stmt::Utility(Utility::Vacuum { table: Some(t), analyze: false }) if t == "t1")
         );
         assert!(matches!(
             one("checkpoint;"),

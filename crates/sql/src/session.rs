@@ -224,6 +224,12 @@ impl crate::planner::RelSource for PlannerCatalog<'_, '_> {
     fn pages(&self, name: &str) -> u32 {
         self.0.relation_pages(name)
     }
+    fn stats(&self, name: &str) -> Option<std::sync::Arc<strata_engine::TableStats>> {
+        match &self.0.block {
+            Block::Open { txn: Some(t), .. } => t.table_stats(&self.0.db, name),
+            _ => self.0.engine.table_stats(&self.0.db, name),
+        }
+    }
 }
 
 /// A session's interrupt flags, set by other threads (CancelRequest,
@@ -2722,7 +2728,7 @@ impl<'e> Session<'e> {
     }
 
     /// [`Session::write`], with the interrupt check for `f` to pass to the engine.
-    fn write_checked<T>(
+    pub(crate) fn write_checked<T>(
         &mut self,
         f: impl FnOnce(&mut Txn<'e>, strata_engine::Interrupt<'_>) -> SqlResult<T>,
     ) -> SqlResult<T> {
@@ -2768,6 +2774,11 @@ impl<'e> Session<'e> {
     /// one snapshot, giving its result rows to `emit` as they are produced
     /// (session rule 9). Returns how many.
     /// A table's main-fork pages now (the planner's estimates).
+    /// A table's main-fork pages now (0 when unknown), as the planner sees them.
+    pub(crate) fn planner_pages(&self, t: &str) -> u32 {
+        self.relation_pages(t)
+    }
+
     fn relation_pages(&self, t: &str) -> u32 {
         let Ok(Some(entry)) = self.planned_relation(t) else {
             return 0;

@@ -12,6 +12,12 @@
 //! 2. SHOW looks a name up in the session's SETs, then the server's settings, then
 //!    the defaults; SHOW ALL lists the server's and the session's, sorted by name.
 //! 3. VACUUM never runs in a block (session rule 4): its own transaction.
+//! 4. ANALYZE (and VACUUM ANALYZE after its vacuum) samples each table named, or
+//!    every table of the database, as its transaction sees it (`gather` rules) and
+//!    stores the statistics in the engine's catalog in that transaction: one
+//!    write, WAL-logged, so standbys plan with them too. A table the role may not
+//!    vacuum is skipped with PostgreSQL's WARNING; views and sequences are not
+//!    analyzed (named: PostgreSQL's WARNING too).
 
 use crate::bind;
 use crate::session::{Notices, Output, ResultSink, Session};
@@ -31,7 +37,16 @@ pub(crate) fn run(
         Utility::Set { name, value } => set(s, name, value.as_deref()),
         Utility::Show { name } => show(s, name, sink),
         Utility::Checkpoint => checkpoint(s),
-        Utility::Vacuum { table } => vacuum(s, table.as_deref(), notices),
+        Utility::Vacuum { table, analyze } => {
+            let out = vacuum(s, table.as_deref(), notices)?;
+            if *analyze {
+                let targets: Vec<(String, Vec<String>)> =
+                    table.iter().map(|t| (t.clone(), Vec::new())).collect();
+                run_analyze(s, &targets, false, notices)?;
+            }
+            Ok(out)
+        }
+        Utility::Analyze { targets, verbose } => run_analyze(s, targets, *verbose, notices),
     }
 }
 
@@ -42,7 +57,8 @@ pub(crate) fn columns(u: &Utility) -> Vec<(String, SqlType)> {
         Utility::Set { .. }
         | Utility::SetTransaction { .. }
         | Utility::Checkpoint
-        | Utility::Vacuum { .. } => vec![],
+        | Utility::Vacuum { .. }
+        | Utility::Analyze { .. } => vec![],
     }
 }
 
@@ -208,4 +224,97 @@ fn vacuum(s: &mut Session<'_>, table: Option<&str>, notices: &mut Notices) -> Sq
     };
     s.begin_txn()?.vacuum_where(s.db(), table, &mut keep)?;
     Ok(Output::Command("VACUUM".into()))
+}
+
+/// ANALYZE (utility rule 4).
+fn run_analyze(
+    s: &mut Session<'_>,
+    targets: &[(String, Vec<String>)],
+    verbose: bool,
+    notices: &mut Notices,
+) -> SqlResult<Output> {
+    let w = s.who()?;
+    let db_owner = s.catalog().database_entry(s.db())?.owner;
+    let db = s.db().to_string();
+    let pages = |s: &Session<'_>, t: &str| s.planner_pages(t);
+    let mut found = Vec::new();
+    s.write(|t| {
+        let all = t.relations(&db)?;
+        let chosen: Vec<(std::sync::Arc<strata_engine::RelEntry>, &[String])> = if targets.is_empty() {
+            all.into_iter().map(|r| (r, &[][..])).collect()
+        } else {
+            let mut v = Vec::new();
+            for (name, cols) in targets {
+                let dbe = t.database(&db)?;
+                v.push((t.relation(&dbe, name)?, cols.as_slice()));
+            }
+            v
+        };
+        for (r, cols) in chosen {
+            if r.sequence.is_some() || r.view.is_some() {
+                if !targets.is_empty() {
+                    notices.push((
+                        "WARNING",
+                        format!("skipping \"{}\" --- cannot analyze non-tables or special system tables", r.name),
+                    ));
+                }
+                continue;
+            }
+            if !crate::privileges::may_vacuum(&w, &r, db_owner) {
+                notices.push((
+                    "WARNING",
+                    format!("skipping \"{}\" --- only table or database owner can analyze it", r.name),
+                ));
+                continue;
+            }
+            found.push((r, cols.to_vec()));
+        }
+        Ok(())
+    })?;
+    for (r, cols) in found {
+        let n = pages(s, &r.name);
+        let report = s.write_checked(|t, check| analyze_table(t, (&db, check), &r, &cols, n))?;
+        if verbose {
+            notices.push(("INFO", format!("analyzing \"public.{}\"", r.name)));
+            notices.push(("INFO", report));
+        }
+    }
+    Ok(Output::Command("ANALYZE".into()))
+}
+
+/// Samples one table and stores its statistics; PostgreSQL's VERBOSE line.
+fn analyze_table(
+    t: &mut strata_engine::Txn<'_>,
+    (db, check): (&str, strata_engine::Interrupt<'_>),
+    r: &strata_engine::RelEntry,
+    cols: &[String],
+    pages: u32,
+) -> SqlResult<String> {
+    let mut mask = vec![cols.is_empty(); r.columns.len()];
+    for c in cols {
+        match r.columns.iter().position(|x| x.name == *c) {
+            Some(i) => mask[i] = true,
+            None => {
+                return Err(SqlError::new(
+                    "42703",
+                    format!("column \"{c}\" of relation \"{}\" does not exist", r.name),
+                ))
+            }
+        }
+    }
+    let mut sample = crate::gather::Sampler::new(crate::gather::SAMPLE_ROWS);
+    {
+        let snap = t.snapshot();
+        let mut cur = t.seq_cursor(db, &r.name)?.only(mask.clone());
+        while cur.next_batch_visit(&snap, check, &mut |row| sample.offer(row))? {}
+    }
+    let stats = crate::gather::table_stats(&sample, &mask, pages);
+    t.set_table_stats(db, &r.name, stats)?;
+    Ok(format!(
+        "\"{}\": scanned {pages} of {pages} pages, containing {} live rows and 0 dead rows; {} rows in sample, {} estimated total rows",
+        r.name,
+        sample.seen,
+        sample.rows.len(),
+        sample.seen
+    ))
 }
