@@ -338,19 +338,7 @@ pub fn run<'a>(
 fn build<'a>(p: &'a Plan) -> Op<'a> {
     match p {
         Plan::Result => Box::new(OneRow(false)),
-        Plan::SeqScan {
-            table,
-            filter,
-            cols,
-            ..
-        } => Box::new(Scan::new(table, None, filter, cols.as_deref())),
-        Plan::IndexScan {
-            table,
-            path,
-            filter,
-            cols,
-            ..
-        } => Box::new(Scan::new(table, Some(path), filter, cols.as_deref())),
+        Plan::SeqScan { .. } | Plan::IndexScan { .. } => Box::new(scan_of(p)),
         Plan::ViewScan { name, filter } => Box::new(Held::new(Source::View(name), filter)),
         Plan::Series {
             start,
@@ -361,7 +349,17 @@ fn build<'a>(p: &'a Plan) -> Op<'a> {
         } => Box::new(Series::new((start, stop, step.as_ref()), *ty)),
         Plan::Values(rows) => Box::new(Held::new(Source::Values(rows), &None)),
         Plan::Filter { input, cond } => Box::new(Filter(build(input), cond)),
-        Plan::Project { input, exprs } => Box::new(Project(build(input), exprs, moves(exprs))),
+        Plan::Project { input, exprs } => match (&**input, moves(exprs)) {
+            // A scan's projection to the columns read above (a join leaf's: join
+            // order rule 7) is the scan's own: each row it keeps is made that narrow
+            // from the row its cursor lends (cursor rule 6), not copied whole first.
+            (Plan::SeqScan { .. } | Plan::IndexScan { .. }, true) => {
+                let mut scan = scan_of(input);
+                scan.take = Some(exprs);
+                Box::new(scan)
+            }
+            _ => Box::new(Project(build(input), exprs, moves(exprs))),
+        },
         Plan::Lateral {
             kind,
             outer,
@@ -434,6 +432,26 @@ fn build<'a>(p: &'a Plan) -> Op<'a> {
     }
 }
 
+/// The operator of a SeqScan or IndexScan plan node.
+fn scan_of(p: &Plan) -> Scan<'_> {
+    match p {
+        Plan::SeqScan {
+            table,
+            filter,
+            cols,
+            ..
+        } => Scan::new(table, None, filter, cols.as_deref()),
+        Plan::IndexScan {
+            table,
+            path,
+            filter,
+            cols,
+            ..
+        } => Scan::new(table, Some(path), filter, cols.as_deref()),
+        _ => unreachable!("scan_of is given scans"),
+    }
+}
+
 /// One empty row (a SELECT without FROM).
 struct OneRow(bool);
 
@@ -459,8 +477,11 @@ struct Scan<'a> {
     cols: Option<&'a [bool]>,
     cursor: Cursor<'a>,
     batch: std::vec::IntoIter<Tuple>,
-    /// How many rows at the front of `batch` passed the filter already.
+    /// How many rows at the front of `batch` passed the filter already (and are
+    /// narrowed to `take`).
     passed: usize,
+    /// The columns kept, in order, when a projection is fused in (all: None).
+    take: Option<&'a [Expr]>,
 }
 
 impl<'a> Scan<'a> {
@@ -478,6 +499,7 @@ impl<'a> Scan<'a> {
             cursor: Cursor::Unopened,
             batch: Vec::new().into_iter(),
             passed: 0,
+            take: None,
         }
     }
 
@@ -518,11 +540,14 @@ impl<'a> Scan<'a> {
         let mut inline = self.filter.as_ref().is_none_or(bind::engine_free);
         let mut rows = Vec::new();
         let mut passed = 0;
-        let filter = self.filter;
+        let (filter, take) = (self.filter, self.take);
         let mut visit = |r: &mut Tuple| {
             if inline {
                 match cx.holds(filter, r) {
-                    Ok(true) => passed += 1,
+                    Ok(true) => {
+                        passed += 1;
+                        return rows.push(narrow(take, r));
+                    }
                     Ok(false) => return,
                     Err(_) => inline = false,
                 }
@@ -558,10 +583,11 @@ impl<'a> Node<'a> for Scan<'a> {
             }
             return Ok(());
         }
-        for row in self.batch.by_ref() {
-            if self.passed > 0 || cx.holds(self.filter, &row)? {
-                self.passed = self.passed.saturating_sub(1);
-                f(&row)?;
+        // Rows already pulled into a batch first (a consumer that pulled before).
+        while self.batch.len() > 0 {
+            match self.next(cx)? {
+                Some(row) => f(&row)?,
+                None => return Ok(()),
             }
         }
         if matches!(self.cursor, Cursor::Unopened) {
@@ -600,13 +626,13 @@ impl<'a> Node<'a> for Scan<'a> {
 
     fn next(&mut self, cx: &Ctx<'a>) -> SqlResult<Option<Tuple>> {
         loop {
-            for row in self.batch.by_ref() {
+            for mut row in self.batch.by_ref() {
                 if self.passed > 0 {
                     self.passed -= 1;
                     return Ok(Some(row));
                 }
                 if cx.holds(self.filter, &row)? {
-                    return Ok(Some(row));
+                    return Ok(Some(narrow(self.take, &mut row)));
                 }
             }
             if matches!(self.cursor, Cursor::Done) || !self.fill(cx)? {
@@ -758,6 +784,21 @@ impl<'a> Node<'a> for Filter<'a> {
 /// A projection; `.2`: its expressions are distinct columns, moved out of the input
 /// row rather than copied (a join leaf's projection, join order rule 7).
 struct Project<'a>(Op<'a>, &'a [Expr], bool);
+
+/// A scan's row narrowed to the columns of its fused projection (`take`), moved
+/// out of `r`; all of `r` without one.
+fn narrow(take: Option<&[Expr]>, r: &mut Tuple) -> Tuple {
+    match take {
+        None => std::mem::take(r),
+        Some(t) => t
+            .iter()
+            .map(|e| match e {
+                Expr::Col(i) => std::mem::replace(&mut r[*i], Datum::Null),
+                _ => unreachable!("moves() checked: columns only"),
+            })
+            .collect(),
+    }
+}
 
 /// Whether `exprs` are columns, none twice.
 fn moves(exprs: &[Expr]) -> bool {
