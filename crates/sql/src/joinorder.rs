@@ -408,6 +408,27 @@ fn leaf_plan(l: &Leaf<'_>, keep: &[bool], rels: &Relations<'_>) -> SqlResult<(Pl
     if kept.len() == all.len() {
         return Ok((p, all));
     }
+    // The scan decodes what is kept and what its filter reads (cursor rule 5);
+    // all of it where the filter holds a subquery (whose reads are not followed).
+    if l.conjs.iter().any(|c| !crate::bind::engine_free(c)) {
+        let exprs = kept.iter().map(|&c| Expr::Col(c - l.offset)).collect();
+        let p = Plan::Project {
+            input: Box::new(p),
+            exprs,
+        };
+        return Ok((p, kept));
+    }
+    let mut read: Vec<bool> = all.iter().map(|&c| keep[c]).collect();
+    let mut cols = Vec::new();
+    for c in &l.conjs {
+        crate::privileges::expr_columns(c, &mut cols);
+    }
+    for c in cols {
+        if let Some(r) = read.get_mut(c) {
+            *r = true;
+        }
+    }
+    let p = planner::read_only(p, Some(read));
     let exprs = kept.iter().map(|&c| Expr::Col(c - l.offset)).collect();
     let p = Plan::Project {
         input: Box::new(p),

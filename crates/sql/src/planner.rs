@@ -343,7 +343,7 @@ fn select(s: &Select, rels: &Relations<'_>) -> SqlResult<Plan> {
 }
 
 /// `p`, a table's scan under its filters, decoding only the `needed` columns.
-fn read_only(p: Plan, needed: Option<Vec<bool>>) -> Plan {
+pub(crate) fn read_only(p: Plan, needed: Option<Vec<bool>>) -> Plan {
     match p {
         Plan::Filter { input, cond } => Plan::Filter {
             input: Box::new(read_only(*input, needed)),
