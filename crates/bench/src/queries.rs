@@ -187,7 +187,7 @@ async fn load(client: &Client, suite: Suite, sf: f64) -> Result<f64, String> {
     for i in indexes {
         client.batch_execute(i).await.map_err(seeds::sql_err)?;
     }
-    // Strata keeps no statistics yet: its refusal is reported, not fatal.
+    // A failure is reported, not fatal.
     if let Err(e) = client.batch_execute("ANALYZE").await {
         eprintln!("  ANALYZE: {}", seeds::sql_err(e));
     }

@@ -1,5 +1,5 @@
-//! Size estimates for the planner's choices, as PostgreSQL makes them for a table
-//! it has no statistics of (ANALYZE's statistics are not kept yet).
+//! Size estimates for the planner's choices, as PostgreSQL makes them: from ANALYZE's
+//! statistics where a table has them (rule 5), else as for a table it has none of.
 //!
 //! Rules (cited as "estimate rule N"):
 //! 1. A table's rows: its main fork's pages (10 when it has none, as PostgreSQL

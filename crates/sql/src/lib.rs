@@ -17,7 +17,8 @@
 //! aggregates), [`cte`], then the query pipeline: [`analyze`] (a query tree; `fold`
 //! evaluates its constant subexpressions once),
 //! [`planner`] (a physical plan; `joinorder` orders inner joins by `estimate`'s
-//! sizes; `ordered` lets B-trees serve ORDER BY, LIMIT and min/max), [`executor`] (pull operators), [`extract`] (EXTRACT and date_part), [`copy`] (COPY's text and csv formats), [`sort`] (ORDER BY within
+//! sizes, from ANALYZE's statistics where `gather` made them; `ordered` lets B-trees
+//! serve ORDER BY, LIMIT and min/max), [`executor`] (pull operators), [`extract`] (EXTRACT and date_part), [`copy`] (COPY's text and csv formats), [`sort`] (ORDER BY within
 //! `work_mem`), [`privileges`] (who may do what: ACL checks for every statement kind,
 //! PostgreSQL 15's rules), [`roles`] (CREATE/ALTER/DROP ROLE, membership, SET ROLE,
 //! SCRAM verifiers), [`temp`] (a session's temporary tables and their ON COMMIT),
@@ -26,7 +27,7 @@
 //! REASSIGN/DROP OWNED), [`session`] (a session's transaction-block state machine,
 //! binding, the dispatch of each statement kind to its executor, and DML), `ddl`
 //! (tables, databases, tablespaces), `sequences` (CREATE/DROP SEQUENCE, serial and
-//! identity columns) and `utility` (SET, SHOW, CHECKPOINT, VACUUM), which the session
+//! identity columns) and `utility` (SET, SHOW, CHECKPOINT, VACUUM, ANALYZE), which the session
 //! dispatches to.
 //!
 //! Rules (cited as "sql rule N"):
