@@ -2297,6 +2297,34 @@ fn concat(x: Datum, y: Datum) -> SqlResult<Datum> {
 
 /// Integer arithmetic (and pg_lsn minus pg_lsn), overflow-checked.
 fn arith(op: BinOp, x: &Datum, y: &Datum) -> SqlResult<Datum> {
+    if let (Datum::Numeric(p), Datum::Numeric(q)) = (x, y) {
+        // The commonest case, without the general path's conversions; division
+        // (its result scale) goes the general way.
+        let r = match op {
+            BinOp::Add => Some(p.checked_add(*q)),
+            BinOp::Sub => Some(p.checked_sub(*q)),
+            BinOp::Mul => Some(p.checked_mul(*q)),
+            _ => None,
+        };
+        if let Some(r) = r {
+            return r
+                .map(Datum::Numeric)
+                .ok_or_else(|| SqlError::new("22003", "value overflows numeric format"));
+        }
+    }
+    let same_int = match (x, y) {
+        (Datum::Int4(p), Datum::Int4(q)) => Some((i64::from(*p), i64::from(*q), SqlType::Int4)),
+        (Datum::Int8(p), Datum::Int8(q)) => Some((*p, *q, SqlType::Int8)),
+        _ => None,
+    };
+    if let (Some((p, q, t)), BinOp::Add | BinOp::Sub | BinOp::Mul) = (same_int, op) {
+        let v = match op {
+            BinOp::Add => i128::from(p) + i128::from(q),
+            BinOp::Sub => i128::from(p) - i128::from(q),
+            _ => i128::from(p) * i128::from(q),
+        };
+        return int_as(v, t);
+    }
     if let (Datum::Lsn(p), Datum::Lsn(q)) = (x, y) {
         return Ok(Datum::Numeric(lsn_diff(*p, *q)?));
     }
