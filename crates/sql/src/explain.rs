@@ -284,7 +284,11 @@ impl Explainer<'_> {
                 ..
             } => {
                 let (o, mut names) = self.below(outer)?;
-                let (mut i, inames) = self.below(inner)?;
+                // The inner side of a LATERAL join reads the outer row (Outer(1, _)).
+                self.outer.push(names.clone());
+                let inner = self.below(inner);
+                self.outer.pop();
+                let (mut i, inames) = inner?;
                 names.extend(inames);
                 let mut s = titled(join_title("Nested Loop", *kind));
                 self.filter_line(&mut s, "Join Filter", cond.as_ref(), &names);

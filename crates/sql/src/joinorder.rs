@@ -26,9 +26,16 @@
 //!    the planner found them, or by a join condition); the others are NULL in the
 //!    finished row, so a hash table holds only what is read. A correlated subquery
 //!    anywhere above keeps every column (its reads are not followed).
+//! 8. An OR over several leaves also filters each leaf that every arm restricts, by
+//!    the OR of the arms' conjuncts over it ([`or_restrictions`]).
+//! 9. A join of a table leaf whose index serves an equality with the other side
+//!    is a nested loop probing that index once per outer row (PostgreSQL's
+//!    parameterized index scan) when outer rows × (4 + rows per probe) is below the
+//!    table's rows; the inner scan's index condition reads the outer row
+//!    ([`index_nested_loop`]).
 
 use crate::analyze::{JoinKind, Rel};
-use crate::bind::Expr;
+use crate::bind::{BinOp, Expr};
 use crate::estimate::{self, Sizes};
 use crate::planner::{self, Plan, Relations};
 use crate::SqlResult;
@@ -47,6 +54,8 @@ struct Leaf<'q> {
     /// Its filter, over its own row.
     conjs: Vec<Expr>,
     rows: f64,
+    /// Its rows before its filter (what a full scan reads).
+    base: f64,
 }
 
 /// A join condition over the tree's row and the leaves it reads.
@@ -94,6 +103,7 @@ fn flatten<'q>(r: &'q Rel, offset: usize, leaves: &mut Vec<Leaf<'q>>, conds: &mu
             width: r.width(),
             conjs: Vec::new(),
             rows: 0.0,
+            base: 0.0,
         }),
     }
 }
@@ -142,12 +152,17 @@ pub(crate) fn plan(
             let l = &mut leaves[mask.trailing_zeros() as usize];
             l.conjs.push(planner::shift(c, l.offset));
         } else {
+            for (i, r) in or_restrictions(&c, mask, &leaves) {
+                let l = &mut leaves[i];
+                l.conjs.push(planner::shift(r, l.offset));
+            }
             conds.push(Cond { expr: c, mask });
         }
     }
     let sizes = Sizes::new(rels);
     for l in &mut leaves {
         l.rows = sizes.rel_rows(l.rel, &l.conjs);
+        l.base = sizes.rel_rows(l.rel, &[]);
     }
     let sel = selectivities(&leaves, &conds, &sizes);
     let best = if leaves.len() <= EXHAUSTIVE {
@@ -160,6 +175,44 @@ pub(crate) fn plan(
     let (p, layout) = build(&best.tree, (&leaves, &conds, &sel, &keep), &mut used, rels)?;
     let p = restore(p, &layout, width);
     Ok(planner::with_filter(p, planner::and_all(top)))
+}
+
+/// Join order rule 8: an OR over several leaves implies, for each leaf every arm
+/// restricts, the OR of each arm's conjuncts over that leaf alone (PostgreSQL's
+/// extract_restriction_or_clauses): `(p.a = 1 AND l.x < 5) OR (p.a = 2 AND l.x > 9)`
+/// lets `p` be scanned with `p.a = 1 OR p.a = 2` (and `l` with `l.x < 5 OR l.x > 9`).
+/// The OR itself stays the join's condition.
+fn or_restrictions(c: &Expr, mask: u64, leaves: &[Leaf<'_>]) -> Vec<(usize, Expr)> {
+    let mut arms = Vec::new();
+    planner::split_bool(c.clone(), BinOp::Or, &mut arms);
+    if arms.len() < 2 || arms.iter().any(|a| !crate::bind::engine_free(a)) {
+        return Vec::new();
+    }
+    let arms: Vec<Vec<Expr>> = arms
+        .into_iter()
+        .map(|a| {
+            let mut v = Vec::new();
+            planner::split_and(a, &mut v);
+            v
+        })
+        .collect();
+    let mut out = Vec::new();
+    for i in (0..leaves.len()).filter(|i| mask & (1 << i) != 0) {
+        let per_arm: Vec<Vec<Expr>> = arms
+            .iter()
+            .map(|a| {
+                a.iter()
+                    .filter(|x| leaf_mask(x, leaves) == 1 << i)
+                    .cloned()
+                    .collect()
+            })
+            .collect();
+        if per_arm.iter().all(|v| !v.is_empty()) {
+            let ors = per_arm.into_iter().filter_map(planner::and_all).collect();
+            out.push((i, Expr::Bool(BinOp::Or, ors)));
+        }
+    }
+    out
 }
 
 /// Each condition's selectivity (join order rule 3); equalities between the same
@@ -353,6 +406,11 @@ fn build(
         Tree::Leaf(i) => return leaf_plan(&leaves[*i], keep, rels),
         Tree::Join(a, b) => (a, b),
     };
+    for (o, i) in [(a, b), (b, a)] {
+        if let Some(p) = index_nested_loop((o, i), (leaves, conds, sel, keep), used, rels)? {
+            return Ok(p);
+        }
+    }
     let (pa, la) = build(a, (leaves, conds, sel, keep), used, rels)?;
     let (pb, lb) = build(b, (leaves, conds, sel, keep), used, rels)?;
     // The smaller side in bytes (rows by columns) is built (hashed or
@@ -376,6 +434,122 @@ fn build(
     }
     let p = planner::keyed_join(JoinKind::Inner, (outer, inner), here, (lo.len(), li.len()))?;
     Ok((p, layout))
+}
+
+/// Join order rule 9: `inner`, a table leaf with an index on a column that a
+/// condition equates with an expression over `outer`, read by an index probe per
+/// outer row (a nested loop whose inner scan's index condition reads the outer row:
+/// PostgreSQL's parameterized index scan) when the probes are estimated to read
+/// fewer rows than hashing the table would scan: outer rows × (4 + rows a probe
+/// finds) against the table's rows.
+fn index_nested_loop(
+    (outer, inner): (&Tree, &Tree),
+    (leaves, conds, sel, keep): (&[Leaf<'_>], &[Cond], &[f64], &[bool]),
+    used: &mut [bool],
+    rels: &Relations<'_>,
+) -> SqlResult<Option<(Plan, Vec<usize>)>> {
+    let Tree::Leaf(i) = inner else {
+        return Ok(None);
+    };
+    let l = &leaves[*i];
+    if !matches!(l.rel, Rel::Table { .. }) {
+        return Ok(None);
+    }
+    let (om, im) = (tree_mask(outer), 1u64 << i);
+    let inside = |c: usize| (l.offset..l.offset + l.width).contains(&c);
+    // An unused equality `inner column = expression over the outer side`.
+    let Some((k, col, other)) = conds.iter().enumerate().find_map(|(k, c)| {
+        if used[k] || c.mask & !(om | im) != 0 || c.mask & im == 0 || c.mask & om == 0 {
+            return None;
+        }
+        let Expr::Bin(x, BinOp::Eq, y) = &c.expr else {
+            return None;
+        };
+        let over_outer = |e: &Expr| leaf_mask(e, leaves) & !om == 0 && crate::bind::engine_free(e);
+        match (&**x, &**y) {
+            (Expr::Col(c), e) if inside(*c) && over_outer(e) => Some((k, *c, e.clone())),
+            (e, Expr::Col(c)) if inside(*c) && over_outer(e) => Some((k, *c, e.clone())),
+            _ => None,
+        }
+    }) else {
+        return Ok(None);
+    };
+    let outer_rows = rows_of(om, leaves, conds, sel);
+    let per_probe = sel[k] * l.rows.max(1.0);
+    if outer_rows * (4.0 + per_probe) >= l.base {
+        return Ok(None);
+    }
+    let saved = used.to_vec();
+    let (po, lo) = build(outer, (leaves, conds, sel, keep), used, rels)?;
+    // The probe's key: the outer expression over the outer row, read as the row
+    // the nested loop runs the inner scan for (level 1).
+    let key = as_outer(remap(other, &lo));
+    let probe = Expr::Bin(
+        Box::new(Expr::Col(col - l.offset)),
+        BinOp::Eq,
+        Box::new(key),
+    );
+    let mut conjs = l.conjs.clone();
+    conjs.push(probe);
+    let scan = planner::rel(l.rel, conjs.clone(), rels)?;
+    if !probes(&scan) {
+        // No index serves the probe: the join is planned the other ways, the outer
+        // side's conditions not taken.
+        used.copy_from_slice(&saved);
+        return Ok(None);
+    }
+    let (pi, li) = leaf_plan_of(scan, l, &conjs, keep);
+    used[k] = true;
+    let mask = om | im;
+    let mut layout = lo.clone();
+    layout.extend(&li);
+    let mut here = Vec::new();
+    for (k, c) in conds.iter().enumerate() {
+        if !used[k] && c.mask & mask == c.mask {
+            used[k] = true;
+            here.push(remap(c.expr.clone(), &layout));
+        }
+    }
+    let p = Plan::Lateral {
+        kind: JoinKind::Inner,
+        outer: Box::new(po),
+        inner: Box::new(pi),
+        cond: planner::and_all(here),
+        widths: (lo.len(), li.len()),
+    };
+    Ok(Some((p, layout)))
+}
+
+/// `e` with each column read from the outer row of a nested loop's inner side.
+fn as_outer(e: Expr) -> Expr {
+    match e {
+        Expr::Col(c) => Expr::Outer(1, c),
+        e => e
+            .map_children(&mut |x| Ok(as_outer(x)))
+            .expect("rewriting never fails"),
+    }
+}
+
+/// Whether `p` reads through an index whose condition reads the outer row.
+fn probes(p: &Plan) -> bool {
+    match p {
+        Plan::Filter { input, .. } => probes(input),
+        Plan::IndexScan { path, .. } => path.conds().iter().any(|(_, _, e)| {
+            matches!(e, Expr::Outer(..)) || !crate::bind::uses_columns(e) && has_outer(e)
+        }),
+        _ => false,
+    }
+}
+
+fn has_outer(e: &Expr) -> bool {
+    let mut todo = vec![e];
+    while let Some(e) = todo.pop() {
+        if matches!(e, Expr::Outer(..)) {
+            return true;
+        }
+        e.children(&mut todo);
+    }
+    false
 }
 
 /// Join order rule 7: the tree-row columns anything above a leaf's scan reads —
@@ -403,24 +577,29 @@ fn kept_columns(width: usize, needed: Option<&[bool]>, conds: &[Cond], top: &[Ex
 /// A leaf's scan, projected to the columns kept (join order rule 7), and its layout.
 fn leaf_plan(l: &Leaf<'_>, keep: &[bool], rels: &Relations<'_>) -> SqlResult<(Plan, Vec<usize>)> {
     let p = planner::rel(l.rel, l.conjs.clone(), rels)?;
+    Ok(leaf_plan_of(p, l, &l.conjs, keep))
+}
+
+/// [`leaf_plan`] of the leaf's planned scan `p`.
+fn leaf_plan_of(p: Plan, l: &Leaf<'_>, conjs: &[Expr], keep: &[bool]) -> (Plan, Vec<usize>) {
     let all: Vec<usize> = (l.offset..l.offset + l.width).collect();
     let kept: Vec<usize> = all.iter().copied().filter(|&c| keep[c]).collect();
     if kept.len() == all.len() {
-        return Ok((p, all));
+        return (p, all);
     }
     // The scan decodes what is kept and what its filter reads (cursor rule 5);
     // all of it where the filter holds a subquery (whose reads are not followed).
-    if l.conjs.iter().any(|c| !crate::bind::engine_free(c)) {
+    if conjs.iter().any(|c| !crate::bind::engine_free(c)) {
         let exprs = kept.iter().map(|&c| Expr::Col(c - l.offset)).collect();
         let p = Plan::Project {
             input: Box::new(p),
             exprs,
         };
-        return Ok((p, kept));
+        return (p, kept);
     }
     let mut read: Vec<bool> = all.iter().map(|&c| keep[c]).collect();
     let mut cols = Vec::new();
-    for c in &l.conjs {
+    for c in conjs {
         crate::privileges::expr_columns(c, &mut cols);
     }
     for c in cols {
@@ -434,7 +613,7 @@ fn leaf_plan(l: &Leaf<'_>, keep: &[bool], rels: &Relations<'_>) -> SqlResult<(Pl
         input: Box::new(p),
         exprs,
     };
-    Ok((p, kept))
+    (p, kept)
 }
 
 /// `e` over the tree's row rewritten over a row laid out as `layout`.

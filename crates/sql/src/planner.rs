@@ -437,7 +437,7 @@ pub(crate) fn split_and(e: Expr, out: &mut Vec<Expr>) {
 }
 
 /// `e`'s operands of `op` (AND or OR), flattened.
-fn split_bool(e: Expr, op: BinOp, out: &mut Vec<Expr>) {
+pub(crate) fn split_bool(e: Expr, op: BinOp, out: &mut Vec<Expr>) {
     match e {
         Expr::Bool(o, l) if o == op => l.into_iter().for_each(|x| split_bool(x, op, out)),
         Expr::Bin(a, o, b) if o == op => {

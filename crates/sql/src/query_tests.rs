@@ -747,3 +747,62 @@ fn analyze_statistics_drive_the_estimates() {
         assert!(hashed(s).contains("on mid"), "{}", hashed(s));
     });
 }
+
+#[test]
+fn index_probes_per_outer_row_and_or_restrictions() {
+    with_session(64 << 20, |s| {
+        let c = q(
+            s,
+            "CREATE TABLE dim (id int PRIMARY KEY, cat int, name text);
+             CREATE TABLE fact (id int, dim_id int, v int);
+             CREATE INDEX fact_dim ON fact (dim_id);
+             INSERT INTO dim SELECT g, g % 100, 'd' || g FROM generate_series(1, 1000) g;
+             INSERT INTO fact SELECT g, g % 1000 + 1, g FROM generate_series(1, 20000) g;
+             ANALYZE",
+        );
+        assert!(c.results.iter().all(|r| r.is_ok()), "{:?}", c.results);
+        let dim_of = |g: i64| g % 1000 + 1;
+        let sql =
+            "SELECT count(*), sum(v) FROM dim, fact WHERE fact.dim_id = dim.id AND dim.cat = 7";
+        let hit: Vec<i64> = (1..=20000).filter(|g| dim_of(*g) % 100 == 7).collect();
+        let want = format!("{}|{}", hit.len(), hit.iter().sum::<i64>());
+        assert_eq!(rows(s, sql), std::slice::from_ref(&want));
+        let plan = rows(s, &format!("EXPLAIN (COSTS OFF) {sql}"));
+        assert!(plan.iter().any(|l| l.contains("Nested Loop")), "{plan:#?}");
+        assert!(
+            plan.iter()
+                .any(|l| l.contains("Index Scan using fact_dim on fact")),
+            "{plan:#?}"
+        );
+        assert!(
+            plan.iter()
+                .any(|l| l.contains("Index Cond: (dim_id = dim.id)")),
+            "{plan:#?}"
+        );
+        // Join order rule 8: each arm restricts dim, so dim's scan is filtered by
+        // the OR of those restrictions (and the probes follow).
+        let or = "SELECT count(*) FROM dim, fact WHERE fact.dim_id = dim.id AND \
+                  ((dim.cat = 7 AND fact.v < 5000) OR (dim.cat = 8 AND fact.v > 15000))";
+        let n = (1..=20000i64)
+            .filter(|g| {
+                let c = dim_of(*g) % 100;
+                (c == 7 && *g < 5000) || (c == 8 && *g > 15000)
+            })
+            .count();
+        assert_eq!(rows(s, or), [n.to_string()]);
+        let plan = rows(s, &format!("EXPLAIN (COSTS OFF) {or}"));
+        let dim_scan = plan
+            .iter()
+            .position(|l| l.contains("Seq Scan on dim"))
+            .unwrap();
+        assert!(
+            plan[dim_scan + 1].contains("((cat = 7) OR (cat = 8))"),
+            "{plan:#?}"
+        );
+        // Without the index the same join hashes, with the same answer.
+        assert_eq!(codes(s, "DROP INDEX fact_dim"), [""]);
+        let plan = rows(s, &format!("EXPLAIN (COSTS OFF) {sql}"));
+        assert!(plan.iter().any(|l| l.contains("Hash Join")), "{plan:#?}");
+        assert_eq!(rows(s, sql), [want]);
+    });
+}
