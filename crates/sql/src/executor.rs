@@ -593,17 +593,28 @@ impl<'a> Node<'a> for Scan<'a> {
         if matches!(self.cursor, Cursor::Unopened) {
             self.cursor = self.open(cx)?;
         }
-        let filter = self.filter;
+        let (filter, take) = (self.filter, self.take);
         let failed = RefCell::new(None);
+        let mut out: Tuple = Vec::new();
         let mut visit = |r: &mut Tuple| {
             let mut failed = failed.borrow_mut();
-            if failed.is_none() {
-                if let Err(e) = cx
-                    .holds(filter, r)
-                    .and_then(|ok| if ok { f(r) } else { Ok(()) })
-                {
-                    *failed = Some(e);
+            if failed.is_some() {
+                return;
+            }
+            // A fused projection (`take`) narrows the lent row into `out`.
+            let mut lend = |r: &mut Tuple| match take {
+                None => f(r),
+                Some(t) => {
+                    out.clear();
+                    out.extend(t.iter().map(|e| moved(e, r)));
+                    f(&out)
                 }
+            };
+            if let Err(e) = cx
+                .holds(filter, r)
+                .and_then(|ok| if ok { lend(r) } else { Ok(()) })
+            {
+                *failed = Some(e);
             }
         };
         let check = || cx.engine_check();
@@ -790,13 +801,15 @@ struct Project<'a>(Op<'a>, &'a [Expr], bool);
 fn narrow(take: Option<&[Expr]>, r: &mut Tuple) -> Tuple {
     match take {
         None => std::mem::take(r),
-        Some(t) => t
-            .iter()
-            .map(|e| match e {
-                Expr::Col(i) => std::mem::replace(&mut r[*i], Datum::Null),
-                _ => unreachable!("moves() checked: columns only"),
-            })
-            .collect(),
+        Some(t) => t.iter().map(|e| moved(e, r)).collect(),
+    }
+}
+
+/// Column `e` of `r`, moved out (a moving projection's: `moves`).
+fn moved(e: &Expr, r: &mut Tuple) -> Datum {
+    match e {
+        Expr::Col(i) => std::mem::replace(&mut r[*i], Datum::Null),
+        _ => unreachable!("moves() checked: columns only"),
     }
 }
 

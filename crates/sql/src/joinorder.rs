@@ -423,15 +423,7 @@ fn build(
         ((pb, lb), (pa, la))
     };
     let mask = tree_mask(a) | tree_mask(b);
-    let mut layout = lo.clone();
-    layout.extend(&li);
-    let mut here = Vec::new();
-    for (k, c) in conds.iter().enumerate() {
-        if !used[k] && c.mask & mask == c.mask {
-            used[k] = true;
-            here.push(remap(c.expr.clone(), &layout));
-        }
-    }
+    let (layout, here) = conds_at(conds, used, mask, (&lo, &li));
     let p = planner::keyed_join(JoinKind::Inner, (outer, inner), here, (lo.len(), li.len()))?;
     Ok((p, layout))
 }
@@ -500,16 +492,7 @@ fn index_nested_loop(
     }
     let (pi, li) = leaf_plan_of(scan, l, &conjs, keep);
     used[k] = true;
-    let mask = om | im;
-    let mut layout = lo.clone();
-    layout.extend(&li);
-    let mut here = Vec::new();
-    for (k, c) in conds.iter().enumerate() {
-        if !used[k] && c.mask & mask == c.mask {
-            used[k] = true;
-            here.push(remap(c.expr.clone(), &layout));
-        }
-    }
+    let (layout, here) = conds_at(conds, used, om | im, (&lo, &li));
     let p = Plan::Lateral {
         kind: JoinKind::Inner,
         outer: Box::new(po),
@@ -518,6 +501,26 @@ fn index_nested_loop(
         widths: (lo.len(), li.len()),
     };
     Ok(Some((p, layout)))
+}
+
+/// The joined row's layout (`lo` then `li`) and the conditions not yet used whose
+/// leaves are all in `mask`, over that layout (join order rule 2); marks them used.
+fn conds_at(
+    conds: &[Cond],
+    used: &mut [bool],
+    mask: u64,
+    (lo, li): (&[usize], &[usize]),
+) -> (Vec<usize>, Vec<Expr>) {
+    let mut layout = lo.to_vec();
+    layout.extend(li);
+    let mut here = Vec::new();
+    for (k, c) in conds.iter().enumerate() {
+        if !used[k] && c.mask & mask == c.mask {
+            used[k] = true;
+            here.push(remap(c.expr.clone(), &layout));
+        }
+    }
+    (layout, here)
 }
 
 /// `e` with each column read from the outer row of a nested loop's inner side.

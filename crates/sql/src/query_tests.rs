@@ -806,3 +806,22 @@ fn index_probes_per_outer_row_and_or_restrictions() {
         assert_eq!(rows(s, sql), [want]);
     });
 }
+
+#[test]
+fn aggregates_over_a_reordering_subquery_read_its_columns() {
+    with_session(64 << 20, |s| {
+        let c = q(
+            s,
+            "CREATE TABLE ro (a int, b int, t text);
+             INSERT INTO ro SELECT g, 1000 * g, 'r' || g FROM generate_series(1, 3000) g",
+        );
+        assert!(c.results.iter().all(|r| r.is_ok()), "{:?}", c.results);
+        // The subquery's projection moves columns out of the scan's row in another
+        // order: the aggregate above reads the subquery's columns, not the table's.
+        let sql = "SELECT sum(y), max(x), count(z) FROM (SELECT b AS x, a AS y, t AS z FROM ro WHERE a % 3 = 0) s";
+        let ys: i64 = (1..=3000).filter(|g| g % 3 == 0).sum();
+        assert_eq!(rows(s, sql), [format!("{ys}|3000000|1000")]);
+        let grouped = "SELECT y % 2, count(*), min(x) FROM (SELECT b AS x, a AS y FROM ro) s GROUP BY 1 ORDER BY 1";
+        assert_eq!(rows(s, grouped), ["0|1500|2000", "1|1500|1000"]);
+    });
+}
