@@ -444,7 +444,11 @@ fn index_nested_loop(
         return Ok(None);
     };
     let l = &leaves[*i];
-    if !matches!(l.rel, Rel::Table { .. }) {
+    // The inner side runs one nesting level down (its outer row is the loop's), so
+    // a filter that reads an enclosing query's row (a correlated subquery's leaf)
+    // or holds a subquery stays with the other methods.
+    let plain = |e: &Expr| crate::bind::engine_free(e) && !has_outer(e);
+    if !matches!(l.rel, Rel::Table { .. }) || !l.conjs.iter().all(plain) {
         return Ok(None);
     }
     let (om, im) = (tree_mask(outer), 1u64 << i);
@@ -457,7 +461,7 @@ fn index_nested_loop(
         let Expr::Bin(x, BinOp::Eq, y) = &c.expr else {
             return None;
         };
-        let over_outer = |e: &Expr| leaf_mask(e, leaves) & !om == 0 && crate::bind::engine_free(e);
+        let over_outer = |e: &Expr| leaf_mask(e, leaves) & !om == 0 && plain(e);
         match (&**x, &**y) {
             (Expr::Col(c), e) if inside(*c) && over_outer(e) => Some((k, *c, e.clone())),
             (e, Expr::Col(c)) if inside(*c) && over_outer(e) => Some((k, *c, e.clone())),

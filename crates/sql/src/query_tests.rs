@@ -799,8 +799,22 @@ fn index_probes_per_outer_row_and_or_restrictions() {
             plan[dim_scan + 1].contains("((cat = 7) OR (cat = 8))"),
             "{plan:#?}"
         );
+        // In a correlated subquery whose leaves read the enclosing row: the same
+        // answers as counted here (the probed side never misreads that row).
+        let corr = "SELECT d.id, (SELECT count(*) FROM dim d2, fact f WHERE f.dim_id = d2.id \
+                    AND d2.cat = 7 AND f.v < d.id * 100) FROM dim d WHERE d.id <= 3 ORDER BY d.id";
+        let want_corr: Vec<String> = (1..=3i64)
+            .map(|k| {
+                let n = (1..=20000i64)
+                    .filter(|g| dim_of(*g) % 100 == 7 && *g < k * 100)
+                    .count();
+                format!("{k}|{n}")
+            })
+            .collect();
+        assert_eq!(rows(s, corr), want_corr);
         // Without the index the same join hashes, with the same answer.
         assert_eq!(codes(s, "DROP INDEX fact_dim"), [""]);
+        assert_eq!(rows(s, corr), want_corr);
         let plan = rows(s, &format!("EXPLAIN (COSTS OFF) {sql}"));
         assert!(plan.iter().any(|l| l.contains("Hash Join")), "{plan:#?}");
         assert_eq!(rows(s, sql), [want]);
