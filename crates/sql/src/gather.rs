@@ -18,7 +18,10 @@
 //! 4. The histogram: up to target + 1 bounds splitting the other values, sorted,
 //!    into buckets of equal counts (none when fewer than two distinct values are
 //!    left).
-//! 5. Memory is the sample's: O(300 × target rows of the columns analyzed).
+//! 5. Memory is the sample's: O(300 × target rows of the columns analyzed), each
+//!    value at most [`WIDTH_THRESHOLD`] bytes: a wider text or bytea is kept as its
+//!    width only, counted as a distinct non-null value and left out of the common
+//!    values and the histogram (PostgreSQL's "toowide" values).
 
 use crate::bind::compare;
 use crate::Datum;
@@ -31,9 +34,26 @@ pub(crate) const STATISTICS_TARGET: usize = 100;
 /// Rows sampled (rule 1).
 pub(crate) const SAMPLE_ROWS: usize = 300 * STATISTICS_TARGET;
 
+/// Rule 5: the widest value a sample keeps (PostgreSQL's WIDTH_THRESHOLD).
+pub(crate) const WIDTH_THRESHOLD: usize = 1024;
+
+/// A sampled value: the value, or only the width of one too wide to keep (rule 5).
+pub(crate) enum Sampled {
+    Value(Datum),
+    Wide(usize),
+}
+
+fn sampled(d: &Datum) -> Sampled {
+    match d {
+        Datum::Text(s) if s.len() > WIDTH_THRESHOLD => Sampled::Wide(s.len()),
+        Datum::Bytea(b) if b.len() > WIDTH_THRESHOLD => Sampled::Wide(b.len()),
+        d => Sampled::Value(d.clone()),
+    }
+}
+
 /// A reservoir of rows (rule 1).
 pub(crate) struct Sampler {
-    pub(crate) rows: Vec<Vec<Datum>>,
+    pub(crate) rows: Vec<Vec<Sampled>>,
     pub(crate) seen: u64,
     cap: usize,
     state: u64,
@@ -61,12 +81,12 @@ impl Sampler {
     pub(crate) fn offer(&mut self, row: &[Datum]) {
         self.seen += 1;
         if self.rows.len() < self.cap {
-            self.rows.push(row.to_vec());
+            self.rows.push(row.iter().map(sampled).collect());
             return;
         }
         let j = self.below(self.seen) as usize;
         if j < self.cap {
-            self.rows[j].clone_from_slice(row);
+            self.rows[j] = row.iter().map(sampled).collect();
         }
     }
 }
@@ -87,15 +107,24 @@ pub(crate) fn table_stats(s: &Sampler, columns: &[bool], pages: u32) -> TableSta
 }
 
 /// One column's statistics from its sampled values (rules 2-4).
-pub(crate) fn column_stats<'a>(values: impl Iterator<Item = &'a Datum>, total: f64) -> ColumnStats {
-    let mut n = 0usize;
-    let mut width = 0usize;
+pub(crate) fn column_stats<'a>(
+    values: impl Iterator<Item = &'a Sampled>,
+    total: f64,
+) -> ColumnStats {
+    let (mut n, mut width, mut wide) = (0usize, 0usize, 0usize);
     let mut vals: Vec<&Datum> = Vec::new();
     for v in values {
         n += 1;
-        if !v.is_null() {
-            width += datum_width(v);
-            vals.push(v);
+        match v {
+            Sampled::Wide(len) => {
+                width += len + 4;
+                wide += 1;
+            }
+            Sampled::Value(d) if !d.is_null() => {
+                width += datum_width(d);
+                vals.push(d);
+            }
+            Sampled::Value(_) => {}
         }
     }
     vals.sort_by(|a, b| compare(a, b));
@@ -107,14 +136,14 @@ pub(crate) fn column_stats<'a>(values: impl Iterator<Item = &'a Datum>, total: f
             _ => runs.push((v, 1)),
         }
     }
-    let nonnull = vals.len();
+    let nonnull = vals.len() + wide;
     let null_frac = if n == 0 {
         0.0
     } else {
         (n - nonnull) as f64 / n as f64
     };
     let whole = n as f64 >= total;
-    let n_distinct = distinct(&runs, nonnull, null_frac, total, whole);
+    let n_distinct = distinct(&runs, wide, (nonnull, null_frac), total, whole);
     let mcv = common(&runs, whole);
     let histogram = histogram(&runs, &mcv);
     ColumnStats {
@@ -129,19 +158,19 @@ pub(crate) fn column_stats<'a>(values: impl Iterator<Item = &'a Datum>, total: f
     }
 }
 
-/// Rule 2: PostgreSQL's stadistinct.
+/// Rule 2: PostgreSQL's stadistinct; each too-wide value (rule 5) counts as seen once.
 fn distinct(
     runs: &[(&Datum, usize)],
-    nonnull: usize,
-    null_frac: f64,
+    wide: usize,
+    (nonnull, null_frac): (usize, f64),
     total: f64,
     whole: bool,
 ) -> f64 {
-    let d = runs.len() as f64;
+    let d = (runs.len() + wide) as f64;
     if nonnull == 0 {
         return 0.0;
     }
-    let f1 = runs.iter().filter(|(_, c)| *c == 1).count() as f64;
+    let f1 = (runs.iter().filter(|(_, c)| *c == 1).count() + wide) as f64;
     let est = if whole {
         d
     } else if f1 as usize == nonnull {
@@ -234,6 +263,7 @@ mod tests {
                 _ => Datum::Int4(i % 25),
             })
             .collect();
+        let vals: Vec<Sampled> = vals.into_iter().map(Sampled::Value).collect();
         let c = column_stats(vals.iter(), 1000.0);
         assert!((c.null_frac - 0.1).abs() < 1e-9);
         assert_eq!(c.n_distinct, 25.0);
@@ -249,7 +279,7 @@ mod tests {
 
     #[test]
     fn a_unique_column_is_a_fraction_with_a_histogram() {
-        let vals: Vec<Datum> = (0..5000).map(Datum::Int4).collect();
+        let vals: Vec<Sampled> = (0..5000).map(|i| Sampled::Value(Datum::Int4(i))).collect();
         let c = column_stats(vals.iter(), 5000.0);
         assert_eq!(c.n_distinct, -1.0);
         assert!(c.mcv.is_empty());
@@ -271,7 +301,7 @@ mod tests {
         let high = s
             .rows
             .iter()
-            .filter(|r| matches!(r[0], Datum::Int4(v) if v >= 5000))
+            .filter(|r| matches!(r[0], Sampled::Value(Datum::Int4(v)) if v >= 5000))
             .count();
         assert!(
             (30..=70).contains(&high),
@@ -279,5 +309,24 @@ mod tests {
         );
         let t = table_stats(&s, &[true], 40);
         assert_eq!((t.reltuples, t.relpages), (10_000.0, 40));
+        // Rule 5: wide values are kept as their widths, distinct and non-null.
+        let mut s = Sampler::new(100);
+        for i in 0..50 {
+            s.offer(&[Datum::Text(format!("{i}").repeat(2000))]);
+            s.offer(&[Datum::Text("short".into())]);
+        }
+        assert!(s.rows.iter().all(|r| match &r[0] {
+            Sampled::Wide(n) => *n >= 2000,
+            Sampled::Value(Datum::Text(t)) => t.len() <= WIDTH_THRESHOLD,
+            _ => false,
+        }));
+        let c = table_stats(&s, &[true], 1).columns[0].clone().unwrap();
+        assert_eq!(c.null_frac, 0.0);
+        assert_eq!(
+            c.n_distinct, -0.51,
+            "50 wide values and one short one, of 100 rows"
+        );
+        assert_eq!(c.mcv.len(), 1, "only the short value is kept");
+        assert!(c.avg_width > 1000);
     }
 }

@@ -275,7 +275,12 @@ fn run_analyze(
         let n = pages(s, &r.name);
         let report = s.write_checked(|t, check| analyze_table(t, (&db, check), &r, &cols, n))?;
         if verbose {
-            notices.push(("INFO", format!("analyzing \"public.{}\"", r.name)));
+            // A temporary table's stored name is already schema-qualified.
+            let shown = match r.name.contains('.') {
+                true => r.name.clone(),
+                false => format!("public.{}", r.name),
+            };
+            notices.push(("INFO", format!("analyzing \"{shown}\"")));
             notices.push(("INFO", report));
         }
     }
@@ -312,7 +317,7 @@ fn analyze_table(
     t.set_table_stats(db, &r.name, stats)?;
     Ok(format!(
         "\"{}\": scanned {pages} of {pages} pages, containing {} live rows and 0 dead rows; {} rows in sample, {} estimated total rows",
-        r.name,
+        r.name.rsplit('.').next().unwrap_or(&r.name),
         sample.seen,
         sample.rows.len(),
         sample.seen
