@@ -1602,15 +1602,12 @@ impl<'a> WindowOp<'a> {
         let mut meter = Meter::new(cx, "A window's rows");
         let mut rows = drain(&mut self.input, cx, &mut meter)?;
         let mut order: Vec<usize> = (0..rows.len()).collect();
-        let mut values: Vec<Vec<Datum>> = Vec::with_capacity(self.funcs.len());
-        for (n, w) in self.funcs.iter().enumerate().rev() {
-            let (v, o) = window_values(cx, w, &rows)?;
-            values.push(v);
-            if n == 0 {
-                order = o;
-            }
+        let mut values: Vec<Vec<Datum>> = vec![Vec::new(); self.funcs.len()];
+        for f in crate::window::pg_window_order(self.funcs) {
+            let (v, o) = window_values(cx, &self.funcs[f], &rows, &order)?;
+            values[f] = v;
+            order = o;
         }
-        values.reverse();
         for (i, row) in rows.iter_mut().enumerate() {
             row.extend(values.iter().map(|v| v[i].clone()));
         }
@@ -1620,11 +1617,13 @@ impl<'a> WindowOp<'a> {
 }
 
 /// One window function's value for every row (by input position), and the rows'
-/// window order.
+/// window order: the rows are taken in `order` (the previous window's) and sorted
+/// by PostgreSQL's quicksort (window rule 5).
 fn window_values(
     cx: &Ctx<'_>,
     w: &crate::window::WinFunc,
     rows: &[Tuple],
+    order: &[usize],
 ) -> SqlResult<(Vec<Datum>, Vec<usize>)> {
     let eval_all =
         |es: &[Expr], r: &Tuple| -> SqlResult<Tuple> { es.iter().map(|e| cx.eval(e, r)).collect() };
@@ -1632,7 +1631,8 @@ fn window_values(
     let dirs: Vec<(bool, bool)> = w.order.iter().map(|(_, d, n)| (*d, *n)).collect();
     let arg_exprs = crate::window::arg_exprs(w);
     let mut keyed = Vec::with_capacity(rows.len());
-    for (i, r) in rows.iter().enumerate() {
+    for &i in order {
+        let r = &rows[i];
         keyed.push((
             eval_all(&w.partition, r)?,
             eval_all(&order_exprs, r)?,
@@ -1641,7 +1641,7 @@ fn window_values(
         ));
     }
     let pdirs = vec![(false, false); w.partition.len()];
-    keyed.sort_by(|a, b| {
+    crate::sort::pg_qsort(&mut keyed, &mut |a, b| {
         crate::window::cmp_keys(&a.0, &b.0, &pdirs)
             .then_with(|| crate::window::cmp_keys(&a.1, &b.1, &dirs))
     });

@@ -5,14 +5,17 @@
 //! `finish`).
 //!
 //! Rules:
-//! 1. Without a bound, rows are kept until the input ends, then sorted (stably: ties
-//!    keep their input order). When the rows kept exceed `work_mem` the statement
+//! 1. Without a bound, rows are kept until the input ends, then sorted by
+//!    [`pg_qsort`], PostgreSQL's own quicksort, so that rows with equal keys come out
+//!    in the order PostgreSQL's would from the same input. When the rows kept exceed `work_mem` the statement
 //!    fails with 53200 "out of memory", its DETAIL naming `work_mem` (Strata does
 //!    not spill sorts to temporary files yet); memory stays within `work_mem` plus
 //!    one row.
-//! 2. With LIMIT n (and OFFSET m) only the best n + m rows are kept, in a bounded
-//!    heap (PostgreSQL's top-N heapsort): memory O(n + m) rows however large the
-//!    input, and `work_mem` applies to those rows.
+//! 2. With LIMIT n (and OFFSET m) rows are kept as in rule 1 until there are more
+//!    than 2(n + m) of them, as PostgreSQL's tuplesort does; then only the best n + m
+//!    are kept, in PostgreSQL's bounded heap (its top-N heapsort, ties falling as
+//!    they fall there): memory O(n + m) rows however large the input, and
+//!    `work_mem` applies to those rows.
 //! 3. Row sizes are estimated ([`row_bytes`]): the values' heap bytes plus a fixed
 //!    overhead per value and per row, as PostgreSQL counts tuples against
 //!    `work_mem`.
@@ -20,22 +23,15 @@
 use super::bind::compare;
 use super::{Datum, SqlError, SqlResult};
 use std::cmp::Ordering;
-use std::collections::BinaryHeap;
 
-/// A row with its sort keys and input position (the tie-breaker, rule 1).
+/// A row with its sort keys.
 struct Keyed {
     keys: Vec<Datum>,
-    seq: u64,
     vals: Vec<Datum>,
 }
 
-/// A [`Keyed`] row in a heap ordered by the sort order (`desc` per key).
-struct Ranked<'a> {
-    row: Keyed,
-    desc: &'a [bool],
-}
-
-fn order(a: &Keyed, b: &Keyed, desc: &[bool]) -> Ordering {
+/// The rows' order by their keys alone (ties are Equal).
+fn key_order(a: &Keyed, b: &Keyed, desc: &[bool]) -> Ordering {
     for (i, d) in desc.iter().enumerate() {
         let o = compare(&a.keys[i], &b.keys[i]);
         let o = if *d { o.reverse() } else { o };
@@ -43,23 +39,138 @@ fn order(a: &Keyed, b: &Keyed, desc: &[bool]) -> Ordering {
             return o;
         }
     }
-    a.seq.cmp(&b.seq)
+    Ordering::Equal
 }
 
-impl PartialEq for Ranked<'_> {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
+/// PostgreSQL's quicksort (`sort_template.h`: Bentley and McIlroy's, with its
+/// presorted check and insertion sort below 7 elements), so equal elements end where
+/// PostgreSQL's sorts put them. Not stable; O(n log n) expected.
+pub fn pg_qsort<T>(v: &mut [T], cmp: &mut impl FnMut(&T, &T) -> Ordering) {
+    let (mut lo, mut n) = (0usize, v.len());
+    loop {
+        let a = &mut v[lo..lo + n];
+        if n < 7 {
+            for m in 1..n {
+                let mut l = m;
+                while l > 0 && cmp(&a[l - 1], &a[l]) == Ordering::Greater {
+                    a.swap(l, l - 1);
+                    l -= 1;
+                }
+            }
+            return;
+        }
+        if (1..n).all(|m| cmp(&a[m - 1], &a[m]) != Ordering::Greater) {
+            return;
+        }
+        let (d1, d2) = partition(a, cmp);
+        // Recurse on the smaller side, iterate on the larger (as PostgreSQL does).
+        if d1 <= d2 {
+            if d1 > 1 {
+                pg_qsort(&mut a[..d1], cmp);
+            }
+            if d2 <= 1 {
+                return;
+            }
+            lo += n - d2;
+            n = d2;
+        } else {
+            if d2 > 1 {
+                pg_qsort(&mut a[n - d2..], cmp);
+            }
+            if d1 <= 1 {
+                return;
+            }
+            n = d1;
+        }
     }
 }
-impl Eq for Ranked<'_> {}
-impl PartialOrd for Ranked<'_> {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
+
+/// The median of three positions, as PostgreSQL's `med3`.
+fn med3<T>(
+    a: &[T],
+    x: usize,
+    y: usize,
+    z: usize,
+    cmp: &mut impl FnMut(&T, &T) -> Ordering,
+) -> usize {
+    use Ordering::{Greater, Less};
+    if cmp(&a[x], &a[y]) == Less {
+        if cmp(&a[y], &a[z]) == Less {
+            y
+        } else if cmp(&a[x], &a[z]) == Less {
+            z
+        } else {
+            x
+        }
+    } else if cmp(&a[y], &a[z]) == Greater {
+        y
+    } else if cmp(&a[x], &a[z]) == Less {
+        x
+    } else {
+        z
     }
 }
-impl Ord for Ranked<'_> {
-    fn cmp(&self, other: &Self) -> Ordering {
-        order(&self.row, &other.row, self.desc)
+
+/// One partitioning pass of [`pg_qsort`] (n >= 7): the pivot to the front, the
+/// three-way split, equal runs swapped to the middle. Returns the lengths of the
+/// "less" prefix and the "greater" suffix.
+fn partition<T>(a: &mut [T], cmp: &mut impl FnMut(&T, &T) -> Ordering) -> (usize, usize) {
+    let n = a.len();
+    let mut pm = n / 2;
+    if n > 7 {
+        let (mut pl, mut pn) = (0, n - 1);
+        if n > 40 {
+            let d = n / 8;
+            pl = med3(a, pl, pl + d, pl + 2 * d, cmp);
+            pm = med3(a, pm - d, pm, pm + d, cmp);
+            pn = med3(a, pn - 2 * d, pn - d, pn, cmp);
+        }
+        pm = med3(a, pl, pm, pn, cmp);
+    }
+    a.swap(0, pm);
+    // C's pc and pd are kept here as pc + 1 and pd + 1, so they never go below zero.
+    let (mut pa, mut pb, mut pc1, mut pd1) = (1usize, 1usize, n, n);
+    loop {
+        while pb < pc1 {
+            let r = cmp(&a[pb], &a[0]);
+            if r == Ordering::Greater {
+                break;
+            }
+            if r == Ordering::Equal {
+                a.swap(pa, pb);
+                pa += 1;
+            }
+            pb += 1;
+        }
+        while pb < pc1 {
+            let r = cmp(&a[pc1 - 1], &a[0]);
+            if r == Ordering::Less {
+                break;
+            }
+            if r == Ordering::Equal {
+                a.swap(pc1 - 1, pd1 - 1);
+                pd1 -= 1;
+            }
+            pc1 -= 1;
+        }
+        if pb >= pc1 {
+            break;
+        }
+        a.swap(pb, pc1 - 1);
+        pb += 1;
+        pc1 -= 1;
+    }
+    let d = pa.min(pb - pa);
+    swapn(a, 0, pb - d, d);
+    let d = (pd1 - pc1).min(n - pd1);
+    swapn(a, pb, n - d, d);
+    (pb - pa, pd1 - pc1)
+}
+
+/// Swaps `n` elements from `x` with `n` from `y`, element by element.
+fn swapn<T>(a: &mut [T], x: usize, y: usize, n: usize) {
+    for i in 0..n {
+        a.swap(x + i, y + i);
     }
 }
 
@@ -84,10 +195,10 @@ pub struct Sorter<'a> {
     bound: Option<usize>,
     work_mem_bytes: usize,
     used_bytes: usize,
-    seq: u64,
     rows: Vec<Keyed>,
-    /// The kept rows under a bound; its top is the worst of them.
-    heap: BinaryHeap<Ranked<'a>>,
+    /// Under a bound, once past twice it: the kept rows as PostgreSQL's bounded
+    /// heap, its top the worst of them.
+    heap: Option<Vec<Keyed>>,
 }
 
 impl<'a> Sorter<'a> {
@@ -97,44 +208,66 @@ impl<'a> Sorter<'a> {
             bound,
             work_mem_bytes,
             used_bytes: 0,
-            seq: 0,
             rows: Vec::new(),
-            heap: BinaryHeap::new(),
+            heap: None,
         }
     }
 
     /// Adds one row. Err 53200 when the rows kept exceed `work_mem` (rule 1).
     pub fn push(&mut self, vals: Vec<Datum>, keys: Vec<Datum>) -> SqlResult<()> {
         let bytes = row_bytes(&vals, &keys);
-        let row = Keyed {
-            keys,
-            seq: self.seq,
-            vals,
-        };
-        self.seq += 1;
+        let row = Keyed { keys, vals };
+        let desc = self.desc;
+        if let Some(heap) = self.heap.as_mut() {
+            // The worst kept row stays unless the new one sorts before it.
+            if key_order(&heap[0], &row, desc) != Ordering::Greater {
+                return Ok(());
+            }
+            let out = std::mem::replace(&mut heap[0], row);
+            let n = heap.len();
+            sift_down(heap, n, desc);
+            self.used_bytes = self.used_bytes + bytes - row_bytes(&out.vals, &out.keys);
+            return self.check_memory();
+        }
         match self.bound {
             Some(0) => return Ok(()),
-            Some(n) if self.heap.len() >= n => {
-                let worst = self.heap.peek().map(|r| &r.row);
-                if worst.is_some_and(|w| order(&row, w, self.desc) == Ordering::Less) {
-                    if let Some(out) = self.heap.pop() {
-                        self.used_bytes -= row_bytes(&out.row.vals, &out.row.keys);
-                    }
-                } else {
-                    return Ok(());
+            Some(n) => {
+                self.rows.push(row);
+                self.used_bytes += bytes;
+                let lacks_memory = self.used_bytes > self.work_mem_bytes;
+                if self.rows.len() > n.saturating_mul(2) || (lacks_memory && self.rows.len() > n) {
+                    self.heapify(n);
                 }
-                self.heap.push(Ranked {
-                    row,
-                    desc: self.desc,
-                });
             }
-            Some(_) => self.heap.push(Ranked {
-                row,
-                desc: self.desc,
-            }),
-            None => self.rows.push(row),
+            None => {
+                self.rows.push(row);
+                self.used_bytes += bytes;
+            }
         }
-        self.used_bytes += bytes;
+        self.check_memory()
+    }
+
+    /// The rows so far into the bounded heap, keeping the best `n` (rule 2), as
+    /// PostgreSQL's make_bounded_heap.
+    fn heapify(&mut self, n: usize) {
+        let desc = self.desc;
+        let mut heap: Vec<Keyed> = Vec::with_capacity(n);
+        for row in std::mem::take(&mut self.rows) {
+            if heap.len() < n {
+                heap.push(row);
+                sift_up(&mut heap, desc);
+            } else if key_order(&heap[0], &row, desc) == Ordering::Greater {
+                let out = std::mem::replace(&mut heap[0], row);
+                sift_down(&mut heap, n, desc);
+                self.used_bytes -= row_bytes(&out.vals, &out.keys);
+            } else {
+                self.used_bytes -= row_bytes(&row.vals, &row.keys);
+            }
+        }
+        self.heap = Some(heap);
+    }
+
+    fn check_memory(&self) -> SqlResult<()> {
         if self.used_bytes > self.work_mem_bytes {
             return Err(out_of_work_mem(self.work_mem_bytes));
         }
@@ -143,14 +276,56 @@ impl<'a> Sorter<'a> {
 
     /// The rows in order (the best `bound` of them under a bound).
     pub fn finish(self) -> Vec<Vec<Datum>> {
-        let mut rows = if self.bound.is_some() {
-            self.heap.into_iter().map(|r| r.row).collect()
-        } else {
-            self.rows
-        };
         let desc = self.desc;
-        rows.sort_by(|a, b| order(a, b, desc));
+        if let Some(mut heap) = self.heap {
+            // PostgreSQL's sort_bounded_heap: the top to the end, one by one.
+            let mut n = heap.len();
+            while n > 1 {
+                heap.swap(0, n - 1);
+                n -= 1;
+                sift_down(&mut heap, n, desc);
+            }
+            return heap.into_iter().map(|r| r.vals).collect();
+        }
+        let mut rows = self.rows;
+        pg_qsort(&mut rows, &mut |a, b| key_order(a, b, desc));
+        if let Some(n) = self.bound {
+            rows.truncate(n);
+        }
         rows.into_iter().map(|r| r.vals).collect()
+    }
+}
+
+/// The last row of `heap` sifted up (PostgreSQL's tuplesort_heap_insert; the heap's
+/// top is the row that sorts last).
+fn sift_up(heap: &mut [Keyed], desc: &[bool]) {
+    let mut j = heap.len() - 1;
+    while j > 0 {
+        let i = (j - 1) >> 1;
+        if key_order(&heap[j], &heap[i], desc) != Ordering::Greater {
+            break;
+        }
+        heap.swap(i, j);
+        j = i;
+    }
+}
+
+/// The top row of `heap[..n]` sifted down (PostgreSQL's tuplesort_heap_replace_top).
+fn sift_down(heap: &mut [Keyed], n: usize, desc: &[bool]) {
+    let mut i = 0;
+    loop {
+        let mut j = 2 * i + 1;
+        if j >= n {
+            break;
+        }
+        if j + 1 < n && key_order(&heap[j + 1], &heap[j], desc) == Ordering::Greater {
+            j += 1;
+        }
+        if key_order(&heap[i], &heap[j], desc) != Ordering::Less {
+            break;
+        }
+        heap.swap(i, j);
+        i = j;
     }
 }
 
@@ -221,20 +396,44 @@ mod tests {
     }
 
     #[test]
-    fn ties_keep_their_input_order_with_or_without_a_bound() {
-        let rows: Vec<(Datum, u32)> = (0..50).map(|i| (Datum::Int4(i % 3), i as u32)).collect();
-        let all = tags(&rows, &[false], None);
-        let want: Vec<u32> = (0..3)
-            .flat_map(|k| (0..50).filter(move |i| i % 3 == k))
+    fn pg_qsort_sorts_every_shape() {
+        let mut seed = 7u64;
+        for n in [0usize, 1, 2, 6, 7, 8, 40, 41, 100, 1000, 5000] {
+            for modulus in [1u64, 3, 1000, u64::MAX] {
+                let mut v: Vec<u64> = (0..n)
+                    .map(|_| {
+                        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+                        (seed >> 33) % modulus
+                    })
+                    .collect();
+                let mut want = v.clone();
+                want.sort_unstable();
+                pg_qsort(&mut v, &mut |a, b| a.cmp(b));
+                assert_eq!(v, want, "n {n}, modulus {modulus}");
+                v.reverse();
+                pg_qsort(&mut v, &mut |a, b| a.cmp(b));
+                assert_eq!(v, want, "n {n} reversed");
+            }
+        }
+    }
+
+    #[test]
+    fn ties_are_placed_as_postgres_places_them() {
+        // Ten rows, keys with ties, in this input order: PostgreSQL 15's ORDER BY k
+        // gives these tags (med3 pivot, equal runs swapped to the middle);
+        // crates/strata/tests/queries.rs checks more against a running PostgreSQL.
+        let rows: Vec<(Datum, u32)> = [5, 3, 5, 4, 3, 5, 4, 4, 2, 5]
+            .iter()
+            .enumerate()
+            .map(|(i, k)| (Datum::Int4(*k), i as u32))
             .collect();
-        assert_eq!(all, want);
-        assert_eq!(tags(&rows, &[false], Some(5)), want[..5]);
-        let desc = tags(&rows, &[true], Some(4));
-        assert_eq!(
-            desc,
-            [2, 5, 8, 11],
-            "descending keys, ties still in input order"
-        );
+        let all = tags(&rows, &[false], None);
+        assert_eq!(all, [8, 4, 1, 6, 7, 3, 9, 2, 5, 0]);
+        // Under a bound of at least half the rows, the same sort, then the first n.
+        assert_eq!(tags(&rows, &[false], Some(5)), all[..5]);
+        // Beyond twice the bound, PostgreSQL's bounded heap.
+        assert_eq!(tags(&rows, &[false], Some(3)), [8, 4, 1]);
+        assert_eq!(tags(&rows, &[true], Some(4)), [5, 2, 0, 9]);
     }
 
     #[test]

@@ -21,7 +21,9 @@
 //!    the partition.
 //! 4. Window functions are allowed in the select list and ORDER BY only (42P20
 //!    elsewhere), are evaluated after grouping and HAVING, and may not nest.
-//! 5. Cost: a sort per window; aggregates over a frame starting at UNBOUNDED
+//! 5. Cost: a sort per window (PostgreSQL's quicksort, taking the rows in the order
+//!    the previous window left them, so peers come out as PostgreSQL's do); windows
+//!    are computed in PostgreSQL's order ([`pg_window_order`]); aggregates over a frame starting at UNBOUNDED
 //!    PRECEDING run in one pass, other frames recompute each row's frame.
 //! 6. Named windows are PostgreSQL's: `OVER w` is window `w` of the SELECT's WINDOW
 //!    clause as defined; `OVER (w ORDER BY ...)` and `WINDOW v AS (w ...)` copy `w`
@@ -33,6 +35,59 @@ use crate::bind::{compare, Agg, Binder, Expr, Scope};
 use crate::{object_name, Datum, SqlError, SqlResult, SqlType};
 use sqlparser::ast;
 use std::cmp::Ordering;
+
+/// The order PostgreSQL computes windows in (window rule 5; its
+/// select_active_windows): functions with the same PARTITION BY, ORDER BY and frame
+/// share a window; windows are sorted by their sort keys — a key written later
+/// first, descending before ascending, NULLS FIRST before NULLS LAST, a longer list
+/// before its prefix — so windows sorting alike are adjacent. The last window's
+/// order is the output's. Returns indexes into `funcs`.
+pub fn pg_window_order(funcs: &[WinFunc]) -> Vec<usize> {
+    let mut keys: Vec<&Expr> = Vec::new();
+    let mut windows: Vec<(Vec<SortKey>, Vec<usize>)> = Vec::new();
+    let mut seen: Vec<usize> = Vec::new();
+    for (i, f) in funcs.iter().enumerate() {
+        if let Some(w) = seen.iter().position(|&j| {
+            let g = &funcs[j];
+            g.partition == f.partition && g.order == f.order && g.frame == f.frame
+        }) {
+            windows[w].1.push(i);
+            continue;
+        }
+        let mut unique: Vec<SortKey> = Vec::new();
+        let clauses = f.partition.iter().map(|e| (e, false, false));
+        for (e, desc, nulls_first) in clauses.chain(f.order.iter().map(|(e, d, n)| (e, *d, *n))) {
+            let r = match keys.iter().position(|k| *k == e) {
+                Some(r) => r,
+                None => {
+                    keys.push(e);
+                    keys.len() - 1
+                }
+            };
+            if !unique.contains(&(r, desc, nulls_first)) {
+                unique.push((r, desc, nulls_first));
+            }
+        }
+        seen.push(i);
+        windows.push((unique, vec![i]));
+    }
+    crate::sort::pg_qsort(&mut windows, &mut |a, b| common_prefix_cmp(&a.0, &b.0));
+    windows.into_iter().flat_map(|w| w.1).collect()
+}
+
+/// A window's sort key: the key's number (in order written), descending, NULLS FIRST.
+type SortKey = (usize, bool, bool);
+
+/// PostgreSQL's common_prefix_cmp over two windows' sort keys.
+fn common_prefix_cmp(a: &[SortKey], b: &[SortKey]) -> Ordering {
+    for (x, y) in a.iter().zip(b) {
+        let o = y.0.cmp(&x.0).then(y.1.cmp(&x.1)).then(y.2.cmp(&x.2));
+        if o != Ordering::Equal {
+            return o;
+        }
+    }
+    b.len().cmp(&a.len())
+}
 
 /// A bound window function call.
 #[derive(Clone, Debug, PartialEq)]
