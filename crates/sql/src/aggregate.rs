@@ -8,7 +8,9 @@
 //! 1. The aggregates are PostgreSQL's with its result types: count (bigint), sum
 //!    (bigint of smallint/integer, numeric of bigint/numeric, the float's own type),
 //!    avg (numeric of integers and numeric, double of floats), min / max (the
-//!    argument's type), bool_and / bool_or / every (boolean), string_agg (text).
+//!    argument's type), bool_and / bool_or / every (boolean), string_agg (text),
+//!    and the statistics of [`crate::moments`] (variance, stddev, covariance,
+//!    correlation, regression).
 //! 2. NULL inputs are skipped; over no rows count is 0 and the others NULL.
 //! 3. `agg(DISTINCT x)` counts each distinct non-NULL value once; `FILTER (WHERE c)`
 //!    feeds only the rows where c is true. An aggregate inside another's argument
@@ -35,7 +37,7 @@ pub fn agg_func(name: &str, star: bool) -> Option<AggFunc> {
         "bool_and" | "every" => AggFunc::BoolAnd,
         "bool_or" => AggFunc::BoolOr,
         "string_agg" => AggFunc::StringAgg,
-        _ => return None,
+        _ => AggFunc::Stat(crate::moments::Stat::from_name(name)?),
     })
 }
 
@@ -59,6 +61,7 @@ fn result_type(func: AggFunc, name: &str, t: SqlType) -> SqlResult<SqlType> {
         AggFunc::BoolAnd | AggFunc::BoolOr if t == SqlType::Bool => t,
         AggFunc::StringAgg if matches!(t, SqlType::Text | SqlType::Bpchar) => SqlType::Text,
         AggFunc::Min | AggFunc::Max => t,
+        AggFunc::Stat(s) => s.result_type(t).ok_or_else(missing)?,
         _ => return Err(missing()),
     })
 }
@@ -148,8 +151,12 @@ impl Binder {
         let want = match func {
             AggFunc::CountStar => 0,
             AggFunc::StringAgg => 2,
+            AggFunc::Stat(s) if s.two_args() => 2,
             _ => 1,
         };
+        if distinct && want == 2 {
+            return Err(SqlError::unsupported(format!("DISTINCT in {f}")));
+        }
         if exprs.len() != want {
             return Err(SqlError::new(
                 "42883",
@@ -160,11 +167,21 @@ impl Binder {
             ));
         }
         let mut it = exprs.into_iter();
-        let arg = it.next();
+        let mut arg = it.next();
+        if matches!(func, AggFunc::Stat(s) if s.two_args()) {
+            if let Some((a, t)) = arg.take() {
+                arg = Some((self.coerce(a, t, SqlType::Float8)?, SqlType::Float8));
+            }
+        }
         let t = arg.as_ref().map_or(SqlType::Int8, |(_, t)| *t);
         let ty = result_type(func, &name, t)?;
-        let delim = match it.next() {
-            Some((d, dt)) => Some(self.coerce(d, dt, SqlType::Text)?),
+        let second = if func == AggFunc::StringAgg {
+            SqlType::Text
+        } else {
+            SqlType::Float8
+        };
+        let arg2 = match it.next() {
+            Some((d, dt)) => Some(self.coerce(d, dt, second)?),
             None => None,
         };
         let arg = match (func, arg) {
@@ -177,7 +194,7 @@ impl Binder {
             ty,
             distinct,
             filter,
-            delim,
+            arg2,
         })
     }
 }
@@ -188,6 +205,8 @@ pub struct AggState {
     acc: Datum,
     n: i64,
     seen: Option<HashSet<Datum>>,
+    /// A statistic's moments.
+    moments: Option<Box<crate::moments::Moments>>,
 }
 
 impl AggState {
@@ -196,15 +215,26 @@ impl AggState {
             acc: Datum::Null,
             n: 0,
             seen: a.distinct.then(HashSet::new),
+            moments: matches!(a.func, AggFunc::Stat(_)).then(Box::default),
         }
     }
 
     /// Feeds one input row's argument values (`v`: the argument, `delim`:
-    /// string_agg's delimiter); `pass`: the FILTER held.
+    /// string_agg's delimiter or a statistic's X); `pass`: the FILTER held.
     pub fn step(&mut self, a: &Agg, v: Datum, delim: Datum) -> SqlResult<()> {
         if a.func == AggFunc::CountStar {
             self.n += 1;
             return Ok(());
+        }
+        if let (AggFunc::Stat(s), Some(m)) = (a.func, self.moments.as_mut()) {
+            if a.distinct && !v.is_null() {
+                if let Some(seen) = &mut self.seen {
+                    if !seen.insert(v.clone()) {
+                        return Ok(());
+                    }
+                }
+            }
+            return m.step(s, &v, &delim);
         }
         if v.is_null() {
             return Ok(());
@@ -238,7 +268,7 @@ impl AggState {
             (AggFunc::BoolAnd, acc) => Datum::Bool(is_true(&v) && (acc.is_null() || is_true(&acc))),
             (AggFunc::BoolOr, acc) => Datum::Bool(is_true(&v) || is_true(&acc)),
             (AggFunc::StringAgg, acc) => string_agg(acc, v, delim)?,
-            (AggFunc::CountStar, _) => unreachable!("counted above"),
+            (AggFunc::CountStar | AggFunc::Stat(_), _) => unreachable!("counted above"),
         };
         Ok(())
     }
@@ -254,6 +284,10 @@ impl AggState {
             AggFunc::CountStar | AggFunc::Count => Datum::Int8(self.n),
             AggFunc::Avg if self.n == 0 => Datum::Null,
             AggFunc::Avg => crate::bind::divide(&self.acc, self.n)?,
+            AggFunc::Stat(s) => match &self.moments {
+                Some(m) => m.value(s)?,
+                None => Datum::Null,
+            },
             _ => self.acc.clone(),
         })
     }

@@ -509,7 +509,7 @@ impl Binder {
             .chain(keys.iter())
             .collect();
         for a in &aggs {
-            read_cols.extend(a.arg.iter().chain(a.filter.iter()).chain(a.delim.iter()));
+            read_cols.extend(a.arg.iter().chain(a.filter.iter()).chain(a.arg2.iter()));
         }
         let win_exprs: Vec<Expr> = windows.iter().flat_map(window_exprs).collect();
         read_cols.extend(win_exprs.iter());
@@ -1315,7 +1315,7 @@ pub fn query_exprs<'q>(q: &'q Query, exprs: &mut Vec<&'q Expr>, nested: &mut dyn
                 if let Some(g) = &s.grouping {
                     exprs.extend(g.keys.iter().chain(g.having.iter()));
                     for a in &g.aggs {
-                        exprs.extend(a.arg.iter().chain(a.filter.iter()).chain(a.delim.iter()));
+                        exprs.extend(a.arg.iter().chain(a.filter.iter()).chain(a.arg2.iter()));
                     }
                 }
                 rel_exprs(&s.from, exprs, nested);

@@ -304,6 +304,8 @@ pub enum AggFunc {
     BoolAnd,
     BoolOr,
     StringAgg,
+    /// The statistics of one or two columns ([`crate::moments`]).
+    Stat(crate::moments::Stat),
 }
 
 /// A bound aggregate call ([`crate::aggregate`]).
@@ -314,8 +316,8 @@ pub struct Agg {
     pub ty: SqlType,
     pub distinct: bool,
     pub filter: Option<Expr>,
-    /// string_agg's delimiter.
-    pub delim: Option<Expr>,
+    /// The second argument: string_agg's delimiter, a statistic's X.
+    pub arg2: Option<Expr>,
 }
 
 /// The input columns an expression may name: those of one table (the legacy

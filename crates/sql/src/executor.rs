@@ -1158,7 +1158,7 @@ fn step(cx: &Ctx<'_>, aggs: &[Agg], states: &mut [AggState], row: &[Datum]) -> S
                 Some(e) => cx.eval(e, row)?,
                 None => Datum::Null,
             };
-            let d = match &a.delim {
+            let d = match &a.arg2 {
                 Some(e) => cx.eval(e, row)?,
                 None => Datum::Null,
             };
@@ -1181,7 +1181,7 @@ impl<'a> AggOp<'a> {
         let mut key: Tuple = Vec::with_capacity(self.keys.len());
         let engine_free = self.keys.iter().all(bind::engine_free)
             && self.aggs.iter().all(|a| {
-                [&a.arg, &a.filter, &a.delim]
+                [&a.arg, &a.filter, &a.arg2]
                     .into_iter()
                     .flatten()
                     .all(bind::engine_free)

@@ -902,12 +902,13 @@ impl Explainer<'_> {
             AggFunc::BoolAnd => "bool_and",
             AggFunc::BoolOr => "bool_or",
             AggFunc::StringAgg => "string_agg",
+            AggFunc::Stat(s) => s.name(),
         };
         let mut args = Vec::new();
         if let Some(x) = &a.arg {
             args.push(self.expr(x, names)?);
         }
-        if let Some(d) = &a.delim {
+        if let Some(d) = &a.arg2 {
             args.push(self.expr(d, names)?);
         }
         let d = if a.distinct { "DISTINCT " } else { "" };

@@ -77,6 +77,7 @@ mod gather;
 pub mod grants;
 pub mod interval;
 mod joinorder;
+pub mod moments;
 pub mod numeric;
 mod ordered;
 mod outer;

@@ -52,7 +52,7 @@ pub fn wider(a: SqlType, b: SqlType) -> SqlType {
     }
 }
 
-fn overflow() -> SqlError {
+pub(crate) fn overflow() -> SqlError {
     SqlError::new("22003", "value overflows numeric format")
 }
 
@@ -192,13 +192,19 @@ fn as_f64(n: &Num) -> f64 {
 
 /// A float as numeric: its 15 significant digits (PostgreSQL's float8 → numeric).
 fn float_to_numeric(f: f64) -> SqlResult<Decimal> {
+    float_digits_to_numeric(f, 15)
+}
+
+/// A float as numeric rounded to `digits` significant digits (DBL_DIG for
+/// double precision, FLT_DIG = 6 for real, as PostgreSQL's casts).
+fn float_digits_to_numeric(f: f64, digits: usize) -> SqlResult<Decimal> {
     if !f.is_finite() {
         return Err(SqlError::new(
             "22003",
             format!("cannot convert {} to numeric", format_float(f, false)),
         ));
     }
-    let text = format!("{f:.14e}");
+    let text = format!("{f:.*e}", digits - 1);
     Decimal::from_scientific(&text)
         .map(|d| d.normalize())
         .map_err(|_| overflow())
@@ -255,6 +261,39 @@ fn dec_arith(op: BinOp, x: &Num, y: &Num) -> SqlResult<Decimal> {
         _ => unreachable!("comparison and logic are eval_bin's"),
     };
     r.ok_or_else(overflow)
+}
+
+/// `p / q` (q nonzero) at PostgreSQL's result scale, with that scale (rule 2).
+pub fn divide_numeric(p: Decimal, q: Decimal) -> SqlResult<(Decimal, u32)> {
+    let scale = div_scale(p, q);
+    let mut r = p
+        .checked_div(q)
+        .ok_or_else(overflow)?
+        .round_dp_with_strategy(scale, RoundingStrategy::MidpointAwayFromZero);
+    r.rescale(scale);
+    Ok((r, scale))
+}
+
+/// The square root of a non-negative numeric rounded half away from zero to
+/// `scale` digits (PostgreSQL's sqrt_var): Newton's iteration from the float
+/// root, in 28 significant digits.
+pub fn sqrt_at(x: Decimal, scale: u32) -> SqlResult<Decimal> {
+    let mut y = match x.to_f64().map(f64::sqrt).and_then(Decimal::from_f64) {
+        Some(y) if !y.is_zero() => y,
+        _ => Decimal::ZERO,
+    };
+    if !y.is_zero() {
+        for _ in 0..8 {
+            let next = (y + x.checked_div(y).ok_or_else(overflow)?) / Decimal::TWO;
+            if next == y {
+                break;
+            }
+            y = next;
+        }
+    }
+    let mut r = y.round_dp_with_strategy(scale, RoundingStrategy::MidpointAwayFromZero);
+    r.rescale(scale);
+    Ok(r)
 }
 
 /// PostgreSQL's scale of a quotient (select_div_scale): at least 16 significant
@@ -345,7 +384,10 @@ pub fn cast(d: &Datum, to: SqlType) -> Option<SqlResult<Datum>> {
             };
             int(v, name)
         }
-        SqlType::Numeric => as_dec(&n).map(Datum::Numeric),
+        SqlType::Numeric => match d {
+            Datum::Float4(f) => float_digits_to_numeric(f.get(), 6).map(Datum::Numeric),
+            _ => as_dec(&n).map(Datum::Numeric),
+        },
         SqlType::Float4 | SqlType::Float8 => {
             let v = as_f64(&n);
             float_datum(

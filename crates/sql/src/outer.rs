@@ -68,7 +68,7 @@ impl Binder {
     /// to the enclosing query's aggregate if its arguments read only that query's
     /// columns; None if it is the subquery's own.
     pub(crate) fn lift_agg(&mut self, scope: &Scope<'_>, agg: &Agg) -> SqlResult<Option<Expr>> {
-        let parts = [&agg.arg, &agg.filter, &agg.delim];
+        let parts = [&agg.arg, &agg.filter, &agg.arg2];
         let (mut local, mut up) = (false, usize::MAX);
         for e in parts.into_iter().flatten() {
             let mut e = e.clone();
@@ -101,7 +101,7 @@ impl Binder {
             ));
         };
         let mut lifted = agg.clone();
-        for e in [&mut lifted.arg, &mut lifted.filter, &mut lifted.delim]
+        for e in [&mut lifted.arg, &mut lifted.filter, &mut lifted.arg2]
             .into_iter()
             .flatten()
         {
@@ -185,7 +185,7 @@ fn walk_tree(t: &mut SetTree, nest: usize, f: &mut Visit<'_>, post: bool) -> Sql
                     walk_expr(e, nest, f, post)?;
                 }
                 for a in &mut g.aggs {
-                    for e in [&mut a.arg, &mut a.filter, &mut a.delim]
+                    for e in [&mut a.arg, &mut a.filter, &mut a.arg2]
                         .into_iter()
                         .flatten()
                     {

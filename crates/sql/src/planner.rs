@@ -400,7 +400,7 @@ fn needed_columns(
         Some(g) => {
             exprs.extend(&g.keys);
             for a in &g.aggs {
-                exprs.extend(a.arg.iter().chain(&a.filter).chain(&a.delim));
+                exprs.extend(a.arg.iter().chain(&a.filter).chain(&a.arg2));
             }
         }
         None => {

@@ -846,7 +846,7 @@ pub fn map_exprs(mut w: WinFunc, f: &mut dyn FnMut(Expr) -> SqlResult<Expr>) -> 
     if let WinKind::Agg(a) = &mut w.kind {
         a.arg = a.arg.take().map(&mut *f).transpose()?;
         a.filter = a.filter.take().map(&mut *f).transpose()?;
-        a.delim = a.delim.take().map(&mut *f).transpose()?;
+        a.arg2 = a.arg2.take().map(&mut *f).transpose()?;
     }
     Ok(w)
 }
@@ -859,7 +859,7 @@ pub fn arg_exprs(w: &WinFunc) -> Vec<Expr> {
             let null = Expr::Const(Datum::Null);
             let mut v = vec![
                 a.arg.clone().unwrap_or(null.clone()),
-                a.delim.clone().unwrap_or(null),
+                a.arg2.clone().unwrap_or(null),
             ];
             if let Some(f) = &a.filter {
                 v.push(f.clone());
