@@ -71,6 +71,7 @@ pub mod executor;
 pub mod explain;
 pub mod extract;
 mod fold;
+pub mod frames;
 #[cfg(test)]
 mod fuzz_tests;
 mod gather;
@@ -2095,6 +2096,7 @@ pub fn parse_default(text: &str) -> SqlResult<ast::Expr> {
 }
 
 fn parse_with_sqlparser(tokens: Vec<TokenWithSpan>) -> SqlResult<Stmt> {
+    let tokens = frames::rewrite(tokens);
     let dialect = PostgreSqlDialect {};
     let mut p = Parser::new(&dialect)
         .with_recursion_limit(PARSER_RECURSION_LIMIT)

@@ -150,6 +150,8 @@ pub struct Frame {
     pub units: Units,
     pub start: Bound,
     pub end: Bound,
+    /// EXCLUDE: rows of the frame left out per row (window rule 3).
+    pub exclude: crate::frames::Exclude,
 }
 
 /// PostgreSQL's default frame (window rule 3).
@@ -157,6 +159,7 @@ const DEFAULT_FRAME: Frame = Frame {
     units: Units::Range,
     start: Bound::UnboundedPreceding,
     end: Bound::CurrentRow,
+    exclude: crate::frames::Exclude::NoOthers,
 };
 
 /// A SELECT's WINDOW clause, each definition resolved against those before it
@@ -201,7 +204,26 @@ fn resolve_spec(
     wins: &[(String, ast::WindowSpec)],
     spec: &ast::WindowSpec,
 ) -> SqlResult<ast::WindowSpec> {
-    let Some(base_name) = &spec.window_name else {
+    // A frame's exclusion rides in the name (frames rule 3): kept there once
+    // resolved, where no base window is looked up again.
+    let (marker, base) = match &spec.window_name {
+        Some(n) if n.value.starts_with('\u{1}') => {
+            let (_, base) = crate::frames::split_name(n)?;
+            (Some(n.clone()), base)
+        }
+        other => (None, other.clone()),
+    };
+    let mut out = resolve_base(wins, spec, base.as_ref())?;
+    out.window_name = marker;
+    Ok(out)
+}
+
+fn resolve_base(
+    wins: &[(String, ast::WindowSpec)],
+    spec: &ast::WindowSpec,
+    base_name: Option<&ast::Ident>,
+) -> SqlResult<ast::WindowSpec> {
+    let Some(base_name) = base_name else {
         return Ok(spec.clone());
     };
     let base = named(wins, base_name)?;
@@ -291,10 +313,11 @@ impl Binder {
             let desc = matches!(o.options.sort, Some(ast::OrderBySort::Desc));
             order.push((x, desc, o.options.nulls_first.unwrap_or(desc)));
         }
-        let frame = match &spec.window_frame {
+        let mut frame = match &spec.window_frame {
             None => DEFAULT_FRAME,
             Some(fr) => self.frame(fr, &types)?,
         };
+        frame.exclude = crate::frames::exclusion(spec)?;
         Ok(WinFunc {
             kind,
             args,
@@ -409,7 +432,12 @@ impl Binder {
             Some(b) => self.frame_bound(b, true, units, order)?,
             None => Bound::CurrentRow,
         };
-        Ok(Frame { units, start, end })
+        Ok(Frame {
+            units,
+            start,
+            end,
+            exclude: crate::frames::Exclude::NoOthers,
+        })
     }
 
     fn frame_bound(
@@ -635,6 +663,21 @@ impl Part<'_> {
         (s, e)
     }
 
+    /// Row `i`'s frame rows in order, less those its EXCLUDE leaves out (window
+    /// rule 3): the row itself, its peers, or its peers but itself.
+    fn frame_rows(&self, f: &Frame, i: usize) -> impl Iterator<Item = usize> {
+        use crate::frames::Exclude;
+        let (s, e) = self.frame(f, i);
+        let (p0, p1) = self.peers(i);
+        let (x0, x1, keep) = match f.exclude {
+            Exclude::NoOthers => (0, 0, None),
+            Exclude::CurrentRow => (i, i + 1, None),
+            Exclude::Group => (p0, p1, None),
+            Exclude::Ties => (p0, p1, Some(i)),
+        };
+        (s..e).filter(move |&j| !(x0..x1).contains(&j) || Some(j) == keep)
+    }
+
     /// Where bound `b` (the start if `which` is 0, else the end: one past the
     /// frame's last row) falls for row `i`.
     fn bound_at(&self, f: &Frame, b: &Bound, which: usize, i: usize) -> usize {
@@ -733,18 +776,28 @@ pub fn compute(w: &WinFunc, p: &Part<'_>) -> SqlResult<Vec<Datum>> {
                     None => arg(2),
                 }
             }
+            WinKind::FirstValue | WinKind::LastValue | WinKind::NthValue
+                if w.frame.exclude != crate::frames::Exclude::NoOthers =>
+            {
+                let mut rows = p.frame_rows(&w.frame, i);
+                let at = match &w.kind {
+                    WinKind::FirstValue => rows.next(),
+                    WinKind::LastValue => rows.last(),
+                    _ => match arg(1) {
+                        Datum::Int4(k) if k <= 0 => return Err(nth_not_positive()),
+                        Datum::Int4(k) => rows.nth(k as usize - 1),
+                        _ => None,
+                    },
+                };
+                at.map_or(Datum::Null, |j| p.args[j][0].clone())
+            }
             WinKind::FirstValue | WinKind::LastValue | WinKind::NthValue => {
                 let (s, e) = p.frame(&w.frame, i);
                 let at = match &w.kind {
                     WinKind::FirstValue => Some(s),
                     WinKind::LastValue => e.checked_sub(1),
                     _ => match arg(1) {
-                        Datum::Int4(k) if k <= 0 => {
-                            return Err(SqlError::new(
-                                "22016",
-                                "argument of nth_value must be greater than zero",
-                            ))
-                        }
+                        Datum::Int4(k) if k <= 0 => return Err(nth_not_positive()),
                         Datum::Int4(k) => Some(s + k as usize - 1),
                         _ => None,
                     },
@@ -757,6 +810,10 @@ pub fn compute(w: &WinFunc, p: &Part<'_>) -> SqlResult<Vec<Datum>> {
         out.push(v);
     }
     Ok(out)
+}
+
+fn nth_not_positive() -> SqlError {
+    SqlError::new("22016", "argument of nth_value must be greater than zero")
 }
 
 fn nulls_to(mut out: Vec<Datum>, n: usize) -> Vec<Datum> {
@@ -806,7 +863,9 @@ fn aggregate(w: &WinFunc, a: &Agg, p: &Part<'_>) -> SqlResult<Vec<Datum>> {
         )
     };
     let mut out = Vec::with_capacity(n);
-    if w.frame.start == Bound::UnboundedPreceding {
+    if w.frame.start == Bound::UnboundedPreceding
+        && w.frame.exclude == crate::frames::Exclude::NoOthers
+    {
         let mut st = AggState::new(a);
         let mut fed = 0;
         for i in 0..n {
@@ -820,9 +879,8 @@ fn aggregate(w: &WinFunc, a: &Agg, p: &Part<'_>) -> SqlResult<Vec<Datum>> {
         return Ok(out);
     }
     for i in 0..n {
-        let (s, e) = p.frame(&w.frame, i);
         let mut st = AggState::new(a);
-        for j in s..e {
+        for j in p.frame_rows(&w.frame, i) {
             feed(&mut st, j)?;
         }
         out.push(st.value(a)?);

@@ -291,3 +291,58 @@ fn statistics_give_postgres_values() {
         assert_eq!(got[i], want[i], "{q}: Strata's answer, then PostgreSQL's");
     }
 }
+
+/// Window frames with EXCLUDE and interval offsets give PostgreSQL's values (frames
+/// rules 1-3, window rule 3), over a random table with repeated keys.
+#[test]
+fn frame_exclusions_give_postgres_values() {
+    if !Path::new(PG_BIN).join("postgres").exists() {
+        eprintln!("PostgreSQL 15 is not installed: skipped");
+        return;
+    }
+    let mut rng = Lcg::seeded();
+    let n = 3 + rng.next(30);
+    let rows: Vec<String> = (0..n)
+        .map(|i| {
+            format!(
+                "({i}, {}, date '2020-01-01' + {})",
+                rng.next(5),
+                rng.next(900)
+            )
+        })
+        .collect();
+    let mut script = String::from("CREATE TABLE e (i int, k int, d date);\n");
+    script.push_str(&format!("INSERT INTO e VALUES {};\n", rows.join(", ")));
+    let mut queries = Vec::new();
+    for units in ["ROWS", "RANGE", "GROUPS"] {
+        for ex in ["CURRENT ROW", "GROUP", "TIES", "NO OTHERS"] {
+            queries.push(format!(
+                "SELECT i, sum(i) OVER w, first_value(i) OVER w, last_value(i) OVER w, nth_value(i, 2) OVER w \
+                 FROM e WINDOW w AS (ORDER BY k {units} BETWEEN 1 PRECEDING AND 1 FOLLOWING EXCLUDE {ex}) ORDER BY i"
+            ));
+        }
+    }
+    queries.push(
+        "SELECT i, count(*) OVER (ORDER BY d RANGE BETWEEN '100 days'::interval PRECEDING AND '1 month'::interval FOLLOWING EXCLUDE TIES) FROM e ORDER BY i"
+            .to_string(),
+    );
+    for q in &queries {
+        script.push_str(q);
+        script.push_str(";\n\\echo =====\n");
+    }
+    let pg = Postgres::start();
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(&dir.path().join("d"), &[]);
+    let want: Vec<String> = run(pg.port, "postgres", &script)
+        .split("=====")
+        .map(str::to_string)
+        .collect();
+    let got: Vec<String> = run(s.port, "strata", &script)
+        .split("=====")
+        .map(str::to_string)
+        .collect();
+    assert_eq!(want.len(), queries.len() + 1, "PostgreSQL's answers");
+    for (i, q) in queries.iter().enumerate() {
+        assert_eq!(got[i], want[i], "{q}: Strata's answer, then PostgreSQL's");
+    }
+}
