@@ -448,3 +448,40 @@ fn isolation_levels_strata_lacks_are_refused() {
         );
     });
 }
+
+/// SET LOCAL lasts until its transaction ends, as PostgreSQL's: COMMIT and ROLLBACK
+/// both restore the value before it, a plain SET after it in the same block
+/// outlives it, and outside a block it warns and does nothing.
+#[test]
+fn set_local_lasts_until_the_transaction_ends() {
+    with_session(8 << 20, |s| {
+        let c = q(s, "SET LOCAL work_mem = '8MB'");
+        let warned = c.results[0].as_ref().unwrap().notices.clone();
+        assert_eq!(
+            warned,
+            [(
+                "WARNING",
+                "SET LOCAL can only be used in transaction blocks".to_string()
+            )]
+        );
+        assert_eq!(one(s, "SHOW work_mem"), "4MB");
+        q(s, "BEGIN; SET LOCAL work_mem = '16MB'");
+        assert_eq!(one(s, "SHOW work_mem"), "16MB");
+        q(s, "COMMIT");
+        assert_eq!(one(s, "SHOW work_mem"), "4MB");
+        q(
+            s,
+            "BEGIN; SET work_mem = '32MB'; SET LOCAL work_mem = '16MB'; COMMIT",
+        );
+        assert_eq!(one(s, "SHOW work_mem"), "32MB");
+        q(
+            s,
+            "BEGIN; SET LOCAL work_mem = '16MB'; SET work_mem = '12MB'; COMMIT",
+        );
+        assert_eq!(one(s, "SHOW work_mem"), "12MB");
+        q(s, "BEGIN; SET LOCAL statement_timeout = '5s'; ROLLBACK");
+        assert_eq!(one(s, "SHOW statement_timeout"), "0");
+        assert_eq!(codes(s, "BEGIN; SET LOCAL no_such = 1"), ["", "42704"]);
+        q(s, "ROLLBACK");
+    });
+}

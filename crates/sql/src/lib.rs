@@ -955,6 +955,8 @@ pub enum Utility {
     Set {
         name: String,
         value: Option<String>,
+        /// SET LOCAL: until the transaction ends.
+        local: bool,
     },
     Show {
         name: String,
@@ -1913,14 +1915,18 @@ fn parse_set(k: &mut Toks) -> SqlResult<Stmt> {
             k.dotted_ident()?
         };
         k.end()?;
-        return Ok(Stmt::Utility(Utility::Set { name, value: None }));
+        return Ok(Stmt::Utility(Utility::Set {
+            name,
+            value: None,
+            local: false,
+        }));
     }
     k.i += 1;
-    if k.word("LOCAL") {
-        return Err(SqlError::unsupported("SET LOCAL"));
+    let local = k.word("LOCAL");
+    if !local {
+        k.word("SESSION");
     }
-    k.word("SESSION");
-    let session = k.words(&["CHARACTERISTICS", "AS", "TRANSACTION"]);
+    let session = !local && k.words(&["CHARACTERISTICS", "AS", "TRANSACTION"]);
     if session || k.word("TRANSACTION") {
         let read_only = parse_txn_modes(k)?;
         return Ok(Stmt::Utility(Utility::SetTransaction {
@@ -1946,7 +1952,7 @@ fn parse_set(k: &mut Toks) -> SqlResult<Stmt> {
         Some(parts.join(", "))
     };
     k.end()?;
-    Ok(Stmt::Utility(Utility::Set { name, value }))
+    Ok(Stmt::Utility(Utility::Set { name, value, local }))
 }
 
 pub(crate) fn ident_name(i: &ast::Ident) -> String {
@@ -3081,7 +3087,7 @@ mod tests {
         ));
         assert!(matches!(
             one("set work_mem = '64MB'"),
-            Stmt::Utility(Utility::Set { name, value: Some(v) }) if name == "work_mem" && v == "64MB"
+            Stmt::Utility(Utility::Set { name, value: Some(v), .. }) if name == "work_mem" && v == "64MB"
         ));
         assert!(
             matches!(one("show shared_buffers"), Stmt::Utility(Utility::Show { name }) if name == "shared_buffers")

@@ -451,6 +451,9 @@ pub struct Session<'e> {
     vars: BTreeMap<String, String>,
     /// The settings as they were when the block began: a rollback restores them.
     vars_at_begin: Option<BTreeMap<String, String>>,
+    /// SET LOCAL in this block: each name's value before its first SET LOCAL,
+    /// restored when the block ends.
+    local_prior: BTreeMap<String, Option<String>>,
     interrupts: Arc<Interrupts>,
     /// When the running statement times out (`statement_timeout`).
     deadline: Option<Instant>,
@@ -1009,6 +1012,7 @@ impl<'e> Session<'e> {
             block: Block::Idle,
             vars: BTreeMap::new(),
             vars_at_begin: None,
+            local_prior: BTreeMap::new(),
             interrupts,
             deadline: None,
             pipeline: false,
@@ -1198,6 +1202,30 @@ impl<'e> Session<'e> {
         &mut self.vars
     }
 
+    /// SET LOCAL `name`: its value now is restored when the block ends.
+    pub(crate) fn remember_local(&mut self, name: &str) {
+        if !self.local_prior.contains_key(name) {
+            let prior = self.vars.get(name).cloned();
+            self.local_prior.insert(name.to_string(), prior);
+        }
+    }
+
+    /// A plain SET of `name` after SET LOCAL in the same block outlives it, as in
+    /// PostgreSQL.
+    pub(crate) fn forget_local(&mut self, name: &str) {
+        self.local_prior.remove(name);
+    }
+
+    /// The block ended: SET LOCAL values give way to those before them.
+    fn restore_locals(&mut self) {
+        for (name, prior) in std::mem::take(&mut self.local_prior) {
+            match prior {
+                Some(v) => self.vars.insert(name, v),
+                None => self.vars.remove(&name),
+            };
+        }
+    }
+
     /// Session rule 10: whether the current transaction (the block's, or the
     /// statement's own outside one) is READ ONLY.
     pub(crate) fn read_only_now(&self) -> bool {
@@ -1257,6 +1285,7 @@ impl<'e> Session<'e> {
                     }
                 }
                 self.vars_at_begin = None;
+                self.restore_locals();
                 Ok(true)
             }
             Block::Open { txn, .. } => {
@@ -1278,6 +1307,7 @@ impl<'e> Session<'e> {
         if let Some(v) = self.vars_at_begin.take() {
             self.vars = v;
         }
+        self.local_prior.clear();
     }
 
     /// A statement failed, whatever failed (parse, bind, protocol, execution):

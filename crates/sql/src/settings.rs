@@ -17,6 +17,13 @@
 //! 4. A setting Strata cannot honour is refused, never accepted and ignored: the
 //!    transaction settings take only the modes Strata runs (session rule 10);
 //!    Boolean ones any of PostgreSQL's spellings, stored as `on`/`off`.
+//! 5. The cost constants of plans Strata never makes — parallel plans and JIT
+//!    compilation (`parallel_setup_cost`, `jit_above_cost`, ...) — are accepted as
+//!    a PostgreSQL built without JIT accepts `jit_above_cost`: they tune nothing
+//!    that runs. `transaction_deferrable` matters only to SERIALIZABLE READ ONLY,
+//!    which Strata refuses, so it is accepted as PostgreSQL accepts it for the
+//!    other levels. Planner switches Strata's planner does not follow
+//!    (`enable_sort`, `enable_hashagg`, ...) stay unrecognized.
 
 use super::{SqlError, SqlResult};
 
@@ -47,6 +54,9 @@ pub const KNOWN: &[(&str, &str)] = &[
     ("idle_session_timeout", "0"),
     ("intervalstyle", "postgres"),
     ("jit", "off"),
+    ("jit_above_cost", "100000"),
+    ("jit_inline_above_cost", "500000"),
+    ("jit_optimize_above_cost", "500000"),
     ("lc_messages", "C"),
     ("lc_monetary", "C"),
     ("lc_numeric", "C"),
@@ -55,7 +65,12 @@ pub const KNOWN: &[(&str, &str)] = &[
     ("log_min_duration_statement", "-1"),
     ("log_statement", "none"),
     ("maintenance_work_mem", "64MB"),
+    ("min_parallel_index_scan_size", "512kB"),
+    ("min_parallel_table_scan_size", "8MB"),
     ("max_parallel_workers_per_gather", "2"),
+    ("parallel_leader_participation", "on"),
+    ("parallel_setup_cost", "1000"),
+    ("parallel_tuple_cost", "0.1"),
     ("random_page_cost", "4"),
     ("role", "none"),
     ("row_security", "on"),
@@ -68,6 +83,7 @@ pub const KNOWN: &[(&str, &str)] = &[
     ("temp_buffers", "8MB"),
     ("temp_tablespaces", ""),
     ("timezone", "UTC"),
+    ("transaction_deferrable", "off"),
     ("transaction_isolation", "read committed"),
     ("transaction_read_only", "off"),
     ("work_mem", "4MB"),
@@ -114,6 +130,8 @@ pub fn check(name: &str, value: &str) -> SqlResult<String> {
         "default_transaction_read_only"
             | "transaction_read_only"
             | "default_transaction_deferrable"
+            | "transaction_deferrable"
+            | "parallel_leader_participation"
     ) {
         return check_bool(name, value);
     }

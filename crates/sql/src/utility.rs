@@ -34,7 +34,13 @@ pub(crate) fn run(
         Utility::SetTransaction { read_only, session } => {
             set_transaction(s, *read_only, *session, notices)
         }
-        Utility::Set { name, value } => set(s, name, value.as_deref()),
+        Utility::Set { name, value, local } if *local => {
+            set_local(s, name, value.as_deref(), notices)
+        }
+        Utility::Set { name, value, .. } => {
+            s.forget_local(name);
+            set(s, name, value.as_deref())
+        }
         Utility::Show { name } => show(s, name, sink),
         Utility::Checkpoint => checkpoint(s),
         Utility::Vacuum { table, analyze } => {
@@ -88,6 +94,29 @@ fn set_transaction(
     Ok(Output::Command("SET".into()))
 }
 
+/// SET LOCAL: as SET, until the transaction ends (utility rule 1); outside a
+/// transaction block PostgreSQL's WARNING and no effect.
+fn set_local(
+    s: &mut Session<'_>,
+    name: &str,
+    value: Option<&str>,
+    notices: &mut Notices,
+) -> SqlResult<Output> {
+    if !s.in_block() {
+        settings::check(name, value.unwrap_or("0")).or_else(|e| match e.code == "42704" {
+            true => Err(e),
+            false => Ok(String::new()),
+        })?;
+        notices.push((
+            "WARNING",
+            "SET LOCAL can only be used in transaction blocks".into(),
+        ));
+        return Ok(Output::Command("SET".into()));
+    }
+    s.remember_local(name);
+    set(s, name, value)
+}
+
 /// SET `name` TO `value`; `None` (DEFAULT, RESET) goes back to the default.
 /// `all` with `None` is RESET ALL (utility rule 1).
 fn set(s: &mut Session<'_>, name: &str, value: Option<&str>) -> SqlResult<Output> {
@@ -113,8 +142,9 @@ fn set(s: &mut Session<'_>, name: &str, value: Option<&str>) -> SqlResult<Output
         s.set_block_read_only(v == "on");
         return Ok(Output::Command("SET".into()));
     }
-    if name == "transaction_isolation" {
-        settings::check(name, value.unwrap_or("read committed"))?;
+    if matches!(name, "transaction_isolation" | "transaction_deferrable") {
+        let default = settings::default_of(name).unwrap_or_default();
+        settings::check(name, value.unwrap_or(default))?;
         return Ok(Output::Command("SET".into()));
     }
     match value {
