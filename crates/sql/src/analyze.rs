@@ -233,6 +233,47 @@ impl Binder {
         Ok(q)
     }
 
+    /// UPDATE ... FROM / DELETE ... USING: the FROM items as a query of all their
+    /// columns (read once, before the statement changes anything), and the scope
+    /// that names those columns for its SET, WHERE and RETURNING.
+    pub(crate) fn dml_from<'c>(
+        &mut self,
+        items: &[ast::TableWithJoins],
+        scope_of: &'c ScopeOf<'c>,
+    ) -> SqlResult<(Query, Scope<'c>)> {
+        let ctx = Scope {
+            catalog: Some(scope_of),
+            ..Scope::default()
+        };
+        let from = self.range_table(items, &ctx)?;
+        let width = from.rel.width();
+        let all: Vec<Expr> = (0..width).map(Expr::Col).collect();
+        let refs: Vec<&Expr> = all.iter().collect();
+        let mut reads = from.reads.clone();
+        reads.extend(columns_read(&from.layout, &from.rel, &refs));
+        reads.extend(std::mem::take(&mut self.sub_reads));
+        let columns = from.scope.cols.clone();
+        let select = Select {
+            from: from.rel,
+            filter: None,
+            grouping: None,
+            types: columns.iter().map(|(_, t)| *t).collect(),
+            targets: all,
+            distinct: Distinct::No,
+            visible: width,
+            windows: Vec::new(),
+        };
+        let query = Query {
+            body: SetTree::Select(Box::new(select)),
+            order: Vec::new(),
+            limit: None,
+            offset: None,
+            columns,
+            reads,
+        };
+        Ok((query, from.scope))
+    }
+
     /// A query whose enclosing query's scope is `parent` (a subquery in an
     /// expression: subquery rule 1), or a top-level one.
     pub(crate) fn query_in<'c>(
@@ -1202,7 +1243,7 @@ fn output_named(projection: &[ast::SelectItem], name: &str) -> Option<usize> {
 }
 
 /// Two scopes side by side (a join's row before its merged columns).
-fn side_by_side<'c>(l: &Scope<'c>, r: &Scope<'c>) -> Scope<'c> {
+pub(crate) fn side_by_side<'c>(l: &Scope<'c>, r: &Scope<'c>) -> Scope<'c> {
     let (lw, lq) = (l.cols.len(), l.qualifiers.len());
     let owner_of = |s: &Scope, i: usize| s.owner.get(i).copied().unwrap_or(Some(0));
     let mut owner: Vec<Option<usize>> = (0..lw).map(|i| owner_of(l, i)).collect();

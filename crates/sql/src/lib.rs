@@ -724,13 +724,21 @@ pub enum Stmt {
     },
     Delete {
         table: String,
+        /// DELETE FROM t [AS] alias: the name the statement gives the table.
+        alias: Option<String>,
+        /// USING: more tables the WHERE may join with.
+        using: Vec<ast::TableWithJoins>,
         selection: Option<ast::Expr>,
         returning: Returning,
     },
     /// UPDATE t SET col = expr, ... [WHERE]: (column, value) in the order written.
     Update {
         table: String,
+        /// UPDATE t [AS] alias: the name the statement gives the table.
+        alias: Option<String>,
         assignments: Vec<(String, ast::Expr)>,
+        /// FROM: more tables the SET and WHERE may read.
+        from: Vec<ast::TableWithJoins>,
         selection: Option<ast::Expr>,
         returning: Returning,
     },
@@ -2637,10 +2645,33 @@ fn add_column_def(table: &str, c: &ast::ColumnDef) -> SqlResult<Column> {
     }
 }
 
-/// DELETE from one table, by name.
+/// The table a DELETE or UPDATE changes: its name and the alias it is given.
+fn dml_target(t: &ast::TableFactor, verb: &str) -> SqlResult<(String, Option<String>)> {
+    match t {
+        ast::TableFactor::Table {
+            name,
+            alias,
+            args: None,
+            ..
+        } => {
+            if alias.as_ref().is_some_and(|a| !a.columns.is_empty()) {
+                return Err(SqlError::syntax("syntax error at or near \"(\""));
+            }
+            Ok((
+                object_name(name)?,
+                alias.as_ref().map(|a| ident_name(&a.name)),
+            ))
+        }
+        _ => Err(SqlError::unsupported(format!(
+            "{verb} of this kind of table"
+        ))),
+    }
+}
+
+/// DELETE from one table, by name, [USING other tables].
 fn convert_delete(d: ast::Delete) -> SqlResult<Stmt> {
-    if d.using.is_some() || d.limit.is_some() {
-        return Err(SqlError::unsupported("DELETE with USING or LIMIT"));
+    if d.limit.is_some() || !d.order_by.is_empty() {
+        return Err(SqlError::unsupported("DELETE with LIMIT"));
     }
     let tables = match &d.from {
         ast::FromTable::WithFromKeyword(t) | ast::FromTable::WithoutKeyword(t) => t,
@@ -2651,14 +2682,11 @@ fn convert_delete(d: ast::Delete) -> SqlResult<Stmt> {
     if !t.joins.is_empty() {
         return Err(SqlError::unsupported("DELETE with a join"));
     }
-    let table = match &t.relation {
-        ast::TableFactor::Table {
-            name, alias: None, ..
-        } => object_name(name)?,
-        _ => return Err(SqlError::unsupported("DELETE from this kind of table")),
-    };
+    let (table, alias) = dml_target(&t.relation, "DELETE")?;
     Ok(Stmt::Delete {
         table,
+        alias,
+        using: d.using.unwrap_or_default(),
         selection: d.selection,
         returning: d.returning,
     })
@@ -2729,21 +2757,25 @@ fn assignments(list: Vec<ast::Assignment>, verb: &str) -> SqlResult<Assignments>
 
 /// UPDATE of one table, by name, with `SET col = expr` assignments.
 fn convert_update(u: ast::Update) -> SqlResult<Stmt> {
-    if u.from.is_some() || u.limit.is_some() || u.or.is_some() {
-        return Err(SqlError::unsupported("UPDATE with FROM, LIMIT or OR"));
+    if u.limit.is_some() || u.or.is_some() || !u.order_by.is_empty() {
+        return Err(SqlError::unsupported("UPDATE with LIMIT or OR"));
     }
     if !u.table.joins.is_empty() {
         return Err(SqlError::unsupported("UPDATE with a join"));
     }
-    let table = match &u.table.relation {
-        ast::TableFactor::Table {
-            name, alias: None, ..
-        } => object_name(name)?,
-        _ => return Err(SqlError::unsupported("UPDATE of this kind of table")),
+    let (table, alias) = dml_target(&u.table.relation, "UPDATE")?;
+    let from = match u.from {
+        None => Vec::new(),
+        Some(ast::UpdateTableFromKind::AfterSet(f)) => f,
+        Some(ast::UpdateTableFromKind::BeforeSet(_)) => {
+            return Err(SqlError::syntax("syntax error at or near \"FROM\""))
+        }
     };
     let assignments = assignments(u.assignments, "UPDATE")?;
     Ok(Stmt::Update {
         table,
+        alias,
+        from,
         assignments,
         selection: u.selection,
         returning: u.returning,
@@ -3198,7 +3230,7 @@ mod tests {
             "create index i on t using hash (a)",
             "create index i on t (a desc)",
             "create index i on t (lower(a))",
-            "update t set a = 1 from u",
+            "update t set a = 1 limit 1",
             "create table t (a int references u (a))",
             "create table t (a money)",
             "grant all on function f() to x",

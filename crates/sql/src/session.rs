@@ -887,6 +887,8 @@ struct BoundDelete {
     pred: Option<Expr>,
     ncols: usize,
     index: Option<IndexPath>,
+    /// USING ([`DmlFrom`]).
+    from: Option<DmlFrom>,
 }
 
 /// A bound UPDATE: per table column, its new value's expression over the old row
@@ -899,6 +901,23 @@ struct BoundUpdate {
     col_types: Vec<SqlType>,
     pred: Option<Expr>,
     index: Option<IndexPath>,
+    /// FROM ([`DmlFrom`]).
+    from: Option<DmlFrom>,
+}
+
+/// [`Session::dml_scope`]'s result.
+struct DmlScope<'c> {
+    scope: Scope<'c>,
+    from: Option<Query>,
+}
+
+/// UPDATE ... FROM / DELETE ... USING (session rule 9): the FROM items' query,
+/// its rows (read before the write begins), and the equalities of the WHERE
+/// between a table column and a FROM column that a hash of those rows serves.
+struct DmlFrom {
+    query: Query,
+    /// (table column, FROM column) pairs.
+    keys: Vec<(usize, usize)>,
 }
 
 /// A bound COPY: the table's columns, the ones copied (their indexes, in the
@@ -1681,21 +1700,35 @@ impl<'e> Session<'e> {
             Stmt::Explain(q, v) => Bound::Explain(Box::new(b.query(q, &scope_of)?), *v),
             Stmt::Delete {
                 table,
+                alias,
+                using,
                 selection,
                 returning,
             } => {
-                let mut d = self.bind_delete(table, selection.as_ref(), b)?;
-                d.returning = self.bind_returning(b, table, returning)?;
+                let target = self.dml_scope(b, table, alias.as_deref(), using, &scope_of)?;
+                let mut d = self.bind_delete(table, &target.scope, selection.as_ref(), b)?;
+                d.returning = bind_returning_in(b, &target.scope, returning)?;
+                let types: Vec<SqlType> = self.columns(table)?.iter().map(|c| c.1).collect();
+                d.from = target
+                    .from
+                    .map(|q| DmlFrom::new(q, d.pred.as_ref(), &types));
                 Bound::Delete(d)
             }
             Stmt::Update {
                 table,
+                alias,
+                from,
                 assignments,
                 selection,
                 returning,
             } => {
-                let mut u = self.bind_update(table, assignments, selection.as_ref(), b)?;
-                u.returning = self.bind_returning(b, table, returning)?;
+                let target = self.dml_scope(b, table, alias.as_deref(), from, &scope_of)?;
+                let mut u =
+                    self.bind_update(table, &target.scope, assignments, selection.as_ref(), b)?;
+                u.returning = bind_returning_in(b, &target.scope, returning)?;
+                u.from = target
+                    .from
+                    .map(|q| DmlFrom::new(q, u.pred.as_ref(), &u.col_types));
                 Bound::Update(u)
             }
             Stmt::Copy(c) => {
@@ -1937,52 +1970,72 @@ impl<'e> Session<'e> {
             excluded,
             ..Default::default()
         };
-        let mut sets: Vec<Option<Expr>> = vec![None; cols.len()];
-        for (name, value) in assignments {
-            let i = cols.iter().position(|(c, _)| c == name).ok_or_else(|| {
-                SqlError::new(
-                    "42703",
-                    format!("column \"{name}\" of relation \"{table}\" does not exist"),
-                )
-            })?;
-            if sets[i].is_some() {
-                return Err(SqlError::syntax(format!(
-                    "multiple assignments to same column \"{name}\""
-                )));
-            }
-            let (e, t) = b.expr(&scope, value)?;
-            sets[i] = Some(assign(b, e, t, cols[i].1, name)?);
-        }
-        let pred = match selection {
-            Some(w) => Some(b.condition(&scope, w, "WHERE")?),
-            None => None,
+        bind_sets_in(b, table, &scope, cols, assignments, selection)
+    }
+
+    /// The target of an UPDATE or DELETE: the scope its SET, WHERE and RETURNING
+    /// are bound in — the table's columns under its alias (else its name), then
+    /// those of FROM / USING — and the query that reads FROM / USING.
+    fn dml_scope<'c>(
+        &self,
+        b: &mut Binder,
+        table: &str,
+        alias: Option<&str>,
+        from: &[sqlparser::ast::TableWithJoins],
+        scope_of: &'c crate::bind::ScopeOf<'c>,
+    ) -> SqlResult<DmlScope<'c>> {
+        let name = alias.unwrap_or(table).to_string();
+        let target = Scope {
+            qualifiers: vec![name.clone()],
+            cols: self.columns(table)?,
+            ..Default::default()
         };
-        Ok((cols, sets, pred))
+        if from.is_empty() {
+            return Ok(DmlScope {
+                scope: target,
+                from: None,
+            });
+        }
+        let (query, fs) = b.dml_from(from, scope_of)?;
+        if fs.qualifiers.contains(&name) {
+            return Err(SqlError::new(
+                "42712",
+                format!("table name \"{name}\" specified more than once"),
+            ));
+        }
+        let mut scope = crate::analyze::side_by_side(&target, &fs);
+        // Subqueries are not run inside the write (session rule 9): none here.
+        scope.catalog = None;
+        Ok(DmlScope {
+            scope,
+            from: Some(query),
+        })
     }
 
     fn bind_delete(
         &self,
         table: &str,
+        scope: &Scope,
         selection: Option<&sqlparser::ast::Expr>,
         b: &mut Binder,
     ) -> SqlResult<BoundDelete> {
-        let cols = self.columns(table)?;
-        let scope = Scope {
-            qualifiers: vec![table.to_string()],
-            cols: cols.clone(),
-            excluded: false,
-            ..Default::default()
-        };
+        let ncols = self.columns(table)?.len();
         let pred = match selection {
-            Some(w) => Some(b.condition(&scope, w, "WHERE")?),
+            Some(w) => Some(b.condition(scope, w, "WHERE")?),
             None => None,
+        };
+        // With USING the WHERE reads more than the table: no index path.
+        let index = match scope.cols.len() == ncols {
+            true => self.index_path(table, pred.as_ref())?,
+            false => None,
         };
         Ok(BoundDelete {
             returning: None,
             table: table.to_string(),
-            index: self.index_path(table, pred.as_ref())?,
+            index,
             pred,
-            ncols: cols.len(),
+            ncols,
+            from: None,
         })
     }
 
@@ -1992,21 +2045,30 @@ impl<'e> Session<'e> {
     fn bind_update(
         &self,
         table: &str,
+        scope: &Scope,
         assignments: &[(String, sqlparser::ast::Expr)],
         selection: Option<&sqlparser::ast::Expr>,
         b: &mut Binder,
     ) -> SqlResult<BoundUpdate> {
-        let (cols, sets, pred) = self.bind_sets(b, (table, false), assignments, selection)?;
+        let cols = self.columns(table)?;
+        let plain = scope.cols.len() == cols.len();
+        let (cols, sets, pred) = bind_sets_in(b, table, scope, cols, assignments, selection)?;
         let set: Vec<usize> = (0..sets.len()).filter(|i| sets[*i].is_some()).collect();
         self.refuse_always_identity(table, &set, true)?;
+        // With FROM the WHERE reads more than the table: no index path.
+        let index = match plain {
+            true => self.index_path(table, pred.as_ref())?,
+            false => None,
+        };
         Ok(BoundUpdate {
             returning: None,
             checks: self.bind_checks(b, table)?,
             table: table.to_string(),
             sets,
             col_types: cols.iter().map(|c| c.1).collect(),
-            index: self.index_path(table, pred.as_ref())?,
+            index,
             pred,
+            from: None,
         })
     }
 
@@ -2142,14 +2204,20 @@ impl<'e> Session<'e> {
             return Ok(());
         }
         let rel = |t: &str| self.relation_entry(t);
-        let read = |exprs: &mut dyn Iterator<Item = &Expr>, n: usize| {
+        // The table's columns read: past its width, ON CONFLICT's `excluded` wraps
+        // around; UPDATE ... FROM's columns (`own`) are FROM's, checked with its query.
+        let read_cols = |exprs: &mut dyn Iterator<Item = &Expr>, n: usize, own: bool| {
             let mut cols = Vec::new();
             exprs.for_each(|e| expr_columns(e, &mut cols));
-            cols.iter_mut().for_each(|c| *c %= n.max(1));
+            match own {
+                true => cols.retain(|c| *c < n),
+                false => cols.iter_mut().for_each(|c| *c %= n.max(1)),
+            }
             cols.sort_unstable();
             cols.dedup();
             cols
         };
+        let read = |exprs: &mut dyn Iterator<Item = &Expr>, n: usize| read_cols(exprs, n, false);
         match bound {
             Bound::Select(p) | Bound::Explain(p, _) => self.check_select(&w, p)?,
             Bound::Insert(i) => {
@@ -2185,10 +2253,11 @@ impl<'e> Session<'e> {
                 let set: Vec<usize> = (0..u.sets.len()).filter(|c| u.sets[*c].is_some()).collect();
                 require(&w, &r, Priv::UPDATE, &set)?;
                 let rets = u.returning.iter().flat_map(|r| r.exprs.iter());
-                let cols = read(
-                    &mut u.sets.iter().flatten().chain(u.pred.iter()).chain(rets),
-                    r.columns.len(),
-                );
+                let mut exprs = u.sets.iter().flatten().chain(u.pred.iter()).chain(rets);
+                if let Some(f) = &u.from {
+                    self.check_select(&w, &f.query)?;
+                }
+                let cols = read_cols(&mut exprs, r.columns.len(), u.from.is_some());
                 if !cols.is_empty() {
                     require(&w, &r, Priv::SELECT, &cols)?;
                 }
@@ -2197,7 +2266,11 @@ impl<'e> Session<'e> {
                 let r = rel(&d.table)?;
                 require(&w, &r, Priv::DELETE, &[])?;
                 let rets = d.returning.iter().flat_map(|r| r.exprs.iter());
-                let cols = read(&mut d.pred.iter().chain(rets), r.columns.len());
+                let mut exprs = d.pred.iter().chain(rets);
+                if let Some(f) = &d.from {
+                    self.check_select(&w, &f.query)?;
+                }
+                let cols = read_cols(&mut exprs, r.columns.len(), d.from.is_some());
                 if !cols.is_empty() {
                     require(&w, &r, Priv::SELECT, &cols)?;
                 }
@@ -2357,6 +2430,22 @@ impl<'e> Session<'e> {
         Ok(Some(rows))
     }
 
+    /// UPDATE ... FROM / DELETE ... USING: the FROM rows, read before the write
+    /// begins (as an INSERT ... SELECT's), hashed on the WHERE's equalities.
+    fn read_from_rows(
+        &self,
+        from: Option<&DmlFrom>,
+        params: &[Datum],
+    ) -> SqlResult<Option<FromRows>> {
+        let Some(f) = from else { return Ok(None) };
+        let mut rows = Vec::new();
+        self.run_query(&f.query, params, &mut |r| {
+            rows.push(r);
+            Ok(())
+        })?;
+        Ok(Some(FromRows::new(rows, &f.keys)))
+    }
+
     fn insert(
         &mut self,
         bound: BoundInsert,
@@ -2466,10 +2555,12 @@ impl<'e> Session<'e> {
             pred,
             ncols,
             index,
+            from,
         } = bound;
         if let Some(r) = &returning {
             sink.columns(&r.columns)?;
         }
+        let from = self.read_from_rows(from.as_ref(), params)?;
         let db = self.db.clone();
         let env_of = self.env_parts();
         let mut err: Option<SqlError> = None;
@@ -2477,11 +2568,17 @@ impl<'e> Session<'e> {
             let env = env_of.writer_env(&db);
             let mut hit = |vals: &[Datum]| -> SqlResult<bool> {
                 debug_assert_eq!(vals.len(), ncols);
-                if !where_holds(vals, pred.as_ref(), params, &env)? {
-                    return Ok(false);
-                }
+                // With USING: the first FROM row the WHERE holds for.
+                let row = match &from {
+                    None if where_holds(vals, pred.as_ref(), params, &env)? => vals.to_vec(),
+                    None => return Ok(false),
+                    Some(f) => match first_join(f, vals, pred.as_ref(), params, &env)? {
+                        Some(row) => row,
+                        None => return Ok(false),
+                    },
+                };
                 if let Some(r) = &returning {
-                    sink.row(r.row(vals, params, &env)?)?;
+                    sink.row(r.row(&row, params, &env)?)?;
                 }
                 Ok(true)
             };
@@ -2509,24 +2606,43 @@ impl<'e> Session<'e> {
             col_types,
             pred,
             index,
+            from,
         } = bound;
         if let Some(r) = &returning {
             sink.columns(&r.columns)?;
         }
+        let from = self.read_from_rows(from.as_ref(), params)?;
         let db = self.db.clone();
         let env_of = self.env_parts();
         let mut err: Option<SqlError> = None;
         let n = self.write_checked(|t, check| {
             let env = env_of.writer_env(&db);
             let mut version = |vals: &[Datum]| -> SqlResult<Option<Vec<Datum>>> {
-                let cols: Vec<Datum> = vals.to_vec();
-                let Some(row) = new_version(&cols, &sets, &col_types, pred.as_ref(), params, &env)?
-                else {
-                    return Ok(None);
+                let up = |cols: &[Datum]| {
+                    new_version(cols, &sets, &col_types, pred.as_ref(), params, &env)
+                };
+                // With FROM: the first FROM row the WHERE holds for (as PostgreSQL,
+                // which row when several do is not defined).
+                let (row, joined) = match &from {
+                    None => match up(vals)? {
+                        Some(row) => (row, None),
+                        None => return Ok(None),
+                    },
+                    Some(f) => match f.candidates(vals).into_iter().find_map(|k| {
+                        let j = f.joined(vals, k);
+                        up(&j).map(|r| r.map(|r| (r, Some(k)))).transpose()
+                    }) {
+                        Some(found) => found?,
+                        None => return Ok(None),
+                    },
                 };
                 check_row(&table, &row, &checks, params, &env)?;
                 if let Some(r) = &returning {
-                    sink.row(r.row(&row, params, &env)?)?;
+                    let out = match (&from, joined) {
+                        (Some(f), Some(k)) => f.joined(&row, k),
+                        _ => row.clone(),
+                    };
+                    sink.row(r.row(&out, params, &env)?)?;
                 }
                 Ok(Some(row))
             };
@@ -3378,4 +3494,159 @@ fn assign(b: &mut Binder, e: Expr, t: SqlType, col: SqlType, cname: &str) -> Sql
         ),
     )
     .with_hint("You will need to rewrite or cast the expression."))
+}
+
+/// [`Session::bind_sets`] over `scope` (the table's `cols` first).
+fn bind_sets_in(
+    b: &mut Binder,
+    table: &str,
+    scope: &Scope,
+    cols: Vec<(String, SqlType)>,
+    assignments: &[(String, sqlparser::ast::Expr)],
+    selection: Option<&sqlparser::ast::Expr>,
+) -> SqlResult<BoundSets> {
+    let mut sets: Vec<Option<Expr>> = vec![None; cols.len()];
+    for (name, value) in assignments {
+        let i = cols.iter().position(|(c, _)| c == name).ok_or_else(|| {
+            SqlError::new(
+                "42703",
+                format!("column \"{name}\" of relation \"{table}\" does not exist"),
+            )
+        })?;
+        if sets[i].is_some() {
+            return Err(SqlError::syntax(format!(
+                "multiple assignments to same column \"{name}\""
+            )));
+        }
+        let (e, t) = b.expr(scope, value)?;
+        sets[i] = Some(assign(b, e, t, cols[i].1, name)?);
+    }
+    let pred = match selection {
+        Some(w) => Some(b.condition(scope, w, "WHERE")?),
+        None => None,
+    };
+    Ok((cols, sets, pred))
+}
+
+/// RETURNING bound over `scope` (the table's row, then FROM's).
+fn bind_returning_in(
+    b: &mut Binder,
+    scope: &Scope,
+    returning: &crate::Returning,
+) -> SqlResult<Option<Returning>> {
+    let Some(list) = returning else {
+        return Ok(None);
+    };
+    let (exprs, columns) = b.returning(list, scope)?;
+    Ok(Some(Returning { columns, exprs }))
+}
+
+impl DmlFrom {
+    /// The FROM query and the hashable equalities of `pred` between table column
+    /// `i` (of `target`'s types) and FROM column `j` of the same type, one whose
+    /// equality is its values'.
+    fn new(query: Query, pred: Option<&Expr>, target: &[SqlType]) -> DmlFrom {
+        let ncols = target.len();
+        let mut conjs = Vec::new();
+        if let Some(p) = pred {
+            crate::planner::split_and(p.clone(), &mut conjs);
+        }
+        let types = query.columns.iter().map(|(_, t)| *t).collect::<Vec<_>>();
+        let hashable = |t: SqlType| {
+            matches!(
+                t,
+                SqlType::Int2
+                    | SqlType::Int4
+                    | SqlType::Int8
+                    | SqlType::Text
+                    | SqlType::Date
+                    | SqlType::Bool
+                    | SqlType::Uuid
+                    | SqlType::Timestamp
+                    | SqlType::TimestampTz
+            )
+        };
+        let mut keys = Vec::new();
+        for c in &conjs {
+            let Expr::Bin(l, bind::BinOp::Eq, r) = c else {
+                continue;
+            };
+            let (Expr::Col(a), Expr::Col(b)) = (l.as_ref(), r.as_ref()) else {
+                continue;
+            };
+            let (i, j) = match (*a < ncols, *b < ncols) {
+                (true, false) => (*a, *b - ncols),
+                (false, true) => (*b, *a - ncols),
+                _ => continue,
+            };
+            if types
+                .get(j)
+                .is_some_and(|t| hashable(*t) && *t == target[i])
+            {
+                keys.push((i, j));
+            }
+        }
+        DmlFrom { query, keys }
+    }
+}
+
+/// The FROM rows of an UPDATE or DELETE, and their hash on the key columns.
+struct FromRows {
+    rows: Vec<Vec<Datum>>,
+    keys: Vec<(usize, usize)>,
+    hash: HashMap<Vec<Datum>, Vec<usize>>,
+}
+
+impl FromRows {
+    fn new(rows: Vec<Vec<Datum>>, keys: &[(usize, usize)]) -> FromRows {
+        let mut hash: HashMap<Vec<Datum>, Vec<usize>> = HashMap::new();
+        if !keys.is_empty() {
+            for (n, r) in rows.iter().enumerate() {
+                let k: Vec<Datum> = keys.iter().map(|(_, j)| r[*j].clone()).collect();
+                if k.iter().all(|d| !d.is_null()) {
+                    hash.entry(k).or_default().push(n);
+                }
+            }
+        }
+        FromRows {
+            rows,
+            keys: keys.to_vec(),
+            hash,
+        }
+    }
+
+    /// The FROM rows that may join table row `vals`: those with its key, or all.
+    fn candidates(&self, vals: &[Datum]) -> Vec<usize> {
+        if self.keys.is_empty() {
+            return (0..self.rows.len()).collect();
+        }
+        let k: Vec<Datum> = self.keys.iter().map(|(i, _)| vals[*i].clone()).collect();
+        self.hash.get(&k).cloned().unwrap_or_default()
+    }
+
+    /// Table row `vals` followed by FROM row `n`.
+    fn joined(&self, vals: &[Datum], n: usize) -> Vec<Datum> {
+        let mut row = Vec::with_capacity(vals.len() + self.rows[n].len());
+        row.extend_from_slice(vals);
+        row.extend_from_slice(&self.rows[n]);
+        row
+    }
+}
+
+/// DELETE ... USING: table row `vals` joined with the first FROM row `pred` holds
+/// for, if any.
+fn first_join(
+    f: &FromRows,
+    vals: &[Datum],
+    pred: Option<&Expr>,
+    params: &[Datum],
+    env: &dyn Env,
+) -> SqlResult<Option<Vec<Datum>>> {
+    for k in f.candidates(vals) {
+        let row = f.joined(vals, k);
+        if where_holds(&row, pred, params, env)? {
+            return Ok(Some(row));
+        }
+    }
+    Ok(None)
 }

@@ -343,12 +343,16 @@ impl Simple {
                 }
             }
             Stmt::Update {
+                alias,
+                from,
                 assignments,
                 selection,
                 returning,
                 ..
             } => Stmt::Update {
                 table: self.base.clone(),
+                alias: refuse_alias(alias, from.is_empty())?,
+                from,
                 assignments: assignments
                     .into_iter()
                     .map(|(c, e)| Ok((self.target(&c, "update")?, self.expr(e)?)))
@@ -357,11 +361,15 @@ impl Simple {
                 returning: self.returning(returning)?,
             },
             Stmt::Delete {
+                alias,
+                using,
                 selection,
                 returning,
                 ..
             } => Stmt::Delete {
                 table: self.base.clone(),
+                alias: refuse_alias(alias, using.is_empty())?,
+                using,
                 selection: self.filter(selection)?,
                 returning: self.returning(returning)?,
             },
@@ -406,4 +414,15 @@ impl Simple {
             _ => None,
         }
     }
+}
+
+/// DML on a view with an alias, FROM or USING: not rewritten onto the base yet
+/// (0A000); without them, no alias on the base.
+fn refuse_alias(alias: Option<String>, plain: bool) -> SqlResult<Option<String>> {
+    if alias.is_some() || !plain {
+        return Err(SqlError::unsupported(
+            "UPDATE or DELETE of a view with an alias, FROM or USING",
+        ));
+    }
+    Ok(None)
 }

@@ -346,3 +346,54 @@ fn frame_exclusions_give_postgres_values() {
         assert_eq!(got[i], want[i], "{q}: Strata's answer, then PostgreSQL's");
     }
 }
+
+/// UPDATE ... FROM and DELETE ... USING change the rows PostgreSQL's do, with
+/// aliases, joins in FROM, equalities served by a hash and other conditions, and
+/// RETURNING over both sides (session rule 9).
+#[test]
+fn update_from_and_delete_using_change_postgres_rows() {
+    if !Path::new(PG_BIN).join("postgres").exists() {
+        eprintln!("PostgreSQL 15 is not installed: skipped");
+        return;
+    }
+    let mut rng = Lcg::seeded();
+    let mut script = String::from(
+        "CREATE TABLE u (a int, b text); CREATE TABLE f (a int, c text); CREATE TABLE g (k bigint, v int);\n",
+    );
+    script.push_str(&fill(&mut rng, "u (a)", 40, 1));
+    script.push_str(&fill(&mut rng, "f (a)", 12, 1));
+    script.push_str(&fill(&mut rng, "g (k, v)", 8, 2));
+    script.push_str("UPDATE f SET c = 'f' || a; UPDATE u SET b = 'u' || a;\n");
+    let steps = [
+        "UPDATE u SET b = f.c FROM f WHERE f.a = u.a AND f.c IS NOT NULL",
+        "UPDATE u AS x SET b = x.b || '!' FROM f t WHERE t.a + 1 = x.a",
+        "UPDATE u SET a = u.a * 10 FROM g WHERE g.k = u.a AND g.v > 2",
+        "DELETE FROM u USING f WHERE f.a = u.a - 3",
+        "DELETE FROM u x USING f, g WHERE x.a = f.a + g.v",
+        "UPDATE u SET b = 'none' FROM f WHERE false",
+        "DELETE FROM u USING f JOIN g ON f.a = g.k WHERE u.a = g.v",
+    ];
+    for q in steps {
+        script.push_str(&format!(
+            "{q};\nSELECT a, b, count(*) FROM u GROUP BY a, b ORDER BY a, b;\n\\echo =====\n"
+        ));
+    }
+    let pg = Postgres::start();
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(&dir.path().join("d"), &[]);
+    let want: Vec<String> = run(pg.port, "postgres", &script)
+        .split("=====")
+        .map(str::to_string)
+        .collect();
+    let got: Vec<String> = run(s.port, "strata", &script)
+        .split("=====")
+        .map(str::to_string)
+        .collect();
+    assert_eq!(want.len(), steps.len() + 1, "PostgreSQL's answers");
+    for (i, q) in steps.iter().enumerate() {
+        assert_eq!(
+            got[i], want[i],
+            "{q}: the table after it on Strata, then PostgreSQL"
+        );
+    }
+}
