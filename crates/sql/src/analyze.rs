@@ -780,6 +780,18 @@ impl Binder {
     /// One FROM item: a table or view, generate_series, a subquery, VALUES, or a
     /// parenthesized join.
     fn table_factor<'c>(&mut self, tf: &ast::TableFactor, ctx: &Scope<'c>) -> SqlResult<From<'c>> {
+        // A name that resolves to nothing is placed at the name (sql rule 7).
+        self.table_factor_at(tf, ctx).map_err(|e| match e.code {
+            "42P01" | "42704" | "3F000" => e.at(sqlparser::ast::Spanned::span(tf)),
+            _ => e,
+        })
+    }
+
+    fn table_factor_at<'c>(
+        &mut self,
+        tf: &ast::TableFactor,
+        ctx: &Scope<'c>,
+    ) -> SqlResult<From<'c>> {
         match tf {
             // LATERAL with nothing before it to name is a plain subquery.
             ast::TableFactor::Derived {

@@ -723,7 +723,9 @@ impl Binder {
         self.depth += 1;
         let r = self.expr_node(scope, e, aggs);
         self.depth -= 1;
-        r
+        // An analysis error is placed at the innermost expression that gave it
+        // (sql rule 7), as PostgreSQL's parser_errposition.
+        r.map_err(|err| place_at(err, e))
     }
 
     fn expr_node(
@@ -763,6 +765,7 @@ impl Binder {
                 let (l, lt) = self.expr_in(scope, left, aggs)?;
                 let (r, rt) = self.expr_in(scope, right, aggs)?;
                 self.binop(l, lt, op, r, rt)
+                    .map_err(|err| place_binop(err, (left, right), rt))
             }
             E::IsNull(x) | E::IsNotNull(x) => {
                 let (x, t) = self.expr_in(scope, x, aggs)?;
@@ -1631,10 +1634,12 @@ fn scalar_signature(
             ))
         }
         _ => {
-            return Err(
-                SqlError::new("42883", format!("function {name}() does not exist"))
-                    .with_hint("Strata implements a small set of functions; see the README."),
+            let types: Vec<&str> = bound.iter().map(|b| b.1.name()).collect();
+            return Err(SqlError::new(
+                "42883",
+                format!("function {name}({}) does not exist", types.join(", ")),
             )
+            .with_hint("No function matches the given name and argument types. You might need to add explicit type casts."));
         }
     })
 }
@@ -1699,6 +1704,37 @@ pub(crate) fn function_args(f: &ast::Function) -> SqlResult<(Vec<ast::Expr>, boo
     }
 }
 
+/// An analysis error placed at `e` (sql rule 7), the innermost expression that
+/// gave it, as PostgreSQL's parser_errposition; not stack depth, nor a numeric
+/// literal past what Strata's numeric holds (PostgreSQL's takes it, and may fail
+/// later without a place). Apart from `expr_in`, whose frame bounds the depth.
+#[inline(never)]
+#[cold]
+fn place_at(err: SqlError, e: &ast::Expr) -> SqlError {
+    match err.location {
+        None if !matches!(err.code, "54001" | "22003") => err.at(ast::Spanned::span(e)),
+        _ => err,
+    }
+}
+
+/// A binary operator's error: no such operator at the operator (after its left
+/// operand), a literal that does not fit at the literal.
+#[inline(never)]
+#[cold]
+fn place_binop(err: SqlError, (left, right): (&ast::Expr, &ast::Expr), rt: SqlType) -> SqlError {
+    use ast::Spanned;
+    match err.code {
+        "42883" => {
+            let end = left.span().end;
+            let mut err = err.at(sqlparser::tokenizer::Span::new(end, end));
+            err.after = true;
+            err
+        }
+        _ if rt == SqlType::Unknown => err.at(right.span()),
+        _ => err.at(left.span()),
+    }
+}
+
 fn column(scope: &Scope, q: Option<&ast::Ident>, c: &ast::Ident) -> SqlResult<(Expr, SqlType)> {
     let name = super::ident_name(c);
     if let Some(q) = q {
@@ -1734,9 +1770,13 @@ fn column(scope: &Scope, q: Option<&ast::Ident>, c: &ast::Ident) -> SqlResult<(E
         .collect();
     match hits.as_slice() {
         [i] => Ok((Expr::Col(*i), scope.cols[*i].1)),
+        // PostgreSQL's text: a qualified name is shown as written, unquoted.
         [] => Err(SqlError::new(
             "42703",
-            format!("column \"{name}\" does not exist"),
+            match &qn {
+                Some(q) => format!("column {q}.{name} does not exist"),
+                None => format!("column \"{name}\" does not exist"),
+            },
         )),
         _ => Err(SqlError::new(
             "42702",

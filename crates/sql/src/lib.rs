@@ -19,7 +19,8 @@
 //! [`planner`] (a physical plan; `joinorder` orders inner joins by `estimate`'s
 //! sizes, from ANALYZE's statistics where `gather` made them; `ordered` lets B-trees
 //! serve ORDER BY, LIMIT and min/max), [`executor`] (pull operators), [`extract`] (EXTRACT and date_part), [`copy`] (COPY's text and csv formats), [`sort`] (ORDER BY within
-//! `work_mem`), [`privileges`] (who may do what: ACL checks for every statement kind,
+//! `work_mem`, PostgreSQL's quicksort), [`frames`] (window frame clauses sqlparser
+//! does not parse), [`moments`] (the statistical aggregates), [`privileges`] (who may do what: ACL checks for every statement kind,
 //! PostgreSQL 15's rules), [`roles`] (CREATE/ALTER/DROP ROLE, membership, SET ROLE,
 //! SCRAM verifiers), [`temp`] (a session's temporary tables and their ON COMMIT),
 //! [`rewrite`] (views: CREATE/DROP VIEW and a view's query read in its place;
@@ -54,6 +55,13 @@
 //!    where that is practical, so a field a new sqlparser adds fails to compile here
 //!    rather than being ignored; CREATE TABLE's is compared whole (see
 //!    `create_table_clauses`).
+//! 7. Errors of parsing and analysis carry PostgreSQL's position: a client's text
+//!    keeps its tokens' locations ([`parse_shared`]; stored text does not), a
+//!    syntax error is placed at its token, an analysis error at the innermost
+//!    expression that gave it (a missing operator at the operator, a literal that
+//!    does not fit at the literal), a relation that does not exist at its name; the
+//!    session turns the location into a character offset in the query string
+//!    ([`SqlError::placed`], simple protocol). Errors of execution have none.
 
 pub mod aggregate;
 pub mod analyze;
@@ -226,6 +234,15 @@ pub struct ErrorData {
     pub message: String,
     pub hint: Option<String>,
     pub detail: Option<String>,
+    /// Where in the statement's text the error is (line, column from 1), for
+    /// errors of parsing and analysis (sql rule 7).
+    pub location: Option<(u64, u64)>,
+    /// The place is the first non-blank character at or after the location (an
+    /// operator after its left operand).
+    pub after: bool,
+    /// The same as PostgreSQL's error position: a character offset from 1 into the
+    /// query string, once the session has placed the location in it.
+    pub position: Option<u32>,
 }
 
 impl std::ops::Deref for SqlError {
@@ -255,7 +272,41 @@ impl SqlError {
             message: message.into(),
             hint: None,
             detail: None,
+            location: None,
+            after: false,
+            position: None,
         })
+    }
+    /// This error at `span`'s start, unless it has a location already (sql rule
+    /// 7). An unknown span (line 0) is kept too, so that no caller further out
+    /// looks for one again.
+    pub fn at(mut self, span: sqlparser::tokenizer::Span) -> SqlError {
+        if self.location.is_none() {
+            self.location = Some((span.start.line, span.start.column));
+        }
+        self
+    }
+    /// The location placed in `text`, the query string it came from: PostgreSQL's
+    /// position (characters from 1).
+    pub fn placed(mut self, text: &str) -> SqlError {
+        let Some((line, col)) = self.location.filter(|(l, _)| *l > 0) else {
+            return self;
+        };
+        let (mut l, mut c) = (1u64, 1u64);
+        let mut reached = false;
+        for (n, ch) in text.chars().enumerate() {
+            reached |= (l, c) == (line, col);
+            if reached && !(self.after && ch.is_whitespace()) {
+                self.position = u32::try_from(n + 1).ok();
+                break;
+            }
+            if ch == '\n' {
+                (l, c) = (l + 1, 1);
+            } else {
+                c += 1;
+            }
+        }
+        self
     }
     /// The error's parts, owned.
     pub fn into_data(self) -> ErrorData {
@@ -1078,7 +1129,7 @@ impl Utility {
 /// Parses a query string into its statements (empty ones dropped); see
 /// [`parse_shared`]. Copies `sql` once.
 pub fn parse(sql: &str) -> SqlResult<Vec<Stmt>> {
-    parse_shared(Arc::new(sql.to_owned()))
+    parse_text(Arc::new(sql.to_owned()), false)
 }
 
 /// Parses a query string into its statements (empty ones dropped). The text is
@@ -1088,15 +1139,22 @@ pub fn parse(sql: &str) -> SqlResult<Vec<Stmt>> {
 /// too, so that a syntax error anywhere stops the string before anything runs. A
 /// text the pre-scan cannot split is tokenized whole ([`parse_tokens`]), as is one
 /// where a statement does not tokenize (its error then reads as it always has).
+///
+/// A client's text keeps its tokens' locations (sql rule 7); [`parse`], for text
+/// Strata stored (views), does not: its errors have no place in the client's.
 pub fn parse_shared(text: Arc<String>) -> SqlResult<Vec<Stmt>> {
+    parse_text(text, true)
+}
+
+fn parse_text(text: Arc<String>, located: bool) -> SqlResult<Vec<Stmt>> {
     let Some(splits) = values::statements(&text) else {
-        return parse_tokens(&text);
+        return parse_tokens(&text, located);
     };
     let mut parsed = Vec::with_capacity(splits.len());
     for s in &splits {
-        match parse_split(&text, s) {
+        match parse_split(&text, s, located) {
             Ok(r) => parsed.push(r),
-            Err(_) => return parse_tokens(&text),
+            Err(_) => return parse_tokens(&text, located),
         }
     }
     if parsed
@@ -1116,7 +1174,7 @@ pub fn parse_shared(text: Arc<String>) -> SqlResult<Vec<Stmt>> {
             match checked {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => *r = Err(e),
-                Err(_) => return parse_tokens(&text),
+                Err(_) => return parse_tokens(&text, located),
             }
         }
     }
@@ -1135,9 +1193,14 @@ pub fn parse_shared(text: Arc<String>) -> SqlResult<Vec<Stmt>> {
 /// first row (values rule 3), its rows kept as text; any other statement, or one
 /// whose head does not parse as such, tokenized and parsed whole. `Err` when its
 /// text does not tokenize.
-fn parse_split(text: &Arc<String>, s: &values::Split) -> Result<SqlResult<Stmt>, TokenizerError> {
+fn parse_split(
+    text: &Arc<String>,
+    s: &values::Split,
+    located: bool,
+) -> Result<SqlResult<Stmt>, TokenizerError> {
+    let base = located.then(|| location_of(text, s.range.start));
     if let Some(first) = &s.first_row {
-        let head = tokens(&text[s.range.start..first.end])?;
+        let head = tokens(&text[s.range.start..first.end], base)?;
         if let Ok(Stmt::Insert {
             table,
             columns,
@@ -1158,27 +1221,50 @@ fn parse_split(text: &Arc<String>, s: &values::Split) -> Result<SqlResult<Stmt>,
             }
         }
     }
-    let toks = tokens(&text[s.range.clone()])?;
+    let toks = tokens(&text[s.range.clone()], base)?;
     Ok(check_complexity(&toks).and_then(|()| parse_one(toks)))
 }
 
+/// The line and column (from 1) of byte `at` of `text`.
+fn location_of(text: &str, at: usize) -> (u64, u64) {
+    let before = &text[..at];
+    let line = 1 + before.matches('\n').count() as u64;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    (line, 1 + before[line_start..].chars().count() as u64)
+}
+
 /// The significant tokens of `sql`, in the form sqlparser takes: whitespace and
-/// comments dropped in place, spans blanked (errors read as they did without them).
-fn tokens(sql: &str) -> Result<Vec<TokenWithSpan>, TokenizerError> {
+/// comments dropped in place. With `base` (where `sql` starts in the client's query
+/// string) their spans are moved there (sql rule 7); without, blanked.
+fn tokens(sql: &str, base: Option<(u64, u64)>) -> Result<Vec<TokenWithSpan>, TokenizerError> {
     let dialect = PostgreSqlDialect {};
     let mut tokens = Tokenizer::new(&dialect, sql).tokenize_with_location()?;
+    let rebase = |l: &mut sqlparser::tokenizer::Location, (bl, bc): (u64, u64)| {
+        if l.line == 1 {
+            l.column += bc - 1;
+        }
+        l.line += bl - 1;
+    };
     tokens.retain_mut(|t| {
-        t.span = Span::empty();
+        match base {
+            None => t.span = Span::empty(),
+            Some(b) if b != (1, 1) => {
+                rebase(&mut t.span.start, b);
+                rebase(&mut t.span.end, b);
+            }
+            Some(_) => {}
+        }
         !matches!(t.token, Token::Whitespace(_))
     });
     Ok(tokens)
 }
 
 /// Parses a query string tokenized whole, into its statements (empty ones dropped).
-fn parse_tokens(sql: &str) -> SqlResult<Vec<Stmt>> {
+fn parse_tokens(sql: &str, located: bool) -> SqlResult<Vec<Stmt>> {
     // One vector of tokens; each statement's tokens are split off its end (a single
     // statement is never copied), then handed on by value.
-    let mut tokens = tokens(sql).map_err(|e| SqlError::syntax(e.to_string()))?;
+    let base = located.then_some((1, 1));
+    let mut tokens = tokens(sql, base).map_err(|e| SqlError::syntax(e.to_string()))?;
     let mut parsed = Vec::new();
     while !tokens.is_empty() {
         let cur = match tokens.iter().rposition(|t| t.token == Token::SemiColon) {
@@ -2101,7 +2187,7 @@ fn char_length(t: &ast::DataType) -> SqlResult<(Option<u32>, bool)> {
 /// A DEFAULT or CHECK expression, stored as SQL text, parsed back.
 pub fn parse_default(text: &str) -> SqlResult<ast::Expr> {
     let dialect = PostgreSqlDialect {};
-    let toks = tokens(text).map_err(|e| SqlError::syntax(e.to_string()))?;
+    let toks = tokens(text, None).map_err(|e| SqlError::syntax(e.to_string()))?;
     Parser::new(&dialect)
         .with_recursion_limit(PARSER_RECURSION_LIMIT)
         .with_tokens_with_locations(toks)
@@ -2132,23 +2218,31 @@ fn parse_with_sqlparser(tokens: Vec<TokenWithSpan>) -> SqlResult<Stmt> {
             return too_deep();
         }
         let m = e.to_string();
-        let m = m
-            .strip_prefix("sql parser error: ")
-            .unwrap_or(&m)
-            .to_string();
-        // PostgreSQL's form: syntax error at or near "token" (sqlparser's detail as hint).
-        match m.split_once("found: ") {
-            Some((_, rest)) => {
-                let tok = rest.split(" at Line:").next().unwrap_or(rest).trim();
-                if tok == "EOF" {
-                    SqlError::syntax("syntax error at end of input").with_hint(m.clone())
-                } else {
-                    SqlError::syntax(format!("syntax error at or near \"{tok}\""))
-                        .with_hint(m.clone())
+        let m = m.strip_prefix("sql parser error: ").unwrap_or(&m);
+        // sqlparser's " at Line: l, Column: c" is the error's location (sql rule 7).
+        let (m, location) = match m.rsplit_once(" at Line: ") {
+            Some((head, at)) => {
+                let mut nums = at.split(", Column: ").map(|x| x.trim().parse::<u64>().ok());
+                match (nums.next().flatten(), nums.next().flatten()) {
+                    (Some(l), Some(c)) => (head.to_string(), Some((l, c))),
+                    _ => (m.to_string(), None),
                 }
             }
+            None => (m.to_string(), None),
+        };
+        // PostgreSQL's form: syntax error at or near "token" (sqlparser's detail as hint).
+        let mut err = match m.split_once("found: ") {
+            Some((_, tok)) if tok.trim() == "EOF" => {
+                SqlError::syntax("syntax error at end of input").with_hint(m.clone())
+            }
+            Some((_, tok)) => {
+                SqlError::syntax(format!("syntax error at or near \"{}\"", tok.trim()))
+                    .with_hint(m.clone())
+            }
             None => SqlError::syntax(format!("syntax error: {m}")),
-        }
+        };
+        err.location = location;
+        err
     })?;
     if p.peek_token().token != Token::EOF {
         return Err(SqlError::syntax(format!(

@@ -1357,11 +1357,12 @@ impl<'e> Session<'e> {
     /// statements that need it (an INSERT's VALUES rows: sql rule 5).
     pub fn run_simple(&mut self, sql: String, sink: &mut dyn ResultSink) {
         let _ns = self.enter();
-        let stmts = match super::parse_shared(Arc::new(sql)) {
+        let text = Arc::new(sql);
+        let stmts = match super::parse_shared(text.clone()) {
             Ok(v) => v,
             Err(e) => {
                 self.fail();
-                return sink.end(Err(e));
+                return sink.end(Err(e.placed(&text)));
             }
         };
         if stmts.is_empty() {
@@ -1376,7 +1377,7 @@ impl<'e> Session<'e> {
             if implicit && matches!(self.block, Block::Idle) {
                 self.open_block(true);
             }
-            let r = self.execute(st, &[], sink);
+            let r = self.execute(st, &[], sink).map_err(|e| e.placed(&text));
             let failed = r.is_err();
             sink.end(r);
             if failed {

@@ -397,3 +397,40 @@ fn update_from_and_delete_using_change_postgres_rows() {
         );
     }
 }
+
+/// Errors of parsing and analysis carry PostgreSQL's position (sql rule 7): psql's
+/// terse errors end "at character N" alike, statements on several lines included;
+/// errors of execution have none.
+#[test]
+fn analysis_errors_are_placed_as_postgres_places_them() {
+    if !Path::new(PG_BIN).join("postgres").exists() {
+        eprintln!("PostgreSQL 15 is not installed: skipped");
+        return;
+    }
+    let script = "\\set VERBOSITY terse\nCREATE TABLE p (a int, b text);\n\
+        SELECT nosuch FROM p;\n\
+        SELECT a,\n  p.nosuch\nFROM p;\n\
+        SELECT 1 +\n  'x'::int;\n\
+        SELECT a FROM p WHERE b = 1;\n\
+        SELECT a FROM p WHERE a = 'y';\n\
+        selec 1;\n\
+        SELECT * FROM nosuchtable;\n\
+        SELECT * FROM p JOIN nosuch2 ON true;\n\
+        SELECT sum(sum(a)) FROM p;\n\
+        SELECT q.a FROM p;\n\
+        SELECT 1/0;\n\
+        SELECT nosuchfn(1);\n";
+    let pg = Postgres::start();
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(&dir.path().join("d"), &[]);
+    let want = run(pg.port, "postgres", script);
+    let got = run(s.port, "strata", script);
+    let errors = |out: &str| -> Vec<String> {
+        out.lines()
+            .filter(|l| l.starts_with("ERROR:"))
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(errors(&want).len(), 12, "{want}");
+    assert_eq!(errors(&got), errors(&want));
+}

@@ -478,6 +478,7 @@ fn error_info(e: &SqlError) -> ErrorInfo {
     );
     info.hint = e.hint.clone();
     info.detail = e.detail.clone();
+    info.position = e.position.map(|p| p.to_string());
     info
 }
 
