@@ -40,6 +40,14 @@
 //!    (`Expr::Outer(1, _)`, one level above the query's own depth), and it becomes
 //!    [`Rel::Lateral`], run again for each left row with that row pushed as the
 //!    outer row (the executor's Lateral node).
+//! 8. UPDATE ... FROM and DELETE ... USING read their FROM items as a query of all
+//!    their columns ([`Binder::dml_from`]), named for the statement's expressions
+//!    beside the table's.
+//! 9. A set-returning function in the select list of a SELECT without FROM
+//!    (`SELECT generate_series(1, 3)`, `INSERT ... SELECT generate_series(...)`)
+//!    is moved into FROM when it is the only one and the SELECT neither groups
+//!    nor is DISTINCT: the same rows as PostgreSQL's ProjectSet. Other placements
+//!    stay 0A000.
 
 use crate::bind::{default_name, Agg, Binder, Columns, Expr, Scope, ScopeOf};
 use crate::conditional::common_type;
@@ -503,6 +511,14 @@ impl Binder {
         reads: &mut Vec<(String, Vec<usize>)>,
     ) -> SqlResult<((Select, Vec<SortSpec>), Columns)> {
         refuse_select_clauses(sel)?;
+        let srf;
+        let sel = match srf_in_from(sel) {
+            Some(rewritten) => {
+                srf = rewritten;
+                &srf
+            }
+            None => sel,
+        };
         let leaf = std::mem::take(&mut self.set_leaf);
         let outer_keep = std::mem::replace(&mut self.keep_unknown, false);
         let r = self.select_parts_in(sel, order_by, ctx, reads, leaf);
@@ -1252,6 +1268,89 @@ fn output_named(projection: &[ast::SelectItem], name: &str) -> Option<usize> {
         ast::SelectItem::UnnamedExpr(e) => default_name(e) == name,
         _ => false,
     })
+}
+
+/// `SELECT generate_series(a, b) [AS x], ...` without FROM (analyze rule 9): the
+/// set-returning call moved into FROM, as PostgreSQL's ProjectSet gives the same
+/// rows there — when it is the only one, stands alone in its select item, and the
+/// SELECT neither groups nor aggregates nor is DISTINCT. None otherwise.
+fn srf_in_from(sel: &ast::Select) -> Option<ast::Select> {
+    use ast::{Expr as E, SelectItem as I};
+    if !sel.from.is_empty() || sel.having.is_some() || sel.distinct.is_some() {
+        return None;
+    }
+    if !matches!(&sel.group_by, ast::GroupByExpr::Expressions(g, m) if g.is_empty() && m.is_empty())
+    {
+        return None;
+    }
+    let is_srf = |e: &E| {
+        matches!(e, E::Function(f) if f.over.is_none() && f.filter.is_none()
+        && crate::object_name(&f.name).is_ok_and(|n| n == "generate_series"))
+    };
+    let at: Vec<usize> = (0..sel.projection.len())
+        .filter(|i| match &sel.projection[*i] {
+            I::UnnamedExpr(e) | I::ExprWithAlias { expr: e, .. } => is_srf(e),
+            _ => false,
+        })
+        .collect();
+    let [at] = at[..] else { return None };
+    let mentions = |item: &I| {
+        let text = item.to_string().to_ascii_lowercase();
+        text.contains("generate_series") || text.contains("over") || text.contains('(')
+    };
+    if sel
+        .projection
+        .iter()
+        .enumerate()
+        .any(|(i, it)| i != at && mentions(it))
+    {
+        return None;
+    }
+    let (call, alias) = match &sel.projection[at] {
+        I::UnnamedExpr(E::Function(f)) => (f, None),
+        I::ExprWithAlias {
+            expr: E::Function(f),
+            alias,
+        } => (f, Some(alias.clone())),
+        _ => return None,
+    };
+    let ast::FunctionArguments::List(list) = &call.args else {
+        return None;
+    };
+    if list.duplicate_treatment.is_some() || !list.clauses.is_empty() {
+        return None;
+    }
+    let col = ast::Ident::new("generate_series");
+    let rel = ast::Ident::with_quote('"', "*SRF*");
+    let mut out = sel.clone();
+    out.from = vec![ast::TableWithJoins {
+        relation: ast::TableFactor::Table {
+            name: call.name.clone(),
+            alias: Some(ast::TableAlias {
+                explicit: true,
+                name: rel.clone(),
+                columns: vec![ast::TableAliasColumnDef::from_name("generate_series")],
+                at: None,
+            }),
+            args: Some(ast::TableFunctionArgs {
+                args: list.args.clone(),
+                settings: None,
+            }),
+            with_hints: vec![],
+            version: None,
+            with_ordinality: false,
+            partitions: vec![],
+            json_path: None,
+            sample: None,
+            index_hints: vec![],
+        },
+        joins: vec![],
+    }];
+    out.projection[at] = I::ExprWithAlias {
+        expr: E::CompoundIdentifier(vec![rel, col.clone()]),
+        alias: alias.unwrap_or(col),
+    };
+    Some(out)
 }
 
 /// Two scopes side by side (a join's row before its merged columns).

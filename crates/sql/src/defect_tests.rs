@@ -485,3 +485,43 @@ fn set_local_lasts_until_the_transaction_ends() {
         q(s, "ROLLBACK");
     });
 }
+
+/// A set-returning function alone in the select list of a SELECT without FROM runs
+/// as PostgreSQL's ProjectSet gives it (analyze rule 9); with a second one it is
+/// still refused.
+#[test]
+fn a_series_in_the_select_list_without_from() {
+    with_session(8 << 20, |s| {
+        q(s, "CREATE TABLE sr (a int)");
+        assert_eq!(
+            codes(s, "INSERT INTO sr SELECT generate_series(1, 5)"),
+            [""]
+        );
+        assert_eq!(one(s, "SELECT sum(a) FROM sr"), "15");
+        assert_eq!(
+            one(
+                s,
+                "SELECT count(*) FROM (SELECT generate_series(1, 10, 4) AS x, 'a' AS b) t"
+            ),
+            "3"
+        );
+        assert_eq!(
+            one(
+                s,
+                "SELECT max(generate_series) FROM (SELECT generate_series(5, 1, -2)) t"
+            ),
+            "5"
+        );
+        assert_eq!(
+            one(
+                s,
+                "SELECT count(*) FROM (SELECT generate_series(1, 3) WHERE false) t"
+            ),
+            "0"
+        );
+        assert_eq!(
+            codes(s, "SELECT generate_series(1, 2), generate_series(1, 3)"),
+            ["0A000"]
+        );
+    });
+}
