@@ -1151,8 +1151,10 @@ fn parse_text(text: Arc<String>, located: bool) -> SqlResult<Vec<Stmt>> {
         return parse_tokens(&text, located);
     };
     let mut parsed = Vec::with_capacity(splits.len());
+    let mut at = TextCursor::default();
     for s in &splits {
-        match parse_split(&text, s, located) {
+        let base = located.then(|| at.advance(&text, s.range.start));
+        match parse_split(&text, s, base) {
             Ok(r) => parsed.push(r),
             Err(_) => return parse_tokens(&text, located),
         }
@@ -1196,9 +1198,8 @@ fn parse_text(text: Arc<String>, located: bool) -> SqlResult<Vec<Stmt>> {
 fn parse_split(
     text: &Arc<String>,
     s: &values::Split,
-    located: bool,
+    base: Option<(u64, u64)>,
 ) -> Result<SqlResult<Stmt>, TokenizerError> {
-    let base = located.then(|| location_of(text, s.range.start));
     if let Some(first) = &s.first_row {
         let head = tokens(&text[s.range.start..first.end], base)?;
         if let Ok(Stmt::Insert {
@@ -1225,12 +1226,37 @@ fn parse_split(
     Ok(check_complexity(&toks).and_then(|()| parse_one(toks)))
 }
 
-/// The line and column (from 1) of byte `at` of `text`.
-fn location_of(text: &str, at: usize) -> (u64, u64) {
-    let before = &text[..at];
-    let line = 1 + before.matches('\n').count() as u64;
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    (line, 1 + before[line_start..].chars().count() as u64)
+/// A place in a query string, moved forward statement by statement (so finding
+/// every statement's line and column costs one pass over the text).
+struct TextCursor {
+    byte: usize,
+    line: u64,
+    col: u64,
+}
+
+impl Default for TextCursor {
+    fn default() -> TextCursor {
+        TextCursor {
+            byte: 0,
+            line: 1,
+            col: 1,
+        }
+    }
+}
+
+impl TextCursor {
+    /// The line and column (from 1) of byte `to` (at or after the last one asked).
+    fn advance(&mut self, text: &str, to: usize) -> (u64, u64) {
+        for ch in text[self.byte..to].chars() {
+            if ch == '\n' {
+                (self.line, self.col) = (self.line + 1, 1);
+            } else {
+                self.col += 1;
+            }
+        }
+        self.byte = to;
+        (self.line, self.col)
+    }
 }
 
 /// The significant tokens of `sql`, in the form sqlparser takes: whitespace and
