@@ -275,21 +275,8 @@ fn statistics_give_postgres_values() {
         script.push_str(q);
         script.push_str(";\n\\echo =====\n");
     }
-    let pg = Postgres::start();
-    let dir = tempfile::tempdir().unwrap();
-    let s = Server::start(&dir.path().join("d"), &[]);
-    let want: Vec<String> = run(pg.port, "postgres", &script)
-        .split("=====")
-        .map(str::to_string)
-        .collect();
-    let got: Vec<String> = run(s.port, "strata", &script)
-        .split("=====")
-        .map(str::to_string)
-        .collect();
-    assert_eq!(want.len(), queries.len() + 1, "PostgreSQL's answers");
-    for (i, q) in queries.iter().enumerate() {
-        assert_eq!(got[i], want[i], "{q}: Strata's answer, then PostgreSQL's");
-    }
+    let labels: Vec<String> = queries.iter().map(|q| q.to_string()).collect();
+    same_answers(&script, &labels);
 }
 
 /// Window frames with EXCLUDE and interval offsets give PostgreSQL's values (frames
@@ -330,21 +317,8 @@ fn frame_exclusions_give_postgres_values() {
         script.push_str(q);
         script.push_str(";\n\\echo =====\n");
     }
-    let pg = Postgres::start();
-    let dir = tempfile::tempdir().unwrap();
-    let s = Server::start(&dir.path().join("d"), &[]);
-    let want: Vec<String> = run(pg.port, "postgres", &script)
-        .split("=====")
-        .map(str::to_string)
-        .collect();
-    let got: Vec<String> = run(s.port, "strata", &script)
-        .split("=====")
-        .map(str::to_string)
-        .collect();
-    assert_eq!(want.len(), queries.len() + 1, "PostgreSQL's answers");
-    for (i, q) in queries.iter().enumerate() {
-        assert_eq!(got[i], want[i], "{q}: Strata's answer, then PostgreSQL's");
-    }
+    let labels: Vec<String> = queries.iter().map(|q| q.to_string()).collect();
+    same_answers(&script, &labels);
 }
 
 /// UPDATE ... FROM and DELETE ... USING change the rows PostgreSQL's do, with
@@ -378,24 +352,11 @@ fn update_from_and_delete_using_change_postgres_rows() {
             "{q};\nSELECT a, b, count(*) FROM u GROUP BY a, b ORDER BY a, b;\n\\echo =====\n"
         ));
     }
-    let pg = Postgres::start();
-    let dir = tempfile::tempdir().unwrap();
-    let s = Server::start(&dir.path().join("d"), &[]);
-    let want: Vec<String> = run(pg.port, "postgres", &script)
-        .split("=====")
-        .map(str::to_string)
+    let labels: Vec<String> = steps
+        .iter()
+        .map(|q| format!("the table after {q}"))
         .collect();
-    let got: Vec<String> = run(s.port, "strata", &script)
-        .split("=====")
-        .map(str::to_string)
-        .collect();
-    assert_eq!(want.len(), steps.len() + 1, "PostgreSQL's answers");
-    for (i, q) in steps.iter().enumerate() {
-        assert_eq!(
-            got[i], want[i],
-            "{q}: the table after it on Strata, then PostgreSQL"
-        );
-    }
+    same_answers(&script, &labels);
 }
 
 /// Errors of parsing and analysis carry PostgreSQL's position (sql rule 7): psql's
@@ -433,4 +394,19 @@ fn analysis_errors_are_placed_as_postgres_places_them() {
     };
     assert_eq!(errors(&want).len(), 12, "{want}");
     assert_eq!(errors(&got), errors(&want));
+}
+
+/// Runs `script` on a fresh PostgreSQL 15 and a fresh Strata; each answer between
+/// `=====` markers must be the same text on both, `labels` naming them in order.
+fn same_answers(script: &str, labels: &[String]) {
+    let pg = Postgres::start();
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(&dir.path().join("d"), &[]);
+    let split = |out: String| -> Vec<String> { out.split("=====").map(str::to_string).collect() };
+    let want = split(run(pg.port, "postgres", script));
+    let got = split(run(s.port, "strata", script));
+    assert_eq!(want.len(), labels.len() + 1, "PostgreSQL's answers");
+    for (i, q) in labels.iter().enumerate() {
+        assert_eq!(got[i], want[i], "{q}: Strata's answer, then PostgreSQL's");
+    }
 }
