@@ -246,6 +246,7 @@ impl Binder {
     /// that names those columns for its SET, WHERE and RETURNING.
     pub(crate) fn dml_from<'c>(
         &mut self,
+        with: Option<&ast::With>,
         items: &[ast::TableWithJoins],
         scope_of: &'c ScopeOf<'c>,
     ) -> SqlResult<(Query, Scope<'c>)> {
@@ -253,11 +254,21 @@ impl Binder {
             catalog: Some(scope_of),
             ..Scope::default()
         };
-        let from = self.range_table(items, &ctx)?;
+        // A WITH before the statement is FROM's (sql rule 8).
+        let mut cte_reads = Vec::new();
+        let pushed = match with {
+            Some(w) => self.with_clause(w, &ctx, &mut cte_reads)?,
+            None => 0,
+        };
+        let from = self.range_table(items, &ctx);
+        let keep = self.ctes.len() - pushed;
+        self.ctes.truncate(keep);
+        let from = from?;
         let width = from.rel.width();
         let all: Vec<Expr> = (0..width).map(Expr::Col).collect();
         let refs: Vec<&Expr> = all.iter().collect();
         let mut reads = from.reads.clone();
+        reads.extend(cte_reads);
         reads.extend(columns_read(&from.layout, &from.rel, &refs));
         reads.extend(std::mem::take(&mut self.sub_reads));
         let columns = from.scope.cols.clone();

@@ -525,3 +525,39 @@ fn a_series_in_the_select_list_without_from() {
         );
     });
 }
+
+/// `WITH ... INSERT / UPDATE / DELETE` (sql rule 8): the CTEs are read by the
+/// INSERT's query and the UPDATE's FROM or DELETE's USING, never taken for the
+/// target; a data-modifying CTE is 0A000.
+#[test]
+fn with_before_insert_update_and_delete() {
+    with_session(8 << 20, |s| {
+        q(
+            s,
+            "CREATE TABLE wy (a int); INSERT INTO wy SELECT generate_series(1, 4)",
+        );
+        q(
+            s,
+            "WITH t AS (SELECT a FROM wy) INSERT INTO wy SELECT a + 10 FROM t",
+        );
+        assert_eq!(one(s, "SELECT sum(a) FROM wy"), "60");
+        q(
+            s,
+            "WITH t AS (SELECT 11 AS a) UPDATE wy SET a = 0 FROM t WHERE t.a = wy.a",
+        );
+        assert_eq!(one(s, "SELECT count(*) FROM wy WHERE a = 0"), "1");
+        q(s, "WITH RECURSIVE t(a) AS (SELECT 12 UNION ALL SELECT a + 1 FROM t WHERE a < 20) DELETE FROM wy USING t WHERE t.a = wy.a");
+        assert_eq!(one(s, "SELECT count(*) FROM wy"), "5");
+        // A CTE named as the target: the table is still the target.
+        q(s, "WITH wy AS (SELECT 42) INSERT INTO wy SELECT * FROM wy");
+        assert_eq!(one(s, "SELECT max(a) FROM wy"), "42");
+        assert_eq!(
+            codes(
+                s,
+                "WITH t AS (DELETE FROM wy RETURNING *) INSERT INTO wy SELECT * FROM t"
+            ),
+            ["0A000"]
+        );
+        assert_eq!(one(s, "SELECT count(*) FROM wy"), "6");
+    });
+}

@@ -62,6 +62,10 @@
 //!    does not fit at the literal), a relation that does not exist at its name; the
 //!    session turns the location into a character offset in the query string
 //!    ([`SqlError::placed`], simple protocol). Errors of execution have none.
+//! 8. `WITH ... INSERT / UPDATE / DELETE`: the CTEs are given to what the statement
+//!    reads — an INSERT's query, an UPDATE's FROM, a DELETE's USING — never to its
+//!    target (a CTE named like the table does not replace it); a data-modifying
+//!    CTE, and one only a subquery of the statement could read, are 0A000.
 
 pub mod aggregate;
 pub mod analyze;
@@ -779,6 +783,8 @@ pub enum Stmt {
         alias: Option<String>,
         /// USING: more tables the WHERE may join with.
         using: Vec<ast::TableWithJoins>,
+        /// WITH before the statement: CTEs USING may read (sql rule 8).
+        with: Option<Box<ast::With>>,
         selection: Option<ast::Expr>,
         returning: Returning,
     },
@@ -790,6 +796,8 @@ pub enum Stmt {
         assignments: Vec<(String, ast::Expr)>,
         /// FROM: more tables the SET and WHERE may read.
         from: Vec<ast::TableWithJoins>,
+        /// WITH before the statement: CTEs FROM may read (sql rule 8).
+        with: Option<Box<ast::With>>,
         selection: Option<ast::Expr>,
         returning: Returning,
     },
@@ -2106,6 +2114,139 @@ pub fn object_name(n: &ast::ObjectName) -> SqlResult<String> {
 
 /// An INSERT's source: a plain VALUES list, its rows moved out of the tree (never
 /// copied: item 16), or a query.
+/// Whether a query is `WITH ... INSERT / UPDATE / DELETE`.
+fn dml_body(q: &ast::Query) -> bool {
+    matches!(
+        *q.body,
+        ast::SetExpr::Insert(_) | ast::SetExpr::Update(_) | ast::SetExpr::Delete(_)
+    )
+}
+
+/// `WITH ctes INSERT / UPDATE / DELETE` (sql rule 8): the CTEs go where the
+/// statement can read them — an INSERT's query, an UPDATE's FROM, a DELETE's
+/// USING. A data-modifying CTE is 0A000; so is a CTE that a VALUES list or a
+/// statement without FROM could only reach through a subquery.
+fn with_dml(q: ast::Query) -> SqlResult<Stmt> {
+    let ast::Query { with, body, .. } = q;
+    let Some(with) = with else {
+        return Err(SqlError::unsupported("this query form"));
+    };
+    if with.cte_tables.iter().any(|c| dml_body(&c.query)) {
+        return Err(SqlError::unsupported("data-modifying statements in WITH"));
+    }
+    let inner = match *body {
+        ast::SetExpr::Insert(s) | ast::SetExpr::Update(s) | ast::SetExpr::Delete(s) => s,
+        _ => unreachable!("dml_body"),
+    };
+    let unreachable =
+        || SqlError::unsupported("WITH before this statement (put the WITH in its query)");
+    let mentions_query = |text: String| text.to_ascii_lowercase().contains("select");
+    Ok(match convert(inner)? {
+        Stmt::Insert {
+            table,
+            columns,
+            source,
+            returning,
+            on_conflict,
+        } => {
+            let source = match source {
+                InsertSource::Query(mut q) => {
+                    q.with = Some(merge_with(with, q.with.take()));
+                    InsertSource::Query(q)
+                }
+                InsertSource::Values(rows) => {
+                    if rows.iter().flatten().any(|e| mentions_query(e.to_string())) {
+                        return Err(unreachable());
+                    }
+                    InsertSource::Values(rows)
+                }
+                InsertSource::Rows(_) => return Err(unreachable()),
+            };
+            if on_conflict
+                .as_ref()
+                .is_some_and(|oc| mentions_query(format!("{oc:?}")))
+            {
+                return Err(unreachable());
+            }
+            Stmt::Insert {
+                table,
+                columns,
+                source,
+                returning,
+                on_conflict,
+            }
+        }
+        Stmt::Update {
+            table,
+            alias,
+            assignments,
+            from,
+            selection,
+            returning,
+            ..
+        } => {
+            // Without FROM only a subquery could read a CTE.
+            let reads = format!("{assignments:?} {selection:?} {returning:?}");
+            if from.is_empty() && mentions_query(reads) {
+                return Err(unreachable());
+            }
+            Stmt::Update {
+                table,
+                alias,
+                assignments,
+                with: (!from.is_empty()).then(|| Box::new(with)),
+                from,
+                selection,
+                returning,
+            }
+        }
+        Stmt::Delete {
+            table,
+            alias,
+            using,
+            selection,
+            returning,
+            ..
+        } => {
+            if using.is_empty() && mentions_query(format!("{selection:?} {returning:?}")) {
+                return Err(unreachable());
+            }
+            Stmt::Delete {
+                table,
+                alias,
+                with: (!using.is_empty()).then(|| Box::new(with)),
+                using,
+                selection,
+                returning,
+            }
+        }
+        _ => return Err(unreachable()),
+    })
+}
+
+/// An outer WITH put in front of a query's own: the query's CTEs hide the outer
+/// ones of the same name.
+fn merge_with(outer: ast::With, inner: Option<ast::With>) -> ast::With {
+    let Some(mut inner) = inner else {
+        return outer;
+    };
+    let hidden = |c: &ast::Cte| {
+        inner
+            .cte_tables
+            .iter()
+            .any(|i| i.alias.name == c.alias.name)
+    };
+    let mut ctes: Vec<ast::Cte> = outer
+        .cte_tables
+        .into_iter()
+        .filter(|c| !hidden(c))
+        .collect();
+    ctes.append(&mut inner.cte_tables);
+    inner.cte_tables = ctes;
+    inner.recursive |= outer.recursive;
+    inner
+}
+
 fn insert_source(q: Box<ast::Query>) -> InsertSource {
     let plain = q.with.is_none() && q.order_by.is_none() && q.limit_clause.is_none();
     match *q {
@@ -2306,6 +2447,7 @@ fn convert_drop(
 fn convert(st: ast::Statement) -> SqlResult<Stmt> {
     use ast::Statement as S;
     match st {
+        S::Query(q) if dml_body(&q) => with_dml(*q),
         S::Query(q) => Ok(Stmt::Select(q)),
         S::Explain {
             describe_alias: ast::DescribeAlias::Explain,
@@ -2807,6 +2949,7 @@ fn convert_delete(d: ast::Delete) -> SqlResult<Stmt> {
         table,
         alias,
         using: d.using.unwrap_or_default(),
+        with: None,
         selection: d.selection,
         returning: d.returning,
     })
@@ -2896,6 +3039,7 @@ fn convert_update(u: ast::Update) -> SqlResult<Stmt> {
         table,
         alias,
         from,
+        with: None,
         assignments,
         selection: u.selection,
         returning: u.returning,

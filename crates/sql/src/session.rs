@@ -1703,10 +1703,12 @@ impl<'e> Session<'e> {
                 table,
                 alias,
                 using,
+                with,
                 selection,
                 returning,
             } => {
-                let target = self.dml_scope(b, table, alias.as_deref(), using, &scope_of)?;
+                let from = (with.as_deref(), &using[..]);
+                let target = self.dml_scope(b, table, alias.as_deref(), from, &scope_of)?;
                 let mut d = self.bind_delete(table, &target.scope, selection.as_ref(), b)?;
                 d.returning = bind_returning_in(b, &target.scope, returning)?;
                 let types: Vec<SqlType> = self.columns(table)?.iter().map(|c| c.1).collect();
@@ -1719,10 +1721,12 @@ impl<'e> Session<'e> {
                 table,
                 alias,
                 from,
+                with,
                 assignments,
                 selection,
                 returning,
             } => {
+                let from = (with.as_deref(), &from[..]);
                 let target = self.dml_scope(b, table, alias.as_deref(), from, &scope_of)?;
                 let mut u =
                     self.bind_update(table, &target.scope, assignments, selection.as_ref(), b)?;
@@ -1982,7 +1986,10 @@ impl<'e> Session<'e> {
         b: &mut Binder,
         table: &str,
         alias: Option<&str>,
-        from: &[sqlparser::ast::TableWithJoins],
+        (with, from): (
+            Option<&sqlparser::ast::With>,
+            &[sqlparser::ast::TableWithJoins],
+        ),
         scope_of: &'c crate::bind::ScopeOf<'c>,
     ) -> SqlResult<DmlScope<'c>> {
         let name = alias.unwrap_or(table).to_string();
@@ -1997,7 +2004,7 @@ impl<'e> Session<'e> {
                 from: None,
             });
         }
-        let (query, fs) = b.dml_from(from, scope_of)?;
+        let (query, fs) = b.dml_from(with, from, scope_of)?;
         if fs.qualifiers.contains(&name) {
             return Err(SqlError::new(
                 "42712",

@@ -353,6 +353,7 @@ impl Simple {
                 table: self.base.clone(),
                 alias: refuse_alias(alias, from.is_empty())?,
                 from,
+                with: None,
                 assignments: assignments
                     .into_iter()
                     .map(|(c, e)| Ok((self.target(&c, "update")?, self.expr(e)?)))
@@ -370,6 +371,7 @@ impl Simple {
                 table: self.base.clone(),
                 alias: refuse_alias(alias, using.is_empty())?,
                 using,
+                with: None,
                 selection: self.filter(selection)?,
                 returning: self.returning(returning)?,
             },
