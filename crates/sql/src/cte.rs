@@ -15,7 +15,8 @@
 //!    `init`'s rows are the first working table; each round runs `step` over the
 //!    last round's new rows (the work table), until a round gives none. UNION
 //!    keeps only rows not seen before. The columns are `init`'s (their names from
-//!    the CTE's column list); `step` is cast to their types.
+//!    the CTE's column list); `step` is cast to their types. A CTE of a WITH
+//!    RECURSIVE list whose `step` does not read it is a plain CTE (rule 2).
 //! 4. A data-modifying statement in WITH is 0A000.
 
 use crate::analyze::{Query, Rel, SetTree};
@@ -159,10 +160,9 @@ impl Binder {
             reads: Vec::new(),
         };
         if !used {
-            return Err(SqlError::unsupported(format!(
-                "WITH RECURSIVE \"{}\" whose UNION does not read it (write it without RECURSIVE)",
-                ident_name(&cte.alias.name)
-            )));
+            // Not recursive after all: a plain CTE in a WITH RECURSIVE list, as in
+            // PostgreSQL (analyzed again as one).
+            return Ok(None);
         }
         Ok(Some(Recursive {
             id,

@@ -561,3 +561,18 @@ fn with_before_insert_update_and_delete() {
         assert_eq!(one(s, "SELECT count(*) FROM wy"), "6");
     });
 }
+
+/// A CTE of a WITH RECURSIVE list whose UNION does not read itself is a plain
+/// CTE, as in PostgreSQL.
+#[test]
+fn with_recursive_takes_plain_ctes_too() {
+    with_session(8 << 20, |s| {
+        assert_eq!(
+            one(s, "WITH RECURSIVE q(a) AS (SELECT 1 UNION SELECT 2 UNION SELECT 1) SELECT count(*) FROM q"),
+            "2"
+        );
+        let sql = "WITH RECURSIVE x(id) AS (VALUES (1) UNION ALL SELECT id + 1 FROM x WHERE id < 5), \
+                   y(id) AS (VALUES (1) UNION ALL SELECT id + 1 FROM x WHERE id < 3) SELECT sum(id) FROM y";
+        assert_eq!(one(s, sql), "6");
+    });
+}
