@@ -1811,17 +1811,16 @@ impl<'e> Session<'e> {
         table: &str,
         returning: &crate::Returning,
     ) -> SqlResult<Option<Returning>> {
-        let Some(list) = returning else {
+        if returning.is_none() {
             return Ok(None);
-        };
+        }
         let scope = Scope {
             qualifiers: vec![table.to_string()],
             cols: self.columns(table)?,
             excluded: false,
             ..Default::default()
         };
-        let (exprs, columns) = b.returning(list, &scope)?;
-        Ok(Some(Returning { columns, exprs }))
+        bind_returning_in(b, &scope, returning)
     }
 
     /// An INSERT: its target columns, and its source bound (a VALUES list kept as

@@ -271,12 +271,7 @@ fn statistics_give_postgres_values() {
         "SELECT var_pop(v), var_samp(v) FROM (VALUES (1::float8), ('infinity')) t(v)",
         "SELECT var_samp(1.5), stddev_pop(2::float4), covar_samp(1, 2), corr(1, 1)",
     ];
-    for q in &queries {
-        script.push_str(q);
-        script.push_str(";\n\\echo =====\n");
-    }
-    let labels: Vec<String> = queries.iter().map(|q| q.to_string()).collect();
-    same_answers(&script, &labels);
+    queries_answered_alike(script, &queries);
 }
 
 /// Window frames with EXCLUDE and interval offsets give PostgreSQL's values (frames
@@ -313,12 +308,7 @@ fn frame_exclusions_give_postgres_values() {
         "SELECT i, count(*) OVER (ORDER BY d RANGE BETWEEN '100 days'::interval PRECEDING AND '1 month'::interval FOLLOWING EXCLUDE TIES) FROM e ORDER BY i"
             .to_string(),
     );
-    for q in &queries {
-        script.push_str(q);
-        script.push_str(";\n\\echo =====\n");
-    }
-    let labels: Vec<String> = queries.iter().map(|q| q.to_string()).collect();
-    same_answers(&script, &labels);
+    queries_answered_alike(script, &queries);
 }
 
 /// UPDATE ... FROM and DELETE ... USING change the rows PostgreSQL's do, with
@@ -394,6 +384,17 @@ fn analysis_errors_are_placed_as_postgres_places_them() {
     };
     assert_eq!(errors(&want).len(), 12, "{want}");
     assert_eq!(errors(&got), errors(&want));
+}
+
+/// `setup`, then each of `queries` with a marker after it, answered alike by
+/// PostgreSQL and Strata ([`same_answers`]).
+fn queries_answered_alike<Q: AsRef<str>>(mut setup: String, queries: &[Q]) {
+    for q in queries {
+        setup.push_str(q.as_ref());
+        setup.push_str(";\n\\echo =====\n");
+    }
+    let labels: Vec<String> = queries.iter().map(|q| q.as_ref().to_string()).collect();
+    same_answers(&setup, &labels);
 }
 
 /// Runs `script` on a fresh PostgreSQL 15 and a fresh Strata; each answer between
