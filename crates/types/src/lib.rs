@@ -17,10 +17,12 @@
 
 mod datum;
 mod float;
+pub mod numeric;
 pub mod units;
 
 pub use datum::Datum;
 pub use float::{Float, Interval};
+pub use numeric::{NumError, Numeric};
 
 use std::fmt;
 
