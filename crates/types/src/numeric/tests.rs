@@ -74,7 +74,7 @@ fn rounding_is_half_away_from_zero() {
     assert_eq!(n("99.995").fit(4, 2).map(|v| v.to_string()), Err(
         "A field with precision 4, scale 2 must round to an absolute value less than 10^2.".into()
     ));
-    assert_eq!(n("0.5").fit(1, 1).unwrap_err(), "A field with precision 1, scale 1 must round to an absolute value less than 1.");
+    assert_eq!(n("0.95").fit(1, 1).unwrap_err(), "A field with precision 1, scale 1 must round to an absolute value less than 1.");
     assert_eq!(n("12.345").fit(5, 2).unwrap().to_string(), "12.35");
 }
 
