@@ -27,7 +27,7 @@
 //!    then LP_UNUSED. Indexes are not in the catalog yet; see issue 14.)
 
 use crate::codec::{Dec, DecResult, DecodeError};
-pub use rust_decimal::Decimal;
+pub use strata_types::Numeric;
 use strata_page::PageBuf;
 use strata_types::{Float, Interval, Xid};
 
@@ -242,10 +242,10 @@ impl Column {
 
     /// A numeric value made to fit `numeric(p, s)`: rounded to the scale (half away
     /// from zero), then Err((p, s)) if its integral digits exceed p - s.
-    pub fn fit_numeric(&self, v: Decimal) -> std::result::Result<Decimal, (u32, u32)> {
+    pub fn fit_numeric(&self, v: &Numeric) -> std::result::Result<Numeric, String> {
         match self.numeric {
             Some((p, s)) => fit_numeric(v, p, s),
-            None => Ok(v),
+            None => Ok(v.clone()),
         }
     }
 
@@ -289,15 +289,10 @@ pub fn round_micros(us: i64, p: u32) -> i64 {
 }
 
 /// `v` made to fit `numeric(p, s)`: rounded to the scale (half away from zero), then
-/// Err((p, s)) if its integral digits exceed p - s. A column's values and a cast's.
-pub fn fit_numeric(v: Decimal, p: u32, s: u32) -> std::result::Result<Decimal, (u32, u32)> {
-    let mut r = v.round_dp_with_strategy(s, rust_decimal::RoundingStrategy::MidpointAwayFromZero);
-    let int_digits = r.trunc().abs().to_string().trim_start_matches('0').len() as u32;
-    if int_digits > p - s {
-        return Err((p, s));
-    }
-    r.rescale(s); // shown with its scale's digits, as PostgreSQL shows it
-    Ok(r)
+/// Err(PostgreSQL's detail) if its integral digits exceed p - s or it is infinite.
+/// A column's values and a cast's.
+pub fn fit_numeric(v: &Numeric, p: u32, s: u32) -> std::result::Result<Numeric, String> {
+    v.fit(p as i32, s as i32)
 }
 
 pub use strata_types::Datum;
@@ -393,7 +388,13 @@ pub fn encode_tuple_into(
             }
             Datum::Float4(x) => out.extend_from_slice(&(x.get() as f32).to_le_bytes()),
             Datum::Float8(x) => out.extend_from_slice(&x.get().to_le_bytes()),
-            Datum::Numeric(x) => out.extend_from_slice(&x.serialize()),
+            Datum::Numeric(x) => {
+                let at = out.len();
+                out.extend_from_slice(&[0; 4]);
+                x.encode(out);
+                let len = (out.len() - at - 4) as u32;
+                out[at..at + 4].copy_from_slice(&len.to_le_bytes());
+            }
             Datum::Time(x) => out.extend_from_slice(&x.to_le_bytes()),
             // Never stored (type_matches refuses it: datum rule 1); kept total.
             Datum::Lsn(l) => out.extend_from_slice(&l.0.to_le_bytes()),
@@ -519,8 +520,8 @@ fn skip_value(d: &mut Dec<'_>, ty: ColType) -> DecResult<()> {
         | ColType::TimestampTz
         | ColType::Float8
         | ColType::Time => 8,
-        ColType::Uuid | ColType::Numeric | ColType::Interval => 16,
-        ColType::Text | ColType::Bytea => {
+        ColType::Uuid | ColType::Interval => 16,
+        ColType::Text | ColType::Bytea | ColType::Numeric => {
             let word = d.u32()?;
             if word & TOASTED == 0 {
                 word as usize
@@ -576,9 +577,13 @@ fn decode_columns(
             ColType::Bytea => Datum::Bytea(varlena(&mut d, detoast)?.into_owned()),
             ColType::Float4 => Datum::Float4(Float::new(f32::from_bits(d.u32()?) as f64)),
             ColType::Float8 => Datum::Float8(Float::new(f64::from_bits(d.u64()?))),
-            ColType::Numeric => Datum::Numeric(Decimal::deserialize(
-                d.take(16)?.try_into().expect("16 bytes"),
-            )),
+            ColType::Numeric => {
+                let n = d.u32()? as usize;
+                Datum::Numeric(
+                    Numeric::decode(d.take(n)?)
+                        .ok_or_else(|| DecodeError("bad numeric value".into()))?,
+                )
+            }
             ColType::Time => Datum::Time(d.u64()? as i64),
             ColType::Interval => Datum::Interval(Interval {
                 months: d.u32()? as i32,

@@ -67,34 +67,10 @@ fn part(v: &Datum) -> KeyPart<'_> {
 fn computed_key(v: &Datum) -> Option<Vec<u8>> {
     match v {
         Datum::Float4(f) | Datum::Float8(f) => Some(f.key_bytes().to_vec()),
-        Datum::Numeric(d) => Some(numeric_key(*d)),
+        Datum::Numeric(d) => Some(d.key_bytes()),
         Datum::Interval(i) => Some(i.key_bytes().to_vec()),
         _ => None,
     }
-}
-
-/// A numeric's key: self-delimiting, and ordered as the values are. Zero is one
-/// byte; any other value is 0.d₁d₂… × 10^e with d₁ ≠ 0 and no trailing zero: a
-/// sign byte, then e and the digits (then a 0x00 end), all inverted (with a 0xFF
-/// end) for a negative value, so a larger magnitude sorts lower.
-fn numeric_key(d: rust_decimal::Decimal) -> Vec<u8> {
-    let n = d.normalize();
-    if n.is_zero() {
-        return vec![0x02];
-    }
-    let digits = n.mantissa().unsigned_abs().to_string();
-    let e = (digits.len() as i32 - n.scale() as i32 + 64) as u8;
-    let mut out = Vec::with_capacity(digits.len() + 3);
-    if n.is_sign_negative() {
-        out.extend([0x01, !e]);
-        out.extend(digits.bytes().map(|c| !c));
-        out.push(0xFF);
-    } else {
-        out.extend([0x03, e]);
-        out.extend(digits.bytes());
-        out.push(0x00);
-    }
-    out
 }
 
 /// The encoded key of `values` (btree rule 1).
@@ -147,7 +123,7 @@ fn postgres_row_bytes(values: &[&Datum]) -> usize {
             Datum::Bytea(b) => var(b.len(), n),
             // Base-10000 digits, two bytes each, after a two-byte header.
             Datum::Numeric(d) => var(
-                2 + 2 * d.mantissa().unsigned_abs().to_string().len().div_ceil(4),
+                2 + 2 * (d.int_digits().div_ceil(4) + d.scale().div_ceil(4)) as usize,
                 n,
             ),
         };
@@ -804,9 +780,8 @@ pub(crate) fn check(sh: &Shared, rel: &RelEntry, heap: RelKey, ix: &IndexDef) ->
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use rust_decimal::Decimal;
-    use std::str::FromStr;
+
+    use strata_types::Numeric;
 
     #[test]
     fn numeric_keys_sort_as_their_values() {
@@ -835,15 +810,12 @@ mod tests {
             "1200000",
             "79228162514264337593543950335",
         ];
-        let vals: Vec<Decimal> = texts
-            .iter()
-            .map(|t| Decimal::from_str(t).unwrap())
-            .collect();
+        let vals: Vec<Numeric> = texts.iter().map(|t| Numeric::parse(t).unwrap()).collect();
         for a in &vals {
             for b in &vals {
                 assert_eq!(
                     a.cmp(b),
-                    numeric_key(*a).cmp(&numeric_key(*b)),
+                    a.key_bytes().cmp(&b.key_bytes()),
                     "{a} vs {b}"
                 );
             }
@@ -851,7 +823,7 @@ mod tests {
         // Self-delimiting: no key is a proper prefix of another.
         for a in &vals {
             for b in &vals {
-                let (ka, kb) = (numeric_key(*a), numeric_key(*b));
+                let (ka, kb) = (a.key_bytes(), b.key_bytes());
                 assert!(ka == kb || !kb.starts_with(&ka), "{a} prefixes {b}");
             }
         }

@@ -101,7 +101,7 @@ pub use catalog::{
 };
 pub use checkpoint::{CheckpointStats, OnlineBackup};
 pub use cursor::{IndexCursor, SeqCursor};
-pub use heap::{fit_numeric, round_micros, ColType, Column, Datum, Decimal};
+pub use heap::{fit_numeric, round_micros, ColType, Column, Datum, Numeric};
 pub use index::IndexRange;
 pub use records::record_name;
 pub use recovery::utc_timestamp;
@@ -331,7 +331,7 @@ pub enum EngineError {
     },
     /// A value too large for its `numeric(precision, scale)` column.
     #[error("numeric field overflow")]
-    NumericFieldOverflow { precision: u32, scale: u32 },
+    NumericFieldOverflow { detail: String },
     #[error("value too long for type {0}")]
     StringTooLong(String),
     #[error("{0}")]

@@ -21,7 +21,7 @@
 //!    does.
 
 use crate::codec::{Dec, DecResult, DecodeError, Enc};
-use crate::heap::{ColType, Datum, Decimal};
+use crate::heap::{ColType, Datum, Numeric};
 use strata_types::{Float, Interval};
 
 /// One column's statistics (rule 1).
@@ -226,7 +226,10 @@ fn put(e: &mut Enc, d: &Datum) {
             e.u64(f.get().to_bits());
         }
         Datum::Numeric(n) => {
-            e.raw(&n.serialize());
+            let mut b = Vec::new();
+            n.encode(&mut b);
+            e.u32(b.len() as u32);
+            e.raw(&b);
         }
         Datum::Interval(i) => {
             e.u32(i.months as u32)
@@ -251,9 +254,12 @@ fn get(d: &mut Dec<'_>) -> DecResult<Datum> {
         10 => Datum::Bytea(d.bytes()?.to_vec()),
         11 => Datum::Float4(Float::new(f64::from_bits(d.u64()?))),
         12 => Datum::Float8(Float::new(f64::from_bits(d.u64()?))),
-        13 => Datum::Numeric(Decimal::deserialize(
-            d.take(16)?.try_into().expect("16 bytes"),
-        )),
+        13 => {
+            let n = d.u32()? as usize;
+            Datum::Numeric(
+                Numeric::decode(d.take(n)?).ok_or_else(|| DecodeError("bad numeric".into()))?,
+            )
+        }
         14 => Datum::Time(d.u64()? as i64),
         15 => Datum::Interval(Interval {
             months: d.u32()? as i32,

@@ -1803,9 +1803,9 @@ fn fit_rows(cols: &[heap::Column], rows: &[Vec<Datum>]) -> Result<Option<Vec<Vec
                     .map_err(EngineError::StringTooLong)?
                     .map(Datum::Text),
                 Datum::Numeric(d) if c.numeric.is_some() => {
-                    let f = c.fit_numeric(*d).map_err(|(precision, scale)| {
-                        EngineError::NumericFieldOverflow { precision, scale }
-                    })?;
+                    let f = c
+                        .fit_numeric(d)
+                        .map_err(|detail| EngineError::NumericFieldOverflow { detail })?;
                     (f.scale() != d.scale() || f != *d).then_some(Datum::Numeric(f))
                 }
                 _ => c.fit_time(v),

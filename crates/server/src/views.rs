@@ -6,7 +6,7 @@
 
 use crate::pg::walsender::{pid_of, SenderInfo, WalSenders};
 use crate::standby::EngineSink;
-use rust_decimal::Decimal;
+use strata_engine::Numeric;
 use std::sync::{Arc, OnceLock};
 use strata_engine::Engine;
 use strata_sql::syncrep::SyncRep;
@@ -103,11 +103,12 @@ impl ServerViews {
                     text(rm),
                     text(ty),
                     Datum::Int8(i64::try_from(n).unwrap_or(i64::MAX)),
-                    Datum::Numeric(Decimal::from_i128_with_scale(us, 3)),
-                    Datum::Numeric(Decimal::from_i128_with_scale(
-                        if n == 0 { 0 } else { us / i128::from(n) },
-                        0,
-                    )),
+                    Datum::Numeric(Numeric::from_i128_scaled(us, 3)),
+                    Datum::Numeric(Numeric::from_i128(if n == 0 {
+                        0
+                    } else {
+                        us / i128::from(n)
+                    })),
                 ]
             })
             .collect()

@@ -275,11 +275,8 @@ fn fit_datum(d: Datum, m: Typmod) -> SqlResult<Datum> {
             Datum::Text(t)
         }
         (Datum::Numeric(v), Typmod::Numeric { p, s }) => Datum::Numeric(
-            strata_engine::fit_numeric(v, p, s).map_err(|(precision, scale)| {
-                SqlError::from(strata_engine::EngineError::NumericFieldOverflow {
-                    precision,
-                    scale,
-                })
+            strata_engine::fit_numeric(&v, p, s).map_err(|detail| {
+                SqlError::from(strata_engine::EngineError::NumericFieldOverflow { detail })
             })?,
         ),
         (Datum::Timestamp(t), Typmod::Seconds(p)) => Datum::Timestamp(round_micros(t, p)),
@@ -2343,15 +2340,13 @@ fn arith(op: BinOp, x: &Datum, y: &Datum) -> SqlResult<Datum> {
         // The commonest case, without the general path's conversions; division
         // (its result scale) goes the general way.
         let r = match op {
-            BinOp::Add => Some(p.checked_add(*q)),
-            BinOp::Sub => Some(p.checked_sub(*q)),
-            BinOp::Mul => Some(p.checked_mul(*q)),
+            BinOp::Add => Some(p.add(q)),
+            BinOp::Sub => Some(p.sub(q)),
+            BinOp::Mul => Some(p.mul(q)),
             _ => None,
         };
         if let Some(r) = r {
-            return r
-                .map(Datum::Numeric)
-                .ok_or_else(|| SqlError::new("22003", "value overflows numeric format"));
+            return r.map(Datum::Numeric).map_err(crate::numeric::num_err);
         }
     }
     let same_int = match (x, y) {
@@ -2398,7 +2393,7 @@ fn arith(op: BinOp, x: &Datum, y: &Datum) -> SqlResult<Datum> {
 }
 
 /// `a - b` in bytes, negative if `b` is later (pg_lsn minus pg_lsn is numeric).
-fn lsn_diff(a: Lsn, b: Lsn) -> SqlResult<rust_decimal::Decimal> {
+fn lsn_diff(a: Lsn, b: Lsn) -> SqlResult<strata_types::Numeric> {
     crate::numeric::from_i128(match a.checked_sub(b) {
         Some(d) => i128::from(d),
         None => -i128::from(b - a),

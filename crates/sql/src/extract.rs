@@ -17,7 +17,7 @@
 
 use crate::time::{civil_from_days, days_from_civil, PG_EPOCH_UNIX_US};
 use crate::{SqlError, SqlResult};
-use strata_engine::{Datum, Decimal};
+use strata_engine::{Datum, Numeric};
 
 const US_PER_DAY: i64 = 86_400_000_000;
 const UNIX_DAYS_AT_PG_EPOCH: i64 = PG_EPOCH_UNIX_US / US_PER_DAY;
@@ -126,7 +126,7 @@ pub fn extract(field: Field, d: &Datum, numeric: bool) -> SqlResult<Datum> {
     // (value, decimal places)
     let (v, scale) = value(field, us, date);
     Ok(if numeric {
-        Datum::Numeric(Decimal::new(v, scale))
+        Datum::Numeric(Numeric::from_i64_scaled(v, scale as u16))
     } else {
         let f = v as f64 / 10f64.powi(scale as i32);
         Datum::Float8(strata_types::Float::new(f))

@@ -369,15 +369,7 @@ impl From<EngineError> for SqlError {
                     tid.0, tid.1
                 ))
                 .with_hint("Values larger than 1/3 of a buffer page cannot be indexed.\nConsider a function index of an MD5 hash of the value, or use full text indexing."),
-            EngineError::NumericFieldOverflow { precision, scale } => {
-                let digits = precision - scale;
-                let detail = if digits == 0 {
-                    format!("A field with precision {precision}, scale {scale} must round to an absolute value less than 1.")
-                } else {
-                    format!("A field with precision {precision}, scale {scale} must round to an absolute value less than 10^{digits}.")
-                };
-                err.with_detail(detail)
-            }
+            EngineError::NumericFieldOverflow { detail } => err.with_detail(detail.clone()),
             EngineError::DependentObjects(m) => {
                 let hint = m
                     .split_once(" because constraint ")
@@ -2284,7 +2276,7 @@ fn time_precision(t: &ast::DataType) -> SqlResult<Option<u32>> {
 
 /// `numeric(p)` / `numeric(p, s)` (and `decimal`): the column's precision and scale
 /// (22023 for a precision outside 1 ..= 1000 or a scale outside 0 ..= p, as
-/// PostgreSQL; 0A000 past Strata's 28 digits, numeric rule 2).
+/// PostgreSQL 14).
 fn numeric_typmod(t: &ast::DataType) -> SqlResult<Option<(u32, u32)>> {
     let info = match t {
         ast::DataType::Numeric(i) | ast::DataType::Decimal(i) | ast::DataType::Dec(i) => i,
@@ -2306,11 +2298,6 @@ fn numeric_typmod(t: &ast::DataType) -> SqlResult<Option<(u32, u32)>> {
             "22023",
             format!("NUMERIC scale {sc} must be between 0 and precision {p}"),
         ));
-    }
-    if p > 28 {
-        return Err(SqlError::unsupported(format!(
-            "numeric({p},{sc}): Strata's numeric holds at most 28 digits"
-        )));
     }
     Ok(Some((p as u32, sc as u32)))
 }

@@ -25,7 +25,7 @@
 //! 5. Memory O(1) per group.
 
 use crate::{Datum, SqlError, SqlResult, SqlType};
-use rust_decimal::Decimal;
+use strata_types::Numeric;
 use strata_types::Float;
 
 /// One statistical aggregate (rule 1).
@@ -131,7 +131,7 @@ pub struct Moments {
     syy: f64,
     sxy: f64,
     /// Exact N, Σx, Σx² (rule 3).
-    exact: Option<(i64, Decimal, Decimal)>,
+    exact: Option<(i64, Numeric, Numeric)>,
 }
 
 fn overflow() -> SqlError {
@@ -233,10 +233,10 @@ impl Moments {
     /// Exact sums of an integer or numeric (rule 3).
     fn step_exact(&mut self, v: &Datum) -> SqlResult<()> {
         let d = match v {
-            Datum::Int2(i) => Decimal::from(*i),
-            Datum::Int4(i) => Decimal::from(*i),
-            Datum::Int8(i) => Decimal::from(*i),
-            Datum::Numeric(d) => *d,
+            Datum::Int2(i) => Numeric::from_i64(i64::from(*i)),
+            Datum::Int4(i) => Numeric::from_i64(i64::from(*i)),
+            Datum::Int8(i) => Numeric::from_i64(*i),
+            Datum::Numeric(d) => d.clone(),
             _ => {
                 return Err(SqlError::new(
                     "XX000",
@@ -244,18 +244,19 @@ impl Moments {
                 ))
             }
         };
-        let (n, sx, sxx) = self.exact.get_or_insert((0, Decimal::ZERO, Decimal::ZERO));
-        let sq = d.checked_mul(d).ok_or_else(crate::numeric::overflow)?;
+        let (n, sx, sxx) = self.exact.get_or_insert((0, Numeric::ZERO, Numeric::ZERO));
+        let err = crate::numeric::num_err;
+        let sq = d.mul(&d).map_err(err)?;
         *n += 1;
-        *sx = sx.checked_add(d).ok_or_else(crate::numeric::overflow)?;
-        *sxx = sxx.checked_add(sq).ok_or_else(crate::numeric::overflow)?;
+        *sx = sx.add(&d).map_err(err)?;
+        *sxx = sxx.add(&sq).map_err(err)?;
         Ok(())
     }
 
     /// The aggregate's value over the rows so far (rules 2-4).
     pub fn value(&self, stat: Stat) -> SqlResult<Datum> {
-        if let Some((n, sx, sxx)) = self.exact {
-            return exact_value(stat, n, sx, sxx);
+        if let Some((n, sx, sxx)) = &self.exact {
+            return exact_value(stat, *n, sx, sxx);
         }
         let n = self.n;
         if stat == Stat::RegrCount {
@@ -302,28 +303,28 @@ impl Moments {
 }
 
 /// numeric_stddev_internal (rule 3).
-fn exact_value(stat: Stat, n: i64, sx: Decimal, sxx: Decimal) -> SqlResult<Datum> {
+fn exact_value(stat: Stat, n: i64, sx: &Numeric, sxx: &Numeric) -> SqlResult<Datum> {
     if n == 0 || (stat.sample() && n <= 1) {
         return Ok(Datum::Null);
     }
-    let of = crate::numeric::overflow;
-    let nd = Decimal::from(n);
-    let num = nd
-        .checked_mul(sxx)
-        .and_then(|a| sx.checked_mul(sx).and_then(|b| a.checked_sub(b)))
-        .ok_or_else(of)?;
-    if num <= Decimal::ZERO {
-        return Ok(Datum::Numeric(Decimal::ZERO));
+    if !sx.is_finite() || !sxx.is_finite() {
+        return Ok(Datum::Numeric(Numeric::NAN));
     }
-    let den = if stat.sample() {
-        nd.checked_mul(Decimal::from(n - 1))
-    } else {
-        nd.checked_mul(nd)
+    // numeric_stddev_internal: N·Σx² − (Σx)² at twice Σx's scale.
+    let err = crate::numeric::num_err;
+    let rscale = sx.scale() * 2;
+    let nd = Numeric::from_i64(n);
+    let sq = sx.mul(sx).map_err(err)?.with_scale(rscale);
+    let num = nd.mul(sxx).map_err(err)?.with_scale(rscale);
+    let num = num.sub(&sq).map_err(err)?;
+    if num.signum() <= 0 {
+        return Ok(Datum::Numeric(Numeric::ZERO));
     }
-    .ok_or_else(of)?;
-    let (var, scale) = crate::numeric::divide_numeric(num, den)?;
+    let other = if stat.sample() { n - 1 } else { n };
+    let den = nd.mul(&Numeric::from_i64(other)).map_err(err)?;
+    let (var, scale) = crate::numeric::divide_numeric(&num, &den)?;
     Ok(Datum::Numeric(if stat.root() {
-        crate::numeric::sqrt_at(var, scale)?
+        var.sqrt_at(scale).ok_or_else(crate::numeric::overflow)?
     } else {
         var
     }))

@@ -295,8 +295,8 @@ fn key_value(d: Datum, ty: ColType) -> Option<Datum> {
         (Datum::Numeric(n), C::Numeric) => Datum::Numeric(n),
         (Datum::Time(t), C::Time) => Datum::Time(t),
         (Datum::Interval(i), C::Interval) => Datum::Interval(i),
-        (Datum::Int2(v), C::Numeric) => Datum::Numeric(v.into()),
-        (Datum::Int4(v), C::Numeric) => Datum::Numeric(v.into()),
+        (Datum::Int2(v), C::Numeric) => Datum::Numeric(i64::from(v).into()),
+        (Datum::Int4(v), C::Numeric) => Datum::Numeric(i64::from(v).into()),
         (Datum::Int8(v), C::Numeric) => Datum::Numeric(v.into()),
         _ => return None,
     })

@@ -1490,10 +1490,10 @@ fn real_double_and_numeric_compute_compare_and_store_as_postgres_does() {
             ("SELECT 1e308::float8 * 10", "22003"),
             ("SELECT 'x'::real", "22P02"),
             ("SELECT 1e39::real", "22003"),
-            ("SELECT 12345678901234567890123456789.5::numeric", "22003"),
+            ("SELECT 1e200000::numeric", "22003"),
             ("CREATE TABLE bad (a numeric(3,4))", "22023"),
-            ("CREATE TABLE bad (a numeric(40,2))", "0A000"),
-            ("SELECT 'NaN'::float8::numeric", "22003"),
+            ("SELECT 'NaN'::numeric::int", "0A000"),
+            ("SELECT 'Infinity'::numeric(10,2)", "22003"),
             ("SELECT 3e9::float8::int", "22003"),
         ] {
             assert_eq!(codes(&q(s, sql)), [code], "{sql}");

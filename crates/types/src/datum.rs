@@ -9,7 +9,7 @@
 //!    variant; SQL comparison across types lives in the SQL layer.
 
 use crate::{Float, Interval, Lsn};
-use rust_decimal::Decimal;
+use crate::Numeric;
 
 /// A SQL value.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -30,7 +30,7 @@ pub enum Datum {
     Bytea(Vec<u8>),
     Float4(Float),
     Float8(Float),
-    Numeric(Decimal),
+    Numeric(Numeric),
     /// `time`: microseconds since midnight.
     Time(i64),
     Interval(Interval),

@@ -79,7 +79,7 @@ use pgwire::messages::PgWireBackendMessage;
 use pgwire::types::format::FormatOptions;
 use pgwire::types::ToSqlText;
 use postgres_types::{IsNull, ToSql};
-use rust_decimal::Decimal;
+use strata_engine::Numeric;
 use std::fmt::Debug;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::mpsc;
@@ -1012,7 +1012,7 @@ impl ToSql for Wire<'_> {
             Datum::Text(s) => out.put_slice(s.as_bytes()),
             Datum::Bool(b) => out.put_u8(u8::from(*b)),
             Datum::Lsn(l) => out.put_u64(l.0),
-            Datum::Numeric(n) => encode_numeric(*n, out),
+            Datum::Numeric(n) => encode_numeric(n, out),
             Datum::Float4(f) => out.put_f32(f.get() as f32),
             Datum::Float8(f) => out.put_f64(f.get()),
             // PostgreSQL's binary time: microseconds; interval: microseconds,
@@ -1067,14 +1067,28 @@ impl ToSqlText for Wire<'_> {
     }
 }
 
-/// PostgreSQL's binary numeric: base-10000 digits, most significant first.
-/// PostgreSQL's binary numeric: digit count, weight, sign, display scale, then
-/// base-10000 digits (the first of weight `weight`, each next one lower).
-fn encode_numeric(n: Decimal, out: &mut BytesMut) {
+/// PostgreSQL's binary numeric: digit count, weight, sign (0x4000 negative,
+/// 0xC000 NaN, 0xD000 Infinity, 0xF000 -Infinity), display scale, then base-10000
+/// digits (the first of weight `weight`, each next one lower).
+fn encode_numeric(n: &Numeric, out: &mut BytesMut) {
+    let special = if n.is_nan() {
+        Some(0xC000)
+    } else if n.is_infinite() {
+        Some(if n.signum() > 0 { 0xD000 } else { 0xF000 })
+    } else {
+        None
+    };
+    if let Some(sign) = special {
+        out.put_i16(0);
+        out.put_i16(0);
+        out.put_u16(sign);
+        out.put_i16(0);
+        return;
+    }
     let scale = n.scale() as usize;
-    let text = n.mantissa().unsigned_abs().to_string();
-    let text = format!("{text:0>width$}", width = scale + 1);
-    let (int, frac) = text.split_at(text.len() - scale);
+    let text = n.abs().to_string();
+    let (int, frac) = text.split_once('.').unwrap_or((&text, ""));
+    let int = int.trim_start_matches('0');
     let int = format!("{int:0>width$}", width = int.len().div_ceil(4) * 4);
     let frac = format!("{frac:0<width$}", width = frac.len().div_ceil(4) * 4);
     let group = |s: &str| -> Vec<i16> {
@@ -1095,25 +1109,25 @@ fn encode_numeric(n: Decimal, out: &mut BytesMut) {
     }
     out.put_i16(digits.len() as i16);
     out.put_i16(if digits.is_empty() { 0 } else { weight });
-    out.put_u16(if n.is_sign_negative() && !n.is_zero() {
-        0x4000
-    } else {
-        0
-    });
+    out.put_u16(if n.signum() < 0 { 0x4000 } else { 0 });
     out.put_i16(scale as i16);
     for d in digits {
         out.put_i16(d);
     }
 }
 
-fn decode_numeric(b: &[u8]) -> Option<Decimal> {
+fn decode_numeric(b: &[u8]) -> Option<Numeric> {
     let rd = |i: usize| -> Option<i16> { Some(i16::from_be_bytes([*b.get(i)?, *b.get(i + 1)?])) };
     let n = rd(0)? as usize;
     let weight = i32::from(rd(2)?);
     let sign = rd(4)? as u16;
     let dscale = u32::try_from(rd(6)?).ok()?;
-    if sign != 0 && sign != 0x4000 {
-        return None; // NaN and the infinities: not Strata numerics
+    match sign {
+        0xC000 => return Some(Numeric::NAN),
+        0xD000 => return Some(Numeric::INFINITY),
+        0xF000 => return Some(Numeric::NEG_INFINITY),
+        0 | 0x4000 => {}
+        _ => return None,
     }
     let mut text = String::new();
     for k in 0..n {
@@ -1132,13 +1146,12 @@ fn decode_numeric(b: &[u8]) -> Option<Decimal> {
     } else {
         format!("{}.{}", &text[..point as usize], &text[point as usize..])
     };
-    let mut v = Decimal::from_str_exact(if text.is_empty() { "0" } else { &text }).ok()?;
-    v = v.normalize();
-    if v.scale() > dscale {
+    let v = Numeric::parse(if text.is_empty() { "0" } else { &text }).ok()?;
+    if v.min_scale() > dscale {
         return None;
     }
-    v.rescale(dscale);
-    Some(if sign == 0x4000 { -v } else { v })
+    let v = v.with_scale(dscale);
+    Some(if sign == 0x4000 { v.neg() } else { v })
 }
 
 /// The format of result column `i` (pgwire's `format_for` indexes without a check).
@@ -1951,15 +1964,15 @@ mod tests {
             "-9999.99",
             "0.0000000000000000000000000001",
         ] {
-            let n: Decimal = text.parse().unwrap();
+            let n = Numeric::parse(text).unwrap();
             let mut b = BytesMut::new();
-            encode_numeric(n, &mut b);
+            encode_numeric(&n, &mut b);
             let back = decode_numeric(&b).unwrap();
             assert_eq!(back.to_string(), text, "{text}");
         }
         // PostgreSQL's own bytes for 12345.6789: 3 digits, weight 1, dscale 4.
         let mut b = BytesMut::new();
-        encode_numeric("12345.6789".parse().unwrap(), &mut b);
+        encode_numeric(&Numeric::parse("12345.6789").unwrap(), &mut b);
         let words: Vec<i16> = b
             .chunks(2)
             .map(|c| i16::from_be_bytes([c[0], c[1]]))

@@ -119,6 +119,11 @@ impl Numeric {
         Numeric::from_parts_unchecked(BigInt::from(v), 0)
     }
 
+    /// `v / 10^scale`.
+    pub fn from_i128_scaled(v: i128, scale: u16) -> Numeric {
+        Numeric::from_parts_unchecked(BigInt::from(v), u32::from(scale))
+    }
+
     /// The mantissa and scale of a finite value (`None` for NaN and ±Infinity).
     pub fn parts(&self) -> Option<(BigInt, u32)> {
         match &self.0 {
@@ -597,6 +602,25 @@ impl Numeric {
         }
         let (a, s, b, t) = self.aligned(y);
         Numeric::from_parts_unchecked(a % b, s.max(t)).checked()
+    }
+
+    /// The square root of a finite non-negative value rounded half away from zero
+    /// to `scale` digits (PostgreSQL's sqrt_var at rscale); `None` if negative or
+    /// not finite.
+    pub fn sqrt_at(&self, scale: u32) -> Option<Numeric> {
+        let (m, s) = self.parts()?;
+        if m.sign() == Sign::Minus {
+            return None;
+        }
+        // floor(sqrt(x)·10^(scale+1)) = isqrt(m·10^(2(scale+1) - s)).
+        let shift = 2 * (i64::from(scale) + 1) - i64::from(s);
+        let wide = if shift >= 0 {
+            m * pow10(shift as u32)
+        } else {
+            m / pow10((-shift) as u32)
+        };
+        let r = wide.sqrt();
+        Some(Numeric::from_parts_unchecked((r + 5u8) / 10u8, scale))
     }
 
     /// The order of two values (rule 2).
