@@ -27,8 +27,8 @@
 //!    then LP_UNUSED. Indexes are not in the catalog yet; see issue 14.)
 
 use crate::codec::{Dec, DecResult, DecodeError};
-pub use strata_types::Numeric;
 use strata_page::PageBuf;
+pub use strata_types::Numeric;
 use strata_types::{Float, Interval, Xid};
 
 /// Page flag: every tuple on the page is visible to all (PostgreSQL's PD_ALL_VISIBLE).

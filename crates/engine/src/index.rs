@@ -813,11 +813,7 @@ mod tests {
         let vals: Vec<Numeric> = texts.iter().map(|t| Numeric::parse(t).unwrap()).collect();
         for a in &vals {
             for b in &vals {
-                assert_eq!(
-                    a.cmp(b),
-                    a.key_bytes().cmp(&b.key_bytes()),
-                    "{a} vs {b}"
-                );
+                assert_eq!(a.cmp(b), a.key_bytes().cmp(&b.key_bytes()), "{a} vs {b}");
             }
         }
         // Self-delimiting: no key is a proper prefix of another.

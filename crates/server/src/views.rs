@@ -6,9 +6,9 @@
 
 use crate::pg::walsender::{pid_of, SenderInfo, WalSenders};
 use crate::standby::EngineSink;
-use strata_engine::Numeric;
 use std::sync::{Arc, OnceLock};
 use strata_engine::Engine;
+use strata_engine::Numeric;
 use strata_sql::syncrep::SyncRep;
 use strata_sql::views::{interval, timestamp, SystemViews};
 use strata_sql::Datum;

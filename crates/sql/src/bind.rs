@@ -191,6 +191,8 @@ pub enum Func {
     DatePart(crate::extract::Field),
     /// substring(x FROM a FOR b), substr(x, a[, b]).
     Substr,
+    /// A mathematical function and its result type ([`crate::mathfn`]).
+    Math(crate::mathfn::MathFn, SqlType),
 }
 
 /// `e` (of type [`SqlType::Bpchar`]) as text, its trailing spaces removed.
@@ -274,11 +276,11 @@ fn fit_datum(d: Datum, m: Typmod) -> SqlResult<Datum> {
             }
             Datum::Text(t)
         }
-        (Datum::Numeric(v), Typmod::Numeric { p, s }) => Datum::Numeric(
-            strata_engine::fit_numeric(&v, p, s).map_err(|detail| {
+        (Datum::Numeric(v), Typmod::Numeric { p, s }) => {
+            Datum::Numeric(strata_engine::fit_numeric(&v, p, s).map_err(|detail| {
                 SqlError::from(strata_engine::EngineError::NumericFieldOverflow { detail })
-            })?,
-        ),
+            })?)
+        }
         (Datum::Timestamp(t), Typmod::Seconds(p)) => Datum::Timestamp(round_micros(t, p)),
         (Datum::TimestampTz(t), Typmod::Seconds(p)) => Datum::TimestampTz(round_micros(t, p)),
         (Datum::Time(t), Typmod::Seconds(p)) => Datum::Time(round_micros(t, p)),
@@ -757,6 +759,12 @@ impl Binder {
                 op: op @ (ast::BinaryOperator::And | ast::BinaryOperator::Or),
                 ..
             } => self.bool_chain(scope, e, op, aggs),
+            E::Ceil { .. }
+            | E::Floor { .. }
+            | E::BinaryOp {
+                op: ast::BinaryOperator::PGExp,
+                ..
+            } => self.math_syntax(scope, e, aggs),
             E::BinaryOp { left, op, right } => {
                 let op = bin_op_of(op)?;
                 let (l, lt) = self.expr_in(scope, left, aggs)?;
@@ -1197,7 +1205,48 @@ impl Binder {
             }
             _ => {}
         }
-        let (func, params, ret) = scalar_signature(&name, &bound)?;
+        self.call_bound(&name, bound)
+    }
+
+    /// CEIL(x), FLOOR(x) and `a ^ b`, which sqlparser parses as syntax of their
+    /// own: PostgreSQL's functions ceil, floor and power.
+    #[inline(never)]
+    fn math_syntax(
+        &mut self,
+        scope: &Scope,
+        e: &ast::Expr,
+        aggs: &mut Option<&mut Vec<Agg>>,
+    ) -> SqlResult<(Expr, SqlType)> {
+        let plain = ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime);
+        match e {
+            ast::Expr::Ceil { expr, field } | ast::Expr::Floor { expr, field }
+                if *field == plain =>
+            {
+                let x = self.expr_in(scope, expr, aggs)?;
+                let name = if matches!(e, ast::Expr::Ceil { .. }) {
+                    "ceil"
+                } else {
+                    "floor"
+                };
+                self.call_bound(name, vec![x])
+            }
+            ast::Expr::BinaryOp { left, right, .. } => {
+                let l = self.expr_in(scope, left, aggs)?;
+                let r = self.expr_in(scope, right, aggs)?;
+                self.call_bound("power", vec![l, r])
+            }
+            _ => Err(SqlError::unsupported(format!("the expression \"{e}\""))),
+        }
+    }
+
+    /// The scalar function `name` on bound arguments, each coerced to its
+    /// parameter's type.
+    fn call_bound(
+        &mut self,
+        name: &str,
+        bound: Vec<(Expr, SqlType)>,
+    ) -> SqlResult<(Expr, SqlType)> {
+        let (func, params, ret) = scalar_signature(name, &bound)?;
         if bound.len() != params.len() {
             return Err(SqlError::new(
                 "42883",
@@ -1631,6 +1680,10 @@ fn scalar_signature(
             ))
         }
         _ => {
+            let types: Vec<SqlType> = bound.iter().map(|b| b.1).collect();
+            if let Some(sig) = crate::mathfn::signature(name, &types) {
+                return Ok(sig);
+            }
             let types: Vec<&str> = bound.iter().map(|b| b.1.name()).collect();
             return Err(SqlError::new(
                 "42883",
@@ -2480,6 +2533,7 @@ fn call(f: Func, vals: &[Datum], r: &Row<'_>) -> SqlResult<Datum> {
         Func::Nextval | Func::Currval | Func::Setval | Func::Lastval => {
             sequence_call(f, vals, r.env)?
         }
+        Func::Math(m, t) => crate::mathfn::eval(m, t, vals)?,
     })
 }
 

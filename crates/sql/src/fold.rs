@@ -141,7 +141,13 @@ fn cast_immutable(a: &Expr, to: SqlType) -> bool {
 fn immutable(f: Func) -> bool {
     matches!(
         f,
-        Func::Length | Func::Lower | Func::Upper | Func::Abs | Func::BpcharText | Func::Substr
+        Func::Length
+            | Func::Lower
+            | Func::Upper
+            | Func::Abs
+            | Func::BpcharText
+            | Func::Substr
+            | Func::Math(..)
     )
 }
 

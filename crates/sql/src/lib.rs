@@ -90,6 +90,7 @@ mod gather;
 pub mod grants;
 pub mod interval;
 mod joinorder;
+pub mod mathfn;
 pub mod moments;
 pub mod numeric;
 mod ordered;

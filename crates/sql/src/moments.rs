@@ -25,8 +25,8 @@
 //! 5. Memory O(1) per group.
 
 use crate::{Datum, SqlError, SqlResult, SqlType};
-use strata_types::Numeric;
 use strata_types::Float;
+use strata_types::Numeric;
 
 /// One statistical aggregate (rule 1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -8,8 +8,8 @@
 //! 2. The derived order is the storage order the engine keys on only within one
 //!    variant; SQL comparison across types lives in the SQL layer.
 
-use crate::{Float, Interval, Lsn};
 use crate::Numeric;
+use crate::{Float, Interval, Lsn};
 
 /// A SQL value.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

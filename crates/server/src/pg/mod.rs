@@ -79,13 +79,13 @@ use pgwire::messages::PgWireBackendMessage;
 use pgwire::types::format::FormatOptions;
 use pgwire::types::ToSqlText;
 use postgres_types::{IsNull, ToSql};
-use strata_engine::Numeric;
 use std::fmt::Debug;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use strata_engine::Engine;
+use strata_engine::Numeric;
 use strata_sql as sql;
 use strata_sql::session::{
     Described, Executed, Interrupts, Member, Output, Refused, ResultSink, ServerState, Session,

@@ -594,10 +594,7 @@ impl Numeric {
         }
         if let (Repr::Small { m: a, scale: s }, Repr::Small { m: b, scale: t }) = (&self.0, &y.0) {
             if s == t {
-                return Ok(Numeric::from_i64_scaled(
-                    a.checked_rem(*b).unwrap_or(0),
-                    *s,
-                ));
+                return Ok(Numeric::from_i64_scaled(a.checked_rem(*b).unwrap_or(0), *s));
             }
         }
         let (a, s, b, t) = self.aligned(y);
@@ -625,18 +622,19 @@ impl Numeric {
 
     /// The order of two values (rule 2).
     fn order(&self, y: &Numeric) -> Ordering {
-        match (&self.0, &y.0) {
-            (Repr::Small { m: a, scale: s }, Repr::Small { m: b, scale: t }) => {
-                if s == t {
-                    return a.cmp(b);
-                }
-                let d = (i32::from(*s) - i32::from(*t)).unsigned_abs();
-                if let Some(p) = pow10_i128(d).filter(|_| d <= 19) {
-                    let (a, b) = (i128::from(*a), i128::from(*b));
-                    return if s < t { (a * p).cmp(&b) } else { a.cmp(&(b * p)) };
-                }
+        if let (Repr::Small { m: a, scale: s }, Repr::Small { m: b, scale: t }) = (&self.0, &y.0) {
+            if s == t {
+                return a.cmp(b);
             }
-            _ => {}
+            let d = (i32::from(*s) - i32::from(*t)).unsigned_abs();
+            if let Some(p) = pow10_i128(d).filter(|_| d <= 19) {
+                let (a, b) = (i128::from(*a), i128::from(*b));
+                return if s < t {
+                    (a * p).cmp(&b)
+                } else {
+                    a.cmp(&(b * p))
+                };
+            }
         }
         match (self.rank(), y.rank()) {
             (1, 1) => {
@@ -688,7 +686,10 @@ impl Numeric {
             w[..mag.len()].copy_from_slice(mag);
             let v = u64::from_le_bytes(w);
             if let Ok(v) = i64::try_from(v) {
-                return Some(Numeric::from_i64_scaled(if sign == 1 { -v } else { v }, scale));
+                return Some(Numeric::from_i64_scaled(
+                    if sign == 1 { -v } else { v },
+                    scale,
+                ));
             }
         }
         let m = BigInt::from_bytes_le(if sign == 1 { Sign::Minus } else { Sign::Plus }, mag);

@@ -18,8 +18,14 @@ fn text_reads_and_prints_as_postgres() {
         ("nan", "NaN"),
         ("-inf", "-Infinity"),
         ("+Infinity", "Infinity"),
-        ("123456789012345678901234567890.123", "123456789012345678901234567890.123"),
-        ("-0.000000000000000000000000000000001", "-0.000000000000000000000000000000001"),
+        (
+            "123456789012345678901234567890.123",
+            "123456789012345678901234567890.123",
+        ),
+        (
+            "-0.000000000000000000000000000000001",
+            "-0.000000000000000000000000000000001",
+        ),
     ] {
         assert_eq!(n(input).to_string(), want, "{input}");
     }
@@ -41,18 +47,30 @@ fn arithmetic_takes_postgres_scales() {
         f(&n(a), &n(b)).map(|v| v.to_string())
     };
     assert_eq!(op("1.5", Numeric::add, "2.25").unwrap(), "3.75");
-    assert_eq!(op("9223372036854775807", Numeric::add, "1").unwrap(), "9223372036854775808");
+    assert_eq!(
+        op("9223372036854775807", Numeric::add, "1").unwrap(),
+        "9223372036854775808"
+    );
     assert_eq!(op("1.50", Numeric::sub, "0.5").unwrap(), "1.00");
     assert_eq!(op("1.5", Numeric::mul, "2.25").unwrap(), "3.375");
-    assert_eq!(op("1", Numeric::div, "3").unwrap(), "0.33333333333333333333");
+    assert_eq!(
+        op("1", Numeric::div, "3").unwrap(),
+        "0.33333333333333333333"
+    );
     assert_eq!(op("10", Numeric::div, "3").unwrap(), "3.3333333333333333");
     assert_eq!(op("2", Numeric::div, "1").unwrap(), "2.0000000000000000");
-    assert_eq!(op("100000", Numeric::div, "3").unwrap(), "33333.333333333333");
+    assert_eq!(
+        op("100000", Numeric::div, "3").unwrap(),
+        "33333.333333333333"
+    );
     assert_eq!(op("-7", Numeric::div, "2").unwrap(), "-3.5000000000000000");
     assert_eq!(op("-7.5", Numeric::rem, "2").unwrap(), "-1.5");
     assert_eq!(op("7", Numeric::div_trunc, "-2").unwrap(), "-3");
     assert_eq!(op("1", Numeric::div, "0"), Err(NumError::DivisionByZero));
-    assert_eq!(op("Infinity", Numeric::div, "0"), Err(NumError::DivisionByZero));
+    assert_eq!(
+        op("Infinity", Numeric::div, "0"),
+        Err(NumError::DivisionByZero)
+    );
     assert_eq!(op("Infinity", Numeric::sub, "Infinity").unwrap(), "NaN");
     assert_eq!(op("Infinity", Numeric::mul, "0").unwrap(), "NaN");
     assert_eq!(op("-Infinity", Numeric::mul, "-2").unwrap(), "Infinity");
@@ -71,10 +89,17 @@ fn rounding_is_half_away_from_zero() {
     assert_eq!(n("1.5").round(3).to_string(), "1.500");
     assert_eq!(n("-1.5").floor().to_string(), "-2");
     assert_eq!(n("-1.5").ceil().to_string(), "-1");
-    assert_eq!(n("99.995").fit(4, 2).map(|v| v.to_string()), Err(
-        "A field with precision 4, scale 2 must round to an absolute value less than 10^2.".into()
-    ));
-    assert_eq!(n("0.95").fit(1, 1).unwrap_err(), "A field with precision 1, scale 1 must round to an absolute value less than 1.");
+    assert_eq!(
+        n("99.995").fit(4, 2).map(|v| v.to_string()),
+        Err(
+            "A field with precision 4, scale 2 must round to an absolute value less than 10^2."
+                .into()
+        )
+    );
+    assert_eq!(
+        n("0.95").fit(1, 1).unwrap_err(),
+        "A field with precision 1, scale 1 must round to an absolute value less than 1."
+    );
     assert_eq!(n("12.345").fit(5, 2).unwrap().to_string(), "12.35");
 }
 
@@ -89,16 +114,33 @@ fn order_equality_and_hash_are_numeric() {
     assert_eq!(n("1.50"), n("1.5"));
     assert_eq!(h(&n("1.50")), h(&n("1.5")));
     assert_eq!(h(&n("100000000000000000000.000")), h(&n("1e20")));
-    let mut v: Vec<Numeric> = ["NaN", "Infinity", "-Infinity", "0", "-1e30", "1e30", "0.001", "-0.5"]
-        .iter()
-        .map(|s| n(s))
-        .collect();
+    let mut v: Vec<Numeric> = [
+        "NaN",
+        "Infinity",
+        "-Infinity",
+        "0",
+        "-1e30",
+        "1e30",
+        "0.001",
+        "-0.5",
+    ]
+    .iter()
+    .map(|s| n(s))
+    .collect();
     v.sort();
     let text: Vec<String> = v.iter().map(|x| x.to_string()).collect();
     assert_eq!(
         text,
-        ["-Infinity", "-1000000000000000000000000000000", "-0.5", "0", "0.001",
-         "1000000000000000000000000000000", "Infinity", "NaN"]
+        [
+            "-Infinity",
+            "-1000000000000000000000000000000",
+            "-0.5",
+            "0",
+            "0.001",
+            "1000000000000000000000000000000",
+            "Infinity",
+            "NaN"
+        ]
     );
     let keys: Vec<Vec<u8>> = v.iter().map(|x| x.key_bytes()).collect();
     assert!(keys.windows(2).all(|w| w[0] < w[1]));

@@ -72,12 +72,19 @@ fn build(neg: bool, int: &str, frac: &str, exp: i64) -> Result<Numeric, NumError
         return Err(NumError::Overflow);
     }
     if lead.len() <= 18 {
-        let v: i64 = if lead.is_empty() { 0 } else { lead.parse().expect("digits") };
+        let v: i64 = if lead.is_empty() {
+            0
+        } else {
+            lead.parse().expect("digits")
+        };
         let v = if neg { -v } else { v };
         if scale >= 0 {
             return Ok(Numeric::from_i64_scaled(v, scale as u16));
         }
-        if let Some(v) = 10i64.checked_pow((-scale) as u32).and_then(|p| v.checked_mul(p)) {
+        if let Some(v) = 10i64
+            .checked_pow((-scale) as u32)
+            .and_then(|p| v.checked_mul(p))
+        {
             return Ok(Numeric::from_i64_scaled(v, 0));
         }
     }
