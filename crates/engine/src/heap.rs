@@ -577,13 +577,10 @@ fn decode_columns(
             ColType::Bytea => Datum::Bytea(varlena(&mut d, detoast)?.into_owned()),
             ColType::Float4 => Datum::Float4(Float::new(f32::from_bits(d.u32()?) as f64)),
             ColType::Float8 => Datum::Float8(Float::new(f64::from_bits(d.u64()?))),
-            ColType::Numeric => {
-                let n = d.u32()? as usize;
-                Datum::Numeric(
-                    Numeric::decode(d.take(n)?)
-                        .ok_or_else(|| DecodeError("bad numeric value".into()))?,
-                )
-            }
+            ColType::Numeric => Datum::Numeric(
+                Numeric::decode(&varlena(&mut d, detoast)?)
+                    .ok_or_else(|| DecodeError("bad numeric value".into()))?,
+            ),
             ColType::Time => Datum::Time(d.u64()? as i64),
             ColType::Interval => Datum::Interval(Interval {
                 months: d.u32()? as i32,

@@ -62,11 +62,16 @@ fn chunk_columns() -> [Column; 1] {
     [Column::new("chunk_data", ColType::Bytea)]
 }
 
-/// The bytes of a text or bytea value.
-fn bytes_of(v: &Datum) -> Option<&[u8]> {
+/// The stored bytes of a text, bytea or numeric value.
+fn bytes_of(v: &Datum) -> Option<std::borrow::Cow<'_, [u8]>> {
     match v {
-        Datum::Text(s) => Some(s.as_bytes()),
-        Datum::Bytea(b) => Some(b),
+        Datum::Text(s) => Some(s.as_bytes().into()),
+        Datum::Bytea(b) => Some(b.as_slice().into()),
+        Datum::Numeric(n) => {
+            let mut b = Vec::new();
+            n.encode(&mut b);
+            Some(b.into())
+        }
         _ => None,
     }
 }
@@ -240,6 +245,8 @@ pub fn chunk_tids(cols: &[Column], tuple: &[u8]) -> Result<Vec<(u32, u16)>> {
     let mut tids = Vec::new();
     heap::decode_values_with(cols, tuple, &mut |len, ptr| {
         tids.extend(pointer_tids(ptr));
+        // Stand-in bytes that decode as any varlena type: spaces are text, and
+        // (a moved value being at least MIN_TOASTED_BYTES long) a numeric.
         Ok(vec![b' '; len])
     })
     .map_err(corrupt)?;
@@ -280,8 +287,9 @@ pub fn delete_chunks(sh: &Shared, rel: RelKey, mut tids: Vec<(u32, u16)>, xid: X
     Ok(())
 }
 
-/// Whether rows of `cols` may hold a pointer: the table has text or bytea columns.
+/// Whether rows of `cols` may hold a pointer: the table has text, bytea or numeric
+/// columns.
 pub fn may_point(cols: &[Column]) -> bool {
     cols.iter()
-        .any(|c| matches!(c.ty, ColType::Text | ColType::Bytea))
+        .any(|c| matches!(c.ty, ColType::Text | ColType::Bytea | ColType::Numeric))
 }

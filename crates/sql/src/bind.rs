@@ -1501,7 +1501,9 @@ impl Binder {
                 "generate_series takes 2 or 3 integer arguments",
             ));
         }
-        let t = if bound
+        let t = if bound.iter().any(|(_, t)| *t == SqlType::Numeric) {
+            SqlType::Numeric
+        } else if bound
             .iter()
             .all(|(_, t)| *t == SqlType::Int4 || *t == SqlType::Unknown)
         {
@@ -1511,13 +1513,18 @@ impl Binder {
         };
         let mut es = Vec::new();
         for (e, et) in bound {
-            if !(et.is_int() || et == SqlType::Unknown) || et == SqlType::Numeric {
+            if !(et.is_int() || et == SqlType::Unknown || et == SqlType::Numeric) {
                 return Err(SqlError::new(
                     "42883",
                     format!("function generate_series({}) does not exist", et.name()),
                 ));
             }
-            es.push(self.coerce(e, et, SqlType::Int8)?);
+            let to = if t == SqlType::Numeric {
+                t
+            } else {
+                SqlType::Int8
+            };
+            es.push(self.coerce(e, et, to)?);
         }
         Ok((es, t))
     }
@@ -2001,15 +2008,55 @@ fn map_all(l: Vec<Expr>, f: &mut dyn FnMut(Expr) -> SqlResult<Expr>) -> SqlResul
     l.into_iter().map(f).collect()
 }
 
-/// PostgreSQL's name for an unaliased result column (a loop: rule 4).
+/// PostgreSQL's name for an unaliased result column (FigureColname; a loop: rule
+/// 4). A cast names the column by its type unless what it casts has a name of its
+/// own (a column, a function).
 pub(crate) fn default_name(mut e: &ast::Expr) -> String {
+    let mut casts = Vec::new();
     loop {
         match e {
             ast::Expr::Nested(inner) => e = inner,
-            ast::Expr::Cast { expr, .. } if !matches!(**expr, ast::Expr::Value(_)) => e = expr,
+            ast::Expr::Cast {
+                expr, data_type, ..
+            } => {
+                casts.push(data_type);
+                e = expr;
+            }
             _ => break,
         }
     }
+    match base_name(e) {
+        Some(n) => n,
+        // The outermost cast names a column whose expression has no name.
+        None => casts
+            .first()
+            .map(|t| cast_column_name(t))
+            .unwrap_or_else(|| "?column?".into()),
+    }
+}
+
+/// The name an expression gives its column, `None` when PostgreSQL's is the weak
+/// "?column?".
+fn base_name(e: &ast::Expr) -> Option<String> {
+    Some(match e {
+        ast::Expr::Ceil { .. } => "ceil".into(),
+        ast::Expr::Floor { .. } => "floor".into(),
+        ast::Expr::Position { .. } => "position".into(),
+        ast::Expr::Overlay { .. } => "overlay".into(),
+        ast::Expr::Value(_) | ast::Expr::UnaryOp { .. } | ast::Expr::BinaryOp { .. } => {
+            return None
+        }
+        _ => {
+            let n = default_name_of(e);
+            if n == "?column?" {
+                return None;
+            }
+            n
+        }
+    })
+}
+
+fn default_name_of(e: &ast::Expr) -> String {
     match e {
         ast::Expr::Identifier(i) => super::ident_name(i),
         ast::Expr::CompoundIdentifier(v) => v.last().map(super::ident_name).unwrap_or_default(),

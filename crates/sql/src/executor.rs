@@ -697,12 +697,13 @@ impl<'a> Node<'a> for Held<'a> {
     }
 }
 
-/// generate_series(start, stop[, step]) of integers, a row at a time.
+/// generate_series(start, stop[, step]) of integers or numerics, a row at a time.
 struct Series<'a> {
     args: (&'a Expr, &'a Expr, Option<&'a Expr>),
     ty: SqlType,
-    /// Next value, last value, step; None before the first call.
-    state: Option<Option<(i128, i128, i128)>>,
+    /// Next value, last value, step; None before the first call, Some(None) when
+    /// an argument is NULL.
+    state: Option<Option<(Datum, Datum, Datum)>>,
     n: u64,
 }
 
@@ -716,24 +717,42 @@ impl<'a> Series<'a> {
         }
     }
 
-    fn start(&self, cx: &Ctx<'a>) -> SqlResult<Option<(i128, i128, i128)>> {
-        let int = |e: &Expr| -> SqlResult<Option<i128>> {
-            Ok(match bind::cast_datum(cx.eval(e, &[])?, SqlType::Int8)? {
-                Datum::Int8(v) => Some(i128::from(v)),
-                _ => None,
-            })
+    /// The arguments as the series' type (integers as bigint), checked as
+    /// PostgreSQL checks them.
+    fn start(&self, cx: &Ctx<'a>) -> SqlResult<Option<(Datum, Datum, Datum)>> {
+        let to = if self.ty == SqlType::Numeric {
+            SqlType::Numeric
+        } else {
+            SqlType::Int8
         };
-        let (Some(a), Some(b)) = (int(self.args.0)?, int(self.args.1)?) else {
-            return Ok(None);
-        };
+        let arg = |e: &Expr| -> SqlResult<Datum> { bind::cast_datum(cx.eval(e, &[])?, to) };
+        let one = bind::cast_datum(Datum::Int8(1), to)?;
+        let (a, b) = (arg(self.args.0)?, arg(self.args.1)?);
         let step = match self.args.2 {
-            Some(s) => match int(s)? {
-                Some(0) => return Err(SqlError::new("22023", "step size cannot equal zero")),
-                Some(s) => s,
-                None => return Ok(None),
-            },
-            None => 1,
+            Some(s) => arg(s)?,
+            None => one,
         };
+        if a.is_null() || b.is_null() || step.is_null() {
+            return Ok(None);
+        }
+        let bad = |m: &str| Err(SqlError::new("22023", m.to_string()));
+        for (d, what) in [
+            (&a, "start value"),
+            (&b, "stop value"),
+            (&step, "step size"),
+        ] {
+            if let Datum::Numeric(n) = d {
+                if n.is_nan() {
+                    return bad(&format!("{what} cannot be NaN"));
+                }
+                if n.is_infinite() {
+                    return bad(&format!("{what} cannot be infinity"));
+                }
+            }
+        }
+        if matches!(&step, Datum::Int8(0)) || matches!(&step, Datum::Numeric(n) if n.is_zero()) {
+            return bad("step size cannot equal zero");
+        }
         Ok(Some((a, b, step)))
     }
 }
@@ -743,23 +762,55 @@ impl<'a> Node<'a> for Series<'a> {
         if self.state.is_none() {
             self.state = Some(self.start(cx)?);
         }
-        let Some(Some((v, stop, step))) = self.state else {
+        let Some(Some((v, stop, step))) = &mut self.state else {
             return Ok(None);
         };
-        if (step > 0 && v > stop) || (step < 0 && v < stop) {
+        let up = match &*step {
+            Datum::Int8(s) => *s > 0,
+            Datum::Numeric(n) => n.signum() > 0,
+            _ => true,
+        };
+        let past = match (&*v, &*stop) {
+            (Datum::Int8(a), Datum::Int8(b)) => {
+                if up {
+                    a > b
+                } else {
+                    a < b
+                }
+            }
+            (Datum::Numeric(a), Datum::Numeric(b)) => {
+                if up {
+                    a > b
+                } else {
+                    a < b
+                }
+            }
+            _ => true,
+        };
+        if past {
             return Ok(None);
         }
         self.n += 1;
         if self.n.is_multiple_of(1024) {
             (cx.check)()?;
         }
-        self.state = Some(Some((v + step, stop, step)));
-        let d = if self.ty == SqlType::Int4 {
-            Datum::Int4(v as i32)
-        } else {
-            Datum::Int8(v as i64)
+        let next = match (&*v, &*step) {
+            (Datum::Int8(a), Datum::Int8(s)) => match a.checked_add(*s) {
+                Some(x) => Datum::Int8(x),
+                // Past bigint's end: this value is the last.
+                None => stop.clone(),
+            },
+            (Datum::Numeric(a), Datum::Numeric(s)) => Datum::Numeric(a.add_exact(s)),
+            _ => Datum::Null,
         };
-        Ok(Some(vec![d]))
+        let cur = std::mem::replace(v, next);
+        if matches!((&cur, &*v), (Datum::Int8(a), Datum::Int8(b)) if a == b) {
+            *stop = Datum::Null;
+        }
+        Ok(Some(vec![match cur {
+            Datum::Int8(x) if self.ty == SqlType::Int4 => Datum::Int4(x as i32),
+            d => d,
+        }]))
     }
 }
 

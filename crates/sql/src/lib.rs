@@ -93,6 +93,7 @@ mod joinorder;
 pub mod mathfn;
 pub mod moments;
 pub mod numeric;
+pub mod numfmt;
 mod ordered;
 mod outer;
 pub mod plan;

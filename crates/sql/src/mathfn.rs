@@ -56,6 +56,12 @@ pub enum MathFn {
     Acos,
     Atan,
     Atan2,
+    /// to_char(number, format) ([`crate::numfmt`]).
+    ToChar,
+    /// to_number(text, format).
+    ToNumber,
+    /// pg_lsn(numeric).
+    PgLsn,
 }
 
 type Sig = (Func, &'static [SqlType], SqlType);
@@ -103,6 +109,19 @@ pub fn signature(name: &str, args: &[SqlType]) -> Option<Sig> {
         ("width_bucket", 4) => m(MathFn::WidthBucket, &[F, F, F, I4], I4),
         ("factorial", 1) => m(MathFn::Factorial, &[SqlType::Int8], N),
         ("pi", 0) => m(MathFn::Pi, &[], F),
+        ("pg_lsn", 1) => m(MathFn::PgLsn, &[N], SqlType::Lsn),
+        ("to_number", 2) => m(MathFn::ToNumber, &[SqlType::Text, SqlType::Text], N),
+        ("to_char", 2) => {
+            let ps: &'static [SqlType] = match args[0] {
+                SqlType::Int2 | SqlType::Int4 => &[I4, SqlType::Text],
+                SqlType::Int8 => &[SqlType::Int8, SqlType::Text],
+                SqlType::Float4 => &[SqlType::Float4, SqlType::Text],
+                SqlType::Float8 => &[F, SqlType::Text],
+                SqlType::Numeric => &[N, SqlType::Text],
+                _ => return None,
+            };
+            m(MathFn::ToChar, ps, SqlType::Text)
+        }
         _ => float_signature(name, args.len()),
     }
 }
@@ -150,8 +169,14 @@ fn int_pair(f: MathFn, args: &[SqlType]) -> Option<Sig> {
 
 /// Evaluates `f` of result type `t` on non-NULL arguments (rule 2).
 pub fn eval(f: MathFn, t: SqlType, vals: &[Datum]) -> SqlResult<Datum> {
+    if matches!(f, MathFn::ToChar | MathFn::ToNumber) {
+        return format_fn(f, vals);
+    }
     if matches!(f, MathFn::Mod | MathFn::Gcd | MathFn::Lcm) && t != N {
         return int_fn(f, t, vals);
+    }
+    if let (MathFn::PgLsn, Some(Datum::Numeric(x))) = (f, vals.first()) {
+        return pg_lsn(x);
     }
     if let Some(Datum::Numeric(x)) = vals.first() {
         return numeric_fn(f, x, vals);
@@ -477,4 +502,43 @@ fn gcd(a: i128, b: i128) -> i128 {
         (a, b) = (b, a % b);
     }
     a
+}
+
+/// to_char and to_number (PostgreSQL's formatting.c, [`crate::numfmt`]).
+fn format_fn(f: MathFn, vals: &[Datum]) -> SqlResult<Datum> {
+    let Datum::Text(fmt) = &vals[1] else {
+        return Ok(Datum::Null);
+    };
+    if f == MathFn::ToNumber {
+        let Datum::Text(t) = &vals[0] else {
+            return Ok(Datum::Null);
+        };
+        return Ok(crate::numfmt::to_number_opt(t, fmt)?.map_or(Datum::Null, Datum::Numeric));
+    }
+    Ok(Datum::Text(match &vals[0] {
+        Datum::Int2(v) => crate::numfmt::to_char_i32(i32::from(*v), fmt)?,
+        Datum::Int4(v) => crate::numfmt::to_char_i32(*v, fmt)?,
+        Datum::Int8(v) => crate::numfmt::to_char_i64(*v, fmt)?,
+        Datum::Float4(v) => crate::numfmt::to_char_f64(v.get(), fmt, true)?,
+        Datum::Float8(v) => crate::numfmt::to_char_f64(v.get(), fmt, false)?,
+        Datum::Numeric(n) => crate::numfmt::to_char_numeric(n, fmt)?,
+        _ => return Ok(Datum::Null),
+    }))
+}
+
+/// pg_lsn(numeric): the value rounded to an integer, which must fit 64 bits.
+fn pg_lsn(x: &Numeric) -> SqlResult<Datum> {
+    if x.is_nan() || x.is_infinite() {
+        let what = if x.is_nan() { "NaN" } else { "infinity" };
+        return Err(SqlError::new(
+            "0A000",
+            format!("cannot convert {what} to pg_lsn"),
+        ));
+    }
+    let v = x
+        .to_i128_round()
+        .ok()
+        .and_then(|v| u64::try_from(v).ok())
+        .ok_or_else(|| SqlError::new("22003", "pg_lsn out of range"))?;
+    Ok(Datum::Lsn(strata_types::Lsn(v)))
 }

@@ -245,11 +245,10 @@ impl Moments {
             }
         };
         let (n, sx, sxx) = self.exact.get_or_insert((0, Numeric::ZERO, Numeric::ZERO));
-        let err = crate::numeric::num_err;
-        let sq = d.mul(&d).map_err(err)?;
+        let sq = d.mul_exact(&d);
         *n += 1;
-        *sx = sx.add(&d).map_err(err)?;
-        *sxx = sxx.add(&sq).map_err(err)?;
+        *sx = sx.add_exact(&d);
+        *sxx = sxx.add_exact(&sq);
         Ok(())
     }
 
@@ -311,17 +310,16 @@ fn exact_value(stat: Stat, n: i64, sx: &Numeric, sxx: &Numeric) -> SqlResult<Dat
         return Ok(Datum::Numeric(Numeric::NAN));
     }
     // numeric_stddev_internal: N·Σx² − (Σx)² at twice Σx's scale.
-    let err = crate::numeric::num_err;
     let rscale = sx.scale() * 2;
     let nd = Numeric::from_i64(n);
-    let sq = sx.mul(sx).map_err(err)?.with_scale(rscale);
-    let num = nd.mul(sxx).map_err(err)?.with_scale(rscale);
-    let num = num.sub(&sq).map_err(err)?;
+    let sq = sx.mul_exact(sx).with_scale(rscale);
+    let num = nd.mul_exact(sxx).with_scale(rscale);
+    let num = num.add_exact(&sq.neg());
     if num.signum() <= 0 {
         return Ok(Datum::Numeric(Numeric::ZERO));
     }
     let other = if stat.sample() { n - 1 } else { n };
-    let den = nd.mul(&Numeric::from_i64(other)).map_err(err)?;
+    let den = nd.mul_exact(&Numeric::from_i64(other));
     let (var, scale) = crate::numeric::divide_numeric(&num, &den)?;
     Ok(Datum::Numeric(if stat.root() {
         var.sqrt_at(scale).ok_or_else(crate::numeric::overflow)?

@@ -298,7 +298,11 @@ pub fn cast(d: &Datum, to: SqlType) -> Option<SqlResult<Datum>> {
             float_datum(
                 v,
                 to == SqlType::Float4,
-                matches!(n, Num::Flt(f) if f.is_infinite()),
+                match &n {
+                    Num::Flt(f) => f.is_infinite(),
+                    Num::Dec(d) => d.is_infinite(),
+                    Num::Int(_) => false,
+                },
             )
         }
         _ => return None,

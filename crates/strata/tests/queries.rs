@@ -430,6 +430,13 @@ fn numeric_computes_and_stores_as_postgres_does() {
         "SELECT 2 ^ 10, 2.0 ^ 10, 4 ^ 0.5, log(2, 1024), log(1000), factorial(25), gcd(1071, 462), lcm(21.0, 6)",
         "SELECT width_bucket(5.35, 0.024, 10.06, 5), width_bucket(-1, 0, 10, 4), width_bucket(v, -1e9, 1e9, 10) FROM n WHERE i = 7",
         "SELECT div(-7.5, 2), mod(-7.5, 2), 10.0 / 3, 1 / 3.0, 'Infinity'::numeric - 'Infinity'",
+        "SELECT i, to_char(v, 'S9G999G999D99'), to_char(v, 'FM9.999EEEE'), to_char(i, 'RN') FROM n WHERE i < 12 ORDER BY i",
+        "SELECT to_number('-34,338,492.654,878', '99G999G999D999G999'), to_char(-0.1::float8, '99.99PR')",
+        "SELECT * FROM generate_series(0.1::numeric, 4.0, 1.3)",
+        "SELECT * FROM generate_series(0, 'NaN'::numeric)",
+        "CREATE TABLE big (a numeric); INSERT INTO big SELECT 9e131071 + x FROM generate_series(1, 5) x; \
+         DELETE FROM big WHERE a < 9e131071 + 2; SELECT variance(a), count(*) FROM big",
+        "SELECT (-9223372036854775808.4)::int8, 'Infinity'::numeric::float8, 'NaN'::float8::numeric, pg_lsn(23783416::numeric)",
     ];
     queries_answered_alike(script, &queries);
 }

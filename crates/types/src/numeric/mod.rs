@@ -473,6 +473,26 @@ impl Numeric {
         (a, s, b, t)
     }
 
+    /// x + y of finite values, exact and unchecked: an aggregate's running state,
+    /// which PostgreSQL keeps past the limits a stored value has.
+    pub fn add_exact(&self, y: &Numeric) -> Numeric {
+        if !(self.is_finite() && y.is_finite()) {
+            return self.add(y).unwrap_or(Numeric::NAN);
+        }
+        let (a, s, b, t) = self.aligned(y);
+        Numeric::from_parts_unchecked(a + b, s.max(t))
+    }
+
+    /// x × y of finite values, exact and unchecked (as [`Numeric::add_exact`]).
+    pub fn mul_exact(&self, y: &Numeric) -> Numeric {
+        if !(self.is_finite() && y.is_finite()) {
+            return self.mul(y).unwrap_or(Numeric::NAN);
+        }
+        let (a, s) = self.parts().expect("finite");
+        let (b, t) = y.parts().expect("finite");
+        Numeric::from_parts_unchecked(a * b, s + t)
+    }
+
     /// x × y at the sum of the scales (rule 3).
     pub fn mul(&self, y: &Numeric) -> Result<Numeric, NumError> {
         if let (Repr::Small { m: a, scale: s }, Repr::Small { m: b, scale: t }) = (&self.0, &y.0) {
