@@ -442,10 +442,8 @@ impl Numeric {
     /// x + y (rules 3, 4).
     pub fn add(&self, y: &Numeric) -> Result<Numeric, NumError> {
         if let (Repr::Small { m: a, scale: s }, Repr::Small { m: b, scale: t }) = (&self.0, &y.0) {
-            if s == t {
-                if let Some(v) = a.checked_add(*b) {
-                    return Ok(Numeric::from_i64_scaled(v, *s));
-                }
+            if let Some(v) = small_add(*a, *s, *b, *t) {
+                return Ok(v);
             }
         }
         match (self.rank(), y.rank()) {
@@ -747,6 +745,27 @@ impl Numeric {
         }
         out
     }
+}
+
+/// a/10^s + b/10^t in i128 when the aligned operands and the sum fit (the common
+/// case of `1 - discount`, without a `BigInt`).
+fn small_add(a: i64, s: u16, b: i64, t: u16) -> Option<Numeric> {
+    if s == t {
+        return a.checked_add(b).map(|v| Numeric::from_i64_scaled(v, s));
+    }
+    let d = u32::from(s.abs_diff(t));
+    if d > 18 {
+        return None;
+    }
+    let p = 10i128.pow(d);
+    let (a, b) = if s < t {
+        (i128::from(a) * p, i128::from(b))
+    } else {
+        (i128::from(a), i128::from(b) * p)
+    };
+    i64::try_from(a + b)
+        .ok()
+        .map(|v| Numeric::from_i64_scaled(v, s.max(t)))
 }
 
 /// Decimal digits of |m| (1 for zero).
