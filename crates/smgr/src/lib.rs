@@ -200,6 +200,27 @@ pub struct Smgr {
 /// Where temporary tables' files live, under the data directory (rule 8).
 pub const TEMP_RELS_DIR: &str = "base/pgsql_tmp/rels";
 
+/// Where queries' temporary files live (`pgsql_tmp<pid>.<n>`: sorts and hash
+/// aggregates past work_mem); start-up removes what a crash left (rule 8).
+pub const TEMP_FILES_DIR: &str = "base/pgsql_tmp";
+
+/// Removes the `pgsql_tmp*` files of `dir`, if it exists.
+fn remove_temp_files(vfs: &dyn Vfs, dir: &Path) -> Result<()> {
+    let entries = match vfs.list_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io_err("read directory", dir, e)),
+    };
+    for e in entries {
+        if e.name.starts_with("pgsql_tmp") && matches!(e.kind, strata_vfs::EntryKind::File) {
+            let p = dir.join(&e.name);
+            vfs.remove_file(&p)
+                .map_err(|err| io_err("remove file", &p, err))?;
+        }
+    }
+    Ok(())
+}
+
 #[derive(Default)]
 struct Pending {
     forks: FxHashSet<(RelKey, ForkNumber)>,
@@ -221,6 +242,7 @@ impl Smgr {
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(io_err("remove directory", &temp, e)),
         }
+        remove_temp_files(&*vfs, &data_dir.join(TEMP_FILES_DIR))?;
         let cap = NonZeroUsize::new(max_open_files.max(1)).expect("max(1) is non-zero");
         Ok(Smgr {
             data_dir: data_dir.to_path_buf(),

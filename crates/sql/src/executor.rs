@@ -12,12 +12,14 @@
 //!    batch of the engine's cursor; Filter, Project, Limit, Append and the probe
 //!    side of joins stream; Sort, Agg, the build side of joins, Unique's seen keys
 //!    and the sides of INTERSECT / EXCEPT hold what they must.
-//! 3. Sort holds at most `work_mem` (53200 past it: `sort` rules); every other
-//!    operator that holds rows (a join's inner side, hash aggregation, DISTINCT, the
-//!    set operations, recursive queries, windows, a subquery's values) at most
-//!    PostgreSQL's hash_mem, 2 × `work_mem` ([`Meter`]; 53200 past it). Nothing
-//!    spills to temporary files yet (an open item of issue 28), so the server's
-//!    memory stays bounded and such a query fails rather than growing.
+//! 3. Sort holds at most `work_mem` and writes sorted runs to temporary files past
+//!    it (`sort` and `spill` rules); hash aggregation holds at most PostgreSQL's
+//!    hash_mem, 2 × `work_mem`, and writes the rows of groups that do not fit to
+//!    partition files, aggregated after the input ends ([`AggOp`]). Every other
+//!    operator that holds rows (a join's inner side, DISTINCT, the set operations,
+//!    recursive queries, windows, a subquery's values) holds at most hash_mem
+//!    ([`Meter`]) and fails with 53200 past it (spilling them is an open item of
+//!    issue 28), so the server's memory stays bounded.
 //! 4. The interrupt check (cancel, statement_timeout, a client gone) runs before each
 //!    scan page and every 1024 rows a held input gives.
 //! 5. Equality of join keys, group keys, DISTINCT and set operations is the values'
@@ -56,6 +58,8 @@ pub struct Ctx<'a> {
     pub env: &'a dyn Env,
     pub check: &'a dyn Fn() -> SqlResult<()>,
     pub work_mem: usize,
+    /// Temporary files for sorts and hash aggregates past `work_mem` (`spill`).
+    pub temp: &'a crate::spill::Temp,
     /// The rows of a system view.
     pub views: &'a dyn Fn(&str) -> Vec<Tuple>,
 }
@@ -130,6 +134,7 @@ impl<'a> Ctx<'a> {
             env: self.env,
             check: self.check,
             work_mem: self.work_mem,
+            temp: self.temp,
             views: self.views,
         }
     }
@@ -939,13 +944,24 @@ impl Meter {
         }
     }
 
+    /// Counts `extra` bytes and a row held if they fit under the limit; false
+    /// (nothing counted) if they do not.
+    fn fits(&mut self, row: &[Datum], extra: usize) -> bool {
+        let bytes = crate::sort::row_bytes(row, &[]) + extra;
+        if self.used + bytes > self.limit {
+            return false;
+        }
+        self.used += bytes;
+        true
+    }
+
     /// Counts `extra` bytes and a row held; 53200 past the limit.
     fn hold(&mut self, row: &[Datum], extra: usize) -> SqlResult<()> {
         self.used += crate::sort::row_bytes(row, &[]) + extra;
         if self.used > self.limit {
             return Err(SqlError::new("53200", "out of memory")
                 .with_detail(format!(
-                    "{} needs more than hash_mem (2 × work_mem, {}kB), and Strata does not spill to temporary files yet.",
+                    "{} needs more than hash_mem (2 × work_mem, {}kB); Strata spills only sorts and hash aggregates to temporary files.",
                     self.what,
                     self.limit / 1024
                 ))
@@ -1179,12 +1195,17 @@ fn key_of(cx: &Ctx<'_>, keys: &[Expr], row: &[Datum]) -> SqlResult<Option<Tuple>
     Ok(Some(out))
 }
 
-/// Hash aggregation (planner rule 3): groups in order of first appearance.
+/// Hash aggregation (planner rule 3): groups in order of first appearance. Past
+/// hash_mem, the rows of groups not yet in memory go to temporary files by a hash
+/// of their key (PostgreSQL's hash aggregate spill), each file aggregated in its
+/// turn once the input ends (executor rule 3).
 struct AggOp<'a> {
     input: Op<'a>,
     keys: &'a [Expr],
     aggs: &'a [Agg],
     out: Option<std::vec::IntoIter<Tuple>>,
+    /// Spilled partitions still to aggregate, with their depth.
+    pending: Vec<Part<'a>>,
 }
 
 impl<'a> AggOp<'a> {
@@ -1194,7 +1215,101 @@ impl<'a> AggOp<'a> {
             keys,
             aggs,
             out: None,
+            pending: Vec::new(),
         }
+    }
+}
+
+/// A spilled partition of hash aggregation and the depth of the pass to read it.
+type Part<'t> = (crate::spill::TempFile<'t>, u32);
+
+/// Partitions a spilling pass writes; passes deeper than this fail with 53200.
+const SPILL_FANOUT: u64 = 8;
+const SPILL_DEPTH: u32 = 8;
+
+/// One pass of hash aggregation: the groups in memory and the spilled rows.
+struct Groups<'t> {
+    index: rustc_hash::FxHashMap<Tuple, usize>,
+    groups: Vec<(Tuple, Vec<AggState>)>,
+    meter: Meter,
+    /// Past hash_mem: new groups' rows go to `parts`.
+    full: bool,
+    parts: Vec<crate::spill::TempFile<'t>>,
+    depth: u32,
+}
+
+impl<'t> Groups<'t> {
+    fn new(cx: &Ctx<'_>, aggs: &[Agg], grouped: bool, depth: u32) -> Self {
+        let mut groups = Vec::new();
+        if !grouped {
+            groups.push((Vec::new(), aggs.iter().map(AggState::new).collect()));
+        }
+        Groups {
+            index: Default::default(),
+            groups,
+            meter: Meter::new(cx, "Hash aggregation"),
+            full: false,
+            parts: Vec::new(),
+            depth,
+        }
+    }
+
+    /// The group of `key` (a new one if it fits), or `None` once memory is full and
+    /// the key is new.
+    fn group(&mut self, cx: &Ctx<'t>, aggs: &[Agg], key: &Tuple) -> SqlResult<Option<usize>> {
+        if let Some(g) = self.index.get(key.as_slice()) {
+            return Ok(Some(*g));
+        }
+        if !self.full && !self.meter.fits(key, 64 * aggs.len()) {
+            if self.depth >= SPILL_DEPTH {
+                self.meter.hold(key, 64 * aggs.len())?;
+            }
+            self.full = true;
+        }
+        if self.full {
+            if self.parts.is_empty() {
+                for _ in 0..SPILL_FANOUT {
+                    self.parts.push(crate::spill::TempFile::create(cx.temp)?);
+                }
+            }
+            return Ok(None);
+        }
+        self.groups
+            .push((key.clone(), aggs.iter().map(AggState::new).collect()));
+        self.index.insert(key.clone(), self.groups.len() - 1);
+        Ok(Some(self.groups.len() - 1))
+    }
+
+    /// A row of a key with no group in memory, into its partition.
+    fn spill(&mut self, key: &Tuple, row: &[Datum]) -> SqlResult<()> {
+        use std::hash::{Hash, Hasher};
+        let mut h = rustc_hash::FxHasher::default();
+        (self.depth, key).hash(&mut h);
+        let p = (h.finish() % SPILL_FANOUT) as usize;
+        self.parts[p].write(&[row])
+    }
+
+    /// The groups' rows (key values then aggregate values), and the partitions to
+    /// aggregate next.
+    fn finish(self, aggs: &[Agg]) -> SqlResult<(Vec<Tuple>, Vec<Part<'t>>)> {
+        let rows = self
+            .groups
+            .into_iter()
+            .map(|(mut key, states)| {
+                for (st, a) in states.into_iter().zip(aggs) {
+                    key.push(st.finish(a)?);
+                }
+                Ok(key)
+            })
+            .collect::<SqlResult<Vec<_>>>()?;
+        let depth = self.depth + 1;
+        let parts = self
+            .parts
+            .into_iter()
+            .filter(|f| f.rows() > 0)
+            .map(|f| (f, depth))
+            .collect();
+        Ok((rows, parts))
     }
 }
 
@@ -1220,14 +1335,10 @@ fn step(cx: &Ctx<'_>, aggs: &[Agg], states: &mut [AggState], row: &[Datum]) -> S
 }
 
 impl<'a> AggOp<'a> {
+    /// Aggregates the input (the first pass).
     fn compute(&mut self, cx: &Ctx<'a>) -> SqlResult<Vec<Tuple>> {
-        let mut index: rustc_hash::FxHashMap<Tuple, usize> = Default::default();
-        let mut groups: Vec<(Tuple, Vec<AggState>)> = Vec::new();
-        if self.keys.is_empty() {
-            groups.push((Vec::new(), self.aggs.iter().map(AggState::new).collect()));
-        }
+        let mut groups = Groups::new(cx, self.aggs, !self.keys.is_empty(), 0);
         let mut n = 0u64;
-        let mut meter = Meter::new(cx, "Hash aggregation");
         // One key buffer for every row: a group's key is copied only when it is new.
         let mut key: Tuple = Vec::with_capacity(self.keys.len());
         let engine_free = self.keys.iter().all(bind::engine_free)
@@ -1243,43 +1354,75 @@ impl<'a> AggOp<'a> {
             if n.is_multiple_of(1024) {
                 (cx.check)()?;
             }
-            let g = if keys.is_empty() {
-                0
-            } else {
-                key.clear();
-                for k in keys {
-                    key.push(cx.eval(k, row)?);
-                }
-                match index.get(key.as_slice()) {
-                    Some(g) => *g,
-                    None => {
-                        meter.hold(&key, 64 * aggs.len())?;
-                        groups.push((key.clone(), aggs.iter().map(AggState::new).collect()));
-                        index.insert(key.clone(), groups.len() - 1);
-                        groups.len() - 1
-                    }
-                }
-            };
-            step(cx, aggs, &mut groups[g].1, row)
+            add_row(cx, (keys, aggs), &mut groups, &mut key, row)
         })?;
-        groups
-            .into_iter()
-            .map(|(mut key, states)| {
-                for (st, a) in states.into_iter().zip(self.aggs) {
-                    key.push(st.finish(a)?);
-                }
-                Ok(key)
-            })
-            .collect()
+        let (rows, parts) = groups.finish(aggs)?;
+        self.pending.extend(parts);
+        Ok(rows)
+    }
+
+    /// Aggregates a spilled partition (a later pass).
+    fn compute_part(&mut self, cx: &Ctx<'a>) -> SqlResult<Option<Vec<Tuple>>> {
+        let Some((mut file, depth)) = self.pending.pop() else {
+            return Ok(None);
+        };
+        let mut groups = Groups::new(cx, self.aggs, true, depth);
+        let mut key: Tuple = Vec::with_capacity(self.keys.len());
+        let mut n = 0u64;
+        while let Some(mut parts) = file.read()? {
+            n += 1;
+            if n.is_multiple_of(1024) {
+                (cx.check)()?;
+            }
+            let row = parts.pop().unwrap_or_default();
+            add_row(cx, (self.keys, self.aggs), &mut groups, &mut key, &row)?;
+        }
+        drop(file);
+        let (rows, parts) = groups.finish(self.aggs)?;
+        self.pending.extend(parts);
+        Ok(Some(rows))
+    }
+}
+
+/// One input row into `groups`: stepped in its group, or spilled.
+fn add_row<'t>(
+    cx: &Ctx<'t>,
+    (keys, aggs): (&[Expr], &[Agg]),
+    groups: &mut Groups<'t>,
+    key: &mut Tuple,
+    row: &[Datum],
+) -> SqlResult<()> {
+    let g = if keys.is_empty() {
+        Some(0)
+    } else {
+        key.clear();
+        for k in keys {
+            key.push(cx.eval(k, row)?);
+        }
+        groups.group(cx, aggs, key)?
+    };
+    match g {
+        Some(g) => step(cx, aggs, &mut groups.groups[g].1, row),
+        None => groups.spill(key, row),
     }
 }
 
 impl<'a> Node<'a> for AggOp<'a> {
     fn next(&mut self, cx: &Ctx<'a>) -> SqlResult<Option<Tuple>> {
-        if self.out.is_none() {
-            self.out = Some(self.compute(cx)?.into_iter());
+        loop {
+            if let Some(r) = self.out.as_mut().and_then(Iterator::next) {
+                return Ok(Some(r));
+            }
+            let rows = if self.out.is_none() {
+                self.compute(cx)?
+            } else {
+                match self.compute_part(cx)? {
+                    Some(rows) => rows,
+                    None => return Ok(None),
+                }
+            };
+            self.out = Some(rows.into_iter());
         }
-        Ok(self.out.as_mut().and_then(Iterator::next))
     }
 }
 
@@ -1288,7 +1431,7 @@ struct SortOp<'a> {
     input: Op<'a>,
     keys: &'a [SortSpec],
     bound: &'a Option<Box<(Option<Expr>, Option<Expr>)>>,
-    out: Option<std::vec::IntoIter<Tuple>>,
+    out: Option<crate::sort::Sorted<'a>>,
 }
 
 impl<'a> SortOp<'a> {
@@ -1320,7 +1463,7 @@ impl<'a> SortOp<'a> {
         out
     }
 
-    fn sorted(&mut self, cx: &Ctx<'a>) -> SqlResult<Vec<Tuple>> {
+    fn sorted(&mut self, cx: &Ctx<'a>) -> SqlResult<crate::sort::Sorted<'a>> {
         let mut desc = Vec::new();
         for s in self.keys {
             if s.nulls_first != s.desc {
@@ -1335,7 +1478,7 @@ impl<'a> SortOp<'a> {
             }
             None => None,
         };
-        let mut sorter = crate::sort::Sorter::new(&desc, bound, cx.work_mem);
+        let mut sorter = crate::sort::Sorter::new(&desc, bound, cx.work_mem).spilling(cx.temp);
         let mut n = 0u64;
         while let Some(row) = self.input.next(cx)? {
             n += 1;
@@ -1345,16 +1488,16 @@ impl<'a> SortOp<'a> {
             let k = self.keys_of(&row);
             sorter.push(row, k)?;
         }
-        Ok(sorter.finish())
+        sorter.finish_stream()
     }
 }
 
 impl<'a> Node<'a> for SortOp<'a> {
     fn next(&mut self, cx: &Ctx<'a>) -> SqlResult<Option<Tuple>> {
         if self.out.is_none() {
-            self.out = Some(self.sorted(cx)?.into_iter());
+            self.out = Some(self.sorted(cx)?);
         }
-        Ok(self.out.as_mut().and_then(Iterator::next))
+        self.out.as_mut().expect("sorted above").next_row()
     }
 }
 

@@ -110,6 +110,7 @@ pub mod session;
 mod session_tests;
 pub mod settings;
 pub mod sort;
+pub mod spill;
 pub mod subquery;
 pub mod syncrep;
 pub mod temp;

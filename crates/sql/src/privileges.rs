@@ -555,6 +555,7 @@ pub const SUPERUSER_SET_SETTINGS: &[&str] = &[
     "log_min_duration_statement",
     "log_statement",
     "session_replication_role",
+    "temp_file_limit",
 ];
 
 /// May `w` see setting `name` (SHOW)?

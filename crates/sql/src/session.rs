@@ -2482,6 +2482,7 @@ impl<'e> Session<'e> {
             engine: self.engine,
             server: self.server,
             work_mem: settings::work_mem_bytes(self.vars.get("work_mem")),
+            temp_limit: settings::temp_file_limit_kb(self.vars.get("temp_file_limit")),
         };
         let db = self.db.clone();
         let env_of = self.env_parts();
@@ -2978,6 +2979,10 @@ impl<'e> Session<'e> {
         };
         let rels = PlannerCatalog(self);
         let subs = crate::executor::SubCache::default();
+        let temp = crate::spill::Temp::new(
+            self.engine.data_dir(),
+            settings::temp_file_limit_kb(self.vars.get("temp_file_limit")),
+        );
         let cx = crate::executor::Ctx {
             engine: self.engine,
             txn,
@@ -2990,6 +2995,7 @@ impl<'e> Session<'e> {
             env: &env,
             check: &check,
             work_mem: settings::work_mem_bytes(self.vars.get("work_mem")),
+            temp: &temp,
             views: &views,
         };
         crate::executor::run(&plan, &cx, &mut |r| {
@@ -3049,6 +3055,8 @@ struct Streamer<'e> {
     engine: &'e Engine,
     server: &'e ServerState,
     work_mem: usize,
+    /// temp_file_limit, kB (-1: none).
+    temp_limit: i64,
 }
 
 impl Streamer<'_> {
@@ -3066,6 +3074,7 @@ impl Streamer<'_> {
         let views = |n: &str| self.server.views.rows(n);
         let snap = self.engine.snapshot();
         let subs = crate::executor::SubCache::default();
+        let temp = crate::spill::Temp::new(self.engine.data_dir(), self.temp_limit);
         let cx = crate::executor::Ctx {
             engine: self.engine,
             txn: None,
@@ -3078,6 +3087,7 @@ impl Streamer<'_> {
             env,
             check: &chk,
             work_mem: self.work_mem,
+            temp: &temp,
             views: &views,
         };
         crate::executor::run(plan, &cx, &mut |mut r| {

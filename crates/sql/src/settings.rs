@@ -81,6 +81,7 @@ pub const KNOWN: &[(&str, &str)] = &[
     ("statement_timeout", "0"),
     ("synchronous_commit", "on"),
     ("temp_buffers", "8MB"),
+    ("temp_file_limit", "-1"),
     ("temp_tablespaces", ""),
     ("timezone", "UTC"),
     ("transaction_deferrable", "off"),
@@ -118,6 +119,9 @@ pub fn check(name: &str, value: &str) -> SqlResult<String> {
     }
     if name == "work_mem" {
         return check_work_mem(value);
+    }
+    if name == "temp_file_limit" {
+        return check_temp_file_limit(value);
     }
     if matches!(
         name,
@@ -253,6 +257,39 @@ fn check_work_mem(value: &str) -> SqlResult<String> {
 }
 
 /// The session's `work_mem` in bytes (the default, 4MB, if never SET).
+/// temp_file_limit as stored, in kB (-1: no limit).
+pub fn temp_file_limit_kb(stored: Option<&String>) -> i64 {
+    stored
+        .and_then(|v| work_mem_kb(v))
+        .and_then(|kb| i64::try_from(kb).ok())
+        .unwrap_or(-1)
+}
+
+/// Checks a SET of `temp_file_limit` (kB, -1 for none, as PostgreSQL).
+fn check_temp_file_limit(value: &str) -> SqlResult<String> {
+    let kb = work_mem_kb(value).ok_or_else(|| {
+        SqlError::new(
+            "22023",
+            format!("invalid value for parameter \"temp_file_limit\": \"{value}\""),
+        )
+        .with_hint("Valid units for this parameter are \"kB\", \"MB\", \"GB\", and \"TB\".")
+    })?;
+    if !(-1..=i128::from(i32::MAX)).contains(&kb) {
+        return Err(SqlError::new(
+            "22023",
+            format!(
+                "{kb} kB is outside the valid range for parameter \"temp_file_limit\" (-1 .. 2147483647)"
+            ),
+        ));
+    }
+    Ok(match kb {
+        -1 => "-1".into(),
+        k if k != 0 && k % (1 << 20) == 0 => format!("{}GB", k >> 20),
+        k if k != 0 && k % 1024 == 0 => format!("{}MB", k >> 10),
+        k => format!("{k}kB"),
+    })
+}
+
 pub fn work_mem_bytes(stored: Option<&String>) -> usize {
     let kb = stored.and_then(|v| work_mem_kb(v)).unwrap_or(4096);
     usize::try_from(kb).unwrap_or(4096) * 1024

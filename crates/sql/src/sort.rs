@@ -7,10 +7,11 @@
 //! Rules:
 //! 1. Without a bound, rows are kept until the input ends, then sorted by
 //!    [`pg_qsort`], PostgreSQL's own quicksort, so that rows with equal keys come out
-//!    in the order PostgreSQL's would from the same input. When the rows kept exceed `work_mem` the statement
-//!    fails with 53200 "out of memory", its DETAIL naming `work_mem` (Strata does
-//!    not spill sorts to temporary files yet); memory stays within `work_mem` plus
-//!    one row.
+//!    in the order PostgreSQL's would from the same input. When the rows kept exceed
+//!    `work_mem` they are sorted and written to a temporary file as a run
+//!    (`spill` rules), and the runs are merged at the end, equal keys taken from
+//!    earlier runs first: memory stays within `work_mem` plus one row per run.
+//!    Without temporary space (unit tests) the statement fails with 53200 instead.
 //! 2. With LIMIT n (and OFFSET m) rows are kept as in rule 1 until there are more
 //!    than 2(n + m) of them, as PostgreSQL's tuplesort does; then only the best n + m
 //!    are kept, in PostgreSQL's bounded heap (its top-N heapsort, ties falling as
@@ -22,7 +23,9 @@
 
 use super::bind::compare;
 use super::{Datum, SqlError, SqlResult};
+use crate::spill::{Temp, TempFile};
 use std::cmp::Ordering;
+use std::collections::BinaryHeap;
 
 /// A row with its sort keys.
 struct Keyed {
@@ -190,7 +193,10 @@ pub fn row_bytes(vals: &[Datum], keys: &[Datum]) -> usize {
 
 /// An ORDER BY in progress (see the module rules).
 pub struct Sorter<'a> {
-    desc: &'a [bool],
+    desc: Vec<bool>,
+    /// Where runs go past `work_mem` (rule 1); `None`: 53200 instead.
+    temp: Option<&'a Temp>,
+    runs: Vec<TempFile<'a>>,
     /// LIMIT + OFFSET, if any (rule 2).
     bound: Option<usize>,
     work_mem_bytes: usize,
@@ -202,9 +208,11 @@ pub struct Sorter<'a> {
 }
 
 impl<'a> Sorter<'a> {
-    pub fn new(desc: &'a [bool], bound: Option<usize>, work_mem_bytes: usize) -> Sorter<'a> {
+    pub fn new(desc: &[bool], bound: Option<usize>, work_mem_bytes: usize) -> Sorter<'a> {
         Sorter {
-            desc,
+            desc: desc.to_vec(),
+            temp: None,
+            runs: Vec::new(),
             bound,
             work_mem_bytes,
             used_bytes: 0,
@@ -214,10 +222,16 @@ impl<'a> Sorter<'a> {
     }
 
     /// Adds one row. Err 53200 when the rows kept exceed `work_mem` (rule 1).
+    /// Sorts past `work_mem` in runs written to `temp` (rule 1).
+    pub fn spilling(mut self, temp: &'a Temp) -> Self {
+        self.temp = Some(temp);
+        self
+    }
+
     pub fn push(&mut self, vals: Vec<Datum>, keys: Vec<Datum>) -> SqlResult<()> {
         let bytes = row_bytes(&vals, &keys);
         let row = Keyed { keys, vals };
-        let desc = self.desc;
+        let desc = self.desc.as_slice();
         if let Some(heap) = self.heap.as_mut() {
             // The worst kept row stays unless the new one sorts before it.
             if key_order(&heap[0], &row, desc) != Ordering::Greater {
@@ -231,26 +245,47 @@ impl<'a> Sorter<'a> {
         }
         match self.bound {
             Some(0) => return Ok(()),
-            Some(n) => {
+            // Once runs are written, a bound only cuts the merge (rule 1).
+            Some(n) if self.runs.is_empty() => {
                 self.rows.push(row);
                 self.used_bytes += bytes;
                 let lacks_memory = self.used_bytes > self.work_mem_bytes;
                 if self.rows.len() > n.saturating_mul(2) || (lacks_memory && self.rows.len() > n) {
                     self.heapify(n);
+                } else if lacks_memory && self.temp.is_some() {
+                    return self.write_run();
                 }
             }
-            None => {
+            _ => {
                 self.rows.push(row);
                 self.used_bytes += bytes;
+                if self.used_bytes > self.work_mem_bytes && self.temp.is_some() {
+                    return self.write_run();
+                }
             }
         }
         self.check_memory()
     }
 
+    /// The rows kept, sorted, into a new run (rule 1).
+    fn write_run(&mut self) -> SqlResult<()> {
+        let temp = self.temp.expect("spilling");
+        let desc = self.desc.as_slice();
+        let mut rows = std::mem::take(&mut self.rows);
+        pg_qsort(&mut rows, &mut |a, b| key_order(a, b, desc));
+        let mut f = TempFile::create(temp)?;
+        for r in &rows {
+            f.write(&[&r.keys, &r.vals])?;
+        }
+        self.runs.push(f);
+        self.used_bytes = 0;
+        Ok(())
+    }
+
     /// The rows so far into the bounded heap, keeping the best `n` (rule 2), as
     /// PostgreSQL's make_bounded_heap.
     fn heapify(&mut self, n: usize) {
-        let desc = self.desc;
+        let desc = self.desc.as_slice();
         let mut heap: Vec<Keyed> = Vec::with_capacity(n);
         for row in std::mem::take(&mut self.rows) {
             if heap.len() < n {
@@ -276,7 +311,7 @@ impl<'a> Sorter<'a> {
 
     /// The rows in order (the best `bound` of them under a bound).
     pub fn finish(self) -> Vec<Vec<Datum>> {
-        let desc = self.desc;
+        let desc = self.desc.as_slice();
         if let Some(mut heap) = self.heap {
             // PostgreSQL's sort_bounded_heap: the top to the end, one by one.
             let mut n = heap.len();
@@ -293,6 +328,104 @@ impl<'a> Sorter<'a> {
             rows.truncate(n);
         }
         rows.into_iter().map(|r| r.vals).collect()
+    }
+
+    /// The rows in order, merged from the runs when there are any (rule 1).
+    pub fn finish_stream(mut self) -> SqlResult<Sorted<'a>> {
+        if self.runs.is_empty() {
+            return Ok(Sorted::Memory(self.finish().into_iter()));
+        }
+        if !self.rows.is_empty() {
+            self.write_run()?;
+        }
+        let mut m = Merge {
+            desc: self.desc.into(),
+            runs: self.runs,
+            heap: BinaryHeap::new(),
+            left: self.bound.unwrap_or(usize::MAX),
+        };
+        for i in 0..m.runs.len() {
+            m.refill(i)?;
+        }
+        Ok(Sorted::Merge(m))
+    }
+}
+
+/// A sort's output: in memory, or merged from runs on disk.
+pub enum Sorted<'a> {
+    Memory(std::vec::IntoIter<Vec<Datum>>),
+    Merge(Merge<'a>),
+}
+
+impl Sorted<'_> {
+    pub fn next_row(&mut self) -> SqlResult<Option<Vec<Datum>>> {
+        match self {
+            Sorted::Memory(it) => Ok(it.next()),
+            Sorted::Merge(m) => m.next_row(),
+        }
+    }
+}
+
+/// The merge of sorted runs: the least head row next, ties to the earlier run.
+pub struct Merge<'a> {
+    desc: std::rc::Rc<[bool]>,
+    runs: Vec<TempFile<'a>>,
+    heap: BinaryHeap<Head>,
+    /// Rows still to give (the bound).
+    left: usize,
+}
+
+/// A run's head row in the merge heap (ordered so the heap's top sorts first).
+struct Head {
+    row: Keyed,
+    run: usize,
+    desc: std::rc::Rc<[bool]>,
+}
+
+impl PartialEq for Head {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Head {}
+
+impl PartialOrd for Head {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Head {
+    fn cmp(&self, other: &Self) -> Ordering {
+        key_order(&other.row, &self.row, &self.desc).then(other.run.cmp(&self.run))
+    }
+}
+
+impl Merge<'_> {
+    fn refill(&mut self, run: usize) -> SqlResult<()> {
+        if let Some(mut parts) = self.runs[run].read()? {
+            let vals = parts.pop().unwrap_or_default();
+            let keys = parts.pop().unwrap_or_default();
+            self.heap.push(Head {
+                row: Keyed { keys, vals },
+                run,
+                desc: self.desc.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    fn next_row(&mut self) -> SqlResult<Option<Vec<Datum>>> {
+        if self.left == 0 {
+            return Ok(None);
+        }
+        self.left -= 1;
+        let Some(top) = self.heap.pop() else {
+            return Ok(None);
+        };
+        self.refill(top.run)?;
+        Ok(Some(top.row.vals))
     }
 }
 
@@ -333,7 +466,7 @@ fn sift_down(heap: &mut [Keyed], n: usize, desc: &[bool]) {
 fn out_of_work_mem(work_mem_bytes: usize) -> SqlError {
     SqlError::new("53200", "out of memory")
         .with_detail(format!(
-            "Sorting needs more than work_mem ({}kB), and Strata does not spill sorts to temporary files.",
+            "Sorting needs more than work_mem ({}kB) here, without temporary files.",
             work_mem_bytes / 1024
         ))
         .with_hint("Raise work_mem (SET work_mem = '64MB'), or add a LIMIT.")

@@ -441,6 +441,59 @@ fn numeric_computes_and_stores_as_postgres_does() {
     queries_answered_alike(script, &queries);
 }
 
+/// Sorts and hash aggregates past work_mem spill to temporary files and give
+/// PostgreSQL's answers; the files are gone afterwards, and temp_file_limit stops
+/// a statement with 53400 (spill rules 1-2, sort rule 1, executor rule 3).
+#[test]
+fn sorts_and_hash_aggregates_spill_past_work_mem() {
+    if !Path::new(PG_BIN).join("postgres").exists() {
+        eprintln!("PostgreSQL 15 is not installed: skipped");
+        return;
+    }
+    let mut script = String::from(
+        "SET work_mem = '64kB';\n\
+         CREATE TABLE s (i int, k int, t text, n numeric);\n\
+         INSERT INTO s SELECT g, (g * 7919) % 5003, ((g::int8 * 104729) % 100003)::text || '-' || g::text, g / 7.0 FROM generate_series(1, 60000) g;\n",
+    );
+    let queries = [
+        "SELECT i, k FROM s ORDER BY k DESC, i LIMIT 20 OFFSET 30000",
+        "SELECT count(*), sum(i), min(t), max(t) FROM (SELECT * FROM s ORDER BY t) o",
+        "SELECT i FROM (SELECT i, t FROM s ORDER BY t, i) o LIMIT 5",
+        "SELECT count(*), sum(c), sum(sn) FROM (SELECT i % 20000 AS g, count(*) AS c, sum(n) AS sn, string_agg(t, '') AS st FROM s GROUP BY i % 20000) a",
+        "SELECT g, c FROM (SELECT t AS g, count(*) AS c FROM s GROUP BY t) a ORDER BY g LIMIT 3",
+        "SET temp_file_limit = '64kB'",
+        "SELECT count(*) FROM (SELECT * FROM s ORDER BY t OFFSET 0) o",
+    ];
+    for q in &queries {
+        script.push_str(q);
+        script.push_str(";\n\\echo =====\n");
+    }
+    let labels: Vec<String> = queries.iter().map(|q| q.to_string()).collect();
+    let pg = Postgres::start();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d");
+    let s = Server::start(&data, &[]);
+    let split = |out: String| -> Vec<String> { out.split("=====").map(str::to_string).collect() };
+    let want = split(run(pg.port, "postgres", &script));
+    let got = split(run(s.port, "strata", &script));
+    assert_eq!(want.len(), labels.len() + 1, "PostgreSQL's answers");
+    for (i, q) in labels.iter().enumerate() {
+        assert_eq!(got[i], want[i], "{q}: Strata's answer, then PostgreSQL's");
+    }
+    assert!(
+        want[labels.len() - 1].contains("temp_file_limit"),
+        "{want:?}"
+    );
+    let left: Vec<_> = std::fs::read_dir(data.join("base/pgsql_tmp"))
+        .map(|d| d.filter_map(Result::ok).map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(
+        left.iter()
+            .all(|n| !n.to_string_lossy().starts_with("pgsql_tmp")),
+        "temporary files left: {left:?}"
+    );
+}
+
 fn queries_answered_alike<Q: AsRef<str>>(mut setup: String, queries: &[Q]) {
     for q in queries {
         setup.push_str(q.as_ref());
