@@ -15,11 +15,13 @@
 //! 3. Sort holds at most `work_mem` and writes sorted runs to temporary files past
 //!    it (`sort` and `spill` rules); hash aggregation holds at most PostgreSQL's
 //!    hash_mem, 2 × `work_mem`, and writes the rows of groups that do not fit to
-//!    partition files, aggregated after the input ends ([`AggOp`]). Every other
-//!    operator that holds rows (a join's inner side, DISTINCT, the set operations,
-//!    recursive queries, windows, a subquery's values) holds at most hash_mem
-//!    ([`Meter`]) and fails with 53200 past it (spilling them is an open item of
-//!    issue 28), so the server's memory stays bounded.
+//!    partition files, aggregated after the input ends ([`AggOp`]); a hash join
+//!    whose inner side passes hash_mem partitions both sides to files and joins
+//!    them pair by pair ([`GraceJoin`]). Every other operator that holds rows (a
+//!    nested loop's inner side, DISTINCT, the set operations, recursive queries,
+//!    windows, a subquery's values) holds at most hash_mem ([`Meter`]) and fails
+//!    with 53200 past it (spilling them is an open item of issue 28), so the
+//!    server's memory stays bounded.
 //! 4. The interrupt check (cancel, statement_timeout, a client gone) runs before each
 //!    scan page and every 1024 rows a held input gives.
 //! 5. Equality of join keys, group keys, DISTINCT and set operations is the values'
@@ -961,7 +963,7 @@ impl Meter {
         if self.used > self.limit {
             return Err(SqlError::new("53200", "out of memory")
                 .with_detail(format!(
-                    "{} needs more than hash_mem (2 × work_mem, {}kB); Strata spills only sorts and hash aggregates to temporary files.",
+                    "{} needs more than hash_mem (2 × work_mem, {}kB); Strata spills only sorts, hash aggregates and hash joins to temporary files.",
                     self.what,
                     self.limit / 1024
                 ))
@@ -1003,6 +1005,10 @@ struct JoinOp<'a> {
     /// Buffers kept across outer rows: a probe's key, the candidates' list.
     probe: Tuple,
     spare: Vec<usize>,
+    /// Past hash_mem: the join done partition by partition from temporary files.
+    grace: Option<Box<GraceJoin<'a>>>,
+    /// How many partitionings led here (0 for the plan's own join).
+    depth: u32,
 }
 
 impl<'a> JoinOp<'a> {
@@ -1027,16 +1033,35 @@ impl<'a> JoinOp<'a> {
             tail: None,
             probe: Vec::new(),
             spare: Vec::new(),
+            grace: None,
+            depth: 0,
         }
     }
 
-    /// Holds the inner side (and hashes it on its keys).
+    /// Holds the inner side (and hashes it on its keys). A hash join's inner side
+    /// past hash_mem turns the join into a [`GraceJoin`].
     fn build(&mut self, cx: &Ctx<'a>) -> SqlResult<()> {
         let Some(mut inner) = self.inner.take() else {
             return Ok(());
         };
         let mut meter = Meter::new(cx, "The inner side of a join");
-        self.rows = drain(&mut inner, cx, &mut meter)?;
+        let mut rows = Vec::new();
+        while let Some(r) = inner.next(cx)? {
+            if self.keys.is_some() && self.depth < SPILL_DEPTH && !meter.fits(&r, 0) {
+                rows.push(r);
+                let outer = std::mem::replace(&mut self.outer, Box::new(NoRows));
+                self.grace = Some(Box::new(GraceJoin::start(self, cx, rows, (inner, outer))?));
+                return Ok(());
+            }
+            if self.keys.is_none() || self.depth >= SPILL_DEPTH {
+                meter.hold(&r, 0)?;
+            }
+            rows.push(r);
+            if rows.len().is_multiple_of(1024) {
+                (cx.check)()?;
+            }
+        }
+        self.rows = rows;
         self.matched = vec![false; self.rows.len()];
         if let Some((_, ikeys)) = self.keys {
             for (i, r) in self.rows.iter().enumerate() {
@@ -1088,6 +1113,9 @@ impl<'a> JoinOp<'a> {
 impl<'a> Node<'a> for JoinOp<'a> {
     fn next(&mut self, cx: &Ctx<'a>) -> SqlResult<Option<Tuple>> {
         self.build(cx)?;
+        if let Some(g) = self.grace.as_mut() {
+            return g.next(cx);
+        }
         loop {
             if self.tail.is_some() {
                 return Ok(self.unmatched_inner());
@@ -1136,6 +1164,142 @@ impl<'a> Node<'a> for JoinOp<'a> {
                 out.resize(self.widths.0 + self.widths.1, Datum::Null);
                 return Ok(Some(out));
             }
+        }
+    }
+}
+
+/// No rows (what a join's outer side becomes once a [`GraceJoin`] has read it).
+struct NoRows;
+
+impl<'a> Node<'a> for NoRows {
+    fn next(&mut self, _: &Ctx<'a>) -> SqlResult<Option<Tuple>> {
+        Ok(None)
+    }
+}
+
+/// The rows of a temporary file, in the order written.
+struct FileScan<'a>(crate::spill::TempFile<'a>);
+
+impl<'a> Node<'a> for FileScan<'a> {
+    fn next(&mut self, _: &Ctx<'a>) -> SqlResult<Option<Tuple>> {
+        Ok(self.0.read()?.and_then(|mut p| p.pop()))
+    }
+}
+
+/// A hash join whose inner side outgrew hash_mem (PostgreSQL's batched hash
+/// join): both sides written to partitions by a hash of their keys, then joined
+/// partition by partition, each as a hash join of its own (which partitions again
+/// if still too large). Rows whose key is NULL match nothing: they go straight to
+/// the output where the join keeps unmatched rows (executor rule 3).
+struct GraceJoin<'a> {
+    kind: JoinKind,
+    keys: (&'a [Expr], &'a [Expr]),
+    cond: &'a Option<Expr>,
+    widths: (usize, usize),
+    depth: u32,
+    /// Rows to give first: unmatched rows with NULL keys.
+    direct: crate::spill::TempFile<'a>,
+    /// (outer, inner) partitions not yet joined.
+    parts: Vec<(crate::spill::TempFile<'a>, crate::spill::TempFile<'a>)>,
+    current: Option<Box<JoinOp<'a>>>,
+}
+
+impl<'a> GraceJoin<'a> {
+    fn start(
+        j: &JoinOp<'a>,
+        cx: &Ctx<'a>,
+        held: Vec<Tuple>,
+        (mut inner, mut outer): (Op<'a>, Op<'a>),
+    ) -> SqlResult<Self> {
+        let keys = j.keys.expect("a hash join");
+        let mut g = GraceJoin {
+            kind: j.kind,
+            keys,
+            cond: j.cond,
+            widths: j.widths,
+            depth: j.depth,
+            direct: crate::spill::TempFile::create(cx.temp)?,
+            parts: Vec::new(),
+            current: None,
+        };
+        let mut files = Vec::new();
+        for _ in 0..2 * SPILL_FANOUT {
+            files.push(crate::spill::TempFile::create(cx.temp)?);
+        }
+        for r in held {
+            g.place(cx, &mut files, r, false)?;
+        }
+        while let Some(r) = inner.next(cx)? {
+            g.place(cx, &mut files, r, false)?;
+        }
+        while let Some(r) = outer.next(cx)? {
+            g.place(cx, &mut files, r, true)?;
+        }
+        let mut it = files.into_iter();
+        while let (Some(o), Some(i)) = (it.next(), it.next()) {
+            if o.rows() > 0 || i.rows() > 0 {
+                g.parts.push((o, i));
+            }
+        }
+        g.parts.reverse();
+        Ok(g)
+    }
+
+    /// A row of either side into its partition (outer files at even places), or,
+    /// with a NULL key, to the output if the join keeps it unmatched.
+    fn place(
+        &mut self,
+        cx: &Ctx<'a>,
+        files: &mut [crate::spill::TempFile<'a>],
+        row: Tuple,
+        outer: bool,
+    ) -> SqlResult<()> {
+        let ks = if outer { self.keys.0 } else { self.keys.1 };
+        match key_of(cx, ks, &row)? {
+            Some(k) => {
+                let p = spill_part(self.depth, &k) * 2 + usize::from(!outer);
+                files[p].write(&[&row])
+            }
+            None => match (self.kind, outer) {
+                (JoinKind::Left | JoinKind::Full, true) => {
+                    let mut out = row;
+                    out.resize(self.widths.0 + self.widths.1, Datum::Null);
+                    self.direct.write(&[&out])
+                }
+                (JoinKind::Anti, true) => self.direct.write(&[&row]),
+                (JoinKind::Right | JoinKind::Full, false) => {
+                    let mut out = vec![Datum::Null; self.widths.0];
+                    out.extend(row);
+                    self.direct.write(&[&out])
+                }
+                _ => Ok(()),
+            },
+        }
+    }
+
+    fn next(&mut self, cx: &Ctx<'a>) -> SqlResult<Option<Tuple>> {
+        if let Some(mut p) = self.direct.read()? {
+            return Ok(p.pop());
+        }
+        loop {
+            if let Some(j) = self.current.as_mut() {
+                if let Some(r) = j.next(cx)? {
+                    return Ok(Some(r));
+                }
+            }
+            let Some((o, i)) = self.parts.pop() else {
+                return Ok(None);
+            };
+            let mut j = JoinOp::new(
+                self.kind,
+                (Box::new(FileScan(o)), Box::new(FileScan(i))),
+                None,
+                self.cond,
+                self.widths,
+            );
+            j.keys = Some(self.keys);
+            j.depth = self.depth + 1;
+            self.current = Some(Box::new(j));
         }
     }
 }
@@ -1227,6 +1391,16 @@ type Part<'t> = (crate::spill::TempFile<'t>, u32);
 const SPILL_FANOUT: u64 = 8;
 const SPILL_DEPTH: u32 = 8;
 
+/// The partition of a key at a spilling depth: a hash seeded by the depth, so a
+/// partition that must be split again splits (SipHash: every bit of it depends on
+/// every bit of the key, unlike FxHash's low bits).
+fn spill_part(depth: u32, key: &[Datum]) -> usize {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (depth, key).hash(&mut h);
+    (h.finish() % SPILL_FANOUT) as usize
+}
+
 /// One pass of hash aggregation: the groups in memory and the spilled rows.
 struct Groups<'t> {
     index: rustc_hash::FxHashMap<Tuple, usize>,
@@ -1282,10 +1456,7 @@ impl<'t> Groups<'t> {
 
     /// A row of a key with no group in memory, into its partition.
     fn spill(&mut self, key: &Tuple, row: &[Datum]) -> SqlResult<()> {
-        use std::hash::{Hash, Hasher};
-        let mut h = rustc_hash::FxHasher::default();
-        (self.depth, key).hash(&mut h);
-        let p = (h.finish() % SPILL_FANOUT) as usize;
+        let p = spill_part(self.depth, key);
         self.parts[p].write(&[row])
     }
 
