@@ -11,7 +11,8 @@
 //! (the session's SET/SHOW values), [`values`] (the pre-scan of a query string and
 //! an INSERT's VALUES rows kept as text), [`numeric`] (numeric, real and double
 //! precision: text forms, arithmetic, casts), [`interval`] (interval and time, and
-//! date/time arithmetic), [`bind`] (names to the catalog, expressions,
+//! date/time arithmetic), [`datetime`] (PostgreSQL's date/time text input and output,
+//! every DateStyle and IntervalStyle, DST-aware time zones), [`bind`] (names to the catalog, expressions,
 //! evaluation), [`conditional`] (CASE, COALESCE, LIKE, ...), [`aggregate`],
 //! [`subquery`], `outer` (correlated subqueries in grouped queries, outer-level
 //! aggregates), [`cte`], then the query pipeline: [`analyze`] (a query tree; `fold`
@@ -75,6 +76,7 @@ mod clause_tests;
 pub mod conditional;
 pub mod copy;
 pub mod cte;
+pub mod datetime;
 mod ddl;
 #[cfg(test)]
 mod defect_tests;
