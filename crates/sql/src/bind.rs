@@ -193,6 +193,8 @@ pub enum Func {
     Substr,
     /// A mathematical function and its result type ([`crate::mathfn`]).
     Math(crate::mathfn::MathFn, SqlType),
+    /// A string function and its result type ([`crate::strfn`]).
+    Str(crate::strfn::StrFn, SqlType),
 }
 
 /// `e` (of type [`SqlType::Bpchar`]) as text, its trailing spaces removed.
@@ -1241,7 +1243,7 @@ impl Binder {
 
     /// The scalar function `name` on bound arguments, each coerced to its
     /// parameter's type.
-    fn call_bound(
+    pub(crate) fn call_bound(
         &mut self,
         name: &str,
         bound: Vec<(Expr, SqlType)>,
@@ -1257,16 +1259,19 @@ impl Binder {
                 ),
             ));
         }
+        let types: Vec<&str> = bound.iter().map(|b| b.1.name()).collect();
         let mut out = Vec::new();
         for ((e, t), p) in bound.into_iter().zip(params) {
             let widens = t.is_number() && p.is_number() && int_rank(t) <= int_rank(*p);
             let bpchar = t == SqlType::Bpchar && *p == SqlType::Text;
-            if t != *p && t != SqlType::Unknown && !widens && !bpchar {
+            // An unknown parameter takes any type (strfn rule 1).
+            let any = *p == SqlType::Unknown;
+            if t != *p && t != SqlType::Unknown && !widens && !bpchar && !any {
                 return Err(SqlError::new(
                     "42883",
-                    format!("function {name}({}) does not exist", t.name()),
+                    format!("function {name}({}) does not exist", types.join(", ")),
                 )
-                .with_hint("You might need to add explicit type casts."));
+                .with_hint("No function matches the given name and argument types. You might need to add explicit type casts."));
             }
             out.push(self.coerce(e, t, *p)?);
         }
@@ -1691,6 +1696,9 @@ fn scalar_signature(
             if let Some(sig) = crate::mathfn::signature(name, &types) {
                 return Ok(sig);
             }
+            if let Some(sig) = crate::strfn::signature(name, &types) {
+                return Ok(sig);
+            }
             let types: Vec<&str> = bound.iter().map(|b| b.1.name()).collect();
             return Err(SqlError::new(
                 "42883",
@@ -1872,6 +1880,15 @@ pub fn engine_free(e: &Expr) -> bool {
 impl Func {
     /// Whether a call reads or changes what lies outside its arguments and the
     /// session's settings: sequences, the WAL, the catalog, other sessions.
+    /// False for the functions that see NULL arguments (strfn rule 2); the others
+    /// are NULL for a NULL argument.
+    pub fn strict(self) -> bool {
+        match self {
+            Func::Str(s, _) => s.strict(),
+            _ => true,
+        }
+    }
+
     pub fn reaches_server(self) -> bool {
         matches!(
             self,
@@ -2341,7 +2358,7 @@ fn eval_other(e: &Expr, r: &Row<'_>, depth: usize) -> SqlResult<Datum> {
         Expr::Special(s) => crate::conditional::eval_special(s, &sub)?,
         Expr::Call(f, args) => {
             let vals: Vec<Datum> = args.iter().map(sub).collect::<SqlResult<_>>()?;
-            if vals.iter().any(Datum::is_null) {
+            if f.strict() && vals.iter().any(Datum::is_null) {
                 return Ok(Datum::Null);
             }
             call(*f, &vals, r)?
@@ -2581,6 +2598,7 @@ fn call(f: Func, vals: &[Datum], r: &Row<'_>) -> SqlResult<Datum> {
             sequence_call(f, vals, r.env)?
         }
         Func::Math(m, t) => crate::mathfn::eval(m, t, vals)?,
+        Func::Str(s, t) => crate::strfn::eval(s, t, vals)?,
     })
 }
 

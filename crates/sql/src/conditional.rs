@@ -189,6 +189,9 @@ impl Binder {
                     SqlType::Bool,
                 )
             }
+            E::Trim { .. } | E::Position { .. } | E::Overlay { .. } => {
+                Some(self.string_syntax(scope, e, aggs)?)
+            }
             _ => None,
         })
     }

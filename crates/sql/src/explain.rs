@@ -727,6 +727,7 @@ fn func_name(f: Func) -> String {
         Func::Now => "now".into(),
         Func::DatePart(_) => "date_part".into(),
         Func::Substr => "\"substring\"".into(),
+        Func::Str(s, _) => s.name().into(),
         other => {
             let dbg = format!("{other:?}");
             let mut out = String::new();

@@ -148,7 +148,7 @@ fn immutable(f: Func) -> bool {
             | Func::BpcharText
             | Func::Substr
             | Func::Math(..)
-    )
+    ) || matches!(f, Func::Str(s, _) if s.immutable())
 }
 
 /// The environment of a folded expression: none. Only immutable operations are

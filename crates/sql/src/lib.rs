@@ -113,6 +113,7 @@ mod session_tests;
 pub mod settings;
 pub mod sort;
 pub mod spill;
+pub mod strfn;
 pub mod subquery;
 pub mod syncrep;
 pub mod temp;
