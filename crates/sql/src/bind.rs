@@ -1878,8 +1878,6 @@ pub fn engine_free(e: &Expr) -> bool {
 }
 
 impl Func {
-    /// Whether a call reads or changes what lies outside its arguments and the
-    /// session's settings: sequences, the WAL, the catalog, other sessions.
     /// False for the functions that see NULL arguments (strfn rule 2); the others
     /// are NULL for a NULL argument.
     pub fn strict(self) -> bool {
@@ -1889,6 +1887,8 @@ impl Func {
         }
     }
 
+    /// Whether a call reads or changes what lies outside its arguments and the
+    /// session's settings: sequences, the WAL, the catalog, other sessions.
     pub fn reaches_server(self) -> bool {
         matches!(
             self,

@@ -277,6 +277,7 @@ impl<'a> Sorter<'a> {
         for r in &rows {
             f.write(&[&r.keys, &r.vals])?;
         }
+        f.close_writer()?;
         self.runs.push(f);
         self.used_bytes = 0;
         Ok(())

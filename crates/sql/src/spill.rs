@@ -126,12 +126,21 @@ impl<'t> TempFile<'t> {
             .map_err(|e| io_err("write to", e))
     }
 
-    /// The next row (its parts), after the last write; `None` at the end.
-    pub fn read(&mut self) -> SqlResult<Option<Vec<Vec<Datum>>>> {
+    /// Ends the writing: the write buffer flushed and given back (a sort's many
+    /// runs hold no buffer each until they are read).
+    pub fn close_writer(&mut self) -> SqlResult<()> {
         if let Some(mut w) = self.writer.take() {
             w.flush().map_err(|e| io_err("write to", e))?;
+        }
+        Ok(())
+    }
+
+    /// The next row (its parts), after the last write; `None` at the end.
+    pub fn read(&mut self) -> SqlResult<Option<Vec<Vec<Datum>>>> {
+        self.close_writer()?;
+        if self.reader.is_none() {
             let f = File::open(&self.path).map_err(|e| io_err("open", e))?;
-            self.reader = Some(BufReader::with_capacity(64 * 1024, f));
+            self.reader = Some(BufReader::with_capacity(8 * 1024, f));
         }
         let r = self.reader.as_mut().expect("opened above");
         let mut len = [0u8; 4];
