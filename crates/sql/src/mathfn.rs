@@ -245,20 +245,30 @@ fn bucket_err(msg: &str) -> SqlError {
     SqlError::new("2201G", msg.to_string())
 }
 
-fn numeric_width_bucket(x: &Numeric, vals: &[Datum]) -> SqlResult<Datum> {
-    let (lo, hi) = (numeric_of(&vals[1]), numeric_of(&vals[2]));
-    let count = int(&vals[3]);
+/// width_bucket's argument checks, in PostgreSQL's order.
+fn bucket_checks(count: i64, nan: bool, infinite_bound: bool) -> SqlResult<()> {
     if count <= 0 {
         return Err(bucket_err("count must be greater than zero"));
     }
-    if x.is_nan() || lo.is_nan() || hi.is_nan() {
+    if nan {
         return Err(bucket_err(
             "operand, lower bound, and upper bound cannot be NaN",
         ));
     }
-    if lo.is_infinite() || hi.is_infinite() {
+    if infinite_bound {
         return Err(bucket_err("lower and upper bounds must be finite"));
     }
+    Ok(())
+}
+
+fn numeric_width_bucket(x: &Numeric, vals: &[Datum]) -> SqlResult<Datum> {
+    let (lo, hi) = (numeric_of(&vals[1]), numeric_of(&vals[2]));
+    let count = int(&vals[3]);
+    bucket_checks(
+        count,
+        x.is_nan() || lo.is_nan() || hi.is_nan(),
+        lo.is_infinite() || hi.is_infinite(),
+    )?;
     let c = Numeric::from_i64(count);
     let bucket = |num: Numeric, den: Numeric| -> SqlResult<i64> {
         let scaled = num.mul(&c).map_err(num_err)?;
@@ -421,17 +431,11 @@ fn float_power(x: f64, y: f64) -> SqlResult<f64> {
 fn float_width_bucket(x: f64, vals: &[Datum]) -> SqlResult<Datum> {
     let (lo, hi) = (float(&vals[1]), float(&vals[2]));
     let count = int(&vals[3]) as i32;
-    if count <= 0 {
-        return Err(bucket_err("count must be greater than zero"));
-    }
-    if x.is_nan() || lo.is_nan() || hi.is_nan() {
-        return Err(bucket_err(
-            "operand, lower bound, and upper bound cannot be NaN",
-        ));
-    }
-    if lo.is_infinite() || hi.is_infinite() {
-        return Err(bucket_err("lower and upper bounds must be finite"));
-    }
+    bucket_checks(
+        i64::from(count),
+        x.is_nan() || lo.is_nan() || hi.is_nan(),
+        lo.is_infinite() || hi.is_infinite(),
+    )?;
     let c = f64::from(count);
     let frac = |num: f64, den: f64, num2: f64, den2: f64| -> i32 {
         let q = if den.is_infinite() {
