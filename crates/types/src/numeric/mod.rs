@@ -355,15 +355,22 @@ impl Numeric {
         if m.is_zero() {
             return Numeric::ZERO;
         }
-        let ten = BigInt::from(10u8);
-        while s > 0 {
-            let (q, r) = m.div_rem(&ten);
-            if !r.is_zero() {
-                break;
+        // The zeros to strip, k ≤ min(scale, binary trailing zeros) < 2^15, found by
+        // its binary digits from the top: at most 15 divisions however long the run.
+        let limit = s.min(m.trailing_zeros().unwrap_or(0) as u32);
+        let mut k = 0;
+        let mut step = 1u32 << 14;
+        while step > 0 {
+            if k + step <= limit {
+                let (q, r) = m.div_rem(&pow10(step));
+                if r.is_zero() {
+                    m = q;
+                    k += step;
+                }
             }
-            m = q;
-            s -= 1;
+            step >>= 1;
         }
+        s -= k;
         Numeric::from_parts_unchecked(m, s)
     }
 

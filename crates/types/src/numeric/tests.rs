@@ -159,3 +159,21 @@ fn division_scale_follows_base_10000_weights() {
     assert_eq!(n("0.00012").base10000_lead(), (-1, 1));
     assert_eq!(n("0.0012").base10000_lead(), (-1, 12));
 }
+
+#[test]
+fn trailing_zeros_strip_in_few_steps() {
+    let one = n(&format!("1.{}", "0".repeat(16_383)));
+    assert_eq!(one.stripped().to_string(), "1");
+    assert_eq!(one.min_scale(), 0);
+    let x = n(&format!(
+        "123456789012345678901234567890.0070{}",
+        "0".repeat(16_000)
+    ));
+    assert_eq!(
+        x.stripped().to_string(),
+        "123456789012345678901234567890.007"
+    );
+    assert_eq!(x.min_scale(), 3);
+    assert_eq!(n("-12.500").stripped().to_string(), "-12.5");
+    assert_eq!(n("100").stripped().to_string(), "100");
+}
