@@ -176,6 +176,10 @@ impl Numeric {
 
     /// Digits before the decimal point of a finite value's magnitude (0 for |x| < 1).
     pub fn int_digits(&self) -> u32 {
+        if let Repr::Small { m, scale } = self.0 {
+            let d = m.unsigned_abs().checked_ilog10().map_or(1, |l| l + 1);
+            return d.saturating_sub(u32::from(scale));
+        }
         match self.parts() {
             Some((m, s)) => {
                 let d = digit_count(&m);
