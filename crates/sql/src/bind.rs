@@ -570,48 +570,25 @@ pub fn text_to(s: &str, t: SqlType) -> SqlResult<Datum> {
             _ => return Err(bad()),
         },
         SqlType::Lsn => Datum::Lsn(v.parse().map_err(|_| bad())?),
-        SqlType::Date => Datum::Date(crate::time::parse_date(v).ok_or_else(|| {
-            SqlError::new(
-                "22007",
-                format!("invalid input syntax for type date: \"{s}\""),
-            )
-        })?),
+        SqlType::Date | SqlType::Time | SqlType::Interval => return datetime_in(s, t),
         SqlType::Uuid => Datum::Uuid(crate::parse_uuid(v).ok_or_else(bad)?),
-        SqlType::Time => Datum::Time(crate::interval::parse_time(v).ok_or_else(|| {
-            SqlError::new(
-                "22007",
-                format!("invalid input syntax for type time: \"{s}\""),
-            )
-        })?),
-        SqlType::Interval => {
-            Datum::Interval(crate::interval::parse_interval(v).ok_or_else(|| {
-                SqlError::new(
-                    "22007",
-                    format!("invalid input syntax for type interval: \"{s}\""),
-                )
-            })?)
-        }
         SqlType::Bytea => Datum::Bytea(crate::parse_bytea(s).ok_or_else(bad)?),
-        SqlType::Timestamp | SqlType::TimestampTz => {
-            let tz = t == SqlType::TimestampTz;
-            let us = crate::time::parse(v, tz).ok_or_else(|| {
-                if crate::time::zone_out_of_range(v) {
-                    return SqlError::new(
-                        "22009",
-                        format!("time zone displacement out of range: \"{s}\""),
-                    );
-                }
-                SqlError::new(
-                    "22007",
-                    format!("invalid input syntax for type {}: \"{s}\"", t.name()),
-                )
-            })?;
-            if tz {
-                Datum::TimestampTz(us)
-            } else {
-                Datum::Timestamp(us)
-            }
-        }
+        SqlType::Timestamp | SqlType::TimestampTz => return datetime_in(s, t),
+    })
+}
+
+/// Date/time input in the session's settings (DateStyle, TimeZone, the
+/// transaction's start for `now`).
+fn datetime_in(s: &str, t: SqlType) -> SqlResult<Datum> {
+    use crate::datetime as dt;
+    dt::with_session(|st| {
+        Ok(match t {
+            SqlType::Date => Datum::Date(dt::parse_date(s, st)?),
+            SqlType::Time => Datum::Time(dt::parse_time(s, st)?),
+            SqlType::Interval => Datum::Interval(dt::parse_interval(s, st)?),
+            SqlType::Timestamp => Datum::Timestamp(dt::parse_timestamp(s, st)?),
+            _ => Datum::TimestampTz(dt::parse_timestamptz(s, st)?),
+        })
     })
 }
 
@@ -2222,24 +2199,11 @@ pub fn cast_datum(d: Datum, to: SqlType) -> SqlResult<Datum> {
         (_, SqlType::Text | SqlType::Bpchar) => Ok(Datum::Text(crate::text_of(d)?)),
         (Datum::Text(s), t) => text_to(s, t),
         (Datum::Bool(b), SqlType::Int4) => Ok(Datum::Int4(i32::from(*b))),
-        (Datum::Timestamp(t) | Datum::TimestampTz(t), SqlType::Date) => {
-            Ok(Datum::Date(crate::time::date_of(*t)))
-        }
-        (Datum::Date(d), SqlType::Timestamp) => Ok(Datum::Timestamp(crate::time::midnight(*d)?)),
-        (Datum::Date(d), SqlType::TimestampTz) => {
-            Ok(Datum::TimestampTz(crate::time::midnight(*d)?))
-        }
-        // The server's TimeZone is UTC: the same instant either way.
-        (Datum::Timestamp(t) | Datum::TimestampTz(t), SqlType::Timestamp) => {
-            Ok(Datum::Timestamp(*t))
-        }
-        (Datum::Timestamp(t) | Datum::TimestampTz(t), SqlType::TimestampTz) => {
-            Ok(Datum::TimestampTz(*t))
-        }
+        (
+            Datum::Timestamp(_) | Datum::TimestampTz(_) | Datum::Date(_),
+            SqlType::Date | SqlType::Timestamp | SqlType::TimestampTz | SqlType::Time,
+        ) => datetime_cast(&d, to),
         (Datum::Int4(v), SqlType::Bool) => Ok(Datum::Bool(*v != 0)),
-        (Datum::Timestamp(t) | Datum::TimestampTz(t), SqlType::Time) => {
-            Ok(Datum::Time(t.rem_euclid(86_400_000_000)))
-        }
         (Datum::Time(t), SqlType::Interval) => Ok(Datum::Interval(strata_types::Interval {
             micros: *t,
             ..Default::default()
@@ -2255,6 +2219,40 @@ pub fn cast_datum(d: Datum, to: SqlType) -> SqlResult<Datum> {
             )),
         },
     }
+}
+
+/// Casts between date, timestamp and timestamptz (and to time): a timestamptz
+/// is read and made in the session's zone; the infinities stay infinite.
+fn datetime_cast(d: &Datum, to: SqlType) -> SqlResult<Datum> {
+    use crate::datetime as dt;
+    const DAY: i64 = 86_400_000_000;
+    if matches!(d, Datum::Date(_)) && to == SqlType::Time {
+        return Err(SqlError::new(
+            "42846",
+            "cannot cast type date to time without time zone",
+        ));
+    }
+    let local = match d {
+        Datum::TimestampTz(t) => dt::with_session(|st| dt::to_local(*t, st)),
+        Datum::Timestamp(t) => *t,
+        Datum::Date(i32::MIN) => i64::MIN,
+        Datum::Date(i32::MAX) => i64::MAX,
+        Datum::Date(days) => crate::time::midnight(*days)?,
+        _ => unreachable!("datetime_cast of {d:?}"),
+    };
+    Ok(match to {
+        SqlType::Date => Datum::Date(match local {
+            i64::MIN => i32::MIN,
+            i64::MAX => i32::MAX,
+            t => t.div_euclid(DAY) as i32,
+        }),
+        SqlType::Time if local == i64::MIN || local == i64::MAX => {
+            return Err(SqlError::new("22008", "timestamp out of range"))
+        }
+        SqlType::Time => Datum::Time(local.rem_euclid(DAY)),
+        SqlType::Timestamp => Datum::Timestamp(local),
+        _ => Datum::TimestampTz(dt::with_session(|st| dt::from_local(local, st))?),
+    })
 }
 
 /// Evaluates a bound expression against a row.
@@ -2589,7 +2587,11 @@ fn call(f: Func, vals: &[Datum], r: &Row<'_>) -> SqlResult<Datum> {
         Func::Now => Datum::TimestampTz(r.env.xact_start_us()),
         Func::Clock => Datum::TimestampTz(crate::time::now_us()),
         Func::LocalTimestamp => Datum::Timestamp(r.env.xact_start_us()),
-        Func::CurrentDate => Datum::Date(crate::time::date_of(r.env.xact_start_us())),
+        Func::CurrentDate => {
+            let now = r.env.xact_start_us();
+            let local = crate::datetime::with_session(|st| crate::datetime::to_local(now, st));
+            Datum::Date(crate::time::date_of(local))
+        }
         Func::Abs => match crate::numeric::abs(&vals[0]) {
             Some(d) => d,
             None => int_as(int_of(&vals[0]).unwrap_or(0).abs(), type_of(&vals[0]))?,

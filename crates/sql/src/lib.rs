@@ -648,39 +648,62 @@ pub use strata_types::Datum;
 
 /// A value's text form, as PostgreSQL's output functions make it.
 pub trait TextOut {
-    /// The value as text, as PostgreSQL prints it (`None` for NULL).
+    /// The value as text, as PostgreSQL prints it (`None` for NULL), dates and
+    /// times in this thread's session settings ([`datetime::with_session`]).
     fn to_text(&self) -> Option<String>;
+    /// The value as text, dates and times in the settings `st`.
+    fn to_text_in(&self, st: &datetime::Settings) -> Option<String>;
 }
 
 impl TextOut for Datum {
     fn to_text(&self) -> Option<String> {
-        Some(match self {
-            Datum::Null => return None,
-            Datum::Int2(v) => v.to_string(),
-            Datum::Int4(v) => v.to_string(),
-            Datum::Int8(v) => v.to_string(),
-            Datum::Numeric(v) => v.to_string(),
-            Datum::Float4(v) => numeric::format_float(v.get(), true),
-            Datum::Float8(v) => numeric::format_float(v.get(), false),
-            Datum::Time(t) => interval::format_time(*t),
-            Datum::Interval(i) => interval::format_interval(*i),
-            Datum::Text(s) => s.clone(),
-            Datum::Bool(b) => (if *b { "t" } else { "f" }).to_string(),
-            Datum::Lsn(l) => l.to_string(),
-            Datum::Timestamp(t) => time::format(*t, false),
-            Datum::TimestampTz(t) => time::format(*t, true),
-            Datum::Date(d) => time::format_date(*d),
-            Datum::Uuid(u) => format_uuid(u),
-            Datum::Bytea(b) => {
-                let mut s = String::with_capacity(2 + 2 * b.len());
-                s.push_str("\\x");
-                for x in b {
-                    s.push_str(&format!("{x:02x}"));
-                }
-                s
+        match self {
+            Datum::Timestamp(_) | Datum::TimestampTz(_) | Datum::Date(_) | Datum::Interval(_) => {
+                datetime::with_session(|st| self.to_text_in(st))
             }
+            _ => plain_text(self),
+        }
+    }
+
+    fn to_text_in(&self, st: &datetime::Settings) -> Option<String> {
+        Some(match self {
+            Datum::Timestamp(t) => datetime::format_timestamp(*t, st),
+            Datum::TimestampTz(t) => datetime::format_timestamptz(*t, st),
+            Datum::Date(d) => datetime::format_date(*d, st),
+            Datum::Interval(i) => datetime::format_interval(i, st),
+            _ => return plain_text(self),
         })
     }
+}
+
+/// The text of a value whose output does not depend on the session.
+fn plain_text(d: &Datum) -> Option<String> {
+    Some(match d {
+        Datum::Null => return None,
+        Datum::Int2(v) => v.to_string(),
+        Datum::Int4(v) => v.to_string(),
+        Datum::Int8(v) => v.to_string(),
+        Datum::Numeric(v) => v.to_string(),
+        Datum::Float4(v) => numeric::format_float(v.get(), true),
+        Datum::Float8(v) => numeric::format_float(v.get(), false),
+        Datum::Time(t) => datetime::format_time(*t),
+        Datum::Text(s) => s.clone(),
+        Datum::Bool(b) => (if *b { "t" } else { "f" }).to_string(),
+        Datum::Lsn(l) => l.to_string(),
+        // (Those whose text depends on the session's settings.)
+        Datum::Timestamp(_) | Datum::TimestampTz(_) | Datum::Date(_) | Datum::Interval(_) => {
+            return datetime::with_session(|st| d.to_text_in(st))
+        }
+        Datum::Uuid(u) => format_uuid(u),
+        Datum::Bytea(b) => {
+            let mut s = String::with_capacity(2 + 2 * b.len());
+            s.push_str("\\x");
+            for x in b {
+                s.push_str(&format!("{x:02x}"));
+            }
+            s
+        }
+    })
 }
 
 /// A uuid as PostgreSQL prints it: lowercase, 8-4-4-4-12.
@@ -1526,6 +1549,10 @@ impl Toks {
                 self.i += 1;
                 return Ok(format!("-{}", self.value()?));
             }
+            Some(Token::Plus) => {
+                self.i += 1;
+                return self.value();
+            }
             _ => return Err(self.near()),
         };
         self.i += 1;
@@ -2068,8 +2095,15 @@ fn parse_set(k: &mut Toks) -> SqlResult<Stmt> {
     if !(k.tok(&Token::Eq) || k.word("TO")) && name != "timezone" {
         return Err(k.near());
     }
-    let value = if k.word("DEFAULT") {
+    let value = if k.word("DEFAULT") || (name == "timezone" && k.word("LOCAL")) {
         None
+    } else if name == "timezone" && k.word("INTERVAL") {
+        // SET TIME ZONE INTERVAL '-08:00' [HOUR TO MINUTE]: the interval's text.
+        let body = k.value()?;
+        while !k.at_end() {
+            k.i += 1;
+        }
+        Some(format!("interval '{body}'"))
     } else {
         let mut parts = vec![k.value()?];
         while k.tok(&Token::Comma) {

@@ -138,6 +138,9 @@ pub trait ResultSink {
     fn copy_data(&mut self, _rows: Vec<Vec<u8>>) -> SqlResult<()> {
         Ok(())
     }
+    /// The session's date/time settings, given before each statement: the text
+    /// of its dates, times and intervals follows them.
+    fn style(&mut self, _settings: &Arc<crate::datetime::Settings>) {}
 }
 
 /// A [`ResultSink`] for a statement run inside another that returns no rows
@@ -449,6 +452,12 @@ pub struct Session<'e> {
     id: u64,
     block: Block<'e>,
     vars: BTreeMap<String, String>,
+    /// The date/time settings `vars` give, and the values of DateStyle, TimeZone
+    /// and IntervalStyle they were made from ([`Session::sync_datetime`]).
+    datetime: Arc<crate::datetime::Settings>,
+    datetime_from: [Option<String>; 3],
+    /// The startup packet's settings ([`Session::startup_settings`]).
+    startup_vars: BTreeMap<String, String>,
     /// The settings as they were when the block began: a rollback restores them.
     vars_at_begin: Option<BTreeMap<String, String>>,
     /// SET LOCAL in this block: each name's value before its first SET LOCAL,
@@ -1030,6 +1039,9 @@ impl<'e> Session<'e> {
             id,
             block: Block::Idle,
             vars: BTreeMap::new(),
+            datetime: Arc::default(),
+            datetime_from: Default::default(),
+            startup_vars: BTreeMap::new(),
             vars_at_begin: None,
             local_prior: BTreeMap::new(),
             interrupts,
@@ -1065,6 +1077,41 @@ impl<'e> Session<'e> {
     /// Serves this session on the calling thread until the guard drops (temp rule 1).
     fn enter(&self) -> strata_engine::temp::Entered {
         strata_engine::temp::enter(self.id)
+    }
+
+    /// The session's date/time settings made current on this thread (datetime
+    /// rule 5), rebuilt when a SET, RESET or rollback has changed DateStyle,
+    /// TimeZone or IntervalStyle; the sink learns them for its output.
+    fn sync_datetime(&mut self, sink: &mut dyn ResultSink) {
+        const NAMES: [&str; 3] = ["datestyle", "timezone", "intervalstyle"];
+        let same = NAMES
+            .iter()
+            .zip(&self.datetime_from)
+            .all(|(n, v)| self.vars.get(*n) == v.as_ref());
+        if !same {
+            self.datetime = Arc::new(settings::datetime_settings(&self.vars));
+            self.datetime_from = NAMES.map(|n| self.vars.get(n).cloned());
+        }
+        crate::datetime::install(&self.datetime);
+        crate::datetime::set_now(self.xact_start_us);
+        sink.style(&self.datetime);
+    }
+
+    /// The startup packet's settings, checked ([`settings::check_startup`]): the
+    /// session's values before any SET, and what RESET goes back to.
+    pub fn startup_settings(&mut self, vars: Vec<(String, String)>) {
+        self.startup_vars.extend(vars);
+        self.vars.clone_from(&self.startup_vars);
+    }
+
+    /// The value RESET gives `name`: the startup packet's, if it gave one.
+    pub(crate) fn startup_value(&self, name: &str) -> Option<&String> {
+        self.startup_vars.get(name)
+    }
+
+    /// RESET ALL: the startup packet's settings only.
+    pub(crate) fn reset_all(&mut self) {
+        self.vars.clone_from(&self.startup_vars);
     }
 
     /// Notes a relation CREATE made: a temporary table's ON COMMIT (temp rule 2).
@@ -1422,6 +1469,7 @@ impl<'e> Session<'e> {
     /// the block.
     pub fn prepare(&mut self, stmt: &Stmt) -> SqlResult<Described> {
         let _ns = self.enter();
+        self.sync_datetime(&mut NoRows);
         let r = if matches!(self.block, Block::Failed) && !ends_block(stmt) {
             Err(aborted())
         } else {
@@ -2152,6 +2200,7 @@ impl<'e> Session<'e> {
         if matches!(self.block, Block::Idle) {
             self.xact_start_us = crate::time::now_us();
         }
+        self.sync_datetime(sink);
         let timeout_ms = self.setting_ms("statement_timeout");
         self.deadline =
             (timeout_ms > 0).then(|| Instant::now() + Duration::from_millis(timeout_ms));

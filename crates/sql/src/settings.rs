@@ -24,6 +24,13 @@
 //!    which Strata refuses, so it is accepted as PostgreSQL accepts it for the
 //!    other levels. Planner switches Strata's planner does not follow
 //!    (`enable_sort`, `enable_hashagg`, ...) stay unrecognized.
+//! 6. `DateStyle`, `TimeZone` and `IntervalStyle` are checked as PostgreSQL's
+//!    check hooks do and stored as SHOW prints them ([`check_datetime`]); the
+//!    session reads its date/time settings from them ([`datetime_settings`]).
+//! 7. A startup packet's parameters (and its `options`' `-c name=value`) are
+//!    SETs made before the session's first statement, checked as SET checks them;
+//!    one refused ends the connection (FATAL), as in PostgreSQL
+//!    ([`check_startup`]).
 
 use super::{SqlError, SqlResult};
 
@@ -180,6 +187,171 @@ pub fn check(name: &str, value: &str) -> SqlResult<String> {
         ));
     }
     Ok(format_ms(ms))
+}
+
+/// DateStyle, TimeZone and IntervalStyle (rule 6): checked as PostgreSQL's
+/// check hooks do and returned as SHOW prints them ("Postgres, MDY",
+/// "America/New_York", "<-07>+07", "sql_standard"). DateStyle's value is
+/// relative to the current one (`SET DateStyle = DMY` keeps the style). `None`
+/// for any other name.
+pub fn check_datetime(
+    name: &str,
+    value: &str,
+    vars: &std::collections::BTreeMap<String, String>,
+) -> SqlResult<Option<String>> {
+    let mut st = datetime_settings(vars);
+    Ok(Some(match name {
+        "datestyle" => {
+            st.parse_datestyle(value)?;
+            show_datestyle(&st)
+        }
+        "timezone" => {
+            st.set_timezone(value)?;
+            st.zone.name().to_string()
+        }
+        "intervalstyle" => {
+            let v = value.trim().to_ascii_lowercase();
+            if !matches!(
+                v.as_str(),
+                "postgres" | "postgres_verbose" | "sql_standard" | "iso_8601"
+            ) {
+                return Err(SqlError::new(
+                    "22023",
+                    format!("invalid value for parameter \"IntervalStyle\": \"{value}\""),
+                )
+                .with_hint(
+                    "Available values: postgres, postgres_verbose, sql_standard, iso_8601.",
+                ));
+            }
+            v
+        }
+        _ => return Ok(None),
+    }))
+}
+
+/// DateStyle as SHOW prints it.
+fn show_datestyle(st: &crate::datetime::Settings) -> String {
+    use crate::datetime::{DateOrder, DateStyle};
+    let style = match st.style {
+        DateStyle::Iso => "ISO",
+        DateStyle::Postgres => "Postgres",
+        DateStyle::Sql => "SQL",
+        DateStyle::German => "German",
+    };
+    let order = match st.order {
+        DateOrder::Mdy => "MDY",
+        DateOrder::Dmy => "DMY",
+        DateOrder::Ymd => "YMD",
+    };
+    format!("{style}, {order}")
+}
+
+/// The date/time settings a session's SETs give (rule 6); the stored values
+/// were checked by [`check_datetime`].
+pub fn datetime_settings(
+    vars: &std::collections::BTreeMap<String, String>,
+) -> crate::datetime::Settings {
+    use crate::datetime::IntervalStyle;
+    let mut st = crate::datetime::Settings::default();
+    if let Some(v) = vars.get("datestyle") {
+        let _ = st.parse_datestyle(v);
+    }
+    if let Some(v) = vars.get("timezone") {
+        let _ = st.set_timezone(v);
+    }
+    st.interval = match vars.get("intervalstyle").map(String::as_str) {
+        Some("postgres_verbose") => IntervalStyle::PostgresVerbose,
+        Some("sql_standard") => IntervalStyle::SqlStandard,
+        Some("iso_8601") => IntervalStyle::Iso8601,
+        _ => IntervalStyle::Postgres,
+    };
+    st
+}
+
+/// The settings of a startup packet (its parameters other than `user`,
+/// `database`, `replication` and `options`, then `options`' `-c name=value` and
+/// `--name=value`), checked as SET checks them (rule 7) and returned as stored.
+/// `server` holds the names only the server's configuration sets (55P02).
+pub fn check_startup(
+    params: &[(String, String)],
+    server: &[&str],
+    superuser: bool,
+) -> SqlResult<Vec<(String, String)>> {
+    let mut given: Vec<(String, String)> = Vec::new();
+    for (name, value) in params {
+        let name = name.to_ascii_lowercase();
+        match name.as_str() {
+            "user" | "database" | "replication" => {}
+            "options" => given.extend(startup_options(value)?),
+            _ => given.push((name, value.clone())),
+        }
+    }
+    let mut vars = std::collections::BTreeMap::new();
+    for (name, value) in given {
+        if server.contains(&name.as_str()) {
+            return Err(SqlError::new(
+                "55P02",
+                format!("parameter \"{name}\" cannot be changed without restarting the server"),
+            ));
+        }
+        if crate::privileges::SUPERUSER_SET_SETTINGS.contains(&name.as_str()) && !superuser {
+            return Err(SqlError::new(
+                "42501",
+                format!("permission denied to set parameter \"{name}\""),
+            ));
+        }
+        let v = match check_datetime(&name, &value, &vars)? {
+            Some(v) => v,
+            None => check(&name, &value)?,
+        };
+        vars.insert(name, v);
+    }
+    Ok(vars.into_iter().collect())
+}
+
+/// The `options` startup parameter: `-c name=value` and `--name=value`,
+/// separated by spaces (a backslash escapes the next character).
+fn startup_options(text: &str) -> SqlResult<Vec<(String, String)>> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => word.extend(chars.next()),
+            c if c.is_whitespace() => {
+                if !word.is_empty() {
+                    words.push(std::mem::take(&mut word));
+                }
+            }
+            c => word.push(c),
+        }
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    let mut out = Vec::new();
+    let mut it = words.into_iter();
+    while let Some(w) = it.next() {
+        let pair = if w == "-c" {
+            it.next().unwrap_or_default()
+        } else if let Some(p) = w.strip_prefix("-c").or_else(|| w.strip_prefix("--")) {
+            p.to_string()
+        } else {
+            return Err(SqlError::new(
+                "42601",
+                format!("invalid command-line argument for server process: {w}"),
+            )
+            .with_hint("Try \"postgres --help\" for more information."));
+        };
+        let Some((n, v)) = pair.split_once('=') else {
+            return Err(SqlError::new(
+                "42601",
+                format!("-c {pair} requires a value"),
+            ));
+        };
+        out.push((n.replace('-', "_"), v.to_string()));
+    }
+    Ok(out)
 }
 
 /// An isolation level (rule 4): READ COMMITTED, and READ UNCOMMITTED (which

@@ -121,7 +121,7 @@ fn set_local(
 /// `all` with `None` is RESET ALL (utility rule 1).
 fn set(s: &mut Session<'_>, name: &str, value: Option<&str>) -> SqlResult<Output> {
     if name == "all" {
-        s.vars_mut().clear();
+        s.reset_all();
         return Ok(Output::Command("RESET".into()));
     }
     if s.server().settings.iter().any(|(n, _, _)| n == name) {
@@ -149,7 +149,10 @@ fn set(s: &mut Session<'_>, name: &str, value: Option<&str>) -> SqlResult<Output
     }
     match value {
         Some(v) => {
-            let v = settings::check(name, v)?;
+            let v = match settings::check_datetime(name, v, s.vars())? {
+                Some(v) => v,
+                None => settings::check(name, v)?,
+            };
             s.vars_mut().insert(name.to_string(), v);
         }
         None => {
@@ -161,7 +164,10 @@ fn set(s: &mut Session<'_>, name: &str, value: Option<&str>) -> SqlResult<Output
                     Ok(String::new())
                 }
             })?;
-            s.vars_mut().remove(name);
+            match s.startup_value(name).cloned() {
+                Some(v) => s.vars_mut().insert(name.to_string(), v),
+                None => s.vars_mut().remove(name),
+            };
         }
     }
     Ok(Output::Command("SET".into()))

@@ -191,6 +191,8 @@ pub struct Startup {
     /// The startup packet's `application_name` (a WAL sender's name for
     /// synchronous_standby_names and pg_stat_replication).
     application_name: OnceLock<String>,
+    /// The startup message's parameters (settings to make: settings rule 7).
+    parameters: OnceLock<Vec<(String, String)>>,
     /// The `pg_hba.conf` line that chose the method (rule 1).
     line: OnceLock<HbaLine>,
 }
@@ -294,6 +296,7 @@ impl Startup {
             login: OnceLock::new(),
             replication: OnceLock::new(),
             application_name: OnceLock::new(),
+            parameters: OnceLock::new(),
             line: OnceLock::new(),
         }
     }
@@ -315,7 +318,8 @@ impl Startup {
             let app = self.application_name.get().cloned().unwrap_or_default();
             self.conn.start_walsender(&user, &app).map_err(fatal)?;
         } else {
-            self.conn.start_session(&db, &user).map_err(fatal)?;
+            let params = self.parameters.get().map(Vec::as_slice).unwrap_or_default();
+            self.conn.start_session(&db, &user, params).map_err(fatal)?;
         }
         self.driver
             .complete_authentication(client, final_message)
@@ -532,6 +536,8 @@ impl Startup {
         let _ = self.replication.set(replication);
         let app = s.parameters.get("application_name").cloned();
         let _ = self.application_name.set(app.unwrap_or_default());
+        let params = s.parameters.iter().map(|(k, v)| (k.clone(), v.clone()));
+        let _ = self.parameters.set(params.collect());
         let line = self.choose_line(client.socket_addr())?;
         self.check_certificate(&line)?;
         let method = line.method;

@@ -114,7 +114,9 @@ enum Request {
 /// statement, `Columns` and `Rows` if it returns rows, then `End`. The channel closes
 /// when the request is done.
 enum Event {
-    Columns(Vec<(String, SqlType)>),
+    /// A statement's columns, and the session's date/time settings its rows'
+    /// text follows.
+    Columns(Vec<(String, SqlType)>, Arc<sql::datetime::Settings>),
     /// A batch of at most [`FEED_BATCH_ROWS`] rows or about [`FEED_BATCH_BYTES`].
     Rows(Vec<Vec<Datum>>),
     End(SqlResult<Executed>),
@@ -188,6 +190,8 @@ struct Feed {
     /// Statements' results not sent yet: they go before the next event, at
     /// [`HELD_ENDS`], or when the feed is dropped (the request's end).
     held: Vec<SqlResult<Executed>>,
+    /// The session's date/time settings (`ResultSink::style`).
+    style: Arc<sql::datetime::Settings>,
 }
 
 /// Statement results a feed holds at most before sending them.
@@ -222,6 +226,7 @@ impl Feed {
             copy_rx: None,
             copy_end: None,
             held: Vec::new(),
+            style: Arc::default(),
         }
     }
 
@@ -297,7 +302,10 @@ impl Feed {
 impl ResultSink for Feed {
     fn columns(&mut self, columns: &[(String, SqlType)]) -> SqlResult<()> {
         self.flush()?;
-        self.send(Event::Columns(columns.to_vec()))
+        self.send(Event::Columns(columns.to_vec(), self.style.clone()))
+    }
+    fn style(&mut self, settings: &Arc<sql::datetime::Settings>) {
+        self.style = settings.clone();
     }
     fn row(&mut self, row: Vec<Datum>) -> SqlResult<()> {
         // A value whose text would pass PostgreSQL's 1 GB is refused here, before
@@ -604,7 +612,7 @@ impl Conn {
         }
     }
 
-    fn start_session(&self, db: &str, user: &str) -> SqlResult<()> {
+    fn start_session(&self, db: &str, user: &str, params: &[(String, String)]) -> SqlResult<()> {
         if self.engine.in_recovery() && !self.engine.consistent() {
             // Standby rule 2: no session before the standby is consistent.
             return Err(SqlError::new(
@@ -615,6 +623,13 @@ impl Conn {
         }
         let role = self.login_role(user)?;
         self.may_connect(db, &role)?;
+        let server_names: Vec<&str> = self
+            .server
+            .settings
+            .iter()
+            .map(|(n, _, _)| n.as_str())
+            .collect();
+        let startup = sql::settings::check_startup(params, &server_names, role.superuser)?;
         let (tx, rx) = mpsc::channel::<Request>();
         let secret: i32 = rand::random();
         let member = self.member(tx.clone(), secret, user);
@@ -676,6 +691,7 @@ impl Conn {
                 }
                 let _leave = Leave(server.clone(), id);
                 let mut s = Session::new(&engine, &server, &db, &user, id, interrupts);
+                s.startup_settings(startup);
                 let why = match backend_loop(&mut s, rx, &feed) {
                     Ended::Asked => 0,
                     Ended::IdleInTransaction => ENDED_IDLE_TIMEOUT,
@@ -996,7 +1012,7 @@ fn pg_type(t: SqlType) -> Type {
 
 /// A value on the wire, in text or binary format.
 #[derive(Debug)]
-struct Wire<'a>(&'a Datum);
+struct Wire<'a>(&'a Datum, &'a sql::datetime::Settings);
 
 impl ToSql for Wire<'_> {
     fn to_sql(
@@ -1058,7 +1074,7 @@ impl ToSqlText for Wire<'_> {
                     out.put_u8(HEX[usize::from(x & 15)]);
                 }
             }
-            d => match strata_sql::TextOut::to_text(d) {
+            d => match strata_sql::TextOut::to_text_in(d, self.1) {
                 None => return Ok(IsNull::Yes),
                 Some(s) => out.put_slice(s.as_bytes()),
             },
@@ -1185,13 +1201,17 @@ fn fields(cols: &[(String, SqlType)], format: &Format) -> Vec<FieldInfo> {
 }
 
 /// Rows kept for a portal that may be suspended (invariant 8).
-fn rows_response(schema: &Arc<Vec<FieldInfo>>, rows: Vec<Vec<Datum>>) -> Response {
+fn rows_response(
+    schema: &Arc<Vec<FieldInfo>>,
+    style: &sql::datetime::Settings,
+    rows: Vec<Vec<Datum>>,
+) -> Response {
     let mut enc = pgwire::api::results::DataRowEncoder::new(schema.clone());
     let mut out = Vec::with_capacity(rows.len());
     for r in &rows {
         let mut ok = Ok(());
         for d in r {
-            if let Err(e) = enc.encode_field(&Wire(d)) {
+            if let Err(e) = enc.encode_field(&Wire(d, style)) {
                 ok = Err(e);
                 break;
             }
@@ -1430,6 +1450,7 @@ fn is_empty_query(q: &str) -> bool {
 async fn feed_rows<C>(
     client: &mut C,
     schema: &Arc<Vec<FieldInfo>>,
+    style: &sql::datetime::Settings,
     rows: Vec<Vec<Datum>>,
 ) -> PgWireResult<usize>
 where
@@ -1440,7 +1461,7 @@ where
     let mut enc = pgwire::api::results::DataRowEncoder::new(schema.clone());
     for r in rows {
         for d in &r {
-            enc.encode_field(&Wire(d))?;
+            enc.encode_field(&Wire(d, style))?;
         }
         client
             .feed(PgWireBackendMessage::DataRow(enc.take_row()))
@@ -1485,11 +1506,13 @@ impl Query {
     {
         let conn = &self.conn;
         let mut schema = Arc::new(Vec::new());
+        let mut style = Arc::<sql::datetime::Settings>::default();
         let (mut count, mut ended, mut copying_out) = (0, false, false);
         while let Some(ev) = conn.next_event(&mut rx).await {
             ended |= matches!(ev, Event::End(_));
             let msg = match ev {
-                Event::Columns(cols) => {
+                Event::Columns(cols, st) => {
+                    style = st;
                     schema = Arc::new(fields(&cols, &Format::UnifiedText));
                     count = 0;
                     PgWireBackendMessage::RowDescription(RowDescription::new(
@@ -1497,7 +1520,7 @@ impl Query {
                     ))
                 }
                 Event::Rows(rows) => {
-                    count += feed_rows(client, &schema, rows).await?;
+                    count += feed_rows(client, &schema, &style, rows).await?;
                     continue;
                 }
                 Event::CopyIn { columns, data } if copy_allowed => {
@@ -1862,16 +1885,20 @@ impl ExtendedQueryHandler for Query {
             .map_err(user_error)?;
         let format = &portal.result_column_format;
         let mut schema = Arc::new(Vec::new());
+        let mut style = Arc::<sql::datetime::Settings>::default();
         let mut collected: Vec<Vec<Datum>> = Vec::new();
         let mut count = 0;
         while let Some(ev) = conn.next_event(&mut rx).await {
             match ev {
-                Event::Columns(cols) => schema = Arc::new(fields(&cols, format)),
+                Event::Columns(cols, st) => {
+                    schema = Arc::new(fields(&cols, format));
+                    style = st;
+                }
                 // A row limit: the portal may be suspended, so its rows are kept
                 // (invariant 8); otherwise they stream now, and the CommandComplete
                 // pgwire sends for the Execution response counts them.
                 Event::Rows(mut rows) if max_rows > 0 => collected.append(&mut rows),
-                Event::Rows(rows) => count += feed_rows(client, &schema, rows).await?,
+                Event::Rows(rows) => count += feed_rows(client, &schema, &style, rows).await?,
                 // COPY (invariant 9): pgwire sends CopyInResponse and takes the
                 // data to the CopyHandler; COPY TO's rows stream from the events.
                 Event::CopyIn { columns, data } => {
@@ -1895,11 +1922,13 @@ impl ExtendedQueryHandler for Query {
                 Event::End(Ok(ex)) => {
                     send_notices(client, &ex.notices).await?;
                     return Ok(match ex.output {
-                        Output::Rows(_) if max_rows > 0 => rows_response(&schema, collected),
+                        Output::Rows(_) if max_rows > 0 => {
+                            rows_response(&schema, &style, collected)
+                        }
                         Output::Rows(_) => Response::Execution(Tag::new("SELECT").with_rows(count)),
                         // DML with RETURNING under a row limit: its rows, kept.
                         Output::Command(_) if !collected.is_empty() => {
-                            rows_response(&schema, collected)
+                            rows_response(&schema, &style, collected)
                         }
                         _ => response(ex),
                     });

@@ -520,3 +520,52 @@ pub fn parse_time(s: &str, st: &Settings) -> SqlResult<i64> {
 pub fn parse_interval(s: &str, st: &Settings) -> SqlResult<Interval> {
     interval::interval_in(s, st)
 }
+
+thread_local! {
+    /// This thread's session settings (datetime rule: a backend is a thread, and
+    /// PostgreSQL's DateStyle, TimeZone and IntervalStyle are its backend's
+    /// globals). The session installs its own before each statement
+    /// ([`install`]); input and output functions read them ([`with_session`]).
+    static SESSION: std::cell::RefCell<Settings> = std::cell::RefCell::new(Settings::default());
+}
+
+/// Runs `f` with this thread's session settings.
+pub fn with_session<R>(f: impl FnOnce(&Settings) -> R) -> R {
+    SESSION.with(|s| f(&s.borrow()))
+}
+
+/// Makes `st` this thread's session settings.
+pub fn install(st: &Settings) {
+    SESSION.with(|s| s.borrow_mut().clone_from(st));
+}
+
+/// The current transaction began at `now_us` (what `now`, `today` read).
+pub fn set_now(now_us: i64) {
+    SESSION.with(|s| s.borrow_mut().now_us = now_us);
+}
+
+/// A timestamptz as its local time in the session's zone (a timestamp); the
+/// infinities stay.
+pub fn to_local(us: i64, st: &Settings) -> i64 {
+    if us == i64::MIN || us == i64::MAX {
+        return us;
+    }
+    let unix = us.div_euclid(USECS_PER_SEC) + EPOCH_DIFF_SECS;
+    let (east, _) = st.zone.at_utc(unix);
+    us.saturating_add(i64::from(east) * USECS_PER_SEC)
+}
+
+/// A local time in the session's zone as a timestamptz (PostgreSQL's
+/// timestamp2timestamptz: DetermineTimeZoneOffset); 22008 out of range.
+pub fn from_local(local: i64, st: &Settings) -> SqlResult<i64> {
+    if local == i64::MIN || local == i64::MAX {
+        return Ok(local);
+    }
+    let west = st
+        .zone
+        .local_to_west(local.div_euclid(USECS_PER_SEC) + EPOCH_DIFF_SECS);
+    local
+        .checked_add(i64::from(west) * USECS_PER_SEC)
+        .filter(|t| (decode::MIN_TIMESTAMP..decode::END_TIMESTAMP).contains(t))
+        .ok_or_else(|| SqlError::new("22008", "timestamp out of range"))
+}
