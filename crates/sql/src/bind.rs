@@ -789,11 +789,16 @@ impl Binder {
                 expr, data_type, ..
             } => {
                 let x = self.expr_in(scope, expr, aggs)?;
-                self.cast_to(x, data_type)
+                // A literal's input error is placed at the literal (PostgreSQL's).
+                match &**expr {
+                    E::Value(v) => self.cast_to(x, data_type).map_err(|e| e.at(v.span)),
+                    _ => self.cast_to(x, data_type),
+                }
             }
             E::TypedString(ts) => {
                 let x = self.value(&ts.value.value)?;
-                self.cast_to(x, &ts.data_type)
+                let span = ts.value.span;
+                self.cast_to(x, &ts.data_type).map_err(|e| e.at(span))
             }
             E::Interval(iv) => self.interval(scope, iv, aggs),
             E::Function(f) => self.function(scope, f, aggs),
@@ -2062,6 +2067,9 @@ fn default_name_of(e: &ast::Expr) -> String {
             .map(super::ident_name)
             .unwrap_or_else(|| "?column?".into()),
         ast::Expr::Cast { data_type, .. } => cast_column_name(data_type),
+        // `date '...'` is a cast of its literal (PostgreSQL's grammar).
+        ast::Expr::TypedString(ts) => cast_column_name(&ts.data_type),
+        ast::Expr::Interval(_) => "interval".into(),
         ast::Expr::Case { .. } => "case".into(),
         ast::Expr::Exists { .. } => "exists".into(),
         ast::Expr::Extract { .. } => "extract".into(),
