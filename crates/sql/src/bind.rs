@@ -185,16 +185,14 @@ pub enum Func {
     /// rtrim1, the bpchar-to-text cast). Bound where bpchar meets text or is
     /// compared ([`SqlType::Bpchar`]); never named in SQL.
     BpcharText,
-    /// EXTRACT(field FROM x): numeric (`extract` rules).
-    Extract(crate::extract::Field),
-    /// date_part('field', x): double precision.
-    DatePart(crate::extract::Field),
     /// substring(x FROM a FOR b), substr(x, a[, b]).
     Substr,
     /// A mathematical function and its result type ([`crate::mathfn`]).
     Math(crate::mathfn::MathFn, SqlType),
     /// A string function and its result type ([`crate::strfn`]).
     Str(crate::strfn::StrFn, SqlType),
+    /// A date/time function and its result type ([`crate::datefn`]).
+    Date(crate::datefn::DateFn, SqlType),
 }
 
 /// `e` (of type [`SqlType::Bpchar`]) as text, its trailing spaces removed.
@@ -785,21 +783,7 @@ impl Binder {
                     SqlType::Bool,
                 ))
             }
-            E::Cast {
-                expr, data_type, ..
-            } => {
-                let x = self.expr_in(scope, expr, aggs)?;
-                // A literal's input error is placed at the literal (PostgreSQL's).
-                match &**expr {
-                    E::Value(v) => self.cast_to(x, data_type).map_err(|e| e.at(v.span)),
-                    _ => self.cast_to(x, data_type),
-                }
-            }
-            E::TypedString(ts) => {
-                let x = self.value(&ts.value.value)?;
-                let span = ts.value.span;
-                self.cast_to(x, &ts.data_type).map_err(|e| e.at(span))
-            }
+            E::Cast { .. } | E::TypedString(_) => self.cast_syntax(scope, e, aggs),
             E::Interval(iv) => self.interval(scope, iv, aggs),
             E::Function(f) => self.function(scope, f, aggs),
             E::Extract { .. } | E::Substring { .. } => self.extract_or_substring(scope, e, aggs),
@@ -941,7 +925,7 @@ impl Binder {
                 } else {
                     t
                 };
-                if !to.is_number() {
+                if !to.is_number() && to != SqlType::Interval {
                     return Err(SqlError::new(
                         "42883",
                         format!("operator does not exist: - {}", to.name()),
@@ -1034,6 +1018,7 @@ impl Binder {
                     || (is_datetime(from) && is_datetime(to))
                     || (is_timestamp(from) && to == SqlType::Time)
                     || (from == SqlType::Time && to == SqlType::Interval)
+                    || (from == SqlType::Interval && to == SqlType::Time)
                     || (from.is_int() && to == SqlType::Bool && from == SqlType::Int4)
                     || (from == SqlType::Bool && to == SqlType::Int4);
                 if !ok {
@@ -1175,21 +1160,38 @@ impl Binder {
         for a in &args {
             bound.push(self.expr_in(scope, a, aggs)?);
         }
-        match (name.as_str(), bound.len()) {
-            ("substr" | "substring", 2 | 3) => return self.substr(bound),
-            ("date_part", 2) => {
-                let Expr::Const(Datum::Text(field)) = &bound[0].0 else {
-                    return Err(SqlError::unsupported(
-                        "date_part with a field that is not a constant",
-                    ));
-                };
-                let f = crate::extract::Field::parse(field)?;
-                let x = bound.pop().expect("two arguments");
-                return self.extract(Func::DatePart(f), x);
-            }
-            _ => {}
+        if matches!(name.as_str(), "substr" | "substring") && matches!(bound.len(), 2 | 3) {
+            return self.substr(bound);
         }
         self.call_bound(&name, bound)
+    }
+
+    /// `x::type`, CAST(x AS type) and `type 'literal'`. A literal's input error is
+    /// placed at the literal (PostgreSQL's).
+    #[inline(never)]
+    fn cast_syntax(
+        &mut self,
+        scope: &Scope,
+        e: &ast::Expr,
+        aggs: &mut Option<&mut Vec<Agg>>,
+    ) -> SqlResult<(Expr, SqlType)> {
+        match e {
+            ast::Expr::Cast {
+                expr, data_type, ..
+            } => {
+                let x = self.expr_in(scope, expr, aggs)?;
+                match &**expr {
+                    ast::Expr::Value(v) => self.cast_to(x, data_type).map_err(|e| e.at(v.span)),
+                    _ => self.cast_to(x, data_type),
+                }
+            }
+            ast::Expr::TypedString(ts) => {
+                let x = self.value(&ts.value.value)?;
+                let span = ts.value.span;
+                self.cast_to(x, &ts.data_type).map_err(|e| e.at(span))
+            }
+            _ => unreachable!("cast_syntax of {e}"),
+        }
     }
 
     /// CEIL(x), FLOOR(x) and `a ^ b`, which sqlparser parses as syntax of their
@@ -1269,9 +1271,9 @@ impl Binder {
     ) -> SqlResult<(Expr, SqlType)> {
         match e {
             ast::Expr::Extract { field, expr, .. } => {
-                let field = crate::extract::Field::parse(&field.to_string())?;
+                let field = Expr::Const(Datum::Text(field.to_string().to_ascii_lowercase()));
                 let x = self.expr_in(scope, expr, aggs)?;
-                self.extract(Func::Extract(field), x)
+                self.call_bound("extract", vec![(field, SqlType::Text), x])
             }
             ast::Expr::Substring {
                 expr,
@@ -1291,27 +1293,6 @@ impl Binder {
             }
             _ => unreachable!("called for EXTRACT and SUBSTRING"),
         }
-    }
-
-    /// EXTRACT / date_part over a date or timestamp (an untyped literal taken as a
-    /// timestamp).
-    fn extract(&mut self, f: Func, (x, t): (Expr, SqlType)) -> SqlResult<(Expr, SqlType)> {
-        let x = match t {
-            SqlType::Date | SqlType::Timestamp | SqlType::TimestampTz => x,
-            SqlType::Unknown => self.coerce(x, t, SqlType::Timestamp)?,
-            other => {
-                return Err(SqlError::new(
-                    "42883",
-                    format!("function extract(unknown, {}) does not exist", other.name()),
-                )
-                .with_hint("You might need to add explicit type casts."))
-            }
-        };
-        let ret = match f {
-            Func::Extract(_) => SqlType::Numeric,
-            _ => SqlType::Float8,
-        };
-        Ok((Expr::Call(f, vec![x]), ret))
     }
 
     /// substring / substr: text, start, optional length (integers).
@@ -1675,10 +1656,10 @@ fn scalar_signature(
         }
         _ => {
             let types: Vec<SqlType> = bound.iter().map(|b| b.1).collect();
-            if let Some(sig) = crate::mathfn::signature(name, &types) {
-                return Ok(sig);
-            }
-            if let Some(sig) = crate::strfn::signature(name, &types) {
+            let found = crate::mathfn::signature(name, &types)
+                .or_else(|| crate::strfn::signature(name, &types))
+                .or_else(|| crate::datefn::signature(name, &types));
+            if let Some(sig) = found {
                 return Ok(sig);
             }
             let types: Vec<&str> = bound.iter().map(|b| b.1.name()).collect();
@@ -1865,6 +1846,7 @@ impl Func {
     pub fn strict(self) -> bool {
         match self {
             Func::Str(s, _) => s.strict(),
+            Func::Date(d, _) => d.strict(),
             _ => true,
         }
     }
@@ -2153,20 +2135,18 @@ pub fn compare(a: &Datum, b: &Datum) -> Ordering {
         (Datum::Text(x), Datum::Text(y)) => x.as_bytes().cmp(y.as_bytes()),
         (Datum::Bool(x), Datum::Bool(y)) => x.cmp(y),
         (Datum::Lsn(x), Datum::Lsn(y)) => x.cmp(y),
-        (
-            Datum::Timestamp(x) | Datum::TimestampTz(x),
-            Datum::Timestamp(y) | Datum::TimestampTz(y),
-        ) => x.cmp(y),
+        (Datum::Timestamp(x), Datum::Timestamp(y))
+        | (Datum::TimestampTz(x), Datum::TimestampTz(y)) => x.cmp(y),
         (Datum::Date(x), Datum::Date(y)) => x.cmp(y),
-        // A date is its midnight (the cross-type comparison; UTC for timestamptz).
-        (Datum::Date(x), Datum::Timestamp(y) | Datum::TimestampTz(y)) => {
-            (i64::from(*x) * 86_400_000_000).cmp(y)
-        }
-        (Datum::Timestamp(x) | Datum::TimestampTz(x), Datum::Date(y)) => {
-            x.cmp(&(i64::from(*y) * 86_400_000_000))
-        }
+        (
+            Datum::Timestamp(_) | Datum::TimestampTz(_) | Datum::Date(_),
+            Datum::Timestamp(_) | Datum::TimestampTz(_) | Datum::Date(_),
+        ) => compare_datetimes(a, b),
         (Datum::Time(x), Datum::Time(y)) => x.cmp(y),
-        (Datum::Interval(x), Datum::Interval(y)) => x.cmp(y),
+        // PostgreSQL's interval_cmp: a month is 30 days, a day 24 hours.
+        (Datum::Interval(x), Datum::Interval(y)) => {
+            crate::datefn::interval_cmp_key(*x).cmp(&crate::datefn::interval_cmp_key(*y))
+        }
         (Datum::Uuid(x), Datum::Uuid(y)) => x.cmp(y),
         (Datum::Bytea(x), Datum::Bytea(y)) => x.cmp(y),
         (Datum::Null, Datum::Null) => Ordering::Equal,
@@ -2212,10 +2192,10 @@ pub fn cast_datum(d: Datum, to: SqlType) -> SqlResult<Datum> {
             SqlType::Date | SqlType::Timestamp | SqlType::TimestampTz | SqlType::Time,
         ) => datetime_cast(&d, to),
         (Datum::Int4(v), SqlType::Bool) => Ok(Datum::Bool(*v != 0)),
-        (Datum::Time(t), SqlType::Interval) => Ok(Datum::Interval(strata_types::Interval {
-            micros: *t,
-            ..Default::default()
-        })),
+        (Datum::Time(t), SqlType::Interval) => {
+            Ok(Datum::Interval(crate::datefn::time_to_interval(*t)))
+        }
+        (Datum::Interval(i), SqlType::Time) => Ok(Datum::Time(crate::datefn::interval_to_time(*i))),
         _ if to.is_number() && type_of(&d).is_number() => {
             crate::numeric::cast(&d, to).expect("numbers cast")
         }
@@ -2229,37 +2209,56 @@ pub fn cast_datum(d: Datum, to: SqlType) -> SqlResult<Datum> {
     }
 }
 
-/// Casts between date, timestamp and timestamptz (and to time): a timestamptz
-/// is read and made in the session's zone; the infinities stay infinite.
-fn datetime_cast(d: &Datum, to: SqlType) -> SqlResult<Datum> {
-    use crate::datetime as dt;
-    const DAY: i64 = 86_400_000_000;
-    if matches!(d, Datum::Date(_)) && to == SqlType::Time {
-        return Err(SqlError::new(
-            "42846",
-            "cannot cast type date to time without time zone",
-        ));
-    }
-    let local = match d {
-        Datum::TimestampTz(t) => dt::with_session(|st| dt::to_local(*t, st)),
-        Datum::Timestamp(t) => *t,
-        Datum::Date(i32::MIN) => i64::MIN,
-        Datum::Date(i32::MAX) => i64::MAX,
-        Datum::Date(days) => crate::time::midnight(*days)?,
-        _ => unreachable!("datetime_cast of {d:?}"),
+/// Date, timestamp and timestamptz of different types, compared as PostgreSQL's
+/// cross-type operators do: both as the wider type (timestamptz over timestamp
+/// over date), a timestamp made a timestamptz in the session's zone.
+fn compare_datetimes(a: &Datum, b: &Datum) -> Ordering {
+    let wide = |d: &Datum| match d {
+        Datum::TimestampTz(_) => 2,
+        Datum::Timestamp(_) => 1,
+        _ => 0,
     };
-    Ok(match to {
-        SqlType::Date => Datum::Date(match local {
-            i64::MIN => i32::MIN,
-            i64::MAX => i32::MAX,
-            t => t.div_euclid(DAY) as i32,
-        }),
-        SqlType::Time if local == i64::MIN || local == i64::MAX => {
-            return Err(SqlError::new("22008", "timestamp out of range"))
-        }
-        SqlType::Time => Datum::Time(local.rem_euclid(DAY)),
-        SqlType::Timestamp => Datum::Timestamp(local),
-        _ => Datum::TimestampTz(dt::with_session(|st| dt::from_local(local, st))?),
+    let to = match wide(a).max(wide(b)) {
+        2 => SqlType::TimestampTz,
+        _ => SqlType::Timestamp,
+    };
+    let at = |d: &Datum| match datetime_cast(d, to) {
+        Ok(Datum::Timestamp(v) | Datum::TimestampTz(v)) => v,
+        _ => match d {
+            Datum::Date(v) if *v < 0 => i64::MIN,
+            _ => i64::MAX,
+        },
+    };
+    at(a).cmp(&at(b))
+}
+
+/// Casts between date, timestamp and timestamptz (and to time): a timestamptz
+/// is read and made in the session's zone ([`crate::datefn`]); the infinities
+/// stay infinite (a time of one is NULL).
+fn datetime_cast(d: &Datum, to: SqlType) -> SqlResult<Datum> {
+    use crate::datefn as f;
+    use Datum as D;
+    use SqlType as T;
+    crate::datetime::with_session(|st| {
+        Ok(match (d, to) {
+            (D::Date(_), T::Time) => {
+                return Err(SqlError::new(
+                    "42846",
+                    "cannot cast type date to time without time zone",
+                ))
+            }
+            (D::Date(x), T::Timestamp) => D::Timestamp(f::date_to_timestamp(*x)?),
+            (D::Date(x), _) => D::TimestampTz(f::date_to_timestamptz(*x, st)?),
+            (D::Timestamp(x), T::Date) => D::Date(f::timestamp_to_date(*x)?),
+            (D::Timestamp(x), T::Time) => f::timestamp_to_time(*x)?.map_or(D::Null, D::Time),
+            (D::Timestamp(x), _) => D::TimestampTz(f::timestamp_to_timestamptz(*x, st)?),
+            (D::TimestampTz(x), T::Date) => D::Date(f::timestamptz_to_date(*x, st)?),
+            (D::TimestampTz(x), T::Time) => {
+                f::timestamptz_to_time(*x, st)?.map_or(D::Null, D::Time)
+            }
+            (D::TimestampTz(x), _) => D::Timestamp(f::timestamptz_to_timestamp(*x, st)?),
+            _ => unreachable!("datetime_cast of {d:?}"),
+        })
     })
 }
 
@@ -2333,6 +2332,7 @@ fn eval_other(e: &Expr, r: &Row<'_>, depth: usize) -> SqlResult<Datum> {
         },
         Expr::Neg(x) => match sub(x)? {
             Datum::Null => Datum::Null,
+            Datum::Interval(i) => Datum::Interval(crate::datefn::interval_um(i)?),
             d => match crate::numeric::negate(&d) {
                 Some(n) => n,
                 None => int_as(-int_of(&d).unwrap_or(0), type_of(&d))?,
@@ -2590,8 +2590,6 @@ fn call(f: Func, vals: &[Datum], r: &Row<'_>) -> SqlResult<Datum> {
         | Func::Upper
         | Func::Repeat
         | Func::Substr => string_call(f, vals)?,
-        Func::Extract(field) => crate::extract::extract(field, &vals[0], true)?,
-        Func::DatePart(field) => crate::extract::extract(field, &vals[0], false)?,
         Func::Now => Datum::TimestampTz(r.env.xact_start_us()),
         Func::Clock => Datum::TimestampTz(crate::time::now_us()),
         Func::LocalTimestamp => Datum::Timestamp(r.env.xact_start_us()),
@@ -2609,6 +2607,9 @@ fn call(f: Func, vals: &[Datum], r: &Row<'_>) -> SqlResult<Datum> {
         }
         Func::Math(m, t) => crate::mathfn::eval(m, t, vals)?,
         Func::Str(s, t) => crate::strfn::eval(s, t, vals)?,
+        Func::Date(d, t) => {
+            crate::datetime::with_session(|st| crate::datefn::eval(d, t, vals, st))?
+        }
     })
 }
 

@@ -725,7 +725,7 @@ fn func_name(f: Func) -> String {
     match f {
         Func::BpcharText => "text".into(),
         Func::Now => "now".into(),
-        Func::DatePart(_) => "date_part".into(),
+        Func::Date(d, _) => d.name().into(),
         Func::Substr => "\"substring\"".into(),
         Func::Str(s, _) => s.name().into(),
         other => {
@@ -800,8 +800,15 @@ impl Explainer<'_> {
                 Some(a) => format!("({})::text", sub(self, a)?),
                 None => "text()".into(),
             },
-            Expr::Call(Func::Extract(field), args) if args.len() == 1 => {
-                format!("EXTRACT({} FROM {})", field.name(), sub(self, &args[0])?)
+            Expr::Call(
+                Func::Date(crate::datefn::DateFn::Extract | crate::datefn::DateFn::ExtractTz, _),
+                args,
+            ) if args.len() == 2 => {
+                let field = match &args[0] {
+                    Expr::Const(Datum::Text(f)) => f.clone(),
+                    other => sub(self, other)?,
+                };
+                format!("EXTRACT({field} FROM {})", sub(self, &args[1])?)
             }
             Expr::Call(f, args) => {
                 let parts = args

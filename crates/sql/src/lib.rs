@@ -76,14 +76,15 @@ mod clause_tests;
 pub mod conditional;
 pub mod copy;
 pub mod cte;
+mod datefn;
 pub mod datetime;
 mod ddl;
 #[cfg(test)]
 mod defect_tests;
+mod dtfmt;
 mod estimate;
 pub mod executor;
 pub mod explain;
-pub mod extract;
 mod fold;
 pub mod frames;
 #[cfg(test)]

@@ -121,12 +121,12 @@ mod tests {
     #[test]
     fn times_print_as_postgres_prints_them() {
         assert_eq!(
-            crate::time::format(
+            crate::datetime::format_timestamptz(
                 match timestamp(1_795_374_007_000_123) {
                     Datum::TimestampTz(t) => t,
                     other => panic!("{other:?}"),
                 },
-                true
+                &crate::datetime::Settings::default()
             ),
             "2026-11-22 19:00:07.000123+00"
         );

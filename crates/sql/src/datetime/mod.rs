@@ -15,11 +15,11 @@
 //! `jiff`) and `now_us`, the current transaction's start (a timestamptz), which
 //! `now`, `today`, `tomorrow` and `yesterday` read.
 
-mod decode;
+pub(crate) mod decode;
 mod encode;
 mod fields;
 mod interval;
-mod tables;
+pub(crate) mod tables;
 #[cfg(test)]
 mod tests;
 
@@ -28,6 +28,7 @@ use jiff::tz::{AmbiguousOffset, Offset, TimeZone};
 use jiff::Timestamp;
 use strata_types::Interval;
 
+pub(crate) use decode::{timestamp2tm, tm2timestamp, valid_julian, POSTGRES_EPOCH_JDATE};
 pub use encode::{format_date, format_interval, format_time, format_timestamp, format_timestamptz};
 
 /// DateStyle's output format.
@@ -86,7 +87,7 @@ pub(crate) struct Tm {
 pub(crate) const USECS_PER_DAY: i64 = 86_400_000_000;
 pub(crate) const USECS_PER_SEC: i64 = 1_000_000;
 /// Seconds from 1970-01-01 to 2000-01-01.
-const EPOCH_DIFF_SECS: i64 = 946_684_800;
+pub(crate) const EPOCH_DIFF_SECS: i64 = 946_684_800;
 /// Seconds in 400 Gregorian years: a zone's rules repeat after it.
 const CYCLE_SECS: i64 = 146_097 * 86_400;
 /// Unix seconds within which jiff is asked directly (years about -9000..9000).
