@@ -785,6 +785,10 @@ impl Binder {
             }
             E::Cast { .. } | E::TypedString(_) => self.cast_syntax(scope, e, aggs),
             E::Interval(iv) => self.interval(scope, iv, aggs),
+            E::AtTimeZone {
+                timestamp,
+                time_zone,
+            } => self.at_time_zone(scope, timestamp, time_zone, aggs),
             E::Function(f) => self.function(scope, f, aggs),
             E::Extract { .. } | E::Substring { .. } => self.extract_or_substring(scope, e, aggs),
             other => match self.special(scope, other, aggs)? {
@@ -1166,6 +1170,20 @@ impl Binder {
         self.call_bound(&name, bound)
     }
 
+    /// `x AT TIME ZONE zone`: PostgreSQL's timezone(zone, x).
+    #[inline(never)]
+    fn at_time_zone(
+        &mut self,
+        scope: &Scope,
+        x: &ast::Expr,
+        zone: &ast::Expr,
+        aggs: &mut Option<&mut Vec<Agg>>,
+    ) -> SqlResult<(Expr, SqlType)> {
+        let zone = self.expr_in(scope, zone, aggs)?;
+        let x = self.expr_in(scope, x, aggs)?;
+        self.call_bound("timezone", vec![zone, x])
+    }
+
     /// `x::type`, CAST(x AS type) and `type 'literal'`. A literal's input error is
     /// placed at the literal (PostgreSQL's).
     #[inline(never)]
@@ -1250,7 +1268,14 @@ impl Binder {
             let bpchar = t == SqlType::Bpchar && *p == SqlType::Text;
             // An unknown parameter takes any type (strfn rule 1).
             let any = *p == SqlType::Unknown;
-            if t != *p && t != SqlType::Unknown && !widens && !bpchar && !any {
+            // PostgreSQL's implicit date/time casts.
+            let datetime = matches!(
+                (t, *p),
+                (SqlType::Date, SqlType::Timestamp | SqlType::TimestampTz)
+                    | (SqlType::Timestamp, SqlType::TimestampTz)
+                    | (SqlType::Time, SqlType::Interval)
+            );
+            if t != *p && t != SqlType::Unknown && !widens && !bpchar && !any && !datetime {
                 return Err(SqlError::new(
                     "42883",
                     format!("function {name}({}) does not exist", types.join(", ")),
@@ -1469,6 +1494,13 @@ impl Binder {
                 "generate_series takes 2 or 3 integer arguments",
             ));
         }
+        if let Some(t) = bound
+            .iter()
+            .map(|b| b.1)
+            .find(|t| matches!(t, SqlType::Timestamp | SqlType::TimestampTz | SqlType::Date))
+        {
+            return self.timestamp_series(bound, t);
+        }
         let t = if bound.iter().any(|(_, t)| *t == SqlType::Numeric) {
             SqlType::Numeric
         } else if bound
@@ -1492,6 +1524,41 @@ impl Binder {
             } else {
                 SqlType::Int8
             };
+            es.push(self.coerce(e, et, to)?);
+        }
+        Ok((es, t))
+    }
+
+    /// generate_series(start, stop, step interval) of timestamps (a date is a
+    /// timestamptz, PostgreSQL's preferred type).
+    fn timestamp_series(
+        &mut self,
+        bound: Vec<(Expr, SqlType)>,
+        t: SqlType,
+    ) -> SqlResult<(Vec<Expr>, SqlType)> {
+        let t = if t == SqlType::Date {
+            SqlType::TimestampTz
+        } else {
+            t
+        };
+        let types: Vec<&str> = bound.iter().map(|b| b.1.name()).collect();
+        let fits = bound.len() == 3
+            && bound[..2].iter().all(|b| {
+                b.1 == t || matches!(b.1, SqlType::Unknown | SqlType::Date | SqlType::Timestamp)
+            })
+            && matches!(bound[2].1, SqlType::Interval | SqlType::Unknown);
+        if !fits {
+            return Err(SqlError::new(
+                "42883",
+                format!(
+                    "function generate_series({}) does not exist",
+                    types.join(", ")
+                ),
+            ));
+        }
+        let mut es = Vec::new();
+        for (i, (e, et)) in bound.into_iter().enumerate() {
+            let to = if i == 2 { SqlType::Interval } else { t };
             es.push(self.coerce(e, et, to)?);
         }
         Ok((es, t))
@@ -2052,6 +2119,7 @@ fn default_name_of(e: &ast::Expr) -> String {
         // `date '...'` is a cast of its literal (PostgreSQL's grammar).
         ast::Expr::TypedString(ts) => cast_column_name(&ts.data_type),
         ast::Expr::Interval(_) => "interval".into(),
+        ast::Expr::AtTimeZone { .. } => "timezone".into(),
         ast::Expr::Case { .. } => "case".into(),
         ast::Expr::Exists { .. } => "exists".into(),
         ast::Expr::Extract { .. } => "extract".into(),

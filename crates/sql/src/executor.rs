@@ -704,7 +704,8 @@ impl<'a> Node<'a> for Held<'a> {
     }
 }
 
-/// generate_series(start, stop[, step]) of integers or numerics, a row at a time.
+/// generate_series(start, stop[, step]) of integers, numerics or timestamps (an
+/// interval step), a row at a time.
 struct Series<'a> {
     args: (&'a Expr, &'a Expr, Option<&'a Expr>),
     ty: SqlType,
@@ -727,17 +728,16 @@ impl<'a> Series<'a> {
     /// The arguments as the series' type (integers as bigint), checked as
     /// PostgreSQL checks them.
     fn start(&self, cx: &Ctx<'a>) -> SqlResult<Option<(Datum, Datum, Datum)>> {
-        let to = if self.ty == SqlType::Numeric {
-            SqlType::Numeric
-        } else {
-            SqlType::Int8
+        let to = match self.ty {
+            SqlType::Numeric | SqlType::Timestamp | SqlType::TimestampTz => self.ty,
+            _ => SqlType::Int8,
         };
         let arg = |e: &Expr| -> SqlResult<Datum> { bind::cast_datum(cx.eval(e, &[])?, to) };
-        let one = bind::cast_datum(Datum::Int8(1), to)?;
         let (a, b) = (arg(self.args.0)?, arg(self.args.1)?);
-        let step = match self.args.2 {
-            Some(s) => arg(s)?,
-            None => one,
+        let step = match (self.args.2, self.ty) {
+            (Some(s), SqlType::Timestamp | SqlType::TimestampTz) => cx.eval(s, &[])?,
+            (Some(s), _) => arg(s)?,
+            (None, _) => bind::cast_datum(Datum::Int8(1), to)?,
         };
         if a.is_null() || b.is_null() || step.is_null() {
             return Ok(None);
@@ -757,7 +757,10 @@ impl<'a> Series<'a> {
                 }
             }
         }
-        if matches!(&step, Datum::Int8(0)) || matches!(&step, Datum::Numeric(n) if n.is_zero()) {
+        if matches!(&step, Datum::Int8(0))
+            || matches!(&step, Datum::Numeric(n) if n.is_zero())
+            || matches!(&step, Datum::Interval(i) if crate::datefn::interval_cmp_key(*i) == 0)
+        {
             return bad("step size cannot equal zero");
         }
         Ok(Some((a, b, step)))
@@ -775,6 +778,7 @@ impl<'a> Node<'a> for Series<'a> {
         let up = match &*step {
             Datum::Int8(s) => *s > 0,
             Datum::Numeric(n) => n.signum() > 0,
+            Datum::Interval(i) => crate::datefn::interval_cmp_key(*i) > 0,
             _ => true,
         };
         let past = match (&*v, &*stop) {
@@ -786,6 +790,14 @@ impl<'a> Node<'a> for Series<'a> {
                 }
             }
             (Datum::Numeric(a), Datum::Numeric(b)) => {
+                if up {
+                    a > b
+                } else {
+                    a < b
+                }
+            }
+            (Datum::Timestamp(a), Datum::Timestamp(b))
+            | (Datum::TimestampTz(a), Datum::TimestampTz(b)) => {
                 if up {
                     a > b
                 } else {
@@ -808,6 +820,9 @@ impl<'a> Node<'a> for Series<'a> {
                 None => stop.clone(),
             },
             (Datum::Numeric(a), Datum::Numeric(s)) => Datum::Numeric(a.add_exact(s)),
+            (a, s @ Datum::Interval(_)) => {
+                crate::interval::arith(crate::bind::BinOp::Add, a, s).unwrap_or(Ok(Datum::Null))?
+            }
             _ => Datum::Null,
         };
         let cur = std::mem::replace(v, next);
