@@ -274,8 +274,9 @@ impl Column {
 
 /// Microseconds rounded to `p` fractional digits of a second, half away from zero,
 /// as PostgreSQL's AdjustTimestampForTypmod rounds (p at least 6: unchanged).
+/// The infinite timestamps (`i64::MIN`, `i64::MAX`) stay as they are.
 pub fn round_micros(us: i64, p: u32) -> i64 {
-    if p >= 6 {
+    if p >= 6 || us == i64::MIN || us == i64::MAX {
         return us;
     }
     let scale = 10i64.pow(6 - p);

@@ -59,6 +59,11 @@ pub trait Env {
     fn check_index(&self, _index: &str) -> SqlResult<i64> {
         Err(SqlError::unsupported("bt_index_check here"))
     }
+    /// `pg_sleep(seconds)`: waits, ended early by the session's interrupts.
+    /// Without a session, 0A000.
+    fn sleep(&self, _secs: f64) -> SqlResult<()> {
+        Err(SqlError::unsupported("pg_sleep here"))
+    }
     /// `current_user` / `current_role` / `user`: the current role.
     fn current_user(&self) -> String {
         crate::roles::BOOTSTRAP_SUPERUSER.to_string()
@@ -166,6 +171,8 @@ pub enum Func {
     Now,
     /// clock_timestamp(), statement_timestamp(): the time of the call.
     Clock,
+    /// `pg_sleep(seconds)` ([`Env::sleep`]): NULL after the wait.
+    Sleep,
     /// localtimestamp: the transaction's start, as a timestamp.
     LocalTimestamp,
     /// current_date: the day of the transaction's start.
@@ -1701,6 +1708,7 @@ fn scalar_signature(
             (Func::Now, &[], SqlType::TimestampTz)
         }
         "clock_timestamp" | "statement_timestamp" => (Func::Clock, &[], SqlType::TimestampTz),
+        "pg_sleep" => (Func::Sleep, &[SqlType::Float8], SqlType::Text),
         "localtimestamp" => (Func::LocalTimestamp, &[], SqlType::Timestamp),
         "current_date" => (Func::CurrentDate, &[], SqlType::Date),
         "abs" => {
@@ -2660,6 +2668,10 @@ fn call(f: Func, vals: &[Datum], r: &Row<'_>) -> SqlResult<Datum> {
         | Func::Substr => string_call(f, vals)?,
         Func::Now => Datum::TimestampTz(r.env.xact_start_us()),
         Func::Clock => Datum::TimestampTz(crate::time::now_us()),
+        Func::Sleep => {
+            r.env.sleep(crate::datefn::float(&vals[0]))?;
+            Datum::Null
+        }
         Func::LocalTimestamp => Datum::Timestamp(r.env.xact_start_us()),
         Func::CurrentDate => {
             let now = r.env.xact_start_us();

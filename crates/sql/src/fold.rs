@@ -149,6 +149,7 @@ fn immutable(f: Func) -> bool {
             | Func::Substr
             | Func::Math(..)
     ) || matches!(f, Func::Str(s, _) if s.immutable())
+        || matches!(f, Func::Date(d, _) if d.immutable())
 }
 
 /// The environment of a folded expression: none. Only immutable operations are

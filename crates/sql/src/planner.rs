@@ -721,7 +721,12 @@ fn substituted(c: &Expr, targets: &[Expr]) -> Option<Expr> {
             ) && !matches!(
                 x,
                 Expr::Call(
-                    Func::Nextval | Func::Setval | Func::Currval | Func::Lastval | Func::Clock,
+                    Func::Nextval
+                        | Func::Setval
+                        | Func::Currval
+                        | Func::Lastval
+                        | Func::Clock
+                        | Func::Sleep,
                     _
                 )
             );

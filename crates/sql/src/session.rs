@@ -546,6 +546,10 @@ struct SessionEnv<'a> {
     /// `current_user` and `session_user`.
     users: &'a (String, String),
     seqs: &'a parking_lot::Mutex<SeqMemory>,
+    /// The session's interrupt flags and its statement's deadline (pg_sleep's
+    /// waits end at them).
+    interrupts: &'a Interrupts,
+    deadline: Option<Instant>,
 }
 
 /// What a [`SessionEnv`] needs of the session, copied out before a write borrows
@@ -561,6 +565,8 @@ struct EnvParts<'e> {
     who: Option<Arc<crate::privileges::Who>>,
     users: (String, String),
     seqs: Arc<parking_lot::Mutex<SeqMemory>>,
+    interrupts: Arc<Interrupts>,
+    deadline: Option<Instant>,
 }
 
 impl<'e> EnvParts<'e> {
@@ -579,6 +585,8 @@ impl<'e> EnvParts<'e> {
             who: self.who.as_deref(),
             users: &self.users,
             seqs: &self.seqs,
+            interrupts: &self.interrupts,
+            deadline: self.deadline,
         }
     }
 
@@ -625,6 +633,25 @@ impl SessionEnv<'_> {
 }
 
 impl Env for SessionEnv<'_> {
+    /// pg_sleep: waits in slices of at most 10 ms, ended by a cancel, a
+    /// termination or the statement's timeout.
+    fn sleep(&self, secs: f64) -> SqlResult<()> {
+        let end = Instant::now() + Duration::from_secs_f64(secs.clamp(0.0, 1e9));
+        loop {
+            flagged(self.interrupts)?;
+            let now = Instant::now();
+            if self.deadline.is_some_and(|d| now >= d) {
+                return Err(SqlError::new(
+                    "57014",
+                    "canceling statement due to statement timeout",
+                ));
+            }
+            if now >= end {
+                return Ok(());
+            }
+            std::thread::sleep((end - now).min(Duration::from_millis(10)));
+        }
+    }
     fn current_user(&self) -> String {
         self.users.0.clone()
     }
@@ -1016,7 +1043,12 @@ impl Targets {
         for (e, ci) in row.iter().zip(&self.targets) {
             let (x, t) = b.expr(&Scope::default(), e)?;
             let (name, ty) = &self.cols[*ci];
-            out.push(assign(b, x, t, *ty, name)?);
+            let x = assign(b, x, t, *ty, name);
+            // A literal's input error is placed at the literal (PostgreSQL's).
+            out.push(match e {
+                ast::Expr::Value(v) => x.map_err(|err| err.at(v.span))?,
+                _ => x?,
+            });
         }
         Ok(out)
     }
@@ -1507,6 +1539,8 @@ impl<'e> Session<'e> {
             who: self.who().ok().filter(|w| !w.superuser).map(Arc::new),
             users: (self.current_role().to_string(), self.user().to_string()),
             seqs: Arc::clone(&self.seqs),
+            interrupts: Arc::clone(&self.interrupts),
+            deadline: self.deadline,
         }
     }
 
