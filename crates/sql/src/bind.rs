@@ -1643,13 +1643,9 @@ impl Binder {
     }
 }
 
-/// The scalar function `name` for arguments of the given types: what it is, its
-/// parameter types and its result type (42883 for a function Strata lacks).
-fn scalar_signature(
-    name: &str,
-    bound: &[(Expr, SqlType)],
-) -> SqlResult<(Func, &'static [SqlType], SqlType)> {
-    Ok(match name {
+/// The functions without arguments that ask the session or the server.
+fn niladic_signature(name: &str) -> Option<(Func, &'static [SqlType], SqlType)> {
+    Some(match name {
         "version" => (Func::Version, &[], SqlType::Text),
         "current_user" | "current_role" | "user" => (Func::CurrentUser, &[], SqlType::Text),
         "session_user" => (Func::SessionUser, &[], SqlType::Text),
@@ -1657,6 +1653,35 @@ fn scalar_signature(
         "pg_current_wal_lsn" | "pg_current_wal_insert_lsn" | "pg_current_wal_flush_lsn" => {
             (Func::CurrentWalLsn, &[], SqlType::Lsn)
         }
+        "pg_backend_pid" => (Func::BackendPid, &[], SqlType::Int4),
+        "pg_reload_conf" => (Func::ReloadConf, &[], SqlType::Bool),
+        "pg_is_in_recovery" => (Func::IsInRecovery, &[], SqlType::Bool),
+        "pg_switch_wal" => (Func::SwitchWal, &[], SqlType::Lsn),
+        "pg_last_xact_replay_timestamp" => {
+            (Func::LastXactReplayTimestamp, &[], SqlType::TimestampTz)
+        }
+        "pg_last_wal_receive_lsn" | "pg_last_wal_replay_lsn" => {
+            let f = match name {
+                "pg_last_wal_receive_lsn" => Func::LastWalReceiveLsn,
+                _ => Func::LastWalReplayLsn,
+            };
+            (f, &[], SqlType::Lsn)
+        }
+        "lastval" => (Func::Lastval, &[], SqlType::Int8),
+        _ => return None,
+    })
+}
+
+/// The scalar function `name` for arguments of the given types: what it is, its
+/// parameter types and its result type (42883 for a function Strata lacks).
+fn scalar_signature(
+    name: &str,
+    bound: &[(Expr, SqlType)],
+) -> SqlResult<(Func, &'static [SqlType], SqlType)> {
+    if let Some(sig) = niladic_signature(name) {
+        return Ok(sig);
+    }
+    Ok(match name {
         "pg_wal_lsn_diff" => (
             Func::WalLsnDiff,
             &[SqlType::Lsn, SqlType::Lsn],
@@ -1671,14 +1696,6 @@ fn scalar_signature(
             };
             (Func::BtIndexCheck, ps, SqlType::Text)
         }
-        "pg_backend_pid" => (Func::BackendPid, &[], SqlType::Int4),
-        "pg_reload_conf" => (Func::ReloadConf, &[], SqlType::Bool),
-        "pg_is_in_recovery" => (Func::IsInRecovery, &[], SqlType::Bool),
-        "pg_switch_wal" => (Func::SwitchWal, &[], SqlType::Lsn),
-        // timestamptz, shown as PostgreSQL prints one (Strata has no timestamp type yet).
-        "pg_last_xact_replay_timestamp" => {
-            (Func::LastXactReplayTimestamp, &[], SqlType::TimestampTz)
-        }
         "pg_promote" => {
             let ps: &[SqlType] = match bound.len() {
                 0 => &[],
@@ -1687,12 +1704,9 @@ fn scalar_signature(
             };
             (Func::Promote, ps, SqlType::Bool)
         }
-        "pg_last_wal_receive_lsn" => (Func::LastWalReceiveLsn, &[], SqlType::Lsn),
-        "pg_last_wal_replay_lsn" => (Func::LastWalReplayLsn, &[], SqlType::Lsn),
         "pg_cancel_backend" => (Func::CancelBackend, &[SqlType::Int4], SqlType::Bool),
         "nextval" => (Func::Nextval, &[SqlType::Text], SqlType::Int8),
         "currval" => (Func::Currval, &[SqlType::Text], SqlType::Int8),
-        "lastval" => (Func::Lastval, &[], SqlType::Int8),
         "setval" => {
             let ps: &[SqlType] = match bound.len() {
                 2 => &[SqlType::Text, SqlType::Int8],
