@@ -658,12 +658,10 @@ pub trait TextOut {
 
 impl TextOut for Datum {
     fn to_text(&self) -> Option<String> {
-        match self {
-            Datum::Timestamp(_) | Datum::TimestampTz(_) | Datum::Date(_) | Datum::Interval(_) => {
-                datetime::with_session(|st| self.to_text_in(st))
-            }
-            _ => plain_text(self),
+        if session_dependent(self) {
+            return datetime::with_session(|st| self.to_text_in(st));
         }
+        plain_text(self)
     }
 
     fn to_text_in(&self, st: &datetime::Settings) -> Option<String> {
@@ -672,9 +670,25 @@ impl TextOut for Datum {
             Datum::TimestampTz(t) => datetime::format_timestamptz(*t, st),
             Datum::Date(d) => datetime::format_date(*d, st),
             Datum::Interval(i) => datetime::format_interval(i, st),
+            Datum::Float4(v) => numeric::format_float_in(v.get(), true, st.extra_float_digits),
+            Datum::Float8(v) => numeric::format_float_in(v.get(), false, st.extra_float_digits),
             _ => return plain_text(self),
         })
     }
+}
+
+/// Whether a value's text depends on the session's settings (DateStyle,
+/// TimeZone, IntervalStyle, extra_float_digits).
+fn session_dependent(d: &Datum) -> bool {
+    matches!(
+        d,
+        Datum::Timestamp(_)
+            | Datum::TimestampTz(_)
+            | Datum::Date(_)
+            | Datum::Interval(_)
+            | Datum::Float4(_)
+            | Datum::Float8(_)
+    )
 }
 
 /// The text of a value whose output does not depend on the session.
@@ -685,16 +699,10 @@ fn plain_text(d: &Datum) -> Option<String> {
         Datum::Int4(v) => v.to_string(),
         Datum::Int8(v) => v.to_string(),
         Datum::Numeric(v) => v.to_string(),
-        Datum::Float4(v) => numeric::format_float(v.get(), true),
-        Datum::Float8(v) => numeric::format_float(v.get(), false),
         Datum::Time(t) => datetime::format_time(*t),
         Datum::Text(s) => s.clone(),
         Datum::Bool(b) => (if *b { "t" } else { "f" }).to_string(),
         Datum::Lsn(l) => l.to_string(),
-        // (Those whose text depends on the session's settings.)
-        Datum::Timestamp(_) | Datum::TimestampTz(_) | Datum::Date(_) | Datum::Interval(_) => {
-            return datetime::with_session(|st| d.to_text_in(st))
-        }
         Datum::Uuid(u) => format_uuid(u),
         Datum::Bytea(b) => {
             let mut s = String::with_capacity(2 + 2 * b.len());
@@ -704,6 +712,8 @@ fn plain_text(d: &Datum) -> Option<String> {
             }
             s
         }
+        // (Those whose text depends on the session's settings.)
+        _ => return datetime::with_session(|st| d.to_text_in(st)),
     })
 }
 

@@ -114,6 +114,38 @@ pub fn parse_float(s: &str, float4: bool) -> Option<SqlResult<f64>> {
 }
 
 /// Rule 3: PostgreSQL's text of a float.
+pub fn format_float_in(v: f64, float4: bool, extra_float_digits: i32) -> String {
+    if extra_float_digits > 0 || !v.is_finite() {
+        return format_float(v, float4);
+    }
+    // PostgreSQL's `%.*g` with FLT_DIG or DBL_DIG plus extra_float_digits.
+    let digits = (if float4 { 6 } else { 15 }) + extra_float_digits;
+    format_g(v, digits.max(1) as usize)
+}
+
+/// C's `%.{p}g`: `p` significant digits, scientific when the exponent is below
+/// -4 or at least `p`, trailing zeros dropped, the exponent two digits at least.
+fn format_g(v: f64, p: usize) -> String {
+    let sci = format!("{:.*e}", p - 1, v);
+    let (mantissa, exp) = sci.split_once('e').expect("{:e} has an exponent");
+    let exp: i32 = exp.parse().expect("an integer exponent");
+    let trim = |s: &str| -> String {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s.to_string()
+        }
+    };
+    if exp < -4 || exp >= p as i32 {
+        let sign = if exp < 0 { '-' } else { '+' };
+        return format!("{}e{sign}{:02}", trim(mantissa), exp.abs());
+    }
+    let decimals = (p as i32 - 1 - exp).max(0) as usize;
+    trim(&format!("{:.*}", decimals, v))
+}
+
+/// A float's text with extra_float_digits above 0 (PostgreSQL 12's default of
+/// 1): the shortest text that reads back as the same value.
 pub fn format_float(v: f64, float4: bool) -> String {
     if v.is_nan() {
         return "NaN".into();
@@ -337,6 +369,28 @@ pub fn abs(d: &Datum) -> Option<Datum> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// extra_float_digits 0 and below: C's %g with DBL_DIG / FLT_DIG plus the
+    /// setting (PostgreSQL 15's answers).
+    #[test]
+    fn floats_print_with_extra_float_digits_as_postgres() {
+        for (v, f4, extra, want) in [
+            (131.107_032_318_950_47, false, 0, "131.10703231895"),
+            (f64::from(431.7726_f32), true, 0, "431.773"),
+            (1e20, false, 0, "1e+20"),
+            (1.5e-5, false, 0, "1.5e-05"),
+            (0.1, false, 0, "0.1"),
+            (100.0, false, 0, "100"),
+            (1e15, false, 0, "1e+15"),
+            (123_456_789_012_345_678.0, false, 0, "1.23456789012346e+17"),
+            (2.5, false, -14, "2"),
+            (0.001_234, false, -15, "0.001"),
+            (-0.0, false, 0, "-0"),
+            (0.1, false, 1, "0.1"),
+        ] {
+            assert_eq!(format_float_in(v, f4, extra), want, "{v} {extra}");
+        }
+    }
 
     #[test]
     fn floats_print_as_postgres_prints_them() {

@@ -455,7 +455,7 @@ pub struct Session<'e> {
     /// The date/time settings `vars` give, and the values of DateStyle, TimeZone
     /// and IntervalStyle they were made from ([`Session::sync_datetime`]).
     datetime: Arc<crate::datetime::Settings>,
-    datetime_from: [Option<String>; 3],
+    datetime_from: [Option<String>; 4],
     /// The startup packet's settings ([`Session::startup_settings`]).
     startup_vars: BTreeMap<String, String>,
     /// The settings as they were when the block began: a rollback restores them.
@@ -1115,7 +1115,12 @@ impl<'e> Session<'e> {
     /// rule 5), rebuilt when a SET, RESET or rollback has changed DateStyle,
     /// TimeZone or IntervalStyle; the sink learns them for its output.
     fn sync_datetime(&mut self, sink: &mut dyn ResultSink) {
-        const NAMES: [&str; 3] = ["datestyle", "timezone", "intervalstyle"];
+        const NAMES: [&str; 4] = [
+            "datestyle",
+            "timezone",
+            "intervalstyle",
+            "extra_float_digits",
+        ];
         let same = NAMES
             .iter()
             .zip(&self.datetime_from)

@@ -24,9 +24,10 @@
 //!    which Strata refuses, so it is accepted as PostgreSQL accepts it for the
 //!    other levels. Planner switches Strata's planner does not follow
 //!    (`enable_sort`, `enable_hashagg`, ...) stay unrecognized.
-//! 6. `DateStyle`, `TimeZone` and `IntervalStyle` are checked as PostgreSQL's
-//!    check hooks do and stored as SHOW prints them ([`check_datetime`]); the
-//!    session reads its date/time settings from them ([`datetime_settings`]).
+//! 6. `DateStyle`, `TimeZone`, `IntervalStyle` and `extra_float_digits` are
+//!    checked as PostgreSQL's check hooks do and stored as SHOW prints them
+//!    ([`check_datetime`]); the session's output settings are read from them
+//!    ([`datetime_settings`]).
 //! 7. A startup packet's parameters (and its `options`' `-c name=value`) are
 //!    SETs made before the session's first statement, checked as SET checks them;
 //!    one refused ends the connection (FATAL), as in PostgreSQL
@@ -189,7 +190,8 @@ pub fn check(name: &str, value: &str) -> SqlResult<String> {
     Ok(format_ms(ms))
 }
 
-/// DateStyle, TimeZone and IntervalStyle (rule 6): checked as PostgreSQL's
+/// DateStyle, TimeZone, IntervalStyle and extra_float_digits (rule 6): checked
+/// as PostgreSQL's
 /// check hooks do and returned as SHOW prints them ("Postgres, MDY",
 /// "America/New_York", "<-07>+07", "sql_standard"). DateStyle's value is
 /// relative to the current one (`SET DateStyle = DMY` keeps the style). `None`
@@ -225,6 +227,21 @@ pub fn check_datetime(
             }
             v
         }
+        "extra_float_digits" => {
+            let n: i64 = value.trim().parse().map_err(|_| {
+                SqlError::new(
+                    "22023",
+                    format!("invalid value for parameter \"extra_float_digits\": \"{value}\""),
+                )
+            })?;
+            if !(-15..=3).contains(&n) {
+                return Err(SqlError::new(
+                    "22023",
+                    format!("{n} is outside the valid range for parameter \"extra_float_digits\" (-15 .. 3)"),
+                ));
+            }
+            n.to_string()
+        }
         _ => return Ok(None),
     }))
 }
@@ -259,6 +276,10 @@ pub fn datetime_settings(
     if let Some(v) = vars.get("timezone") {
         let _ = st.set_timezone(v);
     }
+    st.extra_float_digits = vars
+        .get("extra_float_digits")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1);
     st.interval = match vars.get("intervalstyle").map(String::as_str) {
         Some("postgres_verbose") => IntervalStyle::PostgresVerbose,
         Some("sql_standard") => IntervalStyle::SqlStandard,

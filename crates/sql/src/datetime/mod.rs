@@ -361,6 +361,9 @@ pub struct Settings {
     /// The current transaction's start, a timestamptz (microseconds since
     /// 2000-01-01 UTC): what `now`, `today`, `tomorrow` and `yesterday` mean.
     pub now_us: i64,
+    /// extra_float_digits (-15 ..= 3): float output's precision (not a date/time
+    /// setting, but one of the session's output settings carried with them).
+    pub extra_float_digits: i32,
 }
 
 impl Default for Settings {
@@ -372,6 +375,7 @@ impl Default for Settings {
             interval: IntervalStyle::Postgres,
             zone: Zone::utc(),
             now_us: 0,
+            extra_float_digits: 1,
         }
     }
 }
