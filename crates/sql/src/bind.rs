@@ -173,6 +173,9 @@ pub enum Func {
     Clock,
     /// `pg_sleep(seconds)` ([`Env::sleep`]): NULL after the wait.
     Sleep,
+    /// `random()` and `setseed(x)` ([`crate::random`]).
+    Random,
+    Setseed,
     /// localtimestamp: the transaction's start, as a timestamp.
     LocalTimestamp,
     /// current_date: the day of the transaction's start.
@@ -1174,6 +1177,14 @@ impl Binder {
         if matches!(name.as_str(), "substr" | "substring") && matches!(bound.len(), 2 | 3) {
             return self.substr(bound);
         }
+        // pg_typeof(x): its type's name, known when bound (regtype shown as text).
+        if name == "pg_typeof" && bound.len() == 1 {
+            let t = bound[0].1;
+            return Ok((
+                Expr::Const(Datum::Text(t.name().to_string())),
+                SqlType::Text,
+            ));
+        }
         self.call_bound(&name, bound)
     }
 
@@ -1723,6 +1734,8 @@ fn scalar_signature(
         }
         "clock_timestamp" | "statement_timestamp" => (Func::Clock, &[], SqlType::TimestampTz),
         "pg_sleep" => (Func::Sleep, &[SqlType::Float8], SqlType::Text),
+        "random" => (Func::Random, &[], SqlType::Float8),
+        "setseed" => (Func::Setseed, &[SqlType::Float8], SqlType::Text),
         "localtimestamp" => (Func::LocalTimestamp, &[], SqlType::Timestamp),
         "current_date" => (Func::CurrentDate, &[], SqlType::Date),
         "abs" => {
@@ -2682,6 +2695,11 @@ fn call(f: Func, vals: &[Datum], r: &Row<'_>) -> SqlResult<Datum> {
         | Func::Substr => string_call(f, vals)?,
         Func::Now => Datum::TimestampTz(r.env.xact_start_us()),
         Func::Clock => Datum::TimestampTz(crate::time::now_us()),
+        Func::Random => Datum::Float8(strata_types::Float::new(crate::random::random())),
+        Func::Setseed => {
+            crate::random::setseed(crate::datefn::float(&vals[0]))?;
+            Datum::Null
+        }
         Func::Sleep => {
             r.env.sleep(crate::datefn::float(&vals[0]))?;
             Datum::Null

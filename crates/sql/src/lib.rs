@@ -104,6 +104,7 @@ pub mod planner;
 pub mod privileges;
 #[cfg(test)]
 mod query_tests;
+mod random;
 pub mod rewrite;
 pub mod roles;
 mod semijoin;

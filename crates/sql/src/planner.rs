@@ -726,7 +726,9 @@ fn substituted(c: &Expr, targets: &[Expr]) -> Option<Expr> {
                         | Func::Currval
                         | Func::Lastval
                         | Func::Clock
-                        | Func::Sleep,
+                        | Func::Sleep
+                        | Func::Random
+                        | Func::Setseed,
                     _
                 )
             );
