@@ -256,10 +256,15 @@ pub enum Typmod {
     },
     /// Fractional-second digits of a time type.
     Seconds(u32),
+    /// An interval's field range and precision (`interval day to second(2)`).
+    Interval(crate::datetime::IntervalTypmod),
 }
 
 /// `x` under the type modifier of `t`, if it has one (`x` is already cast to `t`).
 fn with_typmod(x: Expr, t: &ast::DataType) -> SqlResult<Expr> {
+    if let Some(tm) = interval_typmod(t)? {
+        return Ok(Expr::Fit(Box::new(x), Typmod::Interval(tm)));
+    }
     let m = match (crate::char_length(t)?, crate::numeric_typmod(t)?) {
         ((Some(n), padded), _) => Typmod::Chars { n, padded },
         (_, Some((p, s))) => Typmod::Numeric { p, s },
@@ -269,6 +274,23 @@ fn with_typmod(x: Expr, t: &ast::DataType) -> SqlResult<Expr> {
         },
     };
     Ok(Expr::Fit(Box::new(x), m))
+}
+
+/// The typmod of `interval [fields] [(p)]`, if it has one.
+fn interval_typmod(t: &ast::DataType) -> SqlResult<Option<crate::datetime::IntervalTypmod>> {
+    let ast::DataType::Interval { fields, precision } = t else {
+        return Ok(None);
+    };
+    if fields.is_none() && precision.is_none() {
+        return Ok(None);
+    }
+    let text = fields.map(|f| f.to_string());
+    let (leading, last) = match text.as_deref().map(|f| f.split_once(" TO ")) {
+        Some(Some((a, b))) => (Some(a), Some(b)),
+        Some(None) => (text.as_deref(), None),
+        None => (None, None),
+    };
+    crate::datetime::IntervalTypmod::from_fields(leading, last, *precision).map(Some)
 }
 
 use strata_engine::round_micros;
@@ -294,6 +316,9 @@ fn fit_datum(d: Datum, m: Typmod) -> SqlResult<Datum> {
         (Datum::Timestamp(t), Typmod::Seconds(p)) => Datum::Timestamp(round_micros(t, p)),
         (Datum::TimestampTz(t), Typmod::Seconds(p)) => Datum::TimestampTz(round_micros(t, p)),
         (Datum::Time(t), Typmod::Seconds(p)) => Datum::Time(round_micros(t, p)),
+        (Datum::Interval(i), Typmod::Interval(tm)) => {
+            Datum::Interval(crate::datetime::adjust_interval(i, &tm))
+        }
         (Datum::Interval(i), Typmod::Seconds(p)) => Datum::Interval(strata_types::Interval {
             micros: round_micros(i.micros, p),
             ..i
@@ -852,14 +877,35 @@ impl Binder {
         aggs: &mut Option<&mut Vec<Agg>>,
     ) -> SqlResult<(Expr, SqlType)> {
         let (x, from) = self.expr_in(scope, &iv.value, aggs)?;
-        let x = match (x, &iv.leading_field, &iv.last_field) {
-            (Expr::Const(Datum::Text(t)), Some(f), None) => {
-                Expr::Const(Datum::Text(format!("{t} {f}")))
-            }
-            (x, None, None) => x,
-            _ => return Err(SqlError::unsupported(format!("the interval \"{iv}\""))),
-        };
-        self.cast(x, from, SqlType::Interval)
+        if iv.leading_field.is_none() && iv.last_field.is_none() {
+            return self.cast(x, from, SqlType::Interval);
+        }
+        // `SECOND(p)` comes as the leading field's precision, `... TO SECOND(p)`
+        // as the fractional seconds'; another field's precision is PostgreSQL's
+        // syntax error.
+        let leading = iv.leading_field.as_ref().map(|f| f.to_string());
+        let last = iv.last_field.as_ref().map(|f| f.to_string());
+        if iv.leading_precision.is_some() && leading.as_deref() != Some("SECOND") {
+            return Err(SqlError::syntax("syntax error at or near \"(\""));
+        }
+        let precision = iv.fractional_seconds_precision.or(iv.leading_precision);
+        let tm = crate::datetime::IntervalTypmod::from_fields(
+            leading.as_deref(),
+            last.as_deref(),
+            precision,
+        )?;
+        if let (Expr::Const(Datum::Text(t)), SqlType::Unknown) = (&x, from) {
+            let v = crate::datetime::with_session(|st| {
+                crate::datetime::parse_interval_typmod(t, st, &tm)
+            });
+            let v = match &*iv.value {
+                ast::Expr::Value(lit) => v.map_err(|e| e.at(lit.span))?,
+                _ => v?,
+            };
+            return Ok((Expr::Const(Datum::Interval(v)), SqlType::Interval));
+        }
+        let (x, t) = self.cast(x, from, SqlType::Interval)?;
+        Ok((Expr::Fit(Box::new(x), Typmod::Interval(tm)), t))
     }
 
     /// A chain of one boolean operator, `((a OR b) OR c) OR d` as sqlparser builds

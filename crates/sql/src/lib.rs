@@ -601,6 +601,8 @@ impl SqlType {
             "real" | "float4" => SqlType::Float4,
             "time" | "time without time zone" => SqlType::Time,
             "interval" => SqlType::Interval,
+            // `interval day to second`: the fields are its typmod.
+            _ if base.starts_with("interval ") => SqlType::Interval,
             "double precision" | "float8" | "float" | "double" => SqlType::Float8,
             _ if base.ends_with("[]") || base.starts_with("array") => {
                 return Err(

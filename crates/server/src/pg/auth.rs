@@ -45,7 +45,7 @@ use pgwire::api::auth::sasl::scram::{gen_salted_password, ScramAuth, ScramSecret
 use pgwire::api::auth::sasl::{SaslMechanismFactory, SaslMechanisms};
 use pgwire::api::auth::{
     protocol_negotiation, save_startup_parameters_to_metadata, AuthDriver, AuthSource,
-    DefaultServerParameterProvider, LoginInfo, Password, StartupHandler,
+    DefaultServerParameterProvider, LoginInfo, Password, ServerParameterProvider, StartupHandler,
 };
 use pgwire::api::{ClientInfo, PidSecretKeyGenerator};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
@@ -166,7 +166,42 @@ pub fn parameters() -> DefaultServerParameterProvider {
     let mut p = DefaultServerParameterProvider::default();
     p.server_version = "15.0 (Strata)".to_string();
     p.time_zone = "UTC".to_string();
+    // PostgreSQL's defaults (settings' KNOWN).
+    p.date_style = "ISO, MDY".to_string();
+    p.interval_style = "postgres".to_string();
     p
+}
+
+/// The ParameterStatus of a session: the server's, with DateStyle, TimeZone,
+/// IntervalStyle and application_name as the startup packet set them (settings
+/// rule 7), so that a driver reads dates in the style they are sent in.
+pub struct SessionParameters(DefaultServerParameterProvider);
+
+impl ServerParameterProvider for SessionParameters {
+    fn server_parameters<C>(&self, client: &C) -> Option<std::collections::HashMap<String, String>>
+    where
+        C: ClientInfo,
+    {
+        let mut params = self.0.server_parameters(client)?;
+        let given: Vec<(String, String)> = client
+            .metadata()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        // A refused setting ends the connection later (start_session): none here.
+        let set = strata_sql::settings::check_startup(&given, &[], true).unwrap_or_default();
+        for (name, value) in set {
+            let shown = match name.as_str() {
+                "datestyle" => "DateStyle",
+                "timezone" => "TimeZone",
+                "intervalstyle" => "IntervalStyle",
+                "application_name" => "application_name",
+                _ => continue,
+            };
+            params.insert(shown.to_string(), value);
+        }
+        Some(params)
+    }
 }
 
 /// BackendKeyData: the session's pid and secret (registered before
@@ -182,7 +217,7 @@ impl PidSecretKeyGenerator for ConnKey {
 /// The per-connection startup handler.
 pub struct Startup {
     pub(super) conn: Arc<Conn>,
-    driver: AuthDriver<DefaultServerParameterProvider>,
+    driver: AuthDriver<SessionParameters>,
     scram: Arc<ScramAuth>,
     /// (user, database) from the startup message.
     login: OnceLock<(String, String)>,
@@ -289,7 +324,7 @@ impl Startup {
         }));
         scram.set_iterations(ITERATIONS);
         Startup {
-            driver: AuthDriver::new(parameters())
+            driver: AuthDriver::new(SessionParameters(parameters()))
                 .with_pid_secret_key_generator(Arc::new(ConnKey(conn.clone()))),
             scram: Arc::new(scram),
             conn,

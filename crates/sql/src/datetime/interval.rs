@@ -1,10 +1,12 @@
 //! Interval input: DecodeInterval and DecodeISO8601Interval from PostgreSQL
-//! 15's datetime.c, and interval_in.
+//! 15's datetime.c, and interval_in. A typmod's field range (`INTERVAL DAY TO
+//! HOUR`) decides how a bare number or an ambiguous `a:b` is read.
 
 use super::decode::{
     parse_error, parse_fields, parse_fraction, strtod, strtoint, strtol, DtErr, DtResult, Field,
 };
 use super::tables::*;
+use super::typmod::IntervalRange;
 use super::{IntervalStyle, Settings, USECS_PER_DAY, USECS_PER_SEC};
 use crate::{SqlError, SqlResult};
 use strata_types::Interval;
@@ -84,10 +86,20 @@ impl ItmIn {
     }
 }
 
-/// interval_in (no typmod).
+/// interval_in (no typmod): the full range.
 pub(crate) fn interval_in(s: &str, st: &Settings) -> SqlResult<Interval> {
+    interval_in_range(s, st, IntervalRange::Full)
+}
+
+/// interval_in's decoding with a typmod's field range (before
+/// AdjustIntervalForTypmod): DecodeInterval, else DecodeISO8601Interval.
+pub(crate) fn interval_in_range(
+    s: &str,
+    st: &Settings,
+    range: IntervalRange,
+) -> SqlResult<Interval> {
     let mut itm = ItmIn::default();
-    let mut r = parse_fields(s).and_then(|f| decode_interval(&f, st, &mut itm));
+    let mut r = parse_fields(s).and_then(|f| decode_interval(&f, st, range, &mut itm));
     if matches!(r, Err(DtErr::BadFormat)) {
         itm = ItmIn::default();
         r = decode_iso8601(s, &mut itm);
@@ -109,8 +121,9 @@ pub(crate) fn interval_in(s: &str, st: &Settings) -> SqlResult<Interval> {
     })
 }
 
-/// DecodeTimeForInterval: [-]hh:mm[:ss[.fff]] (or mm:ss.fff) as microseconds.
-fn time_for_interval(s: &str) -> DtResult<(i64, i32)> {
+/// DecodeTimeForInterval: [-]hh:mm[:ss[.fff]] (or mm:ss.fff, and mm:ss in a
+/// MINUTE TO SECOND range) as microseconds.
+fn time_for_interval(s: &str, range: IntervalRange) -> DtResult<(i64, i32)> {
     let (hour, n, over) = strtol(s);
     if over {
         return Err(DtErr::FieldOverflow);
@@ -125,6 +138,12 @@ fn time_for_interval(s: &str) -> DtResult<(i64, i32)> {
     let rest = &rest[n..];
     let (mut h, mut mi, mut sec, mut fsec) = (hour, min, 0, 0i64);
     if rest.is_empty() {
+        if range == IntervalRange::MinuteToSecond {
+            if i32::try_from(hour).is_err() {
+                return Err(DtErr::FieldOverflow);
+            }
+            (h, mi, sec) = (0, hour as i32, min);
+        }
     } else if rest.starts_with('.') {
         fsec = super::decode::parse_fractional_second(rest)?;
         if i32::try_from(hour).is_err() {
@@ -164,14 +183,21 @@ fn time_for_interval(s: &str) -> DtResult<(i64, i32)> {
 
 /// DecodeInterval's state.
 struct IvDec {
+    range: IntervalRange,
     force_negative: bool,
     ty: i32,
     fmask: i32,
 }
 
-/// DecodeInterval.
-fn decode_interval(fields: &[Field], st: &Settings, itm: &mut ItmIn) -> DtResult<()> {
+/// DecodeInterval, with the typmod's field range (`range`).
+fn decode_interval(
+    fields: &[Field],
+    st: &Settings,
+    range: IntervalRange,
+    itm: &mut ItmIn,
+) -> DtResult<()> {
     let mut d = IvDec {
+        range,
         force_negative: false,
         ty: IGNORE_DTF,
         fmask: 0,
@@ -186,7 +212,7 @@ fn decode_interval(fields: &[Field], st: &Settings, itm: &mut ItmIn) -> DtResult
         let s = f.text.as_str();
         let tmask = match f.ftype {
             DTK_TIME => {
-                let (usec, t) = time_for_interval(s)?;
+                let (usec, t) = time_for_interval(s, range)?;
                 itm.usec = usec;
                 if d.force_negative && itm.usec > 0 {
                     itm.usec = -itm.usec;
@@ -194,8 +220,8 @@ fn decode_interval(fields: &[Field], st: &Settings, itm: &mut ItmIn) -> DtResult
                 d.ty = DTK_DAY;
                 t
             }
-            DTK_TZ if s[1..].contains(':') && time_for_interval(&s[1..]).is_ok() => {
-                let (usec, t) = time_for_interval(&s[1..])?;
+            DTK_TZ if s[1..].contains(':') && time_for_interval(&s[1..], range).is_ok() => {
+                let (usec, t) = time_for_interval(&s[1..], range)?;
                 itm.usec = if s.starts_with('-') { -usec } else { usec };
                 if d.force_negative && itm.usec > 0 {
                     itm.usec = -itm.usec;
@@ -244,7 +270,8 @@ impl IvDec {
     /// A number, with the unit that followed it (or the one implied).
     fn number(&mut self, s: &str, itm: &mut ItmIn) -> DtResult<i32> {
         if self.ty == IGNORE_DTF {
-            self.ty = DTK_SECOND;
+            // The typmod decides what the rightmost field is.
+            self.ty = self.range.rightmost_unit();
         }
         let (mut val, n, over) = strtol(s);
         if over {

@@ -22,6 +22,9 @@ mod interval;
 pub(crate) mod tables;
 #[cfg(test)]
 mod tests;
+mod typmod;
+#[cfg(test)]
+mod typmod_tests;
 
 use crate::{SqlError, SqlResult};
 use jiff::tz::{AmbiguousOffset, Offset, TimeZone};
@@ -30,6 +33,9 @@ use strata_types::Interval;
 
 pub(crate) use decode::{timestamp2tm, tm2timestamp, valid_julian, POSTGRES_EPOCH_JDATE};
 pub use encode::{format_date, format_interval, format_time, format_timestamp, format_timestamptz};
+pub use typmod::{
+    adjust_interval, parse_interval_typmod, IntervalRange, IntervalTypmod, MAX_INTERVAL_PRECISION,
+};
 
 /// DateStyle's output format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
