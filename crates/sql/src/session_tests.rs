@@ -1572,3 +1572,62 @@ fn time_and_interval_store_compare_and_do_date_arithmetic() {
         }
     });
 }
+
+/// The session's DateStyle, TimeZone, IntervalStyle and extra_float_digits shape
+/// input, output and timestamptz arithmetic (settings rule 6), are checked as
+/// PostgreSQL checks them, and a rollback restores them (PostgreSQL 15's answers).
+#[test]
+fn date_time_settings_shape_input_output_and_arithmetic() {
+    with_session(8 << 20, |s| {
+        assert_eq!(rows_text(s, "SHOW DateStyle"), ["ISO, MDY"]);
+        assert_eq!(codes(&q(s, "SET DateStyle = 'Postgres, DMY'")), [""]);
+        assert_eq!(rows_text(s, "SHOW DateStyle"), ["Postgres, DMY"]);
+        assert_eq!(codes(&q(s, "SET DateStyle = ISO")), [""]);
+        assert_eq!(rows_text(s, "SHOW DateStyle"), ["ISO, DMY"]);
+        assert_eq!(rows_text(s, "SELECT date '01/02/2003'"), ["2003-02-01"]);
+        assert_eq!(codes(&q(s, "SET TimeZone = 'America/Los_Angeles'")), [""]);
+        // Across the spring-forward gap: an hour, and a day in local time.
+        assert_eq!(
+            rows_text(
+                s,
+                "SELECT timestamptz '2024-03-10 01:30:00' + interval '1 hour', \
+                 timestamptz '2024-03-09 12:00:00' + interval '1 day', \
+                 (timestamptz '2024-01-01 00:00:00+00')::date, \
+                 timestamptz '2024-07-01 12:00:00+00' AT TIME ZONE 'UTC'"
+            ),
+            ["2024-03-10 03:30:00-07|2024-03-10 12:00:00-07|2023-12-31|2024-07-01 12:00:00"]
+        );
+        assert_eq!(
+            rows_text(
+                s,
+                "SELECT date_trunc('day', timestamptz '2024-03-10 12:00:00')"
+            ),
+            ["2024-03-10 00:00:00-08"]
+        );
+        q(s, "BEGIN");
+        q(s, "SET TimeZone = 'UTC'");
+        q(s, "ROLLBACK");
+        assert_eq!(rows_text(s, "SHOW TimeZone"), ["America/Los_Angeles"]);
+        assert_eq!(codes(&q(s, "SET IntervalStyle = iso_8601")), [""]);
+        assert_eq!(rows_text(s, "SELECT interval '1 day 2 hours'"), ["P1DT2H"]);
+        assert_eq!(
+            rows_text(s, "SELECT 0.1::float8 + 0.2::float8"),
+            ["0.30000000000000004"]
+        );
+        assert_eq!(codes(&q(s, "SET extra_float_digits = 0")), [""]);
+        assert_eq!(rows_text(s, "SELECT 0.1::float8 + 0.2::float8"), ["0.3"]);
+        for (sql, code) in [
+            ("SET TimeZone = 'Mars/Olympus'", "22023"),
+            ("SET DateStyle = 'nonsense'", "22023"),
+            ("SET IntervalStyle = 'roman'", "22023"),
+            ("SET extra_float_digits = 4", "22023"),
+        ] {
+            assert_eq!(codes(&q(s, sql)), [code], "{sql}");
+        }
+        assert_eq!(codes(&q(s, "RESET ALL")), [""]);
+        assert_eq!(
+            rows_text(s, "SELECT timestamptz '2024-01-01 00:00:00+00'"),
+            ["2024-01-01 00:00:00+00"]
+        );
+    });
+}

@@ -370,7 +370,7 @@ fn startup_options(text: &str) -> SqlResult<Vec<(String, String)>> {
                 format!("-c {pair} requires a value"),
             ));
         };
-        out.push((n.replace('-', "_"), v.to_string()));
+        out.push((n.replace('-', "_").to_ascii_lowercase(), v.to_string()));
     }
     Ok(out)
 }
