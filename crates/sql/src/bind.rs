@@ -1206,6 +1206,7 @@ impl Binder {
             return self.aggregate(scope, f, func, aggs.as_deref_mut());
         }
         let (args, star) = function_args(f)?;
+        let args = named_args(&name, args)?;
         if !star {
             if let Some(x) = self.conditional_call(scope, &name, &args, aggs)? {
                 return Ok(x);
@@ -1872,12 +1873,97 @@ pub(crate) fn function_args(f: &ast::Function) -> SqlResult<(Vec<ast::Expr>, boo
                 match a {
                     ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => out.push(e.clone()),
                     ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard) => star = true,
+                    // `name => x`: as `name := x` (named_args).
+                    ast::FunctionArg::Named {
+                        name,
+                        arg: ast::FunctionArgExpr::Expr(e),
+                        ..
+                    } => out.push(ast::Expr::BinaryOp {
+                        left: Box::new(ast::Expr::Identifier(name.clone())),
+                        op: ast::BinaryOperator::Assignment,
+                        right: Box::new(e.clone()),
+                    }),
+                    ast::FunctionArg::ExprNamed {
+                        name,
+                        arg: ast::FunctionArgExpr::Expr(e),
+                        ..
+                    } => out.push(ast::Expr::BinaryOp {
+                        left: Box::new(name.clone()),
+                        op: ast::BinaryOperator::Assignment,
+                        right: Box::new(e.clone()),
+                    }),
                     other => return Err(SqlError::unsupported(format!("the argument {other}"))),
                 }
             }
             Ok((out, star))
         }
     }
+}
+
+/// Arguments given by name (`make_interval(days => 3)`, `secs := 1.5`) put in
+/// their parameters' places, the others' defaults filled in, for the functions
+/// whose parameters PostgreSQL names; positional arguments come first. Other
+/// calls are returned as they are.
+#[inline(never)]
+fn named_args(name: &str, args: Vec<ast::Expr>) -> SqlResult<Vec<ast::Expr>> {
+    let named = |a: &ast::Expr| {
+        matches!(a, ast::Expr::BinaryOp { op: ast::BinaryOperator::Assignment, left, .. }
+            if matches!(**left, ast::Expr::Identifier(_)))
+    };
+    if !args.iter().any(named) {
+        return Ok(args);
+    }
+    let params: &[(&str, &str)] = match name {
+        "make_interval" => &[
+            ("years", "0"),
+            ("months", "0"),
+            ("weeks", "0"),
+            ("days", "0"),
+            ("hours", "0"),
+            ("mins", "0"),
+            ("secs", "0.0"),
+        ],
+        _ => return Err(SqlError::unsupported(format!("named arguments of {name}"))),
+    };
+    let mut slots: Vec<Option<ast::Expr>> = vec![None; params.len()];
+    for (i, a) in args.into_iter().enumerate() {
+        let (slot, e) = match a {
+            ast::Expr::BinaryOp {
+                left,
+                op: ast::BinaryOperator::Assignment,
+                right,
+            } => {
+                let ast::Expr::Identifier(id) = *left else {
+                    return Err(SqlError::syntax("syntax error at or near \":=\""));
+                };
+                let n = super::ident_name(&id);
+                let slot = params.iter().position(|(p, _)| *p == n).ok_or_else(|| {
+                    SqlError::new("42883", format!("function {name} has no parameter \"{n}\""))
+                })?;
+                (slot, *right)
+            }
+            e if i < params.len() => (i, e),
+            _ => {
+                return Err(SqlError::new(
+                    "42883",
+                    format!("function {name} takes at most {} arguments", params.len()),
+                ))
+            }
+        };
+        if slots[slot].replace(e).is_some() {
+            return Err(SqlError::new(
+                "42601",
+                format!("argument name \"{}\" used more than once", params[slot].0),
+            ));
+        }
+    }
+    Ok(slots
+        .into_iter()
+        .zip(params)
+        .map(|(s, (_, d))| {
+            s.unwrap_or_else(|| ast::Expr::value(ast::Value::Number((*d).into(), false)))
+        })
+        .collect())
 }
 
 /// An analysis error placed at `e` (sql rule 7), the innermost expression that
