@@ -173,7 +173,7 @@ pub enum Func {
     Clock,
     /// `pg_sleep(seconds)` ([`Env::sleep`]): NULL after the wait.
     Sleep,
-    /// `random()` and `setseed(x)` ([`crate::random`]).
+    /// `random()` and `setseed(x)` (the `random` module).
     Random,
     Setseed,
     /// localtimestamp: the transaction's start, as a timestamp.

@@ -10,16 +10,19 @@
 //! Module map, in dependency order: this file (parsing, values, errors), [`settings`]
 //! (the session's SET/SHOW values), [`values`] (the pre-scan of a query string and
 //! an INSERT's VALUES rows kept as text), [`numeric`] (numeric, real and double
-//! precision: text forms, arithmetic, casts), [`interval`] (interval and time, and
-//! date/time arithmetic), [`datetime`] (PostgreSQL's date/time text input and output,
-//! every DateStyle and IntervalStyle, DST-aware time zones), [`bind`] (names to the catalog, expressions,
+//! precision: text forms, arithmetic, casts), [`interval`] (the date/time operators'
+//! types), [`datetime`] (PostgreSQL's date/time text input and output, every
+//! DateStyle and IntervalStyle, DST-aware time zones, interval typmods, and the
+//! session's output settings on its backend thread), `datefn` (date/time functions,
+//! operators and zone-aware casts), `dtfmt` (to_char / to_timestamp / to_date),
+//! `random` (random() and setseed()), [`bind`] (names to the catalog, expressions,
 //! evaluation), [`conditional`] (CASE, COALESCE, LIKE, ...), [`aggregate`],
 //! [`subquery`], `outer` (correlated subqueries in grouped queries, outer-level
 //! aggregates), [`cte`], then the query pipeline: [`analyze`] (a query tree; `fold`
 //! evaluates its constant subexpressions once),
 //! [`planner`] (a physical plan; `joinorder` orders inner joins by `estimate`'s
 //! sizes, from ANALYZE's statistics where `gather` made them; `ordered` lets B-trees
-//! serve ORDER BY, LIMIT and min/max), [`executor`] (pull operators), [`extract`] (EXTRACT and date_part), [`copy`] (COPY's text and csv formats), [`sort`] (ORDER BY within
+//! serve ORDER BY, LIMIT and min/max), [`executor`] (pull operators), [`copy`] (COPY's text and csv formats), [`sort`] (ORDER BY within
 //! `work_mem`, PostgreSQL's quicksort), [`frames`] (window frame clauses sqlparser
 //! does not parse), [`moments`] (the statistical aggregates), [`privileges`] (who may do what: ACL checks for every statement kind,
 //! PostgreSQL 15's rules), [`roles`] (CREATE/ALTER/DROP ROLE, membership, SET ROLE,
