@@ -1274,7 +1274,7 @@ fn parse_split(
 
 /// A place in a query string, moved forward statement by statement (so finding
 /// every statement's line and column costs one pass over the text).
-struct TextCursor {
+pub(crate) struct TextCursor {
     byte: usize,
     line: u64,
     col: u64,
@@ -1292,7 +1292,7 @@ impl Default for TextCursor {
 
 impl TextCursor {
     /// The line and column (from 1) of byte `to` (at or after the last one asked).
-    fn advance(&mut self, text: &str, to: usize) -> (u64, u64) {
+    pub(crate) fn advance(&mut self, text: &str, to: usize) -> (u64, u64) {
         for ch in text[self.byte..to].chars() {
             if ch == '\n' {
                 (self.line, self.col) = (self.line + 1, 1);

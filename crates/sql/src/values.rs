@@ -407,9 +407,12 @@ impl Rows {
 
     /// The rows in order, each parsed when it is reached (rule 4). O(row) memory.
     pub fn iter(&self) -> impl Iterator<Item = SqlResult<Vec<ast::Expr>>> + '_ {
+        // Where each row begins, found by walking on from the last (O(text)).
+        let mut at = crate::TextCursor::default();
         self.ranges().map(move |r| {
             let r = r?;
-            parse_row(&self.text, r.clone())
+            let base = at.advance(&self.text, r.start);
+            parse_row(&self.text, r.clone(), base)
                 .unwrap_or_else(|e| Err(SqlError::syntax(relocate(e, &self.text, r.start))))
         })
     }
@@ -418,10 +421,12 @@ impl Rows {
     /// syntax error in any of its statements before one runs, as PostgreSQL does.
     /// `Err` when a row does not tokenize (the caller takes the tokenizer path).
     pub fn check(&self) -> Result<SqlResult<()>, TokenizerError> {
+        let mut at = crate::TextCursor::default();
         for r in self.ranges() {
             match r {
                 Ok(r) => {
-                    if let Err(e) = parse_row(&self.text, r)? {
+                    let base = at.advance(&self.text, r.start);
+                    if let Err(e) = parse_row(&self.text, r, base)? {
                         return Ok(Err(e));
                     }
                 }
@@ -478,13 +483,14 @@ fn row_end(lx: &mut Lexer<'_>, start: usize) -> Result<Range<usize>, Unsure> {
 }
 
 /// One row parsed as it would be in its statement (rule 4): `Err` when its text
-/// does not tokenize.
-fn parse_row(text: &str, r: Range<usize>) -> Result<SqlResult<Vec<ast::Expr>>, TokenizerError> {
-    // Located in the whole text, so that an error names its place there.
-    let before = &text[..r.start];
-    let line0 = before.bytes().filter(|b| *b == b'\n').count() as u64;
-    let col0 = before.rsplit('\n').next().unwrap_or("").chars().count() as u64;
-    let row = tokens(&text[r], Some((line0 + 1, col0 + 1)))?;
+/// does not tokenize. `base` is the line and column of its start in the whole text, where its
+/// tokens are located (an error names its place there).
+fn parse_row(
+    text: &str,
+    r: Range<usize>,
+    base: (u64, u64),
+) -> Result<SqlResult<Vec<ast::Expr>>, TokenizerError> {
+    let row = tokens(&text[r], Some(base))?;
     if let Err(e) = check_complexity(&row) {
         return Ok(Err(e));
     }
