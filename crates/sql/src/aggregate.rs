@@ -76,6 +76,17 @@ impl Binder {
         func: AggFunc,
         list: Option<&mut Vec<Agg>>,
     ) -> SqlResult<(Expr, SqlType)> {
+        self.aggregate_with(scope, f, list, |b| b.bind_agg(scope, f, func))
+    }
+
+    /// An aggregate call bound by `bind`, appended to `list` (aggregate rule 3).
+    pub(crate) fn aggregate_with(
+        &mut self,
+        scope: &Scope,
+        f: &ast::Function,
+        list: Option<&mut Vec<Agg>>,
+        bind: impl FnOnce(&mut Binder) -> SqlResult<Agg>,
+    ) -> SqlResult<(Expr, SqlType)> {
         if self.in_agg {
             return Err(SqlError::new(
                 "42803",
@@ -83,7 +94,7 @@ impl Binder {
             ));
         }
         self.in_agg = true;
-        let agg = self.bind_agg(scope, f, func);
+        let agg = bind(self);
         self.in_agg = false;
         let agg = agg?;
         let ty = agg.ty;
@@ -114,24 +125,10 @@ impl Binder {
         if f.over.is_some() {
             return Err(SqlError::unsupported("window functions"));
         }
-        if !f.within_group.is_empty() || f.null_treatment.is_some() {
+        if f.null_treatment.is_some() {
             return Err(SqlError::unsupported(format!("the call {f}")));
         }
-        let (args, distinct) = match &f.args {
-            ast::FunctionArguments::List(l) => {
-                if !l.clauses.is_empty() {
-                    return Err(SqlError::unsupported(format!(
-                        "ORDER BY inside an aggregate ({f})"
-                    )));
-                }
-                let distinct = matches!(
-                    l.duplicate_treatment,
-                    Some(ast::DuplicateTreatment::Distinct)
-                );
-                (&l.args[..], distinct)
-            }
-            _ => (&[][..], false),
-        };
+        let (args, distinct, order_by) = call_parts(f)?;
         let mut exprs = Vec::new();
         for a in args {
             match a {
@@ -154,8 +151,9 @@ impl Binder {
             AggFunc::Stat(s) if s.two_args() => 2,
             _ => 1,
         };
-        if distinct && want == 2 {
-            return Err(SqlError::unsupported(format!("DISTINCT in {f}")));
+        if !f.within_group.is_empty() {
+            let types: Vec<SqlType> = exprs.iter().map(|(_, t)| *t).collect();
+            return Err(self.not_ordered_set(scope, f, &name, types, want));
         }
         if exprs.len() != want {
             return Err(SqlError::new(
@@ -188,6 +186,15 @@ impl Binder {
             (AggFunc::StringAgg, Some((a, SqlType::Bpchar))) => Some(crate::bind::bpchar_text(a)),
             (_, a) => a.map(|(a, _)| a),
         };
+        let order: Vec<_> = self
+            .agg_order(scope, order_by)?
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        if distinct {
+            let args: Vec<&Expr> = arg.iter().chain(arg2.iter()).collect();
+            crate::aggorder::distinct_order_ok(&args, &order, order_by)?;
+        }
         Ok(Agg {
             func,
             arg,
@@ -195,7 +202,62 @@ impl Binder {
             distinct,
             filter,
             arg2,
+            order,
+            direct: Vec::new(),
         })
+    }
+}
+
+/// A call's arguments, DISTINCT and ORDER BY (the only clause taken inside the
+/// parentheses).
+fn call_parts(f: &ast::Function) -> SqlResult<(&[ast::FunctionArg], bool, &[ast::OrderByExpr])> {
+    let ast::FunctionArguments::List(l) = &f.args else {
+        return Ok((&[], false, &[]));
+    };
+    let mut order_by: &[ast::OrderByExpr] = &[];
+    for c in &l.clauses {
+        match c {
+            ast::FunctionArgumentClause::OrderBy(o) => order_by = o,
+            other => {
+                return Err(SqlError::unsupported(format!(
+                    "the clause {other} in an aggregate call"
+                )))
+            }
+        }
+    }
+    let distinct = matches!(
+        l.duplicate_treatment,
+        Some(ast::DuplicateTreatment::Distinct)
+    );
+    Ok((&l.args, distinct, order_by))
+}
+
+impl Binder {
+    /// WITHIN GROUP on a plain aggregate: 42809 if the arguments with the WITHIN
+    /// GROUP keys would fit it, else 42883 for that call.
+    fn not_ordered_set(
+        &mut self,
+        scope: &Scope,
+        f: &ast::Function,
+        name: &str,
+        mut types: Vec<SqlType>,
+        want: usize,
+    ) -> SqlError {
+        match self.agg_order(scope, &f.within_group) {
+            Ok(keys) => types.extend(keys.into_iter().map(|(_, t)| t)),
+            Err(e) => return e,
+        }
+        if types.len() != want {
+            let names: Vec<&str> = types.iter().map(|t| t.name()).collect();
+            return SqlError::new(
+                "42883",
+                format!("function {name}({}) does not exist", names.join(", ")),
+            );
+        }
+        SqlError::new(
+            "42809",
+            format!("{name} is not an ordered-set aggregate, so it cannot have WITHIN GROUP"),
+        )
     }
 }
 
@@ -204,18 +266,55 @@ impl Binder {
 pub struct AggState {
     acc: Datum,
     n: i64,
-    seen: Option<HashSet<Datum>>,
+    /// DISTINCT: the argument pairs seen.
+    seen: Option<HashSet<(Datum, Datum)>>,
     /// A statistic's moments.
     moments: Option<Box<crate::moments::Moments>>,
+    /// With ORDER BY: the group's rows, sorted at the end (aggorder rule 1).
+    ordered: Option<Box<crate::aggorder::Ordered>>,
 }
 
 impl AggState {
     pub fn new(a: &Agg) -> AggState {
+        let mut st = AggState::plain(a);
+        if !a.order.is_empty() {
+            st.ordered = Some(Box::default());
+        }
+        st
+    }
+
+    /// The state that takes rows as they come (no ORDER BY).
+    fn plain(a: &Agg) -> AggState {
         AggState {
             acc: Datum::Null,
             n: 0,
             seen: a.distinct.then(HashSet::new),
             moments: matches!(a.func, AggFunc::Stat(_)).then(Box::default),
+            ordered: None,
+        }
+    }
+
+    /// Whether the aggregate holds its rows for sorting: its rows come to
+    /// [`AggState::step_ordered`].
+    pub fn holds_rows(&self) -> bool {
+        self.ordered.is_some()
+    }
+
+    /// Holds one input row's ORDER BY keys and argument values (aggorder rule 1).
+    pub fn step_ordered(&mut self, keys: Vec<Datum>, v: Datum, d: Datum) -> SqlResult<()> {
+        match &mut self.ordered {
+            Some(o) => o.push(keys, v, d),
+            None => Ok(()),
+        }
+    }
+
+    /// The aggregate's value over its group; `direct`: an ordered-set aggregate's
+    /// direct arguments evaluated for the group.
+    pub fn finish_group(self, a: &Agg, direct: &[Datum]) -> SqlResult<Datum> {
+        match (&self.ordered, a.func) {
+            (Some(o), AggFunc::Ordered(kind)) => o.finish_set(a, kind, direct),
+            (Some(o), _) => o.feed(a, AggState::plain(a)),
+            (None, _) => self.value(a),
         }
     }
 
@@ -229,7 +328,7 @@ impl AggState {
         if let (AggFunc::Stat(s), Some(m)) = (a.func, self.moments.as_mut()) {
             if a.distinct && !v.is_null() {
                 if let Some(seen) = &mut self.seen {
-                    if !seen.insert(v.clone()) {
+                    if !seen.insert((v.clone(), delim.clone())) {
                         return Ok(());
                     }
                 }
@@ -240,7 +339,7 @@ impl AggState {
             return Ok(());
         }
         if let Some(seen) = &mut self.seen {
-            if !seen.insert(v.clone()) {
+            if !seen.insert((v.clone(), delim.clone())) {
                 return Ok(());
             }
         }
@@ -268,14 +367,16 @@ impl AggState {
             (AggFunc::BoolAnd, acc) => Datum::Bool(is_true(&v) && (acc.is_null() || is_true(&acc))),
             (AggFunc::BoolOr, acc) => Datum::Bool(is_true(&v) || is_true(&acc)),
             (AggFunc::StringAgg, acc) => string_agg(acc, v, delim)?,
-            (AggFunc::CountStar | AggFunc::Stat(_), _) => unreachable!("counted above"),
+            (AggFunc::CountStar | AggFunc::Stat(_) | AggFunc::Ordered(_), _) => {
+                unreachable!("counted above or held")
+            }
         };
         Ok(())
     }
 
     /// The aggregate's value over the rows fed (aggregate rule 2).
     pub fn finish(self, a: &Agg) -> SqlResult<Datum> {
-        self.value(a)
+        self.finish_group(a, &[])
     }
 
     /// The aggregate's value over the rows fed so far (a window's running value).

@@ -577,7 +577,7 @@ impl Binder {
             .chain(keys.iter())
             .collect();
         for a in &aggs {
-            read_cols.extend(a.arg.iter().chain(a.filter.iter()).chain(a.arg2.iter()));
+            read_cols.extend(a.row_exprs().chain(a.direct.iter()));
         }
         let win_exprs: Vec<Expr> = windows.iter().flat_map(window_exprs).collect();
         read_cols.extend(win_exprs.iter());
@@ -1099,6 +1099,14 @@ fn grouped_parts(
             .map(regroup)
             .collect::<SqlResult<Vec<_>>>()?;
         let having = having.map(regroup).transpose()?;
+        // An ordered-set aggregate's direct arguments read the group (aggorder rule 2).
+        let mut aggs = aggs;
+        for a in &mut aggs {
+            a.direct = std::mem::take(&mut a.direct)
+                .into_iter()
+                .map(regroup)
+                .collect::<SqlResult<_>>()?;
+        }
         let windows = windows
             .into_iter()
             .map(|w| crate::window::map_exprs(w, &mut |e| regroup(e)))
@@ -1478,7 +1486,7 @@ pub fn query_exprs<'q>(q: &'q Query, exprs: &mut Vec<&'q Expr>, nested: &mut dyn
                 if let Some(g) = &s.grouping {
                     exprs.extend(g.keys.iter().chain(g.having.iter()));
                     for a in &g.aggs {
-                        exprs.extend(a.arg.iter().chain(a.filter.iter()).chain(a.arg2.iter()));
+                        exprs.extend(a.row_exprs().chain(a.direct.iter()));
                     }
                 }
                 rel_exprs(&s.from, exprs, nested);

@@ -340,6 +340,8 @@ pub enum AggFunc {
     StringAgg,
     /// The statistics of one or two columns ([`crate::moments`]).
     Stat(crate::moments::Stat),
+    /// An ordered-set or hypothetical-set aggregate ([`crate::aggorder`]).
+    Ordered(crate::aggorder::OrderedSet),
 }
 
 /// A bound aggregate call ([`crate::aggregate`]).
@@ -352,6 +354,33 @@ pub struct Agg {
     pub filter: Option<Expr>,
     /// The second argument: string_agg's delimiter, a statistic's X.
     pub arg2: Option<Expr>,
+    /// ORDER BY inside the call, or an ordered-set aggregate's WITHIN GROUP
+    /// ([`crate::aggorder`]).
+    pub order: Vec<crate::aggorder::AggKey>,
+    /// An ordered-set aggregate's direct arguments: over the input row when bound,
+    /// over the group's key row after analysis (aggorder rule 2).
+    pub direct: Vec<Expr>,
+}
+
+impl Agg {
+    /// The expressions evaluated on each input row: argument, FILTER, second
+    /// argument and ORDER BY keys.
+    pub fn row_exprs(&self) -> impl Iterator<Item = &Expr> {
+        self.arg
+            .iter()
+            .chain(self.filter.iter())
+            .chain(self.arg2.iter())
+            .chain(self.order.iter().map(|(e, _, _)| e))
+    }
+
+    /// [`Agg::row_exprs`], to change in place.
+    pub fn row_exprs_mut(&mut self) -> impl Iterator<Item = &mut Expr> {
+        self.arg
+            .iter_mut()
+            .chain(self.filter.iter_mut())
+            .chain(self.arg2.iter_mut())
+            .chain(self.order.iter_mut().map(|(e, _, _)| e))
+    }
 }
 
 /// The input columns an expression may name: those of one table (the legacy
@@ -1202,6 +1231,9 @@ impl Binder {
         let name = object_name(&f.name)?;
         let star = matches!(&f.args, ast::FunctionArguments::List(l)
             if l.args.iter().any(|a| matches!(a, ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard))));
+        if let Some(x) = self.ordered_set_call(scope, f, &name, aggs)? {
+            return Ok(x);
+        }
         if let Some(func) = crate::aggregate::agg_func(&name, star) {
             return self.aggregate(scope, f, func, aggs.as_deref_mut());
         }

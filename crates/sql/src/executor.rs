@@ -1477,13 +1477,20 @@ impl<'t> Groups<'t> {
 
     /// The groups' rows (key values then aggregate values), and the partitions to
     /// aggregate next.
-    fn finish(self, aggs: &[Agg]) -> SqlResult<(Vec<Tuple>, Vec<Part<'t>>)> {
+    fn finish(self, cx: &Ctx<'_>, aggs: &[Agg]) -> SqlResult<(Vec<Tuple>, Vec<Part<'t>>)> {
         let rows = self
             .groups
             .into_iter()
             .map(|(mut key, states)| {
+                let nk = key.len();
                 for (st, a) in states.into_iter().zip(aggs) {
-                    key.push(st.finish(a)?);
+                    // Direct arguments read the group's keys (aggorder rule 2).
+                    let direct = a
+                        .direct
+                        .iter()
+                        .map(|e| cx.eval(e, &key[..nk]))
+                        .collect::<SqlResult<Vec<_>>>()?;
+                    key.push(st.finish_group(a, &direct)?);
                 }
                 Ok(key)
             })
@@ -1514,6 +1521,15 @@ fn step(cx: &Ctx<'_>, aggs: &[Agg], states: &mut [AggState], row: &[Datum]) -> S
                 Some(e) => cx.eval(e, row)?,
                 None => Datum::Null,
             };
+            if st.holds_rows() {
+                let keys = a
+                    .order
+                    .iter()
+                    .map(|(e, _, _)| cx.eval(e, row))
+                    .collect::<SqlResult<Vec<_>>>()?;
+                st.step_ordered(keys, v, d)?;
+                continue;
+            }
             st.step(a, v, d)?;
         }
         Ok(())
@@ -1528,12 +1544,10 @@ impl<'a> AggOp<'a> {
         // One key buffer for every row: a group's key is copied only when it is new.
         let mut key: Tuple = Vec::with_capacity(self.keys.len());
         let engine_free = self.keys.iter().all(bind::engine_free)
-            && self.aggs.iter().all(|a| {
-                [&a.arg, &a.filter, &a.arg2]
-                    .into_iter()
-                    .flatten()
-                    .all(bind::engine_free)
-            });
+            && self
+                .aggs
+                .iter()
+                .all(|a| a.row_exprs().all(bind::engine_free));
         let (keys, aggs) = (self.keys, self.aggs);
         self.input.drain(cx, engine_free, &mut |row| {
             n += 1;
@@ -1542,7 +1556,7 @@ impl<'a> AggOp<'a> {
             }
             add_row(cx, (keys, aggs), &mut groups, &mut key, row)
         })?;
-        let (rows, parts) = groups.finish(aggs)?;
+        let (rows, parts) = groups.finish(cx, aggs)?;
         self.pending.extend(parts);
         Ok(rows)
     }
@@ -1564,7 +1578,7 @@ impl<'a> AggOp<'a> {
             add_row(cx, (self.keys, self.aggs), &mut groups, &mut key, &row)?;
         }
         drop(file);
-        let (rows, parts) = groups.finish(self.aggs)?;
+        let (rows, parts) = groups.finish(cx, self.aggs)?;
         self.pending.extend(parts);
         Ok(Some(rows))
     }

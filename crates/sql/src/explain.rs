@@ -911,16 +911,37 @@ impl Explainer<'_> {
             AggFunc::BoolOr => "bool_or",
             AggFunc::StringAgg => "string_agg",
             AggFunc::Stat(s) => s.name(),
+            AggFunc::Ordered(k) => k.name(),
         };
         let mut args = Vec::new();
-        if let Some(x) = &a.arg {
+        for x in a.arg.iter().chain(&a.arg2).chain(&a.direct) {
             args.push(self.expr(x, names)?);
         }
-        if let Some(d) = &a.arg2 {
-            args.push(self.expr(d, names)?);
+        let mut order = Vec::new();
+        for (e, desc, nulls_first) in &a.order {
+            let mut k = self.expr(e, names)?;
+            if *desc {
+                k.push_str(" DESC");
+            }
+            if *nulls_first != *desc {
+                k.push_str(if *nulls_first {
+                    " NULLS FIRST"
+                } else {
+                    " NULLS LAST"
+                });
+            }
+            order.push(k);
         }
         let d = if a.distinct { "DISTINCT " } else { "" };
-        let text = format!("{f}({d}{})", args.join(", "));
+        let text = match (a.func, order.is_empty()) {
+            (_, true) => format!("{f}({d}{})", args.join(", ")),
+            (AggFunc::Ordered(_), false) => format!(
+                "{f}({}) WITHIN GROUP (ORDER BY {})",
+                args.join(", "),
+                order.join(", ")
+            ),
+            _ => format!("{f}({d}{} ORDER BY {})", args.join(", "), order.join(", ")),
+        };
         Ok(self.agg_filter(text, a, names))
     }
 

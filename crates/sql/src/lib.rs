@@ -71,6 +71,7 @@
 //!    target (a CTE named like the table does not replace it); a data-modifying
 //!    CTE, and one only a subquery of the statement could read, are 0A000.
 
+pub mod aggorder;
 pub mod aggregate;
 pub mod analyze;
 pub mod bind;
@@ -2406,8 +2407,57 @@ pub fn parse_default(text: &str) -> SqlResult<ast::Expr> {
         .map_err(|e| SqlError::syntax(format!("invalid expression {text:?}: {e}")))
 }
 
+/// `ONLY` before a table name (FROM, JOIN, UPDATE, DELETE, TRUNCATE, LOCK, ALTER
+/// TABLE) dropped: it excludes a table's inheritance children, and Strata's tables
+/// have none (no INHERITS, no partitions), so the table alone is what ONLY reads.
+/// ONLY is reserved in PostgreSQL, so after these words it cannot be a name.
+fn drop_only(mut tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    let kw = |t: &Token| match t {
+        Token::Word(w) if w.quote_style.is_none() => w.keyword,
+        _ => Keyword::NoKeyword,
+    };
+    let mut i = 1;
+    while i + 1 < tokens.len() {
+        let only = kw(&tokens[i].token) == Keyword::ONLY;
+        let before = matches!(
+            kw(&tokens[i - 1].token),
+            Keyword::FROM | Keyword::JOIN | Keyword::UPDATE | Keyword::TRUNCATE | Keyword::TABLE
+        ) || (tokens[i - 1].token == Token::Comma && from_list(&tokens[..i]));
+        let name_after = matches!(tokens[i + 1].token, Token::Word(_) | Token::LParen);
+        if only && before && name_after {
+            tokens.remove(i);
+        } else {
+            i += 1;
+        }
+    }
+    tokens
+}
+
+/// Whether the last clause keyword before the end of `tokens` is FROM (a comma
+/// there separates FROM items).
+fn from_list(tokens: &[TokenWithSpan]) -> bool {
+    for t in tokens.iter().rev() {
+        if let Token::Word(w) = &t.token {
+            if w.quote_style.is_none() {
+                match w.keyword {
+                    Keyword::FROM => return true,
+                    Keyword::SELECT
+                    | Keyword::WHERE
+                    | Keyword::SET
+                    | Keyword::GROUP
+                    | Keyword::ORDER
+                    | Keyword::VALUES
+                    | Keyword::RETURNING => return false,
+                    _ => {}
+                }
+            }
+        }
+    }
+    false
+}
+
 fn parse_with_sqlparser(tokens: Vec<TokenWithSpan>) -> SqlResult<Stmt> {
-    let tokens = frames::rewrite(tokens);
+    let tokens = drop_only(frames::rewrite(tokens));
     let dialect = PostgreSqlDialect {};
     let mut p = Parser::new(&dialect)
         .with_recursion_limit(PARSER_RECURSION_LIMIT)

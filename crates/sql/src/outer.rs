@@ -68,9 +68,8 @@ impl Binder {
     /// to the enclosing query's aggregate if its arguments read only that query's
     /// columns; None if it is the subquery's own.
     pub(crate) fn lift_agg(&mut self, scope: &Scope<'_>, agg: &Agg) -> SqlResult<Option<Expr>> {
-        let parts = [&agg.arg, &agg.filter, &agg.arg2];
         let (mut local, mut up) = (false, usize::MAX);
-        for e in parts.into_iter().flatten() {
+        for e in agg.row_exprs() {
             let mut e = e.clone();
             visit_expr_mut(&mut e, 0, &mut |x, nest| {
                 match x {
@@ -101,10 +100,7 @@ impl Binder {
             ));
         };
         let mut lifted = agg.clone();
-        for e in [&mut lifted.arg, &mut lifted.filter, &mut lifted.arg2]
-            .into_iter()
-            .flatten()
-        {
+        for e in lifted.row_exprs_mut() {
             visit_expr_mut(e, 0, &mut |x, nest| {
                 if let Expr::Outer(level, c) = x {
                     if *level > nest {
@@ -185,10 +181,10 @@ fn walk_tree(t: &mut SetTree, nest: usize, f: &mut Visit<'_>, post: bool) -> Sql
                     walk_expr(e, nest, f, post)?;
                 }
                 for a in &mut g.aggs {
-                    for e in [&mut a.arg, &mut a.filter, &mut a.arg2]
-                        .into_iter()
-                        .flatten()
-                    {
+                    for e in a.row_exprs_mut() {
+                        walk_expr(e, nest, f, post)?;
+                    }
+                    for e in &mut a.direct {
                         walk_expr(e, nest, f, post)?;
                     }
                 }

@@ -17,7 +17,9 @@
 //!    materialized right side. Both keep a matched flag per right row, so RIGHT and
 //!    FULL joins emit the right rows nothing matched, NULL-extended.
 //! 3. Grouping is hash aggregation ([`Plan::Agg`]); no GROUP BY is one group, which
-//!    gives one row even over no input.
+//!    gives one row even over no input. When an aggregate has DISTINCT or ORDER BY
+//!    (ordered-set aggregates too) the groups are sorted by their keys after, as
+//!    PostgreSQL's GroupAggregate over sorted input gives them.
 //! 4. A SELECT runs: scan/join → filter → aggregate → HAVING filter → project
 //!    targets → sort → DISTINCT (keeping each key's first row, so it follows the
 //!    sort) → LIMIT/OFFSET → drop hidden targets.
@@ -323,6 +325,21 @@ fn select(s: &Select, rels: &Relations<'_>) -> SqlResult<Plan> {
             keys: keys.clone(),
             aggs: aggs.clone(),
         };
+        if !keys.is_empty() && aggs.iter().any(|a| a.distinct || !a.order.is_empty()) {
+            // PostgreSQL groups by sorting when an aggregate has DISTINCT or ORDER BY
+            // (rule 3): its groups come out in key order.
+            p = Plan::Sort {
+                input: Box::new(p),
+                keys: (0..keys.len())
+                    .map(|col| SortSpec {
+                        col,
+                        desc: false,
+                        nulls_first: false,
+                    })
+                    .collect(),
+                bound: None,
+            };
+        }
         if let Some(h) = having {
             p = Plan::Filter {
                 input: Box::new(p),
@@ -400,7 +417,7 @@ fn needed_columns(
         Some(g) => {
             exprs.extend(&g.keys);
             for a in &g.aggs {
-                exprs.extend(a.arg.iter().chain(&a.filter).chain(&a.arg2));
+                exprs.extend(a.row_exprs());
             }
         }
         None => {

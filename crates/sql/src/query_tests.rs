@@ -845,3 +845,75 @@ fn aggregates_over_a_reordering_subquery_read_its_columns() {
         assert_eq!(rows(s, grouped), ["0|1500|2000", "1|1500|1000"]);
     });
 }
+
+/// Aggregates over ordered input (aggorder rules 1-4): each statement with
+/// PostgreSQL 15's answer over the same rows, or its SQLSTATE.
+const ORDERED_AGGREGATES: &[(&str, &[&str])] = &[
+    ("SELECT string_agg(t, ',' ORDER BY w DESC NULLS LAST, id) FROM o", &["p,q,q,p,r"]),
+    (
+        "SELECT a_id, string_agg(DISTINCT t, '-' ORDER BY t DESC) FROM o GROUP BY a_id",
+        &["1|q-p", "2|r-p", "|"],
+    ),
+    ("SELECT min(id ORDER BY w), sum(w ORDER BY id DESC) FROM o", &["1|120"]),
+    (
+        "SELECT percentile_cont(0.25) WITHIN GROUP (ORDER BY w), percentile_disc(0.5) WITHIN GROUP (ORDER BY w), mode() WITHIN GROUP (ORDER BY t) FROM o",
+        &["20|20|p"],
+    ),
+    (
+        "SELECT a_id, percentile_cont(0.5) WITHIN GROUP (ORDER BY w DESC), percentile_disc(1) WITHIN GROUP (ORDER BY t) FROM o GROUP BY a_id",
+        &["1|20|q", "2|30|r", "|40|"],
+    ),
+    (
+        "SELECT percentile_cont(0.4) WITHIN GROUP (ORDER BY make_interval(days => w)) FROM o",
+        &["20 days"],
+    ),
+    (
+        "SELECT rank(20) WITHIN GROUP (ORDER BY w), dense_rank(20) WITHIN GROUP (ORDER BY w), percent_rank(20) WITHIN GROUP (ORDER BY w), cume_dist(20) WITHIN GROUP (ORDER BY w) FROM o",
+        &["2|2|0.16666666666666666|0.5714285714285714"],
+    ),
+    ("SELECT rank(2, 'q') WITHIN GROUP (ORDER BY a_id DESC, t NULLS FIRST) FROM o", &["3"]),
+    ("SELECT cume_dist(NULL) WITHIN GROUP (ORDER BY w NULLS FIRST) FROM o", &["0.2857142857142857"]),
+    ("SELECT percentile_cont(NULL) WITHIN GROUP (ORDER BY w) FROM o", &[""]),
+    ("SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY w) FROM o WHERE false", &[""]),
+    ("SELECT percent_rank(1) WITHIN GROUP (ORDER BY w) FROM o WHERE false", &["0"]),
+];
+
+/// The errors of ordered aggregates: PostgreSQL 15's SQLSTATEs.
+const ORDERED_AGGREGATE_ERRORS: &[(&str, &str)] = &[
+    (
+        "SELECT percentile_cont(1.5) WITHIN GROUP (ORDER BY w) FROM o",
+        "22003",
+    ),
+    ("SELECT rank(id) WITHIN GROUP (ORDER BY w) FROM o", "42803"),
+    ("SELECT sum() WITHIN GROUP (ORDER BY w) FROM o", "42809"),
+    ("SELECT percentile_cont(0.5, w) FROM o", "42809"),
+    ("SELECT count(DISTINCT a_id ORDER BY w) FROM o", "42P10"),
+    (
+        "SELECT rank(1, 2) WITHIN GROUP (ORDER BY w) FROM o",
+        "42883",
+    ),
+    (
+        "SELECT rank(sum(w)) WITHIN GROUP (ORDER BY w) FROM o",
+        "42803",
+    ),
+    ("SELECT sum(w ORDER BY id) OVER () FROM o", "0A000"),
+];
+
+#[test]
+fn ordered_and_ordered_set_aggregates_give_postgres_values() {
+    with_session(8 << 20, |s| {
+        let c = q(
+            s,
+            "CREATE TABLE o (id int, a_id int, w int, t text);
+             INSERT INTO o VALUES (1, 1, 10, 'p'), (2, 1, 20, 'q'), (3, 2, 30, 'p'),
+               (4, NULL, 40, NULL), (5, 2, NULL, 'r'), (6, 1, 20, 'q')",
+        );
+        assert!(c.results.iter().all(|r| r.is_ok()), "{:?}", c.results);
+        for (sql, want) in ORDERED_AGGREGATES {
+            assert_eq!(rows(s, sql), *want, "{sql}");
+        }
+        for (sql, code) in ORDERED_AGGREGATE_ERRORS {
+            assert_eq!(codes(s, sql), [*code], "{sql}");
+        }
+    });
+}

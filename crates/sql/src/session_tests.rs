@@ -451,8 +451,13 @@ fn update_makes_new_versions_of_the_rows_its_where_holds_for() {
 fn clauses_that_change_a_calls_meaning_are_refused_not_ignored() {
     with_session(8 << 20, |s| {
         q(s, "INSERT INTO t VALUES (1, 'a'), (2, 'b')");
-        let sql = "SELECT string_agg(b, ',' ORDER BY b) FROM t";
+        let sql = "SELECT string_agg(b, ',' ORDER BY b USING >) FROM t";
         assert_eq!(codes(&q(s, sql)), ["0A000"], "{sql}");
+        // ORDER BY inside the call is carried out (aggorder rule 1).
+        assert_eq!(
+            rows_text(s, "SELECT string_agg(b, ',' ORDER BY b DESC) FROM t"),
+            ["b,a"]
+        );
         // FILTER is carried out, not dropped.
         assert_eq!(
             rows_text(s, "SELECT count(*) FILTER (WHERE a > 1) FROM t"),

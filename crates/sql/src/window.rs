@@ -342,6 +342,12 @@ impl Binder {
             let mut g = f.clone();
             g.over = None;
             let agg = self.bind_agg(scope, &g, func)?;
+            if !agg.order.is_empty() {
+                return Err(SqlError::new(
+                    "0A000",
+                    "aggregate ORDER BY is not implemented for window functions",
+                ));
+            }
             let ty = agg.ty;
             return Ok((WinKind::Agg(agg), Vec::new(), ty));
         }
@@ -905,6 +911,9 @@ pub fn map_exprs(mut w: WinFunc, f: &mut dyn FnMut(Expr) -> SqlResult<Expr>) -> 
         a.arg = a.arg.take().map(&mut *f).transpose()?;
         a.filter = a.filter.take().map(&mut *f).transpose()?;
         a.arg2 = a.arg2.take().map(&mut *f).transpose()?;
+        for (e, _, _) in &mut a.order {
+            *e = f(std::mem::replace(e, Expr::Const(Datum::Null)))?;
+        }
     }
     Ok(w)
 }
