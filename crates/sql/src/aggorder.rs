@@ -206,10 +206,7 @@ impl Binder {
             direct.push((self.expr_in(scope, e, &mut None)?, e));
         }
         let keys = self.agg_order(scope, &f.within_group)?;
-        let filter = match &f.filter {
-            Some(c) => Some(self.condition(scope, c, "FILTER")?),
-            None => None,
-        };
+        let filter = self.agg_filter(scope, f)?;
         let (direct, order, ty) = if kind.hypothetical() {
             self.hypothetical_args(kind, direct, keys)?
         } else {

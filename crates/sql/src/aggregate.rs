@@ -60,6 +60,7 @@ fn result_type(func: AggFunc, name: &str, t: SqlType) -> SqlResult<SqlType> {
         AggFunc::Avg if t == SqlType::Interval => t,
         AggFunc::BoolAnd | AggFunc::BoolOr if t == SqlType::Bool => t,
         AggFunc::StringAgg if matches!(t, SqlType::Text | SqlType::Bpchar) => SqlType::Text,
+        AggFunc::StringAgg if t == SqlType::Bytea => t,
         AggFunc::Min | AggFunc::Max => t,
         AggFunc::Stat(s) => s.result_type(t).ok_or_else(missing)?,
         _ => return Err(missing()),
@@ -87,6 +88,26 @@ impl Binder {
         list: Option<&mut Vec<Agg>>,
         bind: impl FnOnce(&mut Binder) -> SqlResult<Agg>,
     ) -> SqlResult<(Expr, SqlType)> {
+        if let Some(clause) = self.aggs_refused_in {
+            // As PostgreSQL decides by the aggregate's level: one of this query is
+            // refused in the clause; one of an outer query is nested in the
+            // aggregate whose clause this is.
+            let (before, refused) = (self.in_agg, self.aggs_refused_in.take());
+            self.in_agg = true;
+            let agg = bind(self);
+            (self.in_agg, self.aggs_refused_in) = (before, refused);
+            let (local, up) = crate::outer::agg_level(&agg?)?;
+            if !local && up != usize::MAX {
+                return Err(SqlError::new(
+                    "42803",
+                    "aggregate function calls cannot be nested",
+                ));
+            }
+            return Err(SqlError::new(
+                "42803",
+                format!("aggregate functions are not allowed in {clause}"),
+            ));
+        }
         if self.in_agg {
             return Err(SqlError::new(
                 "42803",
@@ -133,18 +154,20 @@ impl Binder {
         for a in args {
             match a {
                 ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => {
+                    // The first argument decides the call's types; the others are
+                    // brought to them (an untyped delimiter becomes bytea or text).
                     let (x, t) = self.expr_in(scope, e, &mut None)?;
-                    exprs.push(self.settle_type(x, t));
+                    exprs.push(match exprs.is_empty() {
+                        true => self.settle_type(x, t),
+                        false => (x, t),
+                    });
                 }
                 ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard)
                     if func == AggFunc::CountStar => {}
                 other => return Err(SqlError::unsupported(format!("the argument {other}"))),
             }
         }
-        let filter = match &f.filter {
-            Some(c) => Some(self.condition(scope, c, "FILTER")?),
-            None => None,
-        };
+        let filter = self.agg_filter(scope, f)?;
         let want = match func {
             AggFunc::CountStar => 0,
             AggFunc::StringAgg => 2,
@@ -173,10 +196,10 @@ impl Binder {
         }
         let t = arg.as_ref().map_or(SqlType::Int8, |(_, t)| *t);
         let ty = result_type(func, &name, t)?;
-        let second = if func == AggFunc::StringAgg {
-            SqlType::Text
-        } else {
-            SqlType::Float8
+        let second = match (func, t) {
+            (AggFunc::StringAgg, SqlType::Bytea) => SqlType::Bytea,
+            (AggFunc::StringAgg, _) => SqlType::Text,
+            _ => SqlType::Float8,
         };
         let arg2 = match it.next() {
             Some((d, dt)) => Some(self.coerce(d, dt, second)?),
@@ -233,6 +256,21 @@ fn call_parts(f: &ast::Function) -> SqlResult<(&[ast::FunctionArg], bool, &[ast:
 }
 
 impl Binder {
+    /// An aggregate's FILTER condition, in which aggregates are 42803.
+    pub(crate) fn agg_filter(
+        &mut self,
+        scope: &Scope,
+        f: &ast::Function,
+    ) -> SqlResult<Option<Expr>> {
+        let Some(c) = &f.filter else {
+            return Ok(None);
+        };
+        let before = self.aggs_refused_in.replace("FILTER");
+        let cond = self.condition(scope, c, "FILTER");
+        self.aggs_refused_in = before;
+        cond.map(Some)
+    }
+
     /// WITHIN GROUP on a plain aggregate: 42809 if the arguments with the WITHIN
     /// GROUP keys would fit it, else 42883 for that call.
     fn not_ordered_set(
@@ -406,6 +444,18 @@ fn sum_type(a: &Agg) -> SqlType {
 
 /// string_agg: the running text, the delimiter before every value but the first.
 fn string_agg(acc: Datum, v: Datum, delim: Datum) -> SqlResult<Datum> {
+    if let Datum::Bytea(v) = v {
+        let mut b = match acc {
+            Datum::Bytea(b) => b,
+            _ => return Ok(Datum::Bytea(v)),
+        };
+        if let Datum::Bytea(d) = delim {
+            b.extend_from_slice(&d);
+        }
+        crate::alloc_request(b.len() + v.len() + 4)?;
+        b.extend_from_slice(&v);
+        return Ok(Datum::Bytea(b));
+    }
     let v = crate::text_of(v)?;
     Ok(Datum::Text(match acc {
         Datum::Null => v,

@@ -348,8 +348,8 @@ impl Binder {
         ctx: &Scope<'_>,
         mut reads: Vec<(String, Vec<usize>)>,
     ) -> SqlResult<Query> {
-        if q.fetch.is_some() || !q.locks.is_empty() {
-            return Err(SqlError::unsupported("FETCH or FOR UPDATE"));
+        if !q.locks.is_empty() {
+            return Err(SqlError::unsupported("FOR UPDATE/SHARE"));
         }
         let (body, columns, order) = match &*q.body {
             ast::SetExpr::Select(s) => {
@@ -366,10 +366,13 @@ impl Binder {
                 (tree, cols, order)
             }
         };
-        let (limit, offset) = match &q.limit_clause {
+        let (mut limit, offset) = match &q.limit_clause {
             Some(lc) => self.limit_offset(lc)?,
             None => (None, None),
         };
+        if let Some(f) = &q.fetch {
+            limit = Some(self.fetch_first(f, limit.is_some())?);
+        }
         Ok(Query {
             body,
             order,

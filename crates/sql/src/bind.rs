@@ -518,6 +518,8 @@ pub struct Binder {
     pub(crate) sub_reads: Vec<(String, Vec<usize>)>,
     /// The CTEs in scope, innermost last ([`crate::cte`]).
     pub(crate) ctes: Vec<crate::cte::CteEntry>,
+    /// The clause being bound in which aggregate calls are 42803 (FILTER).
+    pub(crate) aggs_refused_in: Option<&'static str>,
     pub(crate) next_cte_id: usize,
     /// A recursive CTE's work table was read (its step is recursive).
     pub(crate) work_used: bool,
@@ -1548,6 +1550,25 @@ impl Binder {
             }
         }
         Ok((limit, offset))
+    }
+
+    /// `FETCH FIRST [n] ROW[S] ONLY`: the standard's LIMIT n (1 without n); WITH
+    /// TIES is 0A000; PERCENT and FETCH after LIMIT are 42601 as PostgreSQL's
+    /// grammar has them.
+    pub(crate) fn fetch_first(&mut self, f: &ast::Fetch, has_limit: bool) -> SqlResult<Expr> {
+        if has_limit {
+            return Err(SqlError::syntax("syntax error at or near \"FETCH\""));
+        }
+        if f.percent {
+            return Err(SqlError::syntax("syntax error at or near \"PERCENT\""));
+        }
+        if f.with_ties {
+            return Err(SqlError::unsupported("FETCH ... WITH TIES"));
+        }
+        match &f.quantity {
+            Some(q) => self.count_expr(q),
+            None => Ok(Expr::Const(Datum::Int8(1))),
+        }
     }
 
     fn count_expr(&mut self, e: &ast::Expr) -> SqlResult<Expr> {

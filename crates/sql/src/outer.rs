@@ -40,6 +40,28 @@ pub(crate) struct LiftFrame {
     /// Whether the subquery sits in an aggregate's arguments (restored after it:
     /// its own aggregates are not nested in that one).
     in_agg: bool,
+    /// The clause refusing aggregates around the subquery (restored after it).
+    refused_in: Option<&'static str>,
+}
+
+/// Whether `agg`'s expressions read its own query's columns, and the fewest
+/// levels out any of them reads (usize::MAX: none) — outer rule 2's test.
+pub(crate) fn agg_level(agg: &Agg) -> SqlResult<(bool, usize)> {
+    let (mut local, mut up) = (false, usize::MAX);
+    for e in agg.row_exprs() {
+        let mut e = e.clone();
+        visit_expr_mut(&mut e, 0, &mut |x, nest| {
+            match x {
+                Expr::Outer(_, c) if *c >= AGG_REF => return Err(nested()),
+                Expr::Col(_) if nest == 0 => local = true,
+                Expr::Outer(level, _) if *level == nest => local = true,
+                Expr::Outer(level, _) if *level > nest => up = up.min(*level - nest),
+                _ => {}
+            }
+            Ok(())
+        })?;
+    }
+    Ok((local, up))
 }
 
 impl Binder {
@@ -51,6 +73,7 @@ impl Binder {
             base,
             aggs: Vec::new(),
             in_agg: std::mem::take(&mut self.in_agg),
+            refused_in: self.aggs_refused_in.take(),
         });
     }
 
@@ -61,6 +84,7 @@ impl Binder {
             return Vec::new();
         };
         self.in_agg = f.in_agg;
+        self.aggs_refused_in = f.refused_in;
         f.aggs
     }
 
@@ -68,20 +92,7 @@ impl Binder {
     /// to the enclosing query's aggregate if its arguments read only that query's
     /// columns; None if it is the subquery's own.
     pub(crate) fn lift_agg(&mut self, scope: &Scope<'_>, agg: &Agg) -> SqlResult<Option<Expr>> {
-        let (mut local, mut up) = (false, usize::MAX);
-        for e in agg.row_exprs() {
-            let mut e = e.clone();
-            visit_expr_mut(&mut e, 0, &mut |x, nest| {
-                match x {
-                    Expr::Outer(_, c) if *c >= AGG_REF => return Err(nested()),
-                    Expr::Col(_) if nest == 0 => local = true,
-                    Expr::Outer(level, _) if *level == nest => local = true,
-                    Expr::Outer(level, _) if *level > nest => up = up.min(*level - nest),
-                    _ => {}
-                }
-                Ok(())
-            })?;
-        }
+        let (local, up) = agg_level(agg)?;
         if local || up == usize::MAX {
             return Ok(None);
         }

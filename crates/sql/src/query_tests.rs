@@ -917,3 +917,52 @@ fn ordered_and_ordered_set_aggregates_give_postgres_values() {
         }
     });
 }
+
+#[test]
+fn fetch_first_only_and_bytea_string_agg_as_postgres() {
+    with_session(8 << 20, |s| {
+        let c = q(
+            s,
+            "CREATE TABLE f (id int, v bytea);
+             INSERT INTO f VALUES (1, '\\xff'), (2, NULL), (3, '\\xaa')",
+        );
+        assert!(c.results.iter().all(|r| r.is_ok()), "{:?}", c.results);
+        let cases: &[(&str, &[&str])] = &[
+            (
+                "SELECT string_agg(v, '\\xee' ORDER BY id) FROM f",
+                &["\\xffeeaa"],
+            ),
+            (
+                "SELECT string_agg(v, NULL ORDER BY id DESC) FROM f",
+                &["\\xaaff"],
+            ),
+            (
+                "SELECT id FROM ONLY f ORDER BY id FETCH FIRST 2 ROWS ONLY",
+                &["1", "2"],
+            ),
+            (
+                "SELECT id FROM f ORDER BY id OFFSET 1 ROWS FETCH NEXT ROW ONLY",
+                &["2"],
+            ),
+        ];
+        for (sql, want) in cases {
+            assert_eq!(rows(s, sql), *want, "{sql}");
+        }
+        for (sql, msg) in [
+            (
+                "SELECT max(id) FILTER (WHERE sum(id) > 0) FROM f",
+                "aggregate functions are not allowed in FILTER",
+            ),
+            (
+                "SELECT (SELECT max(f.id) FILTER (WHERE sum(f.id) > 0) FROM f g) FROM f",
+                "aggregate function calls cannot be nested",
+            ),
+            (
+                "SELECT id FROM f LIMIT 1 FETCH FIRST 1 ROW ONLY",
+                "syntax error at or near \"FETCH\"",
+            ),
+        ] {
+            assert_eq!(super::defect_tests::error(s, sql).message, msg, "{sql}");
+        }
+    });
+}
