@@ -17,7 +17,9 @@
 //!    keeps only rows not seen before. The columns are `init`'s (their names from
 //!    the CTE's column list); `step` is cast to their types. A CTE of a WITH
 //!    RECURSIVE list whose `step` does not read it is a plain CTE (rule 2).
-//! 4. A data-modifying statement in WITH is 0A000.
+//! 4. A data-modifying CTE (INSERT, UPDATE, DELETE) is run by the session before
+//!    its statement ([`crate::WithStmt`]); its RETURNING rows are the rows its
+//!    name reads ([`CteEntry::rows`]). One without RETURNING read is 0A000.
 
 use crate::analyze::{Query, Rel, SetTree};
 use crate::bind::{Binder, Columns, Scope};
@@ -32,9 +34,58 @@ pub(crate) struct CteEntry {
     def: CteDef,
 }
 
+impl CteEntry {
+    /// A data-modifying CTE's rows (cte rule 4): its RETURNING columns, renamed by
+    /// the CTE's column list; None without RETURNING.
+    pub(crate) fn rows(
+        name: String,
+        renames: &[String],
+        returned: Option<(Columns, Vec<Vec<crate::Datum>>)>,
+    ) -> SqlResult<CteEntry> {
+        let Some((mut columns, rows)) = returned else {
+            return Ok(CteEntry {
+                name,
+                def: CteDef::NoReturning,
+            });
+        };
+        if renames.len() > columns.len() {
+            return Err(SqlError::new(
+                "42P10",
+                format!(
+                    "WITH query \"{name}\" has {} columns available but {} columns specified",
+                    columns.len(),
+                    renames.len()
+                ),
+            ));
+        }
+        for (c, n) in columns.iter_mut().zip(renames) {
+            c.0 = n.clone();
+        }
+        let types = columns.iter().map(|c| c.1).collect();
+        let rows = rows
+            .into_iter()
+            .map(|r| r.into_iter().map(crate::bind::Expr::Const).collect())
+            .collect();
+        let q = Query {
+            body: SetTree::Values(rows, types),
+            order: Vec::new(),
+            limit: None,
+            offset: None,
+            columns,
+            reads: Vec::new(),
+        };
+        Ok(CteEntry {
+            name,
+            def: CteDef::Query(Rc::new(q)),
+        })
+    }
+}
+
 #[derive(Clone, Debug)]
 enum CteDef {
     Query(Rc<Query>),
+    /// A data-modifying CTE without RETURNING (cte rule 4).
+    NoReturning,
     /// A recursive CTE's own name while its recursive term is analyzed.
     Work {
         id: usize,
@@ -77,18 +128,31 @@ impl Binder {
                     format!("WITH query name \"{name}\" specified more than once"),
                 ));
             }
-            let def = match self.recursive_cte(w.recursive, cte, ctx, reads)? {
-                Some(r) => CteDef::Recursive(Rc::new(r)),
-                None => {
-                    let mut q = self.query_in_ctx(&cte.query, ctx)?;
-                    crate::analyze::rename_columns(&mut q.columns, &cte.alias)?;
-                    reads.extend(q.reads.iter().cloned());
-                    CteDef::Query(Rc::new(q))
-                }
-            };
-            self.ctes.push(CteEntry { name, def });
+            self.push_cte(w.recursive, cte, ctx, reads)?;
         }
         Ok(w.cte_tables.len())
+    }
+
+    /// Makes one CTE visible to what is bound after it (cte rules 1-3).
+    pub(crate) fn push_cte(
+        &mut self,
+        recursive: bool,
+        cte: &ast::Cte,
+        ctx: &Scope<'_>,
+        reads: &mut Vec<(String, Vec<usize>)>,
+    ) -> SqlResult<()> {
+        let name = ident_name(&cte.alias.name);
+        let def = match self.recursive_cte(recursive, cte, ctx, reads)? {
+            Some(r) => CteDef::Recursive(Rc::new(r)),
+            None => {
+                let mut q = self.query_in_ctx(&cte.query, ctx)?;
+                crate::analyze::rename_columns(&mut q.columns, &cte.alias)?;
+                reads.extend(q.reads.iter().cloned());
+                CteDef::Query(Rc::new(q))
+            }
+        };
+        self.ctes.push(CteEntry { name, def });
+        Ok(())
     }
 
     /// A recursive CTE, if `cte` is one: WITH RECURSIVE, a UNION whose right side
@@ -177,6 +241,12 @@ impl Binder {
     pub(crate) fn cte_rel(&mut self, name: &str) -> Option<SqlResult<(Rel, Columns)>> {
         let e = self.ctes.iter().rev().find(|e| e.name == name)?.clone();
         Some(Ok(match e.def {
+            CteDef::NoReturning => {
+                return Some(Err(SqlError::new(
+                    "0A000",
+                    format!("WITH query \"{name}\" does not have a RETURNING clause"),
+                )))
+            }
             CteDef::Query(q) => {
                 let cols = q.columns.clone();
                 (Rel::Subquery(Box::new((*q).clone())), cols)

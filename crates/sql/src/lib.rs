@@ -849,6 +849,32 @@ pub enum Stmt {
     Ddl(Ddl),
     /// SET, SHOW, CHECKPOINT, VACUUM, ALTER ROLE.
     Utility(Utility),
+    /// A statement whose WITH has data-modifying CTEs, or CTEs a data-modifying
+    /// statement reads where its own clauses cannot take them (sql rule 8).
+    With(Box<WithStmt>),
+}
+
+/// A statement with its WITH list run by the session ([`Stmt::With`]).
+#[derive(Clone, Debug)]
+pub struct WithStmt {
+    pub recursive: bool,
+    pub ctes: Vec<WithItem>,
+    /// The statement, without the WITH.
+    pub main: Stmt,
+}
+
+/// One CTE of a [`WithStmt`], in the order written.
+#[derive(Clone, Debug)]
+pub enum WithItem {
+    /// A query: read as a subquery at each reference (cte rule 2).
+    Query(Box<ast::Cte>),
+    /// `name [(columns)] AS (INSERT | UPDATE | DELETE ... [RETURNING ...])`: run
+    /// once, before the statement; its RETURNING rows are what the name reads.
+    Modify {
+        name: String,
+        columns: Vec<String>,
+        stmt: Box<Stmt>,
+    },
 }
 
 /// INSERT's ON CONFLICT: its arbiter (the columns of a unique index, or a
@@ -1099,6 +1125,14 @@ impl Stmt {
             Stmt::Ddl(d) => Some(d.verb()),
             Stmt::Access(a) if a.writes() => Some(a.verb()),
             Stmt::Utility(Utility::Analyze { .. }) => Some("ANALYZE"),
+            Stmt::With(w) => w
+                .ctes
+                .iter()
+                .find_map(|c| match c {
+                    WithItem::Modify { stmt, .. } => stmt.write_verb(),
+                    WithItem::Query(_) => None,
+                })
+                .or_else(|| w.main.write_verb()),
             _ => None,
         }
     }
@@ -1122,6 +1156,7 @@ impl Stmt {
             Stmt::Ddl(d) => d.verb(),
             Stmt::Utility(u) => u.verb(),
             Stmt::Access(a) => a.verb(),
+            Stmt::With(w) => w.main.verb(),
         }
     }
 }
@@ -2274,6 +2309,99 @@ fn with_dml(q: ast::Query) -> SqlResult<Stmt> {
     })
 }
 
+/// Whether a query's WITH has a data-modifying CTE.
+fn modifies_in_with(q: &ast::Query) -> bool {
+    q.with
+        .as_ref()
+        .is_some_and(|w| w.cte_tables.iter().any(|c| dml_body(&c.query)))
+}
+
+/// A query with a WITH the session runs item by item ([`Stmt::With`]).
+fn with_stmt(mut q: ast::Query) -> SqlResult<Stmt> {
+    let mut refs: std::collections::HashMap<String, usize> = Default::default();
+    let _ = ast::visit_relations(&q, |r| {
+        if let Ok(n) = object_name(r) {
+            *refs.entry(n).or_default() += 1;
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    let with = q.with.take().expect("a WITH");
+    let mut ctes = Vec::with_capacity(with.cte_tables.len());
+    for c in with.cte_tables {
+        if !dml_body(&c.query) {
+            ctes.push(WithItem::Query(Box::new(c)));
+            continue;
+        }
+        if c.materialized.is_some() || c.from.is_some() {
+            return Err(SqlError::unsupported(format!("the CTE {c}")));
+        }
+        let stmt = match c.query.with.is_some() {
+            true => with_dml(*c.query)?,
+            false => dml_statement(*c.query.body)?,
+        };
+        ctes.push(WithItem::Modify {
+            name: ident_name(&c.alias.name),
+            columns: c
+                .alias
+                .columns
+                .iter()
+                .map(|col| ident_name(&col.name))
+                .collect(),
+            stmt: Box::new(stmt),
+        });
+    }
+    let main = match dml_body(&q) {
+        true => dml_statement(*q.body)?,
+        false => Stmt::Select(Box::new(q)),
+    };
+    let w = WithStmt {
+        recursive: with.recursive,
+        ctes,
+        main,
+    };
+    with_conflict(&w, &refs)?;
+    Ok(Stmt::With(Box::new(w)))
+}
+
+/// With rule 4 (`session/with_stmt.rs`): 0A000 when a table a data-modifying CTE
+/// changes is named anywhere else in the statement (`refs`: how often each table
+/// is named), but as an INSERT's target.
+fn with_conflict(w: &WithStmt, refs: &std::collections::HashMap<String, usize>) -> SqlResult<()> {
+    let target = |s: &Stmt| match s {
+        Stmt::Insert { table, .. } => Some((table.clone(), true)),
+        Stmt::Update { table, .. } | Stmt::Delete { table, .. } => Some((table.clone(), false)),
+        _ => None,
+    };
+    let mut changed = Vec::new();
+    let mut taken: std::collections::HashMap<String, usize> = Default::default();
+    for item in &w.ctes {
+        if let WithItem::Modify { stmt, .. } = item {
+            let (t, _) = target(stmt).ok_or_else(|| SqlError::unsupported("this WITH query"))?;
+            *taken.entry(t.clone()).or_default() += 1;
+            changed.push(t);
+        }
+    }
+    if let Some((t, true)) = target(&w.main) {
+        *taken.entry(t).or_default() += 1;
+    }
+    for t in changed {
+        if refs.get(&t).copied().unwrap_or(0) > taken.get(&t).copied().unwrap_or(0) {
+            return Err(SqlError::unsupported(format!(
+                "a statement that reads or changes table \"{t}\" besides a data-modifying WITH query that changes it (PostgreSQL runs both on one snapshot; Strata would run them in turn)"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The INSERT, UPDATE or DELETE of a query body.
+fn dml_statement(body: ast::SetExpr) -> SqlResult<Stmt> {
+    match body {
+        ast::SetExpr::Insert(s) | ast::SetExpr::Update(s) | ast::SetExpr::Delete(s) => convert(s),
+        other => Err(SqlError::unsupported(format!("the statement {other}"))),
+    }
+}
+
 /// An outer WITH put in front of a query's own: the query's CTEs hide the outer
 /// ones of the same name.
 fn merge_with(outer: ast::With, inner: Option<ast::With>) -> ast::With {
@@ -2541,7 +2669,12 @@ fn convert_drop(
 fn convert(st: ast::Statement) -> SqlResult<Stmt> {
     use ast::Statement as S;
     match st {
-        S::Query(q) if dml_body(&q) => with_dml(*q),
+        S::Query(q) if modifies_in_with(&q) => with_stmt(*q),
+        S::Query(q) if dml_body(&q) => with_dml((*q).clone()).or_else(|e| match e.code {
+            // CTEs the statement's clauses cannot take: the session binds them first.
+            "0A000" if e.message.starts_with("WITH before") => with_stmt(*q),
+            _ => Err(e),
+        }),
         S::Query(q) => Ok(Stmt::Select(q)),
         S::Explain {
             describe_alias: ast::DescribeAlias::Explain,

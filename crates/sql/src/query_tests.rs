@@ -966,3 +966,94 @@ fn fetch_first_only_and_bytea_string_agg_as_postgres() {
         }
     });
 }
+
+/// Data-modifying CTEs (cte rule 4, with rules 1-5): each statement's answer is
+/// PostgreSQL 15's over the same rows.
+#[test]
+fn data_modifying_ctes_run_once_in_one_transaction() {
+    with_session(8 << 20, |s| {
+        let ok = |s: &mut Session<'_>, sql: &str| {
+            let c = q(s, sql);
+            assert!(
+                c.results.iter().all(|r| r.is_ok()),
+                "{sql}: {:?}",
+                c.results
+            );
+        };
+        ok(
+            s,
+            "CREATE TABLE y (a int); CREATE TABLE z (a int, b int);
+               INSERT INTO y SELECT generate_series(1, 10)",
+        );
+        // Rows moved: the DELETE's RETURNING feeds the INSERT.
+        let moved = "WITH t AS (DELETE FROM y WHERE a <= 3 RETURNING *)
+                     INSERT INTO z SELECT a, a * 10 FROM t RETURNING a, b";
+        assert_eq!(rows(s, moved), ["1|10", "2|20", "3|30"]);
+        assert_eq!(rows(s, "SELECT count(*), min(a) FROM y"), ["7|4"]);
+        // Run to completion though the query reads one row of it.
+        let limited = "WITH t AS (UPDATE y SET a = a * 100 RETURNING *) SELECT * FROM t LIMIT 1";
+        assert_eq!(rows(s, limited).len(), 1);
+        assert_eq!(rows(s, "SELECT min(a) FROM y"), ["400"]);
+        // Run though nothing reads it; its columns renamed by the CTE's list.
+        assert_eq!(
+            rows(s, "WITH t AS (INSERT INTO y VALUES (0)) VALUES (false)"),
+            ["f"]
+        );
+        let renamed =
+            "WITH t(x) AS (INSERT INTO y VALUES (6) RETURNING a, a + 1 AS b) SELECT x, b FROM t";
+        assert_eq!(rows(s, renamed), ["6|7"]);
+        assert_eq!(rows(s, "SELECT count(*) FROM y"), ["9"]);
+        // A failure anywhere undoes every part (an implicit block).
+        assert_eq!(
+            codes(
+                s,
+                "WITH t AS (DELETE FROM y RETURNING *) SELECT a / 0 FROM t"
+            ),
+            ["22012"]
+        );
+        assert_eq!(rows(s, "SELECT count(*) FROM y"), ["9"]);
+        // In a block, the block's: its rollback undoes them.
+        ok(
+            s,
+            "BEGIN; WITH t AS (DELETE FROM z RETURNING *) SELECT count(*) FROM t; ROLLBACK",
+        );
+        assert_eq!(rows(s, "SELECT count(*) FROM z"), ["3"]);
+        for (sql, code) in [
+            // Read without RETURNING.
+            (
+                "WITH t AS (INSERT INTO y VALUES (0)) SELECT * FROM t",
+                "0A000",
+            ),
+            // PostgreSQL would read y as before the insert (with rule 4).
+            (
+                "WITH t AS (INSERT INTO y VALUES (5) RETURNING a) SELECT * FROM y",
+                "0A000",
+            ),
+            (
+                "WITH t AS (DELETE FROM y RETURNING a) UPDATE y SET a = 1",
+                "0A000",
+            ),
+            (
+                "WITH t(a, b) AS (DELETE FROM z RETURNING a) SELECT * FROM t",
+                "42P10",
+            ),
+        ] {
+            assert_eq!(codes(s, sql), [code], "{sql}");
+        }
+        assert_eq!(rows(s, "SELECT count(*) FROM y"), ["9"]);
+        assert_eq!(rows(s, "SELECT count(*) FROM z"), ["3"]);
+        // Refused in a read-only transaction (25006), described without running.
+        let ro = "BEGIN READ ONLY; WITH t AS (DELETE FROM z RETURNING a) SELECT * FROM t";
+        assert_eq!(codes(s, ro), ["", "25006"]);
+        ok(s, "ROLLBACK");
+        let stmt = crate::parse(
+            "WITH t AS (DELETE FROM z WHERE a = $1 RETURNING b) SELECT b + 1 AS c FROM t",
+        )
+        .unwrap()
+        .remove(0);
+        let d = s.describe(&stmt).unwrap();
+        assert_eq!(d.params, [crate::SqlType::Int4]);
+        assert_eq!(d.columns, [("c".to_string(), crate::SqlType::Int4)]);
+        assert_eq!(rows(s, "SELECT count(*) FROM z"), ["3"]);
+    });
+}

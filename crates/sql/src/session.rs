@@ -88,6 +88,8 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+mod with_stmt;
 use strata_engine::{Access, Engine, IndexRange, Txn};
 use strata_types::{ForkNumber, Lsn};
 
@@ -1785,6 +1787,7 @@ impl<'e> Session<'e> {
             Stmt::Utility(u) => Bound::Utility(u),
             Stmt::Access(a) => Bound::Access(a),
             Stmt::Select(q) => Bound::Select(Box::new(b.query(q, &scope_of)?)),
+            Stmt::With(w) => return self.bind_with(w, b),
             Stmt::Explain(q, v) => Bound::Explain(Box::new(b.query(q, &scope_of)?), *v),
             Stmt::Delete {
                 table,
@@ -2279,6 +2282,9 @@ impl<'e> Session<'e> {
         }
         if let Some(verb) = stmt.write_verb().filter(|_| self.read_only_now()) {
             return Err(read_only_refusal(verb)); // session rule 10
+        }
+        if let Stmt::With(w) = stmt {
+            return self.run_with(w, params, notices, sink);
         }
         let rewritten = crate::updatable::dml_on_view(self, stmt)?;
         let stmt = rewritten.as_ref().unwrap_or(stmt);
