@@ -141,6 +141,16 @@ impl Binder {
         ctx: &Scope<'_>,
         reads: &mut Vec<(String, Vec<usize>)>,
     ) -> SqlResult<()> {
+        if matches!(
+            *cte.query.body,
+            ast::SetExpr::Insert(_) | ast::SetExpr::Update(_) | ast::SetExpr::Delete(_)
+        ) {
+            // The statement's own WITH runs them (cte rule 4); any other cannot.
+            return Err(SqlError::new(
+                "0A000",
+                "WITH clause containing a data-modifying statement must be at the top level",
+            ));
+        }
         let name = ident_name(&cte.alias.name);
         let def = match self.recursive_cte(recursive, cte, ctx, reads)? {
             Some(r) => CteDef::Recursive(Rc::new(r)),

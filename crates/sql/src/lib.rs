@@ -2335,6 +2335,13 @@ fn with_stmt(mut q: ast::Query) -> SqlResult<Stmt> {
         if c.materialized.is_some() || c.from.is_some() {
             return Err(SqlError::unsupported(format!("the CTE {c}")));
         }
+        let name = ident_name(&c.alias.name);
+        if with.recursive && names_relation(&c.query, &name) {
+            return Err(SqlError::new(
+                "42P19",
+                format!("recursive query \"{name}\" must not contain data-modifying statements"),
+            ));
+        }
         let stmt = match c.query.with.is_some() {
             true => with_dml(*c.query)?,
             false => dml_statement(*c.query.body)?,
@@ -2392,6 +2399,15 @@ fn with_conflict(w: &WithStmt, refs: &std::collections::HashMap<String, usize>) 
         }
     }
     Ok(())
+}
+
+/// Whether `q` names the relation `name` anywhere.
+fn names_relation(q: &ast::Query, name: &str) -> bool {
+    ast::visit_relations(q, |r| match object_name(r) {
+        Ok(n) if n == name => std::ops::ControlFlow::Break(()),
+        _ => std::ops::ControlFlow::Continue(()),
+    })
+    .is_break()
 }
 
 /// The INSERT, UPDATE or DELETE of a query body.
