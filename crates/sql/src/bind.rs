@@ -521,8 +521,6 @@ pub struct Binder {
     /// The clause being bound in which aggregate calls are 42803 (FILTER).
     pub(crate) aggs_refused_in: Option<&'static str>,
     pub(crate) next_cte_id: usize,
-    /// A recursive CTE's work table was read (its step is recursive).
-    pub(crate) work_used: bool,
     /// How many subqueries in expressions enclose what is being bound.
     pub(crate) sub_depth: usize,
     /// The window functions of the select list being bound (None where they are

@@ -6,25 +6,37 @@
 //!
 //! Rules (cited as "cte rule N"):
 //! 1. A CTE's name hides a table of that name within its query, the innermost WITH
-//!    first; each CTE sees the ones before it in its WITH.
+//!    first; each CTE sees the ones before it in its WITH (in a WITH RECURSIVE,
+//!    every one: rule 3).
 //! 2. A non-recursive CTE is read as a subquery at each reference (PostgreSQL 15
 //!    inlines a CTE referenced once and not MATERIALIZED; a MATERIALIZED one is run
 //!    once there, which gives the same rows for the queries Strata runs, which have
 //!    no volatile functions with side effects).
-//! 3. WITH RECURSIVE `t` AS (`init` UNION [ALL] `step`), where `step` reads `t`:
+//! 3. WITH RECURSIVE `t` AS (`init` UNION [ALL] `step`), where `t`'s query
+//!    references `t` (which CTEs are recursive, the order a WITH RECURSIVE list is
+//!    analyzed in, and the checks of a recursive CTE's form and of where the
+//!    reference may appear are [`crate::recursion`]'s, before analysis):
 //!    `init`'s rows are the first working table; each round runs `step` over the
 //!    last round's new rows (the work table), until a round gives none. UNION
 //!    keeps only rows not seen before. The columns are `init`'s (their names from
-//!    the CTE's column list); `step` is cast to their types. A CTE of a WITH
-//!    RECURSIVE list whose `step` does not read it is a plain CTE (rule 2).
+//!    the CTE's column list); a column whose UNION type is not its `init` type is
+//!    42804 (at `init`'s expression for it); else `step` is cast to their types
+//!    (an untyped NULL or literal of `step` too). A WITH on `t`'s own
+//!    query is visible to both terms. A CTE of a WITH RECURSIVE list that does not
+//!    reference itself is a plain CTE (rule 2), and may read any CTE of the list.
+//!    After analysis, a `step` that is a SELECT with an aggregate is 42P19, at the
+//!    first aggregate call of its list or HAVING.
 //! 4. A data-modifying CTE (INSERT, UPDATE, DELETE) is run by the session before
 //!    its statement ([`crate::WithStmt`]); its RETURNING rows are the rows its
-//!    name reads ([`CteEntry::rows`]). One without RETURNING read is 0A000.
+//!    name reads ([`CteEntry::rows`]). One without RETURNING read is 0A000; one in
+//!    a WITH that is not the statement's own is 0A000, as in PostgreSQL.
 
 use crate::analyze::{Query, Rel, SetTree};
 use crate::bind::{Binder, Columns, Scope};
-use crate::{ident_name, SqlError, SqlResult};
-use sqlparser::ast;
+use crate::{ident_name, SqlError, SqlResult, SqlType};
+use sqlparser::ast::{self, Spanned, Visit, Visitor};
+use sqlparser::tokenizer::Span;
+use std::ops::ControlFlow;
 use std::rc::Rc;
 
 /// A CTE in scope.
@@ -110,7 +122,8 @@ pub struct Recursive {
 
 impl Binder {
     /// Makes a WITH clause's CTEs visible (cte rule 1); how many were pushed (the
-    /// caller pops them when its query is done). Their reads go to `reads`.
+    /// caller pops them when its query is done). Their reads go to `reads`. A WITH
+    /// RECURSIVE list is analyzed in the order its references give (cte rule 3).
     pub(crate) fn with_clause(
         &mut self,
         w: &ast::With,
@@ -126,18 +139,47 @@ impl Binder {
                 return Err(SqlError::new(
                     "42712",
                     format!("WITH query name \"{name}\" specified more than once"),
-                ));
+                )
+                .at(cte.alias.name.span));
             }
-            self.push_cte(w.recursive, cte, ctx, reads)?;
+        }
+        let order = match w.recursive {
+            true => crate::recursion::order(w)?,
+            false => (0..w.cte_tables.len()).map(|i| (i, false)).collect(),
+        };
+        for (i, recursive) in order {
+            self.push_one(&w.cte_tables[i], recursive, ctx, reads)?;
         }
         Ok(w.cte_tables.len())
     }
 
-    /// Makes one CTE visible to what is bound after it (cte rules 1-3).
+    /// Makes one CTE of a WITH (RECURSIVE if `recursive_list`) visible to what is
+    /// bound after it, on its own (a statement's WITH bound item by item).
     pub(crate) fn push_cte(
         &mut self,
-        recursive: bool,
+        recursive_list: bool,
         cte: &ast::Cte,
+        ctx: &Scope<'_>,
+        reads: &mut Vec<(String, Vec<usize>)>,
+    ) -> SqlResult<()> {
+        let recursive = recursive_list && {
+            let w = ast::With {
+                with_token: ast::helpers::attached_token::AttachedToken::empty(),
+                recursive: true,
+                cte_tables: vec![cte.clone()],
+            };
+            crate::recursion::order(&w)?
+                .first()
+                .is_some_and(|(_, r)| *r)
+        };
+        self.push_one(cte, recursive, ctx, reads)
+    }
+
+    /// Makes one CTE visible (cte rules 1-4); `recursive`: it references itself.
+    fn push_one(
+        &mut self,
+        cte: &ast::Cte,
+        recursive: bool,
         ctx: &Scope<'_>,
         reads: &mut Vec<(String, Vec<usize>)>,
     ) -> SqlResult<()> {
@@ -151,61 +193,63 @@ impl Binder {
                 "WITH clause containing a data-modifying statement must be at the top level",
             ));
         }
-        let name = ident_name(&cte.alias.name);
-        let def = match self.recursive_cte(recursive, cte, ctx, reads)? {
-            Some(r) => CteDef::Recursive(Rc::new(r)),
-            None => {
+        let def = match recursive {
+            true => CteDef::Recursive(Rc::new(self.recursive_cte(cte, ctx, reads)?)),
+            false => {
                 let mut q = self.query_in_ctx(&cte.query, ctx)?;
                 crate::analyze::rename_columns(&mut q.columns, &cte.alias)?;
                 reads.extend(q.reads.iter().cloned());
                 CteDef::Query(Rc::new(q))
             }
         };
+        let name = ident_name(&cte.alias.name);
         self.ctes.push(CteEntry { name, def });
         Ok(())
     }
 
-    /// A recursive CTE, if `cte` is one: WITH RECURSIVE, a UNION whose right side
-    /// reads the CTE's own name (cte rule 3).
+    /// A recursive CTE (cte rule 3), its form checked already (recursion rules
+    /// 3-4): its query's own WITH is visible to both terms.
     fn recursive_cte(
         &mut self,
-        recursive: bool,
         cte: &ast::Cte,
         ctx: &Scope<'_>,
         reads: &mut Vec<(String, Vec<usize>)>,
-    ) -> SqlResult<Option<Recursive>> {
+    ) -> SqlResult<Recursive> {
+        let keep = self.ctes.len();
+        let layers = crate::recursion::layers(&cte.query);
+        let r = match layers.iter().find_map(|q| q.with.as_ref()) {
+            Some(w) => self
+                .with_clause(w, ctx, reads)
+                .and_then(|_| self.recursive_terms(cte, ctx, reads)),
+            None => self.recursive_terms(cte, ctx, reads),
+        };
+        self.ctes.truncate(keep);
+        r
+    }
+
+    /// A recursive CTE's `init` and `step` (cte rule 3).
+    fn recursive_terms(
+        &mut self,
+        cte: &ast::Cte,
+        ctx: &Scope<'_>,
+        reads: &mut Vec<(String, Vec<usize>)>,
+    ) -> SqlResult<Recursive> {
+        let layers = crate::recursion::layers(&cte.query);
         let ast::SetExpr::SetOperation {
             left,
-            op: ast::SetOperator::Union,
             set_quantifier,
             right,
-        } = &*cte.query.body
+            ..
+        } = &*layers[layers.len() - 1].body
         else {
-            return Ok(None);
+            unreachable!("a UNION (recursion rule 3)");
         };
-        if !recursive {
-            return Ok(None);
-        }
-        for (present, what) in [
-            (cte.query.order_by.is_some(), "ORDER BY"),
-            (cte.query.limit_clause.is_some(), "LIMIT/OFFSET"),
-            (!cte.query.locks.is_empty(), "FOR UPDATE/SHARE"),
-        ] {
-            if present {
-                return Err(SqlError::new(
-                    "0A000",
-                    format!("{what} in a recursive query is not implemented"),
-                ));
-            }
-        }
-        let name = ident_name(&cte.alias.name);
         let (init, mut cols) = self.set_tree_in(left, ctx, reads)?;
         crate::analyze::rename_columns(&mut cols, &cte.alias)?;
         let id = self.next_cte_id;
         self.next_cte_id += 1;
-        let used_before = std::mem::replace(&mut self.work_used, false);
         self.ctes.push(CteEntry {
-            name,
+            name: ident_name(&cte.alias.name),
             def: CteDef::Work {
                 id,
                 cols: cols.clone(),
@@ -214,17 +258,14 @@ impl Binder {
         });
         let step = self.set_tree_in(right, ctx, reads);
         self.ctes.pop();
-        let used = std::mem::replace(&mut self.work_used, used_before);
         let (step, step_cols) = step?;
-        if used {
-            well_formed(&step, &ident_name(&cte.alias.name))?;
-        }
+        well_formed(&step, right)?;
         if step_cols.len() != cols.len() {
             return Err(SqlError::syntax(
                 "each UNION query must have the same number of columns",
             ));
         }
-        let all = matches!(set_quantifier, ast::SetQuantifier::All);
+        column_types(cte, left, &cols, &step_cols)?;
         let query = |body: SetTree, columns: &Columns| Query {
             body,
             order: Vec::new(),
@@ -233,18 +274,13 @@ impl Binder {
             columns: columns.clone(),
             reads: Vec::new(),
         };
-        if !used {
-            // Not recursive after all: a plain CTE in a WITH RECURSIVE list, as in
-            // PostgreSQL (analyzed again as one).
-            return Ok(None);
-        }
-        Ok(Some(Recursive {
+        Ok(Recursive {
             id,
             init: query(init, &cols),
             step: query(step, &step_cols),
-            all,
+            all: matches!(set_quantifier, ast::SetQuantifier::All),
             columns: cols,
-        }))
+        })
     }
 
     /// The rel and columns of a FROM name that is a CTE in scope (cte rule 1).
@@ -267,11 +303,10 @@ impl Binder {
                 sub_depth,
             } => {
                 if self.sub_depth > sub_depth {
-                    return Some(Err(recursion_error(&format!(
+                    return Some(Err(recursion_error(format!(
                         "recursive reference to query \"{name}\" must not appear within a subquery"
                     ))));
                 }
-                self.work_used = true;
                 (
                     Rel::WorkTable {
                         id,
@@ -288,42 +323,126 @@ impl Binder {
     }
 }
 
-fn recursion_error(msg: &str) -> SqlError {
-    SqlError::new("42P19", msg.to_string())
+fn recursion_error(msg: impl Into<String>) -> SqlError {
+    SqlError::new("42P19", msg)
 }
 
-/// PostgreSQL's checks of a recursive term (42P19): no aggregate, and the work
-/// table not on the nullable side of an outer join.
-fn well_formed(step: &SetTree, name: &str) -> SqlResult<()> {
+/// Each column's UNION type must be its `init` type (42804 at `init`'s
+/// expression for it: cte rule 3).
+fn column_types(
+    cte: &ast::Cte,
+    init: &ast::SetExpr,
+    cols: &Columns,
+    step_cols: &Columns,
+) -> SqlResult<()> {
+    for (i, ((_, it), (_, st))) in cols.iter().zip(step_cols).enumerate() {
+        // A step column whose type does not match (an untyped NULL or literal
+        // Strata has typed as text) is cast to the init type, as before.
+        let Ok(overall) = crate::conditional::common_type(&[*it, *st], "UNION") else {
+            continue;
+        };
+        if *it == SqlType::Unknown || overall == SqlType::Unknown || overall == *it {
+            continue;
+        }
+        let e = SqlError::new(
+            "42804",
+            format!(
+                "recursive query \"{}\" column {} has type {} in non-recursive term but type {} overall",
+                ident_name(&cte.alias.name),
+                i + 1,
+                it.name(),
+                overall.name()
+            ),
+        )
+        .with_hint("Cast the output of the non-recursive term to the correct type.");
+        return Err(match first_leaf_target(init, i) {
+            Some(span) => e.at(span),
+            None => e,
+        });
+    }
+    Ok(())
+}
+
+/// The span of column `i`'s expression in the leftmost SELECT of a set tree
+/// (None for VALUES, as PostgreSQL gives no position there).
+fn first_leaf_target(s: &ast::SetExpr, i: usize) -> Option<Span> {
+    match s {
+        ast::SetExpr::Select(sel) => match sel.projection.get(i)? {
+            ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => {
+                Some(e.span())
+            }
+            _ => None,
+        },
+        ast::SetExpr::Query(q) => first_leaf_target(&q.body, i),
+        ast::SetExpr::SetOperation { left, .. } => first_leaf_target(left, i),
+        _ => None,
+    }
+}
+
+/// PostgreSQL's check of a recursive term after analysis: no aggregate (42P19,
+/// at the first aggregate call of its text; the reference's place is checked
+/// before analysis: recursion rule 3).
+fn well_formed(step: &SetTree, text: &ast::SetExpr) -> SqlResult<()> {
     let SetTree::Select(s) = step else {
         return Ok(());
     };
     if s.grouping.as_ref().is_some_and(|g| !g.aggs.is_empty()) {
-        return Err(recursion_error(
+        let e = recursion_error(
             "aggregate functions are not allowed in a recursive query's recursive term",
-        ));
-    }
-    let mut stack = vec![(&s.from, false)];
-    while let Some((rel, nullable)) = stack.pop() {
-        match rel {
-            Rel::WorkTable { .. } if nullable => {
-                return Err(recursion_error(&format!(
-                    "recursive reference to query \"{name}\" must not appear within an outer join"
-                )))
-            }
-            Rel::Join(j) => {
-                use crate::analyze::JoinKind as K;
-                let (l, r) = match j.kind {
-                    K::Inner => (false, false),
-                    K::Left | K::Semi | K::Anti => (false, true),
-                    K::Right => (true, false),
-                    K::Full => (true, true),
-                };
-                stack.push((&j.left, nullable || l));
-                stack.push((&j.right, nullable || r));
-            }
-            _ => {}
-        }
+        );
+        return Err(match first_aggregate(text) {
+            Some(span) => e.at(span),
+            None => e,
+        });
     }
     Ok(())
+}
+
+/// The span of the first aggregate call in a SELECT's list or HAVING, outside
+/// subqueries.
+fn first_aggregate(text: &ast::SetExpr) -> Option<Span> {
+    let ast::SetExpr::Select(s) = text else {
+        return None;
+    };
+    let mut finder = AggFinder::default();
+    let _ = s.projection.visit(&mut finder);
+    let _ = s.having.visit(&mut finder);
+    finder.found
+}
+
+/// A visitor finding the first aggregate call outside subqueries.
+#[derive(Default)]
+struct AggFinder {
+    depth: usize,
+    found: Option<Span>,
+}
+
+impl Visitor for AggFinder {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, _q: &ast::Query) -> ControlFlow<()> {
+        self.depth += 1;
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_query(&mut self, _q: &ast::Query) -> ControlFlow<()> {
+        self.depth -= 1;
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_expr(&mut self, e: &ast::Expr) -> ControlFlow<()> {
+        let ast::Expr::Function(f) = e else {
+            return ControlFlow::Continue(());
+        };
+        let star = matches!(&f.args, ast::FunctionArguments::List(l)
+            if l.args.iter().any(|a| matches!(a, ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard))));
+        let name = crate::object_name(&f.name).unwrap_or_default();
+        let is_agg =
+            crate::aggregate::agg_func(&name, star).is_some() || !f.within_group.is_empty();
+        if self.depth == 0 && f.over.is_none() && is_agg && self.found.is_none() {
+            self.found = Some(e.span());
+            return ControlFlow::Break(());
+        }
+        ControlFlow::Continue(())
+    }
 }

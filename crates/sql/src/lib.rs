@@ -109,6 +109,7 @@ pub mod privileges;
 #[cfg(test)]
 mod query_tests;
 mod random;
+mod recursion;
 pub mod rewrite;
 pub mod roles;
 mod semijoin;
@@ -2340,7 +2341,8 @@ fn with_stmt(mut q: ast::Query) -> SqlResult<Stmt> {
             return Err(SqlError::new(
                 "42P19",
                 format!("recursive query \"{name}\" must not contain data-modifying statements"),
-            ));
+            )
+            .at(c.alias.name.span));
         }
         let stmt = match c.query.with.is_some() {
             true => with_dml(*c.query)?,

@@ -1057,3 +1057,90 @@ fn data_modifying_ctes_run_once_in_one_transaction() {
         assert_eq!(rows(s, "SELECT count(*) FROM z"), ["3"]);
     });
 }
+
+/// WITH RECURSIVE's checks (recursion rules 1–4): PostgreSQL 15's SQLSTATE,
+/// message and position for each misformed recursive CTE, and the rows of the
+/// well-formed ones its checks let through.
+#[test]
+fn with_recursive_checks_are_postgresqls() {
+    with_session(8 << 20, |s| {
+        let c = q(
+            s,
+            "CREATE TABLE y (a int); INSERT INTO y SELECT generate_series(1, 10);
+             CREATE TABLE graph (f int, t int, label text)",
+        );
+        assert!(c.results.iter().all(|r| r.is_ok()), "{:?}", c.results);
+        let form = "recursive query \"x\" does not have the form non-recursive-term UNION [ALL] recursive-term";
+        let within =
+            |w: &str| format!("recursive reference to query \"x\" must not appear within {w}");
+        let (init, sub, outer) = (
+            within("its non-recursive term"),
+            within("a subquery"),
+            within("an outer join"),
+        );
+        let cases: Vec<(&str, &str, String, Option<u32>)> = vec![
+            ("WITH RECURSIVE x(n) AS (SELECT 1 INTERSECT SELECT n+1 FROM x) SELECT * FROM x", "42P19", form.into(), Some(16)),
+            ("WITH RECURSIVE x(n) AS (SELECT 1 INTERSECT ALL SELECT n+1 FROM x) SELECT * FROM x", "42P19", form.into(), Some(16)),
+            ("WITH RECURSIVE x(n) AS (SELECT 1 EXCEPT SELECT n+1 FROM x) SELECT * FROM x", "42P19", form.into(), Some(16)),
+            ("WITH RECURSIVE x(n) AS (SELECT 1 EXCEPT ALL SELECT n+1 FROM x) SELECT * FROM x", "42P19", form.into(), Some(16)),
+            ("WITH RECURSIVE x(n) AS (SELECT n FROM x) SELECT * FROM x", "42P19", form.into(), Some(16)),
+            ("WITH RECURSIVE x(n) AS (SELECT n FROM x UNION ALL SELECT 1) SELECT * FROM x", "42P19", init.clone(), Some(39)),
+            ("WITH RECURSIVE x(n) AS ( WITH x1 AS (SELECT 1 FROM x) SELECT 0 UNION SELECT * FROM x1) SELECT * FROM x", "42P19", sub.clone(), Some(52)),
+            ("WITH RECURSIVE x(n) AS ( (WITH x1 AS (SELECT 1 FROM x) SELECT * FROM x1) UNION SELECT 0) SELECT * FROM x", "42P19", init.clone(), Some(53)),
+            ("WITH RECURSIVE x(n) AS ( SELECT 0 UNION SELECT 1 ORDER BY (SELECT n FROM x)) SELECT * FROM x", "0A000", "ORDER BY in a recursive query is not implemented".into(), Some(59)),
+            ("WITH RECURSIVE x(n) AS ( SELECT 0 UNION SELECT 1 LIMIT (SELECT n FROM x)) SELECT * FROM x", "0A000", "LIMIT in a recursive query is not implemented".into(), Some(56)),
+            ("WITH RECURSIVE x(n) AS ( SELECT 0 UNION SELECT 1 LIMIT 3 OFFSET (SELECT n FROM x)) SELECT * FROM x", "0A000", "OFFSET in a recursive query is not implemented".into(), Some(65)),
+            ("WITH RECURSIVE x(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM x ORDER BY 1) SELECT * FROM x", "0A000", "ORDER BY in a recursive query is not implemented".into(), Some(71)),
+            ("WITH RECURSIVE x(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM x LIMIT 3) SELECT * FROM x", "0A000", "LIMIT in a recursive query is not implemented".into(), Some(68)),
+            ("WITH RECURSIVE x(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM x FOR UPDATE) SELECT * FROM x", "0A000", "FOR UPDATE/SHARE in a recursive query is not implemented".into(), None),
+            ("WITH RECURSIVE x(n) AS ((SELECT 1 UNION ALL SELECT n+1 FROM x WHERE n < 3) ORDER BY 1) SELECT * FROM x", "0A000", "ORDER BY in a recursive query is not implemented".into(), Some(85)),
+            ("WITH RECURSIVE x(n) AS ( WITH sub_cte AS (SELECT * FROM x) DELETE FROM graph RETURNING f) SELECT * FROM x", "42P19", "recursive query \"x\" must not contain data-modifying statements".into(), Some(16)),
+            ("WITH RECURSIVE x(n) AS (SELECT a FROM y WHERE a = 1 UNION ALL SELECT x.n+1 FROM y LEFT JOIN x ON x.n = y.a WHERE n < 10) SELECT * FROM x", "42P19", outer.clone(), Some(93)),
+            ("WITH RECURSIVE x(n) AS (SELECT a FROM y WHERE a = 1 UNION ALL SELECT x.n+1 FROM x RIGHT JOIN y ON x.n = y.a WHERE n < 10) SELECT * FROM x", "42P19", outer.clone(), Some(81)),
+            ("WITH RECURSIVE x(n) AS (SELECT a FROM y WHERE a = 1 UNION ALL SELECT x.n+1 FROM x FULL JOIN y ON x.n = y.a WHERE n < 10) SELECT * FROM x", "42P19", outer.clone(), Some(81)),
+            ("WITH RECURSIVE x(n) AS (SELECT 1 UNION ALL SELECT 1 FROM (SELECT * FROM y LEFT JOIN x ON true) s) SELECT * FROM x", "42P19", outer.clone(), Some(85)),
+            ("WITH RECURSIVE x(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM y LEFT JOIN (x JOIN y y2 ON true) ON true WHERE n < 3) SELECT * FROM x", "42P19", outer, Some(73)),
+            ("WITH RECURSIVE x(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM x WHERE n IN (SELECT * FROM x)) SELECT * FROM x", "42P19", sub.clone(), Some(88)),
+            ("WITH RECURSIVE x(id) AS (values (1) UNION ALL SELECT (SELECT * FROM x) FROM x WHERE id < 5) SELECT * FROM x", "42P19", sub.clone(), Some(69)),
+            ("WITH RECURSIVE x(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM x, generate_series(1, (SELECT n FROM x)) g WHERE n < 3) SELECT * FROM x", "42P19", sub, Some(97)),
+            ("WITH RECURSIVE x(n) AS (SELECT 1 UNION ALL SELECT count(*) FROM x) SELECT * FROM x", "42P19", "aggregate functions are not allowed in a recursive query's recursive term".into(), Some(51)),
+            ("WITH RECURSIVE x(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM x, x x2 WHERE n < 3) SELECT * FROM x", "42P19", "recursive reference to query \"x\" must not appear more than once".into(), Some(63)),
+            ("WITH RECURSIVE x(n) AS (SELECT 1 UNION ALL SELECT 1 FROM x JOIN x x2 ON true) SELECT * FROM x", "42P19", "recursive reference to query \"x\" must not appear more than once".into(), Some(65)),
+            ("WITH RECURSIVE x(n) AS (SELECT 1 UNION ALL (SELECT n+1 FROM x WHERE n < 3 INTERSECT ALL SELECT 2)) SELECT * FROM x", "42P19", within("INTERSECT"), Some(61)),
+            ("WITH RECURSIVE x(n) AS (SELECT 1 UNION ALL (SELECT 2 EXCEPT SELECT n+1 FROM x WHERE n < 3)) SELECT * FROM x", "42P19", within("EXCEPT"), Some(77)),
+            ("WITH RECURSIVE x(n) AS (SELECT 1 UNION ALL (SELECT n+1 FROM x WHERE n < 3 EXCEPT ALL SELECT 2)) SELECT * FROM x", "42P19", within("EXCEPT"), Some(61)),
+            ("WITH RECURSIVE x(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM x WHERE n < 3 UNION ALL SELECT n+10 FROM x WHERE n < 3) SELECT * FROM x", "42P19", init, Some(60)),
+            ("WITH RECURSIVE x(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM x WHERE n < 3), w AS (SELECT * FROM w) SELECT * FROM x", "42P19", "recursive query \"w\" does not have the form non-recursive-term UNION [ALL] recursive-term".into(), Some(76)),
+            ("WITH RECURSIVE x (id) AS (SELECT 1 UNION ALL SELECT id+1 FROM y WHERE id < 5), y (id) AS (SELECT 1 UNION ALL SELECT id+1 FROM x WHERE id < 5) SELECT * FROM x", "0A000", "mutual recursion between WITH items is not implemented".into(), Some(16)),
+            ("WITH RECURSIVE a AS (SELECT 1), b AS (SELECT * FROM c), c AS (SELECT * FROM b) SELECT 1", "0A000", "mutual recursion between WITH items is not implemented".into(), Some(33)),
+            ("WITH RECURSIVE x(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM x WHERE n < 3), x AS (SELECT 2) SELECT * FROM x", "42712", "WITH query name \"x\" specified more than once".into(), Some(76)),
+            ("WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n * 1.5 FROM t WHERE n < 10) SELECT * FROM t", "42804", "recursive query \"t\" column 1 has type integer in non-recursive term but type numeric overall".into(), Some(32)),
+            ("WITH RECURSIVE t(a, n) AS (SELECT 'x', 1 UNION ALL SELECT a, n::bigint + 1 FROM t WHERE n < 3) SELECT * FROM t", "42804", "recursive query \"t\" column 2 has type integer in non-recursive term but type bigint overall".into(), Some(40)),
+            ("WITH RECURSIVE t(n) AS (VALUES (1) UNION ALL SELECT n::bigint + 1 FROM t WHERE n < 3) SELECT * FROM t", "42804", "recursive query \"t\" column 1 has type integer in non-recursive term but type bigint overall".into(), None),
+        ];
+        for (sql, code, message, position) in cases {
+            let e = crate::defect_tests::error(s, sql);
+            assert_eq!(
+                (e.code, e.message.as_str(), e.position),
+                (code, message.as_str(), position),
+                "{sql}"
+            );
+        }
+        for (sql, want) in [
+            ("WITH RECURSIVE x(n) AS ( WITH x1 AS (SELECT 1 AS n) SELECT 0 UNION SELECT * FROM x1) SELECT * FROM x ORDER BY n", "0 1"),
+            ("WITH RECURSIVE x(id) AS (SELECT * FROM y UNION ALL SELECT id+1 FROM x WHERE id < 5), y(id) AS (values (1)) SELECT * FROM x", "1 2 3 4 5"),
+            ("WITH RECURSIVE z AS (SELECT * FROM x), x(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM x WHERE n < 3) SELECT * FROM z", "1 2 3"),
+            ("WITH RECURSIVE x(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM (SELECT * FROM x) s WHERE n < 3) SELECT * FROM x", "1 2 3"),
+            ("WITH RECURSIVE x(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM x WHERE n < 3 AND EXISTS (WITH x AS (SELECT 1) SELECT * FROM x)) SELECT * FROM x", "1 2 3"),
+            ("WITH RECURSIVE x(n) AS (SELECT 1 UNION ALL (SELECT n+1 FROM x WHERE n < 3 INTERSECT SELECT 2)) SELECT * FROM x", "1 2"),
+            ("WITH RECURSIVE x(n) AS (SELECT 1 UNION ALL (SELECT n+1 FROM x WHERE n < 3 EXCEPT SELECT 5)) SELECT * FROM x", "1 2 3"),
+            ("WITH RECURSIVE x(n) AS ((SELECT 1 UNION ALL SELECT n+1 FROM x WHERE n < 3)) SELECT * FROM x", "1 2 3"),
+            ("WITH RECURSIVE x(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM x WHERE n < 3 GROUP BY n) SELECT * FROM x", "1 2 3"),
+            ("WITH RECURSIVE t(n) AS (SELECT 'foo' UNION ALL SELECT n || 'bar' FROM t WHERE length(n) < 10) SELECT * FROM t", "foo foobar foobarbar foobarbarbar"),
+            ("WITH RECURSIVE t(n) AS (SELECT 1::bigint UNION ALL SELECT n + 1 FROM t WHERE n < 3) SELECT * FROM t", "1 2 3"),
+            ("WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT NULL FROM t WHERE n < 3) SELECT * FROM t", "1 "),
+        ] {
+            assert_eq!(rows(s, sql).join(" "), want, "{sql}");
+        }
+    });
+}
