@@ -551,10 +551,8 @@ impl Binder {
         let from = self.range_table(&sel.from, ctx)?;
         reads.extend(from.reads.iter().cloned());
         let scope = &from.scope;
-        let filter = match &sel.selection {
-            Some(w) => Some(self.condition(scope, w, "WHERE")?),
-            None => None,
-        };
+        // The select list before WHERE, as PostgreSQL's transformSelectStmt: the
+        // first error is the one it would report.
         let mut aggs = Vec::new();
         self.wins = Some(Vec::new());
         self.keep_unknown = leaf;
@@ -562,6 +560,10 @@ impl Binder {
         self.keep_unknown = false;
         let (mut targets, columns) = projected?;
         let wins = self.wins.take();
+        let filter = match &sel.selection {
+            Some(w) => Some(self.condition(scope, w, "WHERE")?),
+            None => None,
+        };
         let keys = self.group_keys(&sel.group_by, scope, &sel.projection, &targets)?;
         let having = match &sel.having {
             Some(h) => Some(self.having(scope, h, &mut aggs)?),

@@ -197,7 +197,7 @@ impl Binder {
             true => CteDef::Recursive(Rc::new(self.recursive_cte(cte, ctx, reads)?)),
             false => {
                 let mut q = self.query_in_ctx(&cte.query, ctx)?;
-                crate::analyze::rename_columns(&mut q.columns, &cte.alias)?;
+                rename_cte_columns(&mut q.columns, cte)?;
                 reads.extend(q.reads.iter().cloned());
                 CteDef::Query(Rc::new(q))
             }
@@ -245,7 +245,7 @@ impl Binder {
             unreachable!("a UNION (recursion rule 3)");
         };
         let (init, mut cols) = self.set_tree_in(left, ctx, reads)?;
-        crate::analyze::rename_columns(&mut cols, &cte.alias)?;
+        rename_cte_columns(&mut cols, cte)?;
         let id = self.next_cte_id;
         self.next_cte_id += 1;
         self.ctes.push(CteEntry {
@@ -321,6 +321,17 @@ impl Binder {
             }
         }))
     }
+}
+
+/// A CTE's columns renamed by its column list: too many names is 42P10 "WITH
+/// query ..." at its name, as PostgreSQL says it.
+fn rename_cte_columns(cols: &mut Columns, cte: &ast::Cte) -> SqlResult<()> {
+    crate::analyze::rename_columns(cols, &cte.alias).map_err(|mut e| {
+        if let Some(rest) = e.message.strip_prefix("table ") {
+            e.message = format!("WITH query {rest}");
+        }
+        e.at(cte.alias.name.span)
+    })
 }
 
 fn recursion_error(msg: impl Into<String>) -> SqlError {

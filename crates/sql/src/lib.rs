@@ -2579,6 +2579,72 @@ fn drop_only(mut tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
     tokens
 }
 
+/// `CREATE [OR REPLACE] [TEMP] RECURSIVE VIEW v (cols) AS q` as PostgreSQL's
+/// grammar reads it: `CREATE ... VIEW v AS WITH RECURSIVE v (cols) AS (q) SELECT
+/// cols FROM v`. Other statements are returned as they are.
+fn recursive_view(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    let kw = |t: &TokenWithSpan| match &t.token {
+        Token::Word(w) if w.quote_style.is_none() => w.keyword,
+        _ => Keyword::NoKeyword,
+    };
+    let Some(r) = tokens
+        .iter()
+        .take(6)
+        .position(|t| kw(t) == Keyword::RECURSIVE)
+    else {
+        return tokens;
+    };
+    let head_ok = kw(&tokens[0]) == Keyword::CREATE
+        && tokens[1..r].iter().all(|t| {
+            matches!(
+                kw(t),
+                Keyword::OR | Keyword::REPLACE | Keyword::TEMP | Keyword::TEMPORARY
+            )
+        });
+    if !head_ok || tokens.get(r + 1).map(kw) != Some(Keyword::VIEW) {
+        return tokens;
+    }
+    let Some(open) = tokens[r + 2..]
+        .iter()
+        .position(|t| t.token == Token::LParen)
+    else {
+        return tokens;
+    };
+    let open = r + 2 + open;
+    let Some(close) = tokens[open..].iter().position(|t| t.token == Token::RParen) else {
+        return tokens;
+    };
+    let close = open + close;
+    if tokens.get(close + 1).map(kw) != Some(Keyword::AS) || open == r + 2 {
+        return tokens;
+    }
+    let name = tokens[open - 1].clone();
+    let cols: Vec<TokenWithSpan> = tokens[open + 1..close].to_vec();
+    let end = match tokens.last() {
+        Some(t) if t.token == Token::SemiColon => tokens.len() - 1,
+        _ => tokens.len(),
+    };
+    let t = |tok: Token| TokenWithSpan::new(tok, Span::empty());
+    let word = |w: &str| t(Token::make_keyword(w));
+    let mut out: Vec<TokenWithSpan> = tokens[..r].to_vec();
+    out.extend(tokens[r + 1..open].iter().cloned());
+    out.extend([
+        word("AS"),
+        word("WITH"),
+        word("RECURSIVE"),
+        name.clone(),
+        t(Token::LParen),
+    ]);
+    out.extend(cols.iter().cloned());
+    out.extend([t(Token::RParen), word("AS"), t(Token::LParen)]);
+    out.extend(tokens[close + 2..end].iter().cloned());
+    out.extend([t(Token::RParen), word("SELECT")]);
+    out.extend(cols);
+    out.extend([word("FROM"), name]);
+    out.extend(tokens[end..].iter().cloned());
+    out
+}
+
 /// Whether the last clause keyword before the end of `tokens` is FROM (a comma
 /// there separates FROM items).
 fn from_list(tokens: &[TokenWithSpan]) -> bool {
@@ -2603,7 +2669,7 @@ fn from_list(tokens: &[TokenWithSpan]) -> bool {
 }
 
 fn parse_with_sqlparser(tokens: Vec<TokenWithSpan>) -> SqlResult<Stmt> {
-    let tokens = drop_only(frames::rewrite(tokens));
+    let tokens = recursive_view(drop_only(frames::rewrite(tokens)));
     let dialect = PostgreSqlDialect {};
     let mut p = Parser::new(&dialect)
         .with_recursion_limit(PARSER_RECURSION_LIMIT)

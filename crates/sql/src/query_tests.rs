@@ -1144,3 +1144,31 @@ fn with_recursive_checks_are_postgresqls() {
         }
     });
 }
+
+/// CREATE RECURSIVE VIEW as PostgreSQL's grammar reads it, a CTE's column-count
+/// error in its words, and the select list analyzed before WHERE (so the first
+/// error is PostgreSQL's).
+#[test]
+fn recursive_views_and_postgres_error_order() {
+    with_session(8 << 20, |s| {
+        let c = q(
+            s,
+            "CREATE RECURSIVE VIEW nums (n) AS VALUES (1) UNION ALL SELECT n + 1 FROM nums WHERE n < 5;
+             CREATE TABLE e (a int)",
+        );
+        assert!(c.results.iter().all(|r| r.is_ok()), "{:?}", c.results);
+        assert_eq!(rows(s, "SELECT sum(n), count(*) FROM nums"), ["15|5"]);
+        for (sql, msg) in [
+            (
+                "WITH x(n, b) AS (SELECT 1) SELECT * FROM x",
+                "WITH query \"x\" has 1 columns available but 2 columns specified",
+            ),
+            (
+                "SELECT nope1 FROM e WHERE nope2 = 1",
+                "column \"nope1\" does not exist",
+            ),
+        ] {
+            assert_eq!(super::defect_tests::error(s, sql).message, msg, "{sql}");
+        }
+    });
+}
