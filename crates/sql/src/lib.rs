@@ -17,8 +17,10 @@
 //! operators and zone-aware casts), `dtfmt` (to_char / to_timestamp / to_date),
 //! `random` (random() and setseed()), [`bind`] (names to the catalog, expressions,
 //! evaluation), [`conditional`] (CASE, COALESCE, LIKE, ...), [`aggregate`],
-//! [`subquery`], `outer` (correlated subqueries in grouped queries, outer-level
-//! aggregates), [`cte`], then the query pipeline: [`analyze`] (a query tree; `fold`
+//! [`aggorder`] (ORDER BY inside aggregates, WITHIN GROUP), [`subquery`], `outer`
+//! (correlated subqueries in grouped queries, outer-level aggregates), [`cte`]
+//! (with `recursion`: WITH RECURSIVE's checks; data-modifying CTEs run by the
+//! session's `with_stmt`), then the query pipeline: [`analyze`] (a query tree; `fold`
 //! evaluates its constant subexpressions once),
 //! [`planner`] (a physical plan; `joinorder` orders inner joins by `estimate`'s
 //! sizes, from ANALYZE's statistics where `gather` made them; `ordered` lets B-trees
