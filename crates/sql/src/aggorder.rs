@@ -234,13 +234,7 @@ impl Binder {
     ) -> SqlResult<(Vec<Expr>, Vec<AggKey>, SqlType)> {
         let want = usize::from(kind != OrderedSet::Mode);
         if direct.len() != want || keys.len() != 1 {
-            let mut types: Vec<&str> = direct.iter().map(|((_, t), _)| t.name()).collect();
-            types.extend(keys.iter().map(|(_, t)| t.name()));
-            return Err(SqlError::new(
-                "42883",
-                format!("function {}({}) does not exist", kind.name(), types.join(", ")),
-            )
-            .with_hint("No function matches the given name and argument types. You might need to add explicit type casts."));
+            return Err(no_such_call(kind, &direct, &keys));
         }
         let mut out = Vec::with_capacity(1);
         for ((e, t), src) in direct {
@@ -269,13 +263,7 @@ impl Binder {
         keys: Vec<(AggKey, SqlType)>,
     ) -> SqlResult<(Vec<Expr>, Vec<AggKey>, SqlType)> {
         if direct.len() != keys.len() {
-            let mut types: Vec<&str> = direct.iter().map(|((_, t), _)| t.name()).collect();
-            types.extend(keys.iter().map(|(_, t)| t.name()));
-            return Err(SqlError::new(
-                "42883",
-                format!("function {}({}) does not exist", kind.name(), types.join(", ")),
-            )
-            .with_hint("No function matches the given name and argument types. You might need to add explicit type casts."));
+            return Err(no_such_call(kind, &direct, &keys));
         }
         let (mut args, mut order) = (Vec::new(), Vec::new());
         for (((d, dt), src), ((k, desc, nf), kt)) in direct.into_iter().zip(keys) {
@@ -290,6 +278,24 @@ impl Binder {
         };
         Ok((args, order, ty))
     }
+}
+
+/// 42883 for an ordered-set call whose arguments fit no signature: its direct
+/// arguments' types, then its WITHIN GROUP keys'.
+fn no_such_call(
+    kind: OrderedSet,
+    direct: &[((Expr, SqlType), &ast::Expr)],
+    keys: &[(AggKey, SqlType)],
+) -> SqlError {
+    let mut types: Vec<&str> = direct.iter().map(|((_, t), _)| t.name()).collect();
+    types.extend(keys.iter().map(|(_, t)| t.name()));
+    SqlError::new(
+        "42883",
+        format!("function {}({}) does not exist", kind.name(), types.join(", ")),
+    )
+    .with_hint(
+        "No function matches the given name and argument types. You might need to add explicit type casts.",
+    )
 }
 
 fn src_span(e: &ast::Expr) -> sqlparser::tokenizer::Span {
