@@ -329,16 +329,17 @@ pub struct Ordered {
 
 impl Ordered {
     pub fn push(&mut self, keys: Vec<Datum>, v: Datum, d: Datum) -> SqlResult<()> {
-        self.bytes += crate::sort::row_bytes(&[v.clone(), d.clone()], &keys);
+        self.bytes += crate::sort::row_bytes(std::slice::from_ref(&v), &keys)
+            + crate::sort::row_bytes(std::slice::from_ref(&d), &[]);
         crate::alloc_request(self.bytes)?;
         self.rows.push((keys, v, d));
         Ok(())
     }
 
     /// The rows in the aggregate's ORDER BY order.
-    fn sorted(&self, a: &Agg) -> Vec<(Vec<Datum>, Datum, Datum)> {
+    fn sorted(self, a: &Agg) -> Vec<(Vec<Datum>, Datum, Datum)> {
         let dirs: Vec<(bool, bool)> = a.order.iter().map(|(_, d, n)| (*d, *n)).collect();
-        let mut rows = self.rows.clone();
+        let mut rows = self.rows;
         crate::sort::pg_qsort(&mut rows, &mut |x, y| {
             crate::window::cmp_keys(&x.0, &y.0, &dirs)
         });
@@ -346,7 +347,7 @@ impl Ordered {
     }
 
     /// A plain aggregate's value over the rows in order (rule 1).
-    pub fn feed(&self, a: &Agg, mut plain: AggState) -> SqlResult<Datum> {
+    pub fn feed(self, a: &Agg, mut plain: AggState) -> SqlResult<Datum> {
         for (_, v, d) in self.sorted(a) {
             plain.step(a, v, d)?;
         }
@@ -355,7 +356,7 @@ impl Ordered {
 
     /// An ordered-set aggregate's value (rules 3-4); `direct`: its direct
     /// arguments' values for the group.
-    pub fn finish_set(&self, a: &Agg, kind: OrderedSet, direct: &[Datum]) -> SqlResult<Datum> {
+    pub fn finish_set(self, a: &Agg, kind: OrderedSet, direct: &[Datum]) -> SqlResult<Datum> {
         let rows = self.sorted(a);
         if kind.hypothetical() {
             return Ok(hypothetical(a, kind, &rows, direct));

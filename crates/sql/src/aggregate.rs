@@ -348,8 +348,8 @@ impl AggState {
 
     /// The aggregate's value over its group; `direct`: an ordered-set aggregate's
     /// direct arguments evaluated for the group.
-    pub fn finish_group(self, a: &Agg, direct: &[Datum]) -> SqlResult<Datum> {
-        match (&self.ordered, a.func) {
+    pub fn finish_group(mut self, a: &Agg, direct: &[Datum]) -> SqlResult<Datum> {
+        match (self.ordered.take(), a.func) {
             (Some(o), AggFunc::Ordered(kind)) => o.finish_set(a, kind, direct),
             (Some(o), _) => o.feed(a, AggState::plain(a)),
             (None, _) => self.value(a),
