@@ -57,6 +57,10 @@ fn completed_segments_are_archived_identically_then_removed() {
     // Archived in order from the first, each the segment as pg_wal holds it.
     assert_eq!(archived[0], "000000010000000000000001");
     for n in &archived {
+        // The copy is whole once archive_command has exited 0 (archive rule 1):
+        // a file listed while `cp` still writes it would differ.
+        let done = data.join("pg_wal/archive_status").join(format!("{n}.done"));
+        wait_until("the archive command's end", || done.exists());
         let ours = std::fs::read(data.join("pg_wal").join(n)).unwrap();
         assert!(std::fs::read(arch.join(n)).unwrap() == ours, "{n} differs");
     }
