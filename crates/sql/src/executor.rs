@@ -367,6 +367,48 @@ fn build<'a>(p: &'a Plan) -> Op<'a> {
             }
             _ => Box::new(Project(build(input), exprs, moves(exprs))),
         },
+        Plan::Lateral { .. } | Plan::NestLoop { .. } | Plan::HashJoin { .. } => join_op(p),
+        Plan::Agg {
+            input,
+            keys,
+            aggs,
+            sorted,
+        } => match sorted {
+            true => Box::new(GroupAggOp::new(build(input), keys, aggs)),
+            false => Box::new(AggOp::new(build(input), keys, aggs)),
+        },
+        Plan::Sort { input, keys, bound } => Box::new(SortOp::new(build(input), keys, bound)),
+        Plan::Unique { input, cols } => Box::new(Unique(build(input), cols, HashSet::new(), None)),
+        Plan::Limit {
+            input,
+            offset,
+            limit,
+        } => Box::new(Limit::new(build(input), offset, limit)),
+        Plan::Append(parts) => Box::new(Append(parts.iter().map(build).collect(), 0)),
+        Plan::RecursiveUnion {
+            id,
+            init,
+            step,
+            all,
+        } => Box::new(RecursiveUnion::new(*id, init, step, *all)),
+        Plan::WorkTableScan { id } => Box::new(WorkTable(*id, None)),
+        Plan::Window { input, funcs } => Box::new(WindowOp {
+            input: build(input),
+            funcs,
+            out: None,
+        }),
+        Plan::SetOp {
+            op,
+            all,
+            left,
+            right,
+        } => Box::new(SetOpNode::new(*op, *all, build(left), build(right))),
+    }
+}
+
+/// The operator of a join plan node.
+fn join_op<'a>(p: &'a Plan) -> Op<'a> {
+    match p {
         Plan::Lateral {
             kind,
             outer,
@@ -409,33 +451,7 @@ fn build<'a>(p: &'a Plan) -> Op<'a> {
             residual,
             *widths,
         )),
-        Plan::Agg { input, keys, aggs } => Box::new(AggOp::new(build(input), keys, aggs)),
-        Plan::Sort { input, keys, bound } => Box::new(SortOp::new(build(input), keys, bound)),
-        Plan::Unique { input, cols } => Box::new(Unique(build(input), cols, HashSet::new(), None)),
-        Plan::Limit {
-            input,
-            offset,
-            limit,
-        } => Box::new(Limit::new(build(input), offset, limit)),
-        Plan::Append(parts) => Box::new(Append(parts.iter().map(build).collect(), 0)),
-        Plan::RecursiveUnion {
-            id,
-            init,
-            step,
-            all,
-        } => Box::new(RecursiveUnion::new(*id, init, step, *all)),
-        Plan::WorkTableScan { id } => Box::new(WorkTable(*id, None)),
-        Plan::Window { input, funcs } => Box::new(WindowOp {
-            input: build(input),
-            funcs,
-            out: None,
-        }),
-        Plan::SetOp {
-            op,
-            all,
-            left,
-            right,
-        } => Box::new(SetOpNode::new(*op, *all, build(left), build(right))),
+        _ => unreachable!("join_op is given joins"),
     }
 }
 
@@ -1481,19 +1497,7 @@ impl<'t> Groups<'t> {
         let rows = self
             .groups
             .into_iter()
-            .map(|(mut key, states)| {
-                let nk = key.len();
-                for (st, a) in states.into_iter().zip(aggs) {
-                    // Direct arguments read the group's keys (aggorder rule 2).
-                    let direct = a
-                        .direct
-                        .iter()
-                        .map(|e| cx.eval(e, &key[..nk]))
-                        .collect::<SqlResult<Vec<_>>>()?;
-                    key.push(st.finish_group(a, &direct)?);
-                }
-                Ok(key)
-            })
+            .map(|(key, states)| group_row(cx, aggs, key, states))
             .collect::<SqlResult<Vec<_>>>()?;
         let depth = self.depth + 1;
         let parts = self
@@ -1503,6 +1507,90 @@ impl<'t> Groups<'t> {
             .map(|f| (f, depth))
             .collect();
         Ok((rows, parts))
+    }
+}
+
+/// A finished group's row: its key values, then its aggregates' values.
+fn group_row(
+    cx: &Ctx<'_>,
+    aggs: &[Agg],
+    mut key: Tuple,
+    states: Vec<AggState>,
+) -> SqlResult<Tuple> {
+    let nk = key.len();
+    for (st, a) in states.into_iter().zip(aggs) {
+        // Direct arguments read the group's keys (aggorder rule 2).
+        let direct = a
+            .direct
+            .iter()
+            .map(|e| cx.eval(e, &key[..nk]))
+            .collect::<SqlResult<Vec<_>>>()?;
+        key.push(st.finish_group(a, &direct)?);
+    }
+    Ok(key)
+}
+
+/// Aggregation over input sorted by its keys (planner rule 3): each run of equal
+/// keys is a group, emitted when the next key differs, so one group is held at a
+/// time.
+struct GroupAggOp<'a> {
+    input: Op<'a>,
+    keys: &'a [Expr],
+    aggs: &'a [Agg],
+    /// The group being aggregated: its key and states.
+    current: Option<(Tuple, Vec<AggState>)>,
+    done: bool,
+    rows: u64,
+}
+
+impl<'a> GroupAggOp<'a> {
+    fn new(input: Op<'a>, keys: &'a [Expr], aggs: &'a [Agg]) -> Self {
+        GroupAggOp {
+            input,
+            keys,
+            aggs,
+            current: None,
+            done: false,
+            rows: 0,
+        }
+    }
+}
+
+impl<'a> Node<'a> for GroupAggOp<'a> {
+    fn next(&mut self, cx: &Ctx<'a>) -> SqlResult<Option<Tuple>> {
+        while !self.done {
+            let Some(row) = self.input.next(cx)? else {
+                self.done = true;
+                break;
+            };
+            self.rows += 1;
+            if self.rows.is_multiple_of(1024) {
+                (cx.check)()?;
+            }
+            let key = self
+                .keys
+                .iter()
+                .map(|k| cx.eval(k, &row))
+                .collect::<SqlResult<Tuple>>()?;
+            let ended = match &mut self.current {
+                Some((k, states)) if *k == key => {
+                    step(cx, self.aggs, states, &row)?;
+                    None
+                }
+                _ => {
+                    let mut states: Vec<AggState> = self.aggs.iter().map(AggState::new).collect();
+                    step(cx, self.aggs, &mut states, &row)?;
+                    self.current.replace((key, states))
+                }
+            };
+            if let Some((k, states)) = ended {
+                return group_row(cx, self.aggs, k, states).map(Some);
+            }
+        }
+        match self.current.take() {
+            Some((k, states)) => group_row(cx, self.aggs, k, states).map(Some),
+            None => Ok(None),
+        }
     }
 }
 

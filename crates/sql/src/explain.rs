@@ -187,14 +187,7 @@ impl Explainer<'_> {
     /// node's expression.
     fn below(&mut self, p: &Plan) -> SqlResult<(Shown, Vec<String>)> {
         let (s, names) = self.node(p)?;
-        let names = names
-            .into_iter()
-            .map(|n| match plain_column(&n) {
-                true => n,
-                false => format!("({n})"),
-            })
-            .collect();
-        Ok((s, names))
+        Ok((s, wrapped(&names)))
     }
 
     fn node_body(&mut self, p: &Plan) -> SqlResult<(Shown, Vec<String>)> {
@@ -333,12 +326,18 @@ impl Explainer<'_> {
                 s.children = vec![o, hash];
                 Ok((s, names))
             }
-            Plan::Agg { input, keys, aggs } => self.aggregate(input, keys, aggs),
+            Plan::Agg {
+                input,
+                keys,
+                aggs,
+                sorted,
+            } => self.aggregate(input, (keys, aggs), *sorted),
             Plan::Sort { input, keys, .. } => {
-                let (c, names) = self.below(input)?;
+                // Its rows' names are its input's: only the keys are shown wrapped.
+                let (c, names) = self.node(input)?;
                 let mut s = titled("Sort");
                 s.details
-                    .push(format!("Sort Key: {}", sort_keys(keys, &names)));
+                    .push(format!("Sort Key: {}", sort_keys(keys, &wrapped(&names))));
                 s.children.push(c);
                 Ok((s, names))
             }
@@ -477,8 +476,8 @@ impl Explainer<'_> {
     fn aggregate(
         &mut self,
         input: &Plan,
-        keys: &[Expr],
-        aggs: &[Agg],
+        (keys, aggs): (&[Expr], &[Agg]),
+        sorted: bool,
     ) -> SqlResult<(Shown, Vec<String>)> {
         let (c, names) = self.below(input)?;
         let mut out = Vec::new();
@@ -488,10 +487,10 @@ impl Explainer<'_> {
         for a in aggs {
             out.push(self.agg(a, &names)?);
         }
-        let mut s = titled(if keys.is_empty() {
-            "Aggregate"
-        } else {
-            "HashAggregate"
+        let mut s = titled(match (keys.is_empty(), sorted) {
+            (true, _) => "Aggregate",
+            (false, true) => "GroupAggregate",
+            (false, false) => "HashAggregate",
         });
         if !keys.is_empty() {
             s.details
@@ -664,6 +663,18 @@ fn sort_keys(keys: &[SortSpec], names: &[String]) -> String {
         })
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// Names of a node's columns as a node above shows them: an expression in
+/// parentheses.
+fn wrapped(names: &[String]) -> Vec<String> {
+    names
+        .iter()
+        .map(|n| match plain_column(n) {
+            true => n.clone(),
+            false => format!("({n})"),
+        })
+        .collect()
 }
 
 /// Whether a shown column is a plain (possibly qualified) column name.

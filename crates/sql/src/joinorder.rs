@@ -431,7 +431,13 @@ fn build(
     };
     let mask = tree_mask(a) | tree_mask(b);
     let (layout, here) = conds_at(conds, used, mask, (&lo, &li));
-    let p = planner::keyed_join(JoinKind::Inner, (outer, inner), here, (lo.len(), li.len()))?;
+    let widths = (lo.len(), li.len());
+    let p = planner::keyed_join(
+        JoinKind::Inner,
+        (outer, inner),
+        here,
+        (widths, rels.switches()),
+    )?;
     Ok((p, layout))
 }
 
@@ -450,6 +456,10 @@ fn index_nested_loop(
     let Tree::Leaf(i) = inner else {
         return Ok(None);
     };
+    if !rels.switches().nestloop || !rels.switches().indexscan {
+        // Planner rule 8.
+        return Ok(None);
+    }
     let l = &leaves[*i];
     // The inner side runs one nesting level down (its outer row is the loop's), so
     // a filter that reads an enclosing query's row (a correlated subquery's leaf)
@@ -479,7 +489,11 @@ fn index_nested_loop(
     };
     let outer_rows = rows_of(om, leaves, conds, sel);
     let per_probe = sel[k] * l.rows.max(1.0);
-    if outer_rows * (PROBE_ROWS + per_probe) >= l.base {
+    // Planner rule 8: with sequential scans or hash joins off, probing is taken
+    // whenever an index serves.
+    let sw = rels.switches();
+    let forced = !sw.seqscan || !sw.hashjoin;
+    if !forced && outer_rows * (PROBE_ROWS + per_probe) >= l.base {
         return Ok(None);
     }
     let saved = used.to_vec();

@@ -37,6 +37,11 @@ pub(crate) fn ordered_body(
     let SetTree::Select(s) = &q.body else {
         return Ok(None);
     };
+    let sw = rels.switches();
+    if !sw.indexscan {
+        // Planner rule 8.
+        return Ok(None);
+    }
     if q.order.is_empty() || s.grouping.is_some() || !s.windows.is_empty() {
         return Ok(None);
     }
@@ -58,7 +63,10 @@ pub(crate) fn ordered_body(
         return Ok(None);
     };
     let own = crate::plan::choose(filter, &entry.columns, &entry.indexes);
-    if q.limit.is_none() && own.is_none_or(|p| p.index != path.index) {
+    // Planner rule 8: with sorts or sequential scans off, an index's order serves
+    // whenever it can.
+    let forced = !sw.sort || !sw.seqscan;
+    if !forced && q.limit.is_none() && own.is_none_or(|p| p.index != path.index) {
         return Ok(None);
     }
     Ok(with_scan(plain(&q.body)?, path))
@@ -119,6 +127,10 @@ pub(crate) fn min_max(s: &Select, rels: &Relations<'_>) -> SqlResult<Option<Plan
         return Ok(None);
     };
     if !g.keys.is_empty() || g.aggs.is_empty() || !s.windows.is_empty() {
+        return Ok(None);
+    }
+    if !rels.switches().indexscan {
+        // Planner rule 8.
         return Ok(None);
     }
     // Cheap tests first: most grouped queries are not min/max alone, and need no

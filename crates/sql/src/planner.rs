@@ -18,8 +18,9 @@
 //!    FULL joins emit the right rows nothing matched, NULL-extended.
 //! 3. Grouping is hash aggregation ([`Plan::Agg`]); no GROUP BY is one group, which
 //!    gives one row even over no input. When an aggregate has DISTINCT or ORDER BY
-//!    (ordered-set aggregates too) the groups are sorted by their keys after, as
-//!    PostgreSQL's GroupAggregate over sorted input gives them.
+//!    (ordered-set aggregates too) the input is sorted by the group keys and each
+//!    run of equal keys is a group (`sorted`: PostgreSQL's GroupAggregate, which
+//!    its planner must use then): the groups come out in key order, one at a time.
 //! 4. A SELECT runs: scan/join → filter → aggregate → HAVING filter → project
 //!    targets → sort → DISTINCT (keeping each key's first row, so it follows the
 //!    sort) → LIMIT/OFFSET → drop hidden targets.
@@ -28,6 +29,23 @@
 //! 6. A tree of inner joins is ordered by estimated sizes (`joinorder` rules).
 //! 7. A WHERE conjunct `[NOT] EXISTS` over a plain correlated subquery is a semi
 //!    (anti) hash join above the FROM's plan (`semijoin` rules).
+//! 8. The planner switches ([`Switches`], the session's `enable_*` settings) take a
+//!    plan shape out of the choice wherever another gives the same rows, as
+//!    PostgreSQL's `disable_cost` does; a shape with no alternative stays.
+//!    - `enable_indexscan` off: no index is read (by DML either).
+//!    - `enable_seqscan` off: index nested loops and index order are taken wherever
+//!      they serve; a table no index condition or order serves is still read
+//!      whole, as PostgreSQL builds no index path for it either.
+//!    - `enable_hashjoin` off: joins and semi joins are nested loops.
+//!    - `enable_nestloop` off: no index nested loop; a join without an equality
+//!      between its sides stays a nested loop.
+//!    - `enable_hashagg` off: GROUP BY sorts its input and aggregates each run of
+//!      equal keys (GroupAggregate); DISTINCT and UNION / INTERSECT / EXCEPT sort
+//!      their rows.
+//!    - `enable_sort` off: an index's order is taken over a sort wherever one serves.
+//!    - Switches of shapes Strata never plans (merge joins, bitmap and index-only
+//!      scans, memoize, incremental sort, parallel plans, partitions) are accepted:
+//!      off, they forbid what is never built; on, they allow it.
 
 use crate::analyze::{
     Distinct, Grouping, Join, JoinKind, Query, Rel, Select, SetOp, SetTree, SortSpec,
@@ -48,6 +66,36 @@ pub trait RelSource {
     /// A table's statistics from ANALYZE (`estimate` rule 5); None when it has none.
     fn stats(&self, _name: &str) -> Option<std::sync::Arc<strata_engine::TableStats>> {
         None
+    }
+    /// The session's planner switches (planner rule 8); all on by default.
+    fn switches(&self) -> Switches {
+        Switches::default()
+    }
+}
+
+/// The `enable_*` settings Strata's planner follows (planner rule 8): each off
+/// takes its plan shape out of the choice wherever another shape gives the same
+/// rows, as PostgreSQL's `disable_cost` does.
+#[derive(Clone, Copy, Debug)]
+pub struct Switches {
+    pub seqscan: bool,
+    pub indexscan: bool,
+    pub hashjoin: bool,
+    pub nestloop: bool,
+    pub hashagg: bool,
+    pub sort: bool,
+}
+
+impl Default for Switches {
+    fn default() -> Self {
+        Switches {
+            seqscan: true,
+            indexscan: true,
+            hashjoin: true,
+            nestloop: true,
+            hashagg: true,
+            sort: true,
+        }
     }
 }
 
@@ -134,6 +182,9 @@ pub enum Plan {
         input: Box<Plan>,
         keys: Vec<Expr>,
         aggs: Vec<Agg>,
+        /// The input comes sorted by the keys: each run of equal keys is a group
+        /// (planner rule 3), emitted when the run ends.
+        sorted: bool,
     },
     Sort {
         input: Box<Plan>,
@@ -177,6 +228,62 @@ pub enum Plan {
     },
 }
 
+/// Aggregation of `p` (a row of `width` columns) by `keys`: hashed, or over the
+/// input sorted by the keys (planner rule 3). A key that is not a column of the
+/// input is computed into a column after the input's for the sort.
+fn aggregate(p: Plan, width: usize, (keys, aggs): (&[Expr], &[Agg]), sorted: bool) -> Plan {
+    if !sorted {
+        return Plan::Agg {
+            input: Box::new(p),
+            keys: keys.to_vec(),
+            aggs: aggs.to_vec(),
+            sorted,
+        };
+    }
+    let mut input = p;
+    let mut cols = Vec::with_capacity(keys.len());
+    let mut extra: Vec<Expr> = Vec::new();
+    for k in keys {
+        match k {
+            Expr::Col(c) => cols.push(*c),
+            _ => {
+                cols.push(width + extra.len());
+                extra.push(k.clone());
+            }
+        }
+    }
+    if !extra.is_empty() {
+        let mut exprs: Vec<Expr> = (0..width).map(Expr::Col).collect();
+        exprs.extend(extra);
+        input = Plan::Project {
+            input: Box::new(input),
+            exprs,
+        };
+    }
+    let sort = Plan::Sort {
+        input: Box::new(input),
+        keys: ascending(&cols),
+        bound: None,
+    };
+    Plan::Agg {
+        input: Box::new(sort),
+        keys: cols.into_iter().map(Expr::Col).collect(),
+        aggs: aggs.to_vec(),
+        sorted,
+    }
+}
+
+/// Sort keys over `cols`, ascending with NULLs last (PostgreSQL's default order).
+fn ascending(cols: &[usize]) -> Vec<SortSpec> {
+    cols.iter()
+        .map(|&col| SortSpec {
+            col,
+            desc: false,
+            nulls_first: false,
+        })
+        .collect()
+}
+
 /// Plans an analyzed query.
 pub fn plan(q: &Query, rels: &Relations<'_>) -> SqlResult<Plan> {
     let ordered = crate::ordered::ordered_body(q, rels, &|t| set_tree(t, rels))?;
@@ -196,6 +303,14 @@ pub fn plan(q: &Query, rels: &Relations<'_>) -> SqlResult<Plan> {
         };
     }
     if let SetTree::Select(s) = &q.body {
+        if s.distinct == Distinct::All && q.order.is_empty() && !rels.switches().hashagg {
+            // Rule 8: DISTINCT by sorting, its rows in the sort's order.
+            p = Plan::Sort {
+                input: Box::new(p),
+                keys: ascending(&(0..s.visible).collect::<Vec<_>>()),
+                bound: None,
+            };
+        }
         p = distinct(p, s);
     }
     if q.limit.is_some() || q.offset.is_some() {
@@ -242,14 +357,23 @@ fn set_tree(t: &SetTree, rels: &Relations<'_>) -> SqlResult<Plan> {
         } => {
             let l = cast_to(set_tree(left, rels)?, &left.types(), types);
             let r = cast_to(set_tree(right, rels)?, &right.types(), types);
-            match (op, all) {
-                (SetOp::Union, true) => Plan::Append(vec![l, r]),
+            let p = match (op, all) {
+                (SetOp::Union, true) => return Ok(Plan::Append(vec![l, r])),
                 _ => Plan::SetOp {
                     op: *op,
                     all: *all,
                     left: Box::new(l),
                     right: Box::new(r),
                 },
+            };
+            if rels.switches().hashagg {
+                return Ok(p);
+            }
+            // Rule 8: the rows of a sorted set operation come out in its order.
+            Plan::Sort {
+                input: Box::new(p),
+                keys: ascending(&(0..types.len()).collect::<Vec<_>>()),
+                bound: None,
             }
         }
     })
@@ -320,26 +444,10 @@ fn select(s: &Select, rels: &Relations<'_>) -> SqlResult<Plan> {
     };
     p = crate::semijoin::apply(p, s.from.width(), semis, rels)?;
     if let Some(Grouping { keys, aggs, having }) = &s.grouping {
-        p = Plan::Agg {
-            input: Box::new(p),
-            keys: keys.clone(),
-            aggs: aggs.clone(),
-        };
-        if !keys.is_empty() && aggs.iter().any(|a| a.distinct || !a.order.is_empty()) {
-            // PostgreSQL groups by sorting when an aggregate has DISTINCT or ORDER BY
-            // (rule 3): its groups come out in key order.
-            p = Plan::Sort {
-                input: Box::new(p),
-                keys: (0..keys.len())
-                    .map(|col| SortSpec {
-                        col,
-                        desc: false,
-                        nulls_first: false,
-                    })
-                    .collect(),
-                bound: None,
-            };
-        }
+        // Rule 3, and rule 8's enable_hashagg.
+        let sorted = !keys.is_empty()
+            && (!rels.switches().hashagg || aggs.iter().any(|a| a.distinct || !a.order.is_empty()));
+        p = aggregate(p, s.from.width(), (keys, aggs), sorted);
         if let Some(h) = having {
             p = Plan::Filter {
                 input: Box::new(p),
@@ -593,8 +701,18 @@ pub(crate) fn keyed_join(
     kind: JoinKind,
     (outer, inner): (Plan, Plan),
     conds: Vec<Expr>,
-    widths: (usize, usize),
+    (widths, sw): ((usize, usize), Switches),
 ) -> SqlResult<Plan> {
+    if !sw.hashjoin && sw.nestloop {
+        // Rule 8: a nested loop testing every condition.
+        return Ok(Plan::NestLoop {
+            kind,
+            outer: Box::new(outer),
+            inner: Box::new(inner),
+            cond: and_all(conds),
+            widths,
+        });
+    }
     let (mut okeys, mut ikeys, mut residual) = (Vec::new(), Vec::new(), Vec::new());
     for c in conds {
         match equi_key(&c, widths.0, widths.0 + widths.1) {
@@ -795,7 +913,10 @@ fn table_scan(
     filter: Option<Expr>,
     rels: &Relations<'_>,
 ) -> SqlResult<Plan> {
+    let sw = rels.switches();
     let path = match (&filter, rels.entry(name)?) {
+        // Rule 8.
+        _ if !sw.indexscan => None,
         (Some(f), Some(entry)) => crate::plan::choose(Some(f), &entry.columns, &entry.indexes),
         _ => None,
     };
@@ -886,7 +1007,7 @@ pub(crate) fn join(j: &Join, above: Vec<Expr>, rels: &Relations<'_>) -> SqlResul
     }
     let outer = rel(&j.left, left_c, rels)?;
     let inner = rel(&j.right, right_c, rels)?;
-    let mut p = keyed_join(j.kind, (outer, inner), here, (lw, rw))?;
+    let mut p = keyed_join(j.kind, (outer, inner), here, ((lw, rw), rels.switches()))?;
     if !j.merged.is_empty() {
         let mut exprs: Vec<Expr> = (0..inner_width).map(Expr::Col).collect();
         exprs.extend(j.merged.iter().cloned());

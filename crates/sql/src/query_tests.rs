@@ -1172,3 +1172,98 @@ fn recursive_views_and_postgres_error_order() {
         }
     });
 }
+
+/// The planner switches (planner rule 8, settings rule 5): each `enable_*` off
+/// changes the plan PostgreSQL's would change, never the rows.
+#[test]
+fn planner_switches_change_the_plan_never_the_rows() {
+    with_session(8 << 20, |s| {
+        let c = q(
+            s,
+            "CREATE TABLE sw (a int PRIMARY KEY, b int, c text);
+             INSERT INTO sw SELECT i, i % 7, 'v' || (i % 3) FROM generate_series(1, 300) i;
+             CREATE TABLE sv (a int, d int);
+             INSERT INTO sv SELECT i, i % 11 FROM generate_series(1, 50) i",
+        );
+        assert!(c.results.iter().all(|r| r.is_ok()), "{:?}", c.results);
+        let queries = [
+            "SELECT b, count(*), sum(a) FROM sw GROUP BY b",
+            "SELECT b % 3, c, max(a), string_agg(c, ',' ORDER BY a) FROM sw GROUP BY b % 3, c",
+            "SELECT DISTINCT c FROM sw",
+            "SELECT c FROM sw UNION SELECT 'zz'",
+            "SELECT b FROM sw INTERSECT SELECT d FROM sv",
+            "SELECT b FROM sw EXCEPT ALL SELECT d FROM sv",
+            "SELECT sw.a, sv.d FROM sw JOIN sv ON sw.b = sv.d",
+            "SELECT sw.a FROM sw, sv WHERE sw.a = sv.a",
+            "SELECT sv.a, sw.a FROM sv LEFT JOIN sw ON sw.a = sv.d + 100",
+            "SELECT * FROM sv WHERE EXISTS (SELECT 1 FROM sw WHERE sw.b = sv.d)",
+            "SELECT * FROM sv WHERE NOT EXISTS (SELECT 1 FROM sw WHERE sw.b = sv.d)",
+            "SELECT a FROM sw WHERE a BETWEEN 10 AND 20 ORDER BY a",
+            "SELECT min(a), max(a) FROM sw",
+        ];
+        let sorted = |mut v: Vec<String>| {
+            v.sort();
+            v
+        };
+        let base: Vec<_> = queries.iter().map(|sql| sorted(rows(s, sql))).collect();
+        let switches = [
+            "enable_hashagg",
+            "enable_hashjoin",
+            "enable_nestloop",
+            "enable_indexscan",
+            "enable_seqscan",
+            "enable_sort",
+        ];
+        for switch in switches {
+            assert_eq!(codes(s, &format!("SET {switch} = off")), [""]);
+            for (sql, want) in queries.iter().zip(&base) {
+                assert_eq!(&sorted(rows(s, sql)), want, "{switch} off: {sql}");
+            }
+            assert_eq!(codes(s, &format!("RESET {switch}")), [""]);
+        }
+        let plan = |s: &mut Session<'_>, sql: &str| {
+            rows(s, &format!("EXPLAIN (COSTS OFF) {sql}")).join("\n")
+        };
+        let shapes: &[(&str, &str, &str)] = &[
+            (
+                "enable_hashagg",
+                queries[0],
+                "GroupAggregate\n  Group Key: b\n  ->  Sort",
+            ),
+            (
+                "enable_hashagg",
+                queries[2],
+                "Unique\n  ->  Sort\n        Sort Key: c",
+            ),
+            ("enable_hashjoin", queries[6], "Nested Loop\n  Join Filter:"),
+            ("enable_hashjoin", queries[9], "Nested Loop Semi Join"),
+            (
+                "enable_indexscan",
+                "SELECT * FROM sw WHERE a = 5",
+                "Seq Scan on sw",
+            ),
+            (
+                "enable_sort",
+                "SELECT a FROM sw ORDER BY a",
+                "Index Scan using sw_pkey on sw",
+            ),
+        ];
+        for (switch, sql, want) in shapes {
+            assert!(!plan(s, sql).starts_with(want), "{switch} on: {sql}");
+            q(s, &format!("SET {switch} = off"));
+            let p = plan(s, sql);
+            assert!(p.starts_with(want), "{switch} off: {sql}\n{p}");
+            q(s, &format!("RESET {switch}"));
+        }
+        // Sorted grouping, DISTINCT and set operations give their rows in order.
+        q(s, "SET enable_hashagg = false");
+        assert_eq!(rows(s, "SELECT DISTINCT b % 3 FROM sw"), ["0", "1", "2"]);
+        assert_eq!(rows(s, "SELECT 'b' UNION SELECT 'a'"), ["a", "b"]);
+        assert_eq!(rows(s, "SELECT b, count(*) FROM sw GROUP BY b")[0], "0|42");
+        assert_eq!(
+            super::defect_tests::error(s, "SET enable_sort = maybe").message,
+            "parameter \"enable_sort\" requires a Boolean value"
+        );
+        assert_eq!(codes(s, "SET enable_material = off"), ["42704"]);
+    });
+}

@@ -241,6 +241,9 @@ fn pullable(link: &SubLink) -> bool {
 /// kept per key: subquery rule 5), PostgreSQL's parameterized nested loop; a hash
 /// join would read the whole table instead.
 fn index_probed(link: &SubLink, rels: &Relations<'_>) -> bool {
+    if !rels.switches().indexscan {
+        return false;
+    }
     let SetTree::Select(s) = &link.query.body else {
         return false;
     };
@@ -392,12 +395,34 @@ pub(crate) fn apply(
         }
         let inner = planner::rel(&s.from, inner_c, rels)?;
         let (inner, iw) = prune(inner, width, s.from.width(), &mut ikeys, &mut residual);
+        let kind = if j.anti {
+            JoinKind::Anti
+        } else {
+            JoinKind::Semi
+        };
+        let sw = rels.switches();
+        if !sw.hashjoin && sw.nestloop {
+            // Planner rule 8: a nested loop testing the keys' equalities too.
+            let mut cond: Vec<Expr> = okeys
+                .into_iter()
+                .zip(ikeys)
+                .map(|(o, i)| {
+                    let i = map_cols(i, &|c| width + c);
+                    Expr::Bin(Box::new(o), BinOp::Eq, Box::new(i))
+                })
+                .collect();
+            cond.extend(residual);
+            p = Plan::NestLoop {
+                kind,
+                outer: Box::new(p),
+                inner: Box::new(inner),
+                cond: planner::and_all(cond),
+                widths: (width, iw),
+            };
+            continue;
+        }
         p = Plan::HashJoin {
-            kind: if j.anti {
-                JoinKind::Anti
-            } else {
-                JoinKind::Semi
-            },
+            kind,
             outer: Box::new(p),
             inner: Box::new(inner),
             outer_keys: okeys,

@@ -235,6 +235,9 @@ impl crate::planner::RelSource for PlannerCatalog<'_, '_> {
             _ => self.0.engine.table_stats(&self.0.db, name),
         }
     }
+    fn switches(&self) -> crate::planner::Switches {
+        self.0.switches()
+    }
 }
 
 /// A session's interrupt flags, set by other threads (CancelRequest,
@@ -1174,6 +1177,19 @@ impl<'e> Session<'e> {
         settings::time_ms(self.vars.get(name))
     }
 
+    /// The planner switches as the session has set them (planner rule 8).
+    pub(crate) fn switches(&self) -> crate::planner::Switches {
+        let on = |name: &str| self.vars.get(name).is_none_or(|v| v != "off");
+        crate::planner::Switches {
+            seqscan: on("enable_seqscan"),
+            indexscan: on("enable_indexscan"),
+            hashjoin: on("enable_hashjoin"),
+            nestloop: on("enable_nestloop"),
+            hashagg: on("enable_hashagg"),
+            sort: on("enable_sort"),
+        }
+    }
+
     pub(crate) fn engine(&self) -> &'e Engine {
         self.engine
     }
@@ -1654,7 +1670,8 @@ impl<'e> Session<'e> {
     /// A table's columns as the catalog keeps them (with NOT NULL and DEFAULT).
     /// The index `table` is best read through for `pred` (plan rule 2), if any.
     fn index_path(&self, table: &str, pred: Option<&Expr>) -> SqlResult<Option<IndexPath>> {
-        if crate::views::schema(table).is_some() || pred.is_none() {
+        if crate::views::schema(table).is_some() || pred.is_none() || !self.switches().indexscan {
+            // Planner rule 8: enable_indexscan off reads no index.
             return Ok(None);
         }
         let rel = self.relation_entry(table)?;

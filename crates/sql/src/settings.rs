@@ -22,8 +22,11 @@
 //!    a PostgreSQL built without JIT accepts `jit_above_cost`: they tune nothing
 //!    that runs. `transaction_deferrable` matters only to SERIALIZABLE READ ONLY,
 //!    which Strata refuses, so it is accepted as PostgreSQL accepts it for the
-//!    other levels. Planner switches Strata's planner does not follow
-//!    (`enable_sort`, `enable_hashagg`, ...) stay unrecognized.
+//!    other levels. The planner switches (`enable_*`, Boolean) are followed by
+//!    the planner (planner rule 8), those of plan shapes Strata never builds
+//!    (merge joins, bitmap scans, memoize, ...) forbidding or allowing what is
+//!    never built; `enable_material` stays unrecognized: a nested loop always
+//!    holds its inner side's rows.
 //! 6. `DateStyle`, `TimeZone`, `IntervalStyle` and `extra_float_digits` are
 //!    checked as PostgreSQL's check hooks do and stored as SHOW prints them
 //!    ([`check_datetime`]); the session's output settings are read from them
@@ -49,12 +52,25 @@ pub const KNOWN: &[(&str, &str)] = &[
     ("default_transaction_isolation", "read committed"),
     ("default_transaction_read_only", "off"),
     ("effective_cache_size", "4GB"),
+    ("enable_async_append", "on"),
     ("enable_bitmapscan", "on"),
+    ("enable_gathermerge", "on"),
+    ("enable_hashagg", "on"),
     ("enable_hashjoin", "on"),
+    ("enable_incremental_sort", "on"),
+    ("enable_indexonlyscan", "on"),
     ("enable_indexscan", "on"),
+    ("enable_memoize", "on"),
     ("enable_mergejoin", "on"),
     ("enable_nestloop", "on"),
+    ("enable_parallel_append", "on"),
+    ("enable_parallel_hash", "on"),
+    ("enable_partition_pruning", "on"),
+    ("enable_partitionwise_aggregate", "off"),
+    ("enable_partitionwise_join", "off"),
     ("enable_seqscan", "on"),
+    ("enable_sort", "on"),
+    ("enable_tidscan", "on"),
     ("escape_string_warning", "on"),
     ("extra_float_digits", "1"),
     ("geqo", "on"),
@@ -144,7 +160,8 @@ pub fn check(name: &str, value: &str) -> SqlResult<String> {
             | "default_transaction_deferrable"
             | "transaction_deferrable"
             | "parallel_leader_participation"
-    ) {
+    ) || name.starts_with("enable_")
+    {
         return check_bool(name, value);
     }
     if name == "synchronous_commit" && crate::syncrep::Level::parse(value).is_none() {
