@@ -552,7 +552,21 @@ fn decode_columns(
     let bitmap = &tuple[TUPLE_HEADER_BYTES..TUPLE_HEADER_BYTES + nb];
     out.truncate(cols.len());
     out.resize(cols.len(), Datum::Null);
-    for ((i, c), slot) in cols.iter().enumerate().zip(out.iter_mut()) {
+    // Past the last column the mask marks, nothing is read: the row's end is
+    // neither stepped over nor checked.
+    let upto = match mask {
+        Some(m) if m.len() >= cols.len() => m[..cols.len()]
+            .iter()
+            .rposition(|&b| b)
+            .map_or(0, |i| i + 1),
+        _ => cols.len(),
+    };
+    if upto < cols.len() {
+        for slot in &mut out[upto..] {
+            *slot = Datum::Null;
+        }
+    }
+    for ((i, c), slot) in cols[..upto].iter().enumerate().zip(out.iter_mut()) {
         if bitmap[i / 8] & (1 << (i % 8)) != 0 || (missing_as_null && d.remaining() == 0) {
             *slot = Datum::Null;
             continue;
@@ -589,6 +603,9 @@ fn decode_columns(
                 micros: d.u64()? as i64,
             }),
         };
+    }
+    if upto < cols.len() {
+        return Ok(());
     }
     d.finish()
 }

@@ -575,6 +575,17 @@ pub fn is_timestamp(t: SqlType) -> bool {
 }
 
 /// A timestamp or a date: compared and assigned to each other, as PostgreSQL does.
+/// Date and time stamps of different types compare as the wider (PostgreSQL's
+/// cross-type operators: date_lt_timestamp makes the date a timestamp,
+/// timestamp_lt_timestamptz the timestamp a timestamptz in the session's zone).
+fn wider_datetime(a: SqlType, b: SqlType) -> SqlType {
+    if a == SqlType::TimestampTz || b == SqlType::TimestampTz {
+        SqlType::TimestampTz
+    } else {
+        SqlType::Timestamp
+    }
+}
+
 pub fn is_datetime(t: SqlType) -> bool {
     is_timestamp(t) || t == SqlType::Date
 }
@@ -1194,9 +1205,8 @@ impl Binder {
                     (SqlType::Bpchar, SqlType::Text) | (SqlType::Text, SqlType::Bpchar) => {
                         SqlType::Text
                     }
-                    // timestamp against timestamptz: both as timestamptz (UTC).
                     (a, b) if is_datetime(a) && is_datetime(b) && is_cmp(op) => {
-                        SqlType::TimestampTz
+                        wider_datetime(a, b)
                     }
                     (a, b) => return Err(mismatch(sym, a, b)),
                 };

@@ -894,20 +894,24 @@ fn narrow(take: Option<&[Expr]>, r: &mut Tuple) -> Tuple {
     }
 }
 
-/// Column `e` of `r`, moved out (a moving projection's: `moves`).
+/// Column `e` of `r`, moved out (a moving projection's: `moves`), or a NULL.
 fn moved(e: &Expr, r: &mut Tuple) -> Datum {
     match e {
         Expr::Col(i) => std::mem::replace(&mut r[*i], Datum::Null),
-        _ => unreachable!("moves() checked: columns only"),
+        Expr::Const(Datum::Null) => Datum::Null,
+        _ => unreachable!("moves() checked: columns and NULLs only"),
     }
 }
 
-/// Whether `exprs` are columns, none twice.
+/// Whether `exprs` are columns, none twice, and NULLs (a column a scan's filter
+/// alone reads, dropped: planner rule 9).
 fn moves(exprs: &[Expr]) -> bool {
     let mut seen = std::collections::HashSet::new();
-    exprs
-        .iter()
-        .all(|e| matches!(e, Expr::Col(i) if seen.insert(*i)))
+    exprs.iter().all(|e| match e {
+        Expr::Col(i) => seen.insert(*i),
+        Expr::Const(Datum::Null) => true,
+        _ => false,
+    })
 }
 
 impl<'a> Node<'a> for Project<'a> {
@@ -938,14 +942,7 @@ impl<'a> Node<'a> for Project<'a> {
             return Ok(None);
         };
         if self.2 {
-            let out = self
-                .1
-                .iter()
-                .map(|e| match e {
-                    Expr::Col(i) => std::mem::replace(&mut row[*i], Datum::Null),
-                    _ => unreachable!("moves() checked: columns only"),
-                })
-                .collect();
+            let out = self.1.iter().map(|e| moved(e, &mut row)).collect();
             return Ok(Some(out));
         }
         let out = self
@@ -1019,6 +1016,9 @@ fn drain<'a>(op: &mut Op<'a>, cx: &Ctx<'a>, meter: &mut Meter) -> SqlResult<Vec<
 
 /// Nested-loop and hash joins (planner rule 2): the inner side held, with a
 /// matched flag per row for RIGHT and FULL joins.
+/// The end of a hash join key's chain of inner rows.
+const END: usize = usize::MAX;
+
 struct JoinOp<'a> {
     kind: JoinKind,
     outer: Op<'a>,
@@ -1028,7 +1028,9 @@ struct JoinOp<'a> {
     widths: (usize, usize),
     rows: Vec<Tuple>,
     matched: Vec<bool>,
-    table: HashMap<Tuple, Vec<usize>>,
+    /// Each key's first and last inner row; `chain` links a key's rows in order.
+    table: rustc_hash::FxHashMap<Tuple, (usize, usize)>,
+    chain: Vec<usize>,
     /// The outer row being joined, the inner candidates left, whether it matched.
     current: Option<(Tuple, Vec<usize>, usize, bool)>,
     /// The inner rows left to emit unmatched (RIGHT, FULL), once the outer ends.
@@ -1059,7 +1061,8 @@ impl<'a> JoinOp<'a> {
             widths,
             rows: Vec::new(),
             matched: Vec::new(),
-            table: HashMap::new(),
+            table: Default::default(),
+            chain: Vec::new(),
             current: None,
             tail: None,
             probe: Vec::new(),
@@ -1095,9 +1098,19 @@ impl<'a> JoinOp<'a> {
         self.rows = rows;
         self.matched = vec![false; self.rows.len()];
         if let Some((_, ikeys)) = self.keys {
+            self.chain = vec![END; self.rows.len()];
             for (i, r) in self.rows.iter().enumerate() {
                 if let Some(k) = key_of(cx, ikeys, r)? {
-                    self.table.entry(k).or_default().push(i);
+                    match self.table.entry(k) {
+                        std::collections::hash_map::Entry::Occupied(mut e) => {
+                            let (_, last) = e.get_mut();
+                            self.chain[*last] = i;
+                            *last = i;
+                        }
+                        std::collections::hash_map::Entry::Vacant(e) => {
+                            e.insert((i, i));
+                        }
+                    }
                 }
             }
         }
@@ -1120,8 +1133,13 @@ impl<'a> JoinOp<'a> {
             }
             self.probe.push(v);
         }
-        if let Some(v) = self.table.get(&self.probe) {
-            out.extend(v.iter().rev().copied());
+        if let Some(&(first, _)) = self.table.get(&self.probe) {
+            let mut i = first;
+            while i != END {
+                out.push(i);
+                i = self.chain[i];
+            }
+            out.reverse();
         }
         Ok(())
     }
@@ -1172,8 +1190,9 @@ impl<'a> Node<'a> for JoinOp<'a> {
                 cands.clear();
             }
             while let Some(i) = cands.pop() {
-                let mut joined = row.clone();
-                joined.extend(self.rows[i].iter().cloned());
+                let mut joined = Vec::with_capacity(row.len() + self.rows[i].len());
+                joined.extend_from_slice(row);
+                joined.extend_from_slice(&self.rows[i]);
                 if cx.holds(self.cond, &joined)? {
                     *hit = true;
                     self.matched[i] = true;

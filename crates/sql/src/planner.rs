@@ -46,6 +46,10 @@
 //!    - Switches of shapes Strata never plans (merge joins, bitmap and index-only
 //!      scans, memoize, incremental sort, parallel plans, partitions) are accepted:
 //!      off, they forbid what is never built; on, they allow it.
+//! 9. Below a FROM of outer joins (which join order rule 7 does not reach), each
+//!    scan decodes only the columns read above it or by the joins' conditions, and
+//!    a column only its own filter reads is NULL in the rows it gives ([`narrow`]):
+//!    joins copy, and hash tables hold, only what is read.
 
 use crate::analyze::{
     Distinct, Grouping, Join, JoinKind, Query, Rel, Select, SetOp, SetTree, SortSpec,
@@ -440,6 +444,14 @@ fn select(s: &Select, rels: &Relations<'_>) -> SqlResult<Plan> {
             let needed = needed_columns(s, &conjs, &semis);
             read_only(rel(from, conjs, rels)?, needed)
         }
+        from @ Rel::Join(_) => {
+            let needed = needed_columns(s, &conjs, &semis);
+            let mut p = rel(from, conjs, rels)?;
+            if let Some(n) = needed {
+                narrow(&mut p, &n);
+            }
+            p
+        }
         from => rel(from, conjs, rels)?,
     };
     p = crate::semijoin::apply(p, s.from.width(), semis, rels)?;
@@ -468,6 +480,149 @@ fn select(s: &Select, rels: &Relations<'_>) -> SqlResult<Plan> {
 }
 
 /// `p`, a table's scan under its filters, decoding only the `needed` columns.
+/// Planner rule 9: `p` (a join tree's plan) with each scan below its joins
+/// decoding only the columns read above it (`needed`, over `p`'s row) or by the
+/// joins' conditions, and holding only those past its filter: the others are NULL
+/// in its rows, so joins copy and hash tables hold only what is read. A node whose
+/// expressions hold a subquery (whose reads are not followed) is left whole.
+fn narrow(p: &mut Plan, needed: &[bool]) {
+    if matches!(p, Plan::SeqScan { .. } | Plan::IndexScan { .. }) {
+        let scan = std::mem::replace(p, Plan::Result);
+        *p = narrow_scan(scan, needed);
+        return;
+    }
+    let Some(needs) = child_needs(p, needed) else {
+        return;
+    };
+    let children: Vec<&mut Plan> = match p {
+        Plan::HashJoin { outer, inner, .. } | Plan::NestLoop { outer, inner, .. } => {
+            vec![&mut **outer, &mut **inner]
+        }
+        Plan::Project { input, .. } | Plan::Filter { input, .. } => vec![&mut **input],
+        _ => return,
+    };
+    for (c, n) in children.into_iter().zip(needs) {
+        narrow(c, &n);
+    }
+}
+
+/// The columns each child of `p` must give for `p` to give those `needed` marks
+/// (planner rule 9): those read above and by `p`'s own expressions. None where
+/// the children are left whole.
+fn child_needs(p: &Plan, needed: &[bool]) -> Option<Vec<Vec<bool>>> {
+    let union =
+        |a: &[bool], b: &[bool]| -> Vec<bool> { a.iter().zip(b).map(|(x, y)| *x || *y).collect() };
+    match p {
+        Plan::HashJoin {
+            outer_keys,
+            inner_keys,
+            residual,
+            widths: (lw, rw),
+            ..
+        } if needed.len() == lw + rw => {
+            let o = cols_of(outer_keys.iter(), *lw)?;
+            let i = cols_of(inner_keys.iter(), *rw)?;
+            let here = union(needed, &cols_of(residual.iter(), lw + rw)?);
+            Some(vec![union(&here[..*lw], &o), union(&here[*lw..], &i)])
+        }
+        Plan::NestLoop {
+            cond,
+            widths: (lw, rw),
+            ..
+        } if needed.len() == lw + rw => {
+            let here = union(needed, &cols_of(cond.iter(), lw + rw)?);
+            Some(vec![here[..*lw].to_vec(), here[*lw..].to_vec()])
+        }
+        Plan::Project { input, exprs } if needed.len() == exprs.len() => {
+            let used = exprs
+                .iter()
+                .zip(needed)
+                .filter(|(_, n)| **n)
+                .map(|(e, _)| e);
+            Some(vec![cols_of(used, plan_width(input)?)?])
+        }
+        Plan::Filter { cond, .. } => Some(vec![union(
+            needed,
+            &cols_of(std::iter::once(cond), needed.len())?,
+        )]),
+        _ => None,
+    }
+}
+
+/// The columns (of a row of `width`) that `es` read; None if one holds a
+/// subquery or reaches the server (its reads are not followed).
+fn cols_of<'e>(es: impl Iterator<Item = &'e Expr>, width: usize) -> Option<Vec<bool>> {
+    let mut v = vec![false; width];
+    for e in es {
+        if !crate::bind::engine_free(e) {
+            return None;
+        }
+        let mut cs = Vec::new();
+        crate::privileges::expr_columns(e, &mut cs);
+        for c in cs {
+            *v.get_mut(c)? = true;
+        }
+    }
+    Some(v)
+}
+
+/// Planner rule 9 at a scan: it decodes what `needed` marks and what its filter
+/// reads; a column its filter alone reads is NULL in the rows it gives.
+fn narrow_scan(p: Plan, needed: &[bool]) -> Plan {
+    let (Plan::SeqScan { filter, cols, .. } | Plan::IndexScan { filter, cols, .. }) = &p else {
+        return p;
+    };
+    if cols.is_some()
+        || filter
+            .as_ref()
+            .is_some_and(|f| !crate::bind::engine_free(f))
+    {
+        return p;
+    }
+    let mut read = needed.to_vec();
+    if let Some(f) = filter {
+        let mut cs = Vec::new();
+        crate::privileges::expr_columns(f, &mut cs);
+        for c in cs {
+            match read.get_mut(c) {
+                Some(r) => *r = true,
+                None => return p,
+            }
+        }
+    }
+    if read.iter().all(|r| *r) {
+        return p;
+    }
+    let filter_only = read != needed;
+    let p = read_only(p, Some(read));
+    if !filter_only {
+        return p;
+    }
+    let exprs = needed
+        .iter()
+        .enumerate()
+        .map(|(i, n)| match n {
+            true => Expr::Col(i),
+            false => Expr::Const(crate::Datum::Null),
+        })
+        .collect();
+    Plan::Project {
+        input: Box::new(p),
+        exprs,
+    }
+}
+
+/// The width of the rows a scan, filter or projection gives, where known without
+/// the catalog.
+fn plan_width(p: &Plan) -> Option<usize> {
+    match p {
+        Plan::Project { exprs, .. } => Some(exprs.len()),
+        Plan::Filter { input, .. } => plan_width(input),
+        Plan::HashJoin { widths, .. } | Plan::NestLoop { widths, .. } => Some(widths.0 + widths.1),
+        _ => None,
+    }
+}
+
 pub(crate) fn read_only(p: Plan, needed: Option<Vec<bool>>) -> Plan {
     match p {
         Plan::Filter { input, cond } => Plan::Filter {

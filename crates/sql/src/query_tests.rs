@@ -1267,3 +1267,52 @@ fn planner_switches_change_the_plan_never_the_rows() {
         assert_eq!(codes(s, "SET enable_material = off"), ["42704"]);
     });
 }
+
+/// Planner rule 9: scans under outer joins decode and keep only the columns read
+/// above or by the joins; what the joins give is PostgreSQL 15's.
+#[test]
+fn outer_joins_read_only_the_columns_they_need() {
+    with_session(8 << 20, |s| {
+        let c = q(
+            s,
+            "CREATE TABLE na (id int PRIMARY KEY, v text, pad text);
+             CREATE TABLE nb (id int, a_id int, w int, note text);
+             CREATE TABLE nc (id int, b_id int, tag text);
+             INSERT INTO na VALUES (1, 'x', 'p1'), (2, 'y', 'p2'), (3, 'z', 'p3'), (4, NULL, 'p4');
+             INSERT INTO nb VALUES (1, 1, 10, 'keep'), (2, 1, 20, 'drop'), (3, 2, 30, 'keep'),
+                                   (4, NULL, 40, 'keep');
+             INSERT INTO nc VALUES (1, 1, 't1'), (2, 3, 't3'), (3, 3, NULL)",
+        );
+        assert!(c.results.iter().all(|r| r.is_ok()), "{:?}", c.results);
+        let cases: &[(&str, &[&str])] = &[
+            (
+                "SELECT na.id, nb.w FROM na LEFT JOIN nb ON na.id = nb.a_id AND nb.note = 'keep'
+                 ORDER BY 1, 2",
+                &["1|10", "2|30", "3|", "4|"],
+            ),
+            (
+                "SELECT count(*), count(nb.id) FROM na LEFT JOIN nb ON na.id = nb.a_id
+                 WHERE na.pad <> 'p3'",
+                &["4|3"],
+            ),
+            (
+                "SELECT na.v, nc.tag FROM na LEFT JOIN nb ON na.id = nb.a_id
+                 LEFT JOIN nc ON nc.b_id = nb.id AND nc.tag IS NOT NULL ORDER BY 1, 2",
+                &["x|t1", "x|", "y|t3", "z|", "|"],
+            ),
+            (
+                "SELECT id, v, w FROM na FULL JOIN nb USING (id) WHERE coalesce(w, 0) < 35
+                 ORDER BY 1",
+                &["1|x|10", "2|y|20", "3|z|30"],
+            ),
+            (
+                "SELECT nb.note FROM nb RIGHT JOIN na ON na.id = nb.a_id AND na.v > 'x'
+                 ORDER BY 1",
+                &["keep", "", "", ""],
+            ),
+        ];
+        for (sql, want) in cases {
+            assert_eq!(rows(s, sql), *want, "{sql}");
+        }
+    });
+}
