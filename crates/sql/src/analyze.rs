@@ -401,7 +401,7 @@ impl Binder {
                 let cols = q.columns.clone();
                 Ok((SetTree::Query(Box::new(q)), cols))
             }
-            ast::SetExpr::Values(v) => self.values(v),
+            ast::SetExpr::Values(v) => self.values(v, ctx),
             ast::SetExpr::SetOperation {
                 left,
                 op,
@@ -466,7 +466,10 @@ impl Binder {
 
     /// VALUES (...), (...): every row as wide as the first (42601), each column of
     /// its rows' common type; columns named column1, column2, ...
-    fn values(&mut self, v: &ast::Values) -> SqlResult<(SetTree, Columns)> {
+    fn values(&mut self, v: &ast::Values, ctx: &Scope<'_>) -> SqlResult<(SetTree, Columns)> {
+        // No columns of its own; subqueries and enclosing queries' columns as the
+        // query level it stands at has them.
+        let here = Scope::default().within(ctx);
         let width = v.rows.first().map_or(0, |r| r.content.len());
         let mut bound: Vec<Vec<(Expr, SqlType)>> = Vec::with_capacity(v.rows.len());
         for row in &v.rows {
@@ -475,7 +478,7 @@ impl Binder {
             }
             let mut out = Vec::with_capacity(width);
             for e in &row.content {
-                out.push(self.expr(&Scope::default(), e)?);
+                out.push(self.expr(&here, e)?);
             }
             bound.push(out);
         }

@@ -2445,10 +2445,27 @@ fn merge_with(outer: ast::With, inner: Option<ast::With>) -> ast::With {
     inner
 }
 
+/// INSERT's rows: a plain VALUES list is bound row by row (the session's fast
+/// path); one whose rows hold a subquery (and no DEFAULT) is planned as a query,
+/// whose VALUES evaluates subqueries.
 fn insert_source(q: Box<ast::Query>) -> InsertSource {
     let plain = q.with.is_none() && q.order_by.is_none() && q.limit_clause.is_none();
+    let subquery = match &*q.body {
+        ast::SetExpr::Values(v) => {
+            let texts: Vec<String> = v
+                .rows
+                .iter()
+                .flat_map(|r| &r.content)
+                .map(|e| e.to_string().to_ascii_lowercase())
+                .collect();
+            texts.iter().any(|t| t.contains("select")) && !texts.iter().any(|t| t == "default")
+        }
+        _ => false,
+    };
     match *q {
-        ast::Query { body, .. } if plain && matches!(*body, ast::SetExpr::Values(_)) => {
+        ast::Query { body, .. }
+            if plain && !subquery && matches!(*body, ast::SetExpr::Values(_)) =>
+        {
             let ast::SetExpr::Values(v) = *body else {
                 unreachable!("matched as VALUES")
             };

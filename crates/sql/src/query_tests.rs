@@ -1316,3 +1316,52 @@ fn outer_joins_read_only_the_columns_they_need() {
         }
     });
 }
+
+/// Subqueries in VALUES (a query's, a FROM item's, an INSERT's) and the keyword
+/// DEFAULT in INSERT's VALUES, as PostgreSQL 15 answers them.
+#[test]
+fn values_take_subqueries_and_insert_takes_default() {
+    with_session(8 << 20, |s| {
+        let c = q(
+            s,
+            "CREATE TABLE vd (a serial, b text DEFAULT 'dflt', c int);
+             CREATE TABLE vs (x int)",
+        );
+        assert!(c.results.iter().all(|r| r.is_ok()), "{:?}", c.results);
+        let cases: &[(&str, &[&str])] = &[
+            ("VALUES ((SELECT 1)), (2)", &["1", "2"]),
+            (
+                "WITH cte(foo) AS (VALUES (42)) VALUES ((SELECT foo FROM cte))",
+                &["42"],
+            ),
+            (
+                "SELECT * FROM (VALUES (3 NOT IN (SELECT * FROM (VALUES (1), (2)) s1)), (false)) ss",
+                &["t", "f"],
+            ),
+            (
+                "SELECT v.x FROM generate_series(1, 3) AS s(i),
+                 LATERAL (VALUES ((SELECT s.i + 1)), (s.i + 100)) AS v(x) ORDER BY 1",
+                &["2", "3", "4", "101", "102", "103"],
+            ),
+            (
+                "INSERT INTO vd VALUES (DEFAULT, 'q', 1), (DEFAULT, DEFAULT, DEFAULT) RETURNING *",
+                &["1|q|1", "2|dflt|"],
+            ),
+            (
+                "INSERT INTO vd (c, b) VALUES ((SELECT 7), 'z') RETURNING a, b, c",
+                &["3|z|7"],
+            ),
+            (
+                "INSERT INTO vs VALUES ((SELECT max(c) FROM vd)), (NULL) RETURNING x",
+                &["7", ""],
+            ),
+        ];
+        for (sql, want) in cases {
+            assert_eq!(rows(s, sql), *want, "{sql}");
+        }
+        assert_eq!(
+            super::defect_tests::error(s, "INSERT INTO vs VALUES ((SELECT 1, 2))").message,
+            "subquery must return only one column"
+        );
+    });
+}

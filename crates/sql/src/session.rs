@@ -1014,6 +1014,8 @@ struct Targets {
     targets: Vec<usize>,
     /// The statement names its columns: then a row may not be shorter.
     explicit: bool,
+    /// Each column's DEFAULT bound (None: NULL), for a VALUES row's `DEFAULT`.
+    row_defaults: Vec<Option<Expr>>,
 }
 
 impl Targets {
@@ -1046,6 +1048,12 @@ impl Targets {
         self.check_width(row.len())?;
         let mut out = Vec::with_capacity(row.len());
         for (e, ci) in row.iter().zip(&self.targets) {
+            if is_default_word(e) {
+                // The column's DEFAULT, as if the statement had not named it.
+                let d = self.row_defaults.get(*ci).cloned().flatten();
+                out.push(d.unwrap_or(Expr::Const(Datum::Null)));
+                continue;
+            }
             let (x, t) = b.expr(&Scope::default(), e)?;
             let (name, ty) = &self.cols[*ci];
             let x = assign(b, x, t, *ty, name);
@@ -1968,10 +1976,15 @@ impl<'e> Session<'e> {
             map[*ci] = Some(k);
         }
         let col_types: Vec<SqlType> = cols.iter().map(|c| c.1).collect();
+        let row_defaults = match source {
+            InsertSource::Values(rows) if !rows.iter().flatten().any(is_default_word) => Vec::new(),
+            _ => self.bind_defaults(b, table, &[])?,
+        };
         let targets = Targets {
             cols,
             targets,
             explicit: columns.is_some(),
+            row_defaults,
         };
         let source = match source {
             InsertSource::Values(rows) => {
@@ -3380,6 +3393,11 @@ fn check_row(
 }
 
 /// Sets each column with a bound DEFAULT (one not given) to its value.
+/// Whether a VALUES item is the keyword DEFAULT (the column's default).
+fn is_default_word(e: &ast::Expr) -> bool {
+    matches!(e, ast::Expr::Identifier(id) if id.quote_style.is_none() && id.value.eq_ignore_ascii_case("default"))
+}
+
 fn fill_defaults(
     row: &mut [Datum],
     defaults: &[Option<Expr>],
