@@ -48,6 +48,9 @@
 //!    is moved into FROM when it is the only one and the SELECT neither groups
 //!    nor is DISTINCT: the same rows as PostgreSQL's ProjectSet. Other placements
 //!    stay 0A000.
+//! 10. A LATERAL item inside a chain of inner and left joins may name the FROM
+//!     items before the chain (PostgreSQL's namespace): the chain is analyzed with
+//!     them as its first join's left, the same rows in the same layout.
 
 use crate::bind::{default_name, Agg, Binder, Columns, Expr, Scope, ScopeOf};
 use crate::conditional::common_type;
@@ -751,10 +754,19 @@ impl Binder {
     ) -> SqlResult<From<'c>> {
         let mut acc: Option<From> = None;
         for twj in items {
-            let item = self.table_with_joins(twj, acc.as_ref(), ctx)?;
             acc = Some(match acc {
-                None => item,
-                Some(left) => self.join(left, item, JoinKind::Inner, &ast::JoinConstraint::None)?,
+                // Analyze rule 10: the items before are the join's left.
+                Some(left) if lateral_in_joins(twj) => {
+                    let first = self.table_factor(&twj.relation, ctx)?;
+                    let start =
+                        self.join(left, first, JoinKind::Inner, &ast::JoinConstraint::None)?;
+                    self.joins_onto(start, &twj.joins, ctx)?
+                }
+                Some(left) => {
+                    let item = self.table_with_joins(twj, Some(&left), ctx)?;
+                    self.join(left, item, JoinKind::Inner, &ast::JoinConstraint::None)?
+                }
+                None => self.table_with_joins(twj, None, ctx)?,
             });
         }
         Ok(acc.unwrap_or(From {
@@ -783,11 +795,21 @@ impl Binder {
             }
             _ => None,
         };
-        let mut acc = match lateral {
+        let acc = match lateral {
             Some(f) => f,
             None => self.table_factor(&twj.relation, ctx)?,
         };
-        for j in &twj.joins {
+        self.joins_onto(acc, &twj.joins, ctx)
+    }
+
+    /// `acc` joined with each of `joins` in turn.
+    fn joins_onto<'c>(
+        &mut self,
+        mut acc: From<'c>,
+        joins: &[ast::Join],
+        ctx: &Scope<'c>,
+    ) -> SqlResult<From<'c>> {
+        for j in joins {
             use ast::JoinOperator as J;
             let kind = match &j.join_operator {
                 J::Left(_) | J::LeftOuter(_) => JoinKind::Left,
@@ -1406,6 +1428,28 @@ pub(crate) fn side_by_side<'c>(l: &Scope<'c>, r: &Scope<'c>) -> Scope<'c> {
 }
 
 /// The catalog of a query's context (always there in analysis).
+/// Analyze rule 10: whether a FROM item is a chain of inner and left joins with a
+/// LATERAL item in it, which may name the FROM items before the chain: `a, b JOIN
+/// LATERAL f(a, b)` is read as `(a CROSS JOIN b) JOIN LATERAL f(a, b)`, the same
+/// rows (a cross join distributes over inner and left joins) in the same layout.
+fn lateral_in_joins(twj: &ast::TableWithJoins) -> bool {
+    use ast::JoinOperator as J;
+    let lateral = |tf: &ast::TableFactor| {
+        matches!(
+            tf,
+            ast::TableFactor::Derived { lateral: true, .. }
+                | ast::TableFactor::Function { lateral: true, .. }
+        )
+    };
+    twj.joins.iter().any(|j| lateral(&j.relation))
+        && twj.joins.iter().all(|j| {
+            matches!(
+                j.join_operator,
+                J::Join(_) | J::Inner(_) | J::Left(_) | J::LeftOuter(_) | J::CrossJoin(_)
+            )
+        })
+}
+
 fn catalog<'c>(ctx: &Scope<'c>) -> SqlResult<&'c ScopeOf<'c>> {
     ctx.catalog
         .ok_or_else(|| SqlError::unsupported("a query without a catalog"))
