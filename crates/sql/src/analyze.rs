@@ -48,9 +48,6 @@
 //!    is moved into FROM when it is the only one and the SELECT neither groups
 //!    nor is DISTINCT: the same rows as PostgreSQL's ProjectSet. Other placements
 //!    stay 0A000.
-//! 10. A LATERAL item inside a chain of inner and left joins may name the FROM
-//!     items before the chain (PostgreSQL's namespace): the chain is analyzed with
-//!     them as its first join's left, the same rows in the same layout.
 
 use crate::bind::{default_name, Agg, Binder, Columns, Expr, Scope, ScopeOf};
 use crate::conditional::common_type;
@@ -755,13 +752,6 @@ impl Binder {
         let mut acc: Option<From> = None;
         for twj in items {
             acc = Some(match acc {
-                // Analyze rule 10: the items before are the join's left.
-                Some(left) if lateral_in_joins(twj) => {
-                    let first = self.table_factor(&twj.relation, ctx)?;
-                    let start =
-                        self.join(left, first, JoinKind::Inner, &ast::JoinConstraint::None)?;
-                    self.joins_onto(start, &twj.joins, ctx)?
-                }
                 Some(left) => {
                     let item = self.table_with_joins(twj, Some(&left), ctx)?;
                     self.join(left, item, JoinKind::Inner, &ast::JoinConstraint::None)?
@@ -840,6 +830,10 @@ impl Binder {
         // A name that resolves to nothing is placed at the name (sql rule 7).
         self.table_factor_at(tf, ctx).map_err(|e| match e.code {
             "42P01" | "42704" | "3F000" => e.at(sqlparser::ast::Spanned::span(tf)),
+            // A data-modifying CTE without RETURNING, named in FROM (cte rule 4).
+            "0A000" if e.message.ends_with("does not have a RETURNING clause") => {
+                e.at(sqlparser::ast::Spanned::span(tf))
+            }
             _ => e,
         })
     }
@@ -1428,28 +1422,6 @@ pub(crate) fn side_by_side<'c>(l: &Scope<'c>, r: &Scope<'c>) -> Scope<'c> {
 }
 
 /// The catalog of a query's context (always there in analysis).
-/// Analyze rule 10: whether a FROM item is a chain of inner and left joins with a
-/// LATERAL item in it, which may name the FROM items before the chain: `a, b JOIN
-/// LATERAL f(a, b)` is read as `(a CROSS JOIN b) JOIN LATERAL f(a, b)`, the same
-/// rows (a cross join distributes over inner and left joins) in the same layout.
-fn lateral_in_joins(twj: &ast::TableWithJoins) -> bool {
-    use ast::JoinOperator as J;
-    let lateral = |tf: &ast::TableFactor| {
-        matches!(
-            tf,
-            ast::TableFactor::Derived { lateral: true, .. }
-                | ast::TableFactor::Function { lateral: true, .. }
-        )
-    };
-    twj.joins.iter().any(|j| lateral(&j.relation))
-        && twj.joins.iter().all(|j| {
-            matches!(
-                j.join_operator,
-                J::Join(_) | J::Inner(_) | J::Left(_) | J::LeftOuter(_) | J::CrossJoin(_)
-            )
-        })
-}
-
 fn catalog<'c>(ctx: &Scope<'c>) -> SqlResult<&'c ScopeOf<'c>> {
     ctx.catalog
         .ok_or_else(|| SqlError::unsupported("a query without a catalog"))

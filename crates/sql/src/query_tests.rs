@@ -1365,37 +1365,3 @@ fn values_take_subqueries_and_insert_takes_default() {
         );
     });
 }
-
-/// Analyze rule 10: a LATERAL item inside a join chain names the FROM items
-/// before the chain, as in PostgreSQL 15.
-#[test]
-fn lateral_in_a_join_names_earlier_from_items() {
-    with_session(8 << 20, |s| {
-        let c = q(
-            s,
-            "CREATE TABLE la (x int); CREATE TABLE lb (y int);
-             INSERT INTO la VALUES (1), (2); INSERT INTO lb VALUES (1), (2), (3)",
-        );
-        assert!(c.results.iter().all(|r| r.is_ok()), "{:?}", c.results);
-        let cases: &[(&str, &[&str])] = &[
-            (
-                "SELECT * FROM la, lb JOIN LATERAL (VALUES (la.x + lb.y)) ss(z)
-                 ON lb.y = ss.z - 1 ORDER BY 1, 2",
-                &["1|1|2", "1|2|3", "1|3|4"],
-            ),
-            (
-                "SELECT * FROM la, lb LEFT JOIN LATERAL (SELECT la.x WHERE la.x = lb.y) ss(z)
-                 ON true ORDER BY 1, 2",
-                &["1|1|1", "1|2|", "1|3|", "2|1|", "2|2|2", "2|3|"],
-            ),
-            (
-                "SELECT count(*) FROM la, lb JOIN LATERAL (VALUES (la.x), (-1)) ss(x)
-                 ON lb.y = ss.x",
-                &["2"],
-            ),
-        ];
-        for (sql, want) in cases {
-            assert_eq!(rows(s, sql), *want, "{sql}");
-        }
-    });
-}
