@@ -99,6 +99,7 @@ mod gather;
 pub mod grants;
 pub mod interval;
 mod joinorder;
+mod locate;
 pub mod mathfn;
 pub mod moments;
 pub mod numeric;

@@ -1487,7 +1487,14 @@ impl<'e> Session<'e> {
             if implicit && matches!(self.block, Block::Idle) {
                 self.open_block(true);
             }
-            let r = self.execute(st, &[], sink).map_err(|e| e.placed(&text));
+            let r = self.execute(st, &[], sink).map_err(|e| {
+                // Locate rule 1: a one-statement string's DML names.
+                let e = match implicit {
+                    false => crate::locate::dml_name(&text, e),
+                    true => e,
+                };
+                e.placed(&text)
+            });
             let failed = r.is_err();
             sink.end(r);
             if failed {
