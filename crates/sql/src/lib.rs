@@ -3419,7 +3419,122 @@ fn table_constraints(
 /// One column of CREATE TABLE or ALTER TABLE ... ADD COLUMN: its type, NULL/NOT
 /// NULL, DEFAULT and CHECKs (`table` names the constraints and the errors), and its
 /// PRIMARY KEY or UNIQUE constraint, if any.
+/// Whether a bare word may name a column in CREATE TABLE: PostgreSQL's ColId,
+/// which takes no reserved keyword and no type-or-function-name keyword.
+fn column_name_keyword_ok(word: &str) -> bool {
+    const RESERVED: &[&str] = &[
+        "all",
+        "analyse",
+        "analyze",
+        "and",
+        "any",
+        "array",
+        "as",
+        "asc",
+        "asymmetric",
+        "authorization",
+        "binary",
+        "both",
+        "case",
+        "cast",
+        "check",
+        "collate",
+        "collation",
+        "column",
+        "concurrently",
+        "constraint",
+        "create",
+        "cross",
+        "current_catalog",
+        "current_date",
+        "current_role",
+        "current_schema",
+        "current_time",
+        "current_timestamp",
+        "current_user",
+        "default",
+        "deferrable",
+        "desc",
+        "distinct",
+        "do",
+        "else",
+        "end",
+        "except",
+        "false",
+        "fetch",
+        "for",
+        "foreign",
+        "freeze",
+        "from",
+        "full",
+        "grant",
+        "group",
+        "having",
+        "ilike",
+        "in",
+        "initially",
+        "inner",
+        "intersect",
+        "into",
+        "is",
+        "isnull",
+        "join",
+        "lateral",
+        "leading",
+        "left",
+        "like",
+        "limit",
+        "localtime",
+        "localtimestamp",
+        "natural",
+        "not",
+        "notnull",
+        "null",
+        "offset",
+        "on",
+        "only",
+        "or",
+        "order",
+        "outer",
+        "overlaps",
+        "placing",
+        "primary",
+        "references",
+        "returning",
+        "right",
+        "select",
+        "session_user",
+        "similar",
+        "some",
+        "symmetric",
+        "table",
+        "tablesample",
+        "then",
+        "to",
+        "trailing",
+        "true",
+        "union",
+        "unique",
+        "user",
+        "using",
+        "variadic",
+        "verbose",
+        "when",
+        "where",
+        "window",
+        "with",
+    ];
+    !RESERVED.contains(&word.to_ascii_lowercase().as_str())
+}
+
 fn convert_column(table: &str, c: &ast::ColumnDef) -> SqlResult<ConvertedColumn> {
+    if c.name.quote_style.is_none() && !column_name_keyword_ok(&c.name.value) {
+        // PostgreSQL's grammar takes no reserved keyword as a bare column name.
+        return Err(
+            SqlError::syntax(format!("syntax error at or near \"{}\"", c.name.value))
+                .at(c.name.span),
+        );
+    }
     let serial = sequences::serial_column(c);
     let ty = match serial {
         Some(t) => t,
@@ -3675,6 +3790,28 @@ mod tests {
         let mut v = parse(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
         assert_eq!(v.len(), 1, "{sql}");
         v.remove(0)
+    }
+
+    #[test]
+    fn a_reserved_keyword_is_no_bare_column_name() {
+        for (sql, word, at) in [
+            ("create table foo (with baz)", "with", 19),
+            ("create table foo (a int, left text)", "left", 26),
+            ("alter table foo add column user int", "user", 28),
+        ] {
+            let e = parse_shared(Arc::new(sql.to_string()))
+                .map(|_| ())
+                .expect_err(sql)
+                .placed(sql);
+            assert_eq!(e.code, "42601", "{sql}");
+            assert_eq!(
+                e.message,
+                format!("syntax error at or near \"{word}\""),
+                "{sql}"
+            );
+            assert_eq!(e.position, Some(at), "{sql}");
+        }
+        one("create table foo (\"with\" int, ordinality int, name text)");
     }
 
     #[test]
