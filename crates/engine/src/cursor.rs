@@ -7,9 +7,10 @@
 //! [`SeqCursor::next_batch`] / [`IndexCursor::next_batch`] until they say done.
 //!
 //! Rules (the `stream` rules, for a consumer that pulls):
-//! 1. Each batch — whole pages until at least [`SCAN_BATCH_ROWS`] rows (index:
-//!    that many entries) — is read under the drop lock held shared, released before
-//!    the caller sees the rows: a slow consumer never holds back DROP or TRUNCATE.
+//! 1. Each batch — whole pages until at least [`SCAN_BATCH_ROWS`] rows (index: up
+//!    to that many entries, rule 7) — is read under the drop lock held shared,
+//!    released before the caller sees the rows: a slow consumer never holds back
+//!    DROP or TRUNCATE.
 //! 2. The snapshot is the caller's, taken before the first batch and kept until the
 //!    last (engine rule 9); VACUUM keeps every tuple a live snapshot can see.
 //! 3. Each batch resolves the relation again. If its storage is gone (dropped, or
@@ -25,6 +26,10 @@
 //!    keeps: a scan whose filter passes few rows allocates for those only. A batch
 //!    visits at least [`SCAN_BATCH_ROWS`] rows (index: entries), whole pages, as in
 //!    rule 1.
+//!
+//! 7. An index cursor's first batch reads [`FIRST_INDEX_BATCH`] entries, each next
+//!    one twice the last, up to [`SCAN_BATCH_ROWS`]: a lookup or a LIMIT that wants
+//!    a few rows fetches a few heap tuples, not a thousand.
 //!
 //! Memory: one batch, O([`SCAN_BATCH_ROWS`] + rows of one page), whatever the table.
 
@@ -160,8 +165,13 @@ pub struct IndexCursor<'e> {
     mask: Option<Vec<bool>>,
     /// The row lent to a visitor (rule 6).
     row: Vec<Datum>,
+    /// Entries the next batch reads (rule 7).
+    batch: usize,
     _registered: Option<crate::standby::ScanGuard<'e>>,
 }
+
+/// Rule 7: entries an index cursor's first batch reads.
+const FIRST_INDEX_BATCH: usize = 8;
 
 impl<'e> IndexCursor<'e> {
     pub(crate) fn new(
@@ -178,6 +188,7 @@ impl<'e> IndexCursor<'e> {
             start: None,
             after: None,
             done: false,
+            batch: FIRST_INDEX_BATCH,
             mask: None,
             row: Vec::new(),
             _registered: None,
@@ -228,11 +239,11 @@ impl<'e> IndexCursor<'e> {
         }
         let mut tids = Vec::new();
         let after = self.after.as_deref();
+        let n = self.batch;
+        self.batch = (n * 2).min(SCAN_BATCH_ROWS);
         let done = match self.range.backward {
-            true => {
-                index::range_tids_backward(sh, ikey, &bounds, after, SCAN_BATCH_ROWS, &mut tids)?
-            }
-            false => index::range_tids(sh, ikey, &bounds, after, SCAN_BATCH_ROWS, &mut tids)?,
+            true => index::range_tids_backward(sh, ikey, &bounds, after, n, &mut tids)?,
+            false => index::range_tids(sh, ikey, &bounds, after, n, &mut tids)?,
         };
         if snap.cancelled_by_recovery() {
             // Standby rule 9: replay may have removed entries this scan needed.
