@@ -3416,119 +3416,17 @@ fn table_constraints(
     Ok(())
 }
 
-/// One column of CREATE TABLE or ALTER TABLE ... ADD COLUMN: its type, NULL/NOT
-/// NULL, DEFAULT and CHECKs (`table` names the constraints and the errors), and its
-/// PRIMARY KEY or UNIQUE constraint, if any.
-/// PostgreSQL's reserved and type-or-function-name keywords ([`column_name_keyword_ok`]).
-const RESERVED_COLUMN_WORDS: &[&str] = &[
-    "all",
-    "analyse",
-    "analyze",
-    "and",
-    "any",
-    "array",
-    "as",
-    "asc",
-    "asymmetric",
-    "authorization",
-    "binary",
-    "both",
-    "case",
-    "cast",
-    "check",
-    "collate",
-    "collation",
-    "column",
-    "concurrently",
-    "constraint",
-    "create",
-    "cross",
-    "current_catalog",
-    "current_date",
-    "current_role",
-    "current_schema",
-    "current_time",
-    "current_timestamp",
-    "current_user",
-    "default",
-    "deferrable",
-    "desc",
-    "distinct",
-    "do",
-    "else",
-    "end",
-    "except",
-    "false",
-    "fetch",
-    "for",
-    "foreign",
-    "freeze",
-    "from",
-    "full",
-    "grant",
-    "group",
-    "having",
-    "ilike",
-    "in",
-    "initially",
-    "inner",
-    "intersect",
-    "into",
-    "is",
-    "isnull",
-    "join",
-    "lateral",
-    "leading",
-    "left",
-    "like",
-    "limit",
-    "localtime",
-    "localtimestamp",
-    "natural",
-    "not",
-    "notnull",
-    "null",
-    "offset",
-    "on",
-    "only",
-    "or",
-    "order",
-    "outer",
-    "overlaps",
-    "placing",
-    "primary",
-    "references",
-    "returning",
-    "right",
-    "select",
-    "session_user",
-    "similar",
-    "some",
-    "symmetric",
-    "table",
-    "tablesample",
-    "then",
-    "to",
-    "trailing",
-    "true",
-    "union",
-    "unique",
-    "user",
-    "using",
-    "variadic",
-    "verbose",
-    "when",
-    "where",
-    "window",
-    "with",
-];
-
 /// Whether a bare word may name a column in CREATE TABLE: PostgreSQL's ColId,
 /// which takes no reserved keyword and no type-or-function-name keyword.
 fn column_name_keyword_ok(word: &str) -> bool {
-    !RESERVED_COLUMN_WORDS.contains(&word.to_ascii_lowercase().as_str())
+    strfn::RESERVED_KEYWORDS
+        .binary_search(&word.to_ascii_lowercase().as_str())
+        .is_err()
 }
 
+/// One column of CREATE TABLE or ALTER TABLE ... ADD COLUMN: its type, NULL/NOT
+/// NULL, DEFAULT and CHECKs (`table` names the constraints and the errors), and its
+/// PRIMARY KEY or UNIQUE constraint, if any.
 fn convert_column(table: &str, c: &ast::ColumnDef) -> SqlResult<ConvertedColumn> {
     if c.name.quote_style.is_none() && !column_name_keyword_ok(&c.name.value) {
         // PostgreSQL's grammar takes no reserved keyword as a bare column name.
