@@ -1558,6 +1558,9 @@ struct GroupAggOp<'a> {
     aggs: &'a [Agg],
     /// The group being aggregated: its key and states.
     current: Option<(Tuple, Vec<AggState>)>,
+    /// The row's key, computed into one buffer: a new group's key is taken from
+    /// it, so a row of the current group allocates nothing.
+    key: Tuple,
     done: bool,
     rows: u64,
 }
@@ -1569,6 +1572,7 @@ impl<'a> GroupAggOp<'a> {
             keys,
             aggs,
             current: None,
+            key: Vec::new(),
             done: false,
             rows: 0,
         }
@@ -1586,19 +1590,19 @@ impl<'a> Node<'a> for GroupAggOp<'a> {
             if self.rows.is_multiple_of(1024) {
                 (cx.check)()?;
             }
-            let key = self
-                .keys
-                .iter()
-                .map(|k| cx.eval(k, &row))
-                .collect::<SqlResult<Tuple>>()?;
+            self.key.clear();
+            for k in self.keys {
+                self.key.push(cx.eval(k, &row)?);
+            }
             let ended = match &mut self.current {
-                Some((k, states)) if *k == key => {
+                Some((k, states)) if *k == self.key => {
                     step(cx, self.aggs, states, &row)?;
                     None
                 }
                 _ => {
                     let mut states: Vec<AggState> = self.aggs.iter().map(AggState::new).collect();
                     step(cx, self.aggs, &mut states, &row)?;
+                    let key = std::mem::take(&mut self.key);
                     self.current.replace((key, states))
                 }
             };

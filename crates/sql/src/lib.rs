@@ -2446,6 +2446,23 @@ fn merge_with(outer: ast::With, inner: Option<ast::With>) -> ast::With {
     inner
 }
 
+/// Whether `node` holds a query (a subquery anywhere in its expressions).
+fn holds_query<T: ast::Visit>(node: &T) -> bool {
+    struct Finder;
+    impl ast::Visitor for Finder {
+        type Break = ();
+        fn pre_visit_query(&mut self, _: &ast::Query) -> std::ops::ControlFlow<()> {
+            std::ops::ControlFlow::Break(())
+        }
+    }
+    node.visit(&mut Finder).is_break()
+}
+
+/// Whether a VALUES item is the keyword DEFAULT (the column's default).
+pub(crate) fn is_default_keyword(e: &ast::Expr) -> bool {
+    matches!(e, ast::Expr::Identifier(id) if id.quote_style.is_none() && id.value.eq_ignore_ascii_case("default"))
+}
+
 /// INSERT's rows: a plain VALUES list is bound row by row (the session's fast
 /// path); one whose rows hold a subquery (and no DEFAULT) is planned as a query,
 /// whose VALUES evaluates subqueries.
@@ -2453,13 +2470,8 @@ fn insert_source(q: Box<ast::Query>) -> InsertSource {
     let plain = q.with.is_none() && q.order_by.is_none() && q.limit_clause.is_none();
     let subquery = match &*q.body {
         ast::SetExpr::Values(v) => {
-            let texts: Vec<String> = v
-                .rows
-                .iter()
-                .flat_map(|r| &r.content)
-                .map(|e| e.to_string().to_ascii_lowercase())
-                .collect();
-            texts.iter().any(|t| t.contains("select")) && !texts.iter().any(|t| t == "default")
+            let mut items = v.rows.iter().flat_map(|r| &r.content);
+            holds_query(&v.rows) && !items.any(is_default_keyword)
         }
         _ => false,
     };

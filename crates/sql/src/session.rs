@@ -1048,7 +1048,7 @@ impl Targets {
         self.check_width(row.len())?;
         let mut out = Vec::with_capacity(row.len());
         for (e, ci) in row.iter().zip(&self.targets) {
-            if is_default_word(e) {
+            if crate::is_default_keyword(e) {
                 // The column's DEFAULT, as if the statement had not named it.
                 let d = self.row_defaults.get(*ci).cloned().flatten();
                 out.push(d.unwrap_or(Expr::Const(Datum::Null)));
@@ -1984,7 +1984,9 @@ impl<'e> Session<'e> {
         }
         let col_types: Vec<SqlType> = cols.iter().map(|c| c.1).collect();
         let row_defaults = match source {
-            InsertSource::Values(rows) if !rows.iter().flatten().any(is_default_word) => Vec::new(),
+            InsertSource::Values(rows) if !rows.iter().flatten().any(crate::is_default_keyword) => {
+                Vec::new()
+            }
             _ => self.bind_defaults(b, table, &[])?,
         };
         let targets = Targets {
@@ -3400,11 +3402,6 @@ fn check_row(
 }
 
 /// Sets each column with a bound DEFAULT (one not given) to its value.
-/// Whether a VALUES item is the keyword DEFAULT (the column's default).
-fn is_default_word(e: &ast::Expr) -> bool {
-    matches!(e, ast::Expr::Identifier(id) if id.quote_style.is_none() && id.value.eq_ignore_ascii_case("default"))
-}
-
 fn fill_defaults(
     row: &mut [Datum],
     defaults: &[Option<Expr>],
