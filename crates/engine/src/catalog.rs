@@ -65,6 +65,13 @@
 //!     statistics per database and table OID (`stats`), so a planner's lookup is
 //!     O(1) and decodes nothing. A temporary table's statistics, like its entry,
 //!     have no row and live in the cache alone.
+//! 11. A table's FOREIGN KEYs ([`ForeignKey`]) are kept in its own `pg_class` row,
+//!     after its indexes, naming the referenced table by its stored name and both
+//!     sides' columns by position (so renaming a column changes nothing; renaming
+//!     or dropping a column or the referenced table rewrites the referencing rows).
+//!     The cache maps each referenced table to the tables that reference it
+//!     (`fk_deps`), derived wherever rows change, so a DELETE from the referenced
+//!     table finds the keys to check in O(1), never by a search of all tables.
 
 use crate::acl::AclItem;
 use crate::codec::{DecResult, DecodeError};
@@ -280,6 +287,8 @@ pub struct RelEntry {
     pub sequence: Option<SeqDef>,
     /// A view's definition (rule 9); `None` for a table or sequence.
     pub view: Option<ViewDef>,
+    /// The table's FOREIGN KEYs (rule 11).
+    pub foreign_keys: Vec<ForeignKey>,
     pub owner: Oid,
     pub acl: Option<Acl>,
     pub tid: Option<Tid>,
@@ -358,6 +367,57 @@ impl ViewDef {
             .iter()
             .any(|(r, cols)| r == rel && cols.iter().any(|c| c == col))
     }
+}
+
+/// What a FOREIGN KEY does to the referencing rows when a referenced row is
+/// deleted or its key changed (rule 11).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FkAction {
+    NoAction,
+    Restrict,
+    Cascade,
+    SetNull,
+    SetDefault,
+}
+
+impl FkAction {
+    const ALL: [(FkAction, char); 5] = [
+        (FkAction::NoAction, 'a'),
+        (FkAction::Restrict, 'r'),
+        (FkAction::Cascade, 'c'),
+        (FkAction::SetNull, 'n'),
+        (FkAction::SetDefault, 'd'),
+    ];
+
+    /// PostgreSQL's `confdeltype` letter.
+    pub fn code(self) -> char {
+        Self::ALL
+            .iter()
+            .find(|(a, _)| *a == self)
+            .expect("listed")
+            .1
+    }
+
+    pub fn from_code(c: char) -> Option<FkAction> {
+        Self::ALL.iter().find(|(_, x)| *x == c).map(|(a, _)| *a)
+    }
+}
+
+/// A FOREIGN KEY of a table (rule 11).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ForeignKey {
+    pub name: String,
+    /// The referencing columns: positions in this table's columns.
+    pub columns: Vec<usize>,
+    /// The referenced table's stored name, in this database (the table itself for
+    /// a self-reference).
+    pub parent: String,
+    /// The referenced columns, positions in the parent's, paired with `columns`.
+    pub parent_columns: Vec<usize>,
+    pub on_delete: FkAction,
+    pub on_update: FkAction,
+    /// MATCH FULL: a key is all NULL or has none (else MATCH SIMPLE).
+    pub match_full: bool,
 }
 
 /// A B-tree index of a table (rule 5): its storage sits in the table's tablespace.
@@ -510,8 +570,12 @@ impl DbEntry {
 /// ALWAYS / BY DEFAULT, `!s` the sequence it owns, `!a` its privileges (aclitem[]
 /// text), `!t` the fractional-second precision of a time type; then per index `#` and five
 /// counted texts: name, OID, relation file number, flags (`u` unique, `p` primary,
-/// `c` constraint), column positions joined by `,`.
-fn encode_columns(cols: &[Column], indexes: &[IndexDef], seq: Option<&SeqDef>) -> String {
+/// `c` constraint), column positions joined by `,`; then per FOREIGN KEY (rule 11)
+/// `%` and five counted texts: name, referenced table, flags (PostgreSQL's action
+/// letters for ON DELETE then ON UPDATE, `f` MATCH FULL), the columns' positions,
+/// the referenced columns' positions.
+fn encode_columns(e: &RelEntry) -> String {
+    let (cols, indexes, seq, fks) = (&e.columns, &e.indexes, e.sequence.as_ref(), &e.foreign_keys);
     let mut s = String::new();
     if let Some(q) = seq {
         s.push('S');
@@ -590,7 +654,55 @@ fn encode_columns(cols: &[Column], indexes: &[IndexDef], seq: Option<&SeqDef>) -
             s.push_str(&format!("{}:{t}", t.len()));
         }
     }
+    for fk in fks {
+        s.push('%');
+        let list = |c: &[usize]| c.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
+        let mut flags = format!("{}{}", fk.on_delete.code(), fk.on_update.code());
+        if fk.match_full {
+            flags.push('f');
+        }
+        for t in [
+            fk.name.clone(),
+            fk.parent.clone(),
+            flags,
+            list(&fk.columns),
+            list(&fk.parent_columns),
+        ] {
+            s.push_str(&format!("{}:{t}", t.len()));
+        }
+    }
     s
+}
+
+/// One FOREIGN KEY of `relcolumns` (after its `%`), and what follows it (rule 11).
+fn decode_foreign_key(rest: &str) -> DecResult<(ForeignKey, &str)> {
+    let b = || bad("pg_class foreign keys");
+    let (name, r) = counted(rest)?;
+    let (parent, r) = counted(r)?;
+    let (flags, r) = counted(r)?;
+    let (cols, r) = counted(r)?;
+    let (pcols, r) = counted(r)?;
+    let list = |t: &str| -> DecResult<Vec<usize>> {
+        t.split(',')
+            .map(|c| c.parse::<usize>().map_err(|_| b()))
+            .collect()
+    };
+    let mut f = flags.chars();
+    let mut action = || f.next().and_then(FkAction::from_code).ok_or_else(b);
+    let (on_delete, on_update) = (action()?, action()?);
+    let fk = ForeignKey {
+        name: name.to_string(),
+        columns: list(cols)?,
+        parent: parent.to_string(),
+        parent_columns: list(pcols)?,
+        on_delete,
+        on_update,
+        match_full: flags.contains('f'),
+    };
+    if fk.columns.len() != fk.parent_columns.len() {
+        return Err(b());
+    }
+    Ok((fk, r))
 }
 
 /// One index of `relcolumns` (after its `#`), and what follows it.
@@ -652,11 +764,12 @@ fn decode_sequence(rest: &str) -> DecResult<(SeqDef, &str)> {
     Ok((def, r))
 }
 
-type DecodedColumns = (Vec<Column>, Vec<IndexDef>, Option<SeqDef>);
+type DecodedColumns = (Vec<Column>, Vec<IndexDef>, Option<SeqDef>, Vec<ForeignKey>);
 
 fn decode_columns(s: &str) -> DecResult<DecodedColumns> {
     let mut out = Vec::new();
     let mut indexes = Vec::new();
+    let mut fks: Vec<ForeignKey> = Vec::new();
     let (seq, mut rest) = match s.strip_prefix('S') {
         Some(r) => {
             let (def, r) = decode_sequence(r)?;
@@ -665,6 +778,18 @@ fn decode_columns(s: &str) -> DecResult<DecodedColumns> {
         None => (None, s),
     };
     while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix('%') {
+            let (fk, after) = decode_foreign_key(r)?;
+            if fk.columns.iter().any(|c| *c >= out.len()) {
+                return Err(bad("pg_class foreign keys"));
+            }
+            fks.push(fk);
+            rest = after;
+            continue;
+        }
+        if !fks.is_empty() {
+            return Err(bad("pg_class foreign keys"));
+        }
         if let Some(r) = rest.strip_prefix('#') {
             let (ix, after) = decode_index(r)?;
             if ix.columns.iter().any(|c| *c >= out.len()) {
@@ -732,7 +857,7 @@ fn decode_columns(s: &str) -> DecResult<DecodedColumns> {
         }
         out.push(col);
     }
-    Ok((out, indexes, seq))
+    Ok((out, indexes, seq, fks))
 }
 
 impl RelEntry {
@@ -742,11 +867,7 @@ impl RelEntry {
             Datum::Text(self.name.clone()),
             Datum::Int8(self.relfilenumber.0 as i64),
             Datum::Int4(self.reltablespace.0 as i32),
-            Datum::Text(encode_columns(
-                &self.columns,
-                &self.indexes,
-                self.sequence.as_ref(),
-            )),
+            Datum::Text(encode_columns(self)),
             Datum::Int4(self.owner.0 as i32),
             acl_value(&self.acl),
             text_value(&self.view.as_ref().map(ViewDef::encode)),
@@ -756,7 +877,7 @@ impl RelEntry {
         match v {
             [Datum::Int4(oid), Datum::Text(name), Datum::Int8(rfn), Datum::Int4(spc), Datum::Text(cols), owner, acl, view] =>
             {
-                let (columns, indexes, sequence) = decode_columns(cols)?;
+                let (columns, indexes, sequence, foreign_keys) = decode_columns(cols)?;
                 Ok(RelEntry {
                     oid: Oid(*oid as u32),
                     name: name.clone(),
@@ -765,6 +886,7 @@ impl RelEntry {
                     columns,
                     indexes,
                     sequence,
+                    foreign_keys,
                     view: text_opt(view)?.map(|t| ViewDef::decode(&t)).transpose()?,
                     owner: owner_of(owner)?,
                     acl: acl_opt(acl)?,
@@ -931,6 +1053,9 @@ pub struct CatalogCache {
     /// Per database OID: relation name → the views that read it (rule 9), derived
     /// wherever entries change.
     pub view_deps: FxHashMap<Oid, FxHashMap<String, FxHashSet<String>>>,
+    /// Per database OID: table name → the tables whose FOREIGN KEYs reference it
+    /// (rule 11), derived wherever entries change.
+    pub fk_deps: FxHashMap<Oid, FxHashMap<String, FxHashSet<String>>>,
     /// Per database OID: table OID → its statistics (rule 10).
     pub stats: FxHashMap<Oid, FxHashMap<Oid, Arc<StatEntry>>>,
 }
@@ -1051,18 +1176,11 @@ impl CatalogCache {
 
     fn note_rel(&mut self, db: Oid, e: &RelEntry, add: bool) {
         self.note(&RoleDep::Relation(db, e.name.clone()), rel_roles(e), add);
+        let fks = e.foreign_keys.iter().map(|f| &f.parent);
+        note_deps(self.fk_deps.entry(db).or_default(), fks, &e.name, add);
         let Some(v) = &e.view else { return };
-        let deps = self.view_deps.entry(db).or_default();
-        for (d, _) in &v.deps {
-            if add {
-                deps.entry(d.clone()).or_default().insert(e.name.clone());
-            } else if let Some(set) = deps.get_mut(d) {
-                set.remove(&e.name);
-                if set.is_empty() {
-                    deps.remove(d);
-                }
-            }
-        }
+        let views = v.deps.iter().map(|(d, _)| d);
+        note_deps(self.view_deps.entry(db).or_default(), views, &e.name, add);
     }
 
     /// A role's memberships, noted in (`add`) or taken from `role_members`.
@@ -1106,7 +1224,27 @@ impl CatalogCache {
         }
         self.index_owner.remove(&db);
         self.view_deps.remove(&db);
+        self.fk_deps.remove(&db);
         self.stats.remove(&db);
+    }
+}
+
+/// Notes (`add`) or forgets that relation `name` depends on each of `on`.
+fn note_deps<'a>(
+    deps: &mut FxHashMap<String, FxHashSet<String>>,
+    on: impl Iterator<Item = &'a String>,
+    name: &str,
+    add: bool,
+) {
+    for d in on {
+        if add {
+            deps.entry(d.clone()).or_default().insert(name.to_string());
+        } else if let Some(set) = deps.get_mut(d) {
+            set.remove(name);
+            if set.is_empty() {
+                deps.remove(d);
+            }
+        }
     }
 }
 
@@ -1288,6 +1426,26 @@ mod tests {
                 },
             ],
             sequence: None,
+            foreign_keys: vec![
+                ForeignKey {
+                    name: "t_a_fkey%1:".into(),
+                    columns: vec![0, 2],
+                    parent: "p#x".into(),
+                    parent_columns: vec![3, 1],
+                    on_delete: FkAction::Cascade,
+                    on_update: FkAction::SetNull,
+                    match_full: true,
+                },
+                ForeignKey {
+                    name: "f".into(),
+                    columns: vec![4],
+                    parent: "t:1,odd".into(),
+                    parent_columns: vec![0],
+                    on_delete: FkAction::NoAction,
+                    on_update: FkAction::Restrict,
+                    match_full: false,
+                },
+            ],
             view: Some(ViewDef {
                 query: "SELECT a FROM t:1".into(),
                 deps: vec![
@@ -1308,6 +1466,7 @@ mod tests {
             name: "s".into(),
             columns: crate::sequence::columns(),
             indexes: Vec::new(),
+            foreign_keys: Vec::new(),
             sequence: Some(SeqDef {
                 ty: ColType::Int2,
                 increment: -3,

@@ -96,8 +96,9 @@ mod xact;
 pub use access::Snapshot;
 pub use catalog::RoleDep;
 pub use catalog::{
-    Acl, DbEntry, IndexDef, Membership, RelEntry, RoleEntry, SeqDef, SpcEntry, ViewDef,
-    BOOTSTRAP_SUPERUSER, BOOTSTRAP_SUPERUSER_OID, POSTGRES_OID, TEMPLATE0_OID, TEMPLATE1_OID,
+    Acl, DbEntry, FkAction, ForeignKey, IndexDef, Membership, RelEntry, RoleEntry, SeqDef,
+    SpcEntry, ViewDef, BOOTSTRAP_SUPERUSER, BOOTSTRAP_SUPERUSER_OID, POSTGRES_OID, TEMPLATE0_OID,
+    TEMPLATE1_OID,
 };
 pub use checkpoint::{CheckpointStats, OnlineBackup};
 pub use cursor::{IndexCursor, SeqCursor};

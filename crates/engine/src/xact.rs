@@ -36,6 +36,7 @@
 //! change afterwards always carries a full-page image. The test
 //! `file_copy_replay_ignores_later_template_changes` pins this.
 
+mod foreign;
 mod stats;
 mod views;
 
@@ -802,6 +803,7 @@ impl<'e> Txn<'e> {
             reltablespace: if spc_oid == dbe.spc { Oid(0) } else { spc_oid },
             columns: columns.to_vec(),
             indexes: Vec::new(),
+            foreign_keys: Vec::new(),
             sequence: None,
             view: None,
             owner: self.role,
@@ -837,6 +839,7 @@ impl<'e> Txn<'e> {
             reltablespace: if temp { TEMP_TABLESPACE } else { Oid(0) },
             columns: crate::sequence::columns(),
             indexes: Vec::new(),
+            foreign_keys: Vec::new(),
             sequence: Some(def),
             view: None,
             owner: self.role,
@@ -953,6 +956,7 @@ impl<'e> Txn<'e> {
         let dbe = self.database(db)?;
         let rel = self.table(&dbe, name)?;
         self.refuse_dependents(&dbe, &rel, "table")?;
+        self.refuse_referenced(&dbe, &rel)?;
         self.class_delete(&dbe, &rel)?;
         self.ov.rels.insert((dbe.oid, rel.name.clone()), None);
         self.drop_stats(&dbe, &rel)?;
@@ -1073,6 +1077,9 @@ impl<'e> Txn<'e> {
             e.columns[c].checks.retain(|(n, _)| n != name);
             return self.replace_class_row(&dbe, &rel, e);
         }
+        if self.drop_foreign_key(&dbe, &rel, name)? {
+            return Ok(());
+        }
         if !rel
             .indexes
             .iter()
@@ -1092,6 +1099,7 @@ impl<'e> Txn<'e> {
             .iter()
             .position(|ix| crate::temp::same(&ix.name, name))
             .expect("present");
+        self.refuse_index_needed(dbe, rel, &e.indexes[at])?;
         let ix = e.indexes.remove(at);
         self.dropped_rels.push(rel.index_key(dbe, &ix));
         self.replace_class_row(dbe, rel, e)
@@ -1121,6 +1129,7 @@ impl<'e> Txn<'e> {
         if rel.reltablespace == TEMP_TABLESPACE {
             e.name = crate::temp::beside(new_name);
         }
+        self.rename_referenced(&dbe, &rel.name, &mut e)?;
         self.replace_class_row(&dbe, &rel, e)
     }
 
@@ -1195,6 +1204,7 @@ impl<'e> Txn<'e> {
                 "dropping column \"{column}\", which a CHECK constraint of \"{table}\" uses, is not supported by Strata"
             )));
         }
+        let fks = self.foreign_keys_without(&dbe, &rel, at)?;
         let mut cols = rel.columns.clone();
         cols.remove(at);
         // PostgreSQL drops the indexes (and constraints) a dropped column is in.
@@ -1215,6 +1225,12 @@ impl<'e> Txn<'e> {
             row.remove(at);
             row
         })?;
+        if fks != rel.foreign_keys {
+            let now = self.table(&dbe, table)?;
+            let mut e = (*now).clone();
+            e.foreign_keys = fks;
+            self.replace_class_row(&dbe, &now, e)?;
+        }
         self.drop_column_stats(&dbe, &rel, at)?;
         self.drop_owned_sequences(&dbe, [&rel.columns[at]])
     }

@@ -64,12 +64,13 @@ pub(crate) fn run(s: &mut Session<'_>, ddl: &Ddl, notices: &mut Notices) -> SqlR
             tablespace,
             indexes,
             sequences,
+            foreign_keys,
             ..
         } => create_table(
             s,
             (name, *if_not_exists),
             (columns, sequences),
-            (tablespace.as_deref(), indexes),
+            (tablespace.as_deref(), indexes, foreign_keys),
             notices,
         ),
         Ddl::CreateSequence {
@@ -92,6 +93,18 @@ pub(crate) fn run(s: &mut Session<'_>, ddl: &Ddl, notices: &mut Notices) -> SqlR
             spec,
         } => alter_table(s, (table, *if_exists), notices, |t, db, _| {
             add_index(t, db, table, spec)?;
+            Ok(None)
+        }),
+        Ddl::AddForeignKey {
+            table,
+            if_exists,
+            spec,
+        } => alter_table(s, (table, *if_exists), notices, |t, db, _| {
+            let fk = crate::foreign::resolve(t, db, table, spec)?;
+            t.add_foreign_key(db, table, fk.clone())?;
+            if !spec.not_valid {
+                crate::foreign::validate(t, db, table, &strata_engine::no_interrupt, &fk)?;
+            }
             Ok(None)
         }),
         Ddl::DropConstraint {
@@ -174,7 +187,7 @@ fn create_table(
     s: &mut Session<'_>,
     (name, if_not_exists): (&str, bool),
     (columns, sequences): (&[Column], &[crate::sequences::ColumnSeq]),
-    (tablespace, indexes): (Option<&str>, &[IndexSpec]),
+    (tablespace, indexes, fks): (Option<&str>, &[IndexSpec], &[crate::foreign::FkSpec]),
     notices: &mut Notices,
 ) -> SqlResult<Output> {
     let scope = crate::session::check_scope(name, columns);
@@ -199,6 +212,10 @@ fn create_table(
         t.create_table(&db, name, &columns, tablespace)?;
         for ix in indexes {
             add_index(t, &db, name, ix)?;
+        }
+        for spec in fks {
+            let fk = crate::foreign::resolve(t, &db, name, spec)?;
+            t.add_foreign_key(&db, name, fk)?; // a new table: no rows to check
         }
         Ok(())
     })?;
@@ -356,6 +373,7 @@ fn drop_table(
                 (n, "table"),
                 cascade,
             )?);
+            cascaded.extend(drop_referencing(t, &db, n, &seen, cascade)?);
             t.drop_table(&db, n)?;
         }
         Ok(())
@@ -367,9 +385,80 @@ fn drop_table(
     Ok(Output::Command("DROP TABLE".into()))
 }
 
+/// DROP TABLE `name`'s FOREIGN KEYs that reference it from other tables: dropped
+/// with their tables when those are dropped too (`dropping`), else with CASCADE
+/// (NOTICEs returned), else 2BP01 in PostgreSQL's words.
+fn drop_referencing(
+    t: &mut Txn<'_>,
+    db: &str,
+    name: &str,
+    dropping: &[String],
+    cascade: bool,
+) -> SqlResult<Vec<String>> {
+    let dbe = t.database(db)?;
+    let stored = t.relation(&dbe, name)?.name.clone();
+    let dropped: Vec<String> = dropping
+        .iter()
+        .filter_map(|d| t.relation(&dbe, d).ok().map(|r| r.name.clone()))
+        .collect();
+    let mut outside = Vec::new();
+    for child in t.referencing(db, name)? {
+        if child.name == stored {
+            continue;
+        }
+        let also = dropped.contains(&child.name);
+        for fk in child.foreign_keys.iter().filter(|f| f.parent == stored) {
+            if !also {
+                let shown = strata_engine::temp::bare(&child.name);
+                outside.push(format!("constraint {} on table {shown}", fk.name));
+            }
+            t.drop_constraint(db, &child.name, &fk.name)?;
+        }
+    }
+    if !outside.is_empty() && !cascade {
+        let detail: Vec<String> = outside
+            .iter()
+            .map(|o| format!("{o} depends on table {name}"))
+            .collect();
+        return Err(SqlError::new(
+            "2BP01",
+            format!("cannot drop table {name} because other objects depend on it"),
+        )
+        .with_detail(detail.join("\n"))
+        .with_hint("Use DROP ... CASCADE to drop the dependent objects too."));
+    }
+    Ok(match outside.len() {
+        0 => Vec::new(),
+        1 => vec![format!("drop cascades to {}", outside[0])],
+        n => vec![format!("drop cascades to {n} other objects")],
+    })
+}
+
+/// TRUNCATE: 0A000 for a table another table not truncated with it references
+/// (PostgreSQL's words), else new empty files for each (engine rules).
 fn truncate(s: &mut Session<'_>, names: &[String]) -> SqlResult<Output> {
     let db = s.db().to_string();
     s.write(|t| {
+        let dbe = t.database(&db)?;
+        let stored: Vec<String> = names
+            .iter()
+            .filter_map(|n| t.relation(&dbe, n).ok().map(|r| r.name.clone()))
+            .collect();
+        for n in names {
+            for child in t.referencing(&db, n)? {
+                if !stored.contains(&child.name) {
+                    let shown = strata_engine::temp::bare(&child.name);
+                    return Err(SqlError::new(
+                        "0A000",
+                        "cannot truncate a table referenced in a foreign key constraint",
+                    )
+                    .with_detail(format!("Table \"{shown}\" references \"{n}\"."))
+                    .with_hint(format!(
+                        "Truncate table \"{shown}\" at the same time, or use TRUNCATE ... CASCADE."
+                    )));
+                }
+            }
+        }
         for n in names {
             t.truncate_table(&db, n)?;
         }

@@ -33,8 +33,9 @@
 //! `updatable` writes through simple views), [`grants`] (GRANT/REVOKE on objects and columns, OWNER TO,
 //! REASSIGN/DROP OWNED), [`session`] (a session's transaction-block state machine,
 //! binding, the dispatch of each statement kind to its executor, and DML), `ddl`
-//! (tables, databases, tablespaces), `sequences` (CREATE/DROP SEQUENCE, serial and
-//! identity columns) and `utility` (SET, SHOW, CHECKPOINT, VACUUM, ANALYZE), which the session
+//! (tables, databases, tablespaces), [`foreign`] (FOREIGN KEYs: resolved at DDL,
+//! checked and acted on at the end of each writing statement), `sequences`
+//! (CREATE/DROP SEQUENCE, serial and identity columns) and `utility` (SET, SHOW, CHECKPOINT, VACUUM, ANALYZE), which the session
 //! dispatches to.
 //!
 //! Rules (cited as "sql rule N"):
@@ -92,6 +93,9 @@ mod estimate;
 pub mod executor;
 pub mod explain;
 mod fold;
+pub mod foreign;
+#[cfg(test)]
+mod foreign_tests;
 pub mod frames;
 #[cfg(test)]
 mod fuzz_tests;
@@ -386,6 +390,12 @@ impl From<EngineError> for SqlError {
                 ))
                 .with_hint("Values larger than 1/3 of a buffer page cannot be indexed.\nConsider a function index of an MD5 hash of the value, or use full text indexing."),
             EngineError::NumericFieldOverflow { detail } => err.with_detail(detail.clone()),
+            EngineError::DependentObjects(m) if m.contains('\n') => {
+                let (first, detail) = m.split_once('\n').expect("has a line break");
+                SqlError::new("2BP01", strata_engine::temp::shown(first))
+                    .with_detail(detail)
+                    .with_hint("Use DROP ... CASCADE to drop the dependent objects too.")
+            }
             EngineError::DependentObjects(m) => {
                 let hint = m
                     .split_once(" because constraint ")
@@ -938,6 +948,8 @@ pub enum Ddl {
         indexes: Vec<IndexSpec>,
         /// The sequences its `serial` and identity columns own.
         sequences: Vec<sequences::ColumnSeq>,
+        /// Its FOREIGN KEYs, column and table constraints in the order written.
+        foreign_keys: Vec<foreign::FkSpec>,
         /// A temporary table's ON COMMIT (its name is `pg_temp.name`: temp module).
         on_commit: Option<temp::OnCommit>,
     },
@@ -966,6 +978,12 @@ pub enum Ddl {
         table: String,
         if_exists: bool,
         spec: IndexSpec,
+    },
+    /// ALTER TABLE [IF EXISTS] t ADD [CONSTRAINT name] FOREIGN KEY ... [NOT VALID].
+    AddForeignKey {
+        table: String,
+        if_exists: bool,
+        spec: foreign::FkSpec,
     },
     /// ALTER TABLE [IF EXISTS] t DROP CONSTRAINT [IF EXISTS] name.
     DropConstraint {
@@ -1184,7 +1202,9 @@ impl Ddl {
             Ddl::CreateSequence { .. } => "CREATE SEQUENCE",
             Ddl::DropSequence { .. } => "DROP SEQUENCE",
             Ddl::DropIndex { .. } => "DROP INDEX",
-            Ddl::AddConstraint { .. } | Ddl::DropConstraint { .. } => "ALTER TABLE",
+            Ddl::AddConstraint { .. } | Ddl::AddForeignKey { .. } | Ddl::DropConstraint { .. } => {
+                "ALTER TABLE"
+            }
             Ddl::DropTable { .. } => "DROP TABLE",
             Ddl::CreateView { .. } => "CREATE VIEW",
             Ddl::DropView { .. } => "DROP VIEW",
@@ -3155,19 +3175,8 @@ fn convert_alter_table(at: ast::AlterTable) -> SqlResult<Stmt> {
         }
         Op::AddConstraint {
             constraint,
-            not_valid: false,
-        } => {
-            let Some(spec) = table_index(constraint)? else {
-                return Err(SqlError::unsupported(format!(
-                    "ALTER TABLE ... ADD {constraint}"
-                )));
-            };
-            return Ok(Stmt::Ddl(Ddl::AddConstraint {
-                table,
-                if_exists: at.if_exists,
-                spec,
-            }));
-        }
+            not_valid,
+        } => return add_constraint(table, at.if_exists, constraint, *not_valid),
         Op::DropConstraint {
             if_exists,
             name,
@@ -3237,11 +3246,44 @@ fn convert_on_conflict(oc: ast::OnConflict) -> SqlResult<OnConflict> {
     })
 }
 
+/// ALTER TABLE ... ADD [CONSTRAINT] a PRIMARY KEY, UNIQUE or FOREIGN KEY (only a
+/// FOREIGN KEY may be NOT VALID); any other constraint is 0A000.
+fn add_constraint(
+    table: String,
+    if_exists: bool,
+    constraint: &ast::TableConstraint,
+    not_valid: bool,
+) -> SqlResult<Stmt> {
+    if let ast::TableConstraint::ForeignKey(fk) = constraint {
+        let mut spec = foreign::spec(fk, None, None)?;
+        spec.not_valid = not_valid;
+        return Ok(Stmt::Ddl(Ddl::AddForeignKey {
+            table,
+            if_exists,
+            spec,
+        }));
+    }
+    match table_index(constraint)? {
+        Some(spec) if !not_valid => Ok(Stmt::Ddl(Ddl::AddConstraint {
+            table,
+            if_exists,
+            spec,
+        })),
+        _ => Err(SqlError::unsupported(format!(
+            "ALTER TABLE ... ADD {constraint}{}",
+            if not_valid { " NOT VALID" } else { "" }
+        ))),
+    }
+}
+
 /// ALTER TABLE ... ADD COLUMN's column: a PRIMARY KEY or UNIQUE on it is 0A000.
 fn add_column_def(table: &str, c: &ast::ColumnDef) -> SqlResult<Column> {
     match convert_column(table, c)? {
-        (col, ix, None) if ix.is_empty() => Ok(col),
-        (_, _, Some(_)) => Err(SqlError::unsupported(
+        (col, ix, None, fks) if ix.is_empty() && fks.is_empty() => Ok(col),
+        (_, ix, None, _) if ix.is_empty() => Err(SqlError::unsupported(
+            "ALTER TABLE ... ADD COLUMN with REFERENCES (add the column, then the constraint)",
+        )),
+        (_, _, Some(_), _) => Err(SqlError::unsupported(
             "ALTER TABLE ... ADD COLUMN of a serial or identity column",
         )),
         _ => Err(SqlError::unsupported(
@@ -3390,17 +3432,21 @@ fn convert_update(u: ast::Update) -> SqlResult<Stmt> {
 }
 
 /// A table's constraints: CHECKs kept on its first column, PRIMARY KEY and UNIQUE as
-/// indexes (FOREIGN KEY: 0A000). Unnamed CHECKs are `<table>_check`, numbered when
+/// indexes, FOREIGN KEYs as specs. Unnamed CHECKs are `<table>_check`, numbered when
 /// taken, as PostgreSQL names them.
 fn table_constraints(
     table: &str,
     constraints: &[ast::TableConstraint],
     columns: &mut [Column],
-    indexes: &mut Vec<IndexSpec>,
+    (indexes, fks): (&mut Vec<IndexSpec>, &mut Vec<foreign::FkSpec>),
 ) -> SqlResult<()> {
     for c in constraints {
         if let Some(ix) = table_index(c)? {
             indexes.push(ix);
+            continue;
+        }
+        if let ast::TableConstraint::ForeignKey(fk) = c {
+            fks.push(foreign::spec(fk, None, None)?);
             continue;
         }
         let ast::TableConstraint::Check(c) = c else {
@@ -3459,6 +3505,7 @@ fn convert_column(table: &str, c: &ast::ColumnDef) -> SqlResult<ConvertedColumn>
     col.precision = time_precision(&c.data_type)?;
     let mut null_given = None;
     let mut indexes = Vec::new();
+    let mut fks = Vec::new();
     let mut identity = None;
     for o in &c.options {
         if let Some(id) = sequences::identity_option(&o.option)? {
@@ -3485,6 +3532,9 @@ fn convert_column(table: &str, c: &ast::ColumnDef) -> SqlResult<ConvertedColumn>
                 }
                 null_given = Some(not_null);
                 col.not_null = not_null;
+            }
+            ast::ColumnOption::ForeignKey(fk) => {
+                fks.push(foreign::spec(fk, Some(&cname), o.name.as_ref())?);
             }
             ast::ColumnOption::Check(c) => {
                 let (own, expr) = check_constraint(c)?;
@@ -3515,12 +3565,17 @@ fn convert_column(table: &str, c: &ast::ColumnDef) -> SqlResult<ConvertedColumn>
         identity,
         null_given.is_some(),
     )?;
-    Ok((col, indexes, seq))
+    Ok((col, indexes, seq, fks))
 }
 
 /// A column of CREATE TABLE: its definition, the indexes of its constraints, the
-/// sequence it owns.
-type ConvertedColumn = (Column, Vec<IndexSpec>, Option<sequences::ColumnSeq>);
+/// sequence it owns, its REFERENCES.
+type ConvertedColumn = (
+    Column,
+    Vec<IndexSpec>,
+    Option<sequences::ColumnSeq>,
+    Vec<foreign::FkSpec>,
+);
 
 fn convert_create_table(ct: ast::CreateTable) -> SqlResult<Stmt> {
     let tablespace = create_table_clauses(&ct)?;
@@ -3543,10 +3598,12 @@ fn convert_create_table(ct: ast::CreateTable) -> SqlResult<Stmt> {
     let mut columns = Vec::new();
     let mut indexes = Vec::new();
     let mut seqs = Vec::new();
+    let mut fks = Vec::new();
     for c in &ct.columns {
-        let (col, ix, seq) = convert_column(&name, c)?;
+        let (col, ix, seq, fk) = convert_column(&name, c)?;
         indexes.extend(ix);
         seqs.extend(seq);
+        fks.extend(fk);
         let cname = col.name.clone();
         if columns.iter().any(|x: &Column| x.name == cname) {
             return Err(SqlError::new(
@@ -3556,7 +3613,12 @@ fn convert_create_table(ct: ast::CreateTable) -> SqlResult<Stmt> {
         }
         columns.push(col);
     }
-    table_constraints(&name, &ct.constraints, &mut columns, &mut indexes)?;
+    table_constraints(
+        &name,
+        &ct.constraints,
+        &mut columns,
+        (&mut indexes, &mut fks),
+    )?;
     Ok(Stmt::Ddl(Ddl::CreateTable {
         name,
         if_not_exists: ct.if_not_exists,
@@ -3564,6 +3626,7 @@ fn convert_create_table(ct: ast::CreateTable) -> SqlResult<Stmt> {
         tablespace,
         indexes,
         sequences: seqs,
+        foreign_keys: fks,
         on_commit,
     }))
 }
@@ -3875,7 +3938,7 @@ mod tests {
             "create index i on t (a desc)",
             "create index i on t (lower(a))",
             "update t set a = 1 limit 1",
-            "create table t (a int references u (a))",
+            "create table t (a int references u (a) deferrable)",
             "create table t (a money)",
             "grant all on function f() to x",
         ] {

@@ -435,12 +435,35 @@ pub(crate) fn check_ddl(cat: &dyn Catalog, db: &str, w: &Who, d: &crate::Ddl) ->
             Err(_) => Ok(()),
         }
     };
+    // REFERENCES on each referenced table (one being created is the user's).
+    let references = |fks: &[crate::foreign::FkSpec]| -> SqlResult<()> {
+        for fk in fks {
+            if let Ok(r) = cat.relation_entry(db, &fk.parent) {
+                let cols: Vec<usize> = fk
+                    .parent_columns
+                    .iter()
+                    .filter_map(|n| r.columns.iter().position(|c| c.name == *n))
+                    .collect();
+                require(w, &r, Priv::REFERENCES, &cols)?;
+            }
+        }
+        Ok(())
+    };
     match d {
-        D::CreateTable { tablespace, .. } => {
+        D::CreateTable {
+            tablespace,
+            foreign_keys,
+            ..
+        } => {
             require_create_in_public(w, &cat.database_entry(db)?)?;
             if let Some(s) = tablespace {
                 require_tablespace(w, &cat.tablespace_entry(s)?, Priv::CREATE)?;
             }
+            references(foreign_keys)?;
+        }
+        D::AddForeignKey { table, spec, .. } => {
+            owns(table)?;
+            references(std::slice::from_ref(spec))?;
         }
         D::CreateTableAs { .. } | D::CreateSequence { .. } => {
             require_create_in_public(w, &cat.database_entry(db)?)?

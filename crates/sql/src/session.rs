@@ -2624,6 +2624,7 @@ impl<'e> Session<'e> {
             let mut batch: Vec<Vec<Datum>> = Vec::with_capacity(INSERT_BATCH_ROWS);
             let mut n = 0u64;
             let mut upserts = strata_engine::UpsertState::default();
+            let mut fk = crate::foreign::Guard::new(t, &db, &table)?;
             let (table, checks, env) = (&table, &checks, &env);
             let upsert = conflict.as_ref().map(|conflict| UpsertCx {
                 conflict,
@@ -2638,7 +2639,7 @@ impl<'e> Session<'e> {
                 fill_defaults(&mut row, &defaults, params, env)?;
                 check_row(table, &row, checks, params, env)?;
                 if let Some(cx) = &upsert {
-                    if let Some(done) = upsert_row(t, &db, cx, row, &mut upserts)? {
+                    if let Some(done) = upsert_row(t, &db, cx, row, (&mut upserts, &mut fk))? {
                         n += 1;
                         if let Some(r) = &returning {
                             sink.row(r.row(&done, params, env)?)?;
@@ -2649,6 +2650,7 @@ impl<'e> Session<'e> {
                 if let Some(r) = &returning {
                     sink.row(r.row(&row, params, env)?)?;
                 }
+                fk.inserted(&row)?;
                 batch.push(row);
                 if batch.len() >= INSERT_BATCH_ROWS {
                     n += t.insert_checked(&db, table, &batch, check)?;
@@ -2679,6 +2681,7 @@ impl<'e> Session<'e> {
             if !batch.is_empty() {
                 n += t.insert_checked(&db, table, &batch, check)?;
             }
+            crate::foreign::finish(fk, t, &db, check)?;
             Ok(n)
         })?;
         Ok(Output::Command(format!("INSERT 0 {n}")))
@@ -2707,6 +2710,7 @@ impl<'e> Session<'e> {
         let mut err: Option<SqlError> = None;
         let n = self.write_checked(|t, check| {
             let env = env_of.writer_env(&db);
+            let mut fk = crate::foreign::Guard::new(t, &db, &table)?;
             let mut hit = |vals: &[Datum]| -> SqlResult<bool> {
                 debug_assert_eq!(vals.len(), ncols);
                 // With USING: the first FROM row the WHERE holds for.
@@ -2721,12 +2725,17 @@ impl<'e> Session<'e> {
                 if let Some(r) = &returning {
                     sink.row(r.row(&row, params, &env)?)?;
                 }
+                fk.deleted(vals);
                 Ok(true)
             };
             let range = index_range(index.as_ref(), params, &env)?;
             let mut f = |vals: &[Datum]| catching(&mut err, false, || hit(vals));
             let n = t.delete_using(&db, &table, access(&index, &range), &mut f, check)?;
-            err.take().map_or(Ok(n), Err)
+            if let Some(e) = err.take() {
+                return Err(e);
+            }
+            crate::foreign::finish(fk, t, &db, check)?;
+            Ok(n)
         })?;
         Ok(Output::Command(format!("DELETE {n}")))
     }
@@ -2758,6 +2767,7 @@ impl<'e> Session<'e> {
         let mut err: Option<SqlError> = None;
         let n = self.write_checked(|t, check| {
             let env = env_of.writer_env(&db);
+            let mut fk = crate::foreign::Guard::new(t, &db, &table)?;
             let mut version = |vals: &[Datum]| -> SqlResult<Option<Vec<Datum>>> {
                 let up = |cols: &[Datum]| {
                     new_version(cols, &sets, &col_types, pred.as_ref(), params, &env)
@@ -2778,6 +2788,7 @@ impl<'e> Session<'e> {
                     },
                 };
                 check_row(&table, &row, &checks, params, &env)?;
+                fk.updated(vals, &row)?;
                 if let Some(r) = &returning {
                     let out = match (&from, joined) {
                         (Some(f), Some(k)) => f.joined(&row, k),
@@ -2790,7 +2801,11 @@ impl<'e> Session<'e> {
             let range = index_range(index.as_ref(), params, &env)?;
             let mut f = |vals: &[Datum]| catching(&mut err, None, || version(vals));
             let n = t.update_using(&db, &table, access(&index, &range), &mut f, check)?;
-            err.take().map_or(Ok(n), Err)
+            if let Some(e) = err.take() {
+                return Err(e);
+            }
+            crate::foreign::finish(fk, t, &db, check)?;
+            Ok(n)
         })?;
         Ok(Output::Command(format!("UPDATE {n}")))
     }
@@ -2817,6 +2832,7 @@ impl<'e> Session<'e> {
         let env_of = self.env_parts();
         let n = self.write_checked(|t, check| {
             let env = env_of.writer_env(&db);
+            let mut fk = crate::foreign::Guard::new(t, &db, &c.table)?;
             let (mut batch, mut n, mut eof) = (Vec::new(), 0u64, false);
             // Rows of the last batch, reused (no allocation per row).
             let mut spare: Vec<Vec<Datum>> = Vec::new();
@@ -2826,7 +2842,8 @@ impl<'e> Session<'e> {
                     copy_row(&c, reader.record(), &mut row)
                         .and_then(|()| {
                             fill_defaults(&mut row, &c.defaults, &[], &env)?;
-                            check_row(&c.table, &row, &c.checks, &[], &env)
+                            check_row(&c.table, &row, &c.checks, &[], &env)?;
+                            fk.inserted(&row)
                         })
                         .map_err(|e| {
                             let at = format!("COPY {}, line {}", c.table, reader.line);
@@ -2850,6 +2867,7 @@ impl<'e> Session<'e> {
             if !batch.is_empty() {
                 n += t.insert_checked(&db, &c.table, &batch, check)?;
             }
+            crate::foreign::finish(fk, t, &db, check)?;
             Ok(n)
         })?;
         Ok(Output::Command(format!("COPY {n}")))
@@ -3510,11 +3528,11 @@ fn upsert_row(
     db: &str,
     cx: &UpsertCx<'_>,
     row: Vec<Datum>,
-    state: &mut strata_engine::UpsertState,
+    (state, fk): (&mut strata_engine::UpsertState, &mut crate::foreign::Guard),
 ) -> SqlResult<Option<Vec<Datum>>> {
     let proposed: Vec<Datum> = row.to_vec();
     let mut err: Option<SqlError> = None;
-    let version = |existing: &[Datum]| -> SqlResult<Option<Vec<Datum>>> {
+    let mut version = |existing: &[Datum]| -> SqlResult<Option<Vec<Datum>>> {
         let Some((sets, pred)) = &cx.conflict.update else {
             return Ok(None);
         };
@@ -3523,6 +3541,7 @@ fn upsert_row(
         let new = new_version(&cols, sets, cx.col_types, pred.as_ref(), cx.params, cx.env)?;
         if let Some(new) = &new {
             check_row(cx.table, new, cx.checks, cx.params, cx.env)?;
+            fk.updated(existing, new)?;
         }
         Ok(new)
     };
@@ -3536,7 +3555,11 @@ fn upsert_row(
         return Err(e);
     }
     Ok(match done {
-        strata_engine::Upsert::Inserted(r) | strata_engine::Upsert::Updated(r) => Some(r),
+        strata_engine::Upsert::Inserted(r) => {
+            fk.inserted(&r)?;
+            Some(r)
+        }
+        strata_engine::Upsert::Updated(r) => Some(r),
         strata_engine::Upsert::Skipped => None,
     })
 }

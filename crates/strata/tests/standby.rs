@@ -373,6 +373,7 @@ fn streaming_survives_sigkill_of_standby_and_primary() {
     standby.psql_ok("postgres", &["-c", "select bt_index_check('t2_a', true)"]);
     sequence_replays(&primary, &standby);
     views_replay(&primary, &standby);
+    foreign_keys_replay(&primary, &standby);
     let mut primary = primary;
     primary.kill9();
     let primary = Server::start_from_conf(&pdata, port);
@@ -386,6 +387,36 @@ fn streaming_survives_sigkill_of_standby_and_primary() {
     assert!(sqlstate_of(&kept).contains("other objects depend on it"));
     let gone = primary.psql_db("postgres", &["-c", "select * from small"]);
     assert!(sqlstate_of(&gone).contains("does not exist"));
+    foreign_keys_survive(&primary);
+}
+
+/// The FOREIGN KEY's catalog row survived the SIGKILL too (catalog rule 11):
+/// still checked, still cascading.
+fn foreign_keys_survive(primary: &Server) {
+    let bad = primary.psql_db("postgres", &["-c", "insert into fc values (3)"]);
+    assert!(sqlstate_of(&bad).contains("violates foreign key constraint \"fc_pid_fkey\""));
+    primary.psql_ok("postgres", &["-c", "delete from fp where id = 2"]);
+    assert_eq!(one(primary, "postgres", FC_SUM), "1|1");
+}
+
+const FC_SUM: &str = "select count(*), sum(pid) from fc";
+
+/// A FOREIGN KEY (catalog rule 11) is a catalog row: replayed, and its cascade's
+/// changes are ordinary row changes.
+fn foreign_keys_replay(primary: &Server, standby: &Server) {
+    primary.psql_ok(
+        "postgres",
+        &[
+            "-c",
+            "create table fp (id int primary key); create table fc (pid int references fp on delete cascade)",
+            "-c",
+            "insert into fp values (1), (2), (3); insert into fc values (1), (2), (2), (3)",
+            "-c",
+            "delete from fp where id = 3",
+        ],
+    );
+    catch_up(primary, standby);
+    assert_eq!(one(standby, "postgres", FC_SUM), "3|5");
 }
 
 /// Views (issue 28 item 8) are catalog rows: CREATE, OR REPLACE and DROP are

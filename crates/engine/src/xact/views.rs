@@ -57,6 +57,7 @@ impl Txn<'_> {
                 reltablespace: spc,
                 columns: columns.to_vec(),
                 indexes: Vec::new(),
+                foreign_keys: Vec::new(),
                 sequence: None,
                 view: Some(def),
                 owner: self.role,
