@@ -50,6 +50,11 @@
 //!    scan decodes only the columns read above it or by the joins' conditions, and
 //!    a column only its own filter reads is NULL in the rows it gives ([`narrow`]):
 //!    joins copy, and hash tables hold, only what is read.
+//! 10. A FROM subquery's output columns the query above never reads become NULL
+//!     ([`prune_outputs`], PostgreSQL's remove_unused_subquery_outputs): their
+//!     expressions, a scalar subquery that would fail among them, are never
+//!     evaluated. Not under DISTINCT or a set operation (every column counts), nor
+//!     for ORDER BY's columns or volatile expressions.
 
 use crate::analyze::{
     Distinct, Grouping, Join, JoinKind, Query, Rel, Select, SetOp, SetTree, SortSpec,
@@ -451,6 +456,13 @@ fn select(s: &Select, rels: &Relations<'_>) -> SqlResult<Plan> {
                 narrow(&mut p, &n);
             }
             p
+        }
+        Rel::Subquery(q) => {
+            let needed = needed_columns(s, &conjs, &semis);
+            match needed.and_then(|n| prune_outputs(q, &n)) {
+                Some(q) => rel(&Rel::Subquery(Box::new(q)), conjs, rels)?,
+                None => rel(&s.from, conjs, rels)?,
+            }
         }
         from => rel(from, conjs, rels)?,
     };
@@ -998,6 +1010,61 @@ fn push_into_subquery(q: &Query, conjs: Vec<Expr>) -> (Option<Query>, Vec<Expr>)
     (Some(inner), rest)
 }
 
+/// Planner rule 10: `q` with the output columns `needed` leaves unmarked NULL;
+/// None if nothing changes.
+fn prune_outputs(q: &Query, needed: &[bool]) -> Option<Query> {
+    let SetTree::Select(sel) = &q.body else {
+        return None;
+    };
+    if sel.distinct != Distinct::No || needed.len() > sel.targets.len() {
+        return None;
+    }
+    let unused: Vec<usize> = (0..needed.len())
+        .filter(|i| !needed[*i] && !q.order.iter().any(|o| o.col == *i))
+        .filter(|i| !matches!(sel.targets[*i], Expr::Const(_)) && !has_volatile(&sel.targets[*i]))
+        .collect();
+    if unused.is_empty() {
+        return None;
+    }
+    let mut out = q.clone();
+    if let SetTree::Select(s) = &mut out.body {
+        for i in unused {
+            s.targets[i] = Expr::Const(crate::Datum::Null);
+        }
+    }
+    Some(out)
+}
+
+/// Whether `e` calls a volatile or session-changing function.
+fn has_volatile(e: &Expr) -> bool {
+    let mut stack = vec![e];
+    while let Some(x) = stack.pop() {
+        if volatile_call(x) {
+            return true;
+        }
+        x.children(&mut stack);
+    }
+    false
+}
+
+/// Whether `x` itself is a call of a volatile or session-changing function.
+fn volatile_call(x: &Expr) -> bool {
+    matches!(
+        x,
+        Expr::Call(
+            Func::Nextval
+                | Func::Setval
+                | Func::Currval
+                | Func::Lastval
+                | Func::Clock
+                | Func::Sleep
+                | Func::Random
+                | Func::Setseed,
+            _
+        )
+    )
+}
+
 /// `c` with each column replaced by the target computing it; None if `c` or a
 /// target it reads may not move below (subqueries, outer references, volatile or
 /// session-changing calls).
@@ -1008,20 +1075,7 @@ fn substituted(c: &Expr, targets: &[Expr]) -> Option<Expr> {
             let fixed = !matches!(
                 x,
                 Expr::SubLink(_) | Expr::Outer(..) | Expr::Agg(_) | Expr::Window(_)
-            ) && !matches!(
-                x,
-                Expr::Call(
-                    Func::Nextval
-                        | Func::Setval
-                        | Func::Currval
-                        | Func::Lastval
-                        | Func::Clock
-                        | Func::Sleep
-                        | Func::Random
-                        | Func::Setseed,
-                    _
-                )
-            );
+            ) && !volatile_call(x);
             if !fixed {
                 return false;
             }

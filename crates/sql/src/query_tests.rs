@@ -1365,3 +1365,36 @@ fn values_take_subqueries_and_insert_takes_default() {
         );
     });
 }
+
+/// Planner rule 10: a FROM subquery's column the query above never reads is not
+/// computed (a scalar subquery that would fail with 21000 stays silent), unless
+/// it is volatile, ordered on, or under DISTINCT.
+#[test]
+fn unread_subquery_columns_are_not_computed() {
+    with_session(8 << 20, |s| {
+        let c = q(
+            s,
+            "CREATE TABLE uo (a int); INSERT INTO uo VALUES (1), (2);
+             CREATE SEQUENCE uo_seq",
+        );
+        assert!(c.results.iter().all(|r| r.is_ok()), "{:?}", c.results);
+        let inner = "(SELECT a, (SELECT x FROM generate_series(1, 2) x) AS bad FROM uo) ss";
+        assert_eq!(
+            rows(s, &format!("SELECT a FROM {inner} ORDER BY a")),
+            ["1", "2"]
+        );
+        for read in [
+            format!("SELECT bad FROM {inner}"),
+            format!("SELECT a FROM {inner} WHERE bad IS NULL"),
+            "SELECT a FROM (SELECT DISTINCT a, (SELECT x FROM generate_series(1, 2) x) FROM uo) d"
+                .into(),
+            "SELECT a FROM (SELECT a, (SELECT x FROM generate_series(1, 2) x) b FROM uo ORDER BY b) o"
+                .into(),
+        ] {
+            assert_eq!(codes(s, &read), ["21000"], "{read}");
+        }
+        let volatile = "SELECT count(*) FROM (SELECT a, nextval('uo_seq') FROM uo) v";
+        assert_eq!(rows(s, volatile), ["2"]);
+        assert_eq!(rows(s, "SELECT currval('uo_seq')"), ["2"]);
+    });
+}
