@@ -96,6 +96,10 @@ pub enum SetTree {
         types: Vec<SqlType>,
     },
     Query(Box<Query>),
+    /// A reference to a WITH query (cte rule 2): its query, run once for every
+    /// reference when [`crate::cte::CteShare::materialized`], else read in place;
+    /// the name the reference goes by.
+    Cte(std::rc::Rc<crate::cte::CteShare>, Box<Query>, String),
 }
 
 impl SetTree {
@@ -105,7 +109,9 @@ impl SetTree {
             SetTree::Select(s) => s.types.clone(),
             SetTree::Values(_, t) => t.clone(),
             SetTree::SetOp { types, .. } => types.clone(),
-            SetTree::Query(q) => q.columns.iter().map(|(_, t)| *t).collect(),
+            SetTree::Query(q) | SetTree::Cte(_, q, _) => {
+                q.columns.iter().map(|(_, t)| *t).collect()
+            }
         }
     }
 }
@@ -940,7 +946,7 @@ impl Binder {
         if args.is_none() && name.0.len() == 1 {
             let cte_name = object_name(name)?;
             if let Some(r) = self.cte_rel(&cte_name) {
-                let (rel, mut cols) = r?;
+                let (mut rel, mut cols) = r?;
                 if let Some(a) = alias {
                     rename_columns(&mut cols, a)?;
                 }
@@ -948,6 +954,11 @@ impl Binder {
                     .as_ref()
                     .map(|a| ident_name(&a.name))
                     .unwrap_or(cte_name);
+                if let Rel::Subquery(sq) = &mut rel {
+                    if let SetTree::Cte(_, _, name) = &mut sq.body {
+                        name.clone_from(&q);
+                    }
+                }
                 return Ok(From {
                     rel,
                     scope: Scope::entry(q, cols).within(ctx),
@@ -1517,7 +1528,7 @@ pub fn query_exprs<'q>(q: &'q Query, exprs: &mut Vec<&'q Expr>, nested: &mut dyn
             }
             SetTree::Values(rows, _) => exprs.extend(rows.iter().flatten()),
             SetTree::SetOp { left, right, .. } => trees.extend([&**left, &**right]),
-            SetTree::Query(inner) => nested(inner),
+            SetTree::Query(inner) | SetTree::Cte(_, inner, _) => nested(inner),
         }
     }
 }

@@ -8,10 +8,13 @@
 //! 1. A CTE's name hides a table of that name within its query, the innermost WITH
 //!    first; each CTE sees the ones before it in its WITH (in a WITH RECURSIVE,
 //!    every one: rule 3).
-//! 2. A non-recursive CTE is read as a subquery at each reference (PostgreSQL 15
-//!    inlines a CTE referenced once and not MATERIALIZED; a MATERIALIZED one is run
-//!    once there, which gives the same rows for the queries Strata runs, which have
-//!    no volatile functions with side effects).
+//! 2. A non-recursive CTE is run once for all its references ([`CteShare`], a CTE
+//!    Scan of rows held within `work_mem`) when it is MATERIALIZED, when it calls a
+//!    volatile function, or when it is referenced more than once and not NOT
+//!    MATERIALIZED; else it is read as a subquery at its reference — PostgreSQL
+//!    15's choice. One that reads its enclosing query's row, or one inside a
+//!    recursive term (it may read the work table), is always read in place: it
+//!    has other rows for each outer row or round.
 //! 3. WITH RECURSIVE `t` AS (`init` UNION [ALL] `step`), where `t`'s query
 //!    references `t` (which CTEs are recursive, the order a WITH RECURSIVE list is
 //!    analyzed in, and the checks of a recursive CTE's form and of where the
@@ -88,14 +91,72 @@ impl CteEntry {
         };
         Ok(CteEntry {
             name,
-            def: CteDef::Query(Rc::new(q)),
+            def: CteDef::Query(Rc::new(q), None),
         })
+    }
+}
+
+/// A WITH query shared by its references (cte rule 2).
+#[derive(Debug, PartialEq)]
+pub struct CteShare {
+    /// Unique in the process: the executor keeps its rows by it.
+    pub id: usize,
+    pub name: String,
+    /// MATERIALIZED, or volatile: run once whatever the references.
+    forced: bool,
+    /// NOT MATERIALIZED (and not volatile), or reading the enclosing row.
+    never: bool,
+    refs: std::cell::Cell<usize>,
+}
+
+impl CteShare {
+    /// Whether its references read rows it gave once (else it is read in place).
+    /// Final once the statement is analyzed, when it is planned.
+    pub fn materialized(&self) -> bool {
+        self.forced || (!self.never && self.refs.get() > 1)
+    }
+}
+
+/// Process-wide ids of shared CTEs (views are analyzed by binders of their own).
+static NEXT_SHARE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
+
+/// `q`'s sharing (cte rule 2), as `cte` asks for it; `in_step`: inside a
+/// recursive term.
+fn share_of(cte: &ast::Cte, q: &Query, in_step: bool) -> CteShare {
+    let any = |f: &dyn Fn(&crate::bind::Expr) -> bool| {
+        let mut queries = vec![q];
+        while let Some(q) = queries.pop() {
+            let mut exprs = Vec::new();
+            crate::analyze::query_exprs(q, &mut exprs, &mut |sub| queries.push(sub));
+            while let Some(e) = exprs.pop() {
+                if f(e) {
+                    return true;
+                }
+                if let crate::bind::Expr::SubLink(l) = e {
+                    queries.push(&l.query);
+                }
+                e.children(&mut exprs);
+            }
+        }
+        false
+    };
+    let volatile = any(&crate::planner::volatile_call);
+    let outer = in_step || any(&|e| matches!(e, crate::bind::Expr::Outer(..)));
+    let said = cte.materialized.as_ref();
+    CteShare {
+        id: NEXT_SHARE.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        name: ident_name(&cte.alias.name),
+        forced: !outer && (volatile || matches!(said, Some(ast::CteAsMaterialized::Materialized))),
+        never: outer || matches!(said, Some(ast::CteAsMaterialized::NotMaterialized)),
+        refs: std::cell::Cell::new(0),
     }
 }
 
 #[derive(Clone, Debug)]
 enum CteDef {
-    Query(Rc<Query>),
+    /// A query, shared by its references unless it holds a data-modifying CTE's
+    /// rows (None).
+    Query(Rc<Query>, Option<Rc<CteShare>>),
     /// A data-modifying CTE without RETURNING (cte rule 4).
     NoReturning,
     /// A recursive CTE's own name while its recursive term is analyzed.
@@ -199,7 +260,12 @@ impl Binder {
                 let mut q = self.query_in_ctx(&cte.query, ctx)?;
                 rename_cte_columns(&mut q.columns, cte)?;
                 reads.extend(q.reads.iter().cloned());
-                CteDef::Query(Rc::new(q))
+                let in_step = self
+                    .ctes
+                    .iter()
+                    .any(|e| matches!(e.def, CteDef::Work { .. }));
+                let share = share_of(cte, &q, in_step);
+                CteDef::Query(Rc::new(q), Some(Rc::new(share)))
             }
         };
         let name = ident_name(&cte.alias.name);
@@ -293,9 +359,22 @@ impl Binder {
                     format!("WITH query \"{name}\" does not have a RETURNING clause"),
                 )))
             }
-            CteDef::Query(q) => {
+            CteDef::Query(q, None) => {
                 let cols = q.columns.clone();
                 (Rel::Subquery(Box::new((*q).clone())), cols)
+            }
+            CteDef::Query(q, Some(share)) => {
+                share.refs.set(share.refs.get() + 1);
+                let cols = q.columns.clone();
+                let reference = Query {
+                    body: SetTree::Cte(share.clone(), Box::new((*q).clone()), share.name.clone()),
+                    order: Vec::new(),
+                    limit: None,
+                    offset: None,
+                    columns: cols.clone(),
+                    reads: q.reads.clone(),
+                };
+                (Rel::Subquery(Box::new(reference)), cols)
             }
             CteDef::Work {
                 id,

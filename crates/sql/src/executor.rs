@@ -105,6 +105,8 @@ pub struct SubCache {
     deps: RefCell<HashMap<usize, Rc<OuterDeps>>>,
     /// Recursive CTEs' work tables, by id (cte rule 3).
     work: RefCell<HashMap<usize, Rc<Vec<Tuple>>>>,
+    /// Shared WITH queries' rows, by id (cte rule 2).
+    ctes: RefCell<HashMap<usize, Rc<Vec<Tuple>>>>,
 }
 
 /// (scope depth, column) of the outer columns a correlated subquery reads.
@@ -392,6 +394,11 @@ fn build<'a>(p: &'a Plan) -> Op<'a> {
             all,
         } => Box::new(RecursiveUnion::new(*id, init, step, *all)),
         Plan::WorkTableScan { id } => Box::new(WorkTable(*id, None)),
+        Plan::CteScan { id, plan, .. } => Box::new(CteScan {
+            id: *id,
+            plan,
+            rows: None,
+        }),
         Plan::Window { input, funcs } => Box::new(WindowOp {
             input: build(input),
             funcs,
@@ -2069,6 +2076,36 @@ impl<'a> Node<'a> for RecursiveUnion<'a> {
                 return Ok(None);
             }
         }
+    }
+}
+
+/// A shared WITH query's rows (cte rule 2): the first scan of it to be read runs
+/// its plan and keeps the rows (within hash_mem) for every other.
+struct CteScan<'a> {
+    id: usize,
+    plan: &'a Plan,
+    rows: Option<(Rc<Vec<Tuple>>, usize)>,
+}
+
+impl<'a> Node<'a> for CteScan<'a> {
+    fn next(&mut self, cx: &Ctx<'a>) -> SqlResult<Option<Tuple>> {
+        if self.rows.is_none() {
+            let kept = cx.subs.ctes.borrow().get(&self.id).cloned();
+            let rows = match kept {
+                Some(rows) => rows,
+                None => {
+                    let mut meter = Meter::new(cx, "A WITH query's rows");
+                    let rows = Rc::new(drain(&mut build(self.plan), cx, &mut meter)?);
+                    cx.subs.ctes.borrow_mut().insert(self.id, rows.clone());
+                    rows
+                }
+            };
+            self.rows = Some((rows, 0));
+        }
+        let (rows, at) = self.rows.as_mut().expect("set above");
+        let r = rows.get(*at).cloned();
+        *at += 1;
+        Ok(r)
     }
 }
 

@@ -63,6 +63,10 @@ struct Explainer<'r> {
     /// Subqueries met while deparsing the current node's expressions.
     pending_inits: Vec<(String, Shown)>,
     pending_subs: Vec<(String, Shown)>,
+    /// The shared WITH queries shown so far, with their columns' names: each
+    /// plan is shown once, as `CTE name` at the top (PostgreSQL's initplans).
+    ctes: Vec<(usize, Vec<String>)>,
+    pending_ctes: Vec<(String, Shown)>,
 }
 
 /// The lines of EXPLAIN (COSTS OFF [, VERBOSE]) for `plan`.
@@ -84,8 +88,13 @@ pub fn explain(plan: &Plan, rels: &Relations<'_>, verbose: bool) -> SqlResult<Ve
         next_param: 0,
         pending_inits: Vec::new(),
         pending_subs: Vec::new(),
+        ctes: Vec::new(),
+        pending_ctes: Vec::new(),
     };
-    let (shown, _) = e.node(plan)?;
+    let (mut shown, _) = e.node(plan)?;
+    shown
+        .inits
+        .splice(0..0, std::mem::take(&mut e.pending_ctes));
     let mut out = Vec::new();
     lines(&shown, 0, verbose, &mut out);
     Ok(out)
@@ -99,7 +108,8 @@ fn relations_read(p: &Plan) -> usize {
         | Plan::ViewScan { .. }
         | Plan::Series { .. }
         | Plan::Values(_)
-        | Plan::WorkTableScan { .. } => 1,
+        | Plan::WorkTableScan { .. }
+        | Plan::CteScan { .. } => 1,
         Plan::Result => 0,
         _ => children(p).into_iter().map(relations_read).sum(),
     }
@@ -395,6 +405,12 @@ impl Explainer<'_> {
                 Ok((s, names))
             }
             Plan::WorkTableScan { .. } => Ok((titled("WorkTable Scan"), Vec::new())),
+            Plan::CteScan {
+                id,
+                name,
+                alias,
+                plan,
+            } => self.cte_scan(*id, (name, alias), plan),
             _ => unreachable!("every node kind is shown"),
         }
     }
@@ -564,6 +580,41 @@ impl Explainer<'_> {
     }
 
     /// `alias`, or `alias_n` if a relation was already shown by that name.
+    /// A shared WITH query's scan; its plan shown at its first (cte rule 2).
+    fn cte_scan(
+        &mut self,
+        id: usize,
+        (name, alias): (&str, &str),
+        plan: &Plan,
+    ) -> SqlResult<(Shown, Vec<String>)> {
+        let cols = match self.ctes.iter().find(|(i, _)| *i == id) {
+            Some((_, c)) => c.clone(),
+            None => {
+                let (inner, names) = self.below(plan)?;
+                let cols: Vec<String> = names
+                    .iter()
+                    .map(|n| n.rsplit('.').next().unwrap_or(n).to_string())
+                    .collect();
+                self.pending_ctes.push((format!("CTE {name}"), inner));
+                self.ctes.push((id, cols.clone()));
+                cols
+            }
+        };
+        let alias = self.unique(alias);
+        let title = match alias == name {
+            true => format!("CTE Scan on {name}"),
+            false => format!("CTE Scan on {name} {alias}"),
+        };
+        let names = cols
+            .iter()
+            .map(|c| match self.qualify {
+                true => format!("{alias}.{c}"),
+                false => c.clone(),
+            })
+            .collect();
+        Ok((titled(title), names))
+    }
+
     fn unique(&mut self, alias: &str) -> String {
         let mut name = alias.to_string();
         let mut n = 0;

@@ -220,7 +220,7 @@ fn walk_tree(t: &mut SetTree, nest: usize, f: &mut Visit<'_>, post: bool) -> Sql
             walk_tree(left, nest, f, post)?;
             walk_tree(right, nest, f, post)
         }
-        SetTree::Query(inner) => walk_query(inner, nest, f, post),
+        SetTree::Query(inner) | SetTree::Cte(_, inner, _) => walk_query(inner, nest, f, post),
     }
 }
 

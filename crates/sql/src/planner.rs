@@ -226,6 +226,14 @@ pub enum Plan {
         step: Box<Plan>,
         all: bool,
     },
+    /// A shared WITH query's rows (cte rule 2): `plan` runs at the first of its
+    /// scans to be read, and every scan of `id` reads the rows it gave.
+    CteScan {
+        id: usize,
+        name: String,
+        alias: String,
+        plan: Box<Plan>,
+    },
     WorkTableScan {
         id: usize,
     },
@@ -357,6 +365,13 @@ fn set_tree(t: &SetTree, rels: &Relations<'_>) -> SqlResult<Plan> {
         SetTree::Select(s) => select(s, rels)?,
         SetTree::Values(rows, _) => Plan::Values(rows.clone()),
         SetTree::Query(q) => plan(q, rels)?,
+        SetTree::Cte(share, q, alias) if share.materialized() => Plan::CteScan {
+            id: share.id,
+            name: share.name.clone(),
+            alias: alias.clone(),
+            plan: Box::new(plan(q, rels)?),
+        },
+        SetTree::Cte(_, q, _) => plan(q, rels)?,
         SetTree::SetOp {
             op,
             all,
@@ -1013,8 +1028,15 @@ fn push_into_subquery(q: &Query, conjs: Vec<Expr>) -> (Option<Query>, Vec<Expr>)
 /// Planner rule 10: `q` with the output columns `needed` leaves unmarked NULL;
 /// None if nothing changes.
 fn prune_outputs(q: &Query, needed: &[bool]) -> Option<Query> {
-    let SetTree::Select(sel) = &q.body else {
-        return None;
+    let sel = match &q.body {
+        SetTree::Select(sel) => sel,
+        SetTree::Cte(share, inner, alias) if !share.materialized() => {
+            let mut out = q.clone();
+            let inner = Box::new(prune_outputs(inner, needed)?);
+            out.body = SetTree::Cte(share.clone(), inner, alias.clone());
+            return Some(out);
+        }
+        _ => return None,
     };
     if sel.distinct != Distinct::No || needed.len() > sel.targets.len() {
         return None;
@@ -1048,7 +1070,7 @@ fn has_volatile(e: &Expr) -> bool {
 }
 
 /// Whether `x` itself is a call of a volatile or session-changing function.
-fn volatile_call(x: &Expr) -> bool {
+pub(crate) fn volatile_call(x: &Expr) -> bool {
     matches!(
         x,
         Expr::Call(

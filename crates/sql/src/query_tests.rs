@@ -1398,3 +1398,56 @@ fn unread_subquery_columns_are_not_computed() {
         assert_eq!(rows(s, "SELECT currval('uo_seq')"), ["2"]);
     });
 }
+
+/// Cte rule 2: a WITH query referenced twice, MATERIALIZED or volatile runs once
+/// for all its references (a CTE Scan); one referenced once is read in place; one
+/// reading the enclosing row or a recursive term's work table runs again each time.
+#[test]
+fn a_shared_with_query_runs_once() {
+    with_session(8 << 20, |s| {
+        let c = q(
+            s,
+            "CREATE SEQUENCE ws; CREATE TABLE wt (a int); INSERT INTO wt VALUES (1), (2)",
+        );
+        assert!(c.results.iter().all(|r| r.is_ok()), "{:?}", c.results);
+        let twice = "WITH w AS (SELECT nextval('ws') n FROM generate_series(1, 3))
+                     SELECT count(*) FROM w a JOIN w b USING (n)";
+        assert_eq!(rows(s, twice), ["3"]);
+        assert_eq!(rows(s, "SELECT currval('ws')"), ["3"]);
+        let random =
+            "SELECT count(*) FROM (WITH r(x) AS (SELECT random() FROM generate_series(1, 5))
+                      SELECT * FROM r UNION SELECT * FROM r) ss";
+        assert_eq!(rows(s, random), ["5"]);
+        let plan = |s: &mut Session<'_>, sql: &str| rows(s, &format!("EXPLAIN (COSTS OFF) {sql}"));
+        let shared = plan(s, "WITH w AS (SELECT a FROM wt) SELECT * FROM w x, w y");
+        assert!(shared.iter().any(|l| l.trim() == "CTE w"), "{shared:?}");
+        assert!(
+            shared.iter().any(|l| l.contains("CTE Scan on w y")),
+            "{shared:?}"
+        );
+        let inlined = plan(s, "WITH w AS (SELECT a FROM wt) SELECT * FROM w");
+        assert!(!inlined.iter().any(|l| l.contains("CTE")), "{inlined:?}");
+        let forced = plan(
+            s,
+            "WITH w AS MATERIALIZED (SELECT a FROM wt) SELECT * FROM w",
+        );
+        assert!(
+            forced.iter().any(|l| l.contains("CTE Scan on w")),
+            "{forced:?}"
+        );
+        let never = plan(
+            s,
+            "WITH w AS NOT MATERIALIZED (SELECT a FROM wt) SELECT * FROM w x, w y",
+        );
+        assert!(!never.iter().any(|l| l.contains("CTE")), "{never:?}");
+        let correlated = "SELECT (WITH c(x) AS (VALUES (a * 10)) SELECT c1.x FROM c c1, c c2)
+                          FROM wt ORDER BY a";
+        assert_eq!(rows(s, correlated), ["10", "20"]);
+        // Inside a recursive term each round reads its own work table.
+        let rounds = "WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL
+                        (WITH s AS (SELECT n + 1 AS m FROM t WHERE n < 4)
+                         SELECT x.m FROM s x JOIN s y USING (m)))
+                      SELECT string_agg(n::text, ',') FROM t";
+        assert_eq!(rows(s, rounds), ["1,2,3,4"]);
+    });
+}
