@@ -117,6 +117,15 @@ impl CteShare {
     }
 }
 
+/// The query a reference to a CTE read in place stands for (itself otherwise):
+/// the planner pushes filters into it and prunes its outputs as any subquery's.
+pub(crate) fn inlined(q: &Query) -> &Query {
+    match &q.body {
+        SetTree::Cte(share, inner, _) if !share.materialized() => inlined(inner),
+        _ => q,
+    }
+}
+
 /// Process-wide ids of shared CTEs (views are analyzed by binders of their own).
 static NEXT_SHARE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
 

@@ -91,7 +91,7 @@ impl<'a> Sizes<'a> {
     fn other_rows(&self, rel: &Rel) -> f64 {
         match rel {
             Rel::One => 1.0,
-            Rel::Subquery(q) => match &q.body {
+            Rel::Subquery(q) => match &crate::cte::inlined(q).body {
                 SetTree::Select(s) => match &s.grouping {
                     Some(Grouping { keys, .. }) if keys.is_empty() => 1.0,
                     _ => 1000.0,

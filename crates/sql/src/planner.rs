@@ -474,7 +474,7 @@ fn select(s: &Select, rels: &Relations<'_>) -> SqlResult<Plan> {
         }
         Rel::Subquery(q) => {
             let needed = needed_columns(s, &conjs, &semis);
-            match needed.and_then(|n| prune_outputs(q, &n)) {
+            match needed.and_then(|n| prune_outputs(crate::cte::inlined(q), &n)) {
                 Some(q) => rel(&Rel::Subquery(Box::new(q)), conjs, rels)?,
                 None => rel(&s.from, conjs, rels)?,
             }
@@ -960,6 +960,7 @@ pub(crate) fn rel(r: &Rel, conjs: Vec<Expr>, rels: &Relations<'_>) -> SqlResult<
             filter,
         ),
         Rel::Subquery(q) => {
+            let q = crate::cte::inlined(q);
             let (inner, rest) = push_into_subquery(q, conjs);
             let p = plan(inner.as_ref().unwrap_or(q), rels)?;
             with_filter(p, and_all(rest))
@@ -1028,15 +1029,8 @@ fn push_into_subquery(q: &Query, conjs: Vec<Expr>) -> (Option<Query>, Vec<Expr>)
 /// Planner rule 10: `q` with the output columns `needed` leaves unmarked NULL;
 /// None if nothing changes.
 fn prune_outputs(q: &Query, needed: &[bool]) -> Option<Query> {
-    let sel = match &q.body {
-        SetTree::Select(sel) => sel,
-        SetTree::Cte(share, inner, alias) if !share.materialized() => {
-            let mut out = q.clone();
-            let inner = Box::new(prune_outputs(inner, needed)?);
-            out.body = SetTree::Cte(share.clone(), inner, alias.clone());
-            return Some(out);
-        }
-        _ => return None,
+    let SetTree::Select(sel) = &q.body else {
+        return None;
     };
     if sel.distinct != Distinct::No || needed.len() > sel.targets.len() {
         return None;
