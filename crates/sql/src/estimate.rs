@@ -20,7 +20,9 @@
 //!    instead, as PostgreSQL's selfuncs do: its rows are the rows it had per page
 //!    times its pages now; a column's distinct values are its `n_distinct`;
 //!    `col = const` is the constant's frequency among the most common values, else
-//!    the rest spread evenly over the other distinct values; `col <, <=, >, >=
+//!    the rest spread evenly over the other distinct values; `col = x` with `x`
+//!    fixed for the scan but unknown (a parameter, a correlated subquery's outer
+//!    column) one distinct value's share of the non-NULL rows; `col <, <=, >, >=
 //!    const` the fraction of the histogram and of the common values on that side;
 //!    IS [NOT] NULL the null fraction. A column whose type changed since is
 //!    estimated by rules 2 and 3.
@@ -234,7 +236,7 @@ fn clause_sel(e: &Expr, table: Option<&Table>) -> f64 {
             let c = c?;
             unique_covered(&t.entry, &[c]).then_some(1.0 / t.rows.max(1.0))
         };
-        match (constant(x).is_some(), constant(y).is_some()) {
+        match (fixed(x), fixed(y)) {
             (false, true) => unique(column(x)),
             (true, false) => unique(column(y)),
             _ => None,
@@ -291,7 +293,20 @@ fn constant(e: &Expr) -> Option<&Datum> {
     }
 }
 
-/// Rule 5: a comparison of a column with statistics and a constant, or IS NULL.
+/// Whether `e` has one value for the whole scan though not known when planning: a
+/// constant, a parameter, or the enclosing query's column (a correlated
+/// subquery's condition), through casts.
+fn fixed(e: &Expr) -> bool {
+    match e {
+        Expr::Const(_) | Expr::Param(_) | Expr::Outer(..) => true,
+        Expr::Cast(x, _) | Expr::Fit(x, _) => fixed(x),
+        _ => false,
+    }
+}
+
+/// Rule 5: a comparison of a column with statistics and a constant, or IS NULL;
+/// `col = x` with `x` fixed but unknown is one distinct value's share
+/// (PostgreSQL's var_eq_non_const).
 fn stats_sel(e: &Expr, t: &Table) -> Option<f64> {
     if let Expr::IsNull(x, not) = e {
         let c = t.column(column(x)?)?;
@@ -300,6 +315,15 @@ fn stats_sel(e: &Expr, t: &Table) -> Option<f64> {
     let Expr::Bin(x, op, y) = e else {
         return None;
     };
+    if *op == BinOp::Eq && constant(x).is_none() && constant(y).is_none() {
+        let col = match (column(x), column(y)) {
+            (Some(c), None) if fixed(y) => c,
+            (None, Some(c)) if fixed(x) => c,
+            _ => return None,
+        };
+        let c = t.column(col)?;
+        return Some((1.0 - c.null_frac) / c.distinct(t.rows).max(1.0));
+    }
     // The column on the left: `const op col` is `col op' const`.
     let (col, op, k) = match (column(x), constant(y), column(y), constant(x)) {
         (Some(c), Some(k), _, _) => (c, *op, k),

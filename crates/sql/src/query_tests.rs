@@ -1455,3 +1455,49 @@ fn a_shared_with_query_runs_once() {
         assert_eq!(rows(s, rounds), ["1,2,3,4"]);
     });
 }
+
+/// Estimate rule 5: `col = outer column` in a correlated subquery is one distinct
+/// value's share of the table (PostgreSQL's var_eq_non_const), so the subquery
+/// probes indexes for the few rows per outer row instead of hashing a whole table
+/// once per outer row (TPC-H Q2).
+#[test]
+fn a_correlated_equality_is_estimated_from_distinct_values() {
+    with_session(16 << 20, |s| {
+        let c = q(
+            s,
+            "CREATE TABLE cps (pk int, sk int, cost int, PRIMARY KEY (pk, sk));
+             CREATE TABLE csu (sk int PRIMARY KEY, nk int);
+             INSERT INTO cps SELECT g / 4, g % 4 * 250 + g / 4 % 250, g % 97 FROM generate_series(0, 19999) g;
+             INSERT INTO csu SELECT g, g % 25 FROM generate_series(0, 999) g;
+             ANALYZE cps; ANALYZE csu",
+        );
+        assert!(c.results.iter().all(|r| r.is_ok()), "{:?}", c.results);
+        let sql = "SELECT p.pk FROM cps p WHERE p.pk < 3 AND p.cost = (
+                     SELECT min(p2.cost) FROM cps p2, csu WHERE p2.pk = p.pk AND csu.sk = p2.sk)";
+        let plan = rows(s, &format!("EXPLAIN (COSTS OFF) {sql}"));
+        let sub = plan
+            .iter()
+            .position(|l| l.contains("SubPlan 1"))
+            .expect("a subplan");
+        let inner = &plan[sub..];
+        assert!(
+            inner
+                .iter()
+                .any(|l| l.contains("Index Scan using csu_pkey")),
+            "{plan:?}"
+        );
+        assert!(
+            !inner.iter().any(|l| l.contains("Seq Scan on csu")),
+            "{plan:?}"
+        );
+        let mut want = rows(
+            s,
+            "SELECT p.pk FROM cps p WHERE p.pk < 3 AND p.cost = (
+                     SELECT min(p2.cost) FROM cps p2 WHERE p2.pk = p.pk) ORDER BY 1",
+        );
+        let mut got = rows(s, sql);
+        got.sort();
+        want.sort();
+        assert_eq!(got, want);
+    });
+}
