@@ -686,8 +686,8 @@ pub(crate) fn read_only(p: Plan, needed: Option<Vec<bool>>) -> Plan {
 
 /// The FROM row's columns the rest of the SELECT reads (its WHERE conjuncts
 /// `conjs`, the semi joins above the FROM, grouping, aggregates, or without
-/// grouping its targets and windows); None when a correlated subquery reads it
-/// (its reads are not followed).
+/// grouping its targets and windows), the columns its correlated subqueries read
+/// among them.
 fn needed_columns(
     s: &Select,
     conjs: &[Expr],
@@ -725,9 +725,7 @@ fn needed_columns(
         j.outer_columns(&mut cols);
     }
     for e in exprs {
-        if has_correlated(e) {
-            return None;
-        }
+        correlated_columns(e, &mut cols);
         crate::privileges::expr_columns(e, &mut cols);
     }
     for c in cols {
@@ -850,6 +848,21 @@ pub(crate) fn has_correlated(e: &Expr) -> bool {
         e.children(&mut stack);
     }
     false
+}
+
+/// The columns of the row `e` is evaluated over that its correlated subqueries
+/// read (as outer references, at any depth inside them).
+fn correlated_columns(e: &Expr, out: &mut Vec<usize>) {
+    let mut stack = vec![e];
+    while let Some(x) = stack.pop() {
+        if let Expr::SubLink(l) = x {
+            if l.correlated {
+                let deps = crate::subquery::outer_deps(&l.query, 1);
+                out.extend(deps.into_iter().filter(|(d, _)| *d == 0).map(|(_, c)| c));
+            }
+        }
+        x.children(&mut stack);
+    }
 }
 
 /// Whether `e` reads only columns in `range` (or none).

@@ -1501,3 +1501,40 @@ fn a_correlated_equality_is_estimated_from_distinct_values() {
         assert_eq!(got, want);
     });
 }
+
+/// A scan under a correlated subquery decodes only the columns read, those its
+/// subqueries read of it included, however deep (planner `correlated_columns`).
+#[test]
+fn a_scan_keeps_the_columns_its_correlated_subqueries_read() {
+    with_session(8 << 20, |s| {
+        let c = q(
+            s,
+            "CREATE TABLE k1 (a int, b int, c text, d int);
+             CREATE TABLE k2 (x int); CREATE TABLE k3 (z text);
+             INSERT INTO k1 VALUES (1, 10, 'p', 0), (2, 20, 'q', 0), (3, 30, 'r', 0);
+             INSERT INTO k2 VALUES (10), (30); INSERT INTO k3 VALUES ('q'), ('r')",
+        );
+        assert!(c.results.iter().all(|r| r.is_ok()), "{:?}", c.results);
+        for (sql, want) in [
+            (
+                "SELECT a FROM k1 WHERE EXISTS (SELECT 1 FROM k2 WHERE x = k1.b) ORDER BY a",
+                &["1", "3"][..],
+            ),
+            (
+                "SELECT a FROM k1 WHERE EXISTS (SELECT 1 FROM k2 WHERE EXISTS
+                   (SELECT 1 FROM k3 WHERE z = k1.c AND k2.x > 0)) ORDER BY a",
+                &["2", "3"],
+            ),
+            (
+                "SELECT a, (SELECT count(*) FROM k2 WHERE x < k1.b) FROM k1 ORDER BY a",
+                &["1|0", "2|1", "3|1"],
+            ),
+            (
+                "SELECT sum(a) FROM k1 WHERE d = (SELECT min(x) - x FROM k2 WHERE x = k1.b GROUP BY x)",
+                &["4"],
+            ),
+        ] {
+            assert_eq!(rows(s, sql), want, "{sql}");
+        }
+    });
+}
