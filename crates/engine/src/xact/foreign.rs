@@ -6,7 +6,6 @@
 use super::Txn;
 use crate::catalog::{DbEntry, ForeignKey, IndexDef, RelEntry};
 use crate::{EngineError, Result};
-use rustc_hash::FxHashSet;
 use std::sync::Arc;
 
 impl Txn<'_> {
@@ -63,25 +62,9 @@ impl Txn<'_> {
     }
 
     fn referencing_stored(&self, dbe: &DbEntry, stored: &str) -> Vec<Arc<RelEntry>> {
-        let mut names: FxHashSet<String> = self
-            .sh
-            .catalog
-            .read()
-            .fk_deps
-            .get(&dbe.oid)
-            .and_then(|m| m.get(stored))
-            .cloned()
-            .unwrap_or_default();
-        for ((d, n), e) in &self.ov.rels {
-            if *d == dbe.oid {
-                names.remove(n);
-                if e.as_ref()
-                    .is_some_and(|e| e.foreign_keys.iter().any(|f| f.parent == stored))
-                {
-                    names.insert(n.clone());
-                }
-            }
-        }
+        let names = self.dependents(dbe, |c| &c.fk_deps, stored, &|e| {
+            e.foreign_keys.iter().any(|f| f.parent == stored)
+        });
         let mut out: Vec<Arc<RelEntry>> = names
             .iter()
             .filter_map(|n| self.relation_exact(dbe, n))

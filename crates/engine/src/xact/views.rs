@@ -2,7 +2,11 @@
 //! the views that read a relation, as this transaction sees them.
 
 use super::Txn;
-use crate::catalog::{DbEntry, RelEntry, ViewDef};
+use crate::catalog::{CatalogCache, DbEntry, RelEntry, ViewDef};
+
+/// A derived map of the cache: per database OID, relation → its dependents.
+pub(super) type DepMap =
+    rustc_hash::FxHashMap<Oid, rustc_hash::FxHashMap<String, FxHashSet<String>>>;
 use crate::heap::Column;
 use crate::{EngineError, Result};
 use rustc_hash::FxHashSet;
@@ -114,11 +118,28 @@ impl Txn<'_> {
     }
 
     fn views_reading(&self, dbe: &DbEntry, stored: &str) -> Vec<String> {
-        let mut names: FxHashSet<String> = self
-            .sh
-            .catalog
-            .read()
-            .view_deps
+        let names = self.dependents(dbe, |c| &c.view_deps, stored, &|e| {
+            e.view
+                .as_ref()
+                .is_some_and(|v| v.deps.iter().any(|(x, _)| x == stored))
+        });
+        let mut out: Vec<String> = names.into_iter().collect();
+        out.sort();
+        out
+    }
+
+    /// The relations of `dbe` that depend on relation `stored`, as this
+    /// transaction sees them: the committed ones by the cache's derived map
+    /// `deps`, then this transaction's changed ones by `names_it`. O(those
+    /// relations + this transaction's catalog changes).
+    pub(super) fn dependents(
+        &self,
+        dbe: &DbEntry,
+        deps: fn(&CatalogCache) -> &DepMap,
+        stored: &str,
+        names_it: &dyn Fn(&RelEntry) -> bool,
+    ) -> FxHashSet<String> {
+        let mut names: FxHashSet<String> = deps(&self.sh.catalog.read())
             .get(&dbe.oid)
             .and_then(|m| m.get(stored))
             .cloned()
@@ -126,16 +147,12 @@ impl Txn<'_> {
         for ((d, n), e) in &self.ov.rels {
             if *d == dbe.oid {
                 names.remove(n);
-                if let Some(v) = e.as_ref().and_then(|e| e.view.as_ref()) {
-                    if v.deps.iter().any(|(x, _)| x == stored) {
-                        names.insert(n.clone());
-                    }
+                if e.as_deref().is_some_and(names_it) {
+                    names.insert(n.clone());
                 }
             }
         }
-        let mut out: Vec<String> = names.into_iter().collect();
-        out.sort();
-        out
+        names
     }
 }
 
