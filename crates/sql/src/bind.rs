@@ -802,7 +802,6 @@ impl Binder {
                 }
                 _ => Err(SqlError::unsupported(format!("the name \"{e}\""))),
             },
-            E::Nested(inner) if is_values_call(inner) => self.values_subquery(scope, inner, aggs),
             E::Nested(inner) => self.expr_in(scope, inner, aggs),
             E::UnaryOp { op, expr } => {
                 let (x, t) = self.expr_in(scope, expr, aggs)?;
@@ -2333,81 +2332,10 @@ fn base_name(e: &ast::Expr) -> Option<String> {
     })
 }
 
-/// Whether `e` is `values(...)`, [`values_call`]'s form (a cheap test: the
-/// binder's frame stays small for deep expressions).
-fn is_values_call(e: &ast::Expr) -> bool {
-    matches!(e, ast::Expr::Function(f) if f.name.0.len() == 1
-        && f.name.0[0].as_ident().is_some_and(|i| i.quote_style.is_none() && i.value.eq_ignore_ascii_case("values")))
-}
-
-impl Binder {
-    /// `(VALUES (...))` bound as the scalar subquery it is ([`values_call`]).
-    #[inline(never)]
-    fn values_subquery(
-        &mut self,
-        scope: &Scope,
-        e: &ast::Expr,
-        aggs: &mut Option<&mut Vec<Agg>>,
-    ) -> SqlResult<(Expr, SqlType)> {
-        let q = match e {
-            ast::Expr::Function(f) => values_call(f),
-            _ => None,
-        };
-        match q {
-            Some(q) => self.expr_node(scope, &ast::Expr::Subquery(Box::new(q)), aggs),
-            None => self.expr_node(scope, e, aggs),
-        }
-    }
-}
-
-/// `(VALUES (1))` as a scalar subquery: sqlparser reads the parenthesized VALUES
-/// as a call of a function `values`, which PostgreSQL's grammar (VALUES being
-/// reserved) never allows; this gives the subquery it is (only inside
-/// parentheses: a bare `values(1)` stays a call of a function that is not there).
-fn values_call(f: &ast::Function) -> Option<ast::Query> {
-    let [ast::ObjectNamePart::Identifier(name)] = f.name.0.as_slice() else {
-        return None;
-    };
-    if name.quote_style.is_some() || !name.value.eq_ignore_ascii_case("values") {
-        return None;
-    }
-    let ast::FunctionArguments::List(list) = &f.args else {
-        return None;
-    };
-    let mut row = Vec::new();
-    for a in &list.args {
-        match a {
-            ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => row.push(e.clone()),
-            _ => return None,
-        }
-    }
-    if list.duplicate_treatment.is_some() || !list.clauses.is_empty() || f.over.is_some() {
-        return None;
-    }
-    let values = ast::Values {
-        explicit_row: false,
-        value_keyword: false,
-        rows: vec![ast::Parens::with_empty_span(row)],
-    };
-    Some(ast::Query {
-        with: None,
-        body: Box::new(ast::SetExpr::Values(values)),
-        order_by: None,
-        limit_clause: None,
-        fetch: None,
-        locks: Vec::new(),
-        for_clause: None,
-        settings: None,
-        format_clause: None,
-        pipe_operators: Vec::new(),
-    })
-}
-
 fn default_name_of(e: &ast::Expr) -> String {
     match e {
         ast::Expr::Identifier(i) => super::ident_name(i),
         ast::Expr::CompoundIdentifier(v) => v.last().map(super::ident_name).unwrap_or_default(),
-        ast::Expr::Function(f) if values_call(f).is_some() => "column1".into(),
         ast::Expr::Function(f) => f
             .name
             .0
