@@ -30,6 +30,11 @@
 //! 7. An index cursor's first batch reads [`FIRST_INDEX_BATCH`] entries, each next
 //!    one twice the last, up to [`SCAN_BATCH_ROWS`]: a lookup or a LIMIT that wants
 //!    a few rows fetches a few heap tuples, not a thousand.
+//! 8. A parallel scan's participants share its blocks ([`SeqCursor::shared`]): each
+//!    claims the next [`PARALLEL_CHUNK`] blocks from one counter, so each block is
+//!    read by one participant and the participants together read the table once.
+//!    Each still stops at the length it saw at its first batch (rule 3); a block
+//!    past it holds no row its snapshot sees.
 //!
 //! Memory: one batch, O([`SCAN_BATCH_ROWS`] + rows of one page), whatever the table.
 
@@ -38,6 +43,7 @@ use crate::catalog::RelEntry;
 use crate::index::{self, IndexRange};
 use crate::stream::SCAN_BATCH_ROWS;
 use crate::{Datum, EngineError, Interrupt, Result, Shared};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use strata_types::{ForkNumber, RelKey, Xid};
 
@@ -72,8 +78,14 @@ pub struct SeqCursor<'e> {
     mask: Option<Vec<bool>>,
     /// The row lent to a visitor (rule 6).
     row: Vec<Datum>,
+    /// A parallel scan's shared next block, and the end of this participant's
+    /// chunk (rule 8).
+    shared: Option<(Arc<AtomicU32>, u32)>,
     _registered: Option<crate::standby::ScanGuard<'e>>,
 }
+
+/// Rule 8: the blocks a parallel scan's participant claims at a time.
+pub const PARALLEL_CHUNK: u32 = 8;
 
 impl<'e> SeqCursor<'e> {
     pub(crate) fn new(sh: &'e Shared, resolve: ResolveTable<'e>, my: Option<Xid>) -> Self {
@@ -86,6 +98,7 @@ impl<'e> SeqCursor<'e> {
             done: false,
             mask: None,
             row: Vec::new(),
+            shared: None,
             _registered: None,
         }
     }
@@ -94,6 +107,25 @@ impl<'e> SeqCursor<'e> {
     pub fn only(mut self, mask: Vec<bool>) -> Self {
         self.mask = Some(mask);
         self
+    }
+
+    /// Reads only the blocks this participant claims from `next`, shared with the
+    /// scan's other participants (rule 8); `next` starts at 0.
+    pub fn shared(mut self, next: Arc<AtomicU32>) -> Self {
+        self.shared = Some((next, 0));
+        self
+    }
+
+    /// The next block to read, below `end`, if any: the cursor's own next block, or
+    /// the next of its claimed chunk (rule 8).
+    fn claim(&mut self, end: u32) -> Option<u32> {
+        if let Some((next, chunk_end)) = &mut self.shared {
+            if self.next >= *chunk_end {
+                self.next = next.fetch_add(PARALLEL_CHUNK, Ordering::Relaxed);
+                *chunk_end = self.next.saturating_add(PARALLEL_CHUNK);
+            }
+        }
+        (self.next < end).then_some(self.next)
     }
 
     /// Appends the next batch of rows `snap` shows to `out`; false once the scan has
@@ -133,19 +165,22 @@ impl<'e> SeqCursor<'e> {
         }
         let end = n.min(n0);
         let mut seen = 0;
-        while self.next < end && seen < SCAN_BATCH_ROWS {
+        while seen < SCAN_BATCH_ROWS {
+            let Some(block) = self.claim(end) else {
+                self.done = true;
+                break;
+            };
             interrupt()?;
             let mask = self.mask.as_deref();
             let row = &mut self.row;
-            access::scan_page(sh, key, self.next, snap, self.my, &mut |_, _, t| {
+            access::scan_page(sh, key, block, snap, self.my, &mut |_, _, t| {
                 crate::toast::decode_row_into(sh, key, &rel.columns, t, mask, row)?;
                 visit(row);
                 seen += 1;
                 Ok(())
             })?;
-            self.next += 1;
+            self.next = block + 1;
         }
-        self.done = self.next >= end;
         Ok(!self.done)
     }
 }

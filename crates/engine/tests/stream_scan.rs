@@ -83,3 +83,51 @@ fn a_drop_or_truncate_between_batches_finishes_and_the_scan_gets_40001() {
         assert!(seen < ROWS, "{name}: only the first batch was read");
     }
 }
+
+#[test]
+fn parallel_participants_share_a_scans_blocks_and_read_each_row_once() {
+    let (_tmp, e) = engine();
+    table(&e, "t");
+    let snap = e.snapshot();
+    let next = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+    // Two participants on two threads, pulling until their shares end.
+    let shares: Vec<Vec<i32>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..2)
+            .map(|_| {
+                let (e, snap, next) = (&e, &snap, next.clone());
+                s.spawn(move || {
+                    let mut c = e.seq_cursor("postgres", "t").shared(next);
+                    let mut rows = Vec::new();
+                    while c.next_batch(snap, &no_interrupt, &mut rows).unwrap() {}
+                    rows.iter()
+                        .map(|r| match r[0] {
+                            Datum::Int4(v) => v,
+                            ref d => panic!("{d:?}"),
+                        })
+                        .collect()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut all: Vec<i32> = shares.concat();
+    all.sort_unstable();
+    assert_eq!(all, (0..ROWS).collect::<Vec<_>>(), "each row read once");
+    // Pulled in turn, both get rows: neither reads past the blocks it claimed.
+    let next = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let mut c = [0, 1].map(|_| e.seq_cursor("postgres", "t").shared(next.clone()));
+    let (mut rows, mut more) = ([Vec::new(), Vec::new()], [true, true]);
+    while more.iter().any(|m| *m) {
+        for i in 0..2 {
+            if more[i] {
+                more[i] = c[i].next_batch(&snap, &no_interrupt, &mut rows[i]).unwrap();
+            }
+        }
+    }
+    assert!(
+        rows.iter().all(|r| r.len() >= SCAN_BATCH_ROWS),
+        "{:?}",
+        rows.map(|r| r.len())
+    );
+    assert_eq!(rows[0].len() + rows[1].len(), ROWS as usize);
+}

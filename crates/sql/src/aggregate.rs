@@ -412,6 +412,24 @@ impl AggState {
         Ok(())
     }
 
+    /// Adds the rows `other` was fed, as a parallel aggregate's leader combines its
+    /// workers' states (parallel rule 4); only for the aggregates
+    /// [`combinable`] says.
+    pub fn combine(&mut self, a: &Agg, other: AggState) -> SqlResult<()> {
+        self.n += other.n;
+        let (x, y) = (std::mem::replace(&mut self.acc, Datum::Null), other.acc);
+        self.acc = match (a.func, x, y) {
+            (_, Datum::Null, v) | (_, v, Datum::Null) => v,
+            (AggFunc::Sum | AggFunc::Avg, x, y) => crate::bind::add(&x, &y)?,
+            (AggFunc::Min, x, y) => std::cmp::min_by(x, y, compare),
+            (AggFunc::Max, x, y) => std::cmp::max_by(x, y, compare),
+            (AggFunc::BoolAnd, x, y) => Datum::Bool(is_true(&x) && is_true(&y)),
+            (AggFunc::BoolOr, x, y) => Datum::Bool(is_true(&x) || is_true(&y)),
+            (f, ..) => unreachable!("{f:?} is not combinable"),
+        };
+        Ok(())
+    }
+
     /// The aggregate's value over the rows fed (aggregate rule 2).
     pub fn finish(self, a: &Agg) -> SqlResult<Datum> {
         self.finish_group(a, &[])
@@ -430,6 +448,25 @@ impl AggState {
             _ => self.acc.clone(),
         })
     }
+}
+
+/// Whether states of `a` fed different rows combine into the state of all of them
+/// ([`AggState::combine`]): not DISTINCT, ordered, nor a statistic or string_agg.
+pub fn combinable(a: &Agg) -> bool {
+    !a.distinct
+        && a.order.is_empty()
+        && a.direct.is_empty()
+        && matches!(
+            a.func,
+            AggFunc::CountStar
+                | AggFunc::Count
+                | AggFunc::Sum
+                | AggFunc::Avg
+                | AggFunc::Min
+                | AggFunc::Max
+                | AggFunc::BoolAnd
+                | AggFunc::BoolOr
+        )
 }
 
 /// The type a sum or avg accumulates in.

@@ -99,7 +99,7 @@ pub enum SetTree {
     /// A reference to a WITH query (cte rule 2): its query, run once for every
     /// reference when [`crate::cte::CteShare::materialized`], else read in place;
     /// the name the reference goes by.
-    Cte(std::rc::Rc<crate::cte::CteShare>, Box<Query>, String),
+    Cte(std::sync::Arc<crate::cte::CteShare>, Box<Query>, String),
 }
 
 impl SetTree {

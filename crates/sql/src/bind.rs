@@ -21,7 +21,8 @@ use std::cmp::Ordering;
 use strata_types::Lsn;
 
 /// What expression evaluation may ask of the server.
-pub trait Env {
+/// `Sync`: a parallel plan's workers evaluate through the session's (parallel rule 3).
+pub trait Env: Sync {
     fn current_database(&self) -> String;
     fn current_wal_lsn(&self) -> Lsn;
     /// `pg_relation_filepath`: the path of a table's main fork, relative to the data

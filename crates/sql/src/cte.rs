@@ -97,7 +97,7 @@ impl CteEntry {
 }
 
 /// A WITH query shared by its references (cte rule 2).
-#[derive(Debug, PartialEq)]
+#[derive(Debug)]
 pub struct CteShare {
     /// Unique in the process: the executor keeps its rows by it.
     pub id: usize,
@@ -106,14 +106,22 @@ pub struct CteShare {
     forced: bool,
     /// NOT MATERIALIZED (and not volatile), or reading the enclosing row.
     never: bool,
-    refs: std::cell::Cell<usize>,
+    refs: std::sync::atomic::AtomicUsize,
+}
+
+impl PartialEq for CteShare {
+    fn eq(&self, o: &CteShare) -> bool {
+        let refs = |s: &CteShare| s.refs.load(std::sync::atomic::Ordering::Relaxed);
+        (self.id, &self.name, self.forced, self.never, refs(self))
+            == (o.id, &o.name, o.forced, o.never, refs(o))
+    }
 }
 
 impl CteShare {
     /// Whether its references read rows it gave once (else it is read in place).
     /// Final once the statement is analyzed, when it is planned.
     pub fn materialized(&self) -> bool {
-        self.forced || (!self.never && self.refs.get() > 1)
+        self.forced || (!self.never && self.refs.load(std::sync::atomic::Ordering::Relaxed) > 1)
     }
 }
 
@@ -157,7 +165,7 @@ fn share_of(cte: &ast::Cte, q: &Query, in_step: bool) -> CteShare {
         name: ident_name(&cte.alias.name),
         forced: !outer && (volatile || matches!(said, Some(ast::CteAsMaterialized::Materialized))),
         never: outer || matches!(said, Some(ast::CteAsMaterialized::NotMaterialized)),
-        refs: std::cell::Cell::new(0),
+        refs: std::sync::atomic::AtomicUsize::new(0),
     }
 }
 
@@ -165,7 +173,7 @@ fn share_of(cte: &ast::Cte, q: &Query, in_step: bool) -> CteShare {
 enum CteDef {
     /// A query, shared by its references unless it holds a data-modifying CTE's
     /// rows (None).
-    Query(Rc<Query>, Option<Rc<CteShare>>),
+    Query(Rc<Query>, Option<std::sync::Arc<CteShare>>),
     /// A data-modifying CTE without RETURNING (cte rule 4).
     NoReturning,
     /// A recursive CTE's own name while its recursive term is analyzed.
@@ -274,7 +282,7 @@ impl Binder {
                     .iter()
                     .any(|e| matches!(e.def, CteDef::Work { .. }));
                 let share = share_of(cte, &q, in_step);
-                CteDef::Query(Rc::new(q), Some(Rc::new(share)))
+                CteDef::Query(Rc::new(q), Some(std::sync::Arc::new(share)))
             }
         };
         let name = ident_name(&cte.alias.name);
@@ -373,7 +381,9 @@ impl Binder {
                 (Rel::Subquery(Box::new((*q).clone())), cols)
             }
             CteDef::Query(q, Some(share)) => {
-                share.refs.set(share.refs.get() + 1);
+                share
+                    .refs
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let cols = q.columns.clone();
                 let reference = Query {
                     body: SetTree::Cte(share.clone(), Box::new((*q).clone()), share.name.clone()),

@@ -40,6 +40,8 @@ use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 use strata_engine::{Engine, IndexCursor, SeqCursor, Snapshot, Txn};
 
+mod workers;
+
 /// A result row.
 pub type Tuple = Vec<Datum>;
 
@@ -64,6 +66,9 @@ pub struct Ctx<'a> {
     pub temp: &'a crate::spill::Temp,
     /// The rows of a system view.
     pub views: &'a dyn Fn(&str) -> Vec<Tuple>,
+    /// In a parallel worker's context, the next block of the plan's parallel scan,
+    /// shared by the workers (parallel rule 2); None in the leader's.
+    pub blocks: Option<std::sync::Arc<std::sync::atomic::AtomicU32>>,
 }
 
 impl Ctx<'_> {
@@ -140,6 +145,7 @@ impl<'a> Ctx<'a> {
             work_mem: self.work_mem,
             temp: self.temp,
             views: self.views,
+            blocks: None,
         }
     }
 
@@ -375,9 +381,14 @@ fn build<'a>(p: &'a Plan) -> Op<'a> {
             keys,
             aggs,
             sorted,
+            workers,
         } => match sorted {
             true => Box::new(GroupAggOp::new(build(input), keys, aggs)),
-            false => Box::new(AggOp::new(build(input), keys, aggs)),
+            false => {
+                let mut op = AggOp::new(build(input), keys, aggs);
+                op.parallel = (*workers > 0).then_some((&**input, *workers));
+                Box::new(op)
+            }
         },
         Plan::Sort { input, keys, bound } => Box::new(SortOp::new(build(input), keys, bound)),
         Plan::Unique { input, cols } => Box::new(Unique(build(input), cols, HashSet::new(), None)),
@@ -469,8 +480,13 @@ fn scan_of(p: &Plan) -> Scan<'_> {
             table,
             filter,
             cols,
+            parallel,
             ..
-        } => Scan::new(table, None, filter, cols.as_deref()),
+        } => {
+            let mut scan = Scan::new(table, None, filter, cols.as_deref());
+            scan.parallel = *parallel;
+            scan
+        }
         Plan::IndexScan {
             table,
             path,
@@ -512,6 +528,8 @@ struct Scan<'a> {
     passed: usize,
     /// The columns kept, in order, when a projection is fused in (all: None).
     take: Option<&'a [Expr]>,
+    /// A parallel plan's scan: in a worker, its blocks are shared (parallel rule 2).
+    parallel: bool,
 }
 
 impl<'a> Scan<'a> {
@@ -530,6 +548,7 @@ impl<'a> Scan<'a> {
             batch: Vec::new().into_iter(),
             passed: 0,
             take: None,
+            parallel: false,
         }
     }
 
@@ -548,6 +567,12 @@ impl<'a> Scan<'a> {
                 Cursor::Index(cx.engine.index_cursor(cx.db, self.table, &p.index, r))
             }
             (None, _, _) => Cursor::Seq(cx.engine.seq_cursor(cx.db, self.table)),
+        };
+        let c = match (c, &cx.blocks) {
+            (Cursor::Seq(s), Some(blocks)) if self.parallel => {
+                Cursor::Seq(s.shared(blocks.clone()))
+            }
+            (c, _) => c,
         };
         Ok(match (c, self.cols) {
             (Cursor::Seq(s), Some(m)) => Cursor::Seq(s.only(m.to_vec())),
@@ -1427,6 +1452,8 @@ struct AggOp<'a> {
     out: Option<std::vec::IntoIter<Tuple>>,
     /// Spilled partitions still to aggregate, with their depth.
     pending: Vec<Part<'a>>,
+    /// The input's plan and the workers to run it with (parallel rule 4).
+    parallel: Option<(&'a Plan, usize)>,
 }
 
 impl<'a> AggOp<'a> {
@@ -1437,6 +1464,7 @@ impl<'a> AggOp<'a> {
             aggs,
             out: None,
             pending: Vec::new(),
+            parallel: None,
         }
     }
 }
@@ -1657,6 +1685,11 @@ fn step(cx: &Ctx<'_>, aggs: &[Agg], states: &mut [AggState], row: &[Datum]) -> S
 impl<'a> AggOp<'a> {
     /// Aggregates the input (the first pass).
     fn compute(&mut self, cx: &Ctx<'a>) -> SqlResult<Vec<Tuple>> {
+        if let (Some((input, n)), None) = (self.parallel, cx.txn) {
+            if let Some(rows) = workers::aggregate(cx, input, (self.keys, self.aggs), n)? {
+                return Ok(rows);
+            }
+        }
         let mut groups = Groups::new(cx, self.aggs, !self.keys.is_empty(), 0);
         let mut n = 0u64;
         // One key buffer for every row: a group's key is copied only when it is new.

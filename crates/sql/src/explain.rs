@@ -22,6 +22,10 @@
 //!    and no estimate is printed that was not computed. ANALYZE is refused (0A000)
 //!    until the executor counts rows and times per node. VERBOSE adds each node's
 //!    `Output:` (its columns, qualified) as PostgreSQL's does.
+//! 6. A parallel aggregate shows as PostgreSQL's three nodes: `Finalize` (the
+//!    leader combining the groups), `Gather` with `Workers Planned: n`, `Partial`
+//!    (each worker's aggregate) over its input, whose shared scan is a
+//!    `Parallel Seq Scan`.
 
 use crate::analyze::{JoinKind, SetOp, SortSpec};
 use crate::bind::{Agg, AggFunc, Expr, Func};
@@ -207,12 +211,14 @@ impl Explainer<'_> {
                 table,
                 alias,
                 filter,
+                parallel,
                 ..
             } => {
                 let alias = &self.unique(alias);
                 let (names, local) = self.scan_names(table, alias)?;
                 let on = self.on_name(table, alias);
-                let mut s = titled(format!("Seq Scan on {on}"));
+                let parallel = if *parallel { "Parallel " } else { "" };
+                let mut s = titled(format!("{parallel}Seq Scan on {on}"));
                 let saved = self.scan.replace(names.clone());
                 self.filter_line(&mut s, "Filter", filter.as_ref(), &local);
                 self.scan = saved;
@@ -341,7 +347,8 @@ impl Explainer<'_> {
                 keys,
                 aggs,
                 sorted,
-            } => self.aggregate(input, (keys, aggs), *sorted),
+                workers,
+            } => self.aggregate(input, (keys, aggs), *sorted, *workers),
             Plan::Sort { input, keys, .. } => {
                 // Its rows' names are its input's: only the keys are shown wrapped.
                 let (c, names) = self.node(input)?;
@@ -494,6 +501,7 @@ impl Explainer<'_> {
         input: &Plan,
         (keys, aggs): (&[Expr], &[Agg]),
         sorted: bool,
+        workers: usize,
     ) -> SqlResult<(Shown, Vec<String>)> {
         let (c, names) = self.below(input)?;
         let mut out = Vec::new();
@@ -503,17 +511,31 @@ impl Explainer<'_> {
         for a in aggs {
             out.push(self.agg(a, &names)?);
         }
-        let mut s = titled(match (keys.is_empty(), sorted) {
+        let title = match (keys.is_empty(), sorted) {
             (true, _) => "Aggregate",
             (false, true) => "GroupAggregate",
             (false, false) => "HashAggregate",
-        });
-        if !keys.is_empty() {
-            s.details
-                .push(format!("Group Key: {}", out[..keys.len()].join(", ")));
+        };
+        let node = |title: String, child: Shown| {
+            let mut s = titled(title);
+            if !keys.is_empty() {
+                s.details
+                    .push(format!("Group Key: {}", out[..keys.len()].join(", ")));
+            }
+            s.output = out.clone();
+            s.children.push(child);
+            s
+        };
+        if workers == 0 {
+            return Ok((node(title.into(), c), out));
         }
-        s.children.push(c);
-        Ok((s, out))
+        // Explain rule 6: the leader's Finalize over the workers' Partial.
+        let partial = node(format!("Partial {title}"), c);
+        let mut gather = titled("Gather");
+        gather.details.push(format!("Workers Planned: {workers}"));
+        gather.output = out.clone();
+        gather.children.push(partial);
+        Ok((node(format!("Finalize {title}"), gather), out))
     }
 
     fn window(

@@ -110,6 +110,7 @@ pub mod numeric;
 pub mod numfmt;
 mod ordered;
 mod outer;
+mod parallel;
 pub mod plan;
 pub mod planner;
 pub mod privileges;

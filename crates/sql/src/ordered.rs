@@ -102,6 +102,7 @@ fn with_scan(p: Plan, path: crate::plan::IndexPath) -> Option<Plan> {
             alias,
             filter,
             cols,
+            ..
         }
         | Plan::IndexScan {
             table,

@@ -93,6 +93,8 @@ pub struct Switches {
     pub nestloop: bool,
     pub hashagg: bool,
     pub sort: bool,
+    /// `max_parallel_workers_per_gather` (parallel rule 1).
+    pub workers: usize,
 }
 
 impl Default for Switches {
@@ -104,6 +106,7 @@ impl Default for Switches {
             nestloop: true,
             hashagg: true,
             sort: true,
+            workers: 2,
         }
     }
 }
@@ -130,6 +133,8 @@ pub enum Plan {
         /// The columns read above and by the filter (None: all); the others are
         /// NULL in the scan's rows (cursor rule 5).
         cols: Option<Vec<bool>>,
+        /// Its blocks are shared by a parallel plan's workers (parallel rule 2).
+        parallel: bool,
     },
     IndexScan {
         table: String,
@@ -194,6 +199,9 @@ pub enum Plan {
         /// The input comes sorted by the keys: each run of equal keys is a group
         /// (planner rule 3), emitted when the run ends.
         sorted: bool,
+        /// Parallel workers, each aggregating its share of the input, the leader
+        /// combining their groups (parallel rule 4); 0: the leader alone.
+        workers: usize,
     },
     Sort {
         input: Box<Plan>,
@@ -255,6 +263,7 @@ fn aggregate(p: Plan, width: usize, (keys, aggs): (&[Expr], &[Agg]), sorted: boo
             keys: keys.to_vec(),
             aggs: aggs.to_vec(),
             sorted,
+            workers: 0,
         };
     }
     let mut input = p;
@@ -287,6 +296,7 @@ fn aggregate(p: Plan, width: usize, (keys, aggs): (&[Expr], &[Agg]), sorted: boo
         keys: cols.into_iter().map(Expr::Col).collect(),
         aggs: aggs.to_vec(),
         sorted,
+        workers: 0,
     }
 }
 
@@ -660,12 +670,14 @@ pub(crate) fn read_only(p: Plan, needed: Option<Vec<bool>>) -> Plan {
             table,
             alias,
             filter,
+            parallel,
             ..
         } => Plan::SeqScan {
             table,
             alias,
             filter,
             cols: needed,
+            parallel,
         },
         Plan::IndexScan {
             table,
@@ -1065,7 +1077,7 @@ fn prune_outputs(q: &Query, needed: &[bool]) -> Option<Query> {
 }
 
 /// Whether `e` calls a volatile or session-changing function.
-fn has_volatile(e: &Expr) -> bool {
+pub(crate) fn has_volatile(e: &Expr) -> bool {
     let mut stack = vec![e];
     while let Some(x) = stack.pop() {
         if volatile_call(x) {
@@ -1171,6 +1183,7 @@ fn table_scan(
             alias: alias.to_string(),
             filter,
             cols: None,
+            parallel: false,
         },
     })
 }

@@ -1538,3 +1538,61 @@ fn a_scan_keeps_the_columns_its_correlated_subqueries_read() {
         }
     });
 }
+
+#[test]
+fn a_large_tables_aggregates_run_in_parallel_workers() {
+    // 13,000 rows of ~720 bytes: past min_parallel_table_scan_size (1024 pages).
+    with_session(64 << 20, |s| {
+        let c = q(
+            s,
+            "CREATE TABLE big (id int, g int, v int, f float8, pad char(700));
+             INSERT INTO big SELECT i, i % 7, CASE WHEN i % 10 = 0 THEN NULL ELSE i % 1000 END,
+                 i / 4.0, 'x' FROM generate_series(1, 13000) i;
+             ANALYZE big",
+        );
+        assert!(c.results.iter().all(|r| r.is_ok()), "{:?}", c.results);
+        let plan = |s: &mut Session<'_>, sql: &str| rows(s, &format!("EXPLAIN (COSTS OFF) {sql}"));
+        let grouped = "SELECT g, count(*) FROM big GROUP BY g";
+        let expect = [
+            "Finalize HashAggregate",
+            "  Group Key: g",
+            "  ->  Gather",
+            "        Workers Planned: 2",
+            "        ->  Partial HashAggregate",
+            "              Group Key: g",
+            "              ->  Parallel Seq Scan on big",
+        ];
+        assert_eq!(plan(s, grouped), expect);
+        // Parallel rule 3: a subquery, or an aggregate that does not combine,
+        // keeps the plan in the leader.
+        let sub = plan(s, "SELECT count(*) FROM big WHERE v > (SELECT 1)");
+        assert!(!sub.iter().any(|l| l.contains("Parallel")), "{sub:?}");
+        let agg = plan(s, "SELECT string_agg(pad, ',') FROM big");
+        assert!(!agg.iter().any(|l| l.contains("Parallel")), "{agg:?}");
+        let queries = [
+            "SELECT g, count(*), count(v), sum(v), min(v), max(v), avg(v), sum(f), \
+             bool_and(v > 0), bool_or(v > 990) FROM big GROUP BY g ORDER BY g",
+            "SELECT count(*), sum(id), min(id), max(id), avg(v) FROM big WHERE id % 3 = 0",
+            "SELECT count(*), sum(v), max(v) FROM big WHERE id < 0",
+        ];
+        assert_eq!(
+            rows(s, queries[1]),
+            ["4333|28168833|3|12999|500.0007692307692308"]
+        );
+        assert_eq!(rows(s, queries[2]), ["0||"]);
+        let parallel: Vec<_> = queries.iter().map(|x| rows(s, x)).collect();
+        let c = q(s, "SET max_parallel_workers_per_gather = 0");
+        assert!(c.results.iter().all(|r| r.is_ok()), "{:?}", c.results);
+        let serial = plan(s, grouped);
+        assert_eq!(
+            serial,
+            ["HashAggregate", "  Group Key: g", "  ->  Seq Scan on big"]
+        );
+        let serial: Vec<_> = queries.iter().map(|x| rows(s, x)).collect();
+        assert_eq!(parallel, serial);
+        assert_eq!(
+            codes(s, "SET max_parallel_workers_per_gather = 1025"),
+            ["22023"]
+        );
+    });
+}

@@ -1195,6 +1195,7 @@ impl<'e> Session<'e> {
             nestloop: on("enable_nestloop"),
             hashagg: on("enable_hashagg"),
             sort: on("enable_sort"),
+            workers: settings::parallel_workers(self.vars.get("max_parallel_workers_per_gather")),
         }
     }
 
@@ -2462,7 +2463,7 @@ impl<'e> Session<'e> {
                 Ok(Output::Rows(n))
             }
             Bound::Explain(q, verbose) => {
-                let plan = self.plan_query(&q)?;
+                let plan = self.plan_statement(&q)?;
                 let lines = crate::explain::explain(&plan, &PlannerCatalog(self), verbose)?;
                 sink.columns(&[("QUERY PLAN".into(), SqlType::Text)])?;
                 let n = lines.len() as u64;
@@ -3109,13 +3110,21 @@ impl<'e> Session<'e> {
         crate::planner::plan(q, &PlannerCatalog(self))
     }
 
+    /// A statement's plan, its aggregates over large tables made parallel
+    /// (parallel rule 1).
+    fn plan_statement(&self, q: &Query) -> SqlResult<crate::planner::Plan> {
+        let mut p = self.plan_query(q)?;
+        crate::parallel::parallelize(&mut p, &PlannerCatalog(self));
+        Ok(p)
+    }
+
     fn run_query(
         &self,
         q: &Query,
         params: &[Datum],
         emit: &mut dyn FnMut(Vec<Datum>) -> SqlResult<()>,
     ) -> SqlResult<u64> {
-        let plan = self.plan_query(q)?;
+        let plan = self.plan_statement(q)?;
         let parts = self.env_parts();
         let env = parts.env(&self.db);
         let check = || self.interrupted();
@@ -3148,6 +3157,7 @@ impl<'e> Session<'e> {
             work_mem: settings::work_mem_bytes(self.vars.get("work_mem")),
             temp: &temp,
             views: &views,
+            blocks: None,
         };
         crate::executor::run(&plan, &cx, &mut |r| {
             emit(r)?;
@@ -3240,6 +3250,7 @@ impl Streamer<'_> {
             work_mem: self.work_mem,
             temp: &temp,
             views: &views,
+            blocks: None,
         };
         crate::executor::run(plan, &cx, &mut |mut r| {
             trim_padding(&mut r, trim);

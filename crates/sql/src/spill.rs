@@ -16,7 +16,6 @@
 //!    reading one back needs no column types.
 
 use crate::{Datum, SqlError, SqlResult};
-use std::cell::Cell;
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::PathBuf;
@@ -29,7 +28,7 @@ pub struct Temp {
     dir: PathBuf,
     /// temp_file_limit in bytes; `None` for no limit.
     limit: Option<u64>,
-    used: Cell<u64>,
+    used: AtomicU64,
 }
 
 impl Temp {
@@ -40,12 +39,12 @@ impl Temp {
             limit: u64::try_from(limit_kb)
                 .ok()
                 .map(|kb| kb.saturating_mul(1024)),
-            used: Cell::new(0),
+            used: AtomicU64::new(0),
         }
     }
 
     fn charge(&self, bytes: u64) -> SqlResult<()> {
-        let used = self.used.get() + bytes;
+        let used = self.used.load(Ordering::Relaxed) + bytes;
         if let Some(limit) = self.limit {
             if used > limit {
                 return Err(SqlError::new(
@@ -57,12 +56,16 @@ impl Temp {
                 ));
             }
         }
-        self.used.set(used);
+        self.used.fetch_add(bytes, Ordering::Relaxed);
         Ok(())
     }
 
     fn release(&self, bytes: u64) {
-        self.used.set(self.used.get().saturating_sub(bytes));
+        let _ = self
+            .used
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| {
+                Some(u.saturating_sub(bytes))
+            });
     }
 }
 
@@ -351,7 +354,7 @@ mod tests {
         assert!(f.read().unwrap().is_none());
         drop(f);
         assert_eq!(files(), 0);
-        assert_eq!(temp.used.get(), 0);
+        assert_eq!(temp.used.load(Ordering::Relaxed), 0);
     }
 
     #[test]

@@ -1,0 +1,199 @@
+//! Parallel plans: the aggregates of a statement over a large table run by
+//! several workers, each reading its share of the table's blocks, as PostgreSQL's
+//! Partial / Gather / Finalize aggregates do.
+//!
+//! Entry point: [`parallelize`] (a statement's plan, after planning).
+//!
+//! Rules (cited as "parallel rule N"):
+//! 1. Only the statement's own plan is made parallel, never a subquery's (one
+//!    may run once per row), and only a hash or plain aggregate whose aggregates
+//!    combine ([`crate::aggregate::combinable`]); the workers are
+//!    `max_parallel_workers_per_gather` (PostgreSQL's default 2), at most
+//!    [`MAX_WORKERS`] (PostgreSQL's `max_parallel_workers`); 0 plans nothing
+//!    parallel.
+//! 2. The aggregate's input is driven by one sequential scan — the bottom of its
+//!    outer side through filters, projections and the outer side of inner, left,
+//!    semi and anti joins — whose blocks the workers share (engine cursor rule 8),
+//!    so each row of it is read by one worker. Every other part of the input (a
+//!    hash join's inner side, a nested loop's held rows) is run whole by each
+//!    worker. The scan must be of at least `min_parallel_table_scan_size` (8MB,
+//!    1024 pages) and at least as large as the tables the workers run whole, so
+//!    more than half the work is shared.
+//! 3. Nothing in the input may reach past the worker's own rows: no subquery, no
+//!    function that reaches the server or is volatile, no system view, WITH query
+//!    or recursive work table. The workers read through the leader's snapshot and
+//!    evaluate with its settings and parameters. A statement inside a transaction
+//!    block that has written runs its plan in the leader alone (its rows are the
+//!    transaction's own to see).
+//! 4. Each worker aggregates the rows it reads into its own groups (the Partial
+//!    aggregate), the leader combines each key's states (the Finalize aggregate):
+//!    count and sum add, min and max compare, avg adds sums and counts.
+//! 5. Memory: each worker's groups and the combined ones are bounded by hash_mem as
+//!    any hash aggregate's; past it, the workers stop and the leader aggregates the
+//!    input alone, spilling as a hash aggregate does (executor rule 3). An interrupt
+//!    of the leader or a worker's error stops every worker within a page or 1024
+//!    rows; the leader checks its interrupts while it waits.
+
+use crate::aggregate::combinable;
+use crate::analyze::JoinKind;
+use crate::bind::Expr;
+use crate::planner::{Plan, Relations};
+
+/// Rule 1: the most workers a plan is given (PostgreSQL's `max_parallel_workers`).
+pub const MAX_WORKERS: usize = 8;
+
+/// Rule 2: the smallest table a parallel scan reads, in pages (8MB).
+pub const MIN_PAGES: u32 = 1024;
+
+/// Rules 1-2: `p` with its qualifying aggregates made parallel.
+pub fn parallelize(p: &mut Plan, rels: &Relations<'_>) {
+    let workers = rels.switches().workers.min(MAX_WORKERS);
+    if workers > 0 {
+        walk(p, rels, workers);
+    }
+}
+
+/// Rule 1: the aggregates reached through nodes that run their inputs once.
+fn walk(p: &mut Plan, rels: &Relations<'_>, workers: usize) {
+    if let Plan::Agg {
+        input,
+        keys,
+        aggs,
+        sorted: false,
+        workers: w,
+    } = p
+    {
+        let exprs_safe = keys.iter().all(safe_expr)
+            && aggs
+                .iter()
+                .all(|a| combinable(a) && a.row_exprs().all(safe_expr));
+        if exprs_safe && safe(input) && drive(input, rels) {
+            *w = workers;
+            return;
+        }
+    }
+    match p {
+        Plan::Filter { input, .. }
+        | Plan::Project { input, .. }
+        | Plan::Agg { input, .. }
+        | Plan::Sort { input, .. }
+        | Plan::Unique { input, .. }
+        | Plan::Limit { input, .. }
+        | Plan::Window { input, .. } => walk(input, rels, workers),
+        Plan::NestLoop { outer, inner, .. } | Plan::HashJoin { outer, inner, .. } => {
+            walk(outer, rels, workers);
+            walk(inner, rels, workers);
+        }
+        Plan::Lateral { outer, .. } => walk(outer, rels, workers),
+        Plan::SetOp { left, right, .. } => {
+            walk(left, rels, workers);
+            walk(right, rels, workers);
+        }
+        Plan::Append(parts) => parts.iter_mut().for_each(|x| walk(x, rels, workers)),
+        _ => {}
+    }
+}
+
+/// Rule 2: marks the scan that drives `p` parallel if it is large enough; whether
+/// it did.
+fn drive(p: &mut Plan, rels: &Relations<'_>) -> bool {
+    let whole = whole_pages(p, rels);
+    let Some(Plan::SeqScan {
+        table, parallel, ..
+    }) = spine(p)
+    else {
+        return false;
+    };
+    let pages = u64::from(rels.pages(table));
+    if pages < u64::from(MIN_PAGES) || pages * 2 < whole {
+        return false;
+    }
+    *parallel = true;
+    true
+}
+
+/// Rule 2: the scan at the bottom of `p`'s outer side, if it is a sequential one.
+fn spine(p: &mut Plan) -> Option<&mut Plan> {
+    match p {
+        Plan::SeqScan { .. } => Some(p),
+        Plan::Filter { input, .. } | Plan::Project { input, .. } => spine(input),
+        Plan::NestLoop { kind, outer, .. }
+        | Plan::HashJoin { kind, outer, .. }
+        | Plan::Lateral { kind, outer, .. }
+            if matches!(
+                kind,
+                JoinKind::Inner | JoinKind::Left | JoinKind::Semi | JoinKind::Anti
+            ) =>
+        {
+            spine(outer)
+        }
+        _ => None,
+    }
+}
+
+/// The pages of every table `p` scans sequentially (the driving scan's included).
+fn whole_pages(p: &Plan, rels: &Relations<'_>) -> u64 {
+    match p {
+        Plan::SeqScan { table, .. } => u64::from(rels.pages(table)),
+        _ => children(p).into_iter().map(|c| whole_pages(c, rels)).sum(),
+    }
+}
+
+fn children(p: &Plan) -> Vec<&Plan> {
+    match p {
+        Plan::Filter { input, .. }
+        | Plan::Project { input, .. }
+        | Plan::Agg { input, .. }
+        | Plan::Sort { input, .. }
+        | Plan::Unique { input, .. }
+        | Plan::Limit { input, .. } => vec![input],
+        Plan::Lateral { outer, inner, .. }
+        | Plan::NestLoop { outer, inner, .. }
+        | Plan::HashJoin { outer, inner, .. } => vec![outer, inner],
+        Plan::SetOp { left, right, .. } => vec![left, right],
+        Plan::Append(v) => v.iter().collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Rule 3: whether a worker may run `p`.
+fn safe(p: &Plan) -> bool {
+    let exprs: Vec<&Expr> = match p {
+        Plan::Result | Plan::Append(_) => Vec::new(),
+        Plan::SeqScan { filter, .. } | Plan::IndexScan { filter, .. } => filter.iter().collect(),
+        Plan::Values(rows) => rows.iter().flatten().collect(),
+        Plan::Series {
+            start, stop, step, ..
+        } => [start, stop].into_iter().chain(step.as_ref()).collect(),
+        Plan::Filter { cond, .. } => vec![cond],
+        Plan::Project { exprs, .. } => exprs.iter().collect(),
+        Plan::Lateral { cond, .. } | Plan::NestLoop { cond, .. } => cond.iter().collect(),
+        Plan::HashJoin {
+            outer_keys,
+            inner_keys,
+            residual,
+            ..
+        } => outer_keys
+            .iter()
+            .chain(inner_keys)
+            .chain(residual.as_ref())
+            .collect(),
+        Plan::Agg { keys, aggs, .. } => keys
+            .iter()
+            .chain(aggs.iter().flat_map(|a| a.row_exprs().chain(&a.direct)))
+            .collect(),
+        Plan::Sort { bound, .. } => match bound.as_deref() {
+            Some((o, l)) => o.iter().chain(l.iter()).collect(),
+            None => Vec::new(),
+        },
+        Plan::Limit { offset, limit, .. } => offset.iter().chain(limit.iter()).collect(),
+        Plan::Unique { .. } => Vec::new(),
+        _ => return false,
+    };
+    exprs.into_iter().all(safe_expr) && children(p).into_iter().all(safe)
+}
+
+/// Rule 3: an expression a worker may evaluate.
+fn safe_expr(e: &Expr) -> bool {
+    crate::bind::engine_free(e) && !crate::planner::has_volatile(e)
+}
