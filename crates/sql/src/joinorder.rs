@@ -24,8 +24,8 @@
 //!    above the join sees the order chosen.
 //! 7. Each leaf's scan is projected to the columns read above it (by the query, as
 //!    the planner found them, or by a join condition); the others are NULL in the
-//!    finished row, so a hash table holds only what is read. A correlated subquery
-//!    anywhere above keeps every column (its reads are not followed).
+//!    finished row, so a hash table holds only what is read; a correlated
+//!    subquery above counts the columns of the row it reads as outer references.
 //! 8. An OR over several leaves also filters each leaf that every arm restricts, by
 //!    the OR of the arms' conjuncts over it ([`or_restrictions`]).
 //! 9. A join of a table leaf whose index serves an equality with the other side
@@ -589,9 +589,7 @@ fn kept_columns(width: usize, needed: Option<&[bool]>, conds: &[Cond], top: &[Ex
     };
     let mut cols = Vec::new();
     for e in conds.iter().map(|c| &c.expr).chain(top) {
-        if planner::has_correlated(e) {
-            return vec![true; width];
-        }
+        planner::correlated_columns(e, &mut cols);
         crate::privileges::expr_columns(e, &mut cols);
     }
     for c in cols {

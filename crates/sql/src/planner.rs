@@ -864,7 +864,7 @@ pub(crate) fn has_correlated(e: &Expr) -> bool {
 
 /// The columns of the row `e` is evaluated over that its correlated subqueries
 /// read (as outer references, at any depth inside them).
-fn correlated_columns(e: &Expr, out: &mut Vec<usize>) {
+pub(crate) fn correlated_columns(e: &Expr, out: &mut Vec<usize>) {
     let mut stack = vec![e];
     while let Some(x) = stack.pop() {
         if let Expr::SubLink(l) = x {

@@ -23,11 +23,30 @@
 //! 5. A correlated subquery's result is kept by the values of the outer columns it
 //!    reads ([`outer_deps`]): rows that agree on them run it once (PostgreSQL's
 //!    Memoize does this for nested loops), up to 100,000 results a statement.
+//! 6. EXISTS reads no column of its subquery's rows: their targets are NULLs
+//!    ([`exists_form`]).
 
 use crate::analyze::Query;
 use crate::bind::{is_true, Agg, BinOp, Binder, Expr, Scope};
 use crate::{Datum, SqlError, SqlResult, SqlType};
 use sqlparser::ast;
+
+/// Rule 6: an EXISTS subquery's targets, which nothing reads, as NULLs — unless
+/// they decide its rows (grouping, windows, DISTINCT) — so its plan reads only
+/// the columns its FROM and WHERE need (PostgreSQL's `simplify_EXISTS_query`).
+#[inline(never)]
+fn exists_form(q: &mut Query) {
+    if let crate::analyze::SetTree::Select(s) = &mut q.body {
+        if s.grouping.is_none()
+            && s.windows.is_empty()
+            && s.distinct == crate::analyze::Distinct::No
+        {
+            s.targets
+                .iter_mut()
+                .for_each(|t| *t = Expr::Const(Datum::Null));
+        }
+    }
+}
 
 /// A bound subquery expression.
 #[derive(Clone, Debug, PartialEq)]
@@ -81,7 +100,8 @@ impl Binder {
                 (wrap(s), t)
             }
             E::Exists { subquery, negated } => {
-                let (query, correlated) = self.subquery(scope, subquery, aggs)?;
+                let (mut query, correlated) = self.subquery(scope, subquery, aggs)?;
+                exists_form(&mut query);
                 let s = wrap(SubLink {
                     kind: SubKind::Exists,
                     query,
