@@ -405,6 +405,7 @@ fn build<'a>(p: &'a Plan) -> Op<'a> {
             all,
         } => Box::new(RecursiveUnion::new(*id, init, step, *all)),
         Plan::WorkTableScan { id } => Box::new(WorkTable(*id, None)),
+        Plan::Gather { input, workers } => Box::new(workers::GatherOp::new(input, *workers)),
         Plan::CteScan { id, plan, .. } => Box::new(CteScan {
             id: *id,
             plan,

@@ -127,6 +127,7 @@ fn children(p: &Plan) -> Vec<&Plan> {
         | Plan::Sort { input, .. }
         | Plan::Unique { input, .. }
         | Plan::Limit { input, .. }
+        | Plan::Gather { input, .. }
         | Plan::Window { input, .. } => vec![input],
         Plan::Lateral { outer, inner, .. }
         | Plan::NestLoop { outer, inner, .. }
@@ -385,6 +386,13 @@ impl Explainer<'_> {
                 Ok((s, names))
             }
             Plan::Limit { input, .. } => one(self, "Limit", input),
+            Plan::Gather { input, workers } => {
+                let (c, names) = self.node(input)?;
+                let mut s = titled("Gather");
+                s.details.push(format!("Workers Planned: {workers}"));
+                s.children.push(c);
+                Ok((s, names))
+            }
             Plan::Window { input, funcs } => self.window(input, funcs),
             Plan::Append(parts) => {
                 let mut s = titled("Append");

@@ -1,6 +1,7 @@
-//! Parallel plans: the aggregates of a statement over a large table run by
-//! several workers, each reading its share of the table's blocks, as PostgreSQL's
-//! Partial / Gather / Finalize aggregates do.
+//! Parallel plans: the aggregates, sorts and hash tables of a statement over a
+//! large table fed by several workers, each reading its share of the table's
+//! blocks, as PostgreSQL's Partial / Gather / Finalize aggregates and its Gather
+//! nodes are.
 //!
 //! Entry point: [`parallelize`] (a statement's plan, after planning).
 //!
@@ -33,6 +34,14 @@
 //!    input alone, spilling as a hash aggregate does (executor rule 3). An interrupt
 //!    of the leader or a worker's error stops every worker within a page or 1024
 //!    rows; the leader checks its interrupts while it waits.
+//! 6. Gather: the input of a sort, or the inner (built) side of a hash join, is
+//!    run by the workers under a Gather when it qualifies as an aggregate's input
+//!    does (rules 2-3) and holds nothing parallel yet; a bounded sort (ORDER BY
+//!    ... LIMIT) is also run in each worker, so each sends only its best rows;
+//!    otherwise the driving scan must have a filter (each row sent costs the
+//!    leader about what reading it would: the workers must save more). The
+//!    leader gathers every row at the first pull — up to hash_mem in memory, the
+//!    rest in a temporary file — and its consumer reads them as they came.
 
 use crate::aggregate::combinable;
 use crate::analyze::JoinKind;
@@ -45,7 +54,8 @@ pub const MAX_WORKERS: usize = 8;
 /// Rule 2: the smallest table a parallel scan reads, in pages (8MB).
 pub const MIN_PAGES: u32 = 1024;
 
-/// Rules 1-2: `p` with its qualifying aggregates made parallel.
+/// Rules 1, 2 and 6: `p` with its qualifying aggregates, sorts and hash joins made
+/// parallel.
 pub fn parallelize(p: &mut Plan, rels: &Relations<'_>) {
     let workers = rels.switches().workers.min(MAX_WORKERS);
     if workers > 0 {
@@ -67,20 +77,47 @@ fn walk(p: &mut Plan, rels: &Relations<'_>, workers: usize) {
             && aggs
                 .iter()
                 .all(|a| combinable(a) && a.row_exprs().all(safe_expr));
-        if exprs_safe && safe(input) && drive(input, rels) {
+        if exprs_safe && safe(input) && drive(input, rels, false) {
             *w = workers;
             return;
         }
     }
     match p {
+        Plan::Sort { input, keys, bound } => {
+            walk(input, rels, workers);
+            if gatherable(input, rels, bound.is_none()) {
+                // Rule 6: a bounded sort is also run in each worker, on its share.
+                let part = match bound {
+                    Some(_) => Plan::Sort {
+                        input: Box::new(take(input)),
+                        keys: keys.clone(),
+                        bound: bound.clone(),
+                    },
+                    None => take(input),
+                };
+                **input = Plan::Gather {
+                    input: Box::new(part),
+                    workers,
+                };
+            }
+        }
+        Plan::HashJoin { outer, inner, .. } => {
+            walk(outer, rels, workers);
+            walk(inner, rels, workers);
+            if gatherable(inner, rels, true) {
+                **inner = Plan::Gather {
+                    input: Box::new(take(inner)),
+                    workers,
+                };
+            }
+        }
         Plan::Filter { input, .. }
         | Plan::Project { input, .. }
         | Plan::Agg { input, .. }
-        | Plan::Sort { input, .. }
         | Plan::Unique { input, .. }
         | Plan::Limit { input, .. }
         | Plan::Window { input, .. } => walk(input, rels, workers),
-        Plan::NestLoop { outer, inner, .. } | Plan::HashJoin { outer, inner, .. } => {
+        Plan::NestLoop { outer, inner, .. } => {
             walk(outer, rels, workers);
             walk(inner, rels, workers);
         }
@@ -94,16 +131,43 @@ fn walk(p: &mut Plan, rels: &Relations<'_>, workers: usize) {
     }
 }
 
-/// Rule 2: marks the scan that drives `p` parallel if it is large enough; whether
-/// it did.
-fn drive(p: &mut Plan, rels: &Relations<'_>) -> bool {
+/// `p`'s plan, left as an empty Result.
+fn take(p: &mut Plan) -> Plan {
+    std::mem::replace(p, Plan::Result)
+}
+
+/// Rule 6: whether `p` may run in workers under a Gather (marking its driving
+/// scan parallel): it is safe, holds nothing parallel yet, and is driven by a
+/// large enough scan — one with a filter, when every row it passes is sent.
+fn gatherable(p: &mut Plan, rels: &Relations<'_>, all_sent: bool) -> bool {
+    !has_parallel(p) && safe(p) && drive(p, rels, all_sent)
+}
+
+/// Whether `p` already has a parallel part (a parallel aggregate or a Gather).
+fn has_parallel(p: &Plan) -> bool {
+    match p {
+        Plan::Agg { workers, .. } if *workers > 0 => true,
+        Plan::Gather { .. } => true,
+        _ => children(p).into_iter().any(has_parallel),
+    }
+}
+
+/// Rule 2: marks the scan that drives `p` parallel if it is large enough (and
+/// has a filter, when `filtered`); whether it did.
+fn drive(p: &mut Plan, rels: &Relations<'_>, filtered: bool) -> bool {
     let whole = whole_pages(p, rels);
     let Some(Plan::SeqScan {
-        table, parallel, ..
+        table,
+        parallel,
+        filter,
+        ..
     }) = spine(p)
     else {
         return false;
     };
+    if filtered && filter.is_none() {
+        return false;
+    }
     let pages = u64::from(rels.pages(table));
     if pages < u64::from(MIN_PAGES) || pages * 2 < whole {
         return false;
@@ -146,7 +210,9 @@ fn children(p: &Plan) -> Vec<&Plan> {
         | Plan::Agg { input, .. }
         | Plan::Sort { input, .. }
         | Plan::Unique { input, .. }
-        | Plan::Limit { input, .. } => vec![input],
+        | Plan::Limit { input, .. }
+        | Plan::Window { input, .. }
+        | Plan::Gather { input, .. } => vec![input],
         Plan::Lateral { outer, inner, .. }
         | Plan::NestLoop { outer, inner, .. }
         | Plan::HashJoin { outer, inner, .. } => vec![outer, inner],

@@ -234,6 +234,12 @@ pub enum Plan {
         step: Box<Plan>,
         all: bool,
     },
+    /// Its input's rows from parallel workers sharing its parallel scan (parallel
+    /// rule 6).
+    Gather {
+        input: Box<Plan>,
+        workers: usize,
+    },
     /// A shared WITH query's rows (cte rule 2): `plan` runs at the first of its
     /// scans to be read, and every scan of `id` reads the rows it gave.
     CteScan {

@@ -1569,11 +1569,29 @@ fn a_large_tables_aggregates_run_in_parallel_workers() {
         assert!(!sub.iter().any(|l| l.contains("Parallel")), "{sub:?}");
         let agg = plan(s, "SELECT string_agg(pad, ',') FROM big");
         assert!(!agg.iter().any(|l| l.contains("Parallel")), "{agg:?}");
+        // Parallel rule 6: a top-N sort runs in each worker under a Gather.
+        let top = "SELECT id, v FROM big ORDER BY v DESC NULLS LAST, id LIMIT 7";
+        let expect = [
+            "Limit",
+            "  ->  Sort",
+            "        Sort Key: v DESC NULLS LAST, id",
+            "        ->  Gather",
+            "              Workers Planned: 2",
+            "              ->  Sort",
+            "                    Sort Key: v DESC NULLS LAST, id",
+            "                    ->  Parallel Seq Scan on big",
+        ];
+        assert_eq!(plan(s, top), expect);
+        assert_eq!(rows(s, top)[..2], ["999|999", "1999|999"]);
         let queries = [
             "SELECT g, count(*), count(v), sum(v), min(v), max(v), avg(v), sum(f), \
              bool_and(v > 0), bool_or(v > 990) FROM big GROUP BY g ORDER BY g",
             "SELECT count(*), sum(id), min(id), max(id), avg(v) FROM big WHERE id % 3 = 0",
             "SELECT count(*), sum(v), max(v) FROM big WHERE id < 0",
+            "SELECT id, v FROM big ORDER BY v DESC NULLS LAST, id LIMIT 7",
+            "SELECT id FROM big WHERE v = 7 ORDER BY id",
+            "SELECT x, count(*), sum(b.id) FROM generate_series(1, 3) x \
+             JOIN big b ON b.g = x AND b.v > 900 GROUP BY x ORDER BY x",
         ];
         assert_eq!(
             rows(s, queries[1]),

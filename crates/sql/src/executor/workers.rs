@@ -1,8 +1,8 @@
-//! Parallel workers: a parallel aggregate's input run by threads that share its
-//! scan's blocks (`parallel` rules 2-5), each aggregating the rows it reads; the
-//! leader combines their groups.
+//! Parallel workers: a parallel aggregate's or Gather's input run by threads that
+//! share its scan's blocks (`parallel` rules 2-6), each aggregating the rows it
+//! reads (the leader combines their groups) or sending them to the leader.
 
-use super::{add_row, build, Ctx, Groups, SubCache, Tuple};
+use super::{add_row, build, Ctx, Groups, Meter, Node, Op, SubCache, Tuple};
 use crate::aggregate::AggState;
 use crate::bind::{Agg, Env, Expr};
 use crate::planner::Plan;
@@ -24,6 +24,20 @@ struct Shared<'a> {
     env: &'a dyn Env,
     work_mem: usize,
     temp: &'a crate::spill::Temp,
+}
+
+impl<'a> Shared<'a> {
+    fn of(cx: &Ctx<'a>) -> Shared<'a> {
+        Shared {
+            engine: cx.engine,
+            snap: cx.snap,
+            db: cx.db,
+            params: cx.params,
+            env: cx.env,
+            work_mem: cx.work_mem,
+            temp: cx.temp,
+        }
+    }
 }
 
 /// Each group's key and its aggregates' states, as a worker leaves them.
@@ -51,15 +65,7 @@ pub(super) fn aggregate(
     (keys, aggs): (&[Expr], &[Agg]),
     n: usize,
 ) -> SqlResult<Option<Vec<Tuple>>> {
-    let shared = Shared {
-        engine: cx.engine,
-        snap: cx.snap,
-        db: cx.db,
-        params: cx.params,
-        env: cx.env,
-        work_mem: cx.work_mem,
-        temp: cx.temp,
-    };
+    let shared = Shared::of(cx);
     let blocks = Arc::new(AtomicU32::new(0));
     let stop = AtomicBool::new(false);
     let parts = std::thread::scope(|s| {
@@ -67,7 +73,8 @@ pub(super) fn aggregate(
         for _ in 0..n {
             let (tx, blocks, stop) = (tx.clone(), blocks.clone(), &stop);
             s.spawn(move || {
-                let r = match partial(shared, input, (keys, aggs), blocks, stop) {
+                let run = |cx: &Ctx<'_>| partial(cx, input, (keys, aggs));
+                let r = match in_worker(shared, blocks, stop, run) {
                     Err(_) if stop.load(Ordering::Relaxed) => Ok(Outcome::Stopped),
                     r => r,
                 };
@@ -126,14 +133,15 @@ fn collect(
     }
 }
 
-/// One worker: its share of `input`'s rows aggregated (parallel rule 4).
-fn partial(
+/// Runs `f` in a worker's context: the leader's snapshot, settings and
+/// parameters, its own subquery cache, the shared blocks of the plan's parallel
+/// scan, and an interrupt check that sees the leader's stop (parallel rule 5).
+fn in_worker<R>(
     sh: Shared<'_>,
-    input: &Plan,
-    (keys, aggs): (&[Expr], &[Agg]),
     blocks: Arc<AtomicU32>,
     stop: &AtomicBool,
-) -> SqlResult<Outcome> {
+    f: impl FnOnce(&Ctx<'_>) -> SqlResult<R>,
+) -> SqlResult<R> {
     let subs = SubCache::default();
     let check = || match stop.load(Ordering::Relaxed) {
         true => Err(SqlError::new(
@@ -160,17 +168,22 @@ fn partial(
         views: &no_views,
         blocks: Some(blocks),
     };
+    f(&cx)
+}
+
+/// One worker: its share of `input`'s rows aggregated (parallel rule 4).
+fn partial(cx: &Ctx<'_>, input: &Plan, (keys, aggs): (&[Expr], &[Agg])) -> SqlResult<Outcome> {
     let mut op = build(input);
-    let mut groups = Groups::new(&cx, aggs, !keys.is_empty(), 0);
+    let mut groups = Groups::new(cx, aggs, !keys.is_empty(), 0);
     let mut key: Tuple = Vec::with_capacity(keys.len());
     let mut n = 0u64;
     // Parallel rule 3: nothing in a parallel plan reaches the engine.
-    let drained = op.drain(&cx, true, &mut |row| {
+    let drained = op.drain(cx, true, &mut |row| {
         n += 1;
         if n.is_multiple_of(1024) {
-            check()?;
+            (cx.check)()?;
         }
-        add_row(&cx, (keys, aggs), &mut groups, &mut key, row)?;
+        add_row(cx, (keys, aggs), &mut groups, &mut key, row)?;
         match groups.full {
             true => Err(SqlError::new("53200", "a worker's groups outgrew hash_mem")),
             false => Ok(()),
@@ -204,4 +217,155 @@ fn combine(
         }
     }
     Ok(Some(groups.finish(cx, aggs)?.0))
+}
+
+/// What a gathering worker sends its leader.
+enum Msg {
+    Rows(Vec<Tuple>),
+    Done,
+    Failed(SqlError),
+}
+
+/// Rows a gathering worker sends at a time.
+const GATHER_BATCH: usize = 256;
+
+/// A Gather (parallel rule 6): its input's rows from its workers, gathered at the
+/// first pull; or, where workers may not run (in a transaction that has written,
+/// or inside a worker), its input run by the leader alone.
+pub(super) struct GatherOp<'a> {
+    input: &'a Plan,
+    workers: usize,
+    state: Gathering<'a>,
+}
+
+enum Gathering<'a> {
+    Unstarted,
+    Alone(Op<'a>),
+    Gathered(Gathered<'a>),
+}
+
+/// The rows gathered: up to hash_mem in memory, the rest in a temporary file.
+struct Gathered<'t> {
+    rows: std::vec::IntoIter<Tuple>,
+    file: Option<crate::spill::TempFile<'t>>,
+}
+
+impl<'a> GatherOp<'a> {
+    pub(super) fn new(input: &'a Plan, workers: usize) -> Self {
+        GatherOp {
+            input,
+            workers,
+            state: Gathering::Unstarted,
+        }
+    }
+}
+
+impl<'a> Node<'a> for GatherOp<'a> {
+    fn next(&mut self, cx: &Ctx<'a>) -> SqlResult<Option<Tuple>> {
+        if let Gathering::Unstarted = self.state {
+            self.state = match (cx.txn, &cx.blocks) {
+                (None, None) => Gathering::Gathered(gather(cx, self.input, self.workers)?),
+                _ => Gathering::Alone(build(self.input)),
+            };
+        }
+        match &mut self.state {
+            Gathering::Alone(op) => op.next(cx),
+            Gathering::Gathered(g) => match g.rows.next() {
+                Some(r) => Ok(Some(r)),
+                None => match &mut g.file {
+                    Some(f) => Ok(f.read()?.and_then(|mut parts| parts.pop())),
+                    None => Ok(None),
+                },
+            },
+            Gathering::Unstarted => unreachable!("started above"),
+        }
+    }
+}
+
+/// Parallel rule 6: `input`'s rows from `n` workers sharing its scan, in the order
+/// they come.
+fn gather<'t>(cx: &Ctx<'t>, input: &Plan, n: usize) -> SqlResult<Gathered<'t>> {
+    let shared = Shared::of(cx);
+    let blocks = Arc::new(AtomicU32::new(0));
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let (tx, rx) = mpsc::sync_channel(2 * n);
+        for _ in 0..n {
+            let (tx, blocks, stop) = (tx.clone(), blocks.clone(), &stop);
+            s.spawn(move || {
+                let run = |cx: &Ctx<'_>| send_rows(cx, input, &tx);
+                let msg = match in_worker(shared, blocks, stop, run) {
+                    Ok(()) => Msg::Done,
+                    Err(_) if stop.load(Ordering::Relaxed) => Msg::Done,
+                    Err(e) => Msg::Failed(e),
+                };
+                let _ = tx.send(msg);
+            });
+        }
+        drop(tx);
+        // The receiver goes with `receive`: a worker still sending then stops.
+        let r = receive(cx, rx, n);
+        if r.is_err() {
+            stop.store(true, Ordering::Relaxed);
+        }
+        r
+    })
+}
+
+/// A worker's rows to its leader, a batch at a time.
+fn send_rows(cx: &Ctx<'_>, input: &Plan, tx: &mpsc::SyncSender<Msg>) -> SqlResult<()> {
+    let gone = |_| SqlError::new("57014", "parallel worker stopped by its leader");
+    let mut op = build(input);
+    let mut batch = Vec::with_capacity(GATHER_BATCH);
+    while let Some(row) = op.next(cx)? {
+        batch.push(row);
+        if batch.len() == GATHER_BATCH {
+            let full = std::mem::replace(&mut batch, Vec::with_capacity(GATHER_BATCH));
+            tx.send(Msg::Rows(full)).map_err(gone)?;
+        }
+    }
+    if !batch.is_empty() {
+        tx.send(Msg::Rows(batch)).map_err(gone)?;
+    }
+    Ok(())
+}
+
+/// The leader's side of a Gather: every worker's rows, held up to hash_mem and
+/// written to a temporary file past it (parallel rule 6); its interrupts checked
+/// while it waits.
+fn receive<'t>(cx: &Ctx<'t>, rx: mpsc::Receiver<Msg>, n: usize) -> SqlResult<Gathered<'t>> {
+    let mut meter = Meter::new(cx, "Gather");
+    let (mut rows, mut file) = (Vec::new(), None);
+    let mut done = 0;
+    while done < n {
+        let batch = match rx.recv_timeout(LEADER_CHECK) {
+            Ok(Msg::Rows(batch)) => batch,
+            Ok(Msg::Done) => {
+                done += 1;
+                continue;
+            }
+            Ok(Msg::Failed(e)) => return Err(e),
+            Err(RecvTimeoutError::Timeout) => {
+                (cx.check)()?;
+                continue;
+            }
+            // A worker panicked: the scope raises its panic.
+            Err(RecvTimeoutError::Disconnected) => break,
+        };
+        for row in batch {
+            if file.is_none() && meter.fits(&row, 0) {
+                rows.push(row);
+                continue;
+            }
+            let f = match &mut file {
+                Some(f) => f,
+                None => file.insert(crate::spill::TempFile::create(cx.temp)?),
+            };
+            f.write(&[&row])?;
+        }
+    }
+    Ok(Gathered {
+        rows: rows.into_iter(),
+        file,
+    })
 }
