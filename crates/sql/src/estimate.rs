@@ -277,9 +277,11 @@ fn clause_sel(e: &Expr, table: Option<&Table>) -> f64 {
                 DEFAULT_EQ_SEL
             }
         }
-        Expr::Special(s) if matches!(**s, crate::conditional::Special::Like { .. }) => {
-            DEFAULT_EQ_SEL
-        }
+        Expr::Special(s) => match **s {
+            crate::conditional::Special::Like { negated: false, .. } => DEFAULT_EQ_SEL,
+            crate::conditional::Special::Like { negated: true, .. } => 1.0 - DEFAULT_EQ_SEL,
+            _ => DEFAULT_INEQ_SEL,
+        },
         _ => DEFAULT_INEQ_SEL,
     }
 }

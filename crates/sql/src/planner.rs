@@ -55,6 +55,9 @@
 //!     expressions, a scalar subquery that would fail among them, are never
 //!     evaluated. Not under DISTINCT or a set operation (every column counts), nor
 //!     for ORDER BY's columns or volatile expressions.
+//! 11. A hash LEFT JOIN whose preserved side is estimated to have fewer rows is
+//!     run as a RIGHT JOIN hashing that side ([`hash_smaller_side`]): the hash
+//!     table holds the smaller side, the larger streams past it.
 
 use crate::analyze::{
     Distinct, Grouping, Join, JoinKind, Query, Rel, Select, SetOp, SetTree, SortSpec,
@@ -1262,9 +1265,14 @@ pub(crate) fn join(j: &Join, above: Vec<Expr>, rels: &Relations<'_>) -> SqlResul
             _ => here.push(c),
         }
     }
+    let sizes = crate::estimate::Sizes::new(rels);
+    let smaller_left = sizes.rel_rows(&j.left, &left_c) < sizes.rel_rows(&j.right, &right_c);
     let outer = rel(&j.left, left_c, rels)?;
     let inner = rel(&j.right, right_c, rels)?;
     let mut p = keyed_join(j.kind, (outer, inner), here, ((lw, rw), rels.switches()))?;
+    if j.kind == JoinKind::Left && smaller_left {
+        p = hash_smaller_side(p);
+    }
     if !j.merged.is_empty() {
         let mut exprs: Vec<Expr> = (0..inner_width).map(Expr::Col).collect();
         exprs.extend(j.merged.iter().cloned());
@@ -1274,6 +1282,50 @@ pub(crate) fn join(j: &Join, above: Vec<Expr>, rels: &Relations<'_>) -> SqlResul
         };
     }
     Ok(with_filter(p, and_all(top)))
+}
+
+/// Planner rule 11: a hash left join whose preserved side is estimated smaller
+/// becomes a hash right join hashing that side (PostgreSQL's choice too), under a
+/// projection that puts the row back in the left-then-right layout.
+fn hash_smaller_side(p: Plan) -> Plan {
+    let Plan::HashJoin {
+        kind: JoinKind::Left,
+        outer,
+        inner,
+        outer_keys,
+        inner_keys,
+        residual,
+        widths: (lw, rw),
+    } = p
+    else {
+        return p;
+    };
+    // The residual over the swapped row: the right side's columns first.
+    let swap = |c: usize| if c < lw { c + rw } else { c - lw };
+    let residual = residual.map(|e| remap_cols(e, &swap));
+    let joined = Plan::HashJoin {
+        kind: JoinKind::Right,
+        outer: inner,
+        inner: outer,
+        outer_keys: inner_keys,
+        inner_keys: outer_keys,
+        residual,
+        widths: (rw, lw),
+    };
+    Plan::Project {
+        input: Box::new(joined),
+        exprs: (0..lw + rw).map(|c| Expr::Col(swap(c))).collect(),
+    }
+}
+
+/// `e` with each column `c` read as `to(c)`.
+fn remap_cols(e: Expr, to: &dyn Fn(usize) -> usize) -> Expr {
+    match e {
+        Expr::Col(c) => Expr::Col(to(c)),
+        e => e
+            .map_children(&mut |x| Ok(remap_cols(x, to)))
+            .expect("remapping never fails"),
+    }
 }
 
 /// `l = r` with `l` over the left side and `r` over the right (either order): the

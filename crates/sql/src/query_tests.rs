@@ -1614,3 +1614,37 @@ fn a_large_tables_aggregates_run_in_parallel_workers() {
         );
     });
 }
+
+#[test]
+fn a_left_join_hashes_its_smaller_preserved_side() {
+    with_session(8 << 20, |s| {
+        let c = q(
+            s,
+            "CREATE TABLE small (id int, t text);
+             CREATE TABLE large (id int, s int, note text);
+             INSERT INTO small VALUES (1, 'a'), (2, 'b'), (3, NULL), (NULL, 'n');
+             INSERT INTO large SELECT i, i % 3, CASE WHEN i % 2 = 0 THEN 'even' END
+                 FROM generate_series(1, 2000) i;
+             ANALYZE small; ANALYZE large",
+        );
+        assert!(c.results.iter().all(|r| r.is_ok()), "{:?}", c.results);
+        // Planner rule 11: the left side is hashed; its unmatched rows still come.
+        let sql = "SELECT s.id, s.t, count(l.id), max(l.note) FROM small s \
+                   LEFT JOIN large l ON l.s = s.id AND l.note NOT LIKE 'od%' \
+                   GROUP BY s.id, s.t ORDER BY 1, 2";
+        let plan = rows(s, &format!("EXPLAIN (COSTS OFF) {sql}"));
+        assert!(
+            plan.iter().any(|l| l.contains("Hash Right Join")),
+            "{plan:?}"
+        );
+        assert_eq!(
+            rows(s, sql),
+            ["1|a|333|even", "2|b|334|even", "3||0|", "|n|0|"]
+        );
+        let star = "SELECT * FROM small s LEFT JOIN large l ON l.id = s.id * 1000 ORDER BY 1, 3";
+        assert_eq!(
+            rows(s, star),
+            ["1|a|1000|1|even", "2|b|2000|2|even", "3||||", "|n|||"]
+        );
+    });
+}
