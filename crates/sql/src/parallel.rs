@@ -20,9 +20,12 @@
 //!    worker. The scan must be of at least `min_parallel_table_scan_size` (8MB,
 //!    1024 pages) and at least as large as the tables the workers run whole, so
 //!    more than half the work is shared.
-//! 3. Nothing in the input may reach past the worker's own rows: no subquery, no
-//!    function that reaches the server or is volatile, no system view, WITH query
-//!    or recursive work table. The workers read through the leader's snapshot and
+//! 3. Nothing in the input may reach past the worker's own rows: no function that
+//!    reaches the server or is volatile, no system view, WITH query or recursive
+//!    work table, and a subquery only if its own plan qualifies and holds no
+//!    subquery. The leader plans the subqueries before the workers start and each
+//!    worker runs them itself (an uncorrelated one once, a correlated one per row,
+//!    as the leader would). The workers read through the leader's snapshot and
 //!    evaluate with its settings and parameters. A statement inside a transaction
 //!    block that has written runs its plan in the leader alone (its rows are the
 //!    transaction's own to see).
@@ -73,11 +76,11 @@ fn walk(p: &mut Plan, rels: &Relations<'_>, workers: usize) {
         workers: w,
     } = p
     {
-        let exprs_safe = keys.iter().all(safe_expr)
+        let exprs_safe = keys.iter().all(|e| safe_expr(e, Some(rels)))
             && aggs
                 .iter()
-                .all(|a| combinable(a) && a.row_exprs().all(safe_expr));
-        if exprs_safe && safe(input) && drive(input, rels, false) {
+                .all(|a| combinable(a) && a.row_exprs().all(|e| safe_expr(e, Some(rels))));
+        if exprs_safe && safe(input, Some(rels)) && drive(input, rels, false) {
             *w = workers;
             return;
         }
@@ -140,7 +143,7 @@ fn take(p: &mut Plan) -> Plan {
 /// scan parallel): it is safe, holds nothing parallel yet, and is driven by a
 /// large enough scan — one with a filter, when every row it passes is sent.
 fn gatherable(p: &mut Plan, rels: &Relations<'_>, all_sent: bool) -> bool {
-    !has_parallel(p) && safe(p) && drive(p, rels, all_sent)
+    !has_parallel(p) && safe(p, Some(rels)) && drive(p, rels, all_sent)
 }
 
 /// Whether `p` already has a parallel part (a parallel aggregate or a Gather).
@@ -222,10 +225,12 @@ fn children(p: &Plan) -> Vec<&Plan> {
     }
 }
 
-/// Rule 3: whether a worker may run `p`.
-fn safe(p: &Plan) -> bool {
-    let exprs: Vec<&Expr> = match p {
-        Plan::Result | Plan::Append(_) => Vec::new(),
+/// The expressions of node `p` itself (not its children's); None for a node a
+/// worker may not run (rule 3): a system view, a WITH query, a recursive union or
+/// its work table, a window, a Gather.
+pub(crate) fn node_exprs(p: &Plan) -> Option<Vec<&Expr>> {
+    Some(match p {
+        Plan::Result | Plan::Append(_) | Plan::Unique { .. } => Vec::new(),
         Plan::SeqScan { filter, .. } | Plan::IndexScan { filter, .. } => filter.iter().collect(),
         Plan::Values(rows) => rows.iter().flatten().collect(),
         Plan::Series {
@@ -253,13 +258,48 @@ fn safe(p: &Plan) -> bool {
             None => Vec::new(),
         },
         Plan::Limit { offset, limit, .. } => offset.iter().chain(limit.iter()).collect(),
-        Plan::Unique { .. } => Vec::new(),
-        _ => return false,
-    };
-    exprs.into_iter().all(safe_expr) && children(p).into_iter().all(safe)
+        _ => return None,
+    })
 }
 
-/// Rule 3: an expression a worker may evaluate.
-fn safe_expr(e: &Expr) -> bool {
-    crate::bind::engine_free(e) && !crate::planner::has_volatile(e)
+/// Every node of `p`, `p` first.
+pub(crate) fn nodes(p: &Plan) -> Vec<&Plan> {
+    let mut out = vec![p];
+    let mut i = 0;
+    while i < out.len() {
+        let more = children(out[i]);
+        out.extend(more);
+        i += 1;
+    }
+    out
+}
+
+/// Rule 3: whether a worker may run `p`; a subquery in its expressions only with
+/// `rels` to plan it by, and only one with no subquery in its own plan.
+fn safe(p: &Plan, rels: Option<&Relations<'_>>) -> bool {
+    nodes(p)
+        .into_iter()
+        .all(|n| node_exprs(n).is_some_and(|es| es.into_iter().all(|e| safe_expr(e, rels))))
+}
+
+/// Rule 3: an expression a worker may evaluate: nothing volatile or reaching the
+/// server, and a subquery only with `rels` and a plan a worker may run (whose
+/// expressions hold no subquery).
+fn safe_expr(e: &Expr, rels: Option<&Relations<'_>>) -> bool {
+    let mut todo = vec![e];
+    while let Some(x) = todo.pop() {
+        match x {
+            Expr::SubLink(l) => {
+                let planned = rels.map(|r| crate::planner::plan(&l.query, r));
+                if !matches!(planned, Some(Ok(ref sub)) if safe(sub, None)) {
+                    return false;
+                }
+            }
+            Expr::Call(f, _) if f.reaches_server() => return false,
+            _ if crate::planner::volatile_call(x) => return false,
+            _ => {}
+        }
+        x.children(&mut todo);
+    }
+    true
 }

@@ -1563,10 +1563,23 @@ fn a_large_tables_aggregates_run_in_parallel_workers() {
             "              ->  Parallel Seq Scan on big",
         ];
         assert_eq!(plan(s, grouped), expect);
-        // Parallel rule 3: a subquery, or an aggregate that does not combine,
-        // keeps the plan in the leader.
-        let sub = plan(s, "SELECT count(*) FROM big WHERE v > (SELECT 1)");
+        // Parallel rule 3: a subquery holding a subquery, or an aggregate that
+        // does not combine, keeps the plan in the leader; a plain one runs in each
+        // worker.
+        let sub = plan(s, "SELECT count(*) FROM big WHERE v > (SELECT (SELECT 1))");
         assert!(!sub.iter().any(|l| l.contains("Parallel")), "{sub:?}");
+        let c = q(
+            s,
+            "CREATE TABLE keys (k int PRIMARY KEY); INSERT INTO keys VALUES (1), (3), (5)",
+        );
+        assert!(c.results.iter().all(|r| r.is_ok()), "{:?}", c.results);
+        let exists = "SELECT g, count(*), sum(v) FROM big b WHERE EXISTS (SELECT FROM keys \
+                      WHERE k = b.g) AND v > (SELECT count(*) * 100 FROM keys) GROUP BY g ORDER BY g";
+        let sub = plan(s, exists);
+        assert!(
+            sub.iter().any(|l| l.contains("Parallel Seq Scan")),
+            "{sub:?}"
+        );
         let agg = plan(s, "SELECT string_agg(pad, ',') FROM big");
         assert!(!agg.iter().any(|l| l.contains("Parallel")), "{agg:?}");
         // Parallel rule 6: a top-N sort runs in each worker under a Gather.
@@ -1592,6 +1605,7 @@ fn a_large_tables_aggregates_run_in_parallel_workers() {
             "SELECT id FROM big WHERE v = 7 ORDER BY id",
             "SELECT x, count(*), sum(b.id) FROM generate_series(1, 3) x \
              JOIN big b ON b.g = x AND b.v > 900 GROUP BY x ORDER BY x",
+            exists,
         ];
         assert_eq!(
             rows(s, queries[1]),

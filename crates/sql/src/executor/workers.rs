@@ -24,11 +24,14 @@ struct Shared<'a> {
     env: &'a dyn Env,
     work_mem: usize,
     temp: &'a crate::spill::Temp,
+    /// The plans of the input's subqueries, by their key (parallel rule 3).
+    subplans: &'a [(usize, Plan)],
 }
 
 impl<'a> Shared<'a> {
-    fn of(cx: &Ctx<'a>) -> Shared<'a> {
+    fn of(cx: &Ctx<'a>, subplans: &'a [(usize, Plan)]) -> Shared<'a> {
         Shared {
+            subplans,
             engine: cx.engine,
             snap: cx.snap,
             db: cx.db,
@@ -65,7 +68,8 @@ pub(super) fn aggregate(
     (keys, aggs): (&[Expr], &[Agg]),
     n: usize,
 ) -> SqlResult<Option<Vec<Tuple>>> {
-    let shared = Shared::of(cx);
+    let subplans = subplans(cx, input)?;
+    let shared = Shared::of(cx, &subplans);
     let blocks = Arc::new(AtomicU32::new(0));
     let stop = AtomicBool::new(false);
     let parts = std::thread::scope(|s| {
@@ -133,6 +137,23 @@ fn collect(
     }
 }
 
+/// Parallel rule 3: the plans of the subqueries in `input`'s expressions, by
+/// their key, made by the leader: a worker has no catalog to plan them with.
+fn subplans(cx: &Ctx<'_>, input: &Plan) -> SqlResult<Vec<(usize, Plan)>> {
+    let mut out = Vec::new();
+    for n in crate::parallel::nodes(input) {
+        let mut todo = crate::parallel::node_exprs(n).unwrap_or_default();
+        while let Some(x) = todo.pop() {
+            if let Expr::SubLink(l) = x {
+                let key = &**l as *const crate::subquery::SubLink as usize;
+                out.push((key, (*cx.plan_of(key, &l.query)?).clone()));
+            }
+            x.children(&mut todo);
+        }
+    }
+    Ok(out)
+}
+
 /// Runs `f` in a worker's context: the leader's snapshot, settings and
 /// parameters, its own subquery cache, the shared blocks of the plan's parallel
 /// scan, and an interrupt check that sees the leader's stop (parallel rule 5).
@@ -143,6 +164,11 @@ fn in_worker<R>(
     f: impl FnOnce(&Ctx<'_>) -> SqlResult<R>,
 ) -> SqlResult<R> {
     let subs = SubCache::default();
+    for (key, p) in sh.subplans {
+        subs.plans
+            .borrow_mut()
+            .insert(*key, std::rc::Rc::new(p.clone()));
+    }
     let check = || match stop.load(Ordering::Relaxed) {
         true => Err(SqlError::new(
             "57014",
@@ -285,7 +311,8 @@ impl<'a> Node<'a> for GatherOp<'a> {
 /// Parallel rule 6: `input`'s rows from `n` workers sharing its scan, in the order
 /// they come.
 fn gather<'t>(cx: &Ctx<'t>, input: &Plan, n: usize) -> SqlResult<Gathered<'t>> {
-    let shared = Shared::of(cx);
+    let subplans = subplans(cx, input)?;
+    let shared = Shared::of(cx, &subplans);
     let blocks = Arc::new(AtomicU32::new(0));
     let stop = AtomicBool::new(false);
     std::thread::scope(|s| {
