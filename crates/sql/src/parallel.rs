@@ -86,8 +86,9 @@ fn walk(p: &mut Plan, rels: &Relations<'_>, workers: usize) {
         }
     }
     match p {
+        // Rule 6: the highest input that qualifies goes under the Gather, so the
+        // most of the work is shared; else what qualifies below it.
         Plan::Sort { input, keys, bound } => {
-            walk(input, rels, workers);
             if gatherable(input, rels, bound.is_none()) {
                 // Rule 6: a bounded sort is also run in each worker, on its share.
                 let part = match bound {
@@ -102,16 +103,19 @@ fn walk(p: &mut Plan, rels: &Relations<'_>, workers: usize) {
                     input: Box::new(part),
                     workers,
                 };
+            } else {
+                walk(input, rels, workers);
             }
         }
         Plan::HashJoin { outer, inner, .. } => {
             walk(outer, rels, workers);
-            walk(inner, rels, workers);
             if gatherable(inner, rels, true) {
                 **inner = Plan::Gather {
                     input: Box::new(take(inner)),
                     workers,
                 };
+            } else {
+                walk(inner, rels, workers);
             }
         }
         Plan::Filter { input, .. }

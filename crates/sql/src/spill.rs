@@ -43,21 +43,24 @@ impl Temp {
         }
     }
 
+    /// Counts `bytes` more, unless that passes temp_file_limit (53400); one
+    /// atomic update, so a parallel plan's workers cannot pass it together.
     fn charge(&self, bytes: u64) -> SqlResult<()> {
-        let used = self.used.load(Ordering::Relaxed) + bytes;
-        if let Some(limit) = self.limit {
-            if used > limit {
-                return Err(SqlError::new(
-                    "53400",
-                    format!(
-                        "temporary file size exceeds temp_file_limit ({}kB)",
-                        limit / 1024
-                    ),
-                ));
-            }
+        let limit = self.limit.unwrap_or(u64::MAX);
+        let add = |used: u64| used.checked_add(bytes).filter(|u| *u <= limit);
+        match self
+            .used
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, add)
+        {
+            Ok(_) => Ok(()),
+            Err(_) => Err(SqlError::new(
+                "53400",
+                format!(
+                    "temporary file size exceeds temp_file_limit ({}kB)",
+                    limit / 1024
+                ),
+            )),
         }
-        self.used.fetch_add(bytes, Ordering::Relaxed);
-        Ok(())
     }
 
     fn release(&self, bytes: u64) {
