@@ -115,27 +115,7 @@ fn relations_read(p: &Plan) -> usize {
         | Plan::WorkTableScan { .. }
         | Plan::CteScan { .. } => 1,
         Plan::Result => 0,
-        _ => children(p).into_iter().map(relations_read).sum(),
-    }
-}
-
-fn children(p: &Plan) -> Vec<&Plan> {
-    match p {
-        Plan::Filter { input, .. }
-        | Plan::Project { input, .. }
-        | Plan::Agg { input, .. }
-        | Plan::Sort { input, .. }
-        | Plan::Unique { input, .. }
-        | Plan::Limit { input, .. }
-        | Plan::Gather { input, .. }
-        | Plan::Window { input, .. } => vec![input],
-        Plan::Lateral { outer, inner, .. }
-        | Plan::NestLoop { outer, inner, .. }
-        | Plan::HashJoin { outer, inner, .. } => vec![outer, inner],
-        Plan::RecursiveUnion { init, step, .. } => vec![init, step],
-        Plan::SetOp { left, right, .. } => vec![left, right],
-        Plan::Append(v) => v.iter().collect(),
-        _ => Vec::new(),
+        _ => p.children().into_iter().map(relations_read).sum(),
     }
 }
 

@@ -155,7 +155,7 @@ fn has_parallel(p: &Plan) -> bool {
     match p {
         Plan::Agg { workers, .. } if *workers > 0 => true,
         Plan::Gather { .. } => true,
-        _ => children(p).into_iter().any(has_parallel),
+        _ => p.children().into_iter().any(has_parallel),
     }
 }
 
@@ -206,26 +206,7 @@ fn spine(p: &mut Plan) -> Option<&mut Plan> {
 fn whole_pages(p: &Plan, rels: &Relations<'_>) -> u64 {
     match p {
         Plan::SeqScan { table, .. } => u64::from(rels.pages(table)),
-        _ => children(p).into_iter().map(|c| whole_pages(c, rels)).sum(),
-    }
-}
-
-fn children(p: &Plan) -> Vec<&Plan> {
-    match p {
-        Plan::Filter { input, .. }
-        | Plan::Project { input, .. }
-        | Plan::Agg { input, .. }
-        | Plan::Sort { input, .. }
-        | Plan::Unique { input, .. }
-        | Plan::Limit { input, .. }
-        | Plan::Window { input, .. }
-        | Plan::Gather { input, .. } => vec![input],
-        Plan::Lateral { outer, inner, .. }
-        | Plan::NestLoop { outer, inner, .. }
-        | Plan::HashJoin { outer, inner, .. } => vec![outer, inner],
-        Plan::SetOp { left, right, .. } => vec![left, right],
-        Plan::Append(v) => v.iter().collect(),
-        _ => Vec::new(),
+        _ => p.children().into_iter().map(|c| whole_pages(c, rels)).sum(),
     }
 }
 
@@ -271,7 +252,7 @@ pub(crate) fn nodes(p: &Plan) -> Vec<&Plan> {
     let mut out = vec![p];
     let mut i = 0;
     while i < out.len() {
-        let more = children(out[i]);
+        let more = out[i].children();
         out.extend(more);
         i += 1;
     }

@@ -309,6 +309,29 @@ fn aggregate(p: Plan, width: usize, (keys, aggs): (&[Expr], &[Agg]), sorted: boo
     }
 }
 
+impl Plan {
+    /// The node's inputs, in EXPLAIN's order.
+    pub fn children(&self) -> Vec<&Plan> {
+        match self {
+            Plan::Filter { input, .. }
+            | Plan::Project { input, .. }
+            | Plan::Agg { input, .. }
+            | Plan::Sort { input, .. }
+            | Plan::Unique { input, .. }
+            | Plan::Limit { input, .. }
+            | Plan::Gather { input, .. }
+            | Plan::Window { input, .. } => vec![input],
+            Plan::Lateral { outer, inner, .. }
+            | Plan::NestLoop { outer, inner, .. }
+            | Plan::HashJoin { outer, inner, .. } => vec![outer, inner],
+            Plan::RecursiveUnion { init, step, .. } => vec![init, step],
+            Plan::SetOp { left, right, .. } => vec![left, right],
+            Plan::Append(v) => v.iter().collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
 /// Sort keys over `cols`, ascending with NULLs last (PostgreSQL's default order).
 fn ascending(cols: &[usize]) -> Vec<SortSpec> {
     cols.iter()
