@@ -53,7 +53,8 @@ struct Figures {
 
 fn pgbench(c: &Cluster, args: &Args, extra: &[String]) -> Result<String, String> {
     let out = Command::new(args.pg_bin.join("pgbench"))
-        .args(["-h", "127.0.0.1", "-U", "postgres", "-p"])
+        // Each engine's bootstrap superuser (Strata's is `strata`).
+        .args(["-h", "127.0.0.1", "-U", c.kind.user(), "-p"])
         .arg(c.port.to_string())
         .args(extra)
         .arg("postgres")
