@@ -1325,7 +1325,7 @@ fn hash_smaller_side(p: Plan) -> Plan {
     };
     // The residual over the swapped row: the right side's columns first.
     let swap = |c: usize| if c < lw { c + rw } else { c - lw };
-    let residual = residual.map(|e| remap_cols(e, &swap));
+    let residual = residual.map(|e| map_cols(e, &swap));
     let joined = Plan::HashJoin {
         kind: JoinKind::Right,
         outer: inner,
@@ -1341,13 +1341,13 @@ fn hash_smaller_side(p: Plan) -> Plan {
     }
 }
 
-/// `e` with each column `c` read as `to(c)`.
-fn remap_cols(e: Expr, to: &dyn Fn(usize) -> usize) -> Expr {
+/// `e` with each column `c` read as `f(c)`.
+pub(crate) fn map_cols(e: Expr, f: &dyn Fn(usize) -> usize) -> Expr {
     match e {
-        Expr::Col(c) => Expr::Col(to(c)),
+        Expr::Col(c) => Expr::Col(f(c)),
         e => e
-            .map_children(&mut |x| Ok(remap_cols(x, to)))
-            .expect("remapping never fails"),
+            .map_children(&mut |x| Ok(map_cols(x, f)))
+            .expect("rewriting never fails"),
     }
 }
 

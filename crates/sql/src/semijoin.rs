@@ -27,7 +27,7 @@
 
 use crate::analyze::{JoinKind, SetTree};
 use crate::bind::{BinOp, Expr};
-use crate::planner::{self, Plan, Relations};
+use crate::planner::{self, map_cols, Plan, Relations};
 use crate::subquery::{SubKind, SubLink};
 use crate::SqlResult;
 
@@ -355,15 +355,6 @@ fn prune(
         exprs,
     };
     (p, cols.len())
-}
-
-fn map_cols(e: Expr, f: &dyn Fn(usize) -> usize) -> Expr {
-    match e {
-        Expr::Col(c) => Expr::Col(f(c)),
-        e => e
-            .map_children(&mut |x| Ok(map_cols(x, f)))
-            .expect("rewriting never fails"),
-    }
 }
 
 /// `p` (the FROM row, `width` wide) semi- or anti-joined to each subquery.
