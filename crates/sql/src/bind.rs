@@ -2658,7 +2658,26 @@ fn eval_other(e: &Expr, r: &Row<'_>, depth: usize) -> SqlResult<Datum> {
                 Datum::Bool(*negated)
             }
         }
-        Expr::Special(s) => crate::conditional::eval_special(s, &sub)?,
+        Expr::Special(s) => match &**s {
+            // Operands borrowed: no copy of the text or the pattern per row.
+            crate::conditional::Special::Like {
+                expr,
+                pattern,
+                escape: None,
+                fold,
+                negated,
+            } => {
+                let x = operand(expr, r, depth + 1)?;
+                let p = operand(pattern, r, depth + 1)?;
+                match (&*x, &*p) {
+                    (Datum::Text(x), Datum::Text(p)) => {
+                        Datum::Bool(crate::conditional::like(x, p, None, *fold)? != *negated)
+                    }
+                    _ => Datum::Null,
+                }
+            }
+            s => crate::conditional::eval_special(s, &sub)?,
+        },
         Expr::Call(f, args) => {
             let vals: Vec<Datum> = args.iter().map(sub).collect::<SqlResult<_>>()?;
             if f.strict() && vals.iter().any(Datum::is_null) {

@@ -22,6 +22,9 @@
 //!    makes the next one literal; a pattern ending in it is 22025 where the match
 //!    reaches that end with text left (else no match), as PostgreSQL's. ILIKE folds
 //!    case with Unicode's simple lowercase.
+//! 4. A LIKE pattern of literal runs between `%`s is matched on the strings' bytes
+//!    in place (UTF-8 makes a byte match a character match); only other patterns
+//!    are copied into characters.
 
 use crate::bind::{compare, is_true, Agg, Binder, Expr, Scope};
 use crate::{Datum, SqlError, SqlResult, SqlType};
@@ -432,6 +435,11 @@ pub fn like(s: &str, p: &str, escape: Option<&str>, fold: bool) -> SqlResult<boo
                 .with_hint("Escape string must be empty or one character."))
         }
     };
+    if !fold {
+        if let Some(hit) = like_literals(s, p, esc) {
+            return Ok(hit);
+        }
+    }
     let lower = |c: char| {
         if fold {
             c.to_lowercase().next().unwrap_or(c)
@@ -460,6 +468,34 @@ pub fn like(s: &str, p: &str, escape: Option<&str>, fold: bool) -> SqlResult<boo
     }
     let text: Vec<char> = s.chars().map(lower).collect();
     matches(&text, &toks)
+}
+
+/// Conditional rule 4: a pattern of literal runs between `%`s (no `_`, no escape
+/// character) matched on the bytes without copying either string: the first run
+/// a prefix, the last a suffix, each run between found leftmost after the one
+/// before (which is what greedy matching finds). None for any other pattern.
+fn like_literals(s: &str, p: &str, esc: Option<char>) -> Option<bool> {
+    if p.contains('_') || esc.is_some_and(|e| p.contains(e)) {
+        return None;
+    }
+    let Some((first, after)) = p.split_once('%') else {
+        return Some(s == p);
+    };
+    let Some(rest) = s.strip_prefix(first) else {
+        return Some(false);
+    };
+    let (middle, last) = after.rsplit_once('%').unwrap_or(("", after));
+    let Some(mut rest) = rest.strip_suffix(last) else {
+        return Some(false);
+    };
+    for run in middle.split('%').filter(|r| !r.is_empty()) {
+        match memchr::memmem::find(rest.as_bytes(), run.as_bytes()) {
+            // A whole run's bytes found: the cut is on a character boundary.
+            Some(i) => rest = &rest[i + run.len()..],
+            None => return Some(false),
+        }
+    }
+    Some(true)
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -531,5 +567,63 @@ mod tests {
         assert!(like("a_b", "a#_b", Some("#"), false).unwrap());
         assert_eq!(like("xz", "x\\", None, false).unwrap_err().code, "22025");
         assert!(!like("x", "x\\", None, false).unwrap());
+    }
+
+    /// Conditional rule 4's byte matching agrees with the general matcher on every
+    /// pattern of literal runs, including overlapping prefix and suffix.
+    #[test]
+    fn literal_runs_match_as_the_general_matcher_does() {
+        let texts = [
+            "",
+            "a",
+            "ab",
+            "aba",
+            "abab",
+            "ba",
+            "special requests",
+            "xspecialyrequestsz",
+            "requests special",
+            "é%ü",
+            "éaé",
+        ];
+        let pats = [
+            "",
+            "%",
+            "%%",
+            "a",
+            "a%",
+            "%a",
+            "%a%",
+            "ab%ba",
+            "a%a",
+            "%b%a%",
+            "aba%aba",
+            "%special%requests%",
+            "special%",
+            "%requests",
+            "é%",
+            "%é",
+            "%a%é%",
+        ];
+        for t in texts {
+            for p in pats {
+                let fast = super::like_literals(t, p, Some('\\')).expect("literal runs");
+                let toks: Vec<_> = p
+                    .chars()
+                    .map(|c| match c {
+                        '%' => super::Tok::Any,
+                        c => super::Tok::Lit(c),
+                    })
+                    .collect();
+                let text: Vec<char> = t.chars().collect();
+                assert_eq!(
+                    fast,
+                    super::matches(&text, &toks).unwrap(),
+                    "{t:?} LIKE {p:?}"
+                );
+            }
+        }
+        assert_eq!(super::like_literals("a_b", "a_b", None), None);
+        assert_eq!(super::like_literals("a#b", "a#b", Some('#')), None);
     }
 }

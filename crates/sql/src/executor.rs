@@ -40,6 +40,7 @@ use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 use strata_engine::{Engine, IndexCursor, SeqCursor, Snapshot, Txn};
 
+mod keymap;
 mod workers;
 
 /// A result row.
@@ -1049,7 +1050,7 @@ fn drain<'a>(op: &mut Op<'a>, cx: &Ctx<'a>, meter: &mut Meter) -> SqlResult<Vec<
 
 /// Nested-loop and hash joins (planner rule 2): the inner side held, with a
 /// matched flag per row for RIGHT and FULL joins.
-/// The end of a hash join key's chain of inner rows.
+/// The group of an inner row whose key is NULL (it matches nothing).
 const END: usize = usize::MAX;
 
 struct JoinOp<'a> {
@@ -1059,11 +1060,11 @@ struct JoinOp<'a> {
     keys: Option<(&'a [Expr], &'a [Expr])>,
     cond: &'a Option<Expr>,
     widths: (usize, usize),
-    rows: Vec<Tuple>,
+    rows: keymap::Packed,
     matched: Vec<bool>,
-    /// Each key's first and last inner row; `chain` links a key's rows in order.
-    table: rustc_hash::FxHashMap<Tuple, (usize, usize)>,
-    chain: Vec<usize>,
+    /// Each key's inner rows: where they start in `rows` (a key's rows are
+    /// together, in the order they came) and how many.
+    table: keymap::KeyMap<(usize, usize)>,
     /// The outer row being joined, the inner candidates left, whether it matched.
     current: Option<(Tuple, Vec<usize>, usize, bool)>,
     /// The inner rows left to emit unmatched (RIGHT, FULL), once the outer ends.
@@ -1092,10 +1093,9 @@ impl<'a> JoinOp<'a> {
             keys: keys.map(|(o, i)| (&o[..], &i[..])),
             cond,
             widths,
-            rows: Vec::new(),
+            rows: Default::default(),
             matched: Vec::new(),
             table: Default::default(),
-            chain: Vec::new(),
             current: None,
             tail: None,
             probe: Vec::new(),
@@ -1128,26 +1128,56 @@ impl<'a> JoinOp<'a> {
                 (cx.check)()?;
             }
         }
-        self.rows = rows;
-        self.matched = vec![false; self.rows.len()];
-        if let Some((_, ikeys)) = self.keys {
-            self.chain = vec![END; self.rows.len()];
-            for (i, r) in self.rows.iter().enumerate() {
-                if let Some(k) = key_of(cx, ikeys, r)? {
-                    match self.table.entry(k) {
-                        std::collections::hash_map::Entry::Occupied(mut e) => {
-                            let (_, last) = e.get_mut();
-                            self.chain[*last] = i;
-                            *last = i;
-                        }
-                        std::collections::hash_map::Entry::Vacant(e) => {
-                            e.insert((i, i));
-                        }
-                    }
-                }
-            }
-        }
+        self.matched = vec![false; rows.len()];
+        let order = match self.keys {
+            Some((_, ikeys)) => Some(self.hash(cx, ikeys, &rows)?),
+            None => None,
+        };
+        self.rows = keymap::Packed::new(rows, order.as_deref());
         Ok(())
+    }
+
+    /// Hashes the held `rows` on `keys`: their places, each key's rows together
+    /// in the order they came, rows with a NULL key last (keymap rule 3).
+    fn hash(&mut self, cx: &Ctx<'a>, keys: &[Expr], rows: &[Tuple]) -> SqlResult<Vec<usize>> {
+        // First each key's group and row count, then the groups' starts.
+        let mut group = Vec::with_capacity(rows.len());
+        let mut counts: Vec<usize> = Vec::new();
+        let mut k = Vec::with_capacity(keys.len());
+        for r in rows {
+            if !key_into(cx, keys, r, &mut k)? {
+                group.push(END);
+                continue;
+            }
+            let next = counts.len();
+            let (g, n) = self.table.get_or_insert_with(&k, || (next, 0));
+            *n += 1;
+            group.push(*g);
+            if *g == next {
+                counts.push(0);
+            }
+            counts[*g] += 1;
+        }
+        let mut start = 0;
+        let starts: Vec<usize> = counts
+            .iter()
+            .map(|n| {
+                start += n;
+                start - n
+            })
+            .collect();
+        for v in self.table.values_mut() {
+            v.0 = starts[v.0];
+        }
+        let mut fill = starts;
+        Ok(group
+            .into_iter()
+            .map(|g| {
+                let slot = fill.get_mut(g).unwrap_or(&mut start);
+                *slot += 1;
+                *slot - 1
+            })
+            .collect())
     }
 
     /// The inner rows an outer row may match, into `out` (last first), with no
@@ -1158,21 +1188,11 @@ impl<'a> JoinOp<'a> {
             out.extend((0..self.rows.len()).rev());
             return Ok(());
         };
-        self.probe.clear();
-        for k in okeys {
-            let v = cx.eval(k, row)?;
-            if v.is_null() {
-                return Ok(());
-            }
-            self.probe.push(v);
+        if !key_into(cx, okeys, row, &mut self.probe)? {
+            return Ok(());
         }
-        if let Some(&(first, _)) = self.table.get(&self.probe) {
-            let mut i = first;
-            while i != END {
-                out.push(i);
-                i = self.chain[i];
-            }
-            out.reverse();
+        if let Some(&(start, n)) = self.table.get(&self.probe) {
+            out.extend((start..start + n).rev());
         }
         Ok(())
     }
@@ -1184,7 +1204,7 @@ impl<'a> JoinOp<'a> {
             *at += 1;
             if !self.matched[i] {
                 let mut out = vec![Datum::Null; self.widths.0];
-                out.extend(self.rows[i].iter().cloned());
+                self.rows.extend_row(i, &mut out);
                 return Some(out);
             }
         }
@@ -1223,17 +1243,33 @@ impl<'a> Node<'a> for JoinOp<'a> {
                 cands.clear();
             }
             while let Some(i) = cands.pop() {
-                let mut joined = Vec::with_capacity(row.len() + self.rows[i].len());
-                joined.extend_from_slice(row);
-                joined.extend_from_slice(&self.rows[i]);
+                // The outer row's last candidate takes the row itself, not a copy
+                // (given back if the condition fails).
+                let (last, width) = (cands.is_empty() && !semi, row.len());
+                let mut joined = match last {
+                    true => std::mem::take(row),
+                    false => Vec::with_capacity(row.len() + self.widths.1),
+                };
+                if !last {
+                    joined.extend_from_slice(row);
+                }
+                self.rows.extend_row(i, &mut joined);
                 if cx.holds(self.cond, &joined)? {
                     *hit = true;
                     self.matched[i] = true;
+                    if last {
+                        self.spare = std::mem::take(cands);
+                        self.current = None;
+                        return Ok(Some(joined));
+                    }
                     if !semi {
                         return Ok(Some(joined));
                     }
                     // Semi join rule 3: one match settles the outer row.
                     cands.clear();
+                } else if last {
+                    joined.truncate(width);
+                    *row = joined;
                 }
             }
             let (row, cands, _, hit) = self.current.take().expect("a current row");
@@ -1432,14 +1468,20 @@ impl<'a> Node<'a> for LateralOp<'a> {
 /// A join key's values; None if one is NULL (executor rule 5).
 fn key_of(cx: &Ctx<'_>, keys: &[Expr], row: &[Datum]) -> SqlResult<Option<Tuple>> {
     let mut out = Vec::with_capacity(keys.len());
+    Ok(key_into(cx, keys, row, &mut out)?.then_some(out))
+}
+
+/// A join key's values into `out` (its buffer reused); false if one is NULL.
+fn key_into(cx: &Ctx<'_>, keys: &[Expr], row: &[Datum], out: &mut Tuple) -> SqlResult<bool> {
+    out.clear();
     for k in keys {
         let v = cx.eval(k, row)?;
         if v.is_null() {
-            return Ok(None);
+            return Ok(false);
         }
         out.push(v);
     }
-    Ok(Some(out))
+    Ok(true)
 }
 
 /// Hash aggregation (planner rule 3): groups in order of first appearance. Past
@@ -1489,7 +1531,7 @@ fn spill_part(depth: u32, key: &[Datum]) -> usize {
 
 /// One pass of hash aggregation: the groups in memory and the spilled rows.
 struct Groups<'t> {
-    index: rustc_hash::FxHashMap<Tuple, usize>,
+    index: keymap::KeyMap<usize>,
     groups: Vec<(Tuple, Vec<AggState>)>,
     meter: Meter,
     /// Past hash_mem: new groups' rows go to `parts`.
@@ -1536,7 +1578,7 @@ impl<'t> Groups<'t> {
         }
         self.groups
             .push((key.clone(), aggs.iter().map(AggState::new).collect()));
-        self.index.insert(key.clone(), self.groups.len() - 1);
+        self.index.insert(key, self.groups.len() - 1);
         Ok(Some(self.groups.len() - 1))
     }
 
