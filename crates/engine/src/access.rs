@@ -236,12 +236,39 @@ pub fn scan_page(
         return Err(EngineError::RecoveryConflict);
     }
     let mut memo = XidMemo::default();
-    for (off, t) in page_tuples(&g).map_err(corrupt)? {
+    let tuples = page_tuples(&g).map_err(corrupt)?;
+    for (k, (off, t)) in tuples.iter().enumerate() {
+        if let Some((_, ahead)) = tuples.get(k + PREFETCH_AHEAD) {
+            prefetch(ahead);
+        }
         if visible_memo(snap, t, my, &mut memo) {
-            f(BlockNumber(b), off, t)?;
+            f(BlockNumber(b), *off, t)?;
         }
     }
     Ok(())
+}
+
+/// How many tuples ahead of the one visited a page scan asks the CPU to load.
+const PREFETCH_AHEAD: usize = 4;
+
+/// Asks the CPU to bring `t`'s cache lines in: a page's tuples are read one after
+/// another, and without it each tuple's first read waits for memory
+/// (`select count(*)` of TPC-H's 6 million lineitems, one process: 555 ms without,
+/// 303 ms with, PostgreSQL 15 347 ms; docs/BENCHMARKS.md).
+#[inline]
+#[allow(unsafe_code)]
+fn prefetch(t: &[u8]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        for line in t.chunks(64) {
+            // SAFETY: a prefetch is a hint that never faults, whatever the
+            // address; SSE, its instruction's feature, is part of every x86_64 CPU.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(line.as_ptr().cast()) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = t;
 }
 
 /// Inserts a tuple: into the relation's target block, else a block the FSM says has

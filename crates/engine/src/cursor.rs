@@ -36,6 +36,12 @@
 //!    Each still stops at the length it saw at its first batch (rule 3); a block
 //!    past it holds no row its snapshot sees.
 //!
+//! 9. A cursor told to decode some columns first ([`SeqCursor::early`]) lends
+//!    each row with only those to its caller's test
+//!    ([`SeqCursor::next_batch_visit_early`]) and decodes the rest of the rows the
+//!    test passes: a filter that rejects most rows on a date never pays for
+//!    their numerics and strings.
+//!
 //! Memory: one batch, O([`SCAN_BATCH_ROWS`] + rows of one page), whatever the table.
 
 use crate::access::{self, Snapshot};
@@ -50,6 +56,10 @@ use strata_types::{ForkNumber, RelKey, Xid};
 /// What a visiting caller does with each row lent to it (rule 6); it takes the row
 /// (`std::mem::take`) to keep it.
 pub type Visit<'v> = dyn FnMut(&mut Vec<Datum>) + 'v;
+
+/// A caller's test of a row with only its early columns decoded (rule 9): false
+/// drops the row.
+pub type Early<'v> = dyn FnMut(&[Datum]) -> bool + 'v;
 
 /// Resolves a table as of now: its storage key and entry.
 pub(crate) type ResolveTable<'e> = Box<dyn Fn() -> Result<(RelKey, Arc<RelEntry>)> + 'e>;
@@ -76,6 +86,8 @@ pub struct SeqCursor<'e> {
     done: bool,
     /// The columns to decode (None: all; rule 5).
     mask: Option<Vec<bool>>,
+    /// The columns decoded first (rule 9).
+    early: Option<Vec<bool>>,
     /// The row lent to a visitor (rule 6).
     row: Vec<Datum>,
     /// A parallel scan's shared next block, and the end of this participant's
@@ -97,6 +109,7 @@ impl<'e> SeqCursor<'e> {
             next: 0,
             done: false,
             mask: None,
+            early: None,
             row: Vec::new(),
             shared: None,
             _registered: None,
@@ -107,6 +120,25 @@ impl<'e> SeqCursor<'e> {
     pub fn only(mut self, mask: Vec<bool>) -> Self {
         self.mask = Some(mask);
         self
+    }
+
+    /// Decodes the columns `first` marks before the others, for
+    /// [`SeqCursor::next_batch_visit_early`]'s test (rule 9). Call after
+    /// [`SeqCursor::only`]: the others are those it marks (all without it).
+    pub fn early(mut self, first: Vec<bool>) -> Self {
+        self.early = Some(first);
+        self
+    }
+
+    /// The early columns of a table of `width` columns, and the rest to decode.
+    fn early_masks(&self, width: usize) -> Option<(Vec<bool>, Vec<bool>)> {
+        let first = self.early.as_ref()?;
+        let marked = |m: &[bool], c: usize| m.get(c).copied().unwrap_or(false);
+        let first: Vec<bool> = (0..width).map(|c| marked(first, c)).collect();
+        let rest = (0..width)
+            .map(|c| self.mask.as_deref().is_none_or(|m| marked(m, c)) && !first[c])
+            .collect();
+        Some((first, rest))
     }
 
     /// Reads only the blocks this participant claims from `next`, shared with the
@@ -148,6 +180,18 @@ impl<'e> SeqCursor<'e> {
         interrupt: Interrupt<'_>,
         visit: &mut Visit<'_>,
     ) -> Result<bool> {
+        self.next_batch_visit_early(snap, interrupt, &mut |_| true, visit)
+    }
+
+    /// [`SeqCursor::next_batch_visit`], each row first lent to `test` with only
+    /// the early columns decoded, if the cursor has them (rule 9).
+    pub fn next_batch_visit_early(
+        &mut self,
+        snap: &Snapshot<'_>,
+        interrupt: Interrupt<'_>,
+        test: &mut Early<'_>,
+        visit: &mut Visit<'_>,
+    ) -> Result<bool> {
         if self.done {
             return Ok(false);
         }
@@ -164,6 +208,7 @@ impl<'e> SeqCursor<'e> {
             self._registered = crate::standby::ScanGuard::new(sh, key);
         }
         let end = n.min(n0);
+        let early = self.early_masks(rel.columns.len());
         let mut seen = 0;
         while seen < SCAN_BATCH_ROWS {
             let Some(block) = self.claim(end) else {
@@ -171,12 +216,22 @@ impl<'e> SeqCursor<'e> {
                 break;
             };
             interrupt()?;
-            let mask = self.mask.as_deref();
+            let (mask, early) = (self.mask.as_deref(), early.as_ref());
             let row = &mut self.row;
+            let cols = &rel.columns;
             access::scan_page(sh, key, block, snap, self.my, &mut |_, _, t| {
-                crate::toast::decode_row_into(sh, key, &rel.columns, t, mask, row)?;
-                visit(row);
                 seen += 1;
+                match early {
+                    Some((first, rest)) => {
+                        crate::toast::decode_row_into(sh, key, cols, t, Some(first), row)?;
+                        if !test(row) {
+                            return Ok(());
+                        }
+                        crate::toast::decode_more_into(sh, key, cols, t, rest, row)?;
+                    }
+                    None => crate::toast::decode_row_into(sh, key, cols, t, mask, row)?,
+                }
+                visit(row);
                 Ok(())
             })?;
             self.next = block + 1;

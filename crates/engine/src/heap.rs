@@ -451,6 +451,13 @@ fn varlena<'t>(
 
 /// A text value into `slot`, reusing the string `slot` holds (a scan's row buffer:
 /// cursor rule 6).
+/// `slot` made NULL, with no drop call where it is already.
+fn set_null(slot: &mut Datum) {
+    if !slot.is_null() {
+        *slot = Datum::Null;
+    }
+}
+
 fn text_into(slot: &mut Datum, bytes: std::borrow::Cow<'_, [u8]>) -> DecResult<()> {
     let bad = || DecodeError("heap tuple: bad UTF-8".into());
     match (slot, bytes) {
@@ -496,7 +503,19 @@ pub fn decode_values_into(
     mask: Option<&[bool]>,
     out: &mut Vec<Datum>,
 ) -> DecResult<()> {
-    decode_columns(cols, tuple, detoast, (false, mask), out)
+    decode_columns(cols, tuple, detoast, (false, mask, false), out)
+}
+
+/// Decodes the columns `more` marks into `out`, a row [`decode_values_into`] gave
+/// with fewer columns; the others are left as they are.
+pub fn decode_more_into(
+    cols: &[Column],
+    tuple: &[u8],
+    detoast: &mut Detoast<'_>,
+    more: &[bool],
+    out: &mut Vec<Datum>,
+) -> DecResult<()> {
+    decode_columns(cols, tuple, detoast, (false, Some(more), true), out)
 }
 
 fn decode_values_inner(
@@ -506,7 +525,13 @@ fn decode_values_inner(
     missing_as_null: bool,
 ) -> DecResult<Vec<Datum>> {
     let mut out = Vec::with_capacity(cols.len());
-    decode_columns(cols, tuple, detoast, (missing_as_null, None), &mut out)?;
+    decode_columns(
+        cols,
+        tuple,
+        detoast,
+        (missing_as_null, None, false),
+        &mut out,
+    )?;
     Ok(out)
 }
 
@@ -541,7 +566,7 @@ fn decode_columns(
     cols: &[Column],
     tuple: &[u8],
     detoast: &mut Detoast<'_>,
-    (missing_as_null, mask): (bool, Option<&[bool]>),
+    (missing_as_null, mask, keep): (bool, Option<&[bool]>, bool),
     out: &mut Vec<Datum>,
 ) -> DecResult<()> {
     let mut d = Dec::new(tuple, "heap tuple");
@@ -561,19 +586,22 @@ fn decode_columns(
             .map_or(0, |i| i + 1),
         _ => cols.len(),
     };
-    if upto < cols.len() {
-        for slot in &mut out[upto..] {
+    if upto < cols.len() && !keep {
+        // A slot already NULL is left alone: no drop call per column per row.
+        for slot in out[upto..].iter_mut().filter(|s| !s.is_null()) {
             *slot = Datum::Null;
         }
     }
     for ((i, c), slot) in cols[..upto].iter().enumerate().zip(out.iter_mut()) {
         if bitmap[i / 8] & (1 << (i % 8)) != 0 || (missing_as_null && d.remaining() == 0) {
-            *slot = Datum::Null;
+            set_null(slot);
             continue;
         }
         if mask.is_some_and(|m| !m.get(i).copied().unwrap_or(true)) {
             skip_value(&mut d, c.ty)?;
-            *slot = Datum::Null;
+            if !keep {
+                set_null(slot);
+            }
             continue;
         }
         *slot = match c.ty {

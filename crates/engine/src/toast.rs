@@ -199,6 +199,21 @@ pub fn decode_row_into(
     })
 }
 
+/// [`heap::decode_more_into`] with out-of-line values fetched from `rel`'s TOAST
+/// heap: the columns `more` marks decoded into a row that holds the others.
+pub fn decode_more_into(
+    sh: &Shared,
+    rel: RelKey,
+    cols: &[Column],
+    tuple: &[u8],
+    more: &[bool],
+    out: &mut Vec<Datum>,
+) -> Result<()> {
+    detoasting(sh, rel, None, &mut |detoast| {
+        heap::decode_more_into(cols, tuple, detoast, more, out)
+    })
+}
+
 /// Runs `decode` with a detoaster that fetches from `rel`'s TOAST heap (noting the
 /// chunks' TIDs in `chunks`), mapping its errors back to the engine's.
 fn detoasting<T>(

@@ -1211,6 +1211,17 @@ impl Binder {
                     }
                     (a, b) => return Err(mismatch(sym, a, b)),
                 };
+                if is_order_cmp(op)
+                    && matches!(
+                        (lt, rt),
+                        (SqlType::Date, SqlType::Timestamp) | (SqlType::Timestamp, SqlType::Date)
+                    )
+                {
+                    // PostgreSQL's cross-type date_lt_timestamp and its kin: the date
+                    // compared as its midnight ([`compare`]), not cast per row. Not for
+                    // `=`, whose sides a hash join keys on as they are.
+                    return Ok((mk(l, r), SqlType::Bool));
+                }
                 let l = self.coerce(l, lt, t)?;
                 let r = self.coerce(r, rt, t)?;
                 if is_cmp(op) && t == SqlType::Bpchar {
@@ -1904,6 +1915,11 @@ pub(crate) fn bin_op_of(op: &ast::BinaryOperator) -> SqlResult<BinOp> {
     })
 }
 
+/// `<`, `<=`, `>`, `>=`.
+fn is_order_cmp(op: BinOp) -> bool {
+    matches!(op, BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge)
+}
+
 fn is_cmp(op: BinOp) -> bool {
     matches!(
         op,
@@ -2519,11 +2535,19 @@ fn compare_datetimes(a: &Datum, b: &Datum) -> Ordering {
         2 => SqlType::TimestampTz,
         _ => SqlType::Timestamp,
     };
-    let at = |d: &Datum| match datetime_cast(d, to) {
-        Ok(Datum::Timestamp(v) | Datum::TimestampTz(v)) => v,
-        _ => match d {
-            Datum::Date(v) if *v < 0 => i64::MIN,
-            _ => i64::MAX,
+    let at = |d: &Datum| match d {
+        // A value of the wider type as it is (a cast to its own type would not be).
+        Datum::Timestamp(v) if to == SqlType::Timestamp => *v,
+        Datum::TimestampTz(v) if to == SqlType::TimestampTz => *v,
+        Datum::Date(x) if to == SqlType::Timestamp => {
+            crate::datefn::date_to_timestamp(*x).unwrap_or(if *x < 0 { i64::MIN } else { i64::MAX })
+        }
+        d => match datetime_cast(d, to) {
+            Ok(Datum::Timestamp(v) | Datum::TimestampTz(v)) => v,
+            _ => match d {
+                Datum::Date(v) if *v < 0 => i64::MIN,
+                _ => i64::MAX,
+            },
         },
     };
     at(a).cmp(&at(b))

@@ -27,6 +27,9 @@
 //! 5. Equality of join keys, group keys, DISTINCT and set operations is the values'
 //!    equality with NULL equal to NULL (grouping), except that a join key with a
 //!    NULL matches nothing (`=` is never true of NULL).
+//! 6. A sequential scan's filter is tested in two steps ([`Early`]): its leading
+//!    conjuncts over the first one's columns on the row with only those decoded,
+//!    the rest once the other columns are (engine cursor rule 9).
 
 use crate::aggregate::AggState;
 use crate::analyze::{JoinKind, SetOp, SortSpec};
@@ -532,6 +535,56 @@ struct Scan<'a> {
     take: Option<&'a [Expr]>,
     /// A parallel plan's scan: in a worker, its blocks are shared (parallel rule 2).
     parallel: bool,
+    /// The filter's part tested before the other columns are decoded.
+    early: Option<Early>,
+}
+
+/// Executor rule 6: a sequential scan's filter split for the engine's early
+/// columns (cursor rule 9): its leading conjuncts that read only the first one's
+/// columns are tested on a row with just those decoded, the rest after the other
+/// columns are. The conjuncts keep their order, so a row is rejected by the same
+/// conjunct (and an error raised by the same one) as by the whole filter.
+struct Early {
+    cols: Vec<bool>,
+    test: Option<Expr>,
+    rest: Option<Expr>,
+}
+
+impl Early {
+    /// The split of `filter` for a scan decoding `cols` (None: all); None where
+    /// the first conjuncts read every column decoded.
+    fn split(filter: &Expr, cols: Option<&[bool]>) -> Option<Early> {
+        let mut conjs = Vec::new();
+        crate::planner::split_and(filter.clone(), &mut conjs);
+        let reads = |e: &Expr| {
+            let mut c = Vec::new();
+            crate::privileges::expr_columns(e, &mut c);
+            c
+        };
+        let first = reads(conjs.first()?);
+        let n = conjs
+            .iter()
+            .take_while(|e| reads(e).iter().all(|c| first.contains(c)))
+            .count();
+        let mut mask = vec![false; first.iter().max().map_or(0, |c| c + 1)];
+        for c in first {
+            mask[c] = true;
+        }
+        let more = |m: &[bool]| {
+            m.iter()
+                .enumerate()
+                .any(|(c, w)| *w && !mask.get(c).copied().unwrap_or(false))
+        };
+        if !cols.is_none_or(more) {
+            return None;
+        }
+        let rest = conjs.split_off(n);
+        Some(Early {
+            cols: mask,
+            test: crate::planner::and_all(conjs),
+            rest: crate::planner::and_all(rest),
+        })
+    }
 }
 
 impl<'a> Scan<'a> {
@@ -551,6 +604,7 @@ impl<'a> Scan<'a> {
             passed: 0,
             take: None,
             parallel: false,
+            early: None,
         }
     }
 
@@ -576,9 +630,17 @@ impl<'a> Scan<'a> {
             }
             (c, _) => c,
         };
-        Ok(match (c, self.cols) {
+        let c = match (c, self.cols) {
             (Cursor::Seq(s), Some(m)) => Cursor::Seq(s.only(m.to_vec())),
             (Cursor::Index(i), Some(m)) => Cursor::Index(i.only(m.to_vec())),
+            (c, _) => c,
+        };
+        self.early = match (&c, self.filter) {
+            (Cursor::Seq(_), Some(f)) if bind::engine_free(f) => Early::split(f, self.cols),
+            _ => None,
+        };
+        Ok(match (c, &self.early) {
+            (Cursor::Seq(s), Some(e)) => Cursor::Seq(s.early(e.cols.clone())),
             (c, _) => c,
         })
     }
@@ -598,9 +660,11 @@ impl<'a> Scan<'a> {
         let mut rows = Vec::new();
         let mut passed = 0;
         let (filter, take) = (self.filter, self.take);
+        let (early, recheck) = (self.early.as_ref(), std::cell::Cell::new(false));
+        let mut test = |r: &[Datum]| early_test(cx, early, &recheck, r);
         let mut visit = |r: &mut Tuple| {
             if inline {
-                match cx.holds(filter, r) {
+                match cx.holds(rest_of(filter, early, &recheck), r) {
                     Ok(true) => {
                         passed += 1;
                         return rows.push(narrow(take, r));
@@ -613,7 +677,7 @@ impl<'a> Scan<'a> {
         };
         let check = || cx.engine_check();
         let more = match &mut self.cursor {
-            Cursor::Seq(c) => c.next_batch_visit(cx.snap, &check, &mut visit),
+            Cursor::Seq(c) => c.next_batch_visit_early(cx.snap, &check, &mut test, &mut visit),
             Cursor::Index(c) => c.next_batch_visit(cx.snap, &check, &mut visit),
             Cursor::Unopened | Cursor::Done => Ok(false),
         }
@@ -651,6 +715,8 @@ impl<'a> Node<'a> for Scan<'a> {
             self.cursor = self.open(cx)?;
         }
         let (filter, take) = (self.filter, self.take);
+        let (early, recheck) = (self.early.as_ref(), std::cell::Cell::new(false));
+        let mut test = |r: &[Datum]| early_test(cx, early, &recheck, r);
         let failed = RefCell::new(None);
         let mut out: Tuple = Vec::new();
         let mut visit = |r: &mut Tuple| {
@@ -668,7 +734,7 @@ impl<'a> Node<'a> for Scan<'a> {
                 }
             };
             if let Err(e) = cx
-                .holds(filter, r)
+                .holds(rest_of(filter, early, &recheck), r)
                 .and_then(|ok| if ok { lend(r) } else { Ok(()) })
             {
                 *failed = Some(e);
@@ -677,7 +743,7 @@ impl<'a> Node<'a> for Scan<'a> {
         let check = || cx.engine_check();
         loop {
             let more = match &mut self.cursor {
-                Cursor::Seq(c) => c.next_batch_visit(cx.snap, &check, &mut visit),
+                Cursor::Seq(c) => c.next_batch_visit_early(cx.snap, &check, &mut test, &mut visit),
                 Cursor::Index(c) => c.next_batch_visit(cx.snap, &check, &mut visit),
                 Cursor::Unopened | Cursor::Done => Ok(false),
             }
@@ -707,6 +773,38 @@ impl<'a> Node<'a> for Scan<'a> {
                 return Ok(None);
             }
         }
+    }
+}
+
+/// Executor rule 6: a row with only the early columns, tested by the early
+/// conjuncts. An error lets the row through with `recheck` set, for the whole
+/// filter to raise it where it would.
+fn early_test(
+    cx: &Ctx<'_>,
+    early: Option<&Early>,
+    recheck: &std::cell::Cell<bool>,
+    r: &[Datum],
+) -> bool {
+    match early.map(|e| cx.holds(&e.test, r)) {
+        None | Some(Ok(true)) => true,
+        Some(Ok(false)) => false,
+        Some(Err(_)) => {
+            recheck.set(true);
+            true
+        }
+    }
+}
+
+/// The filter a whole row is tested by: the conjuncts after the early ones, or
+/// the whole filter after an early error (executor rule 6).
+fn rest_of<'e>(
+    filter: &'e Option<Expr>,
+    early: Option<&'e Early>,
+    recheck: &std::cell::Cell<bool>,
+) -> &'e Option<Expr> {
+    match early {
+        Some(e) if !recheck.replace(false) => &e.rest,
+        _ => filter,
     }
 }
 

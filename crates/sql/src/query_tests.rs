@@ -1662,3 +1662,63 @@ fn a_left_join_hashes_its_smaller_preserved_side() {
         );
     });
 }
+
+#[test]
+fn a_scans_leading_conjuncts_reject_rows_before_the_rest_is_decoded() {
+    with_session(8 << 20, |s| {
+        let c = q(
+            s,
+            "CREATE TABLE wide (a int, b int, n numeric, s text);
+             INSERT INTO wide SELECT i % 7, i % 5, i * 1.5, 'row ' || i FROM generate_series(0, 2999) i",
+        );
+        assert!(c.results.iter().all(|r| r.is_ok()), "{:?}", c.results);
+        // Executor rule 6: the same rows as the whole filter gives, whatever splits.
+        let sql = "SELECT count(*), sum(n), max(s) FROM wide WHERE a > 3 AND a < 6 AND n > 100 \
+                   AND s LIKE '%9%'";
+        assert_eq!(rows(s, sql), ["230|572479.5|row 999"]);
+        let or = "SELECT count(*) FROM wide WHERE (a = 1 OR b = 1) AND n < 30";
+        assert_eq!(rows(s, or), ["6"]);
+        // An error where the whole filter raises one, none where a leading conjunct
+        // rejects the row first (PostgreSQL's order of evaluation).
+        assert_eq!(
+            codes(s, "SELECT s FROM wide WHERE a > 0 AND 10 / b > 1"),
+            ["22012"]
+        );
+        assert_eq!(
+            codes(s, "SELECT s FROM wide WHERE 10 / a > 1 AND b > 0"),
+            ["22012"]
+        );
+        let guarded = "SELECT count(*) FROM wide WHERE b > 0 AND 10 / b > 2 AND n IS NOT NULL";
+        assert_eq!(rows(s, guarded), ["1800"]);
+    });
+}
+
+#[test]
+fn a_date_compared_with_a_timestamp_is_its_midnight_in_any_zone() {
+    with_session(8 << 20, |s| {
+        let c = q(
+            s,
+            "SET TimeZone = 'America/New_York';
+             CREATE TABLE d (x date);
+             INSERT INTO d VALUES ('2020-01-01'), ('2019-12-31'), ('infinity')",
+        );
+        assert!(c.results.iter().all(|r| r.is_ok()), "{:?}", c.results);
+        let sql = "SELECT x, x >= timestamp '2019-12-31 22:00', x < timestamp '2020-01-01 00:30', \
+                   timestamp '2020-01-01' <= x FROM d ORDER BY x";
+        assert_eq!(
+            rows(s, sql),
+            ["2019-12-31|f|t|f", "2020-01-01|t|t|t", "infinity|t|f|t"]
+        );
+        let plan = rows(
+            s,
+            "EXPLAIN (COSTS OFF) SELECT * FROM d WHERE x < timestamp '2020-01-02'",
+        );
+        assert_eq!(
+            plan,
+            [
+                "Seq Scan on d",
+                "  Filter: (x < '2020-01-02 00:00:00'::timestamp without time zone)"
+            ]
+        );
+    });
+}
