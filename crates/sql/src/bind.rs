@@ -1190,27 +1190,7 @@ impl Binder {
                 Ok((mk(l, r), res))
             }
             _ => {
-                // Resolve the operand types: unknown takes the other side's type.
-                let t = match (lt, rt) {
-                    (SqlType::Unknown, SqlType::Unknown) => {
-                        if op == BinOp::Eq || op == BinOp::Ne || is_cmp(op) {
-                            SqlType::Text
-                        } else {
-                            SqlType::Int4
-                        }
-                    }
-                    (SqlType::Unknown, t) | (t, SqlType::Unknown) => t,
-                    (a, b) if a.is_number() && b.is_number() => crate::numeric::wider(a, b),
-                    (a, b) if a == b => a,
-                    // bpchar against text: both as text (bpchar's implicit cast).
-                    (SqlType::Bpchar, SqlType::Text) | (SqlType::Text, SqlType::Bpchar) => {
-                        SqlType::Text
-                    }
-                    (a, b) if is_datetime(a) && is_datetime(b) && is_cmp(op) => {
-                        wider_datetime(a, b)
-                    }
-                    (a, b) => return Err(mismatch(sym, a, b)),
-                };
+                let t = operand_type(op, lt, rt)?;
                 if is_order_cmp(op)
                     && matches!(
                         (lt, rt),
@@ -1912,6 +1892,21 @@ pub(crate) fn bin_op_of(op: &ast::BinaryOperator) -> SqlResult<BinOp> {
         ast::BinaryOperator::Modulo => BinOp::Mod,
         ast::BinaryOperator::StringConcat => BinOp::Concat,
         other => return Err(SqlError::unsupported(format!("the operator {other}"))),
+    })
+}
+
+/// The type both operands of `op` take: unknown takes the other side's type.
+fn operand_type(op: BinOp, lt: SqlType, rt: SqlType) -> SqlResult<SqlType> {
+    Ok(match (lt, rt) {
+        (SqlType::Unknown, SqlType::Unknown) if is_cmp(op) => SqlType::Text,
+        (SqlType::Unknown, SqlType::Unknown) => SqlType::Int4,
+        (SqlType::Unknown, t) | (t, SqlType::Unknown) => t,
+        (a, b) if a.is_number() && b.is_number() => crate::numeric::wider(a, b),
+        (a, b) if a == b => a,
+        // bpchar against text: both as text (bpchar's implicit cast).
+        (SqlType::Bpchar, SqlType::Text) | (SqlType::Text, SqlType::Bpchar) => SqlType::Text,
+        (a, b) if is_datetime(a) && is_datetime(b) && is_cmp(op) => wider_datetime(a, b),
+        (a, b) => return Err(mismatch(op.symbol(), a, b)),
     })
 }
 
