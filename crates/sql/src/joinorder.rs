@@ -33,6 +33,13 @@
 //!    parameterized index scan) when outer rows × ([`PROBE_ROWS`] + rows per probe) is below the
 //!    table's rows; the inner scan's index condition reads the outer row
 //!    ([`index_nested_loop`]).
+//! 10. A WHERE conjunct with a correlated subquery that reads one leaf (its own
+//!    columns and the subquery's outer references) is tested at the first join
+//!    above that leaf, not after the last: the joins that shrink the leaf's rows
+//!    come first, and the test runs where parallel workers run the join. The
+//!    subquery's outer references index the tree's row, so the joined row is put
+//!    in that layout for the test ([`tested_whole`]). One over several leaves
+//!    stays above the whole tree.
 
 use crate::analyze::{JoinKind, Rel};
 use crate::bind::{BinOp, Expr};
@@ -69,6 +76,9 @@ struct Leaf<'q> {
 struct Cond {
     expr: Expr,
     mask: u64,
+    /// Join order rule 10: a correlated subquery's conjunct over one leaf, tested
+    /// at the first join above it over the tree's row.
+    lifted: bool,
 }
 
 /// How a set of leaves is joined (the search's result).
@@ -153,6 +163,14 @@ pub(crate) fn plan(
     let (mut conds, mut top) = (Vec::new(), Vec::new());
     for c in all {
         let mask = leaf_mask(&c, &leaves);
+        if let Some(mask) = lifted_mask(&c, &leaves, width) {
+            conds.push(Cond {
+                expr: c,
+                mask,
+                lifted: true,
+            });
+            continue;
+        }
         if !planner::within(&c, 0..width) || mask == 0 {
             top.push(c);
         } else if mask.count_ones() == 1 {
@@ -163,7 +181,11 @@ pub(crate) fn plan(
                 let l = &mut leaves[i];
                 l.conjs.push(planner::shift(r, l.offset));
             }
-            conds.push(Cond { expr: c, mask });
+            conds.push(Cond {
+                expr: c,
+                mask,
+                lifted: false,
+            });
         }
     }
     let sizes = Sizes::new(rels);
@@ -180,6 +202,12 @@ pub(crate) fn plan(
     let keep = kept_columns(width, needed, &conds, &top);
     let mut used = vec![false; conds.len()];
     let (p, layout) = build(&best.tree, (&leaves, &conds, &sel, &keep), &mut used, rels)?;
+    // A lifted conjunct no join took (an index nested loop's) is tested on top.
+    for (c, u) in conds.iter().zip(&used) {
+        if c.lifted && !u {
+            top.push(c.expr.clone());
+        }
+    }
     let p = restore(p, &layout, width);
     Ok(planner::with_filter(p, planner::and_all(top)))
 }
@@ -438,7 +466,61 @@ fn build(
         here,
         (widths, rels.switches()),
     )?;
-    Ok((p, layout))
+    let lifted = lifted_at(conds, used, mask);
+    Ok((tested_whole(p, &layout, lifted, leaves), layout))
+}
+
+/// Join order rule 10: the mask of the one leaf a correlated subquery's
+/// conjunct `c` reads (its own columns and its subqueries' outer references), if
+/// it reads one and only columns of the tree's row.
+fn lifted_mask(c: &Expr, leaves: &[Leaf<'_>], width: usize) -> Option<u64> {
+    if !planner::has_correlated(c) {
+        return None;
+    }
+    let mut cols = Vec::new();
+    planner::correlated_columns(c, &mut cols);
+    crate::privileges::expr_columns(c, &mut cols);
+    if cols.iter().any(|&x| x >= width) {
+        return None;
+    }
+    let mut mask = 0u64;
+    for x in cols {
+        let i = leaves
+            .iter()
+            .position(|l| (l.offset..l.offset + l.width).contains(&x))?;
+        mask |= 1 << i;
+    }
+    (mask.count_ones() == 1).then_some(mask)
+}
+
+/// The lifted conjuncts not yet used whose leaf is in `mask`; marks them used.
+fn lifted_at(conds: &[Cond], used: &mut [bool], mask: u64) -> Vec<Expr> {
+    let mut out = Vec::new();
+    for (k, c) in conds.iter().enumerate() {
+        if c.lifted && !used[k] && c.mask & mask == c.mask {
+            used[k] = true;
+            out.push(c.expr.clone());
+        }
+    }
+    out
+}
+
+/// `p` (rows laid out as `layout`) filtered by `conds` over the tree's row
+/// (join order rule 10): each row put in the tree's layout (the columns of other
+/// leaves NULL) for the test, then back.
+fn tested_whole(p: Plan, layout: &[usize], conds: Vec<Expr>, leaves: &[Leaf<'_>]) -> Plan {
+    let Some(cond) = planner::and_all(conds) else {
+        return p;
+    };
+    let width = leaves.iter().map(|l| l.offset + l.width).max().unwrap_or(0);
+    let whole = restore(p, layout, width);
+    Plan::Project {
+        input: Box::new(Plan::Filter {
+            input: Box::new(whole),
+            cond,
+        }),
+        exprs: layout.iter().map(|&c| Expr::Col(c)).collect(),
+    }
 }
 
 /// Join order rule 9: `inner`, a table leaf with an index on a column that a
@@ -540,7 +622,7 @@ fn conds_at(
     layout.extend(li);
     let mut here = Vec::new();
     for (k, c) in conds.iter().enumerate() {
-        if !used[k] && c.mask & mask == c.mask {
+        if !used[k] && !c.lifted && c.mask & mask == c.mask {
             used[k] = true;
             here.push(remap(c.expr.clone(), &layout));
         }

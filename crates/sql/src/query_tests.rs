@@ -1722,3 +1722,44 @@ fn a_date_compared_with_a_timestamp_is_its_midnight_in_any_zone() {
         );
     });
 }
+
+#[test]
+fn a_correlated_subquery_over_one_table_is_tested_at_its_first_join() {
+    with_session(8 << 20, |s| {
+        let c = q(
+            s,
+            "CREATE TABLE li (ok int, sk int, late bool);
+             CREATE INDEX li_ok ON li (ok);
+             CREATE TABLE su (sk int, nk int);
+             CREATE TABLE na (nk int, name text);
+             CREATE TABLE od (ok int, st text);
+             INSERT INTO li SELECT i / 3, i % 7, i % 2 = 0 FROM generate_series(0, 2999) i;
+             INSERT INTO su SELECT i, i % 3 FROM generate_series(0, 6) i;
+             INSERT INTO na VALUES (0, 'a'), (1, 'b'), (2, 'c');
+             INSERT INTO od SELECT i, CASE WHEN i % 3 = 0 THEN 'F' ELSE 'O' END
+                 FROM generate_series(0, 999) i;
+             ANALYZE li; ANALYZE su; ANALYZE na; ANALYZE od",
+        );
+        assert!(c.results.iter().all(|r| r.is_ok()), "{:?}", c.results);
+        // TPC-H Q21's shape: join order rule 10 tests the subqueries on l1's join
+        // with the suppliers, below the join with od.
+        let sql = "SELECT su.sk, count(*) FROM li l1, su, na, od \
+             WHERE l1.sk = su.sk AND su.nk = na.nk AND na.name = 'b' AND od.ok = l1.ok \
+             AND od.st = 'F' AND l1.late \
+             AND EXISTS (SELECT * FROM li l2 WHERE l2.ok = l1.ok AND l2.sk <> l1.sk) \
+             AND NOT EXISTS (SELECT * FROM li l3 WHERE l3.ok = l1.ok AND l3.sk <> l1.sk \
+                 AND l3.late) \
+             GROUP BY su.sk ORDER BY 1";
+        assert_eq!(rows(s, sql), ["1|24", "4|24"]);
+        let plan = rows(s, &format!("EXPLAIN (COSTS OFF) {sql}"));
+        let filter = plan
+            .iter()
+            .position(|l| l.contains("Filter: ((SubPlan 1) AND (NOT (SubPlan 2)))"))
+            .unwrap_or_else(|| panic!("{plan:#?}"));
+        // On the join of l1 with the suppliers, not on the join with od above it.
+        assert!(
+            plan[filter - 1].contains("Hash Cond: (l1.sk = su.sk)"),
+            "{plan:#?}"
+        );
+    });
+}
