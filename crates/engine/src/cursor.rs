@@ -42,6 +42,11 @@
 //!    test passes: a filter that rejects most rows on a date never pays for
 //!    their numerics and strings.
 //!
+//! 10. An index cursor's batch fetches its heap tuples through one
+//!     [`index::Fetcher`]: a heap page stays pinned while consecutive entries
+//!     point into it (a range over a clustered key reads each page once), and the
+//!     commit status of the last inserter is remembered across tuples.
+//!
 //! Memory: one batch, O([`SCAN_BATCH_ROWS`] + rows of one page), whatever the table.
 
 use crate::access::{self, Snapshot};
@@ -339,10 +344,11 @@ impl<'e> IndexCursor<'e> {
             // Standby rule 9: replay may have removed entries this scan needed.
             return Err(EngineError::RecoveryConflict);
         }
+        let mut fetcher = index::Fetcher::new(sh, heap)?;
         for (_, tid) in &tids {
             let mask = self.mask.as_deref();
             let row = &mut self.row;
-            let got = index::fetch(sh, heap, *tid, snap, self.my, |t| {
+            let got = fetcher.fetch(*tid, snap, self.my, |t| {
                 crate::toast::decode_row_into(sh, heap, &rel.columns, t, mask, row)
             })?;
             if got.is_some() {

@@ -226,6 +226,67 @@ pub(crate) fn fetch<R>(
     }
 }
 
+/// Heap fetches of one batch of index entries (cursor rule 10): the heap's length
+/// read once, a page kept pinned while the entries stay on it, and the commit
+/// status of the last inserter and deleter remembered across tuples.
+pub(crate) struct Fetcher<'a> {
+    sh: &'a Shared,
+    heap: RelKey,
+    nblocks: u32,
+    page: Option<(u32, strata_buffer::PinnedBuffer<'a>)>,
+    memo: access::XidMemo,
+}
+
+impl<'a> Fetcher<'a> {
+    /// After the batch's entries are read: every heap tuple they name is below
+    /// the length read here (a tuple is written before its entry).
+    pub(crate) fn new(sh: &'a Shared, heap: RelKey) -> Result<Self> {
+        Ok(Fetcher {
+            sh,
+            heap,
+            nblocks: sh.smgr.nblocks(heap, ForkNumber::Main)?,
+            page: None,
+            memo: access::XidMemo::default(),
+        })
+    }
+
+    /// [`fetch`] of `tid` through the batch's pinned page and memo.
+    pub(crate) fn fetch<R>(
+        &mut self,
+        tid: Tid,
+        snap: &Snapshot<'_>,
+        my: Option<Xid>,
+        f: impl FnOnce(&[u8]) -> Result<R>,
+    ) -> Result<Option<R>> {
+        let b = tid.block.0;
+        if b >= self.nblocks {
+            return Ok(None);
+        }
+        if self.page.as_ref().is_none_or(|(at, _)| *at != b) {
+            self.page = None;
+            let buf = self
+                .sh
+                .pool
+                .read_buffer(heap_tag(self.heap, b), ReadMode::Normal)?;
+            self.page = Some((b, buf));
+        }
+        let (_, buf) = self.page.as_ref().expect("pinned above");
+        let g = buf.read();
+        if snap.cancelled_by_recovery() {
+            return Err(EngineError::RecoveryConflict);
+        }
+        match strata_page::item(&g, tid.offset as usize) {
+            Some(t)
+                if t.len() >= heap::TUPLE_HEADER_BYTES
+                    && access::visible_memo(snap, t, my, &mut self.memo) =>
+            {
+                f(t).map(Some)
+            }
+            _ => Ok(None),
+        }
+    }
+}
+
 /// The key columns of a row, for 23505's detail.
 fn key_values(rel: &RelEntry, ix: &IndexDef, row: &[Datum]) -> Vec<(String, Datum)> {
     ix.columns

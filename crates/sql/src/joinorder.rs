@@ -34,12 +34,12 @@
 //!    table's rows; the inner scan's index condition reads the outer row
 //!    ([`index_nested_loop`]).
 //! 10. A WHERE conjunct with a correlated subquery that reads one leaf (its own
-//!    columns and the subquery's outer references) is tested at the first join
-//!    above that leaf, not after the last: the joins that shrink the leaf's rows
-//!    come first, and the test runs where parallel workers run the join. The
-//!    subquery's outer references index the tree's row, so the joined row is put
-//!    in that layout for the test ([`tested_whole`]). One over several leaves
-//!    stays above the whole tree.
+//!     columns and the subquery's outer references) is tested at the first join
+//!     above that leaf, not after the last: the joins that shrink the leaf's rows
+//!     come first, and the test runs where parallel workers run the join. The
+//!     subquery's outer references index the tree's row, so the joined row is put
+//!     in that layout for the test ([`tested_whole`]). One over several leaves
+//!     stays above the whole tree.
 
 use crate::analyze::{JoinKind, Rel};
 use crate::bind::{BinOp, Expr};
