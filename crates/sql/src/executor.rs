@@ -537,6 +537,10 @@ struct Scan<'a> {
     parallel: bool,
     /// The filter's part tested before the other columns are decoded.
     early: Option<Early>,
+    /// The filter without what the index range enforces (plan rule 3), and
+    /// whether the scan reads through the index (else the whole filter applies).
+    residual: Option<Expr>,
+    through_index: bool,
 }
 
 /// Executor rule 6: a sequential scan's filter split for the engine's early
@@ -605,6 +609,11 @@ impl<'a> Scan<'a> {
             take: None,
             parallel: false,
             early: None,
+            residual: match (path, filter) {
+                (Some(p), Some(f)) => p.residual(f),
+                _ => None,
+            },
+            through_index: false,
         }
     }
 
@@ -630,6 +639,7 @@ impl<'a> Scan<'a> {
             }
             (c, _) => c,
         };
+        self.through_index = matches!(c, Cursor::Index(_));
         let c = match (c, self.cols) {
             (Cursor::Seq(s), Some(m)) => Cursor::Seq(s.only(m.to_vec())),
             (Cursor::Index(i), Some(m)) => Cursor::Index(i.only(m.to_vec())),
@@ -659,7 +669,10 @@ impl<'a> Scan<'a> {
         let mut inline = self.filter.as_ref().is_none_or(bind::engine_free);
         let mut rows = Vec::new();
         let mut passed = 0;
-        let (filter, take) = (self.filter, self.take);
+        let (filter, take) = (
+            active(self.filter, &self.residual, self.through_index),
+            self.take,
+        );
         let (early, recheck) = (self.early.as_ref(), std::cell::Cell::new(false));
         let mut test = |r: &[Datum]| early_test(cx, early, &recheck, r);
         let mut visit = |r: &mut Tuple| {
@@ -714,7 +727,10 @@ impl<'a> Node<'a> for Scan<'a> {
         if matches!(self.cursor, Cursor::Unopened) {
             self.cursor = self.open(cx)?;
         }
-        let (filter, take) = (self.filter, self.take);
+        let (filter, take) = (
+            active(self.filter, &self.residual, self.through_index),
+            self.take,
+        );
         let (early, recheck) = (self.early.as_ref(), std::cell::Cell::new(false));
         let mut test = |r: &[Datum]| early_test(cx, early, &recheck, r);
         let failed = RefCell::new(None);
@@ -765,7 +781,8 @@ impl<'a> Node<'a> for Scan<'a> {
                     self.passed -= 1;
                     return Ok(Some(row));
                 }
-                if cx.holds(self.filter, &row)? {
+                let filter = active(self.filter, &self.residual, self.through_index);
+                if cx.holds(filter, &row)? {
                     return Ok(Some(narrow(self.take, &mut row)));
                 }
             }
@@ -773,6 +790,19 @@ impl<'a> Node<'a> for Scan<'a> {
                 return Ok(None);
             }
         }
+    }
+}
+
+/// The filter a scan's rows are tested by: through an index, what its range does
+/// not enforce (plan rule 3); else the whole filter.
+fn active<'f>(
+    filter: &'f Option<Expr>,
+    residual: &'f Option<Expr>,
+    index: bool,
+) -> &'f Option<Expr> {
+    match index {
+        true => residual,
+        false => filter,
     }
 }
 

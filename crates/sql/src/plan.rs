@@ -16,7 +16,10 @@
 //!    also weigh selectivity; with equalities first the choice is the same for
 //!    key lookups).
 //! 3. The WHERE is still applied to every row the index gives (engine index rule 4),
-//!    so a path only narrows what is read, never what qualifies.
+//!    but for the conjuncts the range enforces exactly ([`IndexPath::residual`]: a
+//!    bound or equality on a column whose keys sort as SQL compares, plan rule 6's
+//!    types), which PostgreSQL does not test again either. Where the range does
+//!    not evaluate (rule 4) the whole WHERE is applied.
 //! 4. A value that does not convert exactly to its column's key (a numeric against an
 //!    integer column) gives no range: the statement reads every page instead, with
 //!    the same result.
@@ -42,10 +45,14 @@ pub struct IndexPath {
     /// The column after the equalities is IS NOT NULL and has no bound (plan rule
     /// 6): its NULL keys are not read.
     not_null: bool,
+    /// The conjuncts the range enforces exactly (plan rule 3).
+    covers: Vec<Expr>,
 }
 
 /// A conjunct `col op value` (plan rule 1), with `op` as seen from the column.
 struct Cmp<'a> {
+    /// The conjunct itself.
+    whole: &'a Expr,
     col: usize,
     /// The column is compared without its trailing spaces (plan rule 5).
     trimmed: bool,
@@ -109,12 +116,14 @@ fn conjuncts<'a>(e: &'a Expr, out: &mut Vec<Cmp<'a>>) {
         {
             match (column_of(a), column_of(b)) {
                 (Some((col, trimmed)), None) if is_value(b) => out.push(Cmp {
+                    whole: e,
                     col,
                     trimmed,
                     op: *op,
                     value: b,
                 }),
                 (None, Some((col, trimmed))) if is_value(a) => out.push(Cmp {
+                    whole: e,
                     col,
                     trimmed,
                     op: flip(*op),
@@ -160,8 +169,10 @@ fn prefix_path(ix: &IndexDef, columns: &[Column], cmps: &[Cmp<'_>]) -> IndexPath
         types: Vec::new(),
         backward: false,
         not_null: false,
+        covers: Vec::new(),
     };
     for &c in &ix.columns {
+        let exact = orders_as_sql(&columns[c]);
         // Plan rule 5: as the engine keys the column.
         let trimmed = columns[c].padded;
         let on = |op: BinOp| {
@@ -171,6 +182,9 @@ fn prefix_path(ix: &IndexDef, columns: &[Column], cmps: &[Cmp<'_>]) -> IndexPath
         if let Some(eq) = on(BinOp::Eq) {
             path.eq.push(eq.value.clone());
             path.types.push(columns[c].ty);
+            if exact {
+                path.covers.push(eq.whole.clone());
+            }
             continue;
         }
         let lo = on(BinOp::Ge)
@@ -181,6 +195,10 @@ fn prefix_path(ix: &IndexDef, columns: &[Column], cmps: &[Cmp<'_>]) -> IndexPath
             .or(on(BinOp::Lt).map(|x| (x, false)));
         path.lo = lo.map(|(x, incl)| (x.value.clone(), incl));
         path.hi = hi.map(|(x, incl)| (x.value.clone(), incl));
+        if exact {
+            let bounds = lo.into_iter().chain(hi).map(|(x, _)| x.whole.clone());
+            path.covers.extend(bounds);
+        }
         if lo.is_some() || hi.is_some() {
             path.types.push(columns[c].ty);
         }
@@ -303,6 +321,15 @@ fn key_value(d: Datum, ty: ColType) -> Option<Datum> {
 }
 
 impl IndexPath {
+    /// `filter` without the conjuncts this path's range enforces exactly (plan
+    /// rule 3), for the rows the range gives.
+    pub fn residual(&self, filter: &Expr) -> Option<Expr> {
+        let mut conjs = Vec::new();
+        crate::planner::split_and(filter.clone(), &mut conjs);
+        conjs.retain(|c| !self.covers.contains(c));
+        crate::planner::and_all(conjs)
+    }
+
     /// The index conditions (EXPLAIN's Index Cond): per condition, the index
     /// column's position in the index, the operator as seen from the column, and
     /// the value.

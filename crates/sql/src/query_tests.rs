@@ -1763,3 +1763,46 @@ fn a_correlated_subquery_over_one_table_is_tested_at_its_first_join() {
         );
     });
 }
+
+#[test]
+fn an_index_scan_tests_only_what_its_range_does_not_enforce() {
+    with_session(8 << 20, |s| {
+        let c = q(
+            s,
+            "CREATE TABLE rng (k int PRIMARY KEY, c char(4), n numeric);
+             CREATE INDEX rng_c ON rng (c);
+             INSERT INTO rng SELECT i, (i % 10)::text, i / 2.0 FROM generate_series(1, 500) i",
+        );
+        assert!(c.results.iter().all(|r| r.is_ok()), "{:?}", c.results);
+        // Plan rule 3: the covered bounds go, the others stay.
+        let cases = [
+            ("k BETWEEN 10 AND 20 AND k > 15", "5"),
+            ("k >= 10 AND k < 20 AND n > 7", "5"),
+            ("k = 7 AND k > 8", "0"),
+            ("k = 7.5", "0"),
+            ("k < 3 OR k > 498", "4"),
+            ("c = '3' AND k < 100", "10"),
+            ("c = '3 ' AND k > 490", "1"),
+            ("k > 495 AND NULL::int IS NULL", "5"),
+        ];
+        for (w, n) in cases {
+            assert_eq!(
+                rows(s, &format!("SELECT count(*) FROM rng WHERE {w}")),
+                [n],
+                "{w}"
+            );
+        }
+        let plan = rows(
+            s,
+            "EXPLAIN (COSTS OFF) SELECT * FROM rng WHERE k BETWEEN 10 AND 20 AND k > 15",
+        );
+        assert_eq!(
+            plan,
+            [
+                "Index Scan using rng_pkey on rng",
+                "  Index Cond: ((k >= 10) AND (k <= 20))",
+                "  Filter: (k > 15)"
+            ]
+        );
+    });
+}
