@@ -12,11 +12,6 @@ use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// The server's allocator: mimalloc (per-thread free lists, no arena locks),
-/// measured against glibc's in docs/BENCHMARKS.md.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 #[derive(Parser)]
 #[command(
     name = "strata",
