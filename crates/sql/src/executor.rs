@@ -43,6 +43,7 @@ use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 use strata_engine::{Engine, IndexCursor, SeqCursor, Snapshot, Txn};
 
+pub mod instrument;
 mod keymap;
 mod workers;
 
@@ -116,6 +117,23 @@ pub struct SubCache {
     work: RefCell<HashMap<usize, Rc<Vec<Tuple>>>>,
     /// Shared WITH queries' rows, by id (cte rule 2).
     ctes: RefCell<HashMap<usize, Rc<Vec<Tuple>>>>,
+    /// Index scans' residual filters (plan rule 3), by their filter's address.
+    residuals: RefCell<HashMap<usize, Rc<Option<Expr>>>>,
+}
+
+impl SubCache {
+    /// The part of an index scan's `filter` its range `path` does not enforce,
+    /// made once per statement: the subqueries in it are keyed by their address
+    /// (subquery rule 1), so it must live as long as the statement, and not be
+    /// made again per run of a subquery, when a new copy could take the address
+    /// of another subquery's freed one and be given that one's plan or result.
+    fn residual(&self, path: &IndexPath, filter: &Expr) -> Rc<Option<Expr>> {
+        let key = filter as *const Expr as usize;
+        let mut kept = self.residuals.borrow_mut();
+        kept.entry(key)
+            .or_insert_with(|| Rc::new(path.residual(filter)))
+            .clone()
+    }
 }
 
 /// (scope depth, column) of the outer columns a correlated subquery reads.
@@ -332,6 +350,17 @@ trait Node<'a> {
         }
         Ok(())
     }
+
+    /// The rows its own filter rejected so far, for EXPLAIN ANALYZE's `Rows
+    /// Removed by Filter` (None: it has no filter).
+    fn removed(&self) -> Option<u64> {
+        None
+    }
+
+    /// What EXPLAIN ANALYZE adds under it (a sort's method and memory).
+    fn analysis(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 type Op<'a> = Box<dyn Node<'a> + 'a>;
@@ -353,8 +382,13 @@ pub fn run<'a>(
     Ok(n)
 }
 
-/// The operator tree of a plan.
+/// The operator tree of a plan, each operator counted in an instrumented run
+/// (instrument rule 1).
 fn build<'a>(p: &'a Plan) -> Op<'a> {
+    instrument::wrap(build_op(p), p)
+}
+
+fn build_op<'a>(p: &'a Plan) -> Op<'a> {
     match p {
         Plan::Result => Box::new(OneRow(false)),
         Plan::SeqScan { .. } | Plan::IndexScan { .. } => Box::new(scan_of(p)),
@@ -367,7 +401,7 @@ fn build<'a>(p: &'a Plan) -> Op<'a> {
             ..
         } => Box::new(Series::new((start, stop, step.as_ref()), *ty)),
         Plan::Values(rows) => Box::new(Held::new(Source::Values(rows), &None)),
-        Plan::Filter { input, cond } => Box::new(Filter(build(input), cond)),
+        Plan::Filter { input, cond } => Box::new(Filter(build(input), cond, 0)),
         Plan::Project { input, exprs } => match (&**input, moves(exprs)) {
             // A scan's projection to the columns read above (a join leaf's: join
             // order rule 7) is the scan's own: each row it keeps is made that narrow
@@ -539,8 +573,10 @@ struct Scan<'a> {
     early: Option<Early>,
     /// The filter without what the index range enforces (plan rule 3), and
     /// whether the scan reads through the index (else the whole filter applies).
-    residual: Option<Expr>,
+    residual: Rc<Option<Expr>>,
     through_index: bool,
+    /// Rows the filter rejected (EXPLAIN ANALYZE).
+    rejected: u64,
 }
 
 /// Executor rule 6: a sequential scan's filter split for the engine's early
@@ -609,11 +645,9 @@ impl<'a> Scan<'a> {
             take: None,
             parallel: false,
             early: None,
-            residual: match (path, filter) {
-                (Some(p), Some(f)) => p.residual(f),
-                _ => None,
-            },
+            residual: Rc::new(None),
             through_index: false,
+            rejected: 0,
         }
     }
 
@@ -640,6 +674,9 @@ impl<'a> Scan<'a> {
             (c, _) => c,
         };
         self.through_index = matches!(c, Cursor::Index(_));
+        if let (Some(p), Some(f)) = (self.path, self.filter) {
+            self.residual = cx.subs.residual(p, f);
+        }
         let c = match (c, self.cols) {
             (Cursor::Seq(s), Some(m)) => Cursor::Seq(s.only(m.to_vec())),
             (Cursor::Index(i), Some(m)) => Cursor::Index(i.only(m.to_vec())),
@@ -674,7 +711,12 @@ impl<'a> Scan<'a> {
             self.take,
         );
         let (early, recheck) = (self.early.as_ref(), std::cell::Cell::new(false));
-        let mut test = |r: &[Datum]| early_test(cx, early, &recheck, r);
+        let rejected = std::cell::Cell::new(0u64);
+        let mut test = |r: &[Datum]| {
+            let ok = early_test(cx, early, &recheck, r);
+            rejected.set(rejected.get() + u64::from(!ok));
+            ok
+        };
         let mut visit = |r: &mut Tuple| {
             if inline {
                 match cx.holds(rest_of(filter, early, &recheck), r) {
@@ -682,7 +724,7 @@ impl<'a> Scan<'a> {
                         passed += 1;
                         return rows.push(narrow(take, r));
                     }
-                    Ok(false) => return,
+                    Ok(false) => return rejected.set(rejected.get() + 1),
                     Err(_) => inline = false,
                 }
             }
@@ -695,6 +737,7 @@ impl<'a> Scan<'a> {
             Cursor::Unopened | Cursor::Done => Ok(false),
         }
         .map_err(SqlError::from)?;
+        self.rejected += rejected.get();
         if !more {
             self.cursor = Cursor::Done;
         }
@@ -732,7 +775,12 @@ impl<'a> Node<'a> for Scan<'a> {
             self.take,
         );
         let (early, recheck) = (self.early.as_ref(), std::cell::Cell::new(false));
-        let mut test = |r: &[Datum]| early_test(cx, early, &recheck, r);
+        let rejected = std::cell::Cell::new(0u64);
+        let mut test = |r: &[Datum]| {
+            let ok = early_test(cx, early, &recheck, r);
+            rejected.set(rejected.get() + u64::from(!ok));
+            ok
+        };
         let failed = RefCell::new(None);
         let mut out: Tuple = Vec::new();
         let mut visit = |r: &mut Tuple| {
@@ -751,7 +799,13 @@ impl<'a> Node<'a> for Scan<'a> {
             };
             if let Err(e) = cx
                 .holds(rest_of(filter, early, &recheck), r)
-                .and_then(|ok| if ok { lend(r) } else { Ok(()) })
+                .and_then(|ok| match ok {
+                    true => lend(r),
+                    false => {
+                        rejected.set(rejected.get() + 1);
+                        Ok(())
+                    }
+                })
             {
                 *failed = Some(e);
             }
@@ -764,6 +818,7 @@ impl<'a> Node<'a> for Scan<'a> {
                 Cursor::Unopened | Cursor::Done => Ok(false),
             }
             .map_err(SqlError::from)?;
+            self.rejected += rejected.take();
             if let Some(e) = failed.borrow_mut().take() {
                 return Err(e);
             }
@@ -785,11 +840,16 @@ impl<'a> Node<'a> for Scan<'a> {
                 if cx.holds(filter, &row)? {
                     return Ok(Some(narrow(self.take, &mut row)));
                 }
+                self.rejected += 1;
             }
             if matches!(self.cursor, Cursor::Done) || !self.fill(cx)? {
                 return Ok(None);
             }
         }
+    }
+
+    fn removed(&self) -> Option<u64> {
+        self.filter.as_ref().map(|_| self.rejected)
     }
 }
 
@@ -1014,7 +1074,8 @@ impl<'a> Node<'a> for Series<'a> {
     }
 }
 
-struct Filter<'a>(Op<'a>, &'a Expr);
+/// `.2`: the rows rejected.
+struct Filter<'a>(Op<'a>, &'a Expr, u64);
 
 impl<'a> Node<'a> for Filter<'a> {
     fn drain(
@@ -1023,11 +1084,13 @@ impl<'a> Node<'a> for Filter<'a> {
         engine_free: bool,
         f: &mut dyn FnMut(&[Datum]) -> SqlResult<()>,
     ) -> SqlResult<()> {
-        let cond = self.1;
+        let (cond, rejected) = (self.1, &mut self.2);
         let free = engine_free && bind::engine_free(cond);
         self.0.drain(cx, free, &mut |row| {
             if bind::is_true(&cx.eval(cond, row)?) {
                 f(row)?;
+            } else {
+                *rejected += 1;
             }
             Ok(())
         })
@@ -1038,8 +1101,13 @@ impl<'a> Node<'a> for Filter<'a> {
             if bind::is_true(&cx.eval(self.1, &row)?) {
                 return Ok(Some(row));
             }
+            self.2 += 1;
         }
         Ok(None)
+    }
+
+    fn removed(&self) -> Option<u64> {
+        Some(self.2)
     }
 }
 
@@ -1954,6 +2022,8 @@ struct SortOp<'a> {
     keys: &'a [SortSpec],
     bound: &'a Option<Box<(Option<Expr>, Option<Expr>)>>,
     out: Option<crate::sort::Sorted<'a>>,
+    /// How it sorted, for EXPLAIN ANALYZE.
+    method: Option<String>,
 }
 
 impl<'a> SortOp<'a> {
@@ -1967,6 +2037,7 @@ impl<'a> SortOp<'a> {
             keys,
             bound,
             out: None,
+            method: None,
         }
     }
 
@@ -2010,6 +2081,7 @@ impl<'a> SortOp<'a> {
             let k = self.keys_of(&row);
             sorter.push(row, k)?;
         }
+        self.method = Some(sorter.method());
         sorter.finish_stream()
     }
 }
@@ -2020,6 +2092,13 @@ impl<'a> Node<'a> for SortOp<'a> {
             self.out = Some(self.sorted(cx)?);
         }
         self.out.as_mut().expect("sorted above").next_row()
+    }
+
+    fn analysis(&self) -> Vec<String> {
+        self.method
+            .iter()
+            .map(|m| format!("Sort Method: {m}"))
+            .collect()
     }
 }
 
@@ -2298,6 +2377,9 @@ impl<'a> Node<'a> for CteScan<'a> {
             let rows = match kept {
                 Some(rows) => rows,
                 None => {
+                    if let Some(i) = instrument::current() {
+                        i.note_cte(self.id, self.plan);
+                    }
                     let mut meter = Meter::new(cx, "A WITH query's rows");
                     let rows = Rc::new(drain(&mut build(self.plan), cx, &mut meter)?);
                     cx.subs.ctes.borrow_mut().insert(self.id, rows.clone());

@@ -1806,3 +1806,37 @@ fn an_index_scan_tests_only_what_its_range_does_not_enforce() {
         );
     });
 }
+
+#[test]
+fn an_index_scans_residual_keeps_its_subqueries_apart_across_runs() {
+    // TPC-H Q20's shape: a correlated IN whose index scan tests two subqueries
+    // after its range. Made per run, the residual's subqueries took the freed
+    // addresses of earlier runs' copies and were answered with the other's result.
+    with_session(8 << 20, |s| {
+        let c = q(
+            s,
+            "CREATE TABLE sup (k int PRIMARY KEY);
+             CREATE TABLE ps (pk int, sk int, qty int);
+             CREATE INDEX ps_sk ON ps (sk);
+             CREATE TABLE pt (p int PRIMARY KEY, name text);
+             INSERT INTO sup SELECT i FROM generate_series(1, 300) i;
+             INSERT INTO ps SELECT i % 100, i % 300, i FROM generate_series(1, 3000) i;
+             INSERT INTO pt SELECT i, CASE WHEN i % 7 = 0 THEN 'forest' ELSE 'x' END
+               FROM generate_series(0, 99) i;
+             ANALYZE",
+        );
+        assert!(c.results.iter().all(|r| r.is_ok()), "{:?}", c.results);
+        let mut keys = std::collections::BTreeSet::new();
+        for i in 1..=3000 {
+            if (i % 100) % 7 == 0 && i > 1000 && i % 300 != 0 {
+                keys.insert(i % 300);
+            }
+        }
+        let query = "SELECT count(*) FROM sup WHERE k IN (SELECT sk FROM ps
+                       WHERE qty > (SELECT 1000)
+                         AND pk IN (SELECT p FROM pt WHERE name LIKE 'forest%'))";
+        let plan = rows(s, &format!("EXPLAIN (COSTS OFF) {query}")).join("\n");
+        assert!(plan.contains("Index Scan using ps_sk"), "{plan}");
+        assert_eq!(rows(s, query), [keys.len().to_string()], "{plan}");
+    });
+}

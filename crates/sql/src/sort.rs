@@ -205,6 +205,9 @@ pub struct Sorter<'a> {
     /// Under a bound, once past twice it: the kept rows as PostgreSQL's bounded
     /// heap, its top the worst of them.
     heap: Option<Vec<Keyed>>,
+    /// The most memory held and the bytes written to runs, for EXPLAIN ANALYZE.
+    peak_bytes: usize,
+    disk_bytes: usize,
 }
 
 impl<'a> Sorter<'a> {
@@ -218,6 +221,21 @@ impl<'a> Sorter<'a> {
             used_bytes: 0,
             rows: Vec::new(),
             heap: None,
+            peak_bytes: 0,
+            disk_bytes: 0,
+        }
+    }
+
+    /// How the rows are being sorted, as EXPLAIN ANALYZE's `Sort Method` shows it:
+    /// `quicksort`, `top-N heapsort` (under a bound) or `external merge` (runs on
+    /// disk), with the memory or disk used in kB.
+    pub fn method(&self) -> String {
+        let kb = |b: usize| b.div_ceil(1024);
+        let held = kb(self.peak_bytes.max(self.used_bytes));
+        match (&self.heap, self.runs.is_empty()) {
+            (_, false) => format!("external merge  Disk: {}kB", kb(self.disk_bytes)),
+            (Some(_), true) => format!("top-N heapsort  Memory: {held}kB"),
+            (None, true) => format!("quicksort  Memory: {held}kB"),
         }
     }
 
@@ -279,6 +297,8 @@ impl<'a> Sorter<'a> {
         }
         f.close_writer()?;
         self.runs.push(f);
+        self.peak_bytes = self.peak_bytes.max(self.used_bytes);
+        self.disk_bytes += self.used_bytes;
         self.used_bytes = 0;
         Ok(())
     }

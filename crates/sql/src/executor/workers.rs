@@ -76,7 +76,9 @@ pub(super) fn aggregate(
         let (tx, rx) = mpsc::channel();
         for _ in 0..n {
             let (tx, blocks, stop) = (tx.clone(), blocks.clone(), &stop);
+            let instr = super::instrument::current();
             s.spawn(move || {
+                let _counted = super::instrument::Installed::new(instr);
                 let run = |cx: &Ctx<'_>| partial(cx, input, (keys, aggs));
                 let r = match in_worker(shared, blocks, stop, run) {
                     Err(_) if stop.load(Ordering::Relaxed) => Ok(Outcome::Stopped),
@@ -319,7 +321,9 @@ fn gather<'t>(cx: &Ctx<'t>, input: &Plan, n: usize) -> SqlResult<Gathered<'t>> {
         let (tx, rx) = mpsc::sync_channel(2 * n);
         for _ in 0..n {
             let (tx, blocks, stop) = (tx.clone(), blocks.clone(), &stop);
+            let instr = super::instrument::current();
             s.spawn(move || {
+                let _counted = super::instrument::Installed::new(instr);
                 let run = |cx: &Ctx<'_>| send_rows(cx, input, &tx);
                 let msg = match in_worker(shared, blocks, stop, run) {
                     Ok(()) => Msg::Done,
