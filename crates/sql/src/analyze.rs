@@ -1172,7 +1172,7 @@ fn window_cols(e: Expr, base: usize) -> SqlResult<Expr> {
 
 /// The expressions a window function reads (for privileges).
 fn window_exprs(w: &crate::window::WinFunc) -> Vec<Expr> {
-    let mut v = crate::window::arg_exprs(w);
+    let mut v: Vec<Expr> = crate::window::arg_exprs(w).into_iter().cloned().collect();
     v.extend(w.partition.iter().cloned());
     v.extend(w.order.iter().map(|(e, _, _)| e.clone()));
     v

@@ -117,22 +117,13 @@ pub struct SubCache {
     work: RefCell<HashMap<usize, Rc<Vec<Tuple>>>>,
     /// Shared WITH queries' rows, by id (cte rule 2).
     ctes: RefCell<HashMap<usize, Rc<Vec<Tuple>>>>,
-    /// Index scans' residual filters (plan rule 3), by their filter's address.
-    residuals: RefCell<HashMap<usize, Rc<Option<Expr>>>>,
 }
 
 impl SubCache {
-    /// The part of an index scan's `filter` its range `path` does not enforce,
-    /// made once per statement: the subqueries in it are keyed by their address
-    /// (subquery rule 1), so it must live as long as the statement, and not be
-    /// made again per run of a subquery, when a new copy could take the address
-    /// of another subquery's freed one and be given that one's plan or result.
-    fn residual(&self, path: &IndexPath, filter: &Expr) -> Rc<Option<Expr>> {
-        let key = filter as *const Expr as usize;
-        let mut kept = self.residuals.borrow_mut();
-        kept.entry(key)
-            .or_insert_with(|| Rc::new(path.residual(filter)))
-            .clone()
+    /// The plan a subquery ran with in this statement, if it ran.
+    pub fn plan_run(&self, l: &SubLink) -> Option<Rc<Plan>> {
+        let key = l as *const SubLink as usize;
+        self.plans.borrow().get(&key).cloned()
     }
 }
 
@@ -573,7 +564,7 @@ struct Scan<'a> {
     early: Option<Early>,
     /// The filter without what the index range enforces (plan rule 3), and
     /// whether the scan reads through the index (else the whole filter applies).
-    residual: Rc<Option<Expr>>,
+    residual: Vec<&'a Expr>,
     through_index: bool,
     /// Rows the filter rejected (EXPLAIN ANALYZE).
     rejected: u64,
@@ -645,7 +636,10 @@ impl<'a> Scan<'a> {
             take: None,
             parallel: false,
             early: None,
-            residual: Rc::new(None),
+            residual: match (path, filter) {
+                (Some(p), Some(f)) => p.residual(f),
+                _ => Vec::new(),
+            },
             through_index: false,
             rejected: 0,
         }
@@ -674,9 +668,6 @@ impl<'a> Scan<'a> {
             (c, _) => c,
         };
         self.through_index = matches!(c, Cursor::Index(_));
-        if let (Some(p), Some(f)) = (self.path, self.filter) {
-            self.residual = cx.subs.residual(p, f);
-        }
         let c = match (c, self.cols) {
             (Cursor::Seq(s), Some(m)) => Cursor::Seq(s.only(m.to_vec())),
             (Cursor::Index(i), Some(m)) => Cursor::Index(i.only(m.to_vec())),
@@ -719,7 +710,7 @@ impl<'a> Scan<'a> {
         };
         let mut visit = |r: &mut Tuple| {
             if inline {
-                match cx.holds(rest_of(filter, early, &recheck), r) {
+                match rest_of(filter, early, &recheck).holds(cx, r) {
                     Ok(true) => {
                         passed += 1;
                         return rows.push(narrow(take, r));
@@ -797,8 +788,8 @@ impl<'a> Node<'a> for Scan<'a> {
                     f(&out)
                 }
             };
-            if let Err(e) = cx
-                .holds(rest_of(filter, early, &recheck), r)
+            if let Err(e) = rest_of(filter, early, &recheck)
+                .holds(cx, r)
                 .and_then(|ok| match ok {
                     true => lend(r),
                     false => {
@@ -837,7 +828,7 @@ impl<'a> Node<'a> for Scan<'a> {
                     return Ok(Some(row));
                 }
                 let filter = active(self.filter, &self.residual, self.through_index);
-                if cx.holds(filter, &row)? {
+                if filter.holds(cx, &row)? {
                     return Ok(Some(narrow(self.take, &mut row)));
                 }
                 self.rejected += 1;
@@ -855,14 +846,10 @@ impl<'a> Node<'a> for Scan<'a> {
 
 /// The filter a scan's rows are tested by: through an index, what its range does
 /// not enforce (plan rule 3); else the whole filter.
-fn active<'f>(
-    filter: &'f Option<Expr>,
-    residual: &'f Option<Expr>,
-    index: bool,
-) -> &'f Option<Expr> {
+fn active<'f>(filter: &'f Option<Expr>, residual: &'f [&'f Expr], index: bool) -> Test<'f> {
     match index {
-        true => residual,
-        false => filter,
+        true => Test::Conjs(residual),
+        false => Test::Whole(filter),
     }
 }
 
@@ -888,13 +875,42 @@ fn early_test(
 /// The filter a whole row is tested by: the conjuncts after the early ones, or
 /// the whole filter after an early error (executor rule 6).
 fn rest_of<'e>(
-    filter: &'e Option<Expr>,
+    filter: Test<'e>,
     early: Option<&'e Early>,
     recheck: &std::cell::Cell<bool>,
-) -> &'e Option<Expr> {
+) -> Test<'e> {
     match early {
-        Some(e) if !recheck.replace(false) => &e.rest,
+        Some(e) if !recheck.replace(false) => Test::Whole(&e.rest),
         _ => filter,
+    }
+}
+
+/// What a scan's rows are tested by: an expression, or the conjuncts of one that
+/// an index range leaves (plan rule 3).
+#[derive(Clone, Copy)]
+enum Test<'f> {
+    Whole(&'f Option<Expr>),
+    Conjs(&'f [&'f Expr]),
+}
+
+impl Test<'_> {
+    /// Whether the row passes: the conjuncts as AND takes them, in order, false
+    /// at the first false one.
+    fn holds(self, cx: &Ctx<'_>, row: &[Datum]) -> SqlResult<bool> {
+        match self {
+            Test::Whole(e) => cx.holds(e, row),
+            Test::Conjs(conjs) => {
+                let mut all = true;
+                for c in conjs {
+                    match cx.eval(c, row)? {
+                        Datum::Bool(true) => {}
+                        Datum::Bool(false) => return Ok(false),
+                        _ => all = false,
+                    }
+                }
+                Ok(all)
+            }
+        }
     }
 }
 
@@ -2453,16 +2469,20 @@ fn window_values(
     rows: &[Tuple],
     order: &[usize],
 ) -> SqlResult<(Vec<Datum>, Vec<usize>)> {
-    let eval_all =
-        |es: &[Expr], r: &Tuple| -> SqlResult<Tuple> { es.iter().map(|e| cx.eval(e, r)).collect() };
-    let order_exprs: Vec<Expr> = w.order.iter().map(|(e, _, _)| e.clone()).collect();
+    // The expressions are borrowed, never cloned: a subquery in one is known by
+    // its address (subquery rule 1).
+    let eval_all = |es: &[&Expr], r: &Tuple| -> SqlResult<Tuple> {
+        es.iter().map(|e| cx.eval(e, r)).collect()
+    };
+    let order_exprs: Vec<&Expr> = w.order.iter().map(|(e, _, _)| e).collect();
+    let partition: Vec<&Expr> = w.partition.iter().collect();
     let dirs: Vec<(bool, bool)> = w.order.iter().map(|(_, d, n)| (*d, *n)).collect();
     let arg_exprs = crate::window::arg_exprs(w);
     let mut keyed = Vec::with_capacity(rows.len());
     for &i in order {
         let r = &rows[i];
         keyed.push((
-            eval_all(&w.partition, r)?,
+            eval_all(&partition, r)?,
             eval_all(&order_exprs, r)?,
             eval_all(&arg_exprs, r)?,
             i,

@@ -19,9 +19,16 @@
 //!    `SubPlan n` (`hashed SubPlan n` when its values are hashed), shown after the
 //!    node's children.
 //! 5. Only COSTS OFF is shown: Strata has no cost model yet (issue 28, item 10),
-//!    and no estimate is printed that was not computed. ANALYZE is refused (0A000)
-//!    until the executor counts rows and times per node. VERBOSE adds each node's
+//!    and no estimate is printed that was not computed. VERBOSE adds each node's
 //!    `Output:` (its columns, qualified) as PostgreSQL's does.
+//! 7. ANALYZE runs the query with its operators counted (`executor::instrument`)
+//!    and shows each node's `(actual time=first..total rows=r loops=n)` per loop
+//!    as PostgreSQL does (`(actual rows=r loops=n)` with TIMING OFF, `(never
+//!    executed)` for a node that never ran), `Rows Removed by Filter` where a
+//!    filter rejected rows, a sort's `Sort Method`, and with SUMMARY (on by
+//!    default) the planning and execution times. A node PostgreSQL has and Strata
+//!    folds into another (Hash, Materialize, a window's Sort) shows its child's
+//!    counts; a subquery's plan is the one that ran, from the statement's cache.
 //! 6. A parallel aggregate shows as PostgreSQL's three nodes: `Finalize` (the
 //!    leader combining the groups), `Gather` with `Workers Planned: n`, `Partial`
 //!    (each worker's aggregate) over its input, whose shared scan is a
@@ -30,14 +37,44 @@
 use crate::analyze::{JoinKind, SetOp, SortSpec};
 use crate::bind::{Agg, AggFunc, Expr, Func};
 use crate::conditional::Special;
+use crate::executor::instrument::{Instr, NodeStats};
+use crate::executor::SubCache;
 use crate::planner::{Plan, Relations};
 use crate::subquery::{SubKind, SubLink};
 use crate::{Datum, SqlResult, TextOut};
+
+/// EXPLAIN's options, as given (PostgreSQL's defaults where None).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Options {
+    pub analyze: bool,
+    pub verbose: bool,
+    pub timing: Option<bool>,
+    pub summary: Option<bool>,
+}
+
+/// What an EXPLAIN ANALYZE's run left (explain rule 7).
+pub struct Analysis<'a> {
+    pub instr: &'a Instr,
+    pub subs: &'a SubCache,
+    pub planning: std::time::Duration,
+    pub execution: std::time::Duration,
+}
+
+/// A node's counts as shown (explain rule 7).
+#[derive(Clone, Default)]
+enum Actual {
+    /// Not an ANALYZE.
+    #[default]
+    None,
+    Never,
+    Ran(NodeStats),
+}
 
 /// A node as shown: its title, detail lines, init plans, children and subplans.
 #[derive(Default)]
 struct Shown {
     title: String,
+    actual: Actual,
     /// VERBOSE's `Output:` (the node's columns, its projection's if it has one).
     output: Vec<String>,
     details: Vec<String>,
@@ -51,6 +88,9 @@ struct Shown {
 /// subqueries.
 struct Explainer<'r> {
     rels: &'r Relations<'r>,
+    analysis: Option<&'r Analysis<'r>>,
+    /// The statement's plan (where a WITH query's plan that ran is found).
+    root: &'r Plan,
     qualify: bool,
     /// The qualified columns of the scan whose conditions are being shown: what
     /// a subquery in them names as its outer row.
@@ -73,8 +113,15 @@ struct Explainer<'r> {
     pending_ctes: Vec<(String, Shown)>,
 }
 
-/// The lines of EXPLAIN (COSTS OFF [, VERBOSE]) for `plan`.
-pub fn explain(plan: &Plan, rels: &Relations<'_>, verbose: bool) -> SqlResult<Vec<String>> {
+/// The lines of EXPLAIN (COSTS OFF [, VERBOSE] [, ANALYZE]) for `plan`; with
+/// ANALYZE, `analysis` is what its run left.
+pub fn explain(
+    plan: &Plan,
+    rels: &Relations<'_>,
+    o: Options,
+    analysis: Option<&Analysis<'_>>,
+) -> SqlResult<Vec<String>> {
+    let verbose = o.verbose;
     // PostgreSQL qualifies when its range table has more than one entry, which a
     // subquery in an expression also makes (its plan is walked in Debug form: EXPLAIN
     // is not a hot path).
@@ -82,6 +129,8 @@ pub fn explain(plan: &Plan, rels: &Relations<'_>, verbose: bool) -> SqlResult<Ve
     let qualify = verbose || several;
     let mut e = Explainer {
         rels,
+        analysis,
+        root: plan,
         qualify,
         scan: None,
         several,
@@ -100,8 +149,67 @@ pub fn explain(plan: &Plan, rels: &Relations<'_>, verbose: bool) -> SqlResult<Ve
         .inits
         .splice(0..0, std::mem::take(&mut e.pending_ctes));
     let mut out = Vec::new();
-    lines(&shown, 0, verbose, &mut out);
+    let timing = o.timing.unwrap_or(true);
+    lines(&shown, 0, (verbose, timing), &mut out);
+    if let Some(a) = analysis.filter(|_| o.summary.unwrap_or(true)) {
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
+        out.push(format!("Planning Time: {:.3} ms", ms(a.planning)));
+        out.push(format!("Execution Time: {:.3} ms", ms(a.execution)));
+    }
     Ok(out)
+}
+
+/// Explain rule 7: what ANALYZE appends to a node's title.
+fn actual_text(a: &Actual, timing: bool) -> String {
+    let n = match a {
+        Actual::None => return String::new(),
+        Actual::Never => return " (never executed)".into(),
+        Actual::Ran(n) => n,
+    };
+    let loops = n.loops.max(1) as f64;
+    let rows = n.rows as f64 / loops;
+    match timing {
+        true => {
+            let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0 / loops;
+            format!(
+                " (actual time={:.3}..{:.3} rows={rows:.0} loops={})",
+                ms(n.first),
+                ms(n.total),
+                n.loops
+            )
+        }
+        false => format!(" (actual rows={rows:.0} loops={})", n.loops),
+    }
+}
+
+/// Explain rule 7: the lines ANALYZE adds under a node's own, after its filter.
+fn analyzed_details(s: &Shown) -> Vec<String> {
+    let Actual::Ran(n) = &s.actual else {
+        return s.details.clone();
+    };
+    let mut out = Vec::new();
+    for d in &s.details {
+        out.push(d.clone());
+        if let (true, Some(r)) = (d.starts_with("Filter: "), n.removed) {
+            let per_loop = r as f64 / n.loops.max(1) as f64;
+            if r > 0 {
+                out.push(format!("Rows Removed by Filter: {per_loop:.0}"));
+            }
+        }
+    }
+    out.extend(n.details.iter().cloned());
+    out
+}
+
+/// The plan of the WITH query `id` at address `at` (the one that ran) within `p`.
+fn cte_plan(p: &Plan, id: usize, at: usize) -> Option<&Plan> {
+    if let Plan::CteScan { id: i, plan, .. } = p {
+        if *i == id && &**plan as *const Plan as usize == at {
+            return Some(plan);
+        }
+        return cte_plan(plan, id, at);
+    }
+    p.children().into_iter().find_map(|c| cte_plan(c, id, at))
 }
 
 /// How many relations a plan reads (explain rule 3: qualify when more than one).
@@ -120,30 +228,31 @@ fn relations_read(p: &Plan) -> usize {
 }
 
 /// Explain rule 1: the node at `depth` and everything below it.
-fn lines(s: &Shown, depth: usize, verbose: bool, out: &mut Vec<String>) {
+fn lines(s: &Shown, depth: usize, (verbose, timing): (bool, bool), out: &mut Vec<String>) {
+    let title = format!("{}{}", s.title, actual_text(&s.actual, timing));
     let title = match depth {
-        0 => s.title.clone(),
-        d => format!("{}->  {}", " ".repeat(6 * d - 4), s.title),
+        0 => title,
+        d => format!("{}->  {title}", " ".repeat(6 * d - 4)),
     };
     out.push(title);
     let pad = " ".repeat(6 * depth + 2);
     if verbose && !s.output.is_empty() {
         out.push(format!("{pad}Output: {}", s.output.join(", ")));
     }
-    for d in &s.details {
+    for d in analyzed_details(s) {
         out.push(format!("{pad}{d}"));
     }
     let sub = |label: &str, p: &Shown, out: &mut Vec<String>| {
         out.push(format!("{pad}{label}"));
         let mut inner = Vec::new();
-        lines(p, depth + 1, verbose, &mut inner);
+        lines(p, depth + 1, (verbose, timing), &mut inner);
         out.extend(inner.into_iter().map(|l| format!("  {l}")));
     };
     for (label, p) in &s.inits {
         sub(label, p, out);
     }
     for c in &s.children {
-        lines(c, depth + 1, verbose, out);
+        lines(c, depth + 1, (verbose, timing), out);
     }
     for (label, p) in &s.subs {
         sub(label, p, out);
@@ -161,6 +270,15 @@ impl Explainer<'_> {
     /// A node as shown and the names of its output columns.
     fn node(&mut self, p: &Plan) -> SqlResult<(Shown, Vec<String>)> {
         let (mut s, names) = self.node_body(p)?;
+        // Explain rule 7: a chain of nodes shown as one (a scan under its filter
+        // and projection) shows the counts of its top node that ran.
+        if let Some(a) = self.analysis {
+            match a.instr.stats(p) {
+                Some(n) => s.actual = Actual::Ran(n),
+                None if matches!(s.actual, Actual::None) => s.actual = Actual::Never,
+                None => {}
+            }
+        }
         s.inits.append(&mut self.pending_inits);
         s.subs.append(&mut self.pending_subs);
         if s.title != "Append" {
@@ -285,6 +403,7 @@ impl Explainer<'_> {
                 // A nested loop holds its inner rows (a LATERAL one runs it again).
                 if matches!(p, Plan::NestLoop { .. }) && i.title != "Result" {
                     let mut m = titled("Materialize");
+                    m.actual = i.actual.clone();
                     m.output = i.output.clone();
                     m.children.push(i);
                     i = m;
@@ -318,6 +437,7 @@ impl Explainer<'_> {
                     names.truncate(outer_width);
                 }
                 let mut hash = titled("Hash");
+                hash.actual = i.actual.clone();
                 hash.output = i.output.clone();
                 hash.children.push(i);
                 s.children = vec![o, hash];
@@ -468,11 +588,12 @@ impl Explainer<'_> {
                 .push(format!("Index Cond: {}", and_text(conds.clone())));
         }
         if let Some(f) = filter {
-            let mut parts = Vec::new();
-            crate::planner::split_and(f.clone(), &mut parts);
+            // What the range does not enforce (plan rule 3), borrowed: a subquery
+            // in it is known by its address (explain rule 7); and not what reads
+            // as an index condition.
             let mut rest = Vec::new();
-            for c in parts {
-                let t = self.expr(&c, names)?;
+            for c in path.residual(f) {
+                let t = self.expr(c, names)?;
                 if !conds.contains(&t) {
                     rest.push(t);
                 }
@@ -518,8 +639,26 @@ impl Explainer<'_> {
             return Ok((node(title.into(), c), out));
         }
         // Explain rule 6: the leader's Finalize over the workers' Partial.
-        let partial = node(format!("Partial {title}"), c);
+        let groups = self
+            .analysis
+            .and_then(|a| a.instr.partial(input))
+            .map_or(Actual::None, Actual::Ran);
+        let mut partial = node(format!("Partial {title}"), c);
+        partial.actual = groups.clone();
         let mut gather = titled("Gather");
+        gather.actual = match groups {
+            // The workers ran at once: the Gather's time is one worker's.
+            Actual::Ran(n) => {
+                let per = n.loops.clamp(1, u32::MAX as u64) as u32;
+                Actual::Ran(NodeStats {
+                    loops: 1,
+                    first: n.first / per,
+                    total: n.total / per,
+                    ..n
+                })
+            }
+            a => a,
+        };
         gather.details.push(format!("Workers Planned: {workers}"));
         gather.output = out.clone();
         gather.children.push(partial);
@@ -547,6 +686,7 @@ impl Explainer<'_> {
             true => c,
             false => {
                 let mut sort = titled("Sort");
+                sort.actual = c.actual.clone();
                 sort.output = c.output.clone();
                 sort.details.push(format!("Sort Key: {}", keys.join(", ")));
                 sort.children.push(c);
@@ -600,6 +740,10 @@ impl Explainer<'_> {
         let cols = match self.ctes.iter().find(|(i, _)| *i == id) {
             Some((_, c)) => c.clone(),
             None => {
+                let ran = self.analysis.and_then(|a| a.instr.cte_run(id));
+                let plan = ran
+                    .and_then(|at| cte_plan(self.root, id, at))
+                    .unwrap_or(plan);
                 let (inner, names) = self.below(plan)?;
                 let cols: Vec<String> = names
                     .iter()
@@ -1029,7 +1173,11 @@ impl Explainer<'_> {
 
     /// Explain rule 4: a subquery's plan, numbered, and what stands for its value.
     fn sublink(&mut self, l: &SubLink, names: &[String]) -> SqlResult<String> {
-        let plan = crate::planner::plan(&l.query, self.rels)?;
+        let ran = self.analysis.and_then(|a| a.subs.plan_run(l));
+        let plan = match ran {
+            Some(p) => p,
+            None => std::rc::Rc::new(crate::planner::plan(&l.query, self.rels)?),
+        };
         let n = self.next_plan;
         self.next_plan += 1;
         let (inits, subs) = (

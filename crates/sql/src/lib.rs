@@ -826,7 +826,7 @@ pub enum Stmt {
     Control(Control),
     Select(Box<ast::Query>),
     /// EXPLAIN (COSTS OFF [, VERBOSE]) query ([`explain`]).
-    Explain(Box<ast::Query>, bool),
+    Explain(Box<ast::Query>, explain::Options),
     Insert {
         table: String,
         columns: Option<Vec<String>>,
@@ -3635,8 +3635,9 @@ fn convert_create_table(ct: ast::CreateTable) -> SqlResult<Stmt> {
     }))
 }
 
-/// EXPLAIN [(options)] query: COSTS OFF [, VERBOSE] is what Strata shows (explain
-/// rule 5); ANALYZE, other formats and EXPLAIN of other statements are 0A000.
+/// EXPLAIN [(options)] query: COSTS OFF [, VERBOSE] [, ANALYZE [, TIMING] [,
+/// SUMMARY]] is what Strata shows (explain rule 5); costs, BUFFERS, other formats
+/// and EXPLAIN of other statements are 0A000.
 fn convert_explain(
     analyze: bool,
     verbose: bool,
@@ -3655,28 +3656,38 @@ fn convert_explain(
             )),
         }
     };
-    let (mut analyze, mut verbose) = (analyze, verbose);
-    for o in &options {
-        match o.name.value.to_ascii_lowercase().as_str() {
-            "costs" => costs = on(o)?,
-            "analyze" => analyze = on(o)?,
-            "verbose" => verbose = on(o)?,
-            "summary" | "timing" | "buffers" | "settings" | "wal" if !on(o)? => {}
+    let mut o = explain::Options {
+        analyze,
+        verbose,
+        timing: None,
+        summary: None,
+    };
+    for opt in &options {
+        match opt.name.value.to_ascii_lowercase().as_str() {
+            "costs" => costs = on(opt)?,
+            "analyze" => o.analyze = on(opt)?,
+            "verbose" => o.verbose = on(opt)?,
+            "timing" => o.timing = Some(on(opt)?),
+            "summary" => o.summary = Some(on(opt)?),
+            "buffers" | "settings" | "wal" if !on(opt)? => {}
             other => {
                 return Err(SqlError::unsupported(format!("EXPLAIN option {other}")));
             }
         }
     }
-    if analyze || costs {
-        let what = if analyze {
-            "EXPLAIN ANALYZE"
-        } else {
-            "EXPLAIN with costs (write EXPLAIN (COSTS OFF): Strata has no cost model yet)"
-        };
-        return Err(SqlError::unsupported(what));
+    if o.timing == Some(true) && !o.analyze {
+        return Err(SqlError::new(
+            "22023",
+            "EXPLAIN option TIMING requires ANALYZE",
+        ));
+    }
+    if costs {
+        return Err(SqlError::unsupported(
+            "EXPLAIN with costs (write EXPLAIN (COSTS OFF): Strata has no cost model yet)",
+        ));
     }
     match statement {
-        ast::Statement::Query(q) => Ok(Stmt::Explain(q, verbose)),
+        ast::Statement::Query(q) => Ok(Stmt::Explain(q, o)),
         other => Err(SqlError::unsupported(format!(
             "EXPLAIN of {}",
             other

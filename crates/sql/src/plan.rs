@@ -321,13 +321,21 @@ fn key_value(d: Datum, ty: ColType) -> Option<Datum> {
 }
 
 impl IndexPath {
-    /// `filter` without the conjuncts this path's range enforces exactly (plan
-    /// rule 3), for the rows the range gives.
-    pub fn residual(&self, filter: &Expr) -> Option<Expr> {
+    /// `filter`'s conjuncts without those this path's range enforces exactly
+    /// (plan rule 3), for the rows the range gives. Borrowed, not copied: a
+    /// subquery in one is known by its address (subquery rule 1).
+    pub fn residual<'e>(&self, filter: &'e Expr) -> Vec<&'e Expr> {
         let mut conjs = Vec::new();
-        crate::planner::split_and(filter.clone(), &mut conjs);
-        conjs.retain(|c| !self.covers.contains(c));
-        crate::planner::and_all(conjs)
+        let mut todo = vec![filter];
+        while let Some(e) = todo.pop() {
+            match e {
+                Expr::Bool(BinOp::And, l) => todo.extend(l.iter().rev()),
+                Expr::Bin(a, BinOp::And, b) => todo.extend([&**b, &**a]),
+                e if !self.covers.contains(e) => conjs.push(e),
+                _ => {}
+            }
+        }
+        conjs
     }
 
     /// The index conditions (EXPLAIN's Index Cond): per condition, the index

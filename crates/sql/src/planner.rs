@@ -739,7 +739,7 @@ fn needed_columns(
 ) -> Option<Vec<bool>> {
     let mut exprs: Vec<&Expr> = conjs.iter().collect();
     // A window aggregate's argument and FILTER are in its kind, not its args.
-    let win_args: Vec<Expr> = match &s.grouping {
+    let win_args: Vec<&Expr> = match &s.grouping {
         Some(_) => Vec::new(),
         None => s
             .windows

@@ -889,7 +889,7 @@ enum Bound<'s> {
     Control(&'s Control),
     Select(Box<Query>),
     /// EXPLAIN (COSTS OFF [, VERBOSE]) of a query ([`crate::explain`]).
-    Explain(Box<Query>, bool),
+    Explain(Box<Query>, crate::explain::Options),
     Insert(BoundInsert),
     Delete(BoundDelete),
     Update(BoundUpdate),
@@ -1821,7 +1821,7 @@ impl<'e> Session<'e> {
             Stmt::Access(a) => Bound::Access(a),
             Stmt::Select(q) => Bound::Select(Box::new(b.query(q, &scope_of)?)),
             Stmt::With(w) => return self.bind_with(w, b),
-            Stmt::Explain(q, v) => Bound::Explain(Box::new(b.query(q, &scope_of)?), *v),
+            Stmt::Explain(q, o) => Bound::Explain(Box::new(b.query(q, &scope_of)?), *o),
             Stmt::Delete {
                 table,
                 alias,
@@ -2462,9 +2462,8 @@ impl<'e> Session<'e> {
                 let n = self.run_query(&plan, params, &mut |r| sink.row(r))?;
                 Ok(Output::Rows(n))
             }
-            Bound::Explain(q, verbose) => {
-                let plan = self.plan_statement(&q)?;
-                let lines = crate::explain::explain(&plan, &PlannerCatalog(self), verbose)?;
+            Bound::Explain(q, o) => {
+                let lines = self.explain(&q, o, params)?;
                 sink.columns(&[("QUERY PLAN".into(), SqlType::Text)])?;
                 let n = lines.len() as u64;
                 for l in lines {
@@ -3125,6 +3124,46 @@ impl<'e> Session<'e> {
         emit: &mut dyn FnMut(Vec<Datum>) -> SqlResult<()>,
     ) -> SqlResult<u64> {
         let plan = self.plan_statement(q)?;
+        let subs = crate::executor::SubCache::default();
+        self.run_plan(&plan, params, &subs, emit)
+    }
+
+    /// EXPLAIN's lines; with ANALYZE, after running the query with its operators
+    /// counted (instrument rules), its rows thrown away as PostgreSQL's are.
+    fn explain(
+        &self,
+        q: &Query,
+        o: crate::explain::Options,
+        params: &[Datum],
+    ) -> SqlResult<Vec<String>> {
+        let began = std::time::Instant::now();
+        let plan = self.plan_statement(q)?;
+        let rels = PlannerCatalog(self);
+        if !o.analyze {
+            return crate::explain::explain(&plan, &rels, o, None);
+        }
+        let planned = began.elapsed();
+        let instr = crate::executor::instrument::Instr::new(o.timing.unwrap_or(true));
+        let subs = crate::executor::SubCache::default();
+        let ran = std::time::Instant::now();
+        instr.run(|| self.run_plan(&plan, params, &subs, &mut |_| Ok(())))?;
+        let done = crate::explain::Analysis {
+            instr: &instr,
+            subs: &subs,
+            planning: planned,
+            execution: ran.elapsed(),
+        };
+        crate::explain::explain(&plan, &rels, o, Some(&done))
+    }
+
+    /// Runs a planned query; its subqueries' plans and results kept in `subs`.
+    fn run_plan(
+        &self,
+        plan: &crate::planner::Plan,
+        params: &[Datum],
+        subs: &crate::executor::SubCache,
+        emit: &mut dyn FnMut(Vec<Datum>) -> SqlResult<()>,
+    ) -> SqlResult<u64> {
         let parts = self.env_parts();
         let env = parts.env(&self.db);
         let check = || self.interrupted();
@@ -3138,7 +3177,6 @@ impl<'e> Session<'e> {
             None => self.engine.snapshot(),
         };
         let rels = PlannerCatalog(self);
-        let subs = crate::executor::SubCache::default();
         let temp = crate::spill::Temp::new(
             self.engine.data_dir(),
             settings::temp_file_limit_kb(self.vars.get("temp_file_limit")),
@@ -3148,7 +3186,7 @@ impl<'e> Session<'e> {
             txn,
             snap: &snap,
             rels: &rels,
-            subs: &subs,
+            subs,
             outer: Vec::new(),
             db: &self.db,
             params,
@@ -3159,7 +3197,7 @@ impl<'e> Session<'e> {
             views: &views,
             blocks: None,
         };
-        crate::executor::run(&plan, &cx, &mut |r| {
+        crate::executor::run(plan, &cx, &mut |r| {
             emit(r)?;
             Ok(true)
         })

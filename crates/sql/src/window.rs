@@ -920,19 +920,17 @@ pub fn map_exprs(mut w: WinFunc, f: &mut dyn FnMut(Expr) -> SqlResult<Expr>) -> 
 
 /// The expressions a window function reads per row for [`Part::args`]: its
 /// arguments, or an aggregate's argument, delimiter and FILTER.
-pub fn arg_exprs(w: &WinFunc) -> Vec<Expr> {
+pub fn arg_exprs(w: &WinFunc) -> Vec<&Expr> {
+    const NULL: &Expr = &Expr::Const(Datum::Null);
     match &w.kind {
         WinKind::Agg(a) => {
-            let null = Expr::Const(Datum::Null);
             let mut v = vec![
-                a.arg.clone().unwrap_or(null.clone()),
-                a.arg2.clone().unwrap_or(null),
+                a.arg.as_ref().unwrap_or(NULL),
+                a.arg2.as_ref().unwrap_or(NULL),
             ];
-            if let Some(f) = &a.filter {
-                v.push(f.clone());
-            }
+            v.extend(a.filter.as_ref());
             v
         }
-        _ => w.args.clone(),
+        _ => w.args.iter().collect(),
     }
 }

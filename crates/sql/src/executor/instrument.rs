@@ -47,6 +47,9 @@ pub struct Instr {
     /// The WITH queries run, by id: the address of the plan run (a query naming
     /// one twice has a plan for each name; one of them runs).
     ctes: Mutex<HashMap<usize, usize>>,
+    /// A parallel aggregate's workers and the groups they gave, by the address
+    /// of its input.
+    partials: Mutex<HashMap<usize, (u64, u64)>>,
 }
 
 thread_local! {
@@ -97,6 +100,29 @@ impl Instr {
     /// The address of the plan run for the WITH query `id`.
     pub fn cte_run(&self, id: usize) -> Option<usize> {
         self.ctes.lock().expect("counts").get(&id).copied()
+    }
+
+    /// A parallel aggregate's Partial node over `input`: its workers as loops,
+    /// their groups as rows, the time the input took.
+    pub fn partial(&self, input: &Plan) -> Option<NodeStats> {
+        let key = input as *const Plan as usize;
+        let (loops, rows) = *self.partials.lock().expect("counts").get(&key)?;
+        let scan = self.stats(input).unwrap_or_default();
+        Some(NodeStats {
+            loops,
+            rows,
+            first: scan.first,
+            total: scan.total,
+            ..NodeStats::default()
+        })
+    }
+
+    pub(super) fn note_partial(&self, input: &Plan, workers: u64, groups: u64) {
+        let key = input as *const Plan as usize;
+        let mut partials = self.partials.lock().expect("counts");
+        let n = partials.entry(key).or_default();
+        n.0 += workers;
+        n.1 += groups;
     }
 
     pub(super) fn note_cte(&self, id: usize, p: &Plan) {

@@ -90,6 +90,10 @@ pub(super) fn aggregate(
         drop(tx);
         collect(cx, &rx, n, &stop)
     })?;
+    if let (Some(i), Some(parts)) = (super::instrument::current(), &parts) {
+        let groups = parts.iter().map(|p| p.len() as u64).sum();
+        i.note_partial(input, n as u64, groups);
+    }
     match parts {
         Some(parts) => combine(cx, (keys, aggs), parts),
         None => Ok(None),
