@@ -643,10 +643,10 @@ pub(crate) fn range_tids_backward(
         }
     };
     let mut done = true;
+    // No entry below `from` is past the range: `from` is the range's upper end
+    // or an entry in it; so only the low end is tested per entry.
     crate::btree::scan_backward(sh, index, from, &mut |e| {
-        if b.past(e) {
-            return Ok(true);
-        }
+        debug_assert!(!b.past(e), "an entry below the range's top is past it");
         if e < b.start.as_slice() || b.skips(e) {
             return Ok(false);
         }
@@ -679,8 +679,10 @@ pub(crate) fn range_tids(
 ) -> Result<bool> {
     let from = after.unwrap_or(&b.start);
     let mut done = true;
+    // Only the first entry visited can be `after` itself (entries are unique).
+    let mut resumed = after;
     crate::btree::scan_from(sh, index, from, &mut |e| {
-        if Some(e) == after || b.skips(e) {
+        if resumed.take().is_some_and(|a| a == e) || b.skips(e) {
             return Ok(true);
         }
         if b.past(e) {

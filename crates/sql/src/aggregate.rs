@@ -382,6 +382,19 @@ impl AggState {
             }
         }
         self.n += 1;
+        // sum(int2 | int4) adds in place while its bigint does not overflow (the
+        // general path below then raises PostgreSQL's error).
+        if let (AggFunc::Sum, Datum::Int8(acc)) = (a.func, &mut self.acc) {
+            let x = match v {
+                Datum::Int4(x) => Some(i64::from(x)),
+                Datum::Int2(x) => Some(i64::from(x)),
+                _ => None,
+            };
+            if let Some(sum) = x.and_then(|x| acc.checked_add(x)) {
+                *acc = sum;
+                return Ok(());
+            }
+        }
         self.acc = match (a.func, std::mem::replace(&mut self.acc, Datum::Null)) {
             (AggFunc::Count, acc) => acc,
             (AggFunc::Sum | AggFunc::Avg, Datum::Null) => cast_datum(v, sum_type(a))?,
