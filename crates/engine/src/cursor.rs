@@ -336,9 +336,12 @@ impl<'e> IndexCursor<'e> {
         let after = self.after.as_deref();
         let n = self.batch;
         self.batch = (n * 2).min(SCAN_BATCH_ROWS);
+        let mut last = Vec::new();
         let done = match self.range.backward {
-            true => index::range_tids_backward(sh, ikey, &bounds, after, n, &mut tids)?,
-            false => index::range_tids(sh, ikey, &bounds, after, n, &mut tids)?,
+            true => {
+                index::range_tids_backward(sh, ikey, &bounds, after, n, &mut tids, Some(&mut last))?
+            }
+            false => index::range_tids(sh, ikey, &bounds, after, n, &mut tids, Some(&mut last))?,
         };
         if snap.cancelled_by_recovery() {
             // Standby rule 9: replay may have removed entries this scan needed.
@@ -355,8 +358,8 @@ impl<'e> IndexCursor<'e> {
                 visit(row);
             }
         }
-        if let Some((e, _)) = tids.pop() {
-            self.after = Some(e);
+        if !tids.is_empty() {
+            self.after = Some(last);
         }
         self.done = done;
         Ok(!done)

@@ -633,6 +633,7 @@ pub(crate) fn range_tids_backward(
     before: Option<&[u8]>,
     limit: usize,
     out: &mut Vec<(Vec<u8>, Tid)>,
+    mut last: Option<&mut Vec<u8>>,
 ) -> Result<bool> {
     let upper;
     let from = match before {
@@ -650,20 +651,34 @@ pub(crate) fn range_tids_backward(
         if e < b.start.as_slice() || b.skips(e) {
             return Ok(false);
         }
-        Ok(take_entry(e, limit, out, &mut done))
+        Ok(take_entry(e, (limit, out, last.as_deref_mut()), &mut done))
     })?;
     Ok(done)
 }
 
 /// Adds leaf entry `e`'s TID to `out` unless `out` has `limit` already (then the
-/// range is not `done`); whether to go on.
-fn take_entry(e: &[u8], limit: usize, out: &mut Vec<(Vec<u8>, Tid)>, done: &mut bool) -> bool {
+/// range is not `done`); whether to go on. With `last`, the entry is kept there
+/// (the last one taken) instead of in `out`, where its key is left empty: a
+/// cursor needs only where to resume, not a copy of every entry.
+fn take_entry(
+    e: &[u8],
+    (limit, out, last): (usize, &mut Vec<(Vec<u8>, Tid)>, Option<&mut Vec<u8>>),
+    done: &mut bool,
+) -> bool {
     if out.len() >= limit {
         *done = false;
         return false;
     }
     let (_, block, offset) = split_leaf_entry(e);
-    out.push((e.to_vec(), Tid { block, offset }));
+    let key = match last {
+        Some(l) => {
+            l.clear();
+            l.extend_from_slice(e);
+            Vec::new()
+        }
+        None => e.to_vec(),
+    };
+    out.push((key, Tid { block, offset }));
     true
 }
 
@@ -676,6 +691,7 @@ pub(crate) fn range_tids(
     after: Option<&[u8]>,
     limit: usize,
     out: &mut Vec<(Vec<u8>, Tid)>,
+    mut last: Option<&mut Vec<u8>>,
 ) -> Result<bool> {
     let from = after.unwrap_or(&b.start);
     let mut done = true;
@@ -688,7 +704,7 @@ pub(crate) fn range_tids(
         if b.past(e) {
             return Ok(false);
         }
-        Ok(take_entry(e, limit, out, &mut done))
+        Ok(take_entry(e, (limit, out, last.as_deref_mut()), &mut done))
     })?;
     Ok(done)
 }
@@ -730,7 +746,7 @@ pub(crate) fn collect_tids(
         return Ok(Vec::new());
     };
     let mut out = Vec::new();
-    range_tids(sh, index, &b, None, usize::MAX, &mut out)?;
+    range_tids(sh, index, &b, None, usize::MAX, &mut out, None)?;
     let horizon = access::removal_horizon(sh);
     let (mut tids, mut dead, mut conflict) = (Vec::new(), Vec::new(), Xid::INVALID);
     for (e, tid) in out {
