@@ -7,8 +7,8 @@
 //! fsync on, autovacuum off, no checkpoint by time or WAL size), then per protocol
 //! (`-M simple`, `-M prepared`) and client count `pgbench -i -s SCALE` (client-side
 //! generation, primary keys; timed, "init") and a timed run `pgbench -T SECONDS -c N
-//! -j N`, whose "tps = ... (without initial connection time)" and failed transactions
-//! are reported. Each run starts from its own initialization, so none inherits the
+//! -j N` (with `--select-only`, pgbench's `-S` script), whose "tps = ... (without
+//! initial connection time)" and failed transactions are reported. Each run starts from its own initialization, so none inherits the
 //! row versions an earlier one left; pgbench itself starts each run with VACUUM of the
 //! branches and tellers and TRUNCATE of the history.
 
@@ -37,6 +37,10 @@ pub struct Args {
     /// Protocols (-M), comma-separated: simple, extended, prepared.
     #[arg(long, default_value = "simple,prepared")]
     pub modes: String,
+    /// pgbench's select-only script (-S: one SELECT by primary key per
+    /// transaction) instead of the TPC-B-like one.
+    #[arg(long)]
+    pub select_only: bool,
     /// Write the records (tps per engine, size, protocol and clients) to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -83,7 +87,7 @@ fn figure(text: &str, key: &str) -> Option<f64> {
 
 fn timed(c: &Cluster, args: &Args, mode: &str, clients: u32) -> Result<Figures, String> {
     let n = clients.to_string();
-    let extra: Vec<String> = [
+    let mut extra: Vec<String> = [
         "-T",
         &args.seconds.to_string(),
         "-c",
@@ -96,6 +100,9 @@ fn timed(c: &Cluster, args: &Args, mode: &str, clients: u32) -> Result<Figures, 
     .iter()
     .map(|s| s.to_string())
     .collect();
+    if args.select_only {
+        extra.push("-S".into());
+    }
     let text = pgbench(c, args, &extra)?;
     Ok(Figures {
         tps: figure(&text, "tps = ").ok_or_else(|| format!("no tps in:\n{text}"))?,
@@ -148,7 +155,11 @@ pub fn run(args: &Args) -> Result<Vec<Record>, String> {
                     );
                     records.push(Record {
                         bench: "pgbench",
-                        case: format!("s{} -M {mode} -c {n}", args.scale),
+                        case: format!(
+                            "s{}{} -M {mode} -c {n}",
+                            args.scale,
+                            if args.select_only { " -S" } else { "" }
+                        ),
                         implementation: k.name(),
                         shared_buffers: *sb_bytes,
                         metric: "tps",

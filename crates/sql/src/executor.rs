@@ -1914,7 +1914,9 @@ fn step(cx: &Ctx<'_>, aggs: &[Agg], states: &mut [AggState], row: &[Datum]) -> S
             if !cx.holds(&a.filter, row)? {
                 continue;
             }
+            // A bare column (most aggregates' argument) is read, not evaluated.
             let v = match &a.arg {
+                Some(Expr::Col(i)) => row[*i].clone(),
                 Some(e) => cx.eval(e, row)?,
                 None => Datum::Null,
             };
