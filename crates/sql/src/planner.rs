@@ -21,6 +21,8 @@
 //!    (ordered-set aggregates too) the input is sorted by the group keys and each
 //!    run of equal keys is a group (`sorted`: PostgreSQL's GroupAggregate, which
 //!    its planner must use then): the groups come out in key order, one at a time.
+//!    The sort holds only the columns the aggregate reads, compacted by a
+//!    projection below it (a join's rows carry every column of both sides).
 //! 4. A SELECT runs: scan/join → filter → aggregate → HAVING filter → project
 //!    targets → sort → DISTINCT (keeping each key's first row, so it follows the
 //!    sort) → LIMIT/OFFSET → drop hidden targets.
@@ -275,7 +277,26 @@ fn aggregate(p: Plan, width: usize, (keys, aggs): (&[Expr], &[Agg]), sorted: boo
             workers: 0,
         };
     }
-    let mut input = p;
+    let (mut input, mut width) = (p, width);
+    let compact = compacted(width, keys, aggs);
+    let (keys, aggs) = match &compact {
+        Some(kept) => {
+            let at = |c: usize| kept.iter().position(|k| *k == c).expect("kept");
+            let keys: Vec<Expr> = keys.iter().map(|k| map_cols(k.clone(), &at)).collect();
+            let aggs: Vec<Agg> = aggs.iter().map(|a| agg_cols(a, &at)).collect();
+            input = Plan::Project {
+                input: Box::new(input),
+                exprs: kept.iter().map(|c| Expr::Col(*c)).collect(),
+            };
+            width = kept.len();
+            (std::borrow::Cow::Owned(keys), std::borrow::Cow::Owned(aggs))
+        }
+        None => (
+            std::borrow::Cow::Borrowed(keys),
+            std::borrow::Cow::Borrowed(aggs),
+        ),
+    };
+    let (keys, aggs): (&[Expr], &[Agg]) = (&keys, &aggs);
     let mut cols = Vec::with_capacity(keys.len());
     let mut extra: Vec<Expr> = Vec::new();
     for k in keys {
@@ -307,6 +328,41 @@ fn aggregate(p: Plan, width: usize, (keys, aggs): (&[Expr], &[Agg]), sorted: boo
         sorted,
         workers: 0,
     }
+}
+
+/// Planner rule 3: the input columns a sorted aggregation reads (its keys' and
+/// its aggregates' row expressions), in order, when they are fewer than the
+/// input's; None when it reads them all or an expression could read the row
+/// otherwise (a subquery's outer references).
+fn compacted(width: usize, keys: &[Expr], aggs: &[Agg]) -> Option<Vec<usize>> {
+    let mut read = vec![false; width];
+    let exprs = keys.iter().chain(aggs.iter().flat_map(Agg::row_exprs));
+    for e in exprs {
+        if !crate::bind::engine_free(e) {
+            return None;
+        }
+        let mut cs = Vec::new();
+        crate::privileges::expr_columns(e, &mut cs);
+        for c in cs {
+            *read.get_mut(c)? = true;
+        }
+    }
+    let kept: Vec<usize> = (0..width).filter(|c| read[*c]).collect();
+    (kept.len() < width).then_some(kept)
+}
+
+/// `a` with its row expressions reading column `c` as `at(c)` (its direct
+/// arguments read the group's key row, and stay).
+fn agg_cols(a: &Agg, at: &dyn Fn(usize) -> usize) -> Agg {
+    let mut a = a.clone();
+    let map = |e: &mut Option<Expr>| *e = e.take().map(|x| map_cols(x, at));
+    map(&mut a.arg);
+    map(&mut a.filter);
+    map(&mut a.arg2);
+    for (e, _, _) in a.order.iter_mut() {
+        *e = map_cols(e.clone(), at);
+    }
+    a
 }
 
 impl Plan {

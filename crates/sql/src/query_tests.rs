@@ -1918,3 +1918,34 @@ fn explain_analyze_counts_each_nodes_rows_and_loops_as_postgres() {
         assert!(timed[3].starts_with("Execution Time: "), "{timed:?}");
     });
 }
+
+#[test]
+fn a_sorted_aggregation_sorts_only_the_columns_it_reads() {
+    with_session(8 << 20, |s| {
+        let c = q(
+            s,
+            "CREATE TABLE ga (k int, a text, b int, pad text);
+             CREATE TABLE gb (k int, c int, pad2 text);
+             INSERT INTO ga SELECT i, 'g' || (i % 7), i, repeat('x', 50) FROM generate_series(1, 300) i;
+             INSERT INTO gb SELECT i % 300, i % 11, 'y' FROM generate_series(1, 900) i",
+        );
+        assert!(c.results.iter().all(|r| r.is_ok()), "{:?}", c.results);
+        let sorted = "SELECT a, count(DISTINCT c), sum(b) FROM ga JOIN gb USING (k)
+                      GROUP BY a ORDER BY a";
+        // The same groups through hash aggregation (no DISTINCT aggregate).
+        let hashed = "SELECT d.a, d.n, s.t FROM
+                        (SELECT a, count(*) AS n FROM (SELECT DISTINCT a, c FROM ga JOIN gb USING (k)) x GROUP BY a) d
+                        JOIN (SELECT a, sum(b) AS t FROM ga JOIN gb USING (k) GROUP BY a) s USING (a)
+                      ORDER BY d.a";
+        let got = rows(s, sorted);
+        assert_eq!(got.len(), 7);
+        assert_eq!(got, rows(s, hashed));
+        // Planner rule 3: the sort below the GroupAggregate holds a, b and c only.
+        let plan = rows(s, &format!("EXPLAIN (VERBOSE, COSTS OFF) {sorted}"));
+        let at = plan
+            .iter()
+            .rposition(|l| l.trim() == "Sort Key: ga.a")
+            .expect("inner sort");
+        assert_eq!(plan[at - 1].trim(), "Output: ga.a, ga.b, gb.c", "{plan:#?}");
+    });
+}
