@@ -656,13 +656,17 @@ pub(crate) fn range_tids_backward(
     Ok(done)
 }
 
+/// Leaf entries taken from an index range: each one's bytes (empty where only the
+/// last one is kept) and the heap TID it names.
+pub(crate) type Entries = Vec<(Vec<u8>, Tid)>;
+
 /// Adds leaf entry `e`'s TID to `out` unless `out` has `limit` already (then the
 /// range is not `done`); whether to go on. With `last`, the entry is kept there
 /// (the last one taken) instead of in `out`, where its key is left empty: a
 /// cursor needs only where to resume, not a copy of every entry.
 fn take_entry(
     e: &[u8],
-    (limit, out, last): (usize, &mut Vec<(Vec<u8>, Tid)>, Option<&mut Vec<u8>>),
+    (limit, out, last): (usize, &mut Entries, Option<&mut Vec<u8>>),
     done: &mut bool,
 ) -> bool {
     if out.len() >= limit {
