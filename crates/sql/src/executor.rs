@@ -703,11 +703,7 @@ impl<'a> Scan<'a> {
         );
         let (early, recheck) = (self.early.as_ref(), std::cell::Cell::new(false));
         let rejected = std::cell::Cell::new(0u64);
-        let mut test = |r: &[Datum]| {
-            let ok = early_test(cx, early, &recheck, r);
-            rejected.set(rejected.get() + u64::from(!ok));
-            ok
-        };
+        let mut test = |r: &[Datum]| early_test(cx, early, (&recheck, &rejected), r);
         let mut visit = |r: &mut Tuple| {
             if inline {
                 match rest_of(filter, early, &recheck).holds(cx, r) {
@@ -767,11 +763,7 @@ impl<'a> Node<'a> for Scan<'a> {
         );
         let (early, recheck) = (self.early.as_ref(), std::cell::Cell::new(false));
         let rejected = std::cell::Cell::new(0u64);
-        let mut test = |r: &[Datum]| {
-            let ok = early_test(cx, early, &recheck, r);
-            rejected.set(rejected.get() + u64::from(!ok));
-            ok
-        };
+        let mut test = |r: &[Datum]| early_test(cx, early, (&recheck, &rejected), r);
         let failed = RefCell::new(None);
         let mut out: Tuple = Vec::new();
         let mut visit = |r: &mut Tuple| {
@@ -855,16 +847,20 @@ fn active<'f>(filter: &'f Option<Expr>, residual: &'f [&'f Expr], index: bool) -
 
 /// Executor rule 6: a row with only the early columns, tested by the early
 /// conjuncts. An error lets the row through with `recheck` set, for the whole
-/// filter to raise it where it would.
+/// filter to raise it where it would. A rejected row is counted in `rejected`
+/// (EXPLAIN ANALYZE).
 fn early_test(
     cx: &Ctx<'_>,
     early: Option<&Early>,
-    recheck: &std::cell::Cell<bool>,
+    (recheck, rejected): (&std::cell::Cell<bool>, &std::cell::Cell<u64>),
     r: &[Datum],
 ) -> bool {
     match early.map(|e| cx.holds(&e.test, r)) {
         None | Some(Ok(true)) => true,
-        Some(Ok(false)) => false,
+        Some(Ok(false)) => {
+            rejected.set(rejected.get() + 1);
+            false
+        }
         Some(Err(_)) => {
             recheck.set(true);
             true
