@@ -158,6 +158,46 @@ impl<'a> Sizes<'a> {
         sel
     }
 
+    /// A table scan as the cost model sees it (estimate rules 1, 2 and 5): the
+    /// table's rows before `filter`, its pages (10 for one never filled, as rule
+    /// 1), and the rows `filter`'s conjuncts keep. None for a name the catalog has no table of.
+    pub(crate) fn scan<'e>(
+        &self,
+        name: &str,
+        filter: impl IntoIterator<Item = &'e Expr>,
+    ) -> Option<(f64, f64, f64)> {
+        let t = self.table(name)?;
+        let pages = match self.rels.pages(name) {
+            0 if t.stats.is_none() => 10.0,
+            n => f64::from(n.max(1)),
+        };
+        let sel: f64 = filter
+            .into_iter()
+            .map(|f| clause_sel(f, Some(&t)))
+            .product();
+        Some((t.rows, pages, (t.rows * sel).max(1.0)))
+    }
+
+    /// Table column `c`'s average width in bytes: ANALYZE's, else its type's
+    /// (estimate rule 1).
+    pub(crate) fn column_width(&self, name: &str, c: usize) -> Option<f64> {
+        let t = self.table(name)?;
+        match t.column(c) {
+            Some(s) => Some(f64::from(s.avg_width)),
+            None => t.entry.columns.get(c).map(col_width),
+        }
+    }
+
+    /// Table column `c`'s distinct values, where something says (a unique index
+    /// on it alone, or ANALYZE); None when only the default would.
+    pub(crate) fn column_distinct(&self, name: &str, c: usize) -> Option<f64> {
+        let t = self.table(name)?;
+        if unique_covered(&t.entry, &[c]) {
+            return Some(t.rows);
+        }
+        t.column(c).map(|s| s.distinct(t.rows).min(t.rows))
+    }
+
     fn side_table(&self, rel: &Rel) -> Option<Table> {
         match rel {
             Rel::Table { name, .. } => self.table(name),
@@ -222,6 +262,11 @@ fn col_width(c: &strata_engine::Column) -> f64 {
         ColType::Text | ColType::Bytea => c.max_chars.map_or(32.0, |n| n as f64),
         _ => 8.0,
     }
+}
+
+/// Estimate rule 2's selectivity of `e` over a row no table's statistics describe.
+pub(crate) fn default_sel(e: &Expr) -> f64 {
+    clause_sel(e, None).clamp(0.0, 1.0)
 }
 
 /// Estimate rule 2, over a table's row when `table` is given (rule 5 where it has
@@ -296,12 +341,14 @@ fn constant(e: &Expr) -> Option<&Datum> {
 }
 
 /// Whether `e` has one value for the whole scan though not known when planning: a
-/// constant, a parameter, or the enclosing query's column (a correlated
-/// subquery's condition), through casts.
+/// constant, a parameter, the enclosing query's column (a correlated subquery's
+/// condition) or an uncorrelated scalar subquery, through casts.
 fn fixed(e: &Expr) -> bool {
     match e {
         Expr::Const(_) | Expr::Param(_) | Expr::Outer(..) => true,
         Expr::Cast(x, _) | Expr::Fit(x, _) => fixed(x),
+        // An uncorrelated scalar subquery runs once (an InitPlan's $n).
+        Expr::SubLink(l) => !l.correlated && l.kind == crate::subquery::SubKind::Scalar,
         _ => false,
     }
 }

@@ -18,9 +18,11 @@
 //!    once is an `InitPlan n (returns $k)` whose value is `$k`; one run per row a
 //!    `SubPlan n` (`hashed SubPlan n` when its values are hashed), shown after the
 //!    node's children.
-//! 5. Only COSTS OFF is shown: Strata has no cost model yet (issue 28, item 10),
-//!    and no estimate is printed that was not computed. VERBOSE adds each node's
-//!    `Output:` (its columns, qualified) as PostgreSQL's does.
+//! 5. COSTS (on by default) adds each node's `(cost=a..b rows=n width=w)`, the
+//!    estimate `cost` computes for the node shown (the top of a folded chain; a
+//!    node Strata folds and PostgreSQL shows is costed from its child, `cost`
+//!    rule 6). VERBOSE adds each node's `Output:` (its columns, qualified) as
+//!    PostgreSQL's does.
 //! 7. ANALYZE runs the query with its operators counted (`executor::instrument`)
 //!    and shows each node's `(actual time=first..total rows=r loops=n)` per loop
 //!    as PostgreSQL does (`(actual rows=r loops=n)` with TIMING OFF, `(never
@@ -37,6 +39,7 @@
 use crate::analyze::{JoinKind, SetOp, SortSpec};
 use crate::bind::{Agg, AggFunc, Expr, Func};
 use crate::conditional::Special;
+use crate::cost::{Costs, Est};
 use crate::executor::instrument::{Instr, NodeStats};
 use crate::executor::SubCache;
 use crate::planner::{Plan, Relations};
@@ -44,12 +47,26 @@ use crate::subquery::{SubKind, SubLink};
 use crate::{Datum, SqlResult, TextOut};
 
 /// EXPLAIN's options, as given (PostgreSQL's defaults where None).
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 pub struct Options {
+    /// COSTS (on unless turned off).
+    pub costs: bool,
     pub analyze: bool,
     pub verbose: bool,
     pub timing: Option<bool>,
     pub summary: Option<bool>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            costs: true,
+            analyze: false,
+            verbose: false,
+            timing: None,
+            summary: None,
+        }
+    }
 }
 
 /// What an EXPLAIN ANALYZE's run left (explain rule 7).
@@ -74,6 +91,8 @@ enum Actual {
 #[derive(Default)]
 struct Shown {
     title: String,
+    /// The node's estimate (explain rule 5), with COSTS.
+    est: Option<Est>,
     actual: Actual,
     /// VERBOSE's `Output:` (the node's columns, its projection's if it has one).
     output: Vec<String>,
@@ -88,6 +107,10 @@ struct Shown {
 /// subqueries.
 struct Explainer<'r> {
     rels: &'r Relations<'r>,
+    /// The nodes' estimates, with COSTS (explain rule 5).
+    costs: Option<Costs<'r>>,
+    /// The subqueries' plans shown (cost rule 7: kept while the estimates are).
+    kept: Vec<std::rc::Rc<Plan>>,
     analysis: Option<&'r Analysis<'r>>,
     /// The statement's plan (where a WITH query's plan that ran is found).
     root: &'r Plan,
@@ -113,11 +136,11 @@ struct Explainer<'r> {
     pending_ctes: Vec<(String, Shown)>,
 }
 
-/// The lines of EXPLAIN (COSTS OFF [, VERBOSE] [, ANALYZE]) for `plan`; with
+/// The lines of EXPLAIN ([COSTS] [, VERBOSE] [, ANALYZE]) for `plan`; with
 /// ANALYZE, `analysis` is what its run left.
-pub fn explain(
+pub fn explain<'r>(
     plan: &Plan,
-    rels: &Relations<'_>,
+    rels: &'r Relations<'r>,
     o: Options,
     analysis: Option<&Analysis<'_>>,
 ) -> SqlResult<Vec<String>> {
@@ -129,6 +152,8 @@ pub fn explain(
     let qualify = verbose || several;
     let mut e = Explainer {
         rels,
+        costs: o.costs.then(|| Costs::new(rels)),
+        kept: Vec::new(),
         analysis,
         root: plan,
         qualify,
@@ -144,6 +169,11 @@ pub fn explain(
         ctes: Vec::new(),
         pending_ctes: Vec::new(),
     };
+    if let Some(c) = e.costs.as_mut() {
+        // Top down first: a work table's estimate comes from its recursive
+        // union's first part (cost rule 2).
+        c.of(plan);
+    }
     let (mut shown, _) = e.node(plan)?;
     shown
         .inits
@@ -229,7 +259,13 @@ fn relations_read(p: &Plan) -> usize {
 
 /// Explain rule 1: the node at `depth` and everything below it.
 fn lines(s: &Shown, depth: usize, (verbose, timing): (bool, bool), out: &mut Vec<String>) {
-    let title = format!("{}{}", s.title, actual_text(&s.actual, timing));
+    let est = s.est.as_ref().map(|e| format!("  {}", e.text()));
+    let title = format!(
+        "{}{}{}",
+        s.title,
+        est.unwrap_or_default(),
+        actual_text(&s.actual, timing)
+    );
     let title = match depth {
         0 => title,
         d => format!("{}->  {title}", " ".repeat(6 * d - 4)),
@@ -270,6 +306,9 @@ impl Explainer<'_> {
     /// A node as shown and the names of its output columns.
     fn node(&mut self, p: &Plan) -> SqlResult<(Shown, Vec<String>)> {
         let (mut s, names) = self.node_body(p)?;
+        if let Some(c) = self.costs.as_mut() {
+            s.est = Some(c.of(p));
+        }
         // Explain rule 7: a chain of nodes shown as one (a scan under its filter
         // and projection) shows the counts of its top node that ran.
         if let Some(a) = self.analysis {
@@ -403,6 +442,11 @@ impl Explainer<'_> {
                 // A nested loop holds its inner rows (a LATERAL one runs it again).
                 if matches!(p, Plan::NestLoop { .. }) && i.title != "Result" {
                     let mut m = titled("Materialize");
+                    m.est = i
+                        .est
+                        .as_ref()
+                        .zip(self.units())
+                        .map(|(e, u)| e.materialized(&u));
                     m.actual = i.actual.clone();
                     m.output = i.output.clone();
                     m.children.push(i);
@@ -437,6 +481,7 @@ impl Explainer<'_> {
                     names.truncate(outer_width);
                 }
                 let mut hash = titled("Hash");
+                hash.est = i.est.as_ref().map(Est::hashed);
                 hash.actual = i.actual.clone();
                 hash.output = i.output.clone();
                 hash.children.push(i);
@@ -644,8 +689,17 @@ impl Explainer<'_> {
             .and_then(|a| a.instr.partial(input))
             .map_or(Actual::None, Actual::Ran);
         let mut partial = node(format!("Partial {title}"), c);
+        partial.est = self
+            .costs
+            .as_mut()
+            .map(|k| k.partial(input, (keys, aggs), sorted));
         partial.actual = groups.clone();
         let mut gather = titled("Gather");
+        gather.est = partial
+            .est
+            .as_ref()
+            .zip(self.units())
+            .map(|(e, u)| e.gathered(&u, workers));
         gather.actual = match groups {
             // The workers ran at once: the Gather's time is one worker's.
             Actual::Ran(n) => {
@@ -686,6 +740,11 @@ impl Explainer<'_> {
             true => c,
             false => {
                 let mut sort = titled("Sort");
+                sort.est = c
+                    .est
+                    .as_ref()
+                    .zip(self.units())
+                    .map(|(e, u)| e.sorted(&u, None));
                 sort.actual = c.actual.clone();
                 sort.output = c.output.clone();
                 sort.details.push(format!("Sort Key: {}", keys.join(", ")));
@@ -710,6 +769,9 @@ impl Explainer<'_> {
         let (a, names) = self.below(left)?;
         let (b, _) = self.below(right)?;
         let mut append = titled("Append");
+        if let (Some(x), Some(y)) = (&a.est, &b.est) {
+            append.est = Some(Est::appended(&[x.clone(), y.clone()]));
+        }
         append.children = vec![a, b];
         let word = match op {
             SetOp::Union => {
@@ -767,6 +829,11 @@ impl Explainer<'_> {
             })
             .collect();
         Ok((titled(title), names))
+    }
+
+    /// The cost units, with COSTS.
+    fn units(&self) -> Option<crate::cost::Units> {
+        self.costs.as_ref().map(Costs::units)
     }
 
     fn unique(&mut self, alias: &str) -> String {
@@ -1178,6 +1245,8 @@ impl Explainer<'_> {
             Some(p) => p,
             None => std::rc::Rc::new(crate::planner::plan(&l.query, self.rels)?),
         };
+        // Kept to the end: the estimates know nodes by their addresses.
+        self.kept.push(plan.clone());
         let n = self.next_plan;
         self.next_plan += 1;
         let (inits, subs) = (

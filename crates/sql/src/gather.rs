@@ -237,14 +237,19 @@ fn histogram(runs: &[(&Datum, usize)], mcv: &[(&Datum, usize)]) -> Vec<Datum> {
 }
 
 /// A value's stored width, roughly (rule 2's average width).
+fn varlena(len: usize) -> usize {
+    len + if len < 127 { 1 } else { 4 }
+}
+
 fn datum_width(d: &Datum) -> usize {
     match d {
         Datum::Null => 0,
         Datum::Bool(_) => 1,
         Datum::Int2(_) => 2,
         Datum::Int4(_) | Datum::Date(_) | Datum::Float4(_) => 4,
-        Datum::Text(s) => s.len() + 4,
-        Datum::Bytea(b) => b.len() + 4,
+        // PostgreSQL's stored width: a one-byte header up to 126 bytes.
+        Datum::Text(s) => varlena(s.len()),
+        Datum::Bytea(b) => varlena(b.len()),
         Datum::Numeric(_) | Datum::Uuid(_) | Datum::Interval(_) => 16,
         _ => 8,
     }

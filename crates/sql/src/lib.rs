@@ -25,7 +25,8 @@
 //! [`planner`] (a physical plan; `joinorder` orders inner joins by `estimate`'s
 //! sizes, from ANALYZE's statistics where `gather` made them; `ordered` lets B-trees
 //! serve ORDER BY, LIMIT and min/max; `parallel` gives large aggregates, sorts and
-//! hash tables workers), [`executor`] (pull operators; `executor::workers` runs a
+//! hash tables workers), [`explain`] (a plan as PostgreSQL prints it, with
+//! [`cost`]'s estimates), [`executor`] (pull operators; `executor::workers` runs a
 //! parallel plan's threads, `executor::keymap` is the hash table of hash joins and
 //! hash aggregation), [`copy`] (COPY's text and csv formats), [`sort`] (ORDER BY within
 //! `work_mem`, PostgreSQL's quicksort), [`frames`] (window frame clauses sqlparser
@@ -85,6 +86,7 @@ pub mod bind;
 mod clause_tests;
 pub mod conditional;
 pub mod copy;
+pub mod cost;
 pub mod cte;
 mod datefn;
 pub mod datetime;
@@ -825,7 +827,7 @@ pub enum Stmt {
     /// Transaction control: run by the session's block state machine.
     Control(Control),
     Select(Box<ast::Query>),
-    /// EXPLAIN (COSTS OFF [, VERBOSE]) query ([`explain`]).
+    /// EXPLAIN [(options)] query ([`explain`]).
     Explain(Box<ast::Query>, explain::Options),
     Insert {
         table: String,
@@ -3635,16 +3637,15 @@ fn convert_create_table(ct: ast::CreateTable) -> SqlResult<Stmt> {
     }))
 }
 
-/// EXPLAIN [(options)] query: COSTS OFF [, VERBOSE] [, ANALYZE [, TIMING] [,
-/// SUMMARY]] is what Strata shows (explain rule 5); costs, BUFFERS, other formats
-/// and EXPLAIN of other statements are 0A000.
+/// EXPLAIN [(options)] query: [COSTS] [, VERBOSE] [, ANALYZE [, TIMING] [,
+/// SUMMARY]] is what Strata shows (explain rule 5); BUFFERS, other formats and
+/// EXPLAIN of other statements are 0A000.
 fn convert_explain(
     analyze: bool,
     verbose: bool,
     statement: ast::Statement,
     options: Vec<ast::UtilityOption>,
 ) -> SqlResult<Stmt> {
-    let mut costs = true;
     let on = |o: &ast::UtilityOption| -> SqlResult<bool> {
         match o.arg.as_ref().map(|a| a.to_string().to_ascii_lowercase()) {
             None => Ok(true),
@@ -3659,12 +3660,11 @@ fn convert_explain(
     let mut o = explain::Options {
         analyze,
         verbose,
-        timing: None,
-        summary: None,
+        ..explain::Options::default()
     };
     for opt in &options {
         match opt.name.value.to_ascii_lowercase().as_str() {
-            "costs" => costs = on(opt)?,
+            "costs" => o.costs = on(opt)?,
             "analyze" => o.analyze = on(opt)?,
             "verbose" => o.verbose = on(opt)?,
             "timing" => o.timing = Some(on(opt)?),
@@ -3679,11 +3679,6 @@ fn convert_explain(
         return Err(SqlError::new(
             "22023",
             "EXPLAIN option TIMING requires ANALYZE",
-        ));
-    }
-    if costs {
-        return Err(SqlError::unsupported(
-            "EXPLAIN with costs (write EXPLAIN (COSTS OFF): Strata has no cost model yet)",
         ));
     }
     match statement {

@@ -338,6 +338,11 @@ impl IndexPath {
         conjs
     }
 
+    /// The conjuncts the range enforces exactly (plan rule 3).
+    pub fn covered(&self) -> &[Expr] {
+        &self.covers
+    }
+
     /// The index conditions (EXPLAIN's Index Cond): per condition, the index
     /// column's position in the index, the operator as seen from the column, and
     /// the value.

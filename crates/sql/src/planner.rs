@@ -81,6 +81,10 @@ pub trait RelSource {
     fn stats(&self, _name: &str) -> Option<std::sync::Arc<strata_engine::TableStats>> {
         None
     }
+    /// The session's cost units (`cost` rule 1); PostgreSQL's defaults.
+    fn units(&self) -> crate::cost::Units {
+        crate::cost::Units::default()
+    }
     /// The session's planner switches (planner rule 8); all on by default.
     fn switches(&self) -> Switches {
         Switches::default()

@@ -341,13 +341,85 @@ fn explain_shows_postgres_node_names_and_expressions() {
             ["Seq Scan on public.a", "  Output: (id + 1)"]
         );
         for (sql, code) in [
-            ("EXPLAIN SELECT 1", "0A000"),
             ("EXPLAIN (TIMING, COSTS OFF) SELECT 1", "22023"),
             ("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) SELECT 1", "0A000"),
             ("EXPLAIN (COSTS maybe) SELECT 1", "22023"),
         ] {
             assert_eq!(codes(s, sql), [code], "{sql}");
         }
+    });
+}
+
+/// Cost rules 1-5: on a table never filled (PostgreSQL's 10 pages) each figure
+/// is PostgreSQL 15's for the same statement (checked by hand on the same
+/// machine), and the session's cost units move them as PostgreSQL's do.
+#[test]
+fn explain_shows_postgres_costs() {
+    with_session(8 << 20, |s| {
+        q(s, "CREATE TABLE e (id int PRIMARY KEY, v text, n int)");
+        for (sql, plan) in [
+            (
+                "SELECT * FROM e",
+                &["Seq Scan on e  (cost=0.00..22.00 rows=1200 width=40)"][..],
+            ),
+            (
+                "SELECT * FROM e WHERE id = 5",
+                &[
+                    "Index Scan using e_pkey on e  (cost=0.15..8.17 rows=1 width=40)",
+                    "  Index Cond: (id = 5)",
+                ],
+            ),
+            (
+                "SELECT n, count(*) FROM e GROUP BY n",
+                &[
+                    "HashAggregate  (cost=28.00..30.00 rows=200 width=12)",
+                    "  Group Key: n",
+                    "  ->  Seq Scan on e  (cost=0.00..22.00 rows=1200 width=4)",
+                ],
+            ),
+            (
+                "SELECT * FROM e ORDER BY n LIMIT 10",
+                &[
+                    "Limit  (cost=47.93..47.96 rows=10 width=40)",
+                    "  ->  Sort  (cost=47.93..50.93 rows=1200 width=40)",
+                    "        Sort Key: n",
+                    "        ->  Seq Scan on e  (cost=0.00..22.00 rows=1200 width=40)",
+                ],
+            ),
+            ("SELECT 1", &["Result  (cost=0.00..0.01 rows=1 width=4)"]),
+            (
+                "SELECT * FROM generate_series(1, 10) g",
+                &["Function Scan on generate_series g  (cost=0.00..0.10 rows=10 width=4)"],
+            ),
+            (
+                "VALUES (1, 'a'), (2, 'b')",
+                &["Values Scan on \"*VALUES*\"  (cost=0.00..0.03 rows=2 width=36)"],
+            ),
+        ] {
+            assert_eq!(rows(s, &format!("EXPLAIN {sql}")), plan, "{sql}");
+        }
+        q(s, "SET random_page_cost = 2");
+        q(s, "SET cpu_tuple_cost = 0.02");
+        assert_eq!(
+            rows(s, "EXPLAIN SELECT * FROM e WHERE id = 5")[0],
+            "Index Scan using e_pkey on e  (cost=0.15..4.18 rows=1 width=40)"
+        );
+        assert_eq!(
+            rows(s, "EXPLAIN SELECT * FROM e"),
+            ["Seq Scan on e  (cost=0.00..34.00 rows=1200 width=40)"]
+        );
+        assert_eq!(rows(s, "SHOW cpu_tuple_cost"), ["0.02"]);
+        assert_eq!(codes(s, "SET random_page_cost = -1"), ["22023"]);
+        assert_eq!(codes(s, "SET cpu_operator_cost = 'x'"), ["22023"]);
+        // With ANALYZE: the estimate, then what ran.
+        let analyzed = rows(
+            s,
+            "EXPLAIN (ANALYZE, TIMING OFF, SUMMARY OFF) SELECT * FROM e",
+        );
+        assert_eq!(
+            analyzed,
+            ["Seq Scan on e  (cost=0.00..34.00 rows=1200 width=40) (actual rows=0 loops=1)"]
+        );
     });
 }
 

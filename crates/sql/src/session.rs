@@ -238,6 +238,9 @@ impl crate::planner::RelSource for PlannerCatalog<'_, '_> {
     fn switches(&self) -> crate::planner::Switches {
         self.0.switches()
     }
+    fn units(&self) -> crate::cost::Units {
+        crate::cost::Units::from_settings(|n| self.0.vars.get(n).and_then(|v| v.parse().ok()))
+    }
 }
 
 /// A session's interrupt flags, set by other threads (CancelRequest,
