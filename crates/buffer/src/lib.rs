@@ -7,13 +7,15 @@
 //! the bulk operations [`BufferPool::drop_relations`], [`BufferPool::truncate`],
 //! [`BufferPool::drop_database`], [`BufferPool::flush_relations`],
 //! [`BufferPool::flush_database`], [`BufferPool::dirty_pages`],
-//! [`BufferPool::flush_all_dirty`], and [`BufferPool::verify_invariants`] for tests.
+//! [`BufferPool::flush_all_dirty`], [`BufferPool::verify_invariants`] for tests, and
+//! [`usage`] (each thread's hits, reads, dirtied and written pages).
 
 mod directory;
 /// The PostgreSQL-style full scans, for the benchmark and this crate's tests only: behind
 /// the `reference` feature (off by default), so the production pool does not contain them.
 #[cfg(any(test, feature = "reference"))]
 pub mod reference;
+pub mod usage;
 
 use directory::{Directory, Padded};
 use parking_lot::{
@@ -326,6 +328,7 @@ impl BufferPool {
                 let old = desc.pin(); // README rule 2: pinned under the partition lock
                 drop(map);
                 desc.bump_usage();
+                usage::count(|u| u.hit += 1); // README rule 9
                 let buf = PinnedBuffer {
                     pool: self,
                     desc,
@@ -369,6 +372,7 @@ impl BufferPool {
                 drop(maps);
                 self.release_victim(id, old_tag);
                 edesc.bump_usage();
+                usage::count(|u| u.hit += 1);
                 let buf = PinnedBuffer {
                     pool: self,
                     desc: edesc,
@@ -463,6 +467,9 @@ impl BufferPool {
     fn do_io(&self, buf: &PinnedBuffer<'_>, mode: ReadMode) -> Result<()> {
         let desc = self.desc(buf.id);
         let tag = buf.tag;
+        if mode != ReadMode::Zero {
+            usage::count(|u| u.read += 1); // README rule 9
+        }
         let result = {
             let mut content = desc.content.write();
             let frame = content.get_or_insert_with(|| {
@@ -583,6 +590,7 @@ impl BufferPool {
             .map_err(|reason| BufferError::Wal { lsn, reason })?;
         strata_page::set_checksum(&mut copy, tag.block);
         self.smgr.write(tag.rel, tag.fork, tag.block, &copy)?;
+        usage::count(|u| u.written += 1);
         let _header = desc.header.lock();
         desc.state.fetch_and(!DIRTY, Ordering::AcqRel);
         self.dir.clear_dirty(tag);
@@ -925,6 +933,7 @@ impl<'a> PinnedBuffer<'a> {
         let old = desc.state.fetch_or(DIRTY, Ordering::AcqRel);
         if old & DIRTY == 0 {
             self.pool.dir.mark_dirty(self.tag); // rule 1: header → directory
+            usage::count(|u| u.dirtied += 1);
         }
     }
 

@@ -110,6 +110,9 @@ pub use roles::{is_system_role, RelAccess, RoleDependent, PREDEFINED_ROLES};
 pub use sequence::SeqOptions;
 pub use standby::ReplayStats;
 pub use stats::{ColumnStats, TableStats};
+pub use strata_buffer::usage::{
+    absorb as absorb_buffer_usage, usage as buffer_usage, Usage as BufferUsage,
+};
 pub use stream::{RowVisitor, SCAN_BATCH_ROWS};
 pub use xact::{Access, CreateDbStrategy, NewIndex, Txn, Upsert, UpsertState};
 /// On-page layouts a test may check through [`Engine::pool`]: the heap page flag

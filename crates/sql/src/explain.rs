@@ -31,6 +31,11 @@
 //!    default) the planning and execution times. A node PostgreSQL has and Strata
 //!    folds into another (Hash, Materialize, a window's Sort) shows its child's
 //!    counts; a subquery's plan is the one that ran, from the statement's cache.
+//! 8. BUFFERS (with ANALYZE) adds to each node the pages its run found in the
+//!    pool, read, dirtied and wrote (`instrument` rule 5) as PostgreSQL's
+//!    `Buffers: shared hit=.. read=.. dirtied=.. written=..` (nonzero parts
+//!    only), and planning's under `Planning:`. Temporary files (a sort or hash
+//!    that spilled) are not counted.
 //! 6. A parallel aggregate shows as PostgreSQL's three nodes: `Finalize` (the
 //!    leader combining the groups), `Gather` with `Workers Planned: n`, `Partial`
 //!    (each worker's aggregate) over its input, whose shared scan is a
@@ -55,6 +60,8 @@ pub struct Options {
     pub verbose: bool,
     pub timing: Option<bool>,
     pub summary: Option<bool>,
+    /// BUFFERS (with ANALYZE).
+    pub buffers: bool,
 }
 
 impl Default for Options {
@@ -65,6 +72,7 @@ impl Default for Options {
             verbose: false,
             timing: None,
             summary: None,
+            buffers: false,
         }
     }
 }
@@ -75,6 +83,8 @@ pub struct Analysis<'a> {
     pub subs: &'a SubCache,
     pub planning: std::time::Duration,
     pub execution: std::time::Duration,
+    /// The buffer accesses of planning, with BUFFERS (explain rule 8).
+    pub planning_buffers: Option<strata_engine::BufferUsage>,
 }
 
 /// A node's counts as shown (explain rule 7).
@@ -183,6 +193,10 @@ pub fn explain<'r>(
     lines(&shown, 0, (verbose, timing), &mut out);
     if let Some(a) = analysis.filter(|_| o.summary.unwrap_or(true)) {
         let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
+        if let Some(line) = a.planning_buffers.and_then(|b| buffers_line(&b)) {
+            out.push("Planning:".into());
+            out.push(format!("  {line}"));
+        }
         out.push(format!("Planning Time: {:.3} ms", ms(a.planning)));
         out.push(format!("Execution Time: {:.3} ms", ms(a.execution)));
     }
@@ -228,7 +242,24 @@ fn analyzed_details(s: &Shown) -> Vec<String> {
         }
     }
     out.extend(n.details.iter().cloned());
+    out.extend(buffers_line(&n.buffers));
     out
+}
+
+/// Explain rule 8: `Buffers: shared hit=h read=r dirtied=d written=w`, each part
+/// only when nonzero; None when all are.
+fn buffers_line(b: &strata_engine::BufferUsage) -> Option<String> {
+    let parts: Vec<String> = [
+        ("hit", b.hit),
+        ("read", b.read),
+        ("dirtied", b.dirtied),
+        ("written", b.written),
+    ]
+    .iter()
+    .filter(|(_, n)| *n > 0)
+    .map(|(k, n)| format!("{k}={n}"))
+    .collect();
+    (!parts.is_empty()).then(|| format!("Buffers: shared {}", parts.join(" ")))
 }
 
 /// The plan of the WITH query `id` at address `at` (the one that ran) within `p`.

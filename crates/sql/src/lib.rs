@@ -3638,8 +3638,8 @@ fn convert_create_table(ct: ast::CreateTable) -> SqlResult<Stmt> {
 }
 
 /// EXPLAIN [(options)] query: [COSTS] [, VERBOSE] [, ANALYZE [, TIMING] [,
-/// SUMMARY]] is what Strata shows (explain rule 5); BUFFERS, other formats and
-/// EXPLAIN of other statements are 0A000.
+/// SUMMARY] [, BUFFERS]] is what Strata shows (explain rules 5, 7, 8); SETTINGS,
+/// WAL, other formats and EXPLAIN of other statements are 0A000.
 fn convert_explain(
     analyze: bool,
     verbose: bool,
@@ -3669,7 +3669,8 @@ fn convert_explain(
             "verbose" => o.verbose = on(opt)?,
             "timing" => o.timing = Some(on(opt)?),
             "summary" => o.summary = Some(on(opt)?),
-            "buffers" | "settings" | "wal" if !on(opt)? => {}
+            "buffers" => o.buffers = on(opt)?,
+            "settings" | "wal" if !on(opt)? => {}
             other => {
                 return Err(SqlError::unsupported(format!("EXPLAIN option {other}")));
             }

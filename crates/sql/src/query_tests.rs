@@ -342,7 +342,7 @@ fn explain_shows_postgres_node_names_and_expressions() {
         );
         for (sql, code) in [
             ("EXPLAIN (TIMING, COSTS OFF) SELECT 1", "22023"),
-            ("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) SELECT 1", "0A000"),
+            ("EXPLAIN (ANALYZE, WAL, COSTS OFF) SELECT 1", "0A000"),
             ("EXPLAIN (COSTS maybe) SELECT 1", "22023"),
         ] {
             assert_eq!(codes(s, sql), [code], "{sql}");
@@ -1911,6 +1911,61 @@ fn an_index_scans_residual_keeps_its_subqueries_apart_across_runs() {
         let plan = rows(s, &format!("EXPLAIN (COSTS OFF) {query}")).join("\n");
         assert!(plan.contains("Index Scan using ps_sk"), "{plan}");
         assert_eq!(rows(s, query), [keys.len().to_string()], "{plan}");
+    });
+}
+
+/// Explain rule 8: BUFFERS counts the pages each node found in the pool, its
+/// children's included: a scan of a table whose pages are all cached finds each
+/// of them once, and the aggregate above it shows the same.
+#[test]
+fn explain_buffers_counts_the_pages_each_node_touched() {
+    with_session(8 << 20, |s| {
+        let c = q(
+            s,
+            "CREATE TABLE eb (k int, pad text);
+             INSERT INTO eb SELECT i, repeat('x', 200) FROM generate_series(1, 2000) i",
+        );
+        assert!(c.results.iter().all(|r| r.is_ok()), "{:?}", c.results);
+        let sql = "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF) \
+                   SELECT count(*) FROM eb WHERE k > 1000";
+        let plan = rows(s, sql);
+        let hit = plan[1].trim().to_string();
+        let pages: u64 = hit
+            .strip_prefix("Buffers: shared hit=")
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{plan:?}"));
+        // 2000 rows of about 230 bytes: every page of the table, once.
+        assert!((50..=70).contains(&pages), "{plan:?}");
+        assert_eq!(
+            plan,
+            [
+                "Aggregate (actual rows=1 loops=1)".to_string(),
+                format!("  {hit}"),
+                "  ->  Seq Scan on eb (actual rows=1000 loops=1)".into(),
+                "        Filter: (k > 1000)".into(),
+                "        Rows Removed by Filter: 1000".into(),
+                format!("        {hit}"),
+            ]
+        );
+        // A scan stopped after its first row touched only the pages of its first
+        // batch of rows, and the Limit above it the same.
+        let first = "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF) \
+                     SELECT * FROM eb LIMIT 1";
+        let plan = rows(s, first);
+        let early: u64 = plan[1]
+            .trim()
+            .strip_prefix("Buffers: shared hit=")
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{plan:?}"));
+        assert!((1..pages).contains(&early), "{plan:?}");
+        assert_eq!(plan[3].trim(), plan[1].trim(), "{plan:?}");
+        // Without BUFFERS, no such line; BUFFERS without ANALYZE is accepted.
+        let plain = rows(
+            s,
+            "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT * FROM eb",
+        );
+        assert!(plain.iter().all(|l| !l.contains("Buffers")), "{plain:?}");
+        assert_eq!(rows(s, "EXPLAIN (BUFFERS, COSTS OFF) SELECT 1"), ["Result"]);
     });
 }
 

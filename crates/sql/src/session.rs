@@ -3140,13 +3140,17 @@ impl<'e> Session<'e> {
         params: &[Datum],
     ) -> SqlResult<Vec<String>> {
         let began = std::time::Instant::now();
+        let buffers = strata_engine::buffer_usage();
         let plan = self.plan_statement(q)?;
         let rels = PlannerCatalog(self);
         if !o.analyze {
             return crate::explain::explain(&plan, &rels, o, None);
         }
         let planned = began.elapsed();
-        let instr = crate::executor::instrument::Instr::new(o.timing.unwrap_or(true));
+        let planning_buffers = o
+            .buffers
+            .then(|| strata_engine::buffer_usage().since(buffers));
+        let instr = crate::executor::instrument::Instr::new(o.timing.unwrap_or(true), o.buffers);
         let subs = crate::executor::SubCache::default();
         let ran = std::time::Instant::now();
         instr.run(|| self.run_plan(&plan, params, &subs, &mut |_| Ok(())))?;
@@ -3155,6 +3159,7 @@ impl<'e> Session<'e> {
             subs: &subs,
             planning: planned,
             execution: ran.elapsed(),
+            planning_buffers,
         };
         crate::explain::explain(&plan, &rels, o, Some(&done))
     }

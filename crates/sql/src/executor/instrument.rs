@@ -13,6 +13,9 @@
 //! 3. A loop is one operator built from the node and pulled at least once (a
 //!    subquery run for a row, a worker's share of a parallel scan); rows and times
 //!    are summed over loops and shown per loop, as PostgreSQL's are.
+//! 5. With BUFFERS, each call's buffer accesses (the pool's per-thread counts,
+//!    `strata_buffer::usage`) are added to the node, children included, as
+//!    PostgreSQL's are; a parallel worker's are added by its own operators.
 //! 4. Time is the wall-clock time spent in the operator's calls, children included;
 //!    a consumer that drains its input (an aggregate) has its own per-row work
 //!    counted in its input's time as well, where PostgreSQL's counts it in its own.
@@ -24,6 +27,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use strata_engine::{buffer_usage, BufferUsage};
 
 /// What one plan node did over all its loops (instrument rule 3).
 #[derive(Clone, Default, Debug)]
@@ -37,12 +41,16 @@ pub struct NodeStats {
     pub removed: Option<u64>,
     /// Lines EXPLAIN ANALYZE adds to it (a sort's method and memory).
     pub details: Vec<String>,
+    /// Its buffer accesses, with BUFFERS (rule 5).
+    pub buffers: BufferUsage,
 }
 
 /// An instrumented run's counts, by plan node address (instrument rule 2).
 #[derive(Default)]
 pub struct Instr {
     pub timing: bool,
+    /// Count buffer accesses (rule 5).
+    pub buffers: bool,
     nodes: Mutex<HashMap<usize, NodeStats>>,
     /// The WITH queries run, by id: the address of the plan run (a query naming
     /// one twice has a plan for each name; one of them runs).
@@ -78,9 +86,10 @@ pub(super) fn current() -> Option<Arc<Instr>> {
 }
 
 impl Instr {
-    pub fn new(timing: bool) -> Arc<Instr> {
+    pub fn new(timing: bool, buffers: bool) -> Arc<Instr> {
         Arc::new(Instr {
             timing,
+            buffers,
             ..Instr::default()
         })
     }
@@ -113,6 +122,8 @@ impl Instr {
             rows,
             first: scan.first,
             total: scan.total,
+            // Rule 5: the workers' accesses, as the input's.
+            buffers: scan.buffers,
             ..NodeStats::default()
         })
     }
@@ -140,6 +151,7 @@ impl Instr {
         if let Some(r) = run.removed {
             *n.removed.get_or_insert(0) += r;
         }
+        n.buffers = n.buffers.plus(run.buffers);
         if !run.details.is_empty() {
             n.details = run.details.clone();
         }
@@ -167,13 +179,26 @@ struct Counted<'a> {
     run: NodeStats,
 }
 
+/// When a call began: its time (with TIMING) and the thread's buffer counts (with
+/// BUFFERS).
+type Began = (Option<Instant>, Option<BufferUsage>);
+
 impl Counted<'_> {
-    fn start(&mut self) -> Option<Instant> {
+    fn start(&mut self) -> Began {
         self.run.loops = 1;
-        self.instr.timing.then(Instant::now)
+        let buffers = self.instr.buffers.then(buffer_usage);
+        (self.instr.timing.then(Instant::now), buffers)
     }
 
-    fn stop(&mut self, start: Option<Instant>, row: bool) {
+    /// Rule 5: the call's buffer accesses.
+    fn count_buffers(&mut self, before: Option<BufferUsage>) {
+        if let Some(b) = before {
+            self.run.buffers = self.run.buffers.plus(buffer_usage().since(b));
+        }
+    }
+
+    fn stop(&mut self, (start, buffers): Began, row: bool) {
+        self.count_buffers(buffers);
         if let Some(t) = start {
             self.run.total += t.elapsed();
         }
@@ -200,7 +225,7 @@ impl<'a> Node<'a> for Counted<'a> {
         engine_free: bool,
         f: &mut dyn FnMut(&[Datum]) -> SqlResult<()>,
     ) -> SqlResult<()> {
-        let start = self.start();
+        let (start, buffers) = self.start();
         let (mut rows, mut first) = (0u64, None);
         let r = self.inner.drain(cx, engine_free, &mut |row| {
             if rows == 0 {
@@ -216,6 +241,7 @@ impl<'a> Node<'a> for Counted<'a> {
             self.run.total += t.elapsed();
         }
         self.run.rows += rows;
+        self.count_buffers(buffers);
         r
     }
 

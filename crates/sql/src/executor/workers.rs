@@ -72,15 +72,17 @@ pub(super) fn aggregate(
     let shared = Shared::of(cx, &subplans);
     let blocks = Arc::new(AtomicU32::new(0));
     let stop = AtomicBool::new(false);
+    let spent = Spent::default();
     let parts = std::thread::scope(|s| {
         let (tx, rx) = mpsc::channel();
         for _ in 0..n {
-            let (tx, blocks, stop) = (tx.clone(), blocks.clone(), &stop);
+            let (tx, blocks, stop, spent) = (tx.clone(), blocks.clone(), &stop, &spent);
             let instr = super::instrument::current();
             s.spawn(move || {
                 let _counted = super::instrument::Installed::new(instr);
                 let run = |cx: &Ctx<'_>| partial(cx, input, (keys, aggs));
-                let r = match in_worker(shared, blocks, stop, run) {
+                let r = spent.count(|| in_worker(shared, blocks, stop, run));
+                let r = match r {
                     Err(_) if stop.load(Ordering::Relaxed) => Ok(Outcome::Stopped),
                     r => r,
                 };
@@ -89,7 +91,9 @@ pub(super) fn aggregate(
         }
         drop(tx);
         collect(cx, &rx, n, &stop)
-    })?;
+    });
+    spent.hand_to_leader();
+    let parts = parts?;
     if let (Some(i), Some(parts)) = (super::instrument::current(), &parts) {
         let groups = parts.iter().map(|p| p.len() as u64).sum();
         i.note_partial(input, n as u64, groups);
@@ -321,15 +325,16 @@ fn gather<'t>(cx: &Ctx<'t>, input: &Plan, n: usize) -> SqlResult<Gathered<'t>> {
     let shared = Shared::of(cx, &subplans);
     let blocks = Arc::new(AtomicU32::new(0));
     let stop = AtomicBool::new(false);
-    std::thread::scope(|s| {
+    let spent = Spent::default();
+    let gathered = std::thread::scope(|s| {
         let (tx, rx) = mpsc::sync_channel(2 * n);
         for _ in 0..n {
-            let (tx, blocks, stop) = (tx.clone(), blocks.clone(), &stop);
+            let (tx, blocks, stop, spent) = (tx.clone(), blocks.clone(), &stop, &spent);
             let instr = super::instrument::current();
             s.spawn(move || {
                 let _counted = super::instrument::Installed::new(instr);
                 let run = |cx: &Ctx<'_>| send_rows(cx, input, &tx);
-                let msg = match in_worker(shared, blocks, stop, run) {
+                let msg = match spent.count(|| in_worker(shared, blocks, stop, run)) {
                     Ok(()) => Msg::Done,
                     Err(_) if stop.load(Ordering::Relaxed) => Msg::Done,
                     Err(e) => Msg::Failed(e),
@@ -344,7 +349,30 @@ fn gather<'t>(cx: &Ctx<'t>, input: &Plan, n: usize) -> SqlResult<Gathered<'t>> {
             stop.store(true, Ordering::Relaxed);
         }
         r
-    })
+    });
+    spent.hand_to_leader();
+    gathered
+}
+
+/// The workers' buffer accesses, added to the leader's when they have all ended
+/// (`instrument` rule 5: a Gather and the nodes above it count its workers').
+#[derive(Default)]
+struct Spent(std::sync::Mutex<strata_engine::BufferUsage>);
+
+impl Spent {
+    /// Runs a worker's `f`, keeping the buffer accesses it made.
+    fn count<T>(&self, f: impl FnOnce() -> T) -> T {
+        let before = strata_engine::buffer_usage();
+        let r = f();
+        let d = strata_engine::buffer_usage().since(before);
+        let mut all = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        *all = all.plus(d);
+        r
+    }
+
+    fn hand_to_leader(self) {
+        strata_engine::absorb_buffer_usage(self.0.into_inner().unwrap_or_else(|e| e.into_inner()));
+    }
 }
 
 /// A worker's rows to its leader, a batch at a time.
