@@ -80,7 +80,7 @@ use pgwire::types::format::FormatOptions;
 use pgwire::types::ToSqlText;
 use postgres_types::{IsNull, ToSql};
 use std::fmt::Debug;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -861,8 +861,11 @@ enum Ended {
     IdleSession,
 }
 
-/// How long a backend spins for its next request before it blocks.
+/// How long a backend spins for its next request before it blocks, when other
+/// backends are busy too.
 const NEXT_REQUEST_SPIN: Duration = Duration::from_micros(50);
+/// ... and when it is the only busy backend.
+const NEXT_REQUEST_SPIN_ALONE: Duration = Duration::from_micros(200);
 
 /// The next request, waiting at most `idle_in_transaction_session_timeout` in a
 /// block and `idle_session_timeout` outside one (0: forever).
@@ -878,14 +881,23 @@ fn next_request(s: &Session<'_>, rx: &mpsc::Receiver<Request>) -> Result<Request
     // A client's next message usually follows within microseconds (a pipeline's
     // Sync after its Execute, the next statement of a transaction): a short spin
     // picks it up without the sleep and wake-up of a blocking receive.
+    // A backend alone on the CPUs spins longer: nothing waits for the core it
+    // holds (the client and the protocol thread have the others), and a prepared
+    // statement's Bind/Execute/Sync hops through the protocol thread twice.
+    let alone = BUSY.load(Ordering::Relaxed) <= 1;
+    let limit = match alone {
+        true => NEXT_REQUEST_SPIN_ALONE,
+        false => NEXT_REQUEST_SPIN,
+    };
     let spin = std::time::Instant::now();
-    while spin.elapsed() < NEXT_REQUEST_SPIN {
+    while spin.elapsed() < limit {
         match rx.try_recv() {
             Ok(r) => return Ok(r),
             Err(mpsc::TryRecvError::Disconnected) => return Err(Ended::Asked),
             Err(mpsc::TryRecvError::Empty) => std::hint::spin_loop(),
         }
     }
+    let _idle = Idle::enter();
     if idle_ms == 0 {
         return rx.recv().map_err(|_| Ended::Asked);
     }
@@ -896,6 +908,42 @@ fn next_request(s: &Session<'_>, rx: &mpsc::Receiver<Request>) -> Result<Request
     }
 }
 
+/// Backends running or spinning (not blocked waiting for a request): whether a
+/// spinning backend holds a core another backend needs.
+static BUSY: AtomicUsize = AtomicUsize::new(0);
+
+/// A backend blocked for its next request, not counted in [`BUSY`] while it lives.
+struct Idle;
+
+impl Idle {
+    fn enter() -> Idle {
+        BUSY.fetch_sub(1, Ordering::Relaxed);
+        Idle
+    }
+}
+
+impl Drop for Idle {
+    fn drop(&mut self) {
+        BUSY.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// A backend thread's share of [`BUSY`], from its start to its end.
+struct Busy;
+
+impl Busy {
+    fn enter() -> Busy {
+        BUSY.fetch_add(1, Ordering::Relaxed);
+        Busy
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        BUSY.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 /// What a backend's [`Feed`]s need: its interrupt flags and the server's runtime.
 struct FeedContext {
     interrupts: Arc<Interrupts>,
@@ -903,6 +951,7 @@ struct FeedContext {
 }
 
 fn backend_loop(s: &mut Session<'_>, rx: mpsc::Receiver<Request>, feed: &FeedContext) -> Ended {
+    let _busy = Busy::enter();
     loop {
         let req = match next_request(s, &rx) {
             Ok(r) => r,
