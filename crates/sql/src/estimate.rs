@@ -2,8 +2,8 @@
 //! statistics where a table has them (rule 5), else as for a table it has none of.
 //!
 //! Rules (cited as "estimate rule N"):
-//! 1. A table's rows: its main fork's pages (10 when it has none, as PostgreSQL
-//!    assumes of a table never vacuumed) times the tuples a page holds at the
+//! 1. A table's rows: its main fork's pages (at least 10 for a table ANALYZE has
+//!    not seen, as PostgreSQL assumes of a table never vacuumed) times the tuples a page holds at the
 //!    row's estimated width (fixed-width types their size, `varchar(n)`/`char(n)`
 //!    n, unbounded text 32, plus the tuple header and line pointer).
 //! 2. A condition's selectivity: PostgreSQL's defaults — equality 1/200
@@ -62,7 +62,9 @@ impl<'a> Sizes<'a> {
             Some(s) if s.relpages > 0 => s.reltuples / s.relpages as f64 * now.max(1) as f64,
             Some(s) => s.reltuples.max(1.0),
             None => {
-                let pages = if now == 0 { 10.0 } else { now as f64 };
+                // PostgreSQL's estimate_rel_size: a table never vacuumed or
+                // analyzed is taken to have at least 10 pages.
+                let pages = f64::from(now.max(10));
                 let width: f64 = entry.columns.iter().map(col_width).sum();
                 pages * (PAGE_SPACE / (width + TUPLE_OVERHEAD)).floor().max(1.0)
             }
@@ -168,7 +170,7 @@ impl<'a> Sizes<'a> {
     ) -> Option<(f64, f64, f64)> {
         let t = self.table(name)?;
         let pages = match self.rels.pages(name) {
-            0 if t.stats.is_none() => 10.0,
+            n if t.stats.is_none() => f64::from(n.max(10)),
             n => f64::from(n.max(1)),
         };
         let sel: f64 = filter
