@@ -328,16 +328,8 @@ impl<'r> Costs<'r> {
                 ..
             } => {
                 let (o, i) = (self.of(outer), self.of(inner));
-                let mut sel = 1.0;
-                let mut semi = 1.0;
-                for (a, b) in outer_keys.iter().zip(inner_keys) {
-                    let na = self.distinct(outer, a, o.rows);
-                    let nb = self.distinct(inner, b, i.rows);
-                    sel /= na.max(nb).max(1.0);
-                    semi *= (nb / na.max(1.0)).min(1.0);
-                }
-                let rest = residual.as_ref().map_or(1.0, default_sel);
-                let rows = join_rows(*kind, (o.rows, i.rows), sel * rest, semi * rest);
+                let keyed = (outer_keys.as_slice(), inner_keys.as_slice());
+                let (rows, sel) = self.keyed_rows(*kind, (outer, inner), (&o, &i), keyed, residual);
                 let keys = outer_keys.len() as f64;
                 let startup = o.startup + i.total + i.rows * (u.cpu_operator * keys + u.cpu_tuple);
                 let probe = o.rows * u.cpu_operator * keys;
@@ -350,8 +342,55 @@ impl<'r> Costs<'r> {
                     widths: joined(*kind, &o, &i),
                 }
             }
+            Plan::MergeJoin {
+                kind,
+                outer,
+                inner,
+                outer_keys,
+                inner_keys,
+                residual,
+                ..
+            } => {
+                let (o, i) = (self.of(outer), self.of(inner));
+                let keyed = (outer_keys.as_slice(), inner_keys.as_slice());
+                let (rows, _) = self.keyed_rows(*kind, (outer, inner), (&o, &i), keyed, residual);
+                // Cost rule 4: both sorted sides read once, a comparison per row
+                // and key, a tuple per joined row.
+                let compare = u.cpu_operator * outer_keys.len() as f64 * (o.rows + i.rows);
+                let check = residual.as_ref().map_or(0.0, ops) * u.cpu_operator * rows;
+                Est {
+                    startup: o.startup + i.startup,
+                    total: o.total + i.total + compare + check + rows * u.cpu_tuple,
+                    rows,
+                    widths: joined(*kind, &o, &i),
+                }
+            }
             _ => self.compute_rest(p),
         }
+    }
+
+    /// A keyed join's rows (cost rule 2) and its keys' selectivity.
+    fn keyed_rows(
+        &mut self,
+        kind: JoinKind,
+        (outer, inner): (&Plan, &Plan),
+        (o, i): (&Est, &Est),
+        (okeys, ikeys): (&[Expr], &[Expr]),
+        residual: &Option<Expr>,
+    ) -> (f64, f64) {
+        let mut sel = 1.0;
+        let mut semi = 1.0;
+        for (a, b) in okeys.iter().zip(ikeys) {
+            let na = self.distinct(outer, a, o.rows);
+            let nb = self.distinct(inner, b, i.rows);
+            sel /= na.max(nb).max(1.0);
+            semi *= (nb / na.max(1.0)).min(1.0);
+        }
+        let rest = residual.as_ref().map_or(1.0, default_sel);
+        (
+            join_rows(kind, (o.rows, i.rows), sel * rest, semi * rest),
+            sel,
+        )
     }
 
     fn compute_rest(&mut self, p: &Plan) -> Est {
@@ -796,6 +835,12 @@ impl Costs<'_> {
                 ..
             }
             | Plan::HashJoin {
+                outer,
+                inner,
+                widths,
+                ..
+            }
+            | Plan::MergeJoin {
                 outer,
                 inner,
                 widths,

@@ -45,6 +45,7 @@ use strata_engine::{Engine, IndexCursor, SeqCursor, Snapshot, Txn};
 
 pub mod instrument;
 mod keymap;
+mod merge;
 mod workers;
 
 /// A result row.
@@ -404,7 +405,10 @@ fn build_op<'a>(p: &'a Plan) -> Op<'a> {
             }
             _ => Box::new(Project(build(input), exprs, moves(exprs))),
         },
-        Plan::Lateral { .. } | Plan::NestLoop { .. } | Plan::HashJoin { .. } => join_op(p),
+        Plan::Lateral { .. }
+        | Plan::NestLoop { .. }
+        | Plan::HashJoin { .. }
+        | Plan::MergeJoin { .. } => join_op(p),
         Plan::Agg {
             input,
             keys,
@@ -496,6 +500,21 @@ fn join_op<'a>(p: &'a Plan) -> Op<'a> {
             *kind,
             (build(outer), build(inner)),
             Some((outer_keys, inner_keys)),
+            residual,
+            *widths,
+        )),
+        Plan::MergeJoin {
+            kind,
+            outer,
+            inner,
+            outer_keys,
+            inner_keys,
+            residual,
+            widths,
+        } => Box::new(merge::MergeJoinOp::new(
+            *kind,
+            (build(outer), build(inner)),
+            (outer_keys, inner_keys),
             residual,
             *widths,
         )),

@@ -595,6 +595,15 @@ impl Explainer<'_> {
                 s.children = vec![a, b];
                 Ok((s, names))
             }
+            Plan::MergeJoin {
+                kind,
+                outer,
+                inner,
+                outer_keys,
+                inner_keys,
+                residual,
+                ..
+            } => self.merge_join(*kind, (outer, inner), (outer_keys, inner_keys), residual),
             Plan::WorkTableScan { .. } => Ok((titled("WorkTable Scan"), Vec::new())),
             Plan::CteScan {
                 id,
@@ -679,6 +688,34 @@ impl Explainer<'_> {
             }
         }
         Ok(s)
+    }
+
+    /// A merge join: `Merge Cond`, its Join Filter, both sorted sides.
+    fn merge_join(
+        &mut self,
+        kind: JoinKind,
+        (outer, inner): (&Plan, &Plan),
+        (okeys, ikeys): (&[Expr], &[Expr]),
+        residual: &Option<Expr>,
+    ) -> SqlResult<(Shown, Vec<String>)> {
+        let (o, onames) = self.below(outer)?;
+        let (i, inames) = self.below(inner)?;
+        let mut conds = Vec::new();
+        for (a, b) in okeys.iter().zip(ikeys) {
+            let (l, r) = (self.expr(a, &onames)?, self.expr(b, &inames)?);
+            conds.push(format!("({l} = {r})"));
+        }
+        let mut names = onames;
+        let outer_width = names.len();
+        names.extend(inames);
+        let mut s = titled(join_title("Merge", kind));
+        s.details.push(format!("Merge Cond: {}", and_text(conds)));
+        self.filter_line(&mut s, "Join Filter", residual.as_ref(), &names);
+        if matches!(kind, JoinKind::Semi | JoinKind::Anti) {
+            names.truncate(outer_width);
+        }
+        s.children = vec![o, i];
+        Ok((s, names))
     }
 
     fn aggregate(

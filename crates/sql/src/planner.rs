@@ -15,7 +15,10 @@
 //!    `r` over the right only is a hash join on those keys (the right side built
 //!    into the table, the left probing); any other join is a nested loop over the
 //!    materialized right side. Both keep a matched flag per right row, so RIGHT and
-//!    FULL joins emit the right rows nothing matched, NULL-extended.
+//!    FULL joins emit the right rows nothing matched, NULL-extended. With hash
+//!    joins switched off, one whose keys are all plain columns is a merge join
+//!    (rule 8, [`Plan::MergeJoin`]). A FULL join with no such key is 0A000 as in
+//!    PostgreSQL, whatever the switches.
 //! 3. Grouping is hash aggregation ([`Plan::Agg`]); no GROUP BY is one group, which
 //!    gives one row even over no input. When an aggregate has DISTINCT or ORDER BY
 //!    (ordered-set aggregates too) the input is sorted by the group keys and each
@@ -38,14 +41,16 @@
 //!    - `enable_seqscan` off: index nested loops and index order are taken wherever
 //!      they serve; a table no index condition or order serves is still read
 //!      whole, as PostgreSQL builds no index path for it either.
-//!    - `enable_hashjoin` off: joins and semi joins are nested loops.
+//!    - `enable_hashjoin` off: a join whose equalities between its sides are all
+//!      of plain columns is a merge join over both sides sorted on them
+//!      (`enable_mergejoin` on); any other join, and semi joins, nested loops.
 //!    - `enable_nestloop` off: no index nested loop; a join without an equality
 //!      between its sides stays a nested loop.
 //!    - `enable_hashagg` off: GROUP BY sorts its input and aggregates each run of
 //!      equal keys (GroupAggregate); DISTINCT and UNION / INTERSECT / EXCEPT sort
 //!      their rows.
 //!    - `enable_sort` off: an index's order is taken over a sort wherever one serves.
-//!    - Switches of shapes Strata never plans (merge joins, bitmap and index-only
+//!    - Switches of shapes Strata never plans (bitmap and index-only
 //!      scans, memoize, incremental sort, parallel plans, partitions) are accepted:
 //!      off, they forbid what is never built; on, they allow it.
 //! 9. Below a FROM of outer joins (which join order rule 7 does not reach), each
@@ -99,6 +104,7 @@ pub struct Switches {
     pub seqscan: bool,
     pub indexscan: bool,
     pub hashjoin: bool,
+    pub mergejoin: bool,
     pub nestloop: bool,
     pub hashagg: bool,
     pub sort: bool,
@@ -112,6 +118,7 @@ impl Default for Switches {
             seqscan: true,
             indexscan: true,
             hashjoin: true,
+            mergejoin: true,
             nestloop: true,
             hashagg: true,
             sort: true,
@@ -197,6 +204,17 @@ pub enum Plan {
         /// Over the inner row.
         inner_keys: Vec<Expr>,
         /// Over the joined row.
+        residual: Option<Expr>,
+        widths: (usize, usize),
+    },
+    /// A join of two sides sorted ascending on their keys, plain columns
+    /// (`executor::merge` rules; planner rule 8).
+    MergeJoin {
+        kind: JoinKind,
+        outer: Box<Plan>,
+        inner: Box<Plan>,
+        outer_keys: Vec<Expr>,
+        inner_keys: Vec<Expr>,
         residual: Option<Expr>,
         widths: (usize, usize),
     },
@@ -383,7 +401,8 @@ impl Plan {
             | Plan::Window { input, .. } => vec![input],
             Plan::Lateral { outer, inner, .. }
             | Plan::NestLoop { outer, inner, .. }
-            | Plan::HashJoin { outer, inner, .. } => vec![outer, inner],
+            | Plan::HashJoin { outer, inner, .. }
+            | Plan::MergeJoin { outer, inner, .. } => vec![outer, inner],
             Plan::RecursiveUnion { init, step, .. } => vec![init, step],
             Plan::SetOp { left, right, .. } => vec![left, right],
             Plan::Append(v) => v.iter().collect(),
@@ -624,9 +643,9 @@ fn narrow(p: &mut Plan, needed: &[bool]) {
         return;
     };
     let children: Vec<&mut Plan> = match p {
-        Plan::HashJoin { outer, inner, .. } | Plan::NestLoop { outer, inner, .. } => {
-            vec![&mut **outer, &mut **inner]
-        }
+        Plan::HashJoin { outer, inner, .. }
+        | Plan::MergeJoin { outer, inner, .. }
+        | Plan::NestLoop { outer, inner, .. } => vec![&mut **outer, &mut **inner],
         Plan::Project { input, .. } | Plan::Filter { input, .. } => vec![&mut **input],
         _ => return,
     };
@@ -643,6 +662,13 @@ fn child_needs(p: &Plan, needed: &[bool]) -> Option<Vec<Vec<bool>>> {
         |a: &[bool], b: &[bool]| -> Vec<bool> { a.iter().zip(b).map(|(x, y)| *x || *y).collect() };
     match p {
         Plan::HashJoin {
+            outer_keys,
+            inner_keys,
+            residual,
+            widths: (lw, rw),
+            ..
+        }
+        | Plan::MergeJoin {
             outer_keys,
             inner_keys,
             residual,
@@ -747,7 +773,9 @@ fn plan_width(p: &Plan) -> Option<usize> {
     match p {
         Plan::Project { exprs, .. } => Some(exprs.len()),
         Plan::Filter { input, .. } => plan_width(input),
-        Plan::HashJoin { widths, .. } | Plan::NestLoop { widths, .. } => Some(widths.0 + widths.1),
+        Plan::HashJoin { widths, .. }
+        | Plan::MergeJoin { widths, .. }
+        | Plan::NestLoop { widths, .. } => Some(widths.0 + widths.1),
         _ => None,
     }
 }
@@ -1002,6 +1030,20 @@ pub(crate) fn keyed_join(
     conds: Vec<Expr>,
     (widths, sw): ((usize, usize), Switches),
 ) -> SqlResult<Plan> {
+    let keyless = !conds
+        .iter()
+        .any(|c| equi_key(c, widths.0, widths.0 + widths.1).is_some());
+    if kind == JoinKind::Full && keyless && conds.iter().any(|c| col_span(c).is_some()) {
+        // PostgreSQL's limit: a full join needs only hash- or merge-joinable quals,
+        // whatever the switches.
+        return Err(crate::SqlError::new(
+            "0A000",
+            "FULL JOIN is only supported with merge-joinable or hash-joinable join conditions",
+        ));
+    }
+    if !sw.hashjoin && sw.mergejoin && mergeable(&conds, widths) {
+        return Ok(merge_join(kind, (outer, inner), conds, widths));
+    }
     if !sw.hashjoin && sw.nestloop {
         // Rule 8: a nested loop testing every condition.
         return Ok(Plan::NestLoop {
@@ -1022,14 +1064,6 @@ pub(crate) fn keyed_join(
             None => residual.push(c),
         }
     }
-    if kind == JoinKind::Full && okeys.is_empty() && residual.iter().any(|c| col_span(c).is_some())
-    {
-        // PostgreSQL's limit: a full join needs only hash- or merge-joinable quals.
-        return Err(crate::SqlError::new(
-            "0A000",
-            "FULL JOIN is only supported with merge-joinable or hash-joinable join conditions",
-        ));
-    }
     if okeys.is_empty() {
         return Ok(Plan::NestLoop {
             kind,
@@ -1048,6 +1082,65 @@ pub(crate) fn keyed_join(
         residual: and_all(residual),
         widths,
     })
+}
+
+/// Planner rule 8: whether a join under `conds` can merge: it has an equality
+/// between its sides, and each such equality is of two plain columns (what the
+/// Sorts below a merge join order by).
+fn mergeable(conds: &[Expr], widths: (usize, usize)) -> bool {
+    let mut any = false;
+    for c in conds {
+        if let Some(k) = equi_key(c, widths.0, widths.0 + widths.1) {
+            if !matches!(k, (Expr::Col(_), Expr::Col(_))) {
+                return false;
+            }
+            any = true;
+        }
+    }
+    any
+}
+
+/// A merge join of `outer` and `inner` under `conds`, each side sorted
+/// ascending on its keys (planner rule 8).
+fn merge_join(
+    kind: JoinKind,
+    (outer, inner): (Plan, Plan),
+    conds: Vec<Expr>,
+    widths: (usize, usize),
+) -> Plan {
+    let (mut okeys, mut ikeys, mut residual) = (Vec::new(), Vec::new(), Vec::new());
+    for c in conds {
+        match equi_key(&c, widths.0, widths.0 + widths.1) {
+            Some((o, i)) => {
+                okeys.push(o);
+                ikeys.push(i);
+            }
+            None => residual.push(c),
+        }
+    }
+    let sorted = |p: Plan, keys: &[Expr]| {
+        let cols: Vec<usize> = keys
+            .iter()
+            .filter_map(|k| match k {
+                Expr::Col(c) => Some(*c),
+                _ => None,
+            })
+            .collect();
+        Box::new(Plan::Sort {
+            input: Box::new(p),
+            keys: ascending(&cols),
+            bound: None,
+        })
+    };
+    Plan::MergeJoin {
+        kind,
+        outer: sorted(outer, &okeys),
+        inner: sorted(inner, &ikeys),
+        outer_keys: okeys,
+        inner_keys: ikeys,
+        residual: and_all(residual),
+        widths,
+    }
 }
 
 /// A rel with `conjs` (over its row) applied (planner rule 1).

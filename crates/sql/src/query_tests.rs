@@ -507,7 +507,8 @@ fn join_order_follows_the_estimated_sizes() {
         let plan = rows(s, &format!("EXPLAIN (COSTS OFF) {or}"));
         assert!(
             plan.iter()
-                .any(|l| l.contains("Hash Cond: (big.m = mid.id)")),
+                .any(|l| l.contains("Hash Cond: (big.m = mid.id)")
+                    || l.contains("Hash Cond: (mid.id = big.m)")),
             "{plan:#?}"
         );
         // The rows come back in the query's column order whatever the join order.
@@ -1308,7 +1309,7 @@ fn planner_switches_change_the_plan_never_the_rows() {
                 queries[2],
                 "Unique\n  ->  Sort\n        Sort Key: c",
             ),
-            ("enable_hashjoin", queries[6], "Nested Loop\n  Join Filter:"),
+            ("enable_hashjoin", queries[6], "Merge Join\n  Merge Cond:"),
             ("enable_hashjoin", queries[9], "Nested Loop Semi Join"),
             (
                 "enable_indexscan",
@@ -1328,6 +1329,14 @@ fn planner_switches_change_the_plan_never_the_rows() {
             assert!(p.starts_with(want), "{switch} off: {sql}\n{p}");
             q(s, &format!("RESET {switch}"));
         }
+        // Neither hash nor merge joins: a nested loop testing the equality.
+        q(s, "SET enable_hashjoin = off");
+        q(s, "SET enable_mergejoin = off");
+        let p = plan(s, queries[6]);
+        assert!(p.starts_with("Nested Loop\n  Join Filter:"), "{p}");
+        assert_eq!(sorted(rows(s, queries[6])), base[6]);
+        q(s, "RESET enable_hashjoin");
+        q(s, "RESET enable_mergejoin");
         // Sorted grouping, DISTINCT and set operations give their rows in order.
         q(s, "SET enable_hashagg = false");
         assert_eq!(rows(s, "SELECT DISTINCT b % 3 FROM sw"), ["0", "1", "2"]);
@@ -2074,5 +2083,53 @@ fn a_sorted_aggregation_sorts_only_the_columns_it_reads() {
             .rposition(|l| l.trim() == "Sort Key: ga.a")
             .expect("inner sort");
         assert_eq!(plan[at - 1].trim(), "Output: ga.a, ga.b, gb.c", "{plan:#?}");
+    });
+}
+
+/// Merge rules 1-4: every join kind, keys with NULLs and runs of duplicates on
+/// both sides, with and without a residual condition, gives the hash join's rows.
+#[test]
+fn a_merge_join_gives_the_hash_joins_rows() {
+    with_session(8 << 20, |s| {
+        let mut seed = 7u64;
+        let mut next = |n: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % n
+        };
+        let mut vals = |rows: usize| {
+            (0..rows)
+                .map(|_| match next(12) {
+                    0 => "(NULL, 1)".to_string(),
+                    k => format!("({}, {})", k * 3 % 11, next(9)),
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let (a, b) = (vals(300), vals(200));
+        q(
+            s,
+            "CREATE TABLE ja (k int, v int); CREATE TABLE jb (k int, w int)",
+        );
+        q(
+            s,
+            &format!("INSERT INTO ja VALUES {a}; INSERT INTO jb VALUES {b}"),
+        );
+        for join in ["JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN"] {
+            for extra in ["", " AND ja.v < jb.w"] {
+                let sql = format!("SELECT * FROM ja {join} jb ON ja.k = jb.k{extra}");
+                let mut hashed = rows(s, &sql);
+                q(s, "SET enable_hashjoin = off");
+                let plan = rows(s, &format!("EXPLAIN (COSTS OFF) {sql}"));
+                assert!(plan[0].starts_with("Merge"), "{sql}: {plan:?}");
+                let mut merged = rows(s, &sql);
+                q(s, "RESET enable_hashjoin");
+                hashed.sort();
+                merged.sort();
+                assert!(hashed.len() > 100, "{sql}");
+                assert_eq!(merged, hashed, "{sql}");
+            }
+        }
     });
 }

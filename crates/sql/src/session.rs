@@ -1195,6 +1195,7 @@ impl<'e> Session<'e> {
             seqscan: on("enable_seqscan"),
             indexscan: on("enable_indexscan"),
             hashjoin: on("enable_hashjoin"),
+            mergejoin: on("enable_mergejoin"),
             nestloop: on("enable_nestloop"),
             hashagg: on("enable_hashagg"),
             sort: on("enable_sort"),

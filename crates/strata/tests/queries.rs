@@ -3,7 +3,8 @@
 //! several hundred queries drawn at random from the forms the query engine takes —
 //! joins of every kind, grouping with HAVING, DISTINCT, subqueries (IN, NOT IN,
 //! EXISTS, scalar, correlated or not), set operations, CTEs, window functions,
-//! conditional expressions — must give the same multiset of rows (or the same error) on both.
+//! conditional expressions — must give the same multiset of rows (or the same error) on both;
+//! a third of them with hash joins off (merge joins and nested loops).
 //! The seed is printed; a failure names the query and both answers.
 
 mod common;
@@ -150,8 +151,16 @@ fn random_queries_give_postgres_rows() {
     let queries: Vec<String> = (0..300).map(|_| query(&mut rng)).collect();
     let mut script = setup.clone();
     for q in &queries {
+        // A third of them with hash joins off: merge joins and nested loops.
+        let merged = rng.next(3) == 0;
+        if merged {
+            script.push_str("SET enable_hashjoin = off;\n");
+        }
         script.push_str(q);
         script.push_str(";\n\\echo =====\n");
+        if merged {
+            script.push_str("RESET enable_hashjoin;\n");
+        }
     }
     let pg = Postgres::start();
     let dir = tempfile::tempdir().unwrap();
