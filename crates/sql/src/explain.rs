@@ -495,28 +495,17 @@ impl Explainer<'_> {
                 residual,
                 ..
             } => {
-                let (o, onames) = self.below(outer)?;
-                let (i, inames) = self.below(inner)?;
-                let mut conds = Vec::new();
-                for (a, b) in outer_keys.iter().zip(inner_keys) {
-                    let (l, r) = (self.expr(a, &onames)?, self.expr(b, &inames)?);
-                    conds.push(format!("({l} = {r})"));
-                }
-                let mut names = onames;
-                let outer_width = names.len();
-                names.extend(inames);
-                let mut s = titled(join_title("Hash", *kind));
-                s.details.push(format!("Hash Cond: {}", and_text(conds)));
-                self.filter_line(&mut s, "Join Filter", residual.as_ref(), &names);
-                if matches!(kind, JoinKind::Semi | JoinKind::Anti) {
-                    names.truncate(outer_width);
-                }
+                let keys = (outer_keys.as_slice(), inner_keys.as_slice());
+                let (mut s, names) =
+                    self.keyed_join("Hash", *kind, (outer, inner), keys, residual)?;
+                // Explain rule 2: the inner side under its Hash node.
+                let i = s.children.pop().expect("a join's inner side");
                 let mut hash = titled("Hash");
                 hash.est = i.est.as_ref().map(Est::hashed);
                 hash.actual = i.actual.clone();
                 hash.output = i.output.clone();
                 hash.children.push(i);
-                s.children = vec![o, hash];
+                s.children.push(hash);
                 Ok((s, names))
             }
             Plan::Agg {
@@ -603,7 +592,10 @@ impl Explainer<'_> {
                 inner_keys,
                 residual,
                 ..
-            } => self.merge_join(*kind, (outer, inner), (outer_keys, inner_keys), residual),
+            } => {
+                let keys = (outer_keys.as_slice(), inner_keys.as_slice());
+                self.keyed_join("Merge", *kind, (outer, inner), keys, residual)
+            }
             Plan::WorkTableScan { .. } => Ok((titled("WorkTable Scan"), Vec::new())),
             Plan::CteScan {
                 id,
@@ -690,9 +682,11 @@ impl Explainer<'_> {
         Ok(s)
     }
 
-    /// A merge join: `Merge Cond`, its Join Filter, both sorted sides.
-    fn merge_join(
+    /// A hash or merge join: its `Hash Cond` / `Merge Cond`, its Join Filter, its
+    /// two sides.
+    fn keyed_join(
         &mut self,
+        method: &str,
         kind: JoinKind,
         (outer, inner): (&Plan, &Plan),
         (okeys, ikeys): (&[Expr], &[Expr]),
@@ -708,8 +702,9 @@ impl Explainer<'_> {
         let mut names = onames;
         let outer_width = names.len();
         names.extend(inames);
-        let mut s = titled(join_title("Merge", kind));
-        s.details.push(format!("Merge Cond: {}", and_text(conds)));
+        let mut s = titled(join_title(method, kind));
+        s.details
+            .push(format!("{method} Cond: {}", and_text(conds)));
         self.filter_line(&mut s, "Join Filter", residual.as_ref(), &names);
         if matches!(kind, JoinKind::Semi | JoinKind::Anti) {
             names.truncate(outer_width);

@@ -1054,16 +1054,7 @@ pub(crate) fn keyed_join(
             widths,
         });
     }
-    let (mut okeys, mut ikeys, mut residual) = (Vec::new(), Vec::new(), Vec::new());
-    for c in conds {
-        match equi_key(&c, widths.0, widths.0 + widths.1) {
-            Some((o, i)) => {
-                okeys.push(o);
-                ikeys.push(i);
-            }
-            None => residual.push(c),
-        }
-    }
+    let (okeys, ikeys, residual) = split_keys(conds, widths);
     if okeys.is_empty() {
         return Ok(Plan::NestLoop {
             kind,
@@ -1082,6 +1073,22 @@ pub(crate) fn keyed_join(
         residual: and_all(residual),
         widths,
     })
+}
+
+/// `conds` (over a join's row) split into the equalities between its sides (each
+/// side's expression, over that side's row) and the rest.
+fn split_keys(conds: Vec<Expr>, widths: (usize, usize)) -> (Vec<Expr>, Vec<Expr>, Vec<Expr>) {
+    let (mut okeys, mut ikeys, mut residual) = (Vec::new(), Vec::new(), Vec::new());
+    for c in conds {
+        match equi_key(&c, widths.0, widths.0 + widths.1) {
+            Some((o, i)) => {
+                okeys.push(o);
+                ikeys.push(i);
+            }
+            None => residual.push(c),
+        }
+    }
+    (okeys, ikeys, residual)
 }
 
 /// Planner rule 8: whether a join under `conds` can merge: it has an equality
@@ -1108,16 +1115,7 @@ fn merge_join(
     conds: Vec<Expr>,
     widths: (usize, usize),
 ) -> Plan {
-    let (mut okeys, mut ikeys, mut residual) = (Vec::new(), Vec::new(), Vec::new());
-    for c in conds {
-        match equi_key(&c, widths.0, widths.0 + widths.1) {
-            Some((o, i)) => {
-                okeys.push(o);
-                ikeys.push(i);
-            }
-            None => residual.push(c),
-        }
-    }
+    let (okeys, ikeys, residual) = split_keys(conds, widths);
     let sorted = |p: Plan, keys: &[Expr]| {
         let cols: Vec<usize> = keys
             .iter()

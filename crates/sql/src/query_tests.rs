@@ -2131,5 +2131,24 @@ fn a_merge_join_gives_the_hash_joins_rows() {
                 assert_eq!(merged, hashed, "{sql}");
             }
         }
+        // Merge rule 2: one key's inner rows are held within hash_mem, no further.
+        q(s, "SET work_mem = '64kB'");
+        q(s, "SET enable_hashjoin = off");
+        q(s, "CREATE TABLE jc (k int, pad text)");
+        q(
+            s,
+            "INSERT INTO jc SELECT 1, repeat('x', 100) FROM generate_series(1, 3000)",
+        );
+        let skewed = "SELECT count(*) FROM jc a JOIN jc b ON a.k = b.k";
+        assert_eq!(codes(s, skewed), ["53200"]);
+        // Merge rule 4: a RIGHT join whose inner rows all go unmatched, given one
+        // at a time after the last outer row.
+        q(s, "CREATE TABLE jd (k int, pad text)");
+        q(
+            s,
+            "INSERT INTO jd SELECT g + 100, repeat('x', 100) FROM generate_series(1, 3000) g",
+        );
+        let right = "SELECT count(*), count(ja.k) FROM ja RIGHT JOIN jd ON ja.k = jd.k";
+        assert_eq!(rows(s, right), ["3000|0"]);
     });
 }

@@ -2,19 +2,21 @@
 //! together; the inner rows of the current key held as a group.
 //!
 //! Rules (cited as "merge rule N"):
-//! 1. Keys are compared as ORDER BY compares them (`bind::compare`), the order the
-//!    Sorts below gave; a key with a NULL matches nothing and sorts after every
-//!    other key.
+//! 1. Keys are compared as ORDER BY compares them (`bind::compare`, a NULL after
+//!    every value, column by column), the order the Sorts below gave; a key with a
+//!    NULL matches nothing.
 //! 2. The inner rows of one key are held (the group) while the outer rows of that
-//!    key pass; memory is the largest group, not the inner side.
+//!    key pass, within hash_mem (53200 past it, as a nested loop's inner side);
+//!    nothing else is held: rows skipped over are given one at a time.
 //! 3. The residual condition is tested on each pair of a key; an outer row is
 //!    matched if one pair passes it, an inner row likewise (RIGHT, FULL: its
 //!    group's flags).
-//! 4. An inner row no outer row matched (RIGHT, FULL) is emitted, NULL-extended,
-//!    when its group is left behind or skipped over, and those after the last
-//!    outer row at the end.
+//! 4. An inner row no outer row matched (RIGHT, FULL) is given, NULL-extended,
+//!    when its group is left behind or it is skipped over, and those after the
+//!    last outer row at the end. Reading the inner side checks for interrupts
+//!    every 1024 rows.
 
-use super::{Ctx, Node, Op, Tuple};
+use super::{Ctx, Meter, Node, Op, Tuple};
 use crate::analyze::JoinKind;
 use crate::bind::{compare, Expr};
 use crate::{Datum, SqlResult};
@@ -39,8 +41,13 @@ pub(super) struct MergeJoinOp<'a> {
     matched: Vec<bool>,
     /// The outer row being joined: the next group row to try, whether it matched.
     current: Option<(Tuple, usize, bool)>,
-    /// Rows ready to be given (unmatched inner rows, rule 4).
+    /// The outer row whose group is being found (rule 4's skipped rows given
+    /// one at a time meanwhile).
+    seeking: Option<Tuple>,
+    /// A left-behind group's unmatched rows, ready to be given (rule 4).
     ready: VecDeque<Tuple>,
+    /// Inner rows read (the interrupts are checked every 1024).
+    read: u64,
     done: bool,
 }
 
@@ -94,7 +101,9 @@ impl<'a> MergeJoinOp<'a> {
             group: Vec::new(),
             matched: Vec::new(),
             current: None,
+            seeking: None,
             ready: VecDeque::new(),
+            read: 0,
             done: false,
         }
     }
@@ -110,7 +119,8 @@ impl<'a> MergeJoinOp<'a> {
         out
     }
 
-    /// Leaves the current group behind: its unmatched rows made ready (rule 4).
+    /// Leaves the current group behind: its unmatched rows made ready (rule 4;
+    /// as many as the group held, which rule 2 bounds).
     fn drop_group(&mut self) {
         let group = std::mem::take(&mut self.group);
         let matched = std::mem::take(&mut self.matched);
@@ -125,33 +135,47 @@ impl<'a> MergeJoinOp<'a> {
         }
     }
 
-    /// Makes the group the inner rows whose key equals outer row `o`'s, skipping
-    /// (and making ready, rule 4) those below it.
-    fn seek(&mut self, cx: &Ctx<'a>, o: &[Datum]) -> SqlResult<()> {
+    /// The next inner row, read ahead; the interrupts checked every 1024 rows.
+    fn advance(&mut self, cx: &Ctx<'a>) -> SqlResult<()> {
+        self.read += 1;
+        if self.read.is_multiple_of(1024) {
+            (cx.check)()?;
+        }
+        self.ahead = self.inner.next(cx)?;
+        Ok(())
+    }
+
+    /// Starts finding the group of outer row `o`: none to find if the held group
+    /// has its key (it serves `o` too); else that group is left behind.
+    fn start_seek(&mut self, cx: &Ctx<'a>, o: &[Datum]) -> SqlResult<bool> {
         if !self.started {
             self.started = true;
             self.ahead = self.inner.next(cx)?;
         }
         if let Some(k) = &self.key {
             if cmp_keys(o, &self.okeys, k, &key_cols(k)) == Ordering::Equal {
-                return Ok(());
+                return Ok(false);
             }
         }
         self.drop_group();
+        Ok(true)
+    }
+
+    /// One step of finding outer row `o`'s group: an inner row below its key that
+    /// a RIGHT or FULL join gives unmatched (rule 4), one at a time; or None once
+    /// the group (the inner rows with `o`'s key, perhaps none) is held.
+    fn seek_step(&mut self, cx: &Ctx<'a>, o: &[Datum]) -> SqlResult<Option<Tuple>> {
         while let Some(i) = self.ahead.take() {
             match cmp_keys(&i, &self.ikeys, o, &self.okeys) {
                 Ordering::Less => {
+                    self.advance(cx)?;
                     if self.keeps_inner() {
-                        let out = self.unmatched(i);
-                        self.ready.push_back(out);
+                        return Ok(Some(self.unmatched(i)));
                     }
-                    self.ahead = self.inner.next(cx)?;
                 }
                 Ordering::Equal => {
                     self.key = Some(self.ikeys.iter().map(|c| i[*c].clone()).collect());
-                    self.group.push(i);
-                    self.ahead = self.inner.next(cx)?;
-                    self.fill_group(cx)?;
+                    self.fill_group(cx, i)?;
                     break;
                 }
                 // Above the outer key: it waits for a later outer row.
@@ -162,43 +186,46 @@ impl<'a> MergeJoinOp<'a> {
             }
         }
         self.matched = vec![false; self.group.len()];
-        Ok(())
+        Ok(None)
     }
 
-    /// Takes the inner rows that follow with the group's key.
-    fn fill_group(&mut self, cx: &Ctx<'a>) -> SqlResult<()> {
+    /// Holds `first` and the inner rows that follow with its key, within hash_mem
+    /// (rule 2: 53200 past it, as a nested loop's inner side).
+    fn fill_group(&mut self, cx: &Ctx<'a>, first: Tuple) -> SqlResult<()> {
+        let mut meter = Meter::new(cx, "The inner rows of one key of a merge join");
+        meter.hold(&first, 0)?;
+        self.group.push(first);
+        self.advance(cx)?;
         while let Some(i) = self.ahead.take() {
             let k = self.key.as_deref().unwrap_or_default();
             if cmp_keys(&i, &self.ikeys, k, &key_cols(k)) != Ordering::Equal {
                 self.ahead = Some(i);
                 break;
             }
+            meter.hold(&i, 0)?;
             self.group.push(i);
-            if self.group.len().is_multiple_of(1024) {
-                (cx.check)()?;
-            }
-            self.ahead = self.inner.next(cx)?;
+            self.advance(cx)?;
         }
         Ok(())
     }
 
-    /// After the last outer row: the rest of the inner side, unmatched (rule 4).
-    fn finish(&mut self, cx: &Ctx<'a>) -> SqlResult<()> {
-        self.done = true;
-        self.drop_group();
+    /// After the last outer row: the rest of the inner side, unmatched (rule 4),
+    /// one at a time.
+    fn tail(&mut self, cx: &Ctx<'a>) -> SqlResult<Option<Tuple>> {
         if !self.keeps_inner() {
-            return Ok(());
+            return Ok(None);
         }
         if !self.started {
             self.started = true;
             self.ahead = self.inner.next(cx)?;
         }
-        while let Some(i) = self.ahead.take() {
-            let out = self.unmatched(i);
-            self.ready.push_back(out);
-            self.ahead = self.inner.next(cx)?;
+        match self.ahead.take() {
+            Some(i) => {
+                self.advance(cx)?;
+                Ok(Some(self.unmatched(i)))
+            }
+            None => Ok(None),
         }
-        Ok(())
     }
 
     /// The outer row's next joined row (rule 3), or None when its group is done.
@@ -248,7 +275,17 @@ impl<'a> Node<'a> for MergeJoinOp<'a> {
                 return Ok(Some(r));
             }
             if self.done {
-                return Ok(None);
+                return self.tail(cx);
+            }
+            if let Some(o) = self.seeking.take() {
+                match self.seek_step(cx, &o)? {
+                    Some(skipped) => {
+                        self.seeking = Some(o);
+                        return Ok(Some(skipped));
+                    }
+                    None => self.current = Some((o, 0, false)),
+                }
+                continue;
             }
             if self.current.is_some() {
                 if let Some(j) = self.pair(cx)? {
@@ -261,18 +298,20 @@ impl<'a> Node<'a> for MergeJoinOp<'a> {
                 continue;
             }
             match self.outer.next(cx)? {
-                Some(o) => {
-                    if self.okeys.iter().any(|c| o[*c].is_null()) {
-                        // Rule 1: it matches nothing (and comes after every other).
-                        if let Some(r) = self.settle(o, false) {
-                            return Ok(Some(r));
-                        }
-                        continue;
+                // Rule 1: a NULL in its key matches nothing.
+                Some(o) if self.okeys.iter().any(|c| o[*c].is_null()) => {
+                    if let Some(r) = self.settle(o, false) {
+                        return Ok(Some(r));
                     }
-                    self.seek(cx, &o)?;
-                    self.current = Some((o, 0, false));
                 }
-                None => self.finish(cx)?,
+                Some(o) => match self.start_seek(cx, &o)? {
+                    true => self.seeking = Some(o),
+                    false => self.current = Some((o, 0, false)),
+                },
+                None => {
+                    self.done = true;
+                    self.drop_group();
+                }
             }
         }
     }
