@@ -46,10 +46,6 @@ impl Usage {
             written: self.written + o.written,
         }
     }
-
-    pub fn is_zero(&self) -> bool {
-        *self == Usage::ZERO
-    }
 }
 
 thread_local! {
