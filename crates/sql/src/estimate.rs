@@ -26,6 +26,10 @@
 //!    const` the fraction of the histogram and of the common values on that side;
 //!    IS [NOT] NULL the null fraction. A column whose type changed since is
 //!    estimated by rules 2 and 3.
+//! 6. Conjuncts multiply, except a column's lower and upper bounds against values
+//!    fixed for the scan: one range, `upper + lower - 1` (plus its null fraction),
+//!    0.005 where either bound has no statistics (PostgreSQL's
+//!    clauselist_selectivity and `DEFAULT_RANGE_INEQ_SEL`).
 
 use crate::analyze::{Grouping, JoinKind, Rel, SetTree};
 use crate::bind::{BinOp, Expr};
@@ -84,11 +88,7 @@ impl<'a> Sizes<'a> {
             },
             other => (None, self.other_rows(other)),
         };
-        let sel: f64 = conjs
-            .iter()
-            .map(|c| clause_sel(c, table.as_ref()))
-            .product();
-        (base * sel).max(1.0)
+        (base * conj_sel(conjs, table.as_ref())).max(1.0)
     }
 
     /// Estimate rule 4.
@@ -173,10 +173,7 @@ impl<'a> Sizes<'a> {
             n if t.stats.is_none() => f64::from(n.max(10)),
             n => f64::from(n.max(1)),
         };
-        let sel: f64 = filter
-            .into_iter()
-            .map(|f| clause_sel(f, Some(&t)))
-            .product();
+        let sel = conj_sel(filter, Some(&t));
         Some((t.rows, pages, (t.rows * sel).max(1.0)))
     }
 
@@ -271,6 +268,96 @@ pub(crate) fn default_sel(e: &Expr) -> f64 {
     clause_sel(e, None).clamp(0.0, 1.0)
 }
 
+/// PostgreSQL's `DEFAULT_RANGE_INEQ_SEL`: a range whose bounds have no statistics.
+const DEFAULT_RANGE_SEL: f64 = 0.005;
+
+/// Estimate rule 6: the selectivity of conjuncts (ANDed, nested ANDs flattened) —
+/// their product, except that a column's lower and upper bounds against fixed
+/// values make one range, `upper + lower - 1` (PostgreSQL's
+/// clauselist_selectivity).
+fn conj_sel<'e>(conjs: impl IntoIterator<Item = &'e Expr>, table: Option<&Table>) -> f64 {
+    fn walk<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
+        match e {
+            Expr::Bool(BinOp::And, v) => v.iter().for_each(|x| walk(x, out)),
+            Expr::Bin(x, BinOp::And, y) => {
+                walk(x, out);
+                walk(y, out);
+            }
+            _ => out.push(e),
+        }
+    }
+    let mut flat = Vec::new();
+    conjs.into_iter().for_each(|e| walk(e, &mut flat));
+    // (column, lower bound's selectivity, upper bound's): the most selective of each.
+    let mut ranges: Vec<(usize, Option<f64>, Option<f64>)> = Vec::new();
+    let mut sel = 1.0;
+    for e in flat {
+        let s = clause_sel(e, table);
+        let Some((col, lower)) = bound(e) else {
+            sel *= s;
+            continue;
+        };
+        let at = match ranges.iter().position(|r| r.0 == col) {
+            Some(i) => i,
+            None => {
+                ranges.push((col, None, None));
+                ranges.len() - 1
+            }
+        };
+        let slot = if lower {
+            &mut ranges[at].1
+        } else {
+            &mut ranges[at].2
+        };
+        *slot = Some(slot.map_or(s, |o: f64| o.min(s)));
+    }
+    for (col, lo, hi) in ranges {
+        sel *= match (lo, hi) {
+            (Some(lo), Some(hi)) => {
+                let nulls = table
+                    .and_then(|t| t.column(col))
+                    .map_or(0.0, |c| c.null_frac);
+                range_sel(lo, hi, nulls)
+            }
+            (Some(s), None) | (None, Some(s)) => s,
+            (None, None) => 1.0,
+        };
+    }
+    sel
+}
+
+/// A column's two bounds as one range (PostgreSQL's clauselist_selectivity):
+/// either without statistics gives the default; a negative sum beyond rounding
+/// (bounds that contradict the statistics) the default too.
+fn range_sel(lo: f64, hi: f64, nulls: f64) -> f64 {
+    if lo == DEFAULT_INEQ_SEL || hi == DEFAULT_INEQ_SEL {
+        return DEFAULT_RANGE_SEL;
+    }
+    match hi + lo - 1.0 + nulls {
+        s if s > 0.0 => s,
+        s if s < -0.01 => DEFAULT_RANGE_SEL,
+        _ => 1.0e-10,
+    }
+}
+
+/// `col op x` (either way round) with `op` an inequality and `x` fixed for the
+/// scan: the column and whether it is a lower bound (`col > x`, `col >= x`).
+fn bound(e: &Expr) -> Option<(usize, bool)> {
+    let Expr::Bin(x, op, y) = e else {
+        return None;
+    };
+    let (col, op) = match (column(x), column(y)) {
+        (Some(c), None) if fixed(y) => (c, *op),
+        (None, Some(c)) if fixed(x) => (c, flip(*op)?),
+        _ => return None,
+    };
+    match op {
+        BinOp::Gt | BinOp::Ge => Some((col, true)),
+        BinOp::Lt | BinOp::Le => Some((col, false)),
+        _ => None,
+    }
+}
+
 /// Estimate rule 2, over a table's row when `table` is given (rule 5 where it has
 /// statistics).
 fn clause_sel(e: &Expr, table: Option<&Table>) -> f64 {
@@ -294,8 +381,8 @@ fn clause_sel(e: &Expr, table: Option<&Table>) -> f64 {
         Expr::Bin(x, BinOp::Eq, y) => eq(x, y),
         Expr::Bin(_, BinOp::Ne, _) => 1.0 - DEFAULT_EQ_SEL,
         Expr::Bin(_, BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge, _) => DEFAULT_INEQ_SEL,
-        Expr::Bool(BinOp::And, v) => v.iter().map(|x| clause_sel(x, table)).product(),
-        Expr::Bin(x, BinOp::And, y) => clause_sel(x, table) * clause_sel(y, table),
+        Expr::Bool(BinOp::And, v) => conj_sel(v, table),
+        Expr::Bin(x, BinOp::And, y) => conj_sel([&**x, &**y], table),
         Expr::Bin(x, BinOp::Or, y) => {
             let (a, b) = (clause_sel(x, table), clause_sel(y, table));
             a + b - a * b

@@ -30,9 +30,12 @@
 //!    the OR of the arms' conjuncts over it ([`or_restrictions`]).
 //! 9. A join of a table leaf whose index serves an equality with the other side
 //!    is a nested loop probing that index once per outer row (PostgreSQL's
-//!    parameterized index scan) when outer rows × ([`PROBE_ROWS`] + rows per probe) is below the
-//!    table's rows; the inner scan's index condition reads the outer row
-//!    ([`index_nested_loop`]).
+//!    parameterized index scan) when outer rows × ([`PROBE_ROWS`] + rows per probe)
+//!    is below what hashing costs (the table's rows scanned, both sides' rows
+//!    hashed or probed); the inner scan's index condition reads the outer row
+//!    ([`index_nested_loop`]). The order search weighs the same choice at each
+//!    join of one leaf ([`join_cost`]), each leaf costing its scan's rows, so an
+//!    order that reaches a large table through its index is found.
 //! 10. A WHERE conjunct with a correlated subquery that reads one leaf (its own
 //!     columns and the subquery's outer references) is tested at the first join
 //!     above that leaf, not after the last: the joins that shrink the leaf's rows
@@ -50,12 +53,12 @@ use crate::SqlResult;
 /// Join order rule 4: leaves searched exhaustively.
 pub(crate) const EXHAUSTIVE: usize = 10;
 
-/// Join order rule 9: what one index probe of a nested loop costs, in rows a scan
-/// reads. Measured, not PostgreSQL's: each probe opens a cursor (catalog lookup,
-/// B-tree descent, an operator tree built afresh), about 100 µs against ~1 µs a
-/// row scanned (TPC-H Q14 at scale 0.1: 7,500 probes of `part` took 0.86 s where
-/// hashing it takes 0.1 s).
-const PROBE_ROWS: f64 = 100.0;
+/// Join order rule 9: what one index probe of a nested loop costs, in rows a
+/// hash join reads (a row scanned, then hashed or probed: ~0.17 µs). Measured, not
+/// PostgreSQL's: at TPC-H scale 1, 227,597 orders probing `lineitem_pkey` took
+/// 1.03 s (4.5 µs a probe finding four rows, one worker) where scanning `lineitem`
+/// took 0.48 s and hash-joining it with those orders 1.45 s.
+const PROBE_ROWS: f64 = 25.0;
 
 /// Join order rule 4: leaves ordered at all (a bit each in a `u64`).
 const MAX_LEAVES: usize = 64;
@@ -70,6 +73,17 @@ struct Leaf<'q> {
     rows: f64,
     /// Its rows before its filter (what a full scan reads).
     base: f64,
+    /// Join order rule 9: the index probes that could read it from other leaves'
+    /// rows.
+    probes: Vec<Probe>,
+}
+
+/// Join order rule 9: a leaf's index serving an equality with other leaves.
+struct Probe {
+    /// The leaves the equality's other side reads.
+    outer: u64,
+    /// The rows one probe fetches (before the leaf's own filter).
+    fetched: f64,
 }
 
 /// A join condition over the tree's row and the leaves it reads.
@@ -121,6 +135,7 @@ fn flatten<'q>(r: &'q Rel, offset: usize, leaves: &mut Vec<Leaf<'q>>, conds: &mu
             conjs: Vec::new(),
             rows: 0.0,
             base: 0.0,
+            probes: Vec::new(),
         }),
     }
 }
@@ -194,6 +209,7 @@ pub(crate) fn plan(
         l.base = sizes.rel_rows(l.rel, &[]);
     }
     let sel = selectivities(&leaves, &conds, &sizes);
+    probe_paths(&mut leaves, &conds, &sizes, rels);
     let best = if leaves.len() <= EXHAUSTIVE {
         exhaustive(&leaves, &conds, &sel)
     } else {
@@ -309,14 +325,91 @@ fn joins(a: u64, b: u64, conds: &[Cond]) -> (bool, bool) {
     any
 }
 
-/// Join order rule 5's cost of joining two sides of these sizes.
-fn join_cost(l: &Best, r: &Best, rows: f64, hashed: bool) -> f64 {
+/// Join order rules 5 and 9: the cost of joining two sides of these sizes (each
+/// leaf's cost its scan's rows), the least of a hash join (or nested loop) and an
+/// index probe per row of one side into the other where that is one leaf with an
+/// index on a condition between them.
+fn join_cost(
+    (l, ml): (&Best, u64),
+    (r, mr): (&Best, u64),
+    (rows, hashed): (f64, bool),
+    leaves: &[Leaf<'_>],
+) -> f64 {
     let work = if hashed {
         l.rows + r.rows
     } else {
         l.rows * r.rows
     };
-    l.cost + r.cost + work + rows
+    let mut cost = l.cost + r.cost + work + rows;
+    for ((o, mo), mi) in [((l, ml), mr), ((r, mr), ml)] {
+        if mi.count_ones() != 1 {
+            continue;
+        }
+        let leaf = &leaves[mi.trailing_zeros() as usize];
+        for p in leaf.probes.iter().filter(|p| p.outer & !mo == 0) {
+            cost = cost.min(o.cost + o.rows * (PROBE_ROWS + p.fetched) + rows);
+        }
+    }
+    cost
+}
+
+/// Join order rule 9: each table leaf's probes — an equality of one of its
+/// columns, the first of one of its indexes, with an expression over other leaves
+/// — and the rows each probe fetches (the equality's selectivity of its rows).
+fn probe_paths(leaves: &mut [Leaf<'_>], conds: &[Cond], sizes: &Sizes<'_>, rels: &Relations<'_>) {
+    let sw = rels.switches();
+    if !sw.nestloop || !sw.indexscan {
+        return;
+    }
+    let plain = |e: &Expr| crate::bind::engine_free(e) && !has_outer(e);
+    for i in 0..leaves.len() {
+        let l = &leaves[i];
+        let Rel::Table { name, .. } = l.rel else {
+            continue;
+        };
+        let Ok(Some(entry)) = rels.entry(name) else {
+            continue;
+        };
+        if !l.conjs.iter().all(plain) {
+            continue;
+        }
+        let im = 1u64 << i;
+        let inside = |c: usize| (l.offset..l.offset + l.width).contains(&c);
+        let indexed = |c: usize| entry.indexes.iter().any(|x| x.columns.first() == Some(&c));
+        let mut found = Vec::new();
+        for c in conds
+            .iter()
+            .filter(|c| !c.lifted && c.mask & im != 0 && c.mask != im)
+        {
+            let Expr::Bin(x, BinOp::Eq, y) = &c.expr else {
+                continue;
+            };
+            let other = |e: &Expr| leaf_mask(e, leaves) & im == 0 && plain(e);
+            let col = match (&**x, &**y) {
+                (Expr::Col(a), e) | (e, Expr::Col(a)) if inside(*a) && other(e) => *a,
+                _ => continue,
+            };
+            if !indexed(col - l.offset) {
+                continue;
+            }
+            let outer = c.mask & !im;
+            let sel = if outer.count_ones() == 1 {
+                let o = &leaves[outer.trailing_zeros() as usize];
+                sizes.join_sel(
+                    std::iter::once(&c.expr),
+                    (l.rel, l.offset, l.width),
+                    (o.rel, o.offset, o.width),
+                )
+            } else {
+                estimate::DEFAULT_EQ_SEL
+            };
+            found.push(Probe {
+                outer,
+                fetched: sel * l.base,
+            });
+        }
+        leaves[i].probes = found;
+    }
 }
 
 fn exhaustive(leaves: &[Leaf<'_>], conds: &[Cond], sel: &[f64]) -> Best {
@@ -325,7 +418,7 @@ fn exhaustive(leaves: &[Leaf<'_>], conds: &[Cond], sel: &[f64]) -> Best {
     let mut best: Vec<Option<Best>> = vec![None; 1 << n];
     for (i, l) in leaves.iter().enumerate() {
         best[1 << i] = Some(Best {
-            cost: 0.0,
+            cost: l.base,
             rows: l.rows,
             tree: Tree::Leaf(i),
         });
@@ -350,7 +443,7 @@ fn exhaustive(leaves: &[Leaf<'_>], conds: &[Cond], sel: &[f64]) -> Best {
                 let (linked, hashed) = joins(s, t, conds);
                 if let (Some(l), Some(r)) = (&best[s as usize], &best[t as usize]) {
                     if linked != cross {
-                        let cost = join_cost(l, r, rows, hashed);
+                        let cost = join_cost((l, s), (r, t), (rows, hashed), leaves);
                         if found.as_ref().is_none_or(|f| cost < f.cost) {
                             found = Some(Best {
                                 cost,
@@ -386,7 +479,7 @@ fn greedy(leaves: &[Leaf<'_>], conds: &[Cond], sel: &[f64]) -> Best {
             (
                 1u64 << i,
                 Best {
-                    cost: 0.0,
+                    cost: l.base,
                     rows: l.rows,
                     tree: Tree::Leaf(i),
                 },
@@ -399,7 +492,8 @@ fn greedy(leaves: &[Leaf<'_>], conds: &[Cond], sel: &[f64]) -> Best {
             for k in i + 1..parts.len() {
                 let (linked, hashed) = joins(parts[i].0, parts[k].0, conds);
                 let rows = rows_of(parts[i].0 | parts[k].0, leaves, conds, sel);
-                let cost = join_cost(&parts[i].1, &parts[k].1, rows, hashed);
+                let (pi, pk) = (&parts[i], &parts[k]);
+                let cost = join_cost((&pi.1, pi.0), (&pk.1, pk.0), (rows, hashed), leaves);
                 let better = pick
                     .is_none_or(|(pl, pc, _, _)| (linked && !pl) || (linked == pl && cost < pc));
                 if better {
@@ -526,9 +620,9 @@ fn tested_whole(p: Plan, layout: &[usize], conds: Vec<Expr>, leaves: &[Leaf<'_>]
 /// Join order rule 9: `inner`, a table leaf with an index on a column that a
 /// condition equates with an expression over `outer`, read by an index probe per
 /// outer row (a nested loop whose inner scan's index condition reads the outer row:
-/// PostgreSQL's parameterized index scan) when the probes are estimated to read
-/// fewer rows than hashing the table would scan: outer rows × ([`PROBE_ROWS`] + rows a probe
-/// finds) against the table's rows.
+/// PostgreSQL's parameterized index scan) when the probes are estimated to cost
+/// less than hashing: outer rows × ([`PROBE_ROWS`] + rows a probe finds) against
+/// the table's rows scanned and both sides' rows hashed or probed.
 fn index_nested_loop(
     (outer, inner): (&Tree, &Tree),
     (leaves, conds, sel, keep): (&[Leaf<'_>], &[Cond], &[f64], &[bool]),
@@ -552,44 +646,60 @@ fn index_nested_loop(
     }
     let (om, im) = (tree_mask(outer), 1u64 << i);
     let inside = |c: usize| (l.offset..l.offset + l.width).contains(&c);
-    // An unused equality `inner column = expression over the outer side`.
-    let Some((k, col, other)) = conds.iter().enumerate().find_map(|(k, c)| {
-        if used[k] || c.mask & !(om | im) != 0 || c.mask & im == 0 || c.mask & om == 0 {
-            return None;
-        }
-        let Expr::Bin(x, BinOp::Eq, y) = &c.expr else {
-            return None;
-        };
-        let over_outer = |e: &Expr| leaf_mask(e, leaves) & !om == 0 && plain(e);
-        match (&**x, &**y) {
-            (Expr::Col(c), e) if inside(*c) && over_outer(e) => Some((k, *c, e.clone())),
-            (e, Expr::Col(c)) if inside(*c) && over_outer(e) => Some((k, *c, e.clone())),
-            _ => None,
-        }
-    }) else {
+    // The unused equalities `inner column = expression over the outer side`: all
+    // go to the inner scan, so an index over several of its columns serves them.
+    let eqs: Vec<(usize, usize, Expr)> = conds
+        .iter()
+        .enumerate()
+        .filter_map(|(k, c)| {
+            if used[k] || c.mask & !(om | im) != 0 || c.mask & im == 0 || c.mask & om == 0 {
+                return None;
+            }
+            let Expr::Bin(x, BinOp::Eq, y) = &c.expr else {
+                return None;
+            };
+            let over_outer = |e: &Expr| leaf_mask(e, leaves) & !om == 0 && plain(e);
+            match (&**x, &**y) {
+                (Expr::Col(c), e) if inside(*c) && over_outer(e) => Some((k, *c, e.clone())),
+                (e, Expr::Col(c)) if inside(*c) && over_outer(e) => Some((k, *c, e.clone())),
+                _ => None,
+            }
+        })
+        .collect();
+    if eqs.is_empty() {
         return Ok(None);
-    };
+    }
     let outer_rows = rows_of(om, leaves, conds, sel);
-    let per_probe = sel[k] * l.rows.max(1.0);
+    // The rows a probe fetches: the least any of the leaf's probes from this outer
+    // side finds (a condition sharing its selectivity with others has 1 of its own).
+    let per_probe = l
+        .probes
+        .iter()
+        .filter(|p| p.outer & !om == 0)
+        .map(|p| p.fetched)
+        .fold(l.base, f64::min)
+        .min(eqs.iter().map(|e| sel[e.0]).product::<f64>() * l.base);
     // Planner rule 8: with sequential scans or hash joins off, probing is taken
     // whenever an index serves.
     let sw = rels.switches();
     let forced = !sw.seqscan || !sw.hashjoin;
-    if !forced && outer_rows * (PROBE_ROWS + per_probe) >= l.base {
+    // Join order rule 9: against a hash join's scan of the leaf and its work.
+    if !forced && outer_rows * (PROBE_ROWS + per_probe) >= l.base + l.rows + outer_rows {
         return Ok(None);
     }
     let saved = used.to_vec();
     let (po, lo) = build(outer, (leaves, conds, sel, keep), used, rels)?;
-    // The probe's key: the outer expression over the outer row, read as the row
+    // Each probe's key: the outer expression over the outer row, read as the row
     // the nested loop runs the inner scan for (level 1).
-    let key = as_outer(remap(other, &lo));
-    let probe = Expr::Bin(
-        Box::new(Expr::Col(col - l.offset)),
-        BinOp::Eq,
-        Box::new(key),
-    );
     let mut conjs = l.conjs.clone();
-    conjs.push(probe);
+    for (_, col, other) in &eqs {
+        let key = as_outer(remap(other.clone(), &lo));
+        conjs.push(Expr::Bin(
+            Box::new(Expr::Col(col - l.offset)),
+            BinOp::Eq,
+            Box::new(key),
+        ));
+    }
     let scan = planner::rel(l.rel, conjs.clone(), rels)?;
     if !probes(&scan) {
         // No index serves the probe: the join is planned the other ways, the outer
@@ -598,7 +708,9 @@ fn index_nested_loop(
         return Ok(None);
     }
     let (pi, li) = leaf_plan_of(scan, l, &conjs, keep);
-    used[k] = true;
+    for (k, ..) in &eqs {
+        used[*k] = true;
+    }
     let (layout, here) = conds_at(conds, used, om | im, (&lo, &li));
     let p = Plan::Lateral {
         kind: JoinKind::Inner,

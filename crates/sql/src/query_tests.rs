@@ -781,6 +781,49 @@ fn in_and_limited_exists_become_semi_joins() {
 }
 
 #[test]
+fn the_join_method_follows_the_rows_each_side_keeps() {
+    with_session(64 << 20, |s| {
+        let c = q(
+            s,
+            "CREATE TABLE big (id int PRIMARY KEY, v int);
+             CREATE TABLE few (k int, flag int);
+             INSERT INTO big SELECT g, g % 7 FROM generate_series(1, 50000) g;
+             INSERT INTO few SELECT g * 97, g % 2 FROM generate_series(1, 400) g;
+             ANALYZE big; ANALYZE few",
+        );
+        assert!(c.results.iter().all(|r| r.is_ok()), "{:?}", c.results);
+        let plan = |s: &mut Session<'_>, sql: &str| {
+            rows(s, &format!("EXPLAIN (COSTS OFF) {sql}")).join("\n")
+        };
+        // 200 rows of few: 200 probes of big's primary key cost less than
+        // scanning and hashing its 50,000 rows.
+        let probe = "SELECT sum(big.v) FROM few, big WHERE big.id = few.k AND few.flag = 1";
+        let p = plan(s, probe);
+        assert!(p.contains("Nested Loop"), "{p}");
+        assert!(p.contains("Index Scan using big_pkey on big"), "{p}");
+        let want = rows(
+            s,
+            "SELECT sum(g * 97 % 7) FROM generate_series(1, 400, 2) g",
+        );
+        assert_eq!(rows(s, probe), want);
+        // 40,000 rows of few: a probe each would cost more than one hash join.
+        q(
+            s,
+            "INSERT INTO few SELECT g, 1 FROM generate_series(1, 40000) g; ANALYZE few",
+        );
+        let p = plan(s, probe);
+        assert!(p.contains("Hash Join") && !p.contains("Index Scan"), "{p}");
+        // With hash joins off, the index serves the large case too, with the
+        // same sum.
+        let before = rows(s, probe);
+        assert_eq!(codes(s, "SET enable_hashjoin = off"), [""]);
+        let p = plan(s, probe);
+        assert!(p.contains("Nested Loop"), "{p}");
+        assert_eq!(rows(s, probe), before);
+    });
+}
+
+#[test]
 fn analyze_statistics_drive_the_estimates() {
     with_session(64 << 20, |s| {
         let c = q(
@@ -792,6 +835,9 @@ fn analyze_statistics_drive_the_estimates() {
                FROM generate_series(1, 20000) g",
         );
         assert!(c.results.iter().all(|r| r.is_ok()), "{:?}", c.results);
+        // Which side a hash join builds (mid's index would otherwise serve a
+        // nested loop from the few rows big is first thought to keep).
+        assert_eq!(codes(s, "SET enable_nestloop = off"), [""]);
         let sql = "SELECT count(*) FROM mid, big WHERE big.m = mid.id AND big.flag = 1";
         let hashed = |s: &mut Session<'_>| {
             let plan = rows(s, &format!("EXPLAIN (COSTS OFF) {sql}"));
