@@ -2656,6 +2656,9 @@ fn eval_other(e: &Expr, r: &Row<'_>, depth: usize) -> SqlResult<Datum> {
         },
         Expr::Fit(x, m) => fit_datum(sub(x)?, *m)?,
         Expr::InList(x, list, negated) => {
+            if let Some(d) = text_in(x, list, *negated, r) {
+                return Ok(d);
+            }
             // Operands borrowed where they are columns or constants: no copy of a
             // text per item per row.
             let v = operand(x, r, depth + 1)?;
@@ -2724,7 +2727,78 @@ fn operand<'r>(
     })
 }
 
+/// A comparison's operand as text without a copy: a text constant or column, or a
+/// bpchar column read as text (its trailing spaces sliced off, not copied off).
+/// None for any other expression or value; `Some(None)` for NULL.
+fn text_operand<'r>(e: &'r Expr, r: &'r Row<'_>) -> Option<Option<&'r str>> {
+    let (d, trim) = match e {
+        Expr::Const(d) => (d, false),
+        Expr::Col(i) => (&r.cols[*i], false),
+        Expr::Call(Func::BpcharText, a) => match a.as_slice() {
+            [Expr::Col(i)] => (&r.cols[*i], true),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    match d {
+        Datum::Text(t) if trim => Some(Some(t.trim_end_matches(' '))),
+        Datum::Text(t) => Some(Some(t)),
+        Datum::Null => Some(None),
+        _ => None,
+    }
+}
+
+/// `a op b` for a comparison with a bpchar column read as text on either side,
+/// compared in place (the commonest filter on `char(n)` columns allocated twice
+/// a row: the value's copy and its trimmed copy). None where it does not apply.
+fn text_cmp(a: &Expr, op: BinOp, b: &Expr, r: &Row<'_>) -> Option<Datum> {
+    let trim = |e: &Expr| matches!(e, Expr::Call(Func::BpcharText, _));
+    if !is_cmp(op) || !(trim(a) || trim(b)) {
+        return None;
+    }
+    let (Some(x), Some(y)) = (text_operand(a, r)?, text_operand(b, r)?) else {
+        return Some(Datum::Null);
+    };
+    let o = x.as_bytes().cmp(y.as_bytes());
+    Some(Datum::Bool(match op {
+        BinOp::Eq => o == Ordering::Equal,
+        BinOp::Ne => o != Ordering::Equal,
+        BinOp::Lt => o == Ordering::Less,
+        BinOp::Le => o != Ordering::Greater,
+        BinOp::Gt => o == Ordering::Greater,
+        _ => o != Ordering::Less,
+    }))
+}
+
+/// `x [NOT] IN (list)` with `x` a bpchar column read as text and text constants
+/// or columns listed, compared in place ([`text_cmp`]). None where it does not
+/// apply.
+fn text_in(x: &Expr, list: &[Expr], negated: bool, r: &Row<'_>) -> Option<Datum> {
+    if !matches!(x, Expr::Call(Func::BpcharText, _)) {
+        return None;
+    }
+    let Some(v) = text_operand(x, r)? else {
+        return Some(Datum::Null);
+    };
+    let mut saw_null = false;
+    for i in list {
+        match text_operand(i, r)? {
+            None => saw_null = true,
+            Some(w) if w == v => return Some(Datum::Bool(!negated)),
+            Some(_) => {}
+        }
+    }
+    Some(if saw_null {
+        Datum::Null
+    } else {
+        Datum::Bool(negated)
+    })
+}
+
 fn eval_bin(a: &Expr, op: BinOp, b: &Expr, r: &Row<'_>, depth: usize) -> SqlResult<Datum> {
+    if let Some(d) = text_cmp(a, op, b, r) {
+        return Ok(d);
+    }
     let x = operand(a, r, depth)?;
     match op {
         BinOp::And => {

@@ -781,6 +781,34 @@ fn in_and_limited_exists_become_semi_joins() {
 }
 
 #[test]
+fn char_columns_compare_as_text_without_their_trailing_spaces() {
+    with_session(64 << 20, |s| {
+        q(
+            s,
+            "CREATE TABLE c (m char(6), n int);
+             INSERT INTO c VALUES ('MAIL', 1), ('SHIP', 2), (NULL, 3), ('AIR ', 4)",
+        );
+        // PostgreSQL 15's answers, each.
+        for (sql, want) in [
+            ("m = 'MAIL'", &["1"][..]),
+            ("m = 'MAIL  '", &["1"]),
+            ("m::text = 'MAIL'", &["1"]),
+            ("m IN ('MAIL', 'AIR')", &["1", "4"]),
+            ("m NOT IN ('MAIL', NULL)", &[]),
+            ("m NOT IN ('MAIL')", &["2", "4"]),
+            ("m < 'MAIL'", &["4"]),
+            ("m >= 'MAIL'", &["1", "2"]),
+            ("m <> 'SHIP'", &["1", "4"]),
+            ("(m = 'SHIP') IS NULL", &["3"]),
+            ("(m IN ('SHIP', 'AIR')) IS NULL", &["3"]),
+        ] {
+            let got = rows(s, &format!("SELECT n FROM c WHERE {sql} ORDER BY n"));
+            assert_eq!(got, want, "{sql}");
+        }
+    });
+}
+
+#[test]
 fn the_join_method_follows_the_rows_each_side_keeps() {
     with_session(64 << 20, |s| {
         let c = q(
