@@ -776,6 +776,11 @@ pub fn truncate_apply(sh: &Shared, rec: &SmgrTruncate, lsn: Lsn) -> Result<()> {
 pub struct VacuumStats {
     pub tuples_removed: u64,
     pub pages_truncated: u64,
+    /// The heap's pages after the pass, those it read (the others were all
+    /// visible) and the live tuples on them: PostgreSQL's reltuples estimate.
+    pub pages: u64,
+    pub pages_scanned: u64,
+    pub live_tuples: u64,
 }
 
 /// Dead rows one VACUUM pass collects before it removes their index entries (index
@@ -817,15 +822,19 @@ pub fn vacuum_rel(sh: &Shared, rel: RelKey, indexes: &[RelKey]) -> Result<Vacuum
             }
             let (live, removed) = vacuum_page(sh, rel, blk, horizon, only)?;
             stats.tuples_removed += removed;
+            stats.pages_scanned += 1;
+            stats.live_tuples += live as u64;
             if live > 0 {
                 nonempty_end = blk + 1;
             }
         }
         b = end;
     }
+    stats.pages = n as u64;
     if nonempty_end < n {
         truncate_tail(sh, rel, nonempty_end)?;
         stats.pages_truncated = (n - nonempty_end) as u64;
+        stats.pages = nonempty_end as u64;
     }
     Ok(stats)
 }

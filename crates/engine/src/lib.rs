@@ -94,6 +94,7 @@ pub mod waldump;
 mod xact;
 
 pub use access::Snapshot;
+pub use access::VacuumStats;
 pub use catalog::RoleDep;
 pub use catalog::{
     Acl, DbEntry, FkAction, ForeignKey, IndexDef, Membership, RelEntry, RoleEntry, SeqDef,

@@ -1630,17 +1630,19 @@ impl<'e> Txn<'e> {
     /// VACUUM of one table or of every table of `db` (no transaction is in progress:
     /// the writer lock is held and no xid assigned). Returns pages truncated.
     pub fn vacuum(self, db: &str, table: Option<&str>) -> Result<u64> {
-        self.vacuum_where(db, table, &mut |_| true)
+        let done = self.vacuum_where(db, table, &mut |_| true)?;
+        Ok(done.iter().map(|(_, v)| v.pages_truncated).sum())
     }
 
     /// [`Txn::vacuum`] of the relations `keep` says yes to (the others are
-    /// skipped: a role may vacuum only what it owns).
+    /// skipped: a role may vacuum only what it owns); each table vacuumed with its
+    /// heap's figures (its TOAST heap's pages truncated added).
     pub fn vacuum_where(
         self,
         db: &str,
         table: Option<&str>,
         keep: &mut dyn FnMut(&RelEntry) -> bool,
-    ) -> Result<u64> {
+    ) -> Result<Vec<(Arc<RelEntry>, access::VacuumStats)>> {
         if self.xid.is_some() {
             return Err(EngineError::NotSupported(
                 "VACUUM cannot run inside a transaction block".into(),
@@ -1651,18 +1653,19 @@ impl<'e> Txn<'e> {
             Some(t) => vec![self.relation(&dbe, t)?],
             None => self.relations_of(&dbe),
         };
-        let mut truncated = 0;
+        let mut done = Vec::new();
         let stored = |r: &RelEntry| r.sequence.is_none() && r.view.is_none();
-        for r in rels.iter().filter(|r| stored(r) && keep(r)) {
+        for r in rels.into_iter().filter(|r| stored(r) && keep(r)) {
             let indexes: Vec<RelKey> = r.indexes.iter().map(|ix| r.index_key(&dbe, ix)).collect();
-            truncated += access::vacuum_rel(self.sh, r.key(&dbe), &indexes)?.pages_truncated;
+            let mut v = access::vacuum_rel(self.sh, r.key(&dbe), &indexes)?;
             // Toast rule 3: the TOAST heap after its table.
             let toast = crate::toast::toast_key(r.key(&dbe));
             if self.sh.smgr.exists(toast, ForkNumber::Main) {
-                truncated += access::vacuum_rel(self.sh, toast, &[])?.pages_truncated;
+                v.pages_truncated += access::vacuum_rel(self.sh, toast, &[])?.pages_truncated;
             }
+            done.push((r, v));
         }
-        Ok(truncated)
+        Ok(done)
     }
 
     /// Commits: the commit record is made durable, then the catalog changes become

@@ -332,7 +332,14 @@ impl<'r> Costs<'r> {
                 let (rows, sel) = self.keyed_rows(*kind, (outer, inner), (&o, &i), keyed, residual);
                 let keys = outer_keys.len() as f64;
                 let startup = o.startup + i.total + i.rows * (u.cpu_operator * keys + u.cpu_tuple);
-                let probe = o.rows * u.cpu_operator * keys;
+                let mut probe = o.rows * u.cpu_operator * keys;
+                if !matches!(kind, JoinKind::Semi | JoinKind::Anti) {
+                    // Cost rule 4: half the rows of a bucket compared per outer row.
+                    let per_bucket = (i.rows * self.bucket_frac(inner, inner_keys, i.rows))
+                        .round()
+                        .max(1.0);
+                    probe += u.cpu_operator * keys * o.rows * per_bucket * 0.5;
+                }
                 let check =
                     residual.as_ref().map_or(0.0, ops) * u.cpu_operator * o.rows * i.rows * sel;
                 Est {
@@ -354,13 +361,20 @@ impl<'r> Costs<'r> {
                 let (o, i) = (self.of(outer), self.of(inner));
                 let keyed = (outer_keys.as_slice(), inner_keys.as_slice());
                 let (rows, _) = self.keyed_rows(*kind, (outer, inner), (&o, &i), keyed, residual);
-                // Cost rule 4: both sorted sides read once, a comparison per row
+                // Cost rule 4: both sorted sides read once, the inner's rows again
+                // for each outer row sharing their key (PostgreSQL's rescan ratio:
+                // the joined rows past the inner's own), a comparison per row read
                 // and key, a tuple per joined row.
-                let compare = u.cpu_operator * outer_keys.len() as f64 * (o.rows + i.rows);
+                let inner_rows = i.rows.max(1.0);
+                let rescan = 1.0 + (rows - inner_rows).max(0.0) / inner_rows;
+                let inner_run =
+                    (i.run() * rescan).min(i.run() + u.cpu_operator * inner_rows * rescan);
+                let compare =
+                    u.cpu_operator * outer_keys.len() as f64 * (o.rows + inner_rows * rescan);
                 let check = residual.as_ref().map_or(0.0, ops) * u.cpu_operator * rows;
                 Est {
                     startup: o.startup + i.startup,
-                    total: o.total + i.total + compare + check + rows * u.cpu_tuple,
+                    total: o.total + i.startup + inner_run + compare + check + rows * u.cpu_tuple,
                     rows,
                     widths: joined(*kind, &o, &i),
                 }
@@ -806,6 +820,27 @@ impl Costs<'_> {
             _ => None,
         };
         traced.unwrap_or(DEFAULT_NUM_DISTINCT).min(rows).max(1.0)
+    }
+
+    /// The fraction of a hash table's rows in one bucket, the least over the keys
+    /// (PostgreSQL's estimate_hash_bucket_size): 0.1 where a key's distinct values
+    /// are unknown, else one over its distinct values or over the buckets (a
+    /// power of two, at least 1024, for `rows`), whichever is more.
+    fn bucket_frac(&mut self, p: &Plan, keys: &[Expr], rows: f64) -> f64 {
+        let buckets = rows.max(1024.0).log2().ceil().exp2();
+        let mut frac: f64 = 1.0;
+        for k in keys {
+            let nd = match strip(k) {
+                Expr::Col(c) => self.traced(p, *c),
+                _ => None,
+            };
+            frac = frac.min(match nd {
+                None => 0.1,
+                Some(nd) if nd.min(rows) > buckets => 1.0 / buckets,
+                Some(nd) => 1.0 / nd.min(rows).max(1.0),
+            });
+        }
+        frac
     }
 
     /// Column `c` of `p`'s rows traced to a table's column: its distinct values.

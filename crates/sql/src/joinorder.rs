@@ -554,12 +554,7 @@ fn build(
     let mask = tree_mask(a) | tree_mask(b);
     let (layout, here) = conds_at(conds, used, mask, (&lo, &li));
     let widths = (lo.len(), li.len());
-    let p = planner::keyed_join(
-        JoinKind::Inner,
-        (outer, inner),
-        here,
-        (widths, rels.switches()),
-    )?;
+    let p = planner::keyed_join(JoinKind::Inner, (outer, inner), here, (widths, rels))?;
     let lifted = lifted_at(conds, used, mask);
     Ok((tested_whole(p, &layout, lifted, leaves), layout))
 }

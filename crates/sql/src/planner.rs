@@ -17,8 +17,11 @@
 //!    materialized right side. Both keep a matched flag per right row, so RIGHT and
 //!    FULL joins emit the right rows nothing matched, NULL-extended. With hash
 //!    joins switched off, one whose keys are all plain columns is a merge join
-//!    (rule 8, [`Plan::MergeJoin`]). A FULL join with no such key is 0A000 as in
-//!    PostgreSQL, whatever the switches.
+//!    (rule 8, [`Plan::MergeJoin`]); with both on, such a join is the one of the
+//!    two that `cost` finds cheaper, as PostgreSQL chooses (a merge join over
+//!    sides whose keys' distinct values nothing knows, where PostgreSQL expects a
+//!    tenth of the hashed rows in each bucket). A FULL join with no such key is
+//!    0A000 as in PostgreSQL, whatever the switches.
 //! 3. Grouping is hash aggregation ([`Plan::Agg`]); no GROUP BY is one group, which
 //!    gives one row even over no input. When an aggregate has DISTINCT or ORDER BY
 //!    (ordered-set aggregates too) the input is sorted by the group keys and each
@@ -1028,8 +1031,9 @@ pub(crate) fn keyed_join(
     kind: JoinKind,
     (outer, inner): (Plan, Plan),
     conds: Vec<Expr>,
-    (widths, sw): ((usize, usize), Switches),
+    (widths, rels): ((usize, usize), &Relations<'_>),
 ) -> SqlResult<Plan> {
+    let sw = rels.switches();
     let keyless = !conds
         .iter()
         .any(|c| equi_key(c, widths.0, widths.0 + widths.1).is_some());
@@ -1054,6 +1058,9 @@ pub(crate) fn keyed_join(
             widths,
         });
     }
+    // Rule 2: where a merge join could serve, the cheaper of the two.
+    let merged = (sw.mergejoin && mergeable(&conds, widths))
+        .then(|| merge_join(kind, (outer.clone(), inner.clone()), conds.clone(), widths));
     let (okeys, ikeys, residual) = split_keys(conds, widths);
     if okeys.is_empty() {
         return Ok(Plan::NestLoop {
@@ -1064,7 +1071,7 @@ pub(crate) fn keyed_join(
             widths,
         });
     }
-    Ok(Plan::HashJoin {
+    let hashed = Plan::HashJoin {
         kind,
         outer: Box::new(outer),
         inner: Box::new(inner),
@@ -1072,6 +1079,17 @@ pub(crate) fn keyed_join(
         inner_keys: ikeys,
         residual: and_all(residual),
         widths,
+    };
+    Ok(match merged {
+        Some(m) => {
+            let mut costs = crate::cost::Costs::new(rels);
+            if costs.of(&m).total < costs.of(&hashed).total {
+                m
+            } else {
+                hashed
+            }
+        }
+        None => hashed,
     })
 }
 
@@ -1443,7 +1461,7 @@ pub(crate) fn join(j: &Join, above: Vec<Expr>, rels: &Relations<'_>) -> SqlResul
     let smaller_left = sizes.rel_rows(&j.left, &left_c) < sizes.rel_rows(&j.right, &right_c);
     let outer = rel(&j.left, left_c, rels)?;
     let inner = rel(&j.right, right_c, rels)?;
-    let mut p = keyed_join(j.kind, (outer, inner), here, ((lw, rw), rels.switches()))?;
+    let mut p = keyed_join(j.kind, (outer, inner), here, ((lw, rw), rels))?;
     if j.kind == JoinKind::Left && smaller_left {
         p = hash_smaller_side(p);
     }

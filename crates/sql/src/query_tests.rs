@@ -809,6 +809,77 @@ fn char_columns_compare_as_text_without_their_trailing_spaces() {
 }
 
 #[test]
+fn vacuum_records_a_tables_rows_for_the_planner() {
+    with_session(64 << 20, |s| {
+        q(
+            s,
+            "CREATE TABLE v (a int, b int);
+             INSERT INTO v SELECT g, g % 3 FROM generate_series(1, 5) g",
+        );
+        let scan = |s: &mut Session<'_>| rows(s, "EXPLAIN SELECT * FROM v").join("\n");
+        // Never vacuumed: ten pages assumed, as PostgreSQL does.
+        assert!(scan(s).contains("rows=2260"), "{}", scan(s));
+        assert_eq!(codes(s, "VACUUM v"), [""]);
+        // PostgreSQL 15's line for the same table.
+        assert!(
+            scan(s).contains("(cost=0.00..1.05 rows=5 width=8)"),
+            "{}",
+            scan(s)
+        );
+        q(
+            s,
+            "INSERT INTO v SELECT g, 1 FROM generate_series(6, 400) g",
+        );
+        assert_eq!(codes(s, "VACUUM"), [""]);
+        assert!(
+            scan(s).contains("(cost=0.00..6.00 rows=400 width=8)"),
+            "{}",
+            scan(s)
+        );
+        // ANALYZE's column statistics outlive a later VACUUM: b = 1 is most rows
+        // (each line PostgreSQL 15's).
+        q(s, "ANALYZE v; DELETE FROM v WHERE a > 200");
+        assert_eq!(codes(s, "VACUUM v"), [""]);
+        let p = rows(s, "EXPLAIN SELECT * FROM v WHERE b = 1").join("\n");
+        assert!(p.contains("(cost=0.00..3.50 rows=199 width=8)"), "{p}");
+    });
+}
+
+#[test]
+fn a_merge_join_is_taken_where_it_costs_less() {
+    with_session(64 << 20, |s| {
+        q(
+            s,
+            "CREATE TABLE l (i int, j int);
+             CREATE TABLE r (i int, k int);
+             INSERT INTO l SELECT g % 9, g FROM generate_series(1, 11) g;
+             INSERT INTO r SELECT g % 6, -g FROM generate_series(1, 9) g",
+        );
+        let sql = "SELECT l.i, r.k FROM l, r WHERE l.i = r.i";
+        let plan = |s: &mut Session<'_>| rows(s, &format!("EXPLAIN (COSTS OFF) {sql}")).join("\n");
+        // Nothing known of the keys' distinct values: PostgreSQL expects a tenth
+        // of the hashed rows per bucket and sorts both sides instead.
+        assert!(plan(s).starts_with("Merge Join"), "{}", plan(s));
+        let merged = rows(s, sql);
+        let mut sorted = merged.clone();
+        sorted.sort_by_key(|r| {
+            r.split('|')
+                .next()
+                .map(|k| k.trim().parse::<i32>().unwrap_or(0))
+        });
+        assert_eq!(merged, sorted, "a merge join's rows come in key order");
+        // Analyzed: one hash table probed once a row is cheaper.
+        q(s, "ANALYZE l; ANALYZE r");
+        assert!(plan(s).starts_with("Hash Join"), "{}", plan(s));
+        let mut hashed = rows(s, sql);
+        hashed.sort();
+        let mut want = merged;
+        want.sort();
+        assert_eq!(hashed, want);
+    });
+}
+
+#[test]
 fn the_join_method_follows_the_rows_each_side_keeps() {
     with_session(64 << 20, |s| {
         let c = q(
@@ -1331,7 +1402,8 @@ fn planner_switches_change_the_plan_never_the_rows() {
             "CREATE TABLE sw (a int PRIMARY KEY, b int, c text);
              INSERT INTO sw SELECT i, i % 7, 'v' || (i % 3) FROM generate_series(1, 300) i;
              CREATE TABLE sv (a int, d int);
-             INSERT INTO sv SELECT i, i % 11 FROM generate_series(1, 50) i",
+             INSERT INTO sv SELECT i, i % 11 FROM generate_series(1, 50) i;
+             ANALYZE sw; ANALYZE sv", // unanalyzed, a merge join is cheaper by cost
         );
         assert!(c.results.iter().all(|r| r.is_ok()), "{:?}", c.results);
         let queries = [

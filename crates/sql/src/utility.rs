@@ -11,7 +11,11 @@
 //!    in a block is undone if the block rolls back (session rule 3).
 //! 2. SHOW looks a name up in the session's SETs, then the server's settings, then
 //!    the defaults; SHOW ALL lists the server's and the session's, sorted by name.
-//! 3. VACUUM never runs in a block (session rule 4): its own transaction.
+//! 3. VACUUM never runs in a block (session rule 4): its own transaction. Then
+//!    each table vacuumed gets its pages and live rows recorded, as PostgreSQL's
+//!    VACUUM sets relpages and reltuples (one write each, WAL-logged; its columns'
+//!    statistics kept), so the planner estimates a table VACUUM has seen by its
+//!    rows, not by the ten pages assumed of one never vacuumed.
 //! 4. ANALYZE (and VACUUM ANALYZE after its vacuum) samples each table named, or
 //!    every table of the database, as its transaction sees it (`gather` rules) and
 //!    stores the statistics in the engine's catalog in that transaction: one
@@ -258,8 +262,45 @@ fn vacuum(s: &mut Session<'_>, table: Option<&str>, notices: &mut Notices) -> Sq
         }
         ok
     };
-    s.begin_txn()?.vacuum_where(s.db(), table, &mut keep)?;
+    let done = s.begin_txn()?.vacuum_where(s.db(), table, &mut keep)?;
+    let db = s.db().to_string();
+    for (r, v) in done {
+        let old = s.engine().table_stats(&db, &r.name);
+        if let Some(stats) = vacuumed_stats(old.as_deref(), &v, r.columns.len()) {
+            s.write(|t| Ok(t.set_table_stats(&db, &r.name, stats)?))?;
+        }
+    }
     Ok(Output::Command("VACUUM".into()))
+}
+
+/// Utility rule 3: what a VACUUM leaves the planner of a table — its pages and its
+/// live rows (PostgreSQL's relpages and reltuples), its columns' statistics as
+/// ANALYZE left them. Rows on pages the pass skipped (all visible) are the old
+/// density's, or the pages read's where there was none (PostgreSQL's
+/// vac_estimate_reltuples); None where the pass read no page and nothing was
+/// known (every page all visible, no figures kept from before).
+fn vacuumed_stats(
+    old: Option<&strata_engine::TableStats>,
+    v: &strata_engine::VacuumStats,
+    ncols: usize,
+) -> Option<strata_engine::TableStats> {
+    let (pages, scanned, live) = (v.pages as f64, v.pages_scanned as f64, v.live_tuples as f64);
+    let reltuples = match old {
+        _ if v.pages_scanned >= v.pages => live,
+        Some(o) if o.relpages > 0 => {
+            (o.reltuples / f64::from(o.relpages) * (pages - scanned) + live).round()
+        }
+        _ if scanned > 0.0 => (live / scanned * pages).round(),
+        _ => return None,
+    };
+    Some(strata_engine::TableStats {
+        reltuples,
+        relpages: u32::try_from(v.pages).unwrap_or(u32::MAX),
+        columns: match old {
+            Some(o) => o.columns.clone(),
+            None => vec![None; ncols],
+        },
+    })
 }
 
 /// ANALYZE (utility rule 4).
