@@ -14,7 +14,8 @@
 //!    values on either side — a side's columns covering a unique index have as many
 //!    as its rows, any other column min(200, rows) (`DEFAULT_NUM_DISTINCT`).
 //! 4. A rel that is not a table: a subquery 1,000 rows (one if it aggregates
-//!    without grouping), VALUES its rows, generate_series 1,000 (PostgreSQL's
+//!    without grouping; a plain SELECT without DISTINCT, LIMIT or OFFSET its
+//!    FROM's rows under its WHERE), VALUES its rows, generate_series 1,000 (PostgreSQL's
 //!    default for a set-returning function), an outer join its preserved side's.
 //! 5. A table ANALYZE has seen (`gather` rules) is estimated from its statistics
 //!    instead, as PostgreSQL's selfuncs do: its rows are the rows it had per page
@@ -98,6 +99,18 @@ impl<'a> Sizes<'a> {
             Rel::Subquery(q) => match &crate::cte::inlined(q).body {
                 SetTree::Select(s) => match &s.grouping {
                     Some(Grouping { keys, .. }) if keys.is_empty() => 1.0,
+                    // A plain SELECT's rows are its FROM's under its WHERE, as
+                    // PostgreSQL sees them once it pulls the subquery up.
+                    None if s.distinct == crate::analyze::Distinct::No
+                        && q.limit.is_none()
+                        && q.offset.is_none() =>
+                    {
+                        let mut conjs = Vec::new();
+                        if let Some(f) = &s.filter {
+                            crate::planner::split_and(f.clone(), &mut conjs);
+                        }
+                        self.rel_rows(&s.from, &conjs)
+                    }
                     _ => 1000.0,
                 },
                 SetTree::Values(rows, _) => rows.len() as f64,

@@ -846,6 +846,27 @@ fn vacuum_records_a_tables_rows_for_the_planner() {
 }
 
 #[test]
+fn a_plain_subquery_is_estimated_by_its_from() {
+    with_session(64 << 20, |s| {
+        q(
+            s,
+            "CREATE TABLE i8 (q1 int8, q2 int8);
+             INSERT INTO i8 VALUES (123, 456), (123, 4567890123456789),
+               (4567890123456789, 123), (4567890123456789, 4567890123456789),
+               (4567890123456789, -4567890123456789)",
+        );
+        assert_eq!(codes(s, "VACUUM i8"), [""]);
+        // Five rows a side, not the thousand assumed of any subquery: the right
+        // side is hashed and the left probes, as PostgreSQL 15 plans it.
+        let sql = "SELECT * FROM i8 t1 LEFT JOIN (SELECT q1 AS x, 42 AS y FROM i8 t2) ss
+                   ON t1.q2 = ss.x";
+        let p = rows(s, &format!("EXPLAIN (COSTS OFF) {sql}")).join("\n");
+        assert!(p.starts_with("Hash Left Join"), "{p}");
+        assert_eq!(rows(s, sql).len(), 10);
+    });
+}
+
+#[test]
 fn a_merge_join_is_taken_where_it_costs_less() {
     with_session(64 << 20, |s| {
         q(
