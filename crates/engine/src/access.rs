@@ -835,6 +835,9 @@ pub fn vacuum_rel(sh: &Shared, rel: RelKey, indexes: &[RelKey]) -> Result<Vacuum
         truncate_tail(sh, rel, nonempty_end)?;
         stats.pages_truncated = (n - nonempty_end) as u64;
         stats.pages = nonempty_end as u64;
+        // The pages cut were all read (an all-visible page holds tuples, so
+        // none is past `nonempty_end`) and held no live tuple.
+        stats.pages_scanned = stats.pages_scanned.saturating_sub(stats.pages_truncated);
     }
     Ok(stats)
 }

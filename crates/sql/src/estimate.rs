@@ -63,16 +63,18 @@ impl<'a> Sizes<'a> {
         let entry = self.rels.entry(name).ok()??;
         let now = self.rels.pages(name);
         let stats = self.rels.stats(name);
+        // Tuples a page holds at the row's estimated width.
+        let by_width = || {
+            let width: f64 = entry.columns.iter().map(col_width).sum();
+            (PAGE_SPACE / (width + TUPLE_OVERHEAD)).floor().max(1.0)
+        };
         let rows = match &stats {
             Some(s) if s.relpages > 0 => s.reltuples / s.relpages as f64 * now.max(1) as f64,
-            Some(s) => s.reltuples.max(1.0),
-            None => {
-                // PostgreSQL's estimate_rel_size: a table never vacuumed or
-                // analyzed is taken to have at least 10 pages.
-                let pages = f64::from(now.max(10));
-                let width: f64 = entry.columns.iter().map(col_width).sum();
-                pages * (PAGE_SPACE / (width + TUPLE_OVERHEAD)).floor().max(1.0)
-            }
+            // Vacuumed or analyzed while empty: its pages now, at the width's
+            // density (PostgreSQL's estimate_rel_size).
+            Some(_) => f64::from(now) * by_width(),
+            // Never vacuumed or analyzed: at least 10 pages, as PostgreSQL assumes.
+            None => f64::from(now.max(10)) * by_width(),
         };
         Some(Table { entry, rows, stats })
     }

@@ -842,6 +842,20 @@ fn vacuum_records_a_tables_rows_for_the_planner() {
         assert_eq!(codes(s, "VACUUM v"), [""]);
         let p = rows(s, "EXPLAIN SELECT * FROM v WHERE b = 1").join("\n");
         assert!(p.contains("(cost=0.00..3.50 rows=199 width=8)"), "{p}");
+        // Vacuumed empty, then filled: its pages now, not the one row it had.
+        q(s, "CREATE TABLE e (a int)");
+        assert_eq!(codes(s, "VACUUM e"), [""]);
+        q(s, "INSERT INTO e SELECT generate_series(1, 1000)");
+        let p = rows(s, "EXPLAIN SELECT * FROM e").join("\n");
+        assert!(!p.contains(" rows=1 "), "{p}");
+        // A pass that skips the all-visible head and cuts the emptied tail counts
+        // the head's rows by their density.
+        q(s, "CREATE TABLE tt (a int, b text); INSERT INTO tt SELECT g, repeat('x', 30) FROM generate_series(1, 20000) g");
+        assert_eq!(codes(s, "VACUUM tt"), [""]);
+        q(s, "DELETE FROM tt WHERE a > 10000");
+        assert_eq!(codes(s, "VACUUM tt"), [""]);
+        let p = rows(s, "EXPLAIN SELECT * FROM tt").join("\n");
+        assert!(p.contains(" rows=10000 "), "{p}");
     });
 }
 

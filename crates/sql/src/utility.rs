@@ -267,7 +267,11 @@ fn vacuum(s: &mut Session<'_>, table: Option<&str>, notices: &mut Notices) -> Sq
     for (r, v) in done {
         let old = s.engine().table_stats(&db, &r.name);
         if let Some(stats) = vacuumed_stats(old.as_deref(), &v, r.columns.len()) {
-            s.write(|t| Ok(t.set_table_stats(&db, &r.name, stats)?))?;
+            match s.write(|t| Ok(t.set_table_stats(&db, &r.name, stats)?)) {
+                // Dropped since it was vacuumed: nothing left to describe.
+                Err(e) if e.code == "42P01" => {}
+                r => r?,
+            }
         }
     }
     Ok(Output::Command("VACUUM".into()))
