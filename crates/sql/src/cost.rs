@@ -326,30 +326,8 @@ impl<'r> Costs<'r> {
                 inner_keys,
                 residual,
                 ..
-            } => {
-                let (o, i) = (self.of(outer), self.of(inner));
-                let keyed = (outer_keys.as_slice(), inner_keys.as_slice());
-                let (rows, sel) = self.keyed_rows(*kind, (outer, inner), (&o, &i), keyed, residual);
-                let keys = outer_keys.len() as f64;
-                let startup = o.startup + i.total + i.rows * (u.cpu_operator * keys + u.cpu_tuple);
-                let mut probe = o.rows * u.cpu_operator * keys;
-                if !matches!(kind, JoinKind::Semi | JoinKind::Anti) {
-                    // Cost rule 4: half the rows of a bucket compared per outer row.
-                    let per_bucket = (i.rows * self.bucket_frac(inner, inner_keys, i.rows))
-                        .round()
-                        .max(1.0);
-                    probe += u.cpu_operator * keys * o.rows * per_bucket * 0.5;
-                }
-                let check =
-                    residual.as_ref().map_or(0.0, ops) * u.cpu_operator * o.rows * i.rows * sel;
-                Est {
-                    startup,
-                    total: startup + o.run() + probe + check + rows * u.cpu_tuple,
-                    rows,
-                    widths: joined(*kind, &o, &i),
-                }
             }
-            Plan::MergeJoin {
+            | Plan::MergeJoin {
                 kind,
                 outer,
                 inner,
@@ -360,21 +338,18 @@ impl<'r> Costs<'r> {
             } => {
                 let (o, i) = (self.of(outer), self.of(inner));
                 let keyed = (outer_keys.as_slice(), inner_keys.as_slice());
-                let (rows, _) = self.keyed_rows(*kind, (outer, inner), (&o, &i), keyed, residual);
-                // Cost rule 4: both sorted sides read once, the inner's rows again
-                // for each outer row sharing their key (PostgreSQL's rescan ratio:
-                // the joined rows past the inner's own), a comparison per row read
-                // and key, a tuple per joined row.
-                let inner_rows = i.rows.max(1.0);
-                let rescan = 1.0 + (rows - inner_rows).max(0.0) / inner_rows;
-                let inner_run =
-                    (i.run() * rescan).min(i.run() + u.cpu_operator * inner_rows * rescan);
-                let compare =
-                    u.cpu_operator * outer_keys.len() as f64 * (o.rows + inner_rows * rescan);
-                let check = residual.as_ref().map_or(0.0, ops) * u.cpu_operator * rows;
+                let (rows, sel) = self.keyed_rows(*kind, (outer, inner), (&o, &i), keyed, residual);
+                let keys = outer_keys.len() as f64;
+                let check = residual.as_ref().map_or(0.0, ops) * u.cpu_operator;
+                let (startup, total) = if matches!(p, Plan::HashJoin { .. }) {
+                    let check = check * o.rows * i.rows * sel;
+                    self.hash_join(*kind, (inner, inner_keys), (&o, &i), (keys, rows, check))
+                } else {
+                    merge_join(u, (&o, &i), (keys, rows, check * rows))
+                };
                 Est {
-                    startup: o.startup + i.startup,
-                    total: o.total + i.startup + inner_run + compare + check + rows * u.cpu_tuple,
+                    startup,
+                    total,
                     rows,
                     widths: joined(*kind, &o, &i),
                 }
@@ -822,6 +797,32 @@ impl Costs<'_> {
         traced.unwrap_or(DEFAULT_NUM_DISTINCT).min(rows).max(1.0)
     }
 
+    /// Cost rule 4: a hash join's (startup, total) — the inner side hashed before
+    /// the first row; per outer row its keys and half the rows of a bucket
+    /// compared (not for semi and anti joins); per joined row a tuple; `check` the
+    /// residual's cost.
+    fn hash_join(
+        &mut self,
+        kind: JoinKind,
+        (inner, inner_keys): (&Plan, &[Expr]),
+        (o, i): (&Est, &Est),
+        (keys, rows, check): (f64, f64, f64),
+    ) -> (f64, f64) {
+        let u = self.u;
+        let startup = o.startup + i.total + i.rows * (u.cpu_operator * keys + u.cpu_tuple);
+        let mut probe = o.rows * u.cpu_operator * keys;
+        if !matches!(kind, JoinKind::Semi | JoinKind::Anti) {
+            let per_bucket = (i.rows * self.bucket_frac(inner, inner_keys, i.rows))
+                .round()
+                .max(1.0);
+            probe += u.cpu_operator * keys * o.rows * per_bucket * 0.5;
+        }
+        (
+            startup,
+            startup + o.run() + probe + check + rows * u.cpu_tuple,
+        )
+    }
+
     /// The fraction of a hash table's rows in one bucket, the least over the keys
     /// (PostgreSQL's estimate_hash_bucket_size): 0.1 where a key's distinct values
     /// are unknown, else one over its distinct values or over the buckets (a
@@ -1026,4 +1027,20 @@ fn strip(e: &Expr) -> &Expr {
         Expr::Call(crate::bind::Func::BpcharText, a) if a.len() == 1 => strip(&a[0]),
         _ => e,
     }
+}
+
+/// Cost rule 4: a merge join's (startup, total) — both sorted sides read once, the
+/// inner's rows again for each outer row sharing their key (PostgreSQL's rescan
+/// ratio: the joined rows past the inner's own), a comparison per row read and
+/// key, a tuple per joined row; `check` the residual's cost.
+fn merge_join(u: Units, (o, i): (&Est, &Est), (keys, rows, check): (f64, f64, f64)) -> (f64, f64) {
+    let inner_rows = i.rows.max(1.0);
+    let rescan = 1.0 + (rows - inner_rows).max(0.0) / inner_rows;
+    let inner_run = (i.run() * rescan).min(i.run() + u.cpu_operator * inner_rows * rescan);
+    let compare = u.cpu_operator * keys * (o.rows + inner_rows * rescan);
+    let startup = o.startup + i.startup;
+    (
+        startup,
+        o.total + i.startup + inner_run + compare + check + rows * u.cpu_tuple,
+    )
 }

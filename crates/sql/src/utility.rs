@@ -13,7 +13,7 @@
 //!    the defaults; SHOW ALL lists the server's and the session's, sorted by name.
 //! 3. VACUUM never runs in a block (session rule 4): its own transaction. Then
 //!    each table vacuumed gets its pages and live rows recorded, as PostgreSQL's
-//!    VACUUM sets relpages and reltuples (one write each, WAL-logged; its columns'
+//!    VACUUM sets relpages and reltuples (one write for them all, WAL-logged; their columns'
 //!    statistics kept), so the planner estimates a table VACUUM has seen by its
 //!    rows, not by the ten pages assumed of one never vacuumed.
 //! 4. ANALYZE (and VACUUM ANALYZE after its vacuum) samples each table named, or
@@ -264,16 +264,24 @@ fn vacuum(s: &mut Session<'_>, table: Option<&str>, notices: &mut Notices) -> Sq
     };
     let done = s.begin_txn()?.vacuum_where(s.db(), table, &mut keep)?;
     let db = s.db().to_string();
-    for (r, v) in done {
-        let old = s.engine().table_stats(&db, &r.name);
-        if let Some(stats) = vacuumed_stats(old.as_deref(), &v, r.columns.len()) {
-            match s.write(|t| Ok(t.set_table_stats(&db, &r.name, stats)?)) {
+    // Rule 3: every table's figures in one write (one commit, not one a table).
+    s.write(|t| {
+        for (r, v) in &done {
+            let old = t.table_stats(&db, &r.name);
+            let Some(stats) = vacuumed_stats(old.as_deref(), v, r.columns.len()) else {
+                continue;
+            };
+            match t
+                .set_table_stats(&db, &r.name, stats)
+                .map_err(SqlError::from)
+            {
                 // Dropped since it was vacuumed: nothing left to describe.
                 Err(e) if e.code == "42P01" => {}
                 r => r?,
             }
         }
-    }
+        Ok(())
+    })?;
     Ok(Output::Command("VACUUM".into()))
 }
 
