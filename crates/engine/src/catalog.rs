@@ -72,6 +72,11 @@
 //!     The cache maps each referenced table to the tables that reference it
 //!     (`fk_deps`), derived wherever rows change, so a DELETE from the referenced
 //!     table finds the keys to check in O(1), never by a search of all tables.
+//! 12. The cache counts the changes applied to it ([`CatalogCache::version`]): each
+//!     commit of catalog changes, each standby replay of them, each load. A session
+//!     keeps a prepared statement's plan while the count it was made under holds;
+//!     a transaction's own uncommitted changes ([`Overlay::is_empty`]) are seen by
+//!     its session alone, which plans afresh while it has any.
 
 use crate::acl::AclItem;
 use crate::codec::{DecResult, DecodeError};
@@ -1058,6 +1063,9 @@ pub struct CatalogCache {
     pub fk_deps: FxHashMap<Oid, FxHashMap<String, FxHashSet<String>>>,
     /// Per database OID: table OID → its statistics (rule 10).
     pub stats: FxHashMap<Oid, FxHashMap<Oid, Arc<StatEntry>>>,
+    /// Counts the changes applied (rule 12): a plan made while it held a value is
+    /// stale once it holds another.
+    pub version: u64,
 }
 
 impl CatalogCache {
@@ -1260,9 +1268,22 @@ pub struct Overlay {
 }
 
 impl Overlay {
+    /// No change made (rule 12: applying it changes nothing, the version included).
+    pub fn is_empty(&self) -> bool {
+        self.spcs.is_empty()
+            && self.dbs.is_empty()
+            && self.rels.is_empty()
+            && self.roles.is_empty()
+            && self.stats.is_empty()
+    }
+
     /// Applies the changes to the committed cache (at commit), keeping the derived
     /// maps (rules 5 and 7). O(changes + relations of dropped databases).
     pub fn apply(self, cache: &mut CatalogCache) {
+        if self.is_empty() {
+            return;
+        }
+        cache.version += 1;
         // Every old entry goes first, so a renamed role's new name stays.
         for name in self.roles.keys() {
             if let Some(old) = cache.roles.remove(name) {

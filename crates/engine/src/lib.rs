@@ -683,6 +683,11 @@ impl Engine {
         Engine::open_with_info(dir, settings).map(|(e, _)| e)
     }
 
+    /// The committed catalog's change count (catalog rule 12). O(1).
+    pub fn catalog_version(&self) -> u64 {
+        self.sh.catalog.read().version
+    }
+
     pub fn open_with_info(dir: &Path, settings: Settings) -> Result<(Engine, RecoveryInfo)> {
         let smgr = Arc::new(Smgr::open(
             dir,

@@ -547,7 +547,9 @@ pub(crate) fn load_catalog(sh: &Shared) -> Result<()> {
         cache.set_stats(d.oid, scan_statistic(sh, &d)?);
         cache.add_db(Arc::new(d));
     }
-    *sh.catalog.write() = cache;
+    let mut current = sh.catalog.write();
+    cache.version = current.version + 1;
+    *current = cache;
     Ok(())
 }
 

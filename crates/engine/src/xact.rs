@@ -212,6 +212,11 @@ impl<'e> Txn<'e> {
         r
     }
 
+    /// Whether this transaction changed the catalog (catalog rule 12).
+    pub fn catalog_changed(&self) -> bool {
+        !self.ov.is_empty()
+    }
+
     // ---- catalog lookups: the overlay first, then the committed cache ----
 
     pub fn database(&self, name: &str) -> Result<Arc<DbEntry>> {

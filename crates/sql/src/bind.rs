@@ -2465,7 +2465,7 @@ pub fn compare(a: &Datum, b: &Datum) -> Ordering {
     }
 }
 
-fn type_of(d: &Datum) -> SqlType {
+pub(crate) fn type_of(d: &Datum) -> SqlType {
     match d {
         Datum::Null => SqlType::Unknown,
         Datum::Int2(_) => SqlType::Int2,

@@ -117,7 +117,10 @@ mod ordered;
 mod outer;
 mod parallel;
 pub mod plan;
+#[cfg(test)]
+mod plancache_tests;
 pub mod planner;
+pub mod prepare;
 pub mod privileges;
 #[cfg(test)]
 mod query_tests;
@@ -872,6 +875,8 @@ pub enum Stmt {
     /// A statement whose WITH has data-modifying CTEs, or CTEs a data-modifying
     /// statement reads where its own clauses cannot take them (sql rule 8).
     With(Box<WithStmt>),
+    /// PREPARE, EXECUTE, DEALLOCATE ([`prepare`]).
+    Prepared(prepare::PreparedStmt),
 }
 
 /// A statement with its WITH list run by the session ([`Stmt::With`]).
@@ -1185,6 +1190,7 @@ impl Stmt {
             Stmt::Utility(u) => u.verb(),
             Stmt::Access(a) => a.verb(),
             Stmt::With(w) => w.main.verb(),
+            Stmt::Prepared(p) => p.verb(),
         }
     }
 }
@@ -1259,6 +1265,16 @@ pub fn parse_shared(text: Arc<String>) -> SqlResult<Vec<Stmt>> {
 }
 
 fn parse_text(text: Arc<String>, located: bool) -> SqlResult<Vec<Stmt>> {
+    let mut v = parse_statements(Arc::clone(&text), located)?;
+    for st in &mut v {
+        if let Stmt::Prepared(prepare::PreparedStmt::Prepare(p)) = st {
+            p.text = text.to_string(); // prepare rule 3
+        }
+    }
+    Ok(v)
+}
+
+fn parse_statements(text: Arc<String>, located: bool) -> SqlResult<Vec<Stmt>> {
     let Some(splits) = values::statements(&text) else {
         return parse_tokens(&text, located);
     };
@@ -1515,6 +1531,11 @@ impl Toks {
         debug_assert!(!all.iter().any(|t| matches!(t.token, Token::Whitespace(_))));
         Toks { t: all, i: 0 }
     }
+    /// The tokens from the cursor on.
+    pub(crate) fn rest(&self) -> Vec<TokenWithSpan> {
+        self.t[self.i..].to_vec()
+    }
+
     pub(crate) fn peek(&self) -> Option<&Token> {
         self.get(self.i)
     }
@@ -1856,6 +1877,18 @@ fn parse_one(tokens: Vec<TokenWithSpan>) -> SqlResult<Stmt> {
         | ("ABORT", _)
         | ("SAVEPOINT", _)
         | ("RELEASE", _) => parse_txn_control(&mut k, &w0),
+        ("PREPARE", _) => {
+            k.i += 1;
+            prepare::parse_prepare(&mut k, parse_one)
+        }
+        ("EXECUTE", _) => {
+            k.i += 1;
+            prepare::parse_execute(&mut k)
+        }
+        ("DEALLOCATE", _) => {
+            k.i += 1;
+            prepare::parse_deallocate(&mut k)
+        }
         ("VALUES", _) | ("ALTER", "TABLE") => parse_with_sqlparser(std::mem::take(&mut k.t)),
         ("COPY", _) => parse_with_sqlparser(copy_booleans(std::mem::take(&mut k.t))),
         (w, _) if SQLPARSER_VERBS.contains(&w) => parse_with_sqlparser(std::mem::take(&mut k.t)),
@@ -3684,6 +3717,20 @@ fn convert_explain(
     }
     match statement {
         ast::Statement::Query(q) => Ok(Stmt::Explain(q, o)),
+        ast::Statement::Execute {
+            name: Some(name),
+            parameters,
+            immediate: false,
+            into,
+            using,
+            ..
+        } if into.is_empty() && using.is_empty() => {
+            Ok(Stmt::Prepared(prepare::PreparedStmt::Explain {
+                name: object_name(&name)?,
+                args: parameters,
+                options: o,
+            }))
+        }
         other => Err(SqlError::unsupported(format!(
             "EXPLAIN of {}",
             other

@@ -89,7 +89,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod plancache;
 mod with_stmt;
+pub use plancache::PlanCache;
 use strata_engine::{Access, Engine, IndexRange, Txn};
 use strata_types::{ForkNumber, Lsn};
 
@@ -460,6 +462,10 @@ pub struct Session<'e> {
     id: u64,
     block: Block<'e>,
     vars: BTreeMap<String, String>,
+    /// SQL's prepared statements by name (plancache rule 8).
+    prepared: std::collections::HashMap<String, Arc<plancache::SqlPrepared>>,
+    /// The parameter types of the prepared statement running (plancache rule 9).
+    declared: Vec<SqlType>,
     /// The date/time settings `vars` give, and the values of DateStyle, TimeZone
     /// and IntervalStyle they were made from ([`Session::sync_datetime`]).
     datetime: Arc<crate::datetime::Settings>,
@@ -900,6 +906,7 @@ enum Bound<'s> {
     Ddl(&'s Ddl),
     Utility(&'s Utility),
     Access(&'s crate::roles::AccessStmt),
+    Prepared(&'s crate::prepare::PreparedStmt),
 }
 
 /// A bound INSERT.
@@ -1087,6 +1094,8 @@ impl<'e> Session<'e> {
             id,
             block: Block::Idle,
             vars: BTreeMap::new(),
+            prepared: Default::default(),
+            declared: Vec::new(),
             datetime: Arc::default(),
             datetime_from: Default::default(),
             startup_vars: BTreeMap::new(),
@@ -1519,6 +1528,7 @@ impl<'e> Session<'e> {
     pub fn execute_extended(
         &mut self,
         stmt: &Stmt,
+        cache: Option<&PlanCache>,
         params: &[Datum],
         sink: &mut dyn ResultSink,
     ) -> SqlResult<Executed> {
@@ -1526,7 +1536,20 @@ impl<'e> Session<'e> {
             self.open_block(true);
             self.pipeline = true;
         }
-        self.execute(stmt, params, sink)
+        self.execute_cached(stmt, cache, params, sink)
+    }
+
+    /// Whether a [`Session::sync`] now would commit nothing (and so cannot fail):
+    /// no engine transaction in a pipeline's implicit block.
+    pub fn sync_commits_nothing(&self) -> bool {
+        !(self.pipeline
+            && matches!(
+                self.block,
+                Block::Open {
+                    implicit: true,
+                    txn: Some(_)
+                }
+            ))
     }
 
     /// Sync of the extended protocol: commits the pipeline's implicit block.
@@ -1823,6 +1846,7 @@ impl<'e> Session<'e> {
             Stmt::Ddl(d) => Bound::Ddl(d),
             Stmt::Utility(u) => Bound::Utility(u),
             Stmt::Access(a) => Bound::Access(a),
+            Stmt::Prepared(p) => Bound::Prepared(p),
             Stmt::Select(q) => Bound::Select(Box::new(b.query(q, &scope_of)?)),
             Stmt::With(w) => return self.bind_with(w, b),
             Stmt::Explain(q, o) => Bound::Explain(Box::new(b.query(q, &scope_of)?), *o),
@@ -2218,7 +2242,7 @@ impl<'e> Session<'e> {
         let _ns = self.enter();
         let rewritten = crate::updatable::dml_on_view(self, stmt)?;
         let stmt = rewritten.as_ref().unwrap_or(stmt);
-        let mut b = Binder::default();
+        let mut b = self.binder();
         let bound = self.bind(stmt, &mut b)?;
         if let Bound::Insert(BoundInsert {
             source: BoundSource::Rows(rows, targets),
@@ -2233,6 +2257,7 @@ impl<'e> Session<'e> {
         }
         let columns = match &bound {
             Bound::Select(q) => q.columns.clone(),
+            Bound::Prepared(p) => self.prepared_columns(p),
             Bound::Explain(..) => vec![("QUERY PLAN".into(), SqlType::Text)],
             Bound::Utility(u) => utility::columns(u),
             Bound::Empty
@@ -2281,6 +2306,17 @@ impl<'e> Session<'e> {
         params: &[Datum],
         sink: &mut dyn ResultSink,
     ) -> SqlResult<Executed> {
+        self.execute_cached(stmt, None, params, sink)
+    }
+
+    /// [`Session::execute`] of a prepared statement, its plans kept in `cache`.
+    fn execute_cached(
+        &mut self,
+        stmt: &Stmt,
+        cache: Option<&PlanCache>,
+        params: &[Datum],
+        sink: &mut dyn ResultSink,
+    ) -> SqlResult<Executed> {
         let _ns = self.enter();
         self.interrupts.cancel.store(false, Ordering::SeqCst);
         if matches!(self.block, Block::Idle) {
@@ -2291,7 +2327,7 @@ impl<'e> Session<'e> {
         self.deadline =
             (timeout_ms > 0).then(|| Instant::now() + Duration::from_millis(timeout_ms));
         let mut notices = Vec::new();
-        let r = self.execute_inner(stmt, params, &mut notices, sink);
+        let r = self.execute_inner(stmt, cache, params, &mut notices, sink);
         notices.append(&mut self.late_notices);
         self.deadline = None;
         match r {
@@ -2308,6 +2344,7 @@ impl<'e> Session<'e> {
     fn execute_inner(
         &mut self,
         stmt: &Stmt,
+        cache: Option<&PlanCache>,
         params: &[Datum],
         notices: &mut Notices,
         sink: &mut dyn ResultSink,
@@ -2330,11 +2367,16 @@ impl<'e> Session<'e> {
         if let Stmt::With(w) = stmt {
             return self.run_with(w, params, notices, sink);
         }
+        if let Some(c) = cache {
+            if let Some(n) = self.run_cached(stmt, c, params, sink)? {
+                return Ok(Output::Rows(n));
+            }
+        }
         let rewritten = crate::updatable::dml_on_view(self, stmt)?;
         let stmt = rewritten.as_ref().unwrap_or(stmt);
-        let mut b = Binder::default();
+        let mut b = self.binder();
         let bound = self.bind(stmt, &mut b)?;
-        check_params(&b, params)?;
+        check_params(b.params.len(), params)?;
         self.check_privileges(&bound)?;
         self.dispatch(bound, &mut b, params, notices, sink)
     }
@@ -2483,6 +2525,7 @@ impl<'e> Session<'e> {
             Bound::Ddl(d) => ddl::run(self, d, notices),
             Bound::Utility(u) => utility::run(self, u, sink, notices),
             Bound::Access(a) => crate::roles::run(self, a, notices),
+            Bound::Prepared(p) => self.prepared_stmt(p, notices, sink),
         }
     }
 
@@ -2673,7 +2716,7 @@ impl<'e> Session<'e> {
                     let mut width = None;
                     for r in rows.iter() {
                         let r = targets.bind_row(b, &r?, &mut width)?;
-                        check_params(b, params)?;
+                        check_params(b.params.len(), params)?;
                         emit(eval_row(&r, params, env)?)?;
                     }
                 }
@@ -3109,6 +3152,14 @@ impl<'e> Session<'e> {
         self.relation_entry(t).map(Some)
     }
 
+    /// A system view's rows: the server's, or this session's own.
+    fn view_rows(&self, name: &str) -> Vec<Vec<Datum>> {
+        match name {
+            "pg_prepared_statements" => self.prepared_rows(),
+            _ => self.server.views.rows(name),
+        }
+    }
+
     fn plan_query(&self, q: &Query) -> SqlResult<crate::planner::Plan> {
         crate::planner::plan(q, &PlannerCatalog(self))
     }
@@ -3140,12 +3191,23 @@ impl<'e> Session<'e> {
         o: crate::explain::Options,
         params: &[Datum],
     ) -> SqlResult<Vec<String>> {
-        let began = std::time::Instant::now();
-        let buffers = strata_engine::buffer_usage();
+        let began = (std::time::Instant::now(), strata_engine::buffer_usage());
         let plan = self.plan_statement(q)?;
+        self.explain_plan(&plan, o, params, began)
+    }
+
+    /// EXPLAIN's lines for a plan made since `began` (a time and the buffer
+    /// counts then).
+    fn explain_plan(
+        &self,
+        plan: &crate::planner::Plan,
+        o: crate::explain::Options,
+        params: &[Datum],
+        (began, buffers): (std::time::Instant, strata_engine::BufferUsage),
+    ) -> SqlResult<Vec<String>> {
         let rels = PlannerCatalog(self);
         if !o.analyze {
-            return crate::explain::explain(&plan, &rels, o, None);
+            return crate::explain::explain(plan, &rels, o, None);
         }
         let planned = began.elapsed();
         let planning_buffers = o
@@ -3154,7 +3216,7 @@ impl<'e> Session<'e> {
         let instr = crate::executor::instrument::Instr::new(o.timing.unwrap_or(true), o.buffers);
         let subs = crate::executor::SubCache::default();
         let ran = std::time::Instant::now();
-        instr.run(|| self.run_plan(&plan, params, &subs, &mut |_| Ok(())))?;
+        instr.run(|| self.run_plan(plan, params, &subs, &mut |_| Ok(())))?;
         let done = crate::explain::Analysis {
             instr: &instr,
             subs: &subs,
@@ -3162,7 +3224,7 @@ impl<'e> Session<'e> {
             execution: ran.elapsed(),
             planning_buffers,
         };
-        crate::explain::explain(&plan, &rels, o, Some(&done))
+        crate::explain::explain(plan, &rels, o, Some(&done))
     }
 
     /// Runs a planned query; its subqueries' plans and results kept in `subs`.
@@ -3176,7 +3238,7 @@ impl<'e> Session<'e> {
         let parts = self.env_parts();
         let env = parts.env(&self.db);
         let check = || self.interrupted();
-        let views = |n: &str| self.server.views.rows(n);
+        let views = |n: &str| self.view_rows(n);
         let txn = match &self.block {
             Block::Open { txn: Some(t), .. } => Some(&**t),
             _ => None,
@@ -3686,14 +3748,14 @@ fn eval_row(r: &[Expr], params: &[Datum], env: &dyn Env) -> SqlResult<Vec<Datum>
 }
 
 /// The statement's parameters bound so far have values.
-fn check_params(b: &Binder, params: &[Datum]) -> SqlResult<()> {
-    if params.len() < b.params.len() {
+fn check_params(needed: usize, params: &[Datum]) -> SqlResult<()> {
+    if params.len() < needed {
         return Err(SqlError::new(
             "08P01",
             format!(
                 "bind message supplies {} parameters, but prepared statement requires {}",
                 params.len(),
-                b.params.len()
+                needed
             ),
         ));
     }

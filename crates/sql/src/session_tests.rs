@@ -258,23 +258,23 @@ fn the_executes_up_to_a_sync_are_one_implicit_block() {
         let ins = parse("INSERT INTO t VALUES ($1, 'p')").unwrap().remove(0);
         let vacuum = parse("VACUUM").unwrap().remove(0);
         let mut c = Collect::default();
-        ok(&s.execute_extended(&ins, &[Datum::Int4(1)], &mut c));
+        ok(&s.execute_extended(&ins, None, &[Datum::Int4(1)], &mut c));
         assert!(s.in_block(), "an Execute opens the pipeline's block");
-        ok(&s.execute_extended(&ins, &[Datum::Int4(2)], &mut c));
+        ok(&s.execute_extended(&ins, None, &[Datum::Int4(2)], &mut c));
         s.sync().unwrap();
         assert!(!s.in_block());
         assert_eq!(count(s), 2, "Sync committed them");
-        ok(&s.execute_extended(&ins, &[Datum::Int4(3)], &mut c));
-        let e = s.execute_extended(&vacuum, &[], &mut c).unwrap_err();
+        ok(&s.execute_extended(&ins, None, &[Datum::Int4(3)], &mut c));
+        let e = s.execute_extended(&vacuum, None, &[], &mut c).unwrap_err();
         assert_eq!(e.code, "25001");
         assert_eq!(e.message, "VACUUM cannot be executed within a pipeline");
         s.sync().unwrap();
         assert_eq!(count(s), 2, "the error rolled the pipeline back");
         // First in a pipeline, it runs on its own.
-        ok(&s.execute_extended(&vacuum, &[], &mut c));
+        ok(&s.execute_extended(&vacuum, None, &[], &mut c));
         s.sync().unwrap();
         // Too few parameters: 08P01, and the block is rolled back.
-        let e = s.execute_extended(&ins, &[], &mut c).unwrap_err();
+        let e = s.execute_extended(&ins, None, &[], &mut c).unwrap_err();
         assert_eq!(e.code, "08P01");
         assert!(!s.in_block());
     });

@@ -103,6 +103,7 @@ pub const KNOWN: &[(&str, &str)] = &[
     ("cpu_tuple_cost", "0.01"),
     ("parallel_setup_cost", "1000"),
     ("parallel_tuple_cost", "0.1"),
+    ("plan_cache_mode", "auto"),
     ("random_page_cost", "4"),
     ("role", "none"),
     ("row_security", "on"),
@@ -177,6 +178,13 @@ pub fn check(name: &str, value: &str) -> SqlResult<String> {
     ) || name.starts_with("enable_")
     {
         return check_bool(name, value);
+    }
+    if name == "plan_cache_mode" {
+        return check_enum(
+            name,
+            value,
+            &["auto", "force_generic_plan", "force_custom_plan"],
+        );
     }
     if name == "synchronous_commit" && crate::syncrep::Level::parse(value).is_none() {
         return Err(SqlError::new(
@@ -253,6 +261,20 @@ fn check_real(name: &str, value: &str) -> SqlResult<String> {
         ));
     }
     Ok(format!("{v}"))
+}
+
+/// One of `values` (any case), stored in lower case; else 22023 with PostgreSQL's
+/// hint listing them.
+fn check_enum(name: &str, value: &str, values: &[&str]) -> SqlResult<String> {
+    let v = value.trim().to_ascii_lowercase();
+    if values.contains(&v.as_str()) {
+        return Ok(v);
+    }
+    Err(SqlError::new(
+        "22023",
+        format!("invalid value for parameter \"{name}\": \"{value}\""),
+    )
+    .with_hint(format!("Available values: {}.", values.join(", "))))
 }
 
 /// An integer setting within PostgreSQL's range for it, as SHOW prints it.

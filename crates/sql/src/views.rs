@@ -17,6 +17,18 @@ use crate::{Datum, SqlType};
 
 type Col = (&'static str, SqlType);
 
+/// The session's own prepared statements (made by the session, not the server);
+/// `parameter_types` is `regtype[]` in PostgreSQL, its text here (rule 2).
+const PREPARED: &[Col] = &[
+    ("name", SqlType::Text),
+    ("statement", SqlType::Text),
+    ("prepare_time", SqlType::TimestampTz),
+    ("parameter_types", SqlType::Text),
+    ("from_sql", SqlType::Bool),
+    ("generic_plans", SqlType::Int8),
+    ("custom_plans", SqlType::Int8),
+];
+
 const REPLICATION: &[Col] = &[
     ("pid", SqlType::Int4),
     ("usename", SqlType::Text),
@@ -68,6 +80,7 @@ const REPLAY: &[Col] = &[
 /// The columns of system view `name` (rule 1), or `None` if it is not one.
 pub fn schema(name: &str) -> Option<Vec<(String, SqlType)>> {
     let cols = match name {
+        "pg_prepared_statements" => PREPARED,
         "pg_stat_replication" => REPLICATION,
         "pg_stat_wal_receiver" => WAL_RECEIVER,
         "strata_stat_replay" => REPLAY,

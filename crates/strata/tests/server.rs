@@ -418,6 +418,68 @@ fn extended_protocol_binds_typed_parameters() {
     });
 }
 
+/// A prepared read keeps its plan across executions and sees what other sessions
+/// commit; the catalog changing under it makes it plan again (or fail with 0A000
+/// where its row would change shape); a pipeline of a prepared write and reads
+/// commits at its Sync, and a read's Sync, sent without awaiting the backend, keeps
+/// the order of what follows.
+#[test]
+fn prepared_statements_keep_their_plans_until_the_catalog_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(&dir.path().join("d"), &[]);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let c = s.client("postgres").await;
+        let other = s.client("postgres").await;
+        c.batch_execute(
+            "create table k (id int primary key, v text); \
+             insert into k select g, 'v' || g from generate_series(1, 500) g",
+        )
+        .await
+        .unwrap();
+        let read = c.prepare("select v from k where id = $1").await.unwrap();
+        let star = c.prepare("select * from k where id = $1").await.unwrap();
+        let count = c.prepare("select count(*) from k").await.unwrap();
+        let ins = c.prepare("insert into k values ($1, $2)").await.unwrap();
+        for i in 1..=10i32 {
+            let v: String = c.query_one(&read, &[&i]).await.unwrap().get(0);
+            assert_eq!(v, format!("v{i}"));
+        }
+        other
+            .batch_execute("insert into k values (1000, 'other')")
+            .await
+            .unwrap();
+        let v: String = c.query_one(&read, &[&1000i32]).await.unwrap().get(0);
+        assert_eq!(v, "other", "a kept plan reads what was committed since");
+        // Pipelined: the write and the reads go out before any answer comes back.
+        let (a, b, n) = futures::join!(
+            c.execute(&ins, &[&2000i32, &"mine"]),
+            c.query_one(&read, &[&2000i32]),
+            c.query_one(&count, &[])
+        );
+        assert_eq!(a.unwrap(), 1);
+        assert_eq!(b.unwrap().get::<_, String>(0), "mine");
+        assert_eq!(n.unwrap().get::<_, i64>(0), 502);
+        let n: i64 = other.query_one("select count(*) from k", &[]).await.unwrap().get(0);
+        assert_eq!(n, 502, "the pipeline's Sync committed the write");
+        // The index the kept plan reads goes; the plan is made again.
+        other
+            .batch_execute("alter table k drop constraint k_pkey")
+            .await
+            .unwrap();
+        let v: String = c.query_one(&read, &[&7i32]).await.unwrap().get(0);
+        assert_eq!(v, "v7");
+        other
+            .batch_execute("alter table k add column w int")
+            .await
+            .unwrap();
+        let e = c.query(&star, &[&7i32]).await.unwrap_err();
+        assert_eq!(e.code().unwrap().code(), "0A000", "{e}");
+        let v: String = c.query_one(&read, &[&8i32]).await.unwrap().get(0);
+        assert_eq!(v, "v8");
+    });
+}
+
 #[test]
 fn updates_through_the_driver_survive_sigkill() {
     let dir = tempfile::tempdir().unwrap();

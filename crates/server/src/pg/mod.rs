@@ -24,7 +24,11 @@
 //!    session's `gone` flag, which stops the statement at its next row, page, or
 //!    writer-lock poll (the session then ends and leaves its slot).
 //! 7. Sync asks the session to end the pipeline (its implicit block commits) before
-//!    ReadyForQuery goes out.
+//!    ReadyForQuery goes out. Where that has nothing to commit (no engine
+//!    transaction: a pipeline of reads), the backend said so before its last reply
+//!    (`Conn::sync_idle`), and Sync is sent without awaiting its answer: it cannot
+//!    fail, the requests stay in order, and a prepared read costs one round trip
+//!    to the backend, not two.
 //! 6. BackendKeyData carries the session's id as its pid and a random secret; a
 //!    CancelRequest with both sets the session's cancel flag (57014).
 //! 8. Results stream (session rule 9): the backend sends each statement's rows in
@@ -80,7 +84,7 @@ use pgwire::types::format::FormatOptions;
 use pgwire::types::ToSqlText;
 use postgres_types::{IsNull, ToSql};
 use std::fmt::Debug;
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -417,6 +421,8 @@ const PEER_CHECK_INTERVAL: Duration = Duration::from_millis(100);
 pub struct Prepared {
     stmt: Option<Stmt>,
     described: Described,
+    /// Its plans, kept by the session between executions (sql plancache rules).
+    plans: sql::session::PlanCache,
 }
 
 /// One connection.
@@ -427,6 +433,9 @@ pub struct Conn {
     tx: OnceLock<mpsc::Sender<Request>>,
     /// Set when the backend ended on its own (`ENDED_*`); 0 while it serves.
     ended: Arc<AtomicU8>,
+    /// Set by the backend before each reply: a Sync now would commit nothing
+    /// (invariant 7).
+    sync_idle: Arc<AtomicBool>,
     interrupts: Arc<Interrupts>,
     /// The session's pid and cancel secret (BackendKeyData), once registered.
     key: OnceLock<(i32, i32)>,
@@ -671,10 +680,7 @@ impl Conn {
         let engine = self.engine.clone();
         let server = self.server.clone();
         let interrupts = self.interrupts.clone();
-        let feed = FeedContext {
-            interrupts: self.interrupts.clone(),
-            runtime: tokio::runtime::Handle::try_current().ok(),
-        };
+        let feed = self.feed_context();
         let ended = self.ended.clone();
         let db = db.to_string();
         let user = user.to_string();
@@ -711,6 +717,15 @@ impl Conn {
         }
         let _ = self.tx.set(tx);
         Ok(())
+    }
+
+    /// What the backend's [`Feed`]s need of this connection.
+    fn feed_context(&self) -> FeedContext {
+        FeedContext {
+            interrupts: self.interrupts.clone(),
+            runtime: tokio::runtime::Handle::try_current().ok(),
+            sync_idle: self.sync_idle.clone(),
+        }
     }
 
     /// The pid and secret of BackendKeyData (zeros before startup).
@@ -762,6 +777,19 @@ impl Conn {
                 e.kind(),
                 std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted
             ),
+        }
+    }
+
+    /// Sends a request without awaiting its answer (invariant 7).
+    fn tell<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> Request) -> SqlResult<()> {
+        let ended = || self.ended.load(Ordering::SeqCst);
+        match self.tx.get() {
+            Some(tx) if ended() == 0 => {
+                let (rtx, _) = oneshot::channel();
+                tx.send(make(rtx)).map_err(|_| terminated(ended()))
+            }
+            Some(_) => Err(terminated(ended())),
+            None => Err(SqlError::new("08P01", "no session (startup not complete)")),
         }
     }
 
@@ -948,10 +976,16 @@ impl Drop for Busy {
 struct FeedContext {
     interrupts: Arc<Interrupts>,
     runtime: Option<tokio::runtime::Handle>,
+    /// [`Conn::sync_idle`], kept by the backend.
+    sync_idle: Arc<AtomicBool>,
 }
 
 fn backend_loop(s: &mut Session<'_>, rx: mpsc::Receiver<Request>, feed: &FeedContext) -> Ended {
     let _busy = Busy::enter();
+    let idle = |s: &Session<'_>| {
+        feed.sync_idle
+            .store(s.sync_commits_nothing(), Ordering::SeqCst)
+    };
     loop {
         let req = match next_request(s, &rx) {
             Ok(r) => r,
@@ -959,16 +993,21 @@ fn backend_loop(s: &mut Session<'_>, rx: mpsc::Receiver<Request>, feed: &FeedCon
         };
         match req {
             Request::Simple(sql, tx) => {
-                s.run_simple(sql, &mut Feed::new(tx, feed));
+                let mut out = Feed::new(tx, feed);
+                s.run_simple(sql, &mut out);
+                idle(s);
+                drop(out);
             }
             Request::Prepare(sql, reply) => {
-                let _ = reply.send(prepare(s, sql));
+                let r = prepare(s, sql);
+                idle(s);
+                let _ = reply.send(r);
             }
             Request::Execute(p, params, tx) => {
                 let mut feed = Feed::new(tx, feed);
                 let r = match &p.stmt {
                     Some(st) => match decode_params(&p, &params) {
-                        Ok(values) => s.execute_extended(st, &values, &mut feed),
+                        Ok(values) => s.execute_extended(st, Some(&p.plans), &values, &mut feed),
                         Err(e) => {
                             s.fail();
                             Err(e)
@@ -979,6 +1018,7 @@ fn backend_loop(s: &mut Session<'_>, rx: mpsc::Receiver<Request>, feed: &FeedCon
                         notices: vec![],
                     }),
                 };
+                idle(s);
                 feed.end(r);
             }
             Request::Sync(reply) => {
@@ -1007,12 +1047,14 @@ fn prepare(s: &mut Session<'_>, sql: String) -> SqlResult<Prepared> {
                 params: vec![],
                 columns: vec![],
             },
+            plans: Default::default(),
         }),
         1 => {
             let st = v.remove(0);
             let described = s.prepare(&st)?;
             Ok(Prepared {
                 stmt: Some(st),
+                plans: sql::session::PlanCache::new(&described),
                 described,
             })
         }
@@ -1425,6 +1467,7 @@ impl Handlers {
             max_connections,
             tx: OnceLock::new(),
             ended: Arc::new(AtomicU8::new(0)),
+            sync_idle: Arc::new(AtomicBool::new(false)),
             interrupts: Arc::new(Interrupts::default()),
             key: OnceLock::new(),
             peer,
@@ -1995,9 +2038,10 @@ impl ExtendedQueryHandler for Query {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         // The pipeline's implicit block commits first (invariant 7).
-        let committed = match self.conn.ask(Request::Sync).await {
-            Ok(r) => r,
-            Err(e) => Err(e),
+        let committed = if self.conn.sync_idle.load(Ordering::SeqCst) {
+            self.conn.tell(Request::Sync)
+        } else {
+            self.conn.ask(Request::Sync).await.and_then(|r| r)
         };
         if let Err(e) = committed {
             if e.fatal {

@@ -92,7 +92,7 @@ impl<'e> Session<'e> {
         notices: &mut Notices,
         sink: &mut dyn ResultSink,
     ) -> SqlResult<Output> {
-        let mut b = Binder::default();
+        let mut b = self.binder();
         for item in &w.ctes {
             match item {
                 WithItem::Query(c) => self.seed_query(&mut b, w.recursive, c)?,
@@ -104,7 +104,7 @@ impl<'e> Session<'e> {
                     let rewritten = crate::updatable::dml_on_view(self, stmt)?;
                     let stmt = rewritten.as_ref().unwrap_or(stmt);
                     let bound = self.bind(stmt, &mut b)?;
-                    check_params(&b, params)?;
+                    check_params(b.params.len(), params)?;
                     self.check_privileges(&bound)?;
                     let mut keep = Keep::default();
                     self.dispatch(bound, &mut b, params, notices, &mut keep)?;
@@ -116,7 +116,7 @@ impl<'e> Session<'e> {
         let rewritten = crate::updatable::dml_on_view(self, &w.main)?;
         let main = rewritten.as_ref().unwrap_or(&w.main);
         let bound = self.bind(main, &mut b)?;
-        check_params(&b, params)?;
+        check_params(b.params.len(), params)?;
         self.check_privileges(&bound)?;
         self.dispatch(bound, &mut b, params, notices, sink)
     }
