@@ -19,6 +19,10 @@
 //!    column keeps any values does a column (the last analyzed) lose its
 //!    statistics. Null fractions, distinct counts and widths stay while their column
 //!    does.
+//! 5. A column's correlation (its values' order against the rows' physical order,
+//!    which prices an index scan's heap reads) follows its other statistics in the
+//!    byte form, marked by the column's tag 2; statistics stored before it was
+//!    kept (tag 1) read as correlation unknown.
 
 use crate::codec::{Dec, DecResult, DecodeError, Enc};
 use crate::heap::{ColType, Datum, Numeric};
@@ -36,6 +40,9 @@ pub struct ColumnStats {
     /// Bounds splitting the values not among `mcv` into equal-count buckets,
     /// ascending (none, or at least two).
     pub histogram: Vec<Datum>,
+    /// How closely the values' order follows the rows' physical order, -1 to 1
+    /// (PostgreSQL's `correlation`); None where unknown (rule 5).
+    pub correlation: Option<f64>,
 }
 
 impl ColumnStats {
@@ -79,7 +86,8 @@ impl TableStats {
                 e.u8(0);
                 continue;
             };
-            e.u8(1);
+            // Rule 5: 2 marks a column with its correlation, after the rest.
+            e.u8(if c.correlation.is_some() { 2 } else { 1 });
             e.u64(c.null_frac.to_bits())
                 .u64(c.n_distinct.to_bits())
                 .u32(c.avg_width);
@@ -91,6 +99,9 @@ impl TableStats {
             e.u32(c.histogram.len() as u32);
             for d in &c.histogram {
                 put(&mut e, d);
+            }
+            if let Some(r) = c.correlation {
+                e.u64(r.to_bits());
             }
         }
         e.0
@@ -125,7 +136,8 @@ impl TableStats {
         let n = d.count(1)?;
         let mut columns = Vec::with_capacity(n);
         for _ in 0..n {
-            if d.u8()? == 0 {
+            let tag = d.u8()?;
+            if tag == 0 {
                 columns.push(None);
                 continue;
             }
@@ -140,12 +152,17 @@ impl TableStats {
             }
             let h = d.count(1)?;
             let histogram = (0..h).map(|_| get(&mut d)).collect::<DecResult<_>>()?;
+            let correlation = match tag {
+                2 => Some(f64::from_bits(d.u64()?)),
+                _ => None,
+            };
             columns.push(Some(ColumnStats {
                 null_frac,
                 n_distinct,
                 avg_width,
                 mcv,
                 histogram,
+                correlation,
             }));
         }
         d.finish()?;
@@ -286,6 +303,7 @@ mod tests {
                     avg_width: 4,
                     mcv: vec![(Datum::Int4(3), 0.1), (Datum::Int4(9), 0.05)],
                     histogram: vec![Datum::Int4(1), Datum::Int4(50), Datum::Int4(99)],
+                    correlation: Some(-0.75),
                 }),
                 None,
                 Some(ColumnStats {
@@ -294,6 +312,7 @@ mod tests {
                     avg_width: 12,
                     mcv: vec![(Datum::Text("ASIA".into()), 0.2)],
                     histogram: vec![],
+                    correlation: None,
                 }),
             ],
         };
@@ -319,6 +338,7 @@ mod tests {
             avg_width: 8,
             mcv: (0..n).map(|i| (Datum::Int8(i.into()), 0.01)).collect(),
             histogram: (0..n).map(|i| Datum::Int8(i.into())).collect(),
+            correlation: Some(1.0),
         };
         let mut s = TableStats {
             reltuples: 10.0,

@@ -25,6 +25,7 @@ fn col_stats(n: i64) -> ColumnStats {
         avg_width: 8,
         mcv: (0..n).map(|i| (Datum::Int8(i), 0.01)).collect(),
         histogram: (0..n).map(|i| Datum::Int8(i * 10)).collect(),
+        correlation: Some(0.5),
     }
 }
 
@@ -39,6 +40,7 @@ fn stats(reltuples: f64) -> TableStats {
                 avg_width: 4,
                 mcv: vec![],
                 histogram: vec![Datum::Int4(1), Datum::Int4(50), Datum::Int4(100)],
+                correlation: None,
             }),
             None,
             Some(col_stats(4)),

@@ -212,6 +212,28 @@ impl<'a> Sizes<'a> {
         t.column(c).map(|s| s.distinct(t.rows).min(t.rows))
     }
 
+    /// The correlation of index `index`'s leading column with its table's
+    /// physical order, as PostgreSQL's btcostestimate takes it (three quarters of
+    /// it for an index of several columns); 0 where ANALYZE has not said.
+    pub(crate) fn index_correlation(&self, name: &str, index: &str) -> f64 {
+        let Some(t) = self.table(name) else {
+            return 0.0;
+        };
+        let Some(ix) = t.entry.indexes.iter().find(|i| i.name == index) else {
+            return 0.0;
+        };
+        let r = ix
+            .columns
+            .first()
+            .and_then(|&c| t.column(c)?.correlation)
+            .unwrap_or(0.0);
+        if ix.columns.len() > 1 {
+            r * 0.75
+        } else {
+            r
+        }
+    }
+
     fn side_table(&self, rel: &Rel) -> Option<Table> {
         match rel {
             Rel::Table { name, .. } => self.table(name),

@@ -1216,6 +1216,12 @@ impl<'a> Node<'a> for Project<'a> {
             .collect::<SqlResult<_>>()?;
         Ok(Some(out))
     }
+
+    /// EXPLAIN shows a projection on its input's line, filter included: the
+    /// input's count.
+    fn removed(&self) -> Option<u64> {
+        self.0.removed()
+    }
 }
 
 /// What one operator holds, against its limit (executor rule 3).

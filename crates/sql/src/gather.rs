@@ -22,6 +22,10 @@
 //!    value at most [`WIDTH_THRESHOLD`] bytes: a wider text or bytea is kept as its
 //!    width only, counted as a distinct non-null value and left out of the common
 //!    values and the histogram (PostgreSQL's "toowide" values).
+//! 6. The correlation of each column's values with their rows' physical order:
+//!    the sample's rows ranked by where the pass saw them, the non-null values
+//!    sorted (equal ones by rank), and the Pearson correlation of sorted position
+//!    with rank, as PostgreSQL's `compute_scalar_stats` computes it.
 
 use crate::bind::compare;
 use crate::Datum;
@@ -54,6 +58,8 @@ fn sampled(d: &Datum) -> Sampled {
 /// A reservoir of rows (rule 1).
 pub(crate) struct Sampler {
     pub(crate) rows: Vec<Vec<Sampled>>,
+    /// Where in the pass each row kept was seen (its physical order, rule 6).
+    at: Vec<u64>,
     pub(crate) seen: u64,
     cap: usize,
     state: u64,
@@ -63,6 +69,7 @@ impl Sampler {
     pub(crate) fn new(cap: usize) -> Sampler {
         Sampler {
             rows: Vec::new(),
+            at: Vec::new(),
             seen: 0,
             cap,
             state: 0x9E37_79B9_7F4A_7C15,
@@ -82,11 +89,13 @@ impl Sampler {
         self.seen += 1;
         if self.rows.len() < self.cap {
             self.rows.push(row.iter().map(sampled).collect());
+            self.at.push(self.seen);
             return;
         }
         let j = self.below(self.seen) as usize;
         if j < self.cap {
             self.rows[j] = row.iter().map(sampled).collect();
+            self.at[j] = self.seen;
         }
     }
 }
@@ -95,25 +104,43 @@ impl Sampler {
 /// others are None), `pages` its main fork's length.
 pub(crate) fn table_stats(s: &Sampler, columns: &[bool], pages: u32) -> TableStats {
     let total = s.seen as f64;
+    // Each sampled row's rank in physical order (rule 6).
+    let mut order: Vec<usize> = (0..s.rows.len()).collect();
+    order.sort_unstable_by_key(|&i| s.at[i]);
+    let mut rank = vec![0; order.len()];
+    for (r, &i) in order.iter().enumerate() {
+        rank[i] = r;
+    }
     TableStats {
         reltuples: total,
         relpages: pages,
         columns: columns
             .iter()
             .enumerate()
-            .map(|(i, on)| on.then(|| column_stats(s.rows.iter().map(|r| &r[i]), total)))
+            .map(|(i, on)| {
+                on.then(|| {
+                    column_stats(
+                        s.rows
+                            .iter()
+                            .map(|r| &r[i])
+                            .enumerate()
+                            .map(|(k, v)| (rank[k], v)),
+                        total,
+                    )
+                })
+            })
             .collect(),
     }
 }
 
 /// One column's statistics from its sampled values (rules 2-4).
 pub(crate) fn column_stats<'a>(
-    values: impl Iterator<Item = &'a Sampled>,
+    values: impl Iterator<Item = (usize, &'a Sampled)>,
     total: f64,
 ) -> ColumnStats {
     let (mut n, mut width, mut wide) = (0usize, 0usize, 0usize);
-    let mut vals: Vec<&Datum> = Vec::new();
-    for v in values {
+    let mut vals: Vec<(usize, &Datum)> = Vec::new();
+    for (at, v) in values {
         n += 1;
         match v {
             Sampled::Wide(len) => {
@@ -122,15 +149,16 @@ pub(crate) fn column_stats<'a>(
             }
             Sampled::Value(d) if !d.is_null() => {
                 width += datum_width(d);
-                vals.push(d);
+                vals.push((at, d));
             }
             Sampled::Value(_) => {}
         }
     }
-    vals.sort_by(|a, b| compare(a, b));
+    vals.sort_by(|a, b| compare(a.1, b.1).then(a.0.cmp(&b.0)));
+    let correlation = correlation(vals.iter().map(|(at, _)| *at));
     // Runs of equal values: (value, count).
     let mut runs: Vec<(&Datum, usize)> = Vec::new();
-    for v in &vals {
+    for (_, v) in &vals {
         match runs.last_mut() {
             Some((w, c)) if compare(w, v) == Ordering::Equal => *c += 1,
             _ => runs.push((v, 1)),
@@ -155,7 +183,23 @@ pub(crate) fn column_stats<'a>(
             .map(|(v, c)| (v.clone(), c as f64 / n.max(1) as f64))
             .collect(),
         histogram,
+        correlation,
     }
+}
+
+/// Rule 6: the correlation of the values' sorted order with their rows' physical
+/// ranks, given in sorted order (PostgreSQL's compute_scalar_stats); None for
+/// fewer than two values.
+fn correlation(ranks: impl ExactSizeIterator<Item = usize>) -> Option<f64> {
+    let n = ranks.len() as f64;
+    if n < 2.0 {
+        return None;
+    }
+    let xy: f64 = ranks.enumerate().map(|(i, r)| i as f64 * r as f64).sum();
+    let x = (n - 1.0) * n / 2.0;
+    let x2 = (n - 1.0) * n * (2.0 * n - 1.0) / 6.0;
+    let r = (n * xy - x * x) / (n * x2 - x * x);
+    Some(r.clamp(-1.0, 1.0))
 }
 
 /// Rule 2: PostgreSQL's stadistinct; each too-wide value (rule 5) counts as seen once.
@@ -269,7 +313,7 @@ mod tests {
             })
             .collect();
         let vals: Vec<Sampled> = vals.into_iter().map(Sampled::Value).collect();
-        let c = column_stats(vals.iter(), 1000.0);
+        let c = column_stats(vals.iter().enumerate(), 1000.0);
         assert!((c.null_frac - 0.1).abs() < 1e-9);
         assert_eq!(c.n_distinct, 25.0);
         assert_eq!(
@@ -285,15 +329,26 @@ mod tests {
     #[test]
     fn a_unique_column_is_a_fraction_with_a_histogram() {
         let vals: Vec<Sampled> = (0..5000).map(|i| Sampled::Value(Datum::Int4(i))).collect();
-        let c = column_stats(vals.iter(), 5000.0);
+        let c = column_stats(vals.iter().enumerate(), 5000.0);
         assert_eq!(c.n_distinct, -1.0);
         assert!(c.mcv.is_empty());
         assert_eq!(c.histogram.len(), STATISTICS_TARGET + 1);
         assert_eq!(c.histogram[0], Datum::Int4(0));
         assert_eq!(c.histogram[STATISTICS_TARGET], Datum::Int4(4999));
         // A sample of a larger table: every value unique is taken as unique.
-        let c = column_stats(vals.iter(), 50_000.0);
+        let c = column_stats(vals.iter().enumerate(), 50_000.0);
         assert_eq!(c.n_distinct, -1.0);
+    }
+
+    #[test]
+    fn correlation_follows_the_physical_order() {
+        // Ranks given in the values' sorted order.
+        assert_eq!(correlation(0..100usize), Some(1.0));
+        assert_eq!(correlation((0..100usize).rev()), Some(-1.0));
+        assert_eq!(correlation(std::iter::once(3usize)), None);
+        let scattered: Vec<usize> = (0..1000).map(|i| i * 7919 % 1000).collect();
+        let r = correlation(scattered.into_iter()).unwrap();
+        assert!(r.abs() < 0.1, "{r}");
     }
 
     #[test]

@@ -68,6 +68,9 @@
 //! 11. A hash LEFT JOIN whose preserved side is estimated to have fewer rows is
 //!     run as a RIGHT JOIN hashing that side ([`hash_smaller_side`]): the hash
 //!     table holds the smaller side, the larger streams past it.
+//! 12. A table with an index its filter can read (plan rule 2's choice) is read
+//!     through it or whole, whichever `cost` estimates cheaper: a filter that
+//!     keeps most of the table reads it whole, as PostgreSQL's would.
 
 use crate::analyze::{
     Distinct, Grouping, Join, JoinKind, Query, Rel, Select, SetOp, SetTree, SortSpec,
@@ -1371,22 +1374,29 @@ fn table_scan(
         (Some(f), Some(entry)) => crate::plan::choose(Some(f), &entry.columns, &entry.indexes),
         _ => None,
     };
-    Ok(match path {
-        Some(path) => Plan::IndexScan {
-            table: name.to_string(),
-            alias: alias.to_string(),
-            path,
-            filter,
-            cols: None,
-        },
-        None => Plan::SeqScan {
-            table: name.to_string(),
-            alias: alias.to_string(),
-            filter,
-            cols: None,
-            parallel: false,
-        },
-    })
+    let seq = Plan::SeqScan {
+        table: name.to_string(),
+        alias: alias.to_string(),
+        filter: filter.clone(),
+        cols: None,
+        parallel: false,
+    };
+    let Some(path) = path else {
+        return Ok(seq);
+    };
+    let index = Plan::IndexScan {
+        table: name.to_string(),
+        alias: alias.to_string(),
+        path,
+        filter,
+        cols: None,
+    };
+    // Rule 12: the cheaper; with sequential scans off, the index (rule 8).
+    let mut costs = crate::cost::Costs::new(rels);
+    if sw.seqscan && costs.of(&seq).total < costs.of(&index).total {
+        return Ok(seq);
+    }
+    Ok(index)
 }
 
 /// A join whose right side is a LATERAL subquery: WHERE conjuncts over the left

@@ -460,7 +460,11 @@ fn prepared_statements_keep_their_plans_until_the_catalog_changes() {
         assert_eq!(a.unwrap(), 1);
         assert_eq!(b.unwrap().get::<_, String>(0), "mine");
         assert_eq!(n.unwrap().get::<_, i64>(0), 502);
-        let n: i64 = other.query_one("select count(*) from k", &[]).await.unwrap().get(0);
+        let n: i64 = other
+            .query_one("select count(*) from k", &[])
+            .await
+            .unwrap()
+            .get(0);
         assert_eq!(n, 502, "the pipeline's Sync committed the write");
         // The index the kept plan reads goes; the plan is made again.
         other
