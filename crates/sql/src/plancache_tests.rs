@@ -279,3 +279,50 @@ fn explain_execute_shows_the_custom_plans_values_and_the_generic_plans_parameter
         assert_eq!(rows, vec![vec![Datum::Int8(1), Datum::Int8(1)]]);
     });
 }
+
+#[test]
+fn dml_keeps_its_binding_after_five_custom_plans_until_the_catalog_changes() {
+    with_session(8 << 20, |s| {
+        fill(s);
+        let ins = prepare(s, "INSERT INTO pc VALUES ($1, $2)");
+        let up = prepare(s, "UPDATE pc SET b = $2 WHERE a = $1");
+        for i in 0..7 {
+            exec(
+                s,
+                &ins,
+                &[Datum::Int4(10 + i), Datum::Text(format!("v{i}"))],
+            )
+            .unwrap();
+        }
+        assert_eq!(ins.1.counts(), (2, 5));
+        let n = sql(s, "SELECT count(*) FROM pc WHERE a >= 10").1;
+        assert_eq!(count_of(&n), 7);
+        for _ in 0..6 {
+            exec(s, &up, &[Datum::Int4(12), Datum::Text("up".into())]).unwrap();
+        }
+        assert_eq!(up.1.counts(), (1, 5));
+        // A column added: the kept binding is stale, and the new row takes the
+        // column's default.
+        run(s, "ALTER TABLE pc ADD COLUMN c int DEFAULT 9");
+        exec(s, &ins, &[Datum::Int4(30), Datum::Text("late".into())]).unwrap();
+        let rows = sql(s, "SELECT b, c FROM pc WHERE a = 30").1;
+        assert_eq!(rows, vec![vec![Datum::Text("late".into()), Datum::Int4(9)]]);
+        // The index the kept UPDATE read goes; the update still finds its row.
+        run(s, "DROP INDEX pc_a");
+        exec(s, &up, &[Datum::Int4(30), Datum::Text("updated".into())]).unwrap();
+        let rows = sql(s, "SELECT b FROM pc WHERE a = 30").1;
+        assert_eq!(rows, vec![vec![Datum::Text("updated".into())]]);
+        assert_eq!(up.1.counts(), (2, 5));
+        // Privileges are the role's at each execution.
+        run(s, "CREATE ROLE writer");
+        run(s, "GRANT SELECT ON pc TO writer");
+        run(s, "SET ROLE writer");
+        let e = exec(s, &ins, &[Datum::Int4(40), Datum::Text("no".into())]).unwrap_err();
+        assert_eq!(e.code, "42501");
+        run(s, "RESET ROLE");
+        assert_eq!(
+            count_of(&sql(s, "SELECT count(*) FROM pc WHERE a = 40").1),
+            0
+        );
+    });
+}

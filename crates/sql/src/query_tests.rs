@@ -2378,3 +2378,28 @@ fn a_merge_join_gives_the_hash_joins_rows() {
         assert_eq!(rows(s, right), ["3000|0"]);
     });
 }
+
+/// PostgreSQL's INSERT without a column list: the source's values go to the first
+/// columns, and the columns after them take their DEFAULT (not NULL), from VALUES,
+/// from a multi-row VALUES and from a query alike.
+#[test]
+fn an_insert_without_a_column_list_gives_the_columns_it_leaves_their_defaults() {
+    with_session(8 << 20, |s| {
+        q(
+            s,
+            "CREATE TABLE dft (a int, b text, c int DEFAULT 9, d serial)",
+        );
+        assert_eq!(codes(s, "INSERT INTO dft VALUES (1, 'x')"), [""]);
+        assert_eq!(codes(s, "INSERT INTO dft VALUES (2, 'y'), (3, 'z')"), [""]);
+        assert_eq!(codes(s, "INSERT INTO dft SELECT 4"), [""]);
+        assert_eq!(
+            codes(s, "INSERT INTO dft VALUES (5, 'a', 1, 2, 3)"),
+            ["42601"]
+        );
+        let got = rows(s, "SELECT a, c, d FROM dft ORDER BY a");
+        let want: Vec<String> = ["1|9|1", "2|9|2", "3|9|3", "4|9|4"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(got, want);
+    });
+}

@@ -910,6 +910,7 @@ enum Bound<'s> {
 }
 
 /// A bound INSERT.
+#[derive(Clone)]
 struct BoundInsert {
     returning: Option<Returning>,
     /// The table's CHECK constraints over its row.
@@ -926,12 +927,14 @@ struct BoundInsert {
 
 /// A bound ON CONFLICT: the arbiter indexes, and DO UPDATE's new values and WHERE
 /// over the existing row followed by the proposed one (`excluded`).
+#[derive(Clone)]
 struct BoundConflict {
     arbiters: Vec<String>,
     update: Option<(Vec<Option<Expr>>, Option<Expr>)>,
 }
 
 /// A bound DELETE.
+#[derive(Clone)]
 struct BoundDelete {
     returning: Option<Returning>,
     table: String,
@@ -944,6 +947,7 @@ struct BoundDelete {
 
 /// A bound UPDATE: per table column, its new value's expression over the old row
 /// (None: kept).
+#[derive(Clone)]
 struct BoundUpdate {
     returning: Option<Returning>,
     checks: Vec<(String, Expr)>,
@@ -965,6 +969,7 @@ struct DmlScope<'c> {
 /// UPDATE ... FROM / DELETE ... USING (session rule 9): the FROM items' query,
 /// its rows (read before the write begins), and the equalities of the WHERE
 /// between a table column and a FROM column that a hash of those rows serves.
+#[derive(Clone)]
 struct DmlFrom {
     query: Query,
     /// (table column, FROM column) pairs.
@@ -987,6 +992,7 @@ struct BoundCopy {
 
 /// A bound RETURNING list: result columns and their expressions over the row
 /// inserted, the new version updated, or the row deleted.
+#[derive(Clone)]
 struct Returning {
     columns: Vec<(String, SqlType)>,
     exprs: Vec<Expr>,
@@ -1007,6 +1013,7 @@ impl Returning {
     }
 }
 
+#[derive(Clone)]
 enum BoundSource {
     Values(Vec<Vec<Expr>>),
     /// VALUES rows still as text, each bound as it is reached.
@@ -1017,6 +1024,7 @@ enum BoundSource {
 }
 
 /// Where an INSERT's source values go: bound one row at a time.
+#[derive(Clone)]
 struct Targets {
     /// The table's columns.
     cols: Vec<(String, SqlType)>,
@@ -1984,9 +1992,13 @@ impl<'e> Session<'e> {
         source: &InsertSource,
     ) -> SqlResult<BoundInsert> {
         let cols = self.columns(table)?;
+        let query = match source {
+            InsertSource::Query(q) => Some(b.query(q, &Lookup(self))?),
+            _ => None,
+        };
         let mut targets = Vec::new();
         match columns {
-            None => targets.extend(0..cols.len()),
+            None => targets.extend(0..implicit_width(source, query.as_ref(), cols.len())?),
             Some(names) => {
                 for n in names {
                     let i = cols.iter().position(|(c, _)| c == n).ok_or_else(|| {
@@ -2034,8 +2046,8 @@ impl<'e> Session<'e> {
                 BoundSource::Values(rows)
             }
             InsertSource::Rows(rows) => BoundSource::Rows(rows.clone(), targets),
-            InsertSource::Query(q) => {
-                let q = b.query(q, &Lookup(self))?;
+            InsertSource::Query(_) => {
+                let q = query.expect("bound above");
                 targets.check_width(q.columns.len())?;
                 let mut trim = Vec::new();
                 for (k, (_, t)) in q.columns.iter().enumerate() {
@@ -2368,8 +2380,8 @@ impl<'e> Session<'e> {
             return self.run_with(w, params, notices, sink);
         }
         if let Some(c) = cache {
-            if let Some(n) = self.run_cached(stmt, c, params, sink)? {
-                return Ok(Output::Rows(n));
+            if let Some(out) = self.run_cached(stmt, c, params, notices, sink)? {
+                return Ok(out);
             }
         }
         let rewritten = crate::updatable::dml_on_view(self, stmt)?;
@@ -3760,6 +3772,19 @@ fn check_params(needed: usize, params: &[Datum]) -> SqlResult<()> {
         ));
     }
     Ok(())
+}
+
+/// INSERT without a column list (PostgreSQL's): its values go to the first
+/// columns, as many as the source gives (at most all of them: more is 42601 at
+/// the width check); the others take their DEFAULT.
+fn implicit_width(source: &InsertSource, query: Option<&Query>, ncols: usize) -> SqlResult<usize> {
+    let width = match (source, query) {
+        (_, Some(q)) => Some(q.columns.len()),
+        (InsertSource::Values(rows), _) => rows.first().map(Vec::len),
+        (InsertSource::Rows(rows), _) => rows.iter().next().transpose()?.map(|r| r.len()),
+        _ => None,
+    };
+    Ok(width.unwrap_or(ncols).min(ncols))
 }
 
 /// Assignment of a value of type `t` to a column of type `col`: untyped values take

@@ -5,8 +5,8 @@
 //!
 //! Rules (cited as "plancache rule N"):
 //! 1. A query is bound once and kept with its parameters' types; it is bound
-//!    again only when stale (rule 4). Other statements are bound at each
-//!    execution, as before.
+//!    again only when stale (rule 4). INSERT, UPDATE and DELETE are kept as rule
+//!    10 says; other statements are bound at each execution.
 //! 2. Each execution runs a *custom* plan (made for its parameter values) or the
 //!    *generic* one (made once, for any values), as PostgreSQL's
 //!    choose_custom_plan decides: `plan_cache_mode` `force_custom_plan` or
@@ -40,6 +40,12 @@
 //!    count must match (42601). The statement is bound with the prepared
 //!    parameter types ([`Session::binder`]) and runs as its own statement would,
 //!    its plans kept as a protocol-prepared statement's are.
+//! 10. An INSERT, UPDATE or DELETE is planned when bound (its index path, its
+//!     FROM's query): its custom plan is a binding made at the execution, by the
+//!     caller as for any statement; its generic plan the binding kept (rule 4's
+//!     key), cloned per execution, its privileges checked (rule 6). Which runs is
+//!     rule 2's choice, where both cost the same: after five custom plans the
+//!     generic one (it saves the binding), at once without parameters.
 
 use super::{check_params, Block, Bound, PlannerCatalog, ResultSink, Session};
 use crate::analyze::Query;
@@ -60,6 +66,9 @@ pub struct PlanCache(Mutex<State>);
 #[derive(Default)]
 struct State {
     kept: Option<Kept>,
+    dml: Option<KeptDml>,
+    /// The parameters described (rule 10).
+    params: usize,
     /// The result's column types at the first binding (rule 7).
     result: Option<Vec<SqlType>>,
     generic_plans: u64,
@@ -82,6 +91,7 @@ impl PlanCache {
     pub fn new(d: &super::Described) -> PlanCache {
         PlanCache(Mutex::new(State {
             result: Some(d.columns.iter().map(|(_, t)| *t).collect()),
+            params: d.params.len(),
             ..State::default()
         }))
     }
@@ -101,6 +111,32 @@ impl std::fmt::Debug for PlanCache {
             .field("custom_plans", &custom)
             .finish()
     }
+}
+
+/// A bound INSERT, UPDATE or DELETE (rule 10).
+#[derive(Clone)]
+enum DmlBound {
+    Insert(super::BoundInsert),
+    Update(super::BoundUpdate),
+    Delete(super::BoundDelete),
+}
+
+impl DmlBound {
+    fn into_bound(self) -> Bound<'static> {
+        match self {
+            DmlBound::Insert(i) => Bound::Insert(i),
+            DmlBound::Update(u) => Bound::Update(u),
+            DmlBound::Delete(d) => Bound::Delete(d),
+        }
+    }
+}
+
+/// A kept DML binding with rule 4's key and its parameters' types.
+struct KeptDml {
+    version: u64,
+    search_path: Option<String>,
+    bound: DmlBound,
+    params: Vec<SqlType>,
 }
 
 /// Which plan an execution runs (rule 2).
@@ -123,23 +159,99 @@ impl<'e> Session<'e> {
         Some((version, self.vars.get("search_path").cloned()))
     }
 
-    /// Runs a prepared query through its cache; None if `stmt` is not a query
-    /// (rule 1: the caller binds and runs it as any statement).
+    /// Runs a prepared query or DML statement through its cache; None if the
+    /// caller is to bind and run it as any statement (another kind, or a DML
+    /// statement's custom plan: rule 10).
     pub(super) fn run_cached(
         &mut self,
         stmt: &Stmt,
         cache: &PlanCache,
         params: &[Datum],
+        notices: &mut super::Notices,
         sink: &mut dyn ResultSink,
-    ) -> SqlResult<Option<u64>> {
-        if !matches!(stmt, Stmt::Select(_)) {
-            return Ok(None);
+    ) -> SqlResult<Option<super::Output>> {
+        match stmt {
+            Stmt::Select(_) => {}
+            Stmt::Insert { .. } | Stmt::Update { .. } | Stmt::Delete { .. } => {
+                return self.run_cached_dml(stmt, cache, params, notices, sink);
+            }
+            _ => return Ok(None),
         }
         let (query, plan) = self.cached_plan(stmt, cache, params)?;
         sink.columns(&query.columns)?;
         let subs = crate::executor::SubCache::default();
-        self.run_plan(&plan, params, &subs, &mut |r| sink.row(r))
+        let n = self.run_plan(&plan, params, &subs, &mut |r| sink.row(r))?;
+        Ok(Some(super::Output::Rows(n)))
+    }
+
+    /// Rule 10: a DML statement's generic plan is its kept binding (made again
+    /// when stale, rule 4); a custom one is a binding made now, by the caller.
+    fn run_cached_dml(
+        &mut self,
+        stmt: &Stmt,
+        cache: &PlanCache,
+        params: &[Datum],
+        notices: &mut super::Notices,
+        sink: &mut dyn ResultSink,
+    ) -> SqlResult<Option<super::Output>> {
+        let custom = {
+            let s = cache.0.lock();
+            match self.vars.get("plan_cache_mode").map(String::as_str) {
+                Some("force_custom_plan") => true,
+                Some("force_generic_plan") => false,
+                _ => s.params > 0 && s.custom_plans < CUSTOM_FIRST,
+            }
+        };
+        if custom {
+            cache.0.lock().custom_plans += 1;
+            return Ok(None);
+        }
+        let key = self.cache_key();
+        let (bound, types) = self.kept_dml(stmt, cache, &key)?;
+        check_params(types.len(), params)?;
+        let bound = bound.into_bound();
+        self.check_privileges(&bound)?;
+        cache.0.lock().generic_plans += 1;
+        let mut b = Binder::default();
+        b.params = types;
+        self.dispatch(bound, &mut b, params, notices, sink)
             .map(Some)
+    }
+
+    /// The kept binding of a DML statement if fresh, else one made now (and kept
+    /// when the key allows, rule 4).
+    fn kept_dml(
+        &self,
+        stmt: &Stmt,
+        cache: &PlanCache,
+        key: &Option<(u64, Option<String>)>,
+    ) -> SqlResult<(DmlBound, Vec<SqlType>)> {
+        if let Some((version, path)) = key {
+            let s = cache.0.lock();
+            if let Some(k) = s.dml.as_ref() {
+                if k.version == *version && k.search_path == *path {
+                    return Ok((k.bound.clone(), k.params.clone()));
+                }
+            }
+        }
+        let rewritten = crate::updatable::dml_on_view(self, stmt)?;
+        let stmt = rewritten.as_ref().unwrap_or(stmt);
+        let mut b = self.binder();
+        let bound = match self.bind(stmt, &mut b)? {
+            Bound::Insert(i) => DmlBound::Insert(i),
+            Bound::Update(u) => DmlBound::Update(u),
+            Bound::Delete(d) => DmlBound::Delete(d),
+            _ => unreachable!("DML binds as DML"),
+        };
+        if let Some((version, path)) = key {
+            cache.0.lock().dml = Some(KeptDml {
+                version: *version,
+                search_path: path.clone(),
+                bound: bound.clone(),
+                params: b.params.clone(),
+            });
+        }
+        Ok((bound, b.params))
     }
 
     /// A prepared query's plan for these parameter values, by rule 2's choice,
