@@ -923,19 +923,7 @@ impl Costs<'_> {
 
     /// The widths of the table's columns the scan reads (all when `cols` is None).
     fn table_widths(&self, table: &str, cols: Option<&[bool]>) -> Vec<f64> {
-        let sizes = self.sizes();
-        let n = match self.rels.entry(table) {
-            Ok(Some(e)) => e.columns.len(),
-            _ => 0,
-        };
-        (0..n)
-            .map(
-                |c| match cols.is_none_or(|m| m.get(c).copied().unwrap_or(true)) {
-                    true => sizes.column_width(table, c).unwrap_or(8.0),
-                    false => 0.0,
-                },
-            )
-            .collect()
+        self.sizes().column_widths(table, cols).unwrap_or_default()
     }
 
     /// Cost rule 3's index scan; the tree's height as its tuples make it (none

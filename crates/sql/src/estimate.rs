@@ -192,14 +192,23 @@ impl<'a> Sizes<'a> {
         Some((t.rows, pages, (t.rows * sel).max(1.0)))
     }
 
-    /// Table column `c`'s average width in bytes: ANALYZE's, else its type's
-    /// (estimate rule 1).
-    pub(crate) fn column_width(&self, name: &str, c: usize) -> Option<f64> {
+    /// Every column's average width in bytes (ANALYZE's, else its type's:
+    /// estimate rule 1), 0 for one
+    /// `cols` leaves out; one lookup of the table. None for no table.
+    pub(crate) fn column_widths(&self, name: &str, cols: Option<&[bool]>) -> Option<Vec<f64>> {
         let t = self.table(name)?;
-        match t.column(c) {
-            Some(s) => Some(f64::from(s.avg_width)),
-            None => t.entry.columns.get(c).map(col_width),
-        }
+        let widths = (0..t.entry.columns.len())
+            .map(
+                |c| match cols.is_none_or(|m| m.get(c).copied().unwrap_or(true)) {
+                    true => match t.column(c) {
+                        Some(s) => f64::from(s.avg_width),
+                        None => col_width(&t.entry.columns[c]),
+                    },
+                    false => 0.0,
+                },
+            )
+            .collect();
+        Some(widths)
     }
 
     /// Table column `c`'s distinct values, where something says (a unique index

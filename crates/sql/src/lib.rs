@@ -36,7 +36,9 @@
 //! [`rewrite`] (views: CREATE/DROP VIEW and a view's query read in its place;
 //! `updatable` writes through simple views), [`grants`] (GRANT/REVOKE on objects and columns, OWNER TO,
 //! REASSIGN/DROP OWNED), [`session`] (a session's transaction-block state machine,
-//! binding, the dispatch of each statement kind to its executor, and DML), `ddl`
+//! binding, the dispatch of each statement kind to its executor, and DML; its
+//! `plancache` keeps prepared statements' plans), [`prepare`] (PREPARE, EXECUTE,
+//! DEALLOCATE as parsed), `ddl`
 //! (tables, databases, tablespaces), [`foreign`] (FOREIGN KEYs: resolved at DDL,
 //! checked and acted on at the end of each writing statement), `sequences`
 //! (CREATE/DROP SEQUENCE, serial and identity columns) and `utility` (SET, SHOW, CHECKPOINT, VACUUM, ANALYZE), which the session

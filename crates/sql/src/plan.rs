@@ -339,6 +339,11 @@ impl IndexPath {
     }
 
     /// The conjuncts the range enforces exactly (plan rule 3).
+    /// How many leading index columns it fixes by equality.
+    pub fn equalities(&self) -> usize {
+        self.eq.len()
+    }
+
     pub fn covered(&self) -> &[Expr] {
         &self.covers
     }

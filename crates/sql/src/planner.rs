@@ -1368,11 +1368,15 @@ fn table_scan(
     rels: &Relations<'_>,
 ) -> SqlResult<Plan> {
     let sw = rels.switches();
-    let path = match (&filter, rels.entry(name)?) {
+    let (path, unique) = match (&filter, rels.entry(name)?) {
         // Rule 8.
-        _ if !sw.indexscan => None,
-        (Some(f), Some(entry)) => crate::plan::choose(Some(f), &entry.columns, &entry.indexes),
-        _ => None,
+        _ if !sw.indexscan => (None, false),
+        (Some(f), Some(entry)) => {
+            let path = crate::plan::choose(Some(f), &entry.columns, &entry.indexes);
+            let unique = path.as_ref().is_some_and(|p| point_lookup(p, &entry));
+            (path, unique)
+        }
+        _ => (None, false),
     };
     let seq = Plan::SeqScan {
         table: name.to_string(),
@@ -1392,11 +1396,26 @@ fn table_scan(
         cols: None,
     };
     // Rule 12: the cheaper; with sequential scans off, the index (rule 8).
+    if !sw.seqscan || (unique && rels.pages(name) > 2) {
+        return Ok(index);
+    }
     let mut costs = crate::cost::Costs::new(rels);
-    if sw.seqscan && costs.of(&seq).total < costs.of(&index).total {
+    if costs.of(&seq).total < costs.of(&index).total {
         return Ok(seq);
     }
     Ok(index)
+}
+
+/// Rule 12's shortcut: whether `path` reads at most one row (equalities on every
+/// column of a unique index). Of a table of more than two pages that costs less
+/// than reading the table (a probe's two random pages against at least three pages
+/// and their rows), so it is taken without weighing: a point query is not charged
+/// the estimates.
+fn point_lookup(path: &crate::plan::IndexPath, entry: &strata_engine::RelEntry) -> bool {
+    entry
+        .indexes
+        .iter()
+        .any(|ix| ix.name == path.index && ix.unique && ix.columns.len() == path.equalities())
 }
 
 /// A join whose right side is a LATERAL subquery: WHERE conjuncts over the left
