@@ -1570,6 +1570,15 @@ impl<'e> Session<'e> {
         Ok(())
     }
 
+    /// Parse with the parameter types the client declared (Unknown: inferred), as
+    /// [`Session::prepare`]; the statement is bound with them (plancache rule 9).
+    pub fn prepare_typed(&mut self, stmt: &Stmt, declared: &[SqlType]) -> SqlResult<Described> {
+        let prior = std::mem::replace(&mut self.declared, declared.to_vec());
+        let r = self.prepare(stmt);
+        self.declared = prior;
+        r
+    }
+
     /// Parse of the extended protocol: describes `stmt`; in a failed block only
     /// COMMIT and ROLLBACK may be prepared (25P02), as in PostgreSQL. An error fails
     /// the block.
@@ -2339,7 +2348,12 @@ impl<'e> Session<'e> {
         self.deadline =
             (timeout_ms > 0).then(|| Instant::now() + Duration::from_millis(timeout_ms));
         let mut notices = Vec::new();
+        // Plancache rule 9: bound with the parameter types it was described with.
+        let prior = cache.map(|c| std::mem::replace(&mut self.declared, c.declared()));
         let r = self.execute_inner(stmt, cache, params, &mut notices, sink);
+        if let Some(p) = prior {
+            self.declared = p;
+        }
         notices.append(&mut self.late_notices);
         self.deadline = None;
         match r {

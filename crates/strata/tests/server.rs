@@ -484,6 +484,45 @@ fn prepared_statements_keep_their_plans_until_the_catalog_changes() {
     });
 }
 
+/// Parameter types a client declares at Parse are the parameters' types, as
+/// PostgreSQL takes them: a smallint given for a bigint column is stored as one,
+/// `$1 + 1` over a declared bigint is a bigint, and binary values are read at the
+/// declared width.
+#[test]
+fn declared_parameter_types_bind_as_declared() {
+    use tokio_postgres::types::Type;
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(&dir.path().join("d"), &[]);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let c = s.client("postgres").await;
+        c.batch_execute("create table dt (a bigint, b int)")
+            .await
+            .unwrap();
+        let ins = c
+            .prepare_typed("insert into dt values ($1, $2)", &[Type::INT2, Type::INT8])
+            .await
+            .unwrap();
+        assert_eq!(ins.params(), &[Type::INT2, Type::INT8]);
+        c.execute(&ins, &[&7i16, &9i64]).await.unwrap();
+        let row = c.query_one("select a, b from dt", &[]).await.unwrap();
+        assert_eq!((row.get::<_, i64>(0), row.get::<_, i32>(1)), (7, 9));
+        let plus = c
+            .prepare_typed("select $1 + 1", &[Type::INT8])
+            .await
+            .unwrap();
+        assert_eq!(plus.columns()[0].type_(), &Type::INT8);
+        let v: i64 = c.query_one(&plus, &[&(1i64 << 40)]).await.unwrap().get(0);
+        assert_eq!(v, (1i64 << 40) + 1);
+        let find = c
+            .prepare_typed("select b from dt where a = $1", &[Type::INT4])
+            .await
+            .unwrap();
+        let b: i32 = c.query_one(&find, &[&7i32]).await.unwrap().get(0);
+        assert_eq!(b, 9);
+    });
+}
+
 #[test]
 fn updates_through_the_driver_survive_sigkill() {
     let dir = tempfile::tempdir().unwrap();

@@ -102,7 +102,9 @@ use tokio::sync::oneshot;
 enum Request {
     /// A query string; its results come back as [`Event`]s (invariant 8).
     Simple(String, EventTx),
-    Prepare(String, oneshot::Sender<SqlResult<Prepared>>),
+    /// Parse: the text and the parameter types the client declared (Unknown
+    /// where it left one to be inferred).
+    Prepare(String, Vec<SqlType>, oneshot::Sender<SqlResult<Prepared>>),
     /// Execute of a portal; its result comes back as [`Event`]s (invariant 8).
     Execute(Arc<Prepared>, Params, EventTx),
     /// Sync: the end of a pipeline (its implicit block commits).
@@ -998,8 +1000,8 @@ fn backend_loop(s: &mut Session<'_>, rx: mpsc::Receiver<Request>, feed: &FeedCon
                 idle(s);
                 drop(out);
             }
-            Request::Prepare(sql, reply) => {
-                let r = prepare(s, sql);
+            Request::Prepare(sql, declared, reply) => {
+                let r = prepare(s, sql, &declared);
                 idle(s);
                 let _ = reply.send(r);
             }
@@ -1032,7 +1034,7 @@ fn backend_loop(s: &mut Session<'_>, rx: mpsc::Receiver<Request>, feed: &FeedCon
 
 /// Parse: one statement, described; any error fails the session's block. The
 /// text is pgwire's copied once (sql rule 5).
-fn prepare(s: &mut Session<'_>, sql: String) -> SqlResult<Prepared> {
+fn prepare(s: &mut Session<'_>, sql: String, declared: &[SqlType]) -> SqlResult<Prepared> {
     let mut v = match sql::parse_shared(Arc::new(sql)) {
         Ok(v) => v,
         Err(e) => {
@@ -1051,7 +1053,7 @@ fn prepare(s: &mut Session<'_>, sql: String) -> SqlResult<Prepared> {
         }),
         1 => {
             let st = v.remove(0);
-            let described = s.prepare(&st)?;
+            let described = s.prepare_typed(&st, declared)?;
             Ok(Prepared {
                 stmt: Some(st),
                 plans: sql::session::PlanCache::new(&described),
@@ -1888,9 +1890,18 @@ impl QueryParser for Query {
     where
         C: ClientInfo + Unpin + Send + Sync,
     {
+        let declared = types
+            .iter()
+            .map(|t| match t {
+                Some(t) if *t != Type::UNKNOWN => client_type(t).ok_or_else(|| {
+                    user_error(SqlError::unsupported(format!("parameters of type {t}")))
+                }),
+                _ => Ok(SqlType::Unknown),
+            })
+            .collect::<PgWireResult<Vec<SqlType>>>()?;
         let mut p = self
             .conn
-            .ask(|r| Request::Prepare(sql.to_string(), r))
+            .ask(|r| Request::Prepare(sql.to_string(), declared, r))
             .await
             .map_err(user_error)?
             .map_err(user_error)?;

@@ -39,7 +39,9 @@
 //!    the same kind (numbers, date/times, strings) by a cast, else 42804; the
 //!    count must match (42601). The statement is bound with the prepared
 //!    parameter types ([`Session::binder`]) and runs as its own statement would,
-//!    its plans kept as a protocol-prepared statement's are.
+//!    its plans kept as a protocol-prepared statement's are. Likewise a protocol
+//!    Parse's declared types bind its statement ([`Session::prepare_typed`]), and
+//!    each execution binds it with the types it was described with.
 //! 10. An INSERT, UPDATE or DELETE is planned when bound (its index path, its
 //!     FROM's query): its custom plan is a binding made at the execution, by the
 //!     caller as for any statement; its generic plan the binding kept (rule 4's
@@ -67,8 +69,8 @@ pub struct PlanCache(Mutex<State>);
 struct State {
     kept: Option<Kept>,
     dml: Option<KeptDml>,
-    /// The parameters described (rule 10).
-    params: usize,
+    /// The parameters' types described (rules 9 and 10).
+    params: Vec<SqlType>,
     /// The result's column types at the first binding (rule 7).
     result: Option<Vec<SqlType>>,
     generic_plans: u64,
@@ -91,9 +93,15 @@ impl PlanCache {
     pub fn new(d: &super::Described) -> PlanCache {
         PlanCache(Mutex::new(State {
             result: Some(d.columns.iter().map(|(_, t)| *t).collect()),
-            params: d.params.len(),
+            params: d.params.clone(),
             ..State::default()
         }))
+    }
+
+    /// The parameter types its statement was described with: every execution
+    /// binds it with them (rule 9).
+    pub fn declared(&self) -> Vec<SqlType> {
+        self.0.lock().params.clone()
     }
 
     /// The plans made so far: (generic, custom) (rule 5).
@@ -199,7 +207,7 @@ impl<'e> Session<'e> {
             match self.vars.get("plan_cache_mode").map(String::as_str) {
                 Some("force_custom_plan") => true,
                 Some("force_generic_plan") => false,
-                _ => s.params > 0 && s.custom_plans < CUSTOM_FIRST,
+                _ => !s.params.is_empty() && s.custom_plans < CUSTOM_FIRST,
             }
         };
         if custom {
@@ -241,7 +249,7 @@ impl<'e> Session<'e> {
             Bound::Insert(i) => DmlBound::Insert(i),
             Bound::Update(u) => DmlBound::Update(u),
             Bound::Delete(d) => DmlBound::Delete(d),
-            _ => unreachable!("DML binds as DML"),
+            _ => return Err(not_kept()),
         };
         if let Some((version, path)) = key {
             cache.0.lock().dml = Some(KeptDml {
@@ -303,7 +311,7 @@ impl<'e> Session<'e> {
         }
         let mut b = self.binder();
         let Bound::Select(q) = self.bind(stmt, &mut b)? else {
-            unreachable!("a query binds as a SELECT");
+            return Err(not_kept());
         };
         let query: Arc<Query> = Arc::from(q);
         let types: Vec<SqlType> = query.columns.iter().map(|(_, t)| *t).collect();
@@ -574,10 +582,13 @@ impl<'e> Session<'e> {
             return Ok(Vec::new());
         }
         let list: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-        let select = crate::parse(&format!("SELECT {}", list.join(", ")))?.remove(0);
+        let parsed = crate::parse(&format!("SELECT {}", list.join(", ")))?;
+        let Some(select) = parsed.into_iter().next() else {
+            return Err(not_kept());
+        };
         let mut b = Binder::default();
         let Bound::Select(q) = self.bind(&select, &mut b)? else {
-            unreachable!("a query binds as a SELECT");
+            return Err(not_kept());
         };
         if !b.params.is_empty() {
             return Err(SqlError::new("42P02", "there is no parameter $1"));
@@ -658,6 +669,15 @@ impl<'e> Session<'e> {
         b.params.clone_from(&self.declared);
         b
     }
+}
+
+/// A statement that bound as another kind than it parsed as (never expected: an
+/// error rather than a panic, server rule).
+fn not_kept() -> SqlError {
+    SqlError::new(
+        "XX000",
+        "a prepared statement bound as another kind of statement",
+    )
 }
 
 fn no_such(name: &str) -> SqlError {
