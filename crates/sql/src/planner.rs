@@ -1378,16 +1378,17 @@ fn table_scan(
         }
         _ => (None, false),
     };
-    let seq = Plan::SeqScan {
+    let seq = |filter| Plan::SeqScan {
         table: name.to_string(),
         alias: alias.to_string(),
-        filter: filter.clone(),
+        filter,
         cols: None,
         parallel: false,
     };
     let Some(path) = path else {
-        return Ok(seq);
+        return Ok(seq(filter)); // no copy of the filter where no index serves
     };
+    let whole = seq(filter.clone());
     let index = Plan::IndexScan {
         table: name.to_string(),
         alias: alias.to_string(),
@@ -1400,8 +1401,8 @@ fn table_scan(
         return Ok(index);
     }
     let mut costs = crate::cost::Costs::new(rels);
-    if costs.of(&seq).total < costs.of(&index).total {
-        return Ok(seq);
+    if costs.of(&whole).total < costs.of(&index).total {
+        return Ok(whole);
     }
     Ok(index)
 }

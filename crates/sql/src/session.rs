@@ -1573,10 +1573,7 @@ impl<'e> Session<'e> {
     /// Parse with the parameter types the client declared (Unknown: inferred), as
     /// [`Session::prepare`]; the statement is bound with them (plancache rule 9).
     pub fn prepare_typed(&mut self, stmt: &Stmt, declared: &[SqlType]) -> SqlResult<Described> {
-        let prior = std::mem::replace(&mut self.declared, declared.to_vec());
-        let r = self.prepare(stmt);
-        self.declared = prior;
-        r
+        self.with_declared(declared.to_vec(), |s| s.prepare(stmt))
     }
 
     /// Parse of the extended protocol: describes `stmt`; in a failed block only
@@ -2349,11 +2346,12 @@ impl<'e> Session<'e> {
             (timeout_ms > 0).then(|| Instant::now() + Duration::from_millis(timeout_ms));
         let mut notices = Vec::new();
         // Plancache rule 9: bound with the parameter types it was described with.
-        let prior = cache.map(|c| std::mem::replace(&mut self.declared, c.declared()));
-        let r = self.execute_inner(stmt, cache, params, &mut notices, sink);
-        if let Some(p) = prior {
-            self.declared = p;
-        }
+        let r = match cache {
+            Some(c) => self.with_declared(c.declared(), |s| {
+                s.execute_inner(stmt, cache, params, &mut notices, sink)
+            }),
+            None => self.execute_inner(stmt, cache, params, &mut notices, sink),
+        };
         notices.append(&mut self.late_notices);
         self.deadline = None;
         match r {

@@ -79,10 +79,16 @@ struct State {
     custom_cost: f64,
 }
 
-/// A bound query and, once made, its generic plan with its cost (rule 4's key).
-struct Kept {
+/// Rule 4's key: the committed catalog's version and the session's search_path.
+#[derive(Clone, Debug, PartialEq)]
+struct Key {
     version: u64,
     search_path: Option<String>,
+}
+
+/// A bound query and, once made, its generic plan with its cost (rule 4's key).
+struct Kept {
+    key: Key,
     query: Arc<Query>,
     params: Vec<SqlType>,
     generic: Option<(Arc<Plan>, f64)>,
@@ -141,8 +147,7 @@ impl DmlBound {
 
 /// A kept DML binding with rule 4's key and its parameters' types.
 struct KeptDml {
-    version: u64,
-    search_path: Option<String>,
+    key: Key,
     bound: DmlBound,
     params: Vec<SqlType>,
 }
@@ -157,14 +162,16 @@ enum Choice {
 impl<'e> Session<'e> {
     /// Rule 4's key: the catalog's version and the search_path, or None while the
     /// transaction has uncommitted catalog changes.
-    fn cache_key(&self) -> Option<(u64, Option<String>)> {
+    fn cache_key(&self) -> Option<Key> {
         if let Block::Open { txn: Some(t), .. } = &self.block {
             if t.catalog_changed() {
                 return None;
             }
         }
-        let version = self.engine.catalog_version();
-        Some((version, self.vars.get("search_path").cloned()))
+        Some(Key {
+            version: self.engine.catalog_version(),
+            search_path: self.vars.get("search_path").cloned(),
+        })
     }
 
     /// Runs a prepared query or DML statement through its cache; None if the
@@ -232,16 +239,13 @@ impl<'e> Session<'e> {
         &self,
         stmt: &Stmt,
         cache: &PlanCache,
-        key: &Option<(u64, Option<String>)>,
+        key: &Option<Key>,
     ) -> SqlResult<(DmlBound, Vec<SqlType>)> {
-        if let Some((version, path)) = key {
-            let s = cache.0.lock();
-            if let Some(k) = s.dml.as_ref() {
-                if k.version == *version && k.search_path == *path {
-                    return Ok((k.bound.clone(), k.params.clone()));
-                }
-            }
+        let s = cache.0.lock();
+        if let Some(k) = s.dml.as_ref().filter(|k| key.as_ref() == Some(&k.key)) {
+            return Ok((k.bound.clone(), k.params.clone()));
         }
+        drop(s);
         let rewritten = crate::updatable::dml_on_view(self, stmt)?;
         let stmt = rewritten.as_ref().unwrap_or(stmt);
         let mut b = self.binder();
@@ -251,10 +255,9 @@ impl<'e> Session<'e> {
             Bound::Delete(d) => DmlBound::Delete(d),
             _ => return Err(not_kept()),
         };
-        if let Some((version, path)) = key {
+        if let Some(key) = key {
             cache.0.lock().dml = Some(KeptDml {
-                version: *version,
-                search_path: path.clone(),
+                key: key.clone(),
                 bound: bound.clone(),
                 params: b.params.clone(),
             });
@@ -299,16 +302,13 @@ impl<'e> Session<'e> {
         &self,
         stmt: &Stmt,
         cache: &PlanCache,
-        key: &Option<(u64, Option<String>)>,
+        key: &Option<Key>,
     ) -> SqlResult<(Arc<Query>, Vec<SqlType>)> {
-        if let Some((version, path)) = key {
-            let s = cache.0.lock();
-            if let Some(k) = s.kept.as_ref() {
-                if k.version == *version && k.search_path == *path {
-                    return Ok((Arc::clone(&k.query), k.params.clone()));
-                }
-            }
+        let s = cache.0.lock();
+        if let Some(k) = s.kept.as_ref().filter(|k| key.as_ref() == Some(&k.key)) {
+            return Ok((Arc::clone(&k.query), k.params.clone()));
         }
+        drop(s);
         let mut b = self.binder();
         let Bound::Select(q) = self.bind(stmt, &mut b)? else {
             return Err(not_kept());
@@ -326,10 +326,9 @@ impl<'e> Session<'e> {
             Some(_) => {}
             None => s.result = Some(types),
         }
-        if let Some((version, path)) = key {
+        if let Some(key) = key {
             s.kept = Some(Kept {
-                version: *version,
-                search_path: path.clone(),
+                key: key.clone(),
                 query: Arc::clone(&query),
                 params: b.params.clone(),
                 generic: None,
@@ -345,7 +344,7 @@ impl<'e> Session<'e> {
         cache: &PlanCache,
         query: &Arc<Query>,
         types: &[SqlType],
-        key: &Option<(u64, Option<String>)>,
+        key: &Option<Key>,
     ) -> SqlResult<(Choice, Option<Arc<Plan>>)> {
         let auto = match self.vars.get("plan_cache_mode").map(String::as_str) {
             Some("force_custom_plan") => return Ok((Choice::Custom, None)),
@@ -371,12 +370,10 @@ impl<'e> Session<'e> {
         &self,
         cache: &PlanCache,
         query: &Arc<Query>,
-        key: &Option<(u64, Option<String>)>,
+        key: &Option<Key>,
     ) -> SqlResult<(Arc<Plan>, f64)> {
         let kept = cache.0.lock().kept.as_ref().and_then(|k| {
-            let fresh = key
-                .as_ref()
-                .is_some_and(|(v, p)| k.version == *v && k.search_path == *p);
+            let fresh = key.as_ref() == Some(&k.key);
             k.generic.clone().filter(|_| fresh)
         });
         if let Some(g) = kept {
@@ -469,10 +466,7 @@ impl<'e> Session<'e> {
                         format!("prepared statement \"{}\" already exists", pr.name),
                     ));
                 }
-                let prior = std::mem::replace(&mut self.declared, pr.types.clone());
-                let d = self.describe(&pr.stmt);
-                self.declared = prior;
-                let d = d?;
+                let d = self.with_declared(pr.types.clone(), |s| s.describe(&pr.stmt))?;
                 let prepared = SqlPrepared {
                     stmt: pr.stmt.clone(),
                     plans: PlanCache::new(&d),
@@ -520,10 +514,9 @@ impl<'e> Session<'e> {
     ) -> SqlResult<super::Output> {
         let p = self.prepared_for(name, args)?;
         let values = self.argument_values(args, &p.params)?;
-        let prior = std::mem::replace(&mut self.declared, p.params.clone());
-        let r = self.execute_inner(&p.stmt, Some(&p.plans), &values, notices, sink);
-        self.declared = prior;
-        r
+        self.with_declared(p.params.clone(), |s| {
+            s.execute_inner(&p.stmt, Some(&p.plans), &values, notices, sink)
+        })
     }
 
     /// EXPLAIN EXECUTE: the plan the execution would run, by rule 2's choice and
@@ -543,9 +536,9 @@ impl<'e> Session<'e> {
         }
         let began = (std::time::Instant::now(), strata_engine::buffer_usage());
         let values = self.argument_values(args, &p.params)?;
-        let prior = std::mem::replace(&mut self.declared, p.params.clone());
-        let planned = self.cached_plan(&p.stmt, &p.plans, &values);
-        self.declared = prior;
+        let planned = self.with_declared(p.params.clone(), |s| {
+            s.cached_plan(&p.stmt, &p.plans, &values)
+        });
         let (_, plan) = planned?;
         self.explain_plan(&plan, o, &values, began)
     }
@@ -660,6 +653,19 @@ impl<'e> Session<'e> {
                 ]
             })
             .collect()
+    }
+
+    /// `f` run with the statement's parameters typed `types` (rule 9), the types
+    /// before restored after.
+    pub(super) fn with_declared<R>(
+        &mut self,
+        types: Vec<SqlType>,
+        f: impl FnOnce(&mut Self) -> R,
+    ) -> R {
+        let prior = std::mem::replace(&mut self.declared, types);
+        let r = f(self);
+        self.declared = prior;
+        r
     }
 
     /// A fresh binder, its parameters typed as the statement running was
