@@ -41,6 +41,11 @@
 //!    at the new page). A reader that read a left link before a split of that
 //!    sibling finds the sibling's right link no longer pointing back, and moves
 //!    right until it does (PostgreSQL's _bt_walk_left).
+//! 8. A page a change rewrites whole is zeroed in the pool (`ReadMode::Zero`) only
+//!    if no reader can reach it: a block the change made, or any block of an index
+//!    being built (`new_from` = `u32::MAX`). Any other page is read as it is first:
+//!    a zeroed page is visible to readers between its mapping and the writer's
+//!    lock, and a reader descending through one would find no entries.
 
 use crate::access::ZERO_PAGE;
 use crate::records::{BlockRef, RM_BTREE};
@@ -362,9 +367,14 @@ pub(crate) fn write_pages(
         b if b >= new_from => 0,
         _ => 1,
     });
+    // Rule 8: a page a reader may reach is read, not zeroed, before it is locked.
+    let mode = |b: u32| match new_from == u32::MAX || b >= new_from {
+        true => ReadMode::Zero,
+        false => ReadMode::Normal,
+    };
     let bufs = last
         .iter()
-        .map(|(b, _)| sh.pool.read_buffer(tag(rel, *b), ReadMode::Zero))
+        .map(|(b, _)| sh.pool.read_buffer(tag(rel, *b), mode(*b)))
         .collect::<std::result::Result<Vec<_>, _>>()?;
     let mut guards: Vec<_> = bufs.iter().map(|b| b.write()).collect();
     let mut e = crate::codec::Enc::new();

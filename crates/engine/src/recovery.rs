@@ -813,7 +813,13 @@ impl RedoContext for Redo<'_> {
                 sh.smgr
                     .extend(t.rel, t.fork, BlockNumber(blk), &access::ZERO_PAGE)?;
             }
-            let buf = sh.pool.read_buffer(t, ReadMode::Zero)?;
+            // A hot standby's readers may be on an existing page: it is read before
+            // it is overwritten, never shown to them zeroed (btree rule 8).
+            let mode = match self.hot && t.block.0 < n {
+                true => ReadMode::ZeroOnError,
+                false => ReadMode::Zero,
+            };
+            let buf = sh.pool.read_buffer(t, mode)?;
             let mut g = buf.write();
             if let Some(img) = &b.image {
                 g.copy_from_slice(&img[..]);
