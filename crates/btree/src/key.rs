@@ -78,3 +78,84 @@ pub fn split_leaf_entry(e: &[u8]) -> (&[u8], BlockNumber, u16) {
     let item = u16::from_be_bytes(tid[4..].try_into().expect("2 bytes"));
     (key, BlockNumber(block), item)
 }
+
+/// How one column's key bytes read back (an index-only scan's rows come from its
+/// keys): the width of a fixed-width part, or the kind of a variable one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PartKind {
+    Int,
+    Bool,
+    Bytes,
+    /// A fixed-width part of this many bytes (uuid, or a computed key).
+    Fixed(usize),
+}
+
+/// One column's value read back from a key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KeyValue {
+    Null,
+    Int(i64),
+    Bool(bool),
+    Bytes(Vec<u8>),
+    Fixed(Vec<u8>),
+}
+
+/// The values of a key whose columns are of `kinds`, inverting [`encode_key`]; None
+/// if the bytes are not such a key.
+pub fn decode_key(mut b: &[u8], kinds: &[PartKind]) -> Option<Vec<KeyValue>> {
+    let mut out = Vec::with_capacity(kinds.len());
+    for k in kinds {
+        let (&flag, rest) = b.split_first()?;
+        if flag == NULL {
+            out.push(KeyValue::Null);
+            b = rest;
+            continue;
+        }
+        if flag != NOT_NULL {
+            return None;
+        }
+        let (v, rest) = decode_part(rest, *k)?;
+        out.push(v);
+        b = rest;
+    }
+    b.is_empty().then_some(out)
+}
+
+/// A non-NULL part of kind `k` at the start of `b`, and the bytes after it.
+fn decode_part(b: &[u8], k: PartKind) -> Option<(KeyValue, &[u8])> {
+    match k {
+        PartKind::Int => {
+            let (v, rest) = b.split_first_chunk::<8>()?;
+            Some((
+                KeyValue::Int((u64::from_be_bytes(*v) ^ (1 << 63)) as i64),
+                rest,
+            ))
+        }
+        PartKind::Bool => {
+            let (&v, rest) = b.split_first()?;
+            (v <= 1).then_some((KeyValue::Bool(v == 1), rest))
+        }
+        PartKind::Fixed(n) => {
+            let (v, rest) = (b.get(..n)?, &b[n..]);
+            Some((KeyValue::Fixed(v.to_vec()), rest))
+        }
+        PartKind::Bytes => {
+            let mut v = Vec::new();
+            let mut i = 0;
+            loop {
+                let c = *b.get(i)?;
+                if c != 0 {
+                    v.push(c);
+                    i += 1;
+                    continue;
+                }
+                match *b.get(i + 1)? {
+                    0xFF => v.push(0),
+                    0x01 => return Some((KeyValue::Bytes(v), &b[i + 2..])),
+                    _ => return None,
+                }
+                i += 2;
+            }
+        }
+    }
+}

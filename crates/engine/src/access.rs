@@ -720,13 +720,36 @@ pub fn vm_change(
     Ok(())
 }
 
-fn vm_is_set(sh: &Shared, rel: RelKey, block: u32) -> Result<bool> {
+pub(crate) fn vm_is_set(sh: &Shared, rel: RelKey, block: u32) -> Result<bool> {
     let Some(buf) = map_page(sh, rel, ForkNumber::Vm, block / VM_PER_PAGE, false)? else {
         return Ok(false);
     };
     let g = buf.read();
     let bit = block % VM_PER_PAGE;
     Ok(g[HEADER_BYTES + (bit / 8) as usize] & (1 << (bit % 8)) != 0)
+}
+
+/// The heap blocks of `rel` below `heap_len` that the visibility map marks all
+/// visible (PostgreSQL's visibilitymap_count). O(map pages): one per
+/// [`VM_PER_PAGE`] heap blocks.
+pub(crate) fn vm_count(sh: &Shared, rel: RelKey, heap_len: u32) -> Result<u32> {
+    let mut n = 0;
+    for page_no in 0..heap_len.div_ceil(VM_PER_PAGE) {
+        let Some(buf) = map_page(sh, rel, ForkNumber::Vm, page_no, false)? else {
+            break;
+        };
+        let g = buf.read();
+        let bits = (heap_len - page_no * VM_PER_PAGE).min(VM_PER_PAGE) as usize;
+        let map = &g[HEADER_BYTES..HEADER_BYTES + bits.div_ceil(8)];
+        for (i, byte) in map.iter().enumerate() {
+            let keep = match bits - i * 8 {
+                k if k >= 8 => 0xFF,
+                k => (1u8 << k) - 1,
+            };
+            n += (byte & keep).count_ones();
+        }
+    }
+    Ok(n)
 }
 
 /// Clears the map entries of heap blocks at or past `heap_len` on the last map page
@@ -781,6 +804,9 @@ pub struct VacuumStats {
     pub pages: u64,
     pub pages_scanned: u64,
     pub live_tuples: u64,
+    /// The heap's pages the visibility map marks all visible after the pass
+    /// (PostgreSQL's relallvisible).
+    pub all_visible: u64,
 }
 
 /// Dead rows one VACUUM pass collects before it removes their index entries (index
@@ -812,15 +838,22 @@ pub fn vacuum_rel(sh: &Shared, rel: RelKey, indexes: &[RelKey]) -> Result<Vacuum
             for ix in indexes.iter().filter(|_| !dead.is_empty()) {
                 crate::index::bulk_delete(sh, *ix, &dead, conflict)?;
             }
+            if !dead.is_empty() {
+                // Index rule 5: every index batch that may hold an entry just
+                // removed ends before its row's page can be marked all visible.
+                drop(sh.drop_lock.write());
+            }
             end
         };
         let only = (!indexes.is_empty()).then_some(dead.as_slice());
         for blk in b..end {
             if vm_is_set(sh, rel, blk)? {
                 nonempty_end = blk + 1; // all-visible pages hold tuples (empty ones never get the bit)
+                stats.all_visible += 1;
                 continue;
             }
-            let (live, removed) = vacuum_page(sh, rel, blk, horizon, only)?;
+            let (live, removed, visible) = vacuum_page(sh, rel, blk, horizon, only)?;
+            stats.all_visible += u64::from(visible);
             stats.tuples_removed += removed;
             stats.pages_scanned += 1;
             stats.live_tuples += live as u64;
@@ -898,7 +931,8 @@ fn dead_items(
             removed.push(i as u16);
         } else {
             live += 1;
-            all_visible &= xmax == Xid::INVALID;
+            // Heap rule 2: visible to every snapshot, the oldest included.
+            all_visible &= xmax == Xid::INVALID && xmin < horizon;
         }
     }
     Ok((removed, live, all_visible && live > 0))
@@ -907,14 +941,15 @@ fn dead_items(
 /// Prunes one heap page (one record), sets or clears its VM bit and records its free
 /// space. With `only` (an indexed table), removes only the rows named there, whose
 /// index entries are gone (index rule 2); any other dead row stays and counts as a
-/// live one, so no truncation cuts it. Returns (live tuples left, tuples removed).
+/// live one, so no truncation cuts it. Returns (live tuples left, tuples removed,
+/// whether the page is now all visible).
 fn vacuum_page(
     sh: &Shared,
     rel: RelKey,
     b: u32,
     horizon: Xid,
     only: Option<&[(u32, u16)]>,
-) -> Result<(usize, u64)> {
+) -> Result<(usize, u64, bool)> {
     let buf = sh
         .pool
         .read_buffer(tag(rel, ForkNumber::Main, b), ReadMode::Normal)?;
@@ -958,7 +993,7 @@ fn vacuum_page(
         vm_change(sh, rel, b, all_visible, end, false)?;
     }
     fsm_set(sh, rel, b, free)?;
-    Ok((live, removed.len() as u64))
+    Ok((live, removed.len() as u64, all_visible))
 }
 
 /// Cuts every fork of `rel` after the heap's first `nonempty_end` blocks, with one

@@ -47,6 +47,11 @@
 //!     point into it (a range over a clustered key reads each page once), and the
 //!     commit status of the last inserter is remembered across tuples.
 //!
+//! 11. An index-only cursor ([`IndexCursor::index_only`]) gives each entry's row
+//!     from its key where its heap page is all visible (index rule 5), reading the
+//!     visibility map once per run of entries on one heap page, and counts the
+//!     rows it fetched instead ([`IndexCursor::heap_fetches`]).
+//!
 //! Memory: one batch, O([`SCAN_BATCH_ROWS`] + rows of one page), whatever the table.
 
 use crate::access::{self, Snapshot};
@@ -262,6 +267,10 @@ pub struct IndexCursor<'e> {
     row: Vec<Datum>,
     /// Entries the next batch reads (rule 7).
     batch: usize,
+    /// Rows from the keys where the heap page is all visible (rule 11).
+    index_only: bool,
+    /// Rows an index-only scan read from the heap (EXPLAIN's Heap Fetches).
+    heap_fetches: u64,
     _registered: Option<crate::standby::ScanGuard<'e>>,
 }
 
@@ -286,8 +295,22 @@ impl<'e> IndexCursor<'e> {
             batch: FIRST_INDEX_BATCH,
             mask: None,
             row: Vec::new(),
+            index_only: false,
+            heap_fetches: 0,
             _registered: None,
         }
+    }
+
+    /// Gives each row from its entry's key where the visibility map allows (rule
+    /// 11); the caller reads only the index's columns.
+    pub fn index_only(mut self) -> Self {
+        self.index_only = true;
+        self
+    }
+
+    /// Rows an index-only scan has read from the heap so far (rule 11).
+    pub fn heap_fetches(&self) -> u64 {
+        self.heap_fetches
     }
 
     /// Decodes only the columns `mask` marks; the rest read as NULL (rule 5).
@@ -337,18 +360,74 @@ impl<'e> IndexCursor<'e> {
         let n = self.batch;
         self.batch = (n * 2).min(SCAN_BATCH_ROWS);
         let mut last = Vec::new();
+        // Rule 11: an index-only batch keeps every entry, its key to read.
+        let keys = self.index_only_kinds(&rel, ikey);
+        let last_ref = keys.is_none().then_some(&mut last);
         let done = match self.range.backward {
-            true => {
-                index::range_tids_backward(sh, ikey, &bounds, after, n, &mut tids, Some(&mut last))?
-            }
-            false => index::range_tids(sh, ikey, &bounds, after, n, &mut tids, Some(&mut last))?,
+            true => index::range_tids_backward(sh, ikey, &bounds, after, n, &mut tids, last_ref)?,
+            false => index::range_tids(sh, ikey, &bounds, after, n, &mut tids, last_ref)?,
         };
         if snap.cancelled_by_recovery() {
             // Standby rule 9: replay may have removed entries this scan needed.
             return Err(EngineError::RecoveryConflict);
         }
+        if keys.is_some() {
+            last = tids.last().map(|(e, _)| e.clone()).unwrap_or_default();
+        }
+        self.visit_entries(snap, (heap, &rel), keys, &tids, visit)?;
+        if !tids.is_empty() {
+            self.after = Some(last);
+        }
+        self.done = done;
+        Ok(!done)
+    }
+
+    /// Rule 11: the index and how its keys read back, for an index-only scan on a
+    /// primary whose keys all do; None to fetch every row.
+    fn index_only_kinds(
+        &self,
+        rel: &RelEntry,
+        ikey: RelKey,
+    ) -> Option<(usize, Vec<strata_btree::key::PartKind>)> {
+        if !self.index_only || self.sh.recovery.in_recovery.load(Ordering::Acquire) {
+            return None;
+        }
+        let pos = rel
+            .indexes
+            .iter()
+            .position(|ix| ix.relfilenumber == ikey.rel)?;
+        Some((pos, index::key_kinds(rel, &rel.indexes[pos])?))
+    }
+
+    /// Lends `visit` the row of each entry of `tids` that `snap` shows: from its
+    /// key where `keys` is given and its heap page is all visible (rule 11), else
+    /// fetched from the heap (rule 10).
+    fn visit_entries(
+        &mut self,
+        snap: &Snapshot<'_>,
+        (heap, rel): (RelKey, &RelEntry),
+        keys: Option<(usize, Vec<strata_btree::key::PartKind>)>,
+        tids: &index::Entries,
+        visit: &mut Visit<'_>,
+    ) -> Result<()> {
+        let sh = self.sh;
         let mut fetcher = index::Fetcher::new(sh, heap)?;
-        for (_, tid) in &tids {
+        let mut page: Option<(u32, bool)> = None;
+        for (entry, tid) in tids {
+            if let Some((pos, kinds)) = &keys {
+                let b = tid.block.0;
+                let visible = match page {
+                    Some((pb, v)) if pb == b => v,
+                    _ => access::vm_is_set(sh, heap, b)?,
+                };
+                page = Some((b, visible));
+                if visible {
+                    index::key_row(rel, &rel.indexes[*pos], kinds, entry, &mut self.row)?;
+                    visit(&mut self.row);
+                    continue;
+                }
+                self.heap_fetches += 1;
+            }
             let mask = self.mask.as_deref();
             let row = &mut self.row;
             let got = fetcher.fetch(*tid, snap, self.my, |t| {
@@ -358,10 +437,6 @@ impl<'e> IndexCursor<'e> {
                 visit(row);
             }
         }
-        if !tids.is_empty() {
-            self.after = Some(last);
-        }
-        self.done = done;
-        Ok(!done)
+        Ok(())
     }
 }

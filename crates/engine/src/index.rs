@@ -25,14 +25,25 @@
 //! 4. A scan rechecks nothing itself: it hands over every visible row its range's
 //!    entries point at; the caller applies its whole WHERE to them. Its batches follow
 //!    `stream`'s rules 1-4, resolving the index again under the drop lock each time.
+//! 5. An index-only scan gives the row an entry's key holds (its index's columns,
+//!    the others NULL) without reading the heap where the visibility map says the
+//!    entry's heap page is all visible (heap rule 2: every tuple on it is visible to
+//!    every snapshot), and fetches the row as rule 4's scan does elsewhere. Only
+//!    keys that read back whole qualify ([`key_kinds`]). VACUUM waits, between
+//!    removing a pass's entries and pruning their rows, for every index batch in
+//!    flight (the drop lock taken exclusively once): no batch holding an entry of a
+//!    row it removes sees that row's page marked all visible. On a standby every
+//!    entry's row is fetched (replay's removals and bits take no such turn).
 
 use crate::access::{self, Snapshot};
 use crate::catalog::{IndexDef, RelEntry, Tid};
-use crate::heap::{self, Datum};
+use crate::heap::{self, ColType, Datum};
 use crate::{corrupt, EngineError, Interrupt, Result, Shared};
 use std::sync::Arc;
 use strata_btree::build::LevelBuilder;
-use strata_btree::key::{encode_key, leaf_entry, split_leaf_entry, KeyPart, TID_BYTES};
+use strata_btree::key::{
+    decode_key, encode_key, leaf_entry, split_leaf_entry, KeyPart, KeyValue, PartKind, TID_BYTES,
+};
 use strata_buffer::ReadMode;
 use strata_page::PageBuf;
 use strata_types::{BlockNumber, BufferTag, ForkNumber, RelKey, Xid};
@@ -71,6 +82,84 @@ fn computed_key(v: &Datum) -> Option<Vec<u8>> {
         Datum::Interval(i) => Some(i.key_bytes().to_vec()),
         _ => None,
     }
+}
+
+/// How each column of `ix` reads back from its keys (index rule 5); None if one
+/// cannot: a numeric's or an interval's key is computed one way, a `char(n)`'s
+/// drops its padding.
+pub fn key_kinds(rel: &RelEntry, ix: &IndexDef) -> Option<Vec<PartKind>> {
+    ix.columns
+        .iter()
+        .map(|c| {
+            let col = rel.columns.get(*c)?;
+            Some(match col.ty {
+                ColType::Int2
+                | ColType::Int4
+                | ColType::Int8
+                | ColType::Timestamp
+                | ColType::TimestampTz
+                | ColType::Date
+                | ColType::Time => PartKind::Int,
+                ColType::Bool => PartKind::Bool,
+                ColType::Text if !col.padded => PartKind::Bytes,
+                ColType::Bytea => PartKind::Bytes,
+                ColType::Uuid => PartKind::Fixed(16),
+                ColType::Float4 | ColType::Float8 => PartKind::Fixed(8),
+                ColType::Text | ColType::Numeric | ColType::Interval => return None,
+            })
+        })
+        .collect()
+}
+
+/// The value of a column of type `ty` read back from its key (index rule 5).
+fn key_datum(ty: ColType, v: KeyValue) -> Option<Datum> {
+    let float = |b: &[u8]| {
+        let k = u64::from_be_bytes(b.try_into().ok()?);
+        let bits = if k >> 63 == 1 { k ^ (1 << 63) } else { !k };
+        Some(strata_types::Float::new(f64::from_bits(bits)))
+    };
+    Some(match (ty, v) {
+        (_, KeyValue::Null) => Datum::Null,
+        (ColType::Int2, KeyValue::Int(x)) => Datum::Int2(i16::try_from(x).ok()?),
+        (ColType::Int4, KeyValue::Int(x)) => Datum::Int4(i32::try_from(x).ok()?),
+        (ColType::Int8, KeyValue::Int(x)) => Datum::Int8(x),
+        (ColType::Timestamp, KeyValue::Int(x)) => Datum::Timestamp(x),
+        (ColType::TimestampTz, KeyValue::Int(x)) => Datum::TimestampTz(x),
+        (ColType::Date, KeyValue::Int(x)) => Datum::Date(i32::try_from(x).ok()?),
+        (ColType::Time, KeyValue::Int(x)) => Datum::Time(x),
+        (ColType::Bool, KeyValue::Bool(b)) => Datum::Bool(b),
+        (ColType::Text, KeyValue::Bytes(b)) => Datum::Text(String::from_utf8(b).ok()?),
+        (ColType::Bytea, KeyValue::Bytes(b)) => Datum::Bytea(b),
+        (ColType::Uuid, KeyValue::Fixed(b)) => Datum::Uuid(b.try_into().ok()?),
+        (ColType::Float4, KeyValue::Fixed(b)) => Datum::Float4(float(&b)?),
+        (ColType::Float8, KeyValue::Fixed(b)) => Datum::Float8(float(&b)?),
+        _ => return None,
+    })
+}
+
+/// Index rule 5: `row` (of `rel`'s width) with the columns of `ix` read from leaf
+/// entry `entry`'s key and every other column NULL.
+pub(crate) fn key_row(
+    rel: &RelEntry,
+    ix: &IndexDef,
+    kinds: &[PartKind],
+    entry: &[u8],
+    row: &mut Vec<Datum>,
+) -> Result<()> {
+    let (key, _, _) = split_leaf_entry(entry);
+    let bad = || {
+        corrupt(format!(
+            "index \"{}\": an entry that is not a key of its columns",
+            ix.name
+        ))
+    };
+    let values = decode_key(key, kinds).ok_or_else(bad)?;
+    row.clear();
+    row.resize(rel.columns.len(), Datum::Null);
+    for (c, v) in ix.columns.iter().zip(values) {
+        row[*c] = key_datum(rel.columns[*c].ty, v).ok_or_else(bad)?;
+    }
+    Ok(())
 }
 
 /// The encoded key of `values` (btree rule 1).

@@ -104,7 +104,7 @@ pub use catalog::{
 pub use checkpoint::{CheckpointStats, OnlineBackup};
 pub use cursor::{IndexCursor, SeqCursor};
 pub use heap::{fit_numeric, round_micros, ColType, Column, Datum, Numeric};
-pub use index::IndexRange;
+pub use index::{key_kinds, IndexRange};
 pub use records::record_name;
 pub use recovery::utc_timestamp;
 pub use roles::{is_system_role, RelAccess, RoleDependent, PREDEFINED_ROLES};
@@ -1207,6 +1207,12 @@ impl Engine {
 
     pub fn smgr(&self) -> &Smgr {
         &self.sh.smgr
+    }
+
+    /// The heap pages of relation `rel` (of `heap_len` pages) that the visibility
+    /// map marks all visible: ANALYZE's relallvisible. O(map pages).
+    pub fn all_visible_pages(&self, rel: RelKey, heap_len: u32) -> Result<u32> {
+        access::vm_count(&self.sh, rel, heap_len)
     }
 
     /// Removes now the files of every relation dropped so far (which the unlinker

@@ -23,6 +23,9 @@
 //!    which prices an index scan's heap reads) follows its other statistics in the
 //!    byte form, marked by the column's tag 2; statistics stored before it was
 //!    kept (tag 1) read as correlation unknown.
+//! 6. The pages all visible (`relallvisible`, which prices an index-only scan's
+//!    heap reads) end the byte form; statistics stored before they were kept
+//!    read as none.
 
 use crate::codec::{Dec, DecResult, DecodeError, Enc};
 use crate::heap::{ColType, Datum, Numeric};
@@ -71,6 +74,9 @@ impl ColumnStats {
 pub struct TableStats {
     pub reltuples: f64,
     pub relpages: u32,
+    /// Pages the visibility map marked all visible when last counted (VACUUM,
+    /// ANALYZE): PostgreSQL's `relallvisible` (rule 6).
+    pub relallvisible: u32,
     /// By column position; None for a column not analyzed.
     pub columns: Vec<Option<ColumnStats>>,
 }
@@ -104,6 +110,7 @@ impl TableStats {
                 e.u64(r.to_bits());
             }
         }
+        e.u32(self.relallvisible); // rule 6
         e.0
     }
 
@@ -165,10 +172,13 @@ impl TableStats {
                 correlation,
             }));
         }
+        // Rule 6: absent from statistics stored before it was kept.
+        let relallvisible = if d.remaining() > 0 { d.u32()? } else { 0 };
         d.finish()?;
         Ok(TableStats {
             reltuples,
             relpages,
+            relallvisible,
             columns,
         })
     }
@@ -296,6 +306,7 @@ mod tests {
         let s = TableStats {
             reltuples: 1234.0,
             relpages: 7,
+            relallvisible: 5,
             columns: vec![
                 Some(ColumnStats {
                     null_frac: 0.25,
@@ -319,6 +330,9 @@ mod tests {
         let b = s.encode();
         assert_eq!(TableStats::decode(&b).unwrap(), s);
         assert!(TableStats::decode(&b[..b.len() - 1]).is_err());
+        // Rule 6: a form stored before relallvisible was kept reads as none.
+        let old = TableStats::decode(&b[..b.len() - 4]).unwrap();
+        assert_eq!((old.relallvisible, &old.columns), (0, &s.columns));
         let c = s.columns[0].as_ref().unwrap();
         assert!(c.fits(ColType::Int4) && !c.fits(ColType::Int8));
         assert_eq!(c.distinct(1234.0), 617.0);
@@ -343,6 +357,7 @@ mod tests {
         let mut s = TableStats {
             reltuples: 10.0,
             relpages: 1,
+            relallvisible: 0,
             columns: vec![Some(col(100)), None, Some(col(7))],
         };
         let mut len = s.encode().len();

@@ -33,6 +33,7 @@ fn stats(reltuples: f64) -> TableStats {
     TableStats {
         reltuples,
         relpages: 3,
+        relallvisible: 0,
         columns: vec![
             Some(ColumnStats {
                 null_frac: 0.0,
@@ -275,6 +276,7 @@ fn oversized_statistics_are_shrunk_to_fit_a_page() {
     let big = TableStats {
         reltuples: 1e6,
         relpages: 1000,
+        relallvisible: 0,
         columns: vec![
             Some(ColumnStats {
                 histogram: (0..101)

@@ -21,7 +21,9 @@
 //!    operators per level), its index pages and tuples at random-page cost, and
 //!    the heap pages its rows fall on: Mackert–Lohman's count at random-page
 //!    cost, moved towards one random read and the rest sequential by the square
-//!    of the index's leading column's correlation (ANALYZE's).
+//!    of the index's leading column's correlation (ANALYZE's). An index-only
+//!    scan's heap pages are those not all visible: times 1 − relallvisible /
+//!    pages now (PostgreSQL's allvisfrac).
 //! 4. Sort: 2 operators × N × log2(N) before the first row (log2 of twice the
 //!    bound for a top-N sort), one operator per row after. Hash join: the inner
 //!    side hashed before the first row; per outer row its keys, per joined row a
@@ -239,8 +241,9 @@ impl<'r> Costs<'r> {
                 path,
                 filter,
                 cols,
+                only,
                 ..
-            } => self.index_scan(table, path, filter.as_ref(), cols.as_deref()),
+            } => self.index_scan(table, path, filter.as_ref(), (cols.as_deref(), *only)),
             Plan::ViewScan { filter, .. } => {
                 let rows = 1000.0 * filter.as_ref().map_or(1.0, default_sel);
                 let ops = filter.as_ref().map_or(0.0, ops);
@@ -926,6 +929,16 @@ impl Costs<'_> {
         self.sizes().column_widths(table, cols).unwrap_or_default()
     }
 
+    /// The share of `table`'s pages all visible, as VACUUM or ANALYZE last
+    /// counted them against its pages now (PostgreSQL's allvisfrac).
+    fn all_visible_frac(&self, table: &str) -> f64 {
+        let now = f64::from(self.rels.pages(table));
+        match self.rels.stats(table) {
+            Some(s) if now > 0.0 => (f64::from(s.relallvisible) / now).min(1.0),
+            _ => 0.0,
+        }
+    }
+
     /// Cost rule 3's index scan; the tree's height as its tuples make it (none
     /// for a table with no pages yet).
     fn index_scan(
@@ -933,7 +946,7 @@ impl Costs<'_> {
         table: &str,
         path: &crate::plan::IndexPath,
         filter: Option<&Expr>,
-        cols: Option<&[bool]>,
+        (cols, only): (Option<&[bool]>, bool),
     ) -> Est {
         let u = self.u;
         let sizes = self.sizes();
@@ -958,12 +971,17 @@ impl Costs<'_> {
             leaf_pages * u.random_page + index_rows * (u.cpu_index_tuple + conds * u.cpu_operator);
         // Mackert and Lohman's pages fetched for `index_rows` of `pages` pages, each
         // at random; rows in the index's order read their pages in turn. Between
-        // the two by the square of the correlation (PostgreSQL's cost_index).
+        // the two by the square of the correlation (PostgreSQL's cost_index). An
+        // index-only scan reads only the pages not all visible.
+        let unseen = match only {
+            true => 1.0 - self.all_visible_frac(table),
+            false => 1.0,
+        };
         let fetched = (2.0 * pages * index_rows / (2.0 * pages + index_rows))
             .min(pages)
             .ceil();
-        let max_io = fetched * u.random_page;
-        let min_io = match (index_sel * pages).ceil() {
+        let max_io = (fetched * unseen).ceil() * u.random_page;
+        let min_io = match ((index_sel * pages).ceil() * unseen).ceil() {
             p if p > 0.0 => u.random_page + (p - 1.0) * u.seq_page,
             _ => 0.0,
         };

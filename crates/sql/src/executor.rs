@@ -353,6 +353,12 @@ trait Node<'a> {
     fn analysis(&self) -> Vec<String> {
         Vec::new()
     }
+
+    /// The rows an Index Only Scan read from the heap so far (EXPLAIN ANALYZE's
+    /// `Heap Fetches`; None: not one).
+    fn heap_fetches(&self) -> Option<u64> {
+        None
+    }
 }
 
 type Op<'a> = Box<dyn Node<'a> + 'a>;
@@ -541,8 +547,13 @@ fn scan_of(p: &Plan) -> Scan<'_> {
             path,
             filter,
             cols,
+            only,
             ..
-        } => Scan::new(table, Some(path), filter, cols.as_deref()),
+        } => {
+            let mut scan = Scan::new(table, Some(path), filter, cols.as_deref());
+            scan.index_only = *only;
+            scan
+        }
         _ => unreachable!("scan_of is given scans"),
     }
 }
@@ -587,6 +598,10 @@ struct Scan<'a> {
     through_index: bool,
     /// Rows the filter rejected (EXPLAIN ANALYZE).
     rejected: u64,
+    /// An Index Only Scan (planner rule 13), and the rows it read from the heap
+    /// (EXPLAIN ANALYZE's Heap Fetches).
+    index_only: bool,
+    heap_fetches: u64,
 }
 
 /// Executor rule 6: a sequential scan's filter split for the engine's early
@@ -661,6 +676,8 @@ impl<'a> Scan<'a> {
             },
             through_index: false,
             rejected: 0,
+            index_only: false,
+            heap_fetches: 0,
         }
     }
 
@@ -691,6 +708,10 @@ impl<'a> Scan<'a> {
             (Cursor::Seq(s), Some(m)) => Cursor::Seq(s.only(m.to_vec())),
             (Cursor::Index(i), Some(m)) => Cursor::Index(i.only(m.to_vec())),
             (c, _) => c,
+        };
+        let c = match c {
+            Cursor::Index(i) if self.index_only => Cursor::Index(i.index_only()),
+            c => c,
         };
         self.early = match (&c, self.filter) {
             (Cursor::Seq(_), Some(f)) if bind::engine_free(f) => Early::split(f, self.cols),
@@ -739,7 +760,11 @@ impl<'a> Scan<'a> {
         let check = || cx.engine_check();
         let more = match &mut self.cursor {
             Cursor::Seq(c) => c.next_batch_visit_early(cx.snap, &check, &mut test, &mut visit),
-            Cursor::Index(c) => c.next_batch_visit(cx.snap, &check, &mut visit),
+            Cursor::Index(c) => {
+                let more = c.next_batch_visit(cx.snap, &check, &mut visit);
+                self.heap_fetches = c.heap_fetches();
+                more
+            }
             Cursor::Unopened | Cursor::Done => Ok(false),
         }
         .map_err(SqlError::from)?;
@@ -852,6 +877,10 @@ impl<'a> Node<'a> for Scan<'a> {
 
     fn removed(&self) -> Option<u64> {
         self.filter.as_ref().map(|_| self.rejected)
+    }
+
+    fn heap_fetches(&self) -> Option<u64> {
+        self.index_only.then_some(self.heap_fetches)
     }
 }
 
@@ -1221,6 +1250,10 @@ impl<'a> Node<'a> for Project<'a> {
     /// input's count.
     fn removed(&self) -> Option<u64> {
         self.0.removed()
+    }
+
+    fn heap_fetches(&self) -> Option<u64> {
+        self.0.heap_fetches()
     }
 }
 

@@ -241,6 +241,12 @@ fn analyzed_details(s: &Shown) -> Vec<String> {
             }
         }
     }
+    if let Some(h) = n.heap_fetches {
+        out.push(format!(
+            "Heap Fetches: {:.0}",
+            h as f64 / n.loops.max(1) as f64
+        ));
+    }
     out.extend(n.details.iter().cloned());
     out.extend(buffers_line(&n.buffers));
     out
@@ -398,8 +404,9 @@ impl Explainer<'_> {
                 alias,
                 path,
                 filter,
+                only,
                 ..
-            } => self.index_scan((table, alias), path, filter.as_ref()),
+            } => self.index_scan((table, alias), (path, *only), filter.as_ref()),
             Plan::ViewScan { name, filter } => {
                 let names = self.table_names(name, name, self.qualify)?;
                 let mut s = titled(format!("Function Scan on {name}"));
@@ -610,13 +617,13 @@ impl Explainer<'_> {
     fn index_scan(
         &mut self,
         (table, alias): (&str, &str),
-        path: &crate::plan::IndexPath,
+        (path, only): (&crate::plan::IndexPath, bool),
         filter: Option<&Expr>,
     ) -> SqlResult<(Shown, Vec<String>)> {
         let alias = &self.unique(alias);
         let (qualified, names) = self.scan_names(table, alias)?;
         let saved = self.scan.replace(qualified.clone());
-        let r = self.index_conds((table, alias), path, filter, &names);
+        let r = self.index_conds((table, alias), (path, only), filter, &names);
         self.scan = saved;
         Ok((r?, qualified))
     }
@@ -633,7 +640,7 @@ impl Explainer<'_> {
     fn index_conds(
         &mut self,
         (table, alias): (&str, &str),
-        path: &crate::plan::IndexPath,
+        (path, only): (&crate::plan::IndexPath, bool),
         filter: Option<&Expr>,
         names: &[String],
     ) -> SqlResult<Shown> {
@@ -646,7 +653,12 @@ impl Explainer<'_> {
         let index = strata_engine::temp::bare(&path.index).to_string();
         let on = self.on_name(table, alias);
         let dir = if path.backward { " Backward" } else { "" };
-        let mut s = titled(format!("Index Scan{dir} using {index} on {on}"));
+        let kind = if only {
+            "Index Only Scan"
+        } else {
+            "Index Scan"
+        };
+        let mut s = titled(format!("{kind}{dir} using {index} on {on}"));
         let mut conds = Vec::new();
         for (pos, op, v) in path.conds() {
             let col = ix_cols.get(pos).and_then(|c| names.get(*c)).cloned();

@@ -114,6 +114,7 @@ pub(crate) fn table_stats(s: &Sampler, columns: &[bool], pages: u32) -> TableSta
     TableStats {
         reltuples: total,
         relpages: pages,
+        relallvisible: 0,
         columns: columns
             .iter()
             .enumerate()

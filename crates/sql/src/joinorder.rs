@@ -702,7 +702,7 @@ fn index_nested_loop(
         used.copy_from_slice(&saved);
         return Ok(None);
     }
-    let (pi, li) = leaf_plan_of(scan, l, &conjs, keep);
+    let (pi, li) = leaf_plan_of(scan, l, &conjs, keep, rels);
     for (k, ..) in &eqs {
         used[*k] = true;
     }
@@ -792,11 +792,17 @@ fn kept_columns(width: usize, needed: Option<&[bool]>, conds: &[Cond], top: &[Ex
 /// A leaf's scan, projected to the columns kept (join order rule 7), and its layout.
 fn leaf_plan(l: &Leaf<'_>, keep: &[bool], rels: &Relations<'_>) -> SqlResult<(Plan, Vec<usize>)> {
     let p = planner::rel(l.rel, l.conjs.clone(), rels)?;
-    Ok(leaf_plan_of(p, l, &l.conjs, keep))
+    Ok(leaf_plan_of(p, l, &l.conjs, keep, rels))
 }
 
 /// [`leaf_plan`] of the leaf's planned scan `p`.
-fn leaf_plan_of(p: Plan, l: &Leaf<'_>, conjs: &[Expr], keep: &[bool]) -> (Plan, Vec<usize>) {
+fn leaf_plan_of(
+    p: Plan,
+    l: &Leaf<'_>,
+    conjs: &[Expr],
+    keep: &[bool],
+    rels: &Relations<'_>,
+) -> (Plan, Vec<usize>) {
     let all: Vec<usize> = (l.offset..l.offset + l.width).collect();
     let kept: Vec<usize> = all.iter().copied().filter(|&c| keep[c]).collect();
     if kept.len() == all.len() {
@@ -822,7 +828,7 @@ fn leaf_plan_of(p: Plan, l: &Leaf<'_>, conjs: &[Expr], keep: &[bool]) -> (Plan, 
             *r = true;
         }
     }
-    let p = planner::read_only(p, Some(read));
+    let p = planner::read_only(p, Some(read), rels);
     let exprs = kept.iter().map(|&c| Expr::Col(c - l.offset)).collect();
     let p = Plan::Project {
         input: Box::new(p),

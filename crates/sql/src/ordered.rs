@@ -69,7 +69,7 @@ pub(crate) fn ordered_body(
     if !forced && q.limit.is_none() && own.is_none_or(|p| p.index != path.index) {
         return Ok(None);
     }
-    Ok(with_scan(plain(&q.body)?, path))
+    Ok(with_scan(plain(&q.body)?, path, rels))
 }
 
 /// The ORDER BY keys as the table's columns with their DESC and NULLS FIRST;
@@ -87,14 +87,14 @@ fn order_columns(q: &Query, s: &Select) -> Option<Vec<(usize, bool, bool)>> {
 /// Rule 3: `p` (a select over one table: projections and filters over its scan)
 /// with its scan reading through `path`; None if `p` is another shape (a semi
 /// join the WHERE became, say).
-fn with_scan(p: Plan, path: crate::plan::IndexPath) -> Option<Plan> {
+fn with_scan(p: Plan, path: crate::plan::IndexPath, rels: &Relations<'_>) -> Option<Plan> {
     Some(match p {
         Plan::Project { input, exprs } => Plan::Project {
-            input: Box::new(with_scan(*input, path)?),
+            input: Box::new(with_scan(*input, path, rels)?),
             exprs,
         },
         Plan::Filter { input, cond } => Plan::Filter {
-            input: Box::new(with_scan(*input, path)?),
+            input: Box::new(with_scan(*input, path, rels)?),
             cond,
         },
         Plan::SeqScan {
@@ -111,6 +111,7 @@ fn with_scan(p: Plan, path: crate::plan::IndexPath) -> Option<Plan> {
             cols,
             ..
         } => Plan::IndexScan {
+            only: crate::planner::covers(&table, &path.index, cols.as_deref(), rels),
             table,
             alias,
             path,

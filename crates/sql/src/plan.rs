@@ -237,6 +237,12 @@ fn orders_as_sql(c: &Column) -> bool {
         )
 }
 
+/// The path of index `ix` read whole, in its order (an Index Only Scan's where no
+/// condition bounds it: planner rule 13).
+pub fn whole(ix: &IndexDef, columns: &[Column]) -> IndexPath {
+    prefix_path(ix, columns, &[])
+}
+
 /// Plan rule 6: an index that gives the rows in `order` (table columns with their
 /// DESC and NULLS FIRST): its columns are those `pred` fixes by equality, then the
 /// ORDER BY's, all ascending with NULLs last (read forward) or all descending with

@@ -71,6 +71,13 @@
 //! 12. A table with an index its filter can read (plan rule 2's choice) is read
 //!     through it or whole, whichever `cost` estimates cheaper: a filter that
 //!     keeps most of the table reads it whole, as PostgreSQL's would.
+//! 13. A scan through an index that holds every column the query reads of its
+//!     table, in keys that read back whole (`strata_engine::key_kinds`), is an
+//!     Index Only Scan (`enable_indexonlyscan`): rows come from the keys where
+//!     the heap page is all visible (index rule 5), and `cost` charges the heap
+//!     reads of the pages that are not. Where no condition bounds an index, the
+//!     smallest covering one is weighed against reading the table whole, as
+//!     PostgreSQL's check_index_only paths are (`count(*)` over an index).
 
 use crate::analyze::{
     Distinct, Grouping, Join, JoinKind, Query, Rel, Select, SetOp, SetTree, SortSpec,
@@ -109,6 +116,7 @@ pub trait RelSource {
 pub struct Switches {
     pub seqscan: bool,
     pub indexscan: bool,
+    pub indexonlyscan: bool,
     pub hashjoin: bool,
     pub mergejoin: bool,
     pub nestloop: bool,
@@ -123,6 +131,7 @@ impl Default for Switches {
         Switches {
             seqscan: true,
             indexscan: true,
+            indexonlyscan: true,
             hashjoin: true,
             mergejoin: true,
             nestloop: true,
@@ -164,6 +173,9 @@ pub enum Plan {
         path: IndexPath,
         filter: Option<Expr>,
         cols: Option<Vec<bool>>,
+        /// Rows from the index's keys where the heap page is all visible (an
+        /// Index Only Scan: planner rule 13).
+        only: bool,
     },
     ViewScan {
         name: String,
@@ -587,15 +599,16 @@ fn select(s: &Select, rels: &Relations<'_>) -> SqlResult<Plan> {
             let needed = needed_columns(s, &conjs, &semis);
             crate::joinorder::plan(&s.from, conjs, needed.as_deref(), rels)?
         }
-        from @ Rel::Table { .. } => {
+        Rel::Table { name, alias, .. } => {
             let needed = needed_columns(s, &conjs, &semis);
-            read_only(rel(from, conjs, rels)?, needed)
+            let p = table_scan((name, alias), and_all(conjs), needed.as_deref(), rels)?;
+            read_only(p, needed, rels)
         }
         from @ Rel::Join(_) => {
             let needed = needed_columns(s, &conjs, &semis);
             let mut p = rel(from, conjs, rels)?;
             if let Some(n) = needed {
-                narrow(&mut p, &n);
+                narrow(&mut p, &n, rels);
             }
             p
         }
@@ -639,10 +652,10 @@ fn select(s: &Select, rels: &Relations<'_>) -> SqlResult<Plan> {
 /// joins' conditions, and holding only those past its filter: the others are NULL
 /// in its rows, so joins copy and hash tables hold only what is read. A node whose
 /// expressions hold a subquery (whose reads are not followed) is left whole.
-fn narrow(p: &mut Plan, needed: &[bool]) {
+fn narrow(p: &mut Plan, needed: &[bool], rels: &Relations<'_>) {
     if matches!(p, Plan::SeqScan { .. } | Plan::IndexScan { .. }) {
         let scan = std::mem::replace(p, Plan::Result);
-        *p = narrow_scan(scan, needed);
+        *p = narrow_scan(scan, needed, rels);
         return;
     }
     let Some(needs) = child_needs(p, needed) else {
@@ -656,7 +669,7 @@ fn narrow(p: &mut Plan, needed: &[bool]) {
         _ => return,
     };
     for (c, n) in children.into_iter().zip(needs) {
-        narrow(c, &n);
+        narrow(c, &n, rels);
     }
 }
 
@@ -729,7 +742,7 @@ fn cols_of<'e>(es: impl Iterator<Item = &'e Expr>, width: usize) -> Option<Vec<b
 
 /// Planner rule 9 at a scan: it decodes what `needed` marks and what its filter
 /// reads; a column its filter alone reads is NULL in the rows it gives.
-fn narrow_scan(p: Plan, needed: &[bool]) -> Plan {
+fn narrow_scan(p: Plan, needed: &[bool], rels: &Relations<'_>) -> Plan {
     let (Plan::SeqScan { filter, cols, .. } | Plan::IndexScan { filter, cols, .. }) = &p else {
         return p;
     };
@@ -752,10 +765,10 @@ fn narrow_scan(p: Plan, needed: &[bool]) -> Plan {
         }
     }
     if read.iter().all(|r| *r) {
-        return p;
+        return read_only(p, None, rels);
     }
     let filter_only = read != needed;
-    let p = read_only(p, Some(read));
+    let p = read_only(p, Some(read), rels);
     if !filter_only {
         return p;
     }
@@ -786,10 +799,10 @@ fn plan_width(p: &Plan) -> Option<usize> {
     }
 }
 
-pub(crate) fn read_only(p: Plan, needed: Option<Vec<bool>>) -> Plan {
+pub(crate) fn read_only(p: Plan, needed: Option<Vec<bool>>, rels: &Relations<'_>) -> Plan {
     match p {
         Plan::Filter { input, cond } => Plan::Filter {
-            input: Box::new(read_only(*input, needed)),
+            input: Box::new(read_only(*input, needed, rels)),
             cond,
         },
         Plan::SeqScan {
@@ -812,6 +825,7 @@ pub(crate) fn read_only(p: Plan, needed: Option<Vec<bool>>) -> Plan {
             filter,
             ..
         } => Plan::IndexScan {
+            only: covers(&table, &path.index, needed.as_deref(), rels),
             table,
             alias,
             path,
@@ -1167,7 +1181,7 @@ pub(crate) fn rel(r: &Rel, conjs: Vec<Expr>, rels: &Relations<'_>) -> SqlResult<
     let filter = and_all(conjs.clone());
     Ok(match r {
         Rel::One => with_filter(Plan::Result, filter),
-        Rel::Table { name, alias, .. } => table_scan((name, alias), filter, rels)?,
+        Rel::Table { name, alias, .. } => table_scan((name, alias), filter, None, rels)?,
         Rel::View { name, .. } => Plan::ViewScan {
             name: name.clone(),
             filter,
@@ -1361,19 +1375,26 @@ pub(crate) fn with_filter(p: Plan, filter: Option<Expr>) -> Plan {
     }
 }
 
-/// A table read whole or through an index its filter allows (`plan` rules).
+/// A table read whole or through an index its filter allows (`plan` rules), or
+/// through one that holds every column the query reads (`needed`, where known:
+/// rule 13).
 fn table_scan(
     (name, alias): (&str, &str),
     filter: Option<Expr>,
+    needed: Option<&[bool]>,
     rels: &Relations<'_>,
 ) -> SqlResult<Plan> {
     let sw = rels.switches();
-    let (path, unique) = match (&filter, rels.entry(name)?) {
-        // Rule 8.
-        _ if !sw.indexscan => (None, false),
+    // Rule 8.
+    let entry = if sw.indexscan {
+        rels.entry(name)?
+    } else {
+        None
+    };
+    let (path, unique) = match (&filter, &entry) {
         (Some(f), Some(entry)) => {
             let path = crate::plan::choose(Some(f), &entry.columns, &entry.indexes);
-            let unique = path.as_ref().is_some_and(|p| point_lookup(p, &entry));
+            let unique = path.as_ref().is_some_and(|p| point_lookup(p, entry));
             (path, unique)
         }
         _ => (None, false),
@@ -1385,16 +1406,19 @@ fn table_scan(
         cols: None,
         parallel: false,
     };
+    let path = path.or_else(|| covering_index(entry.as_ref()?, needed?, rels));
     let Some(path) = path else {
         return Ok(seq(filter)); // no copy of the filter where no index serves
     };
     let whole = seq(filter.clone());
+    let only = needed.is_some_and(|n| covers(name, &path.index, Some(n), rels));
     let index = Plan::IndexScan {
         table: name.to_string(),
         alias: alias.to_string(),
         path,
         filter,
-        cols: None,
+        cols: needed.filter(|_| only).map(<[bool]>::to_vec),
+        only,
     };
     // Rule 12: the cheaper; with sequential scans off, the index (rule 8).
     if !sw.seqscan || (unique && rels.pages(name) > 2) {
@@ -1405,6 +1429,54 @@ fn table_scan(
         return Ok(whole);
     }
     Ok(index)
+}
+
+/// Rule 13: an index holding every column of `entry` that `needed` marks, read
+/// whole (the one with the fewest columns), for a query no index condition
+/// serves; None if none does.
+fn covering_index(
+    entry: &strata_engine::RelEntry,
+    needed: &[bool],
+    rels: &Relations<'_>,
+) -> Option<crate::plan::IndexPath> {
+    let ix = entry
+        .indexes
+        .iter()
+        .filter(|ix| covers_entry(entry, ix, Some(needed), rels.switches()))
+        .min_by_key(|ix| ix.columns.len())?;
+    Some(crate::plan::whole(ix, &entry.columns))
+}
+
+/// Rule 13: whether index `index` of `table` holds every column a scan reads
+/// (`read`; None: all) in keys that read back whole, so the scan can be an Index
+/// Only Scan.
+pub(crate) fn covers(
+    table: &str,
+    index: &str,
+    read: Option<&[bool]>,
+    rels: &Relations<'_>,
+) -> bool {
+    let Ok(Some(entry)) = rels.entry(table) else {
+        return false;
+    };
+    entry
+        .indexes
+        .iter()
+        .find(|ix| ix.name == index)
+        .is_some_and(|ix| covers_entry(&entry, ix, read, rels.switches()))
+}
+
+fn covers_entry(
+    entry: &strata_engine::RelEntry,
+    ix: &strata_engine::IndexDef,
+    read: Option<&[bool]>,
+    sw: Switches,
+) -> bool {
+    let reads = |c: usize| read.is_none_or(|r| r.get(c).copied().unwrap_or(false));
+    sw.indexonlyscan
+        && sw.indexscan
+        && (0..entry.columns.len()).all(|c| !reads(c) || ix.columns.contains(&c))
+        && strata_engine::key_kinds(entry, ix).is_some()
 }
 
 /// Rule 12's shortcut: whether `path` reads at most one row (equalities on every

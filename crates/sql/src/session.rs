@@ -1211,6 +1211,7 @@ impl<'e> Session<'e> {
         crate::planner::Switches {
             seqscan: on("enable_seqscan"),
             indexscan: on("enable_indexscan"),
+            indexonlyscan: on("enable_indexonlyscan"),
             hashjoin: on("enable_hashjoin"),
             mergejoin: on("enable_mergejoin"),
             nestloop: on("enable_nestloop"),
@@ -3153,6 +3154,20 @@ impl<'e> Session<'e> {
     /// A table's main-fork pages now (0 when unknown), as the planner sees them.
     pub(crate) fn planner_pages(&self, t: &str) -> u32 {
         self.relation_pages(t)
+    }
+
+    /// The pages of `t` (of `pages`) the visibility map marks all visible: ANALYZE's
+    /// relallvisible; 0 when unknown.
+    pub(crate) fn planner_all_visible(&self, t: &str, pages: u32) -> u32 {
+        let Ok(Some(entry)) = self.planned_relation(t) else {
+            return 0;
+        };
+        let Some(dbe) = self.engine.database(&self.db) else {
+            return 0;
+        };
+        self.engine
+            .all_visible_pages(entry.key(&dbe), pages)
+            .unwrap_or(0)
     }
 
     fn relation_pages(&self, t: &str) -> u32 {

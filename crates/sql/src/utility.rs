@@ -12,8 +12,8 @@
 //! 2. SHOW looks a name up in the session's SETs, then the server's settings, then
 //!    the defaults; SHOW ALL lists the server's and the session's, sorted by name.
 //! 3. VACUUM never runs in a block (session rule 4): its own transaction. Then
-//!    each table vacuumed gets its pages and live rows recorded, as PostgreSQL's
-//!    VACUUM sets relpages and reltuples (one write for them all, WAL-logged; their columns'
+//!    each table vacuumed gets its pages, live rows and all-visible pages recorded,
+//!    as PostgreSQL's VACUUM sets relpages, reltuples and relallvisible (one write for them all, WAL-logged; their columns'
 //!    statistics kept), so the planner estimates a table VACUUM has seen by its
 //!    rows, not by the ten pages assumed of one never vacuumed.
 //! 4. ANALYZE (and VACUUM ANALYZE after its vacuum) samples each table named, or
@@ -308,6 +308,7 @@ fn vacuumed_stats(
     Some(strata_engine::TableStats {
         reltuples,
         relpages: u32::try_from(v.pages).unwrap_or(u32::MAX),
+        relallvisible: u32::try_from(v.all_visible).unwrap_or(u32::MAX),
         columns: match old {
             Some(o) => o.columns.clone(),
             None => vec![None; ncols],
@@ -362,7 +363,9 @@ fn run_analyze(
     })?;
     for (r, cols) in found {
         let n = pages(s, &r.name);
-        let report = s.write_checked(|t, check| analyze_table(t, (&db, check), &r, &cols, n))?;
+        let visible = s.planner_all_visible(&r.name, n);
+        let report =
+            s.write_checked(|t, check| analyze_table(t, (&db, check), &r, &cols, (n, visible)))?;
         if verbose {
             // A temporary table's stored name is already schema-qualified.
             let shown = match r.name.contains('.') {
@@ -382,7 +385,7 @@ fn analyze_table(
     (db, check): (&str, strata_engine::Interrupt<'_>),
     r: &strata_engine::RelEntry,
     cols: &[String],
-    pages: u32,
+    (pages, visible): (u32, u32),
 ) -> SqlResult<String> {
     let mut mask = vec![cols.is_empty(); r.columns.len()];
     for c in cols {
@@ -402,7 +405,8 @@ fn analyze_table(
         let mut cur = t.seq_cursor(db, &r.name)?.only(mask.clone());
         while cur.next_batch_visit(&snap, check, &mut |row| sample.offer(row))? {}
     }
-    let stats = crate::gather::table_stats(&sample, &mask, pages);
+    let mut stats = crate::gather::table_stats(&sample, &mask, pages);
+    stats.relallvisible = visible;
     t.set_table_stats(db, &r.name, stats)?;
     Ok(format!(
         "\"{}\": scanned {pages} of {pages} pages, containing {} live rows and 0 dead rows; {} rows in sample, {} estimated total rows",

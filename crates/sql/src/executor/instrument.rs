@@ -39,6 +39,8 @@ pub struct NodeStats {
     pub total: Duration,
     /// Rows its own filter rejected (a scan's), if it counts them.
     pub removed: Option<u64>,
+    /// Rows an Index Only Scan read from the heap.
+    pub heap_fetches: Option<u64>,
     /// Lines EXPLAIN ANALYZE adds to it (a sort's method and memory).
     pub details: Vec<String>,
     /// Its buffer accesses, with BUFFERS (rule 5).
@@ -151,6 +153,9 @@ impl Instr {
         if let Some(r) = run.removed {
             *n.removed.get_or_insert(0) += r;
         }
+        if let Some(h) = run.heap_fetches {
+            *n.heap_fetches.get_or_insert(0) += h;
+        }
         n.buffers = n.buffers.plus(run.buffers);
         if !run.details.is_empty() {
             n.details = run.details.clone();
@@ -249,6 +254,10 @@ impl<'a> Node<'a> for Counted<'a> {
         self.inner.removed()
     }
 
+    fn heap_fetches(&self) -> Option<u64> {
+        self.inner.heap_fetches()
+    }
+
     fn analysis(&self) -> Vec<String> {
         self.inner.analysis()
     }
@@ -260,6 +269,7 @@ impl Drop for Counted<'_> {
             return;
         }
         self.run.removed = self.inner.removed();
+        self.run.heap_fetches = self.inner.heap_fetches();
         self.run.details = self.inner.analysis();
         self.instr.add(self.key, &self.run);
     }
