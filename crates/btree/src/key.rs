@@ -90,24 +90,30 @@ pub enum PartKind {
     Fixed(usize),
 }
 
-/// One column's value read back from a key.
+/// One column's value read back from a key: borrowed from it where its bytes
+/// are the value's own.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum KeyValue {
+pub enum KeyValue<'a> {
     Null,
     Int(i64),
     Bool(bool),
-    Bytes(Vec<u8>),
-    Fixed(Vec<u8>),
+    /// Variable-length bytes: borrowed unless a `0x00` had to be unescaped.
+    Bytes(std::borrow::Cow<'a, [u8]>),
+    Fixed(&'a [u8]),
 }
 
-/// The values of a key whose columns are of `kinds`, inverting [`encode_key`]; None
-/// if the bytes are not such a key.
-pub fn decode_key(mut b: &[u8], kinds: &[PartKind]) -> Option<Vec<KeyValue>> {
-    let mut out = Vec::with_capacity(kinds.len());
+/// Hands `each` the values of a key whose columns are of `kinds` in order,
+/// inverting [`encode_key`]; None (as soon as it is known) if the bytes are not
+/// such a key, or `each` refuses a value. Allocates only to unescape bytes.
+pub fn decode_key<'a>(
+    mut b: &'a [u8],
+    kinds: &[PartKind],
+    each: &mut dyn FnMut(KeyValue<'a>) -> Option<()>,
+) -> Option<()> {
     for k in kinds {
         let (&flag, rest) = b.split_first()?;
         if flag == NULL {
-            out.push(KeyValue::Null);
+            each(KeyValue::Null)?;
             b = rest;
             continue;
         }
@@ -115,14 +121,14 @@ pub fn decode_key(mut b: &[u8], kinds: &[PartKind]) -> Option<Vec<KeyValue>> {
             return None;
         }
         let (v, rest) = decode_part(rest, *k)?;
-        out.push(v);
+        each(v)?;
         b = rest;
     }
-    b.is_empty().then_some(out)
+    b.is_empty().then_some(())
 }
 
 /// A non-NULL part of kind `k` at the start of `b`, and the bytes after it.
-fn decode_part(b: &[u8], k: PartKind) -> Option<(KeyValue, &[u8])> {
+fn decode_part(b: &[u8], k: PartKind) -> Option<(KeyValue<'_>, &[u8])> {
     match k {
         PartKind::Int => {
             let (v, rest) = b.split_first_chunk::<8>()?;
@@ -135,27 +141,34 @@ fn decode_part(b: &[u8], k: PartKind) -> Option<(KeyValue, &[u8])> {
             let (&v, rest) = b.split_first()?;
             (v <= 1).then_some((KeyValue::Bool(v == 1), rest))
         }
-        PartKind::Fixed(n) => {
-            let (v, rest) = (b.get(..n)?, &b[n..]);
-            Some((KeyValue::Fixed(v.to_vec()), rest))
-        }
+        PartKind::Fixed(n) => Some((KeyValue::Fixed(b.get(..n)?), &b[n..])),
         PartKind::Bytes => {
-            let mut v = Vec::new();
-            let mut i = 0;
-            loop {
-                let c = *b.get(i)?;
-                if c != 0 {
-                    v.push(c);
-                    i += 1;
-                    continue;
-                }
-                match *b.get(i + 1)? {
-                    0xFF => v.push(0),
-                    0x01 => return Some((KeyValue::Bytes(v), &b[i + 2..])),
-                    _ => return None,
-                }
-                i += 2;
+            let end = b.iter().position(|&c| c == 0)?;
+            if *b.get(end + 1)? == 0x01 {
+                let v = std::borrow::Cow::Borrowed(&b[..end]);
+                return Some((KeyValue::Bytes(v), &b[end + 2..]));
             }
+            unescaped(b)
         }
+    }
+}
+
+/// Variable-length bytes with an escaped `0x00` in them, and the bytes after.
+fn unescaped(b: &[u8]) -> Option<(KeyValue<'_>, &[u8])> {
+    let mut v = Vec::new();
+    let mut i = 0;
+    loop {
+        let c = *b.get(i)?;
+        if c != 0 {
+            v.push(c);
+            i += 1;
+            continue;
+        }
+        match *b.get(i + 1)? {
+            0xFF => v.push(0),
+            0x01 => return Some((KeyValue::Bytes(v.into()), &b[i + 2..])),
+            _ => return None,
+        }
+        i += 2;
     }
 }

@@ -720,13 +720,31 @@ pub fn vm_change(
     Ok(())
 }
 
-pub(crate) fn vm_is_set(sh: &Shared, rel: RelKey, block: u32) -> Result<bool> {
+fn vm_is_set(sh: &Shared, rel: RelKey, block: u32) -> Result<bool> {
     let Some(buf) = map_page(sh, rel, ForkNumber::Vm, block / VM_PER_PAGE, false)? else {
         return Ok(false);
     };
     let g = buf.read();
     let bit = block % VM_PER_PAGE;
     Ok(g[HEADER_BYTES + (bit / 8) as usize] & (1 << (bit % 8)) != 0)
+}
+
+/// The visibility map's bits of the 64 heap blocks from `block` rounded down to a
+/// multiple of 64: (that first block, its bit lowest). All clear where the map
+/// has no page for them. One map page read for a run of 64 blocks.
+pub(crate) fn vm_word(sh: &Shared, rel: RelKey, block: u32) -> Result<(u32, u64)> {
+    const _: () = assert!(
+        VM_PER_PAGE.is_multiple_of(64),
+        "a word never straddles map pages"
+    );
+    let base = block & !63;
+    let Some(buf) = map_page(sh, rel, ForkNumber::Vm, base / VM_PER_PAGE, false)? else {
+        return Ok((base, 0));
+    };
+    let g = buf.read();
+    let at = HEADER_BYTES + ((base % VM_PER_PAGE) / 8) as usize;
+    let bytes: [u8; 8] = g[at..at + 8].try_into().expect("8 bytes");
+    Ok((base, u64::from_le_bytes(bytes)))
 }
 
 /// The heap blocks of `rel` below `heap_len` that the visibility map marks all

@@ -112,7 +112,7 @@ pub fn key_kinds(rel: &RelEntry, ix: &IndexDef) -> Option<Vec<PartKind>> {
 }
 
 /// The value of a column of type `ty` read back from its key (index rule 5).
-fn key_datum(ty: ColType, v: KeyValue) -> Option<Datum> {
+fn key_datum(ty: ColType, v: KeyValue<'_>) -> Option<Datum> {
     let float = |b: &[u8]| {
         let k = u64::from_be_bytes(b.try_into().ok()?);
         let bits = if k >> 63 == 1 { k ^ (1 << 63) } else { !k };
@@ -128,38 +128,45 @@ fn key_datum(ty: ColType, v: KeyValue) -> Option<Datum> {
         (ColType::Date, KeyValue::Int(x)) => Datum::Date(i32::try_from(x).ok()?),
         (ColType::Time, KeyValue::Int(x)) => Datum::Time(x),
         (ColType::Bool, KeyValue::Bool(b)) => Datum::Bool(b),
-        (ColType::Text, KeyValue::Bytes(b)) => Datum::Text(String::from_utf8(b).ok()?),
-        (ColType::Bytea, KeyValue::Bytes(b)) => Datum::Bytea(b),
+        (ColType::Text, KeyValue::Bytes(b)) => Datum::Text(String::from_utf8(b.into_owned()).ok()?),
+        (ColType::Bytea, KeyValue::Bytes(b)) => Datum::Bytea(b.into_owned()),
         (ColType::Uuid, KeyValue::Fixed(b)) => Datum::Uuid(b.try_into().ok()?),
-        (ColType::Float4, KeyValue::Fixed(b)) => Datum::Float4(float(&b)?),
-        (ColType::Float8, KeyValue::Fixed(b)) => Datum::Float8(float(&b)?),
+        (ColType::Float4, KeyValue::Fixed(b)) => Datum::Float4(float(b)?),
+        (ColType::Float8, KeyValue::Fixed(b)) => Datum::Float8(float(b)?),
         _ => return None,
     })
 }
 
-/// Index rule 5: `row` (of `rel`'s width) with the columns of `ix` read from leaf
-/// entry `entry`'s key and every other column NULL.
+/// Index rule 5: `row` (of `rel`'s width) with the columns of `ix` that `mask`
+/// marks (None: all) read from leaf entry `entry`'s key, every other column NULL.
+/// A row of no such column reads nothing (`count(*)`).
 pub(crate) fn key_row(
-    rel: &RelEntry,
-    ix: &IndexDef,
-    kinds: &[PartKind],
+    (rel, ix, kinds): (&RelEntry, &IndexDef, &[PartKind]),
     entry: &[u8],
+    mask: Option<&[bool]>,
     row: &mut Vec<Datum>,
 ) -> Result<()> {
-    let (key, _, _) = split_leaf_entry(entry);
-    let bad = || {
-        corrupt(format!(
-            "index \"{}\": an entry that is not a key of its columns",
-            ix.name
-        ))
-    };
-    let values = decode_key(key, kinds).ok_or_else(bad)?;
+    let wanted = |c: usize| mask.is_none_or(|m| m.get(c).copied().unwrap_or(false));
     row.clear();
-    row.resize(rel.columns.len(), Datum::Null);
-    for (c, v) in ix.columns.iter().zip(values) {
-        row[*c] = key_datum(rel.columns[*c].ty, v).ok_or_else(bad)?;
+    row.extend(std::iter::repeat_with(|| Datum::Null).take(rel.columns.len()));
+    if !ix.columns.iter().any(|c| wanted(*c)) {
+        return Ok(());
     }
-    Ok(())
+    let (key, _, _) = split_leaf_entry(entry);
+    let mut cols = ix.columns.iter();
+    let decoded = decode_key(key, kinds, &mut |v| {
+        let c = *cols.next()?;
+        if wanted(c) {
+            row[c] = key_datum(rel.columns[c].ty, v)?;
+        }
+        Some(())
+    });
+    decoded.ok_or_else(|| {
+        let name = &ix.name;
+        corrupt(format!(
+            "index \"{name}\": an entry that is not a key of its columns"
+        ))
+    })
 }
 
 /// The encoded key of `values` (btree rule 1).

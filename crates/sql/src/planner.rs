@@ -823,9 +823,14 @@ pub(crate) fn read_only(p: Plan, needed: Option<Vec<bool>>, rels: &Relations<'_>
             alias,
             path,
             filter,
-            ..
+            cols,
+            only,
         } => Plan::IndexScan {
-            only: covers(&table, &path.index, needed.as_deref(), rels),
+            // Decided already for these columns (by `table_scan`), else now.
+            only: match cols == needed {
+                true => only,
+                false => covers(&table, &path.index, needed.as_deref(), rels),
+            },
             table,
             alias,
             path,
@@ -1377,7 +1382,7 @@ pub(crate) fn with_filter(p: Plan, filter: Option<Expr>) -> Plan {
 
 /// A table read whole or through an index its filter allows (`plan` rules), or
 /// through one that holds every column the query reads (`needed`, where known:
-/// rule 13).
+/// rule 13; None: all of them).
 fn table_scan(
     (name, alias): (&str, &str),
     filter: Option<Expr>,
@@ -1411,13 +1416,16 @@ fn table_scan(
         return Ok(seq(filter)); // no copy of the filter where no index serves
     };
     let whole = seq(filter.clone());
-    let only = needed.is_some_and(|n| covers(name, &path.index, Some(n), rels));
+    let only = entry.as_ref().is_some_and(|e| {
+        let ix = e.indexes.iter().find(|ix| ix.name == path.index);
+        ix.is_some_and(|ix| covers_entry(e, ix, needed, sw))
+    });
     let index = Plan::IndexScan {
         table: name.to_string(),
         alias: alias.to_string(),
         path,
         filter,
-        cols: needed.filter(|_| only).map(<[bool]>::to_vec),
+        cols: needed.map(<[bool]>::to_vec),
         only,
     };
     // Rule 12: the cheaper; with sequential scans off, the index (rule 8).
