@@ -133,7 +133,9 @@ fn index_only_scans_racing_vacuum_see_one_committed_state() {
                         stop.store(true, Ordering::SeqCst);
                         panic!("a scan saw {} rows of cycles {cycles:?}", ids.len());
                     }
-                    from_keys.fetch_add(ids.len() as u64 - fetched, Ordering::Relaxed);
+                    // Fetches count the entries of rows it could not see too.
+                    let keyed = (ids.len() as u64).saturating_sub(fetched);
+                    from_keys.fetch_add(keyed, Ordering::Relaxed);
                     scans.fetch_add(1, Ordering::Relaxed);
                 }
             });

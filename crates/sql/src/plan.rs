@@ -330,17 +330,22 @@ impl IndexPath {
     /// `filter`'s conjuncts without those this path's range enforces exactly
     /// (plan rule 3), for the rows the range gives. Borrowed, not copied: a
     /// subquery in one is known by its address (subquery rule 1).
+    /// One allocation at most (a correlated subquery's scan is built per outer
+    /// row): the conjuncts are walked in place, not through a stack.
     pub fn residual<'e>(&self, filter: &'e Expr) -> Vec<&'e Expr> {
-        let mut conjs = Vec::new();
-        let mut todo = vec![filter];
-        while let Some(e) = todo.pop() {
+        fn walk<'e>(covers: &[Expr], e: &'e Expr, out: &mut Vec<&'e Expr>) {
             match e {
-                Expr::Bool(BinOp::And, l) => todo.extend(l.iter().rev()),
-                Expr::Bin(a, BinOp::And, b) => todo.extend([&**b, &**a]),
-                e if !self.covers.contains(e) => conjs.push(e),
+                Expr::Bool(BinOp::And, l) => l.iter().for_each(|x| walk(covers, x, out)),
+                Expr::Bin(a, BinOp::And, b) => {
+                    walk(covers, a, out);
+                    walk(covers, b, out);
+                }
+                e if !covers.contains(e) => out.push(e),
                 _ => {}
             }
         }
+        let mut conjs = Vec::new();
+        walk(&self.covers, filter, &mut conjs);
         conjs
     }
 
