@@ -362,18 +362,23 @@ impl<'e> IndexCursor<'e> {
         let mut last = Vec::new();
         // Rule 11: an index-only batch keeps every entry, its key to read.
         let keys = self.index_only_kinds(&rel, ikey);
-        let last_ref = keys.is_none().then_some(&mut last);
+        let mut arena = index::KeyArena::default();
+        let keep = match keys {
+            Some(_) => index::Keep::All(&mut arena),
+            None => index::Keep::Last(&mut last),
+        };
         let done = match self.range.backward {
-            true => index::range_tids_backward(sh, ikey, &bounds, after, n, &mut tids, last_ref)?,
-            false => index::range_tids(sh, ikey, &bounds, after, n, &mut tids, last_ref)?,
+            true => index::range_tids_backward(sh, ikey, &bounds, after, n, &mut tids, keep)?,
+            false => index::range_tids(sh, ikey, &bounds, after, n, &mut tids, keep)?,
         };
         if snap.cancelled_by_recovery() {
             // Standby rule 9: replay may have removed entries this scan needed.
             return Err(EngineError::RecoveryConflict);
         }
-        if keys.is_some() {
-            last = tids.last().map(|(e, _)| e.clone()).unwrap_or_default();
+        if let Some(l) = arena.last() {
+            last = l.to_vec();
         }
+        let keys = keys.map(|(pos, kinds)| (pos, kinds, &arena));
         self.visit_entries(snap, (heap, &rel), keys, &tids, visit)?;
         if !tids.is_empty() {
             self.after = Some(last);
@@ -406,7 +411,7 @@ impl<'e> IndexCursor<'e> {
         &mut self,
         snap: &Snapshot<'_>,
         (heap, rel): (RelKey, &RelEntry),
-        keys: Option<(usize, Vec<strata_btree::key::PartKind>)>,
+        keys: Option<(usize, Vec<strata_btree::key::PartKind>, &index::KeyArena)>,
         tids: &index::Entries,
         visit: &mut Visit<'_>,
     ) -> Result<()> {
@@ -414,8 +419,8 @@ impl<'e> IndexCursor<'e> {
         let mut fetcher = index::Fetcher::new(sh, heap)?;
         // The map's bits, read after every entry of the batch was (index rule 5).
         let mut word: Option<(u32, u64)> = None;
-        for (entry, tid) in tids {
-            if let Some((pos, kinds)) = &keys {
+        for (i, (_, tid)) in tids.iter().enumerate() {
+            if let Some((pos, kinds, arena)) = &keys {
                 let b = tid.block.0;
                 let (base, bits) = match word {
                     Some((base, bits)) if b & !63 == base => (base, bits),
@@ -424,7 +429,7 @@ impl<'e> IndexCursor<'e> {
                 word = Some((base, bits));
                 if bits >> (b - base) & 1 == 1 {
                     let ix = (rel, &rel.indexes[*pos], kinds.as_slice());
-                    index::key_row(ix, entry, self.mask.as_deref(), &mut self.row)?;
+                    index::key_row(ix, arena.get(i), self.mask.as_deref(), &mut self.row)?;
                     visit(&mut self.row);
                     continue;
                 }

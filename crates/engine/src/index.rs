@@ -729,7 +729,7 @@ pub(crate) fn range_tids_backward(
     before: Option<&[u8]>,
     limit: usize,
     out: &mut Vec<(Vec<u8>, Tid)>,
-    mut last: Option<&mut Vec<u8>>,
+    mut keep: Keep<'_>,
 ) -> Result<bool> {
     let upper;
     let from = match before {
@@ -747,22 +747,50 @@ pub(crate) fn range_tids_backward(
         if e < b.start.as_slice() || b.skips(e) {
             return Ok(false);
         }
-        Ok(take_entry(e, (limit, out, last.as_deref_mut()), &mut done))
+        Ok(take_entry(e, (limit, out, &mut keep), &mut done))
     })?;
     Ok(done)
 }
 
-/// Leaf entries taken from an index range: each one's bytes (empty where only the
-/// last one is kept) and the heap TID it names.
+/// Leaf entries taken from an index range: each one's bytes (empty unless kept
+/// [`Keep::Each`]) and the heap TID it names.
 pub(crate) type Entries = Vec<(Vec<u8>, Tid)>;
 
+/// What a range scan keeps of the entries it takes, besides their TIDs.
+pub(crate) enum Keep<'a> {
+    /// Each entry's bytes beside its TID.
+    Each,
+    /// The last entry's bytes only: a cursor needs where to resume, not a copy of
+    /// every entry.
+    Last(&'a mut Vec<u8>),
+    /// Every entry's bytes end to end in one buffer (an index-only cursor's keys).
+    All(&'a mut KeyArena),
+}
+
+/// Entries' bytes end to end: one allocation for a batch, not one per entry.
+#[derive(Default)]
+pub(crate) struct KeyArena {
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl KeyArena {
+    /// Entry `i` (in the order taken).
+    pub(crate) fn get(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.bytes[start..self.ends[i]]
+    }
+
+    pub(crate) fn last(&self) -> Option<&[u8]> {
+        self.ends.len().checked_sub(1).map(|i| self.get(i))
+    }
+}
+
 /// Adds leaf entry `e`'s TID to `out` unless `out` has `limit` already (then the
-/// range is not `done`); whether to go on. With `last`, the entry is kept there
-/// (the last one taken) instead of in `out`, where its key is left empty: a
-/// cursor needs only where to resume, not a copy of every entry.
+/// range is not `done`); whether to go on. Its bytes are kept as `keep` says.
 fn take_entry(
     e: &[u8],
-    (limit, out, last): (usize, &mut Entries, Option<&mut Vec<u8>>),
+    (limit, out, keep): (usize, &mut Entries, &mut Keep<'_>),
     done: &mut bool,
 ) -> bool {
     if out.len() >= limit {
@@ -770,13 +798,18 @@ fn take_entry(
         return false;
     }
     let (_, block, offset) = split_leaf_entry(e);
-    let key = match last {
-        Some(l) => {
+    let key = match keep {
+        Keep::Each => e.to_vec(),
+        Keep::Last(l) => {
             l.clear();
             l.extend_from_slice(e);
             Vec::new()
         }
-        None => e.to_vec(),
+        Keep::All(a) => {
+            a.bytes.extend_from_slice(e);
+            a.ends.push(a.bytes.len());
+            Vec::new()
+        }
     };
     out.push((key, Tid { block, offset }));
     true
@@ -791,7 +824,7 @@ pub(crate) fn range_tids(
     after: Option<&[u8]>,
     limit: usize,
     out: &mut Vec<(Vec<u8>, Tid)>,
-    mut last: Option<&mut Vec<u8>>,
+    mut keep: Keep<'_>,
 ) -> Result<bool> {
     let from = after.unwrap_or(&b.start);
     let mut done = true;
@@ -804,7 +837,7 @@ pub(crate) fn range_tids(
         if b.past(e) {
             return Ok(false);
         }
-        Ok(take_entry(e, (limit, out, last.as_deref_mut()), &mut done))
+        Ok(take_entry(e, (limit, out, &mut keep), &mut done))
     })?;
     Ok(done)
 }
@@ -846,7 +879,7 @@ pub(crate) fn collect_tids(
         return Ok(Vec::new());
     };
     let mut out = Vec::new();
-    range_tids(sh, index, &b, None, usize::MAX, &mut out, None)?;
+    range_tids(sh, index, &b, None, usize::MAX, &mut out, Keep::Each)?;
     let horizon = access::removal_horizon(sh);
     let (mut tids, mut dead, mut conflict) = (Vec::new(), Vec::new(), Xid::INVALID);
     for (e, tid) in out {

@@ -140,13 +140,7 @@ fn index_only_scans_racing_vacuum_see_one_committed_state() {
                 }
             });
         }
-        struct Stop<'a>(&'a AtomicBool);
-        impl Drop for Stop<'_> {
-            fn drop(&mut self) {
-                self.0.store(true, Ordering::SeqCst);
-            }
-        }
-        let _stop = Stop(&stop);
+        let _stop = common::StopOnDrop(&stop);
         for cycle in 1..120 {
             if stop.load(Ordering::SeqCst) {
                 break;

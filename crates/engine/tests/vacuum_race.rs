@@ -2,6 +2,7 @@
 //! cut never reads past the end of the file and never sees rows whose delete committed
 //! again from a stale on-disk version of a page whose buffer the truncation dropped.
 
+mod common;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use strata_engine::*;
@@ -57,14 +58,7 @@ fn scans_racing_vacuum_truncation_see_one_committed_state() {
                 }
             });
         }
-        // Stops the scanners however this thread ends.
-        struct Stop<'a>(&'a AtomicBool);
-        impl Drop for Stop<'_> {
-            fn drop(&mut self) {
-                self.0.store(true, Ordering::SeqCst);
-            }
-        }
-        let _stop = Stop(&stop);
+        let _stop = common::StopOnDrop(&stop);
         for cycle in 0..150 {
             if stop.load(Ordering::SeqCst) {
                 break;

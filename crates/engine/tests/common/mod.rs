@@ -55,3 +55,13 @@ impl Cluster {
         self.logs.lock().join("\n")
     }
 }
+
+/// Sets its flag when dropped: a test's racing threads stop however the thread
+/// driving them ends (its loop done, or a panic).
+pub struct StopOnDrop<'a>(pub &'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
