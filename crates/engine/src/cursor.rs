@@ -433,8 +433,9 @@ impl<'e> IndexCursor<'e> {
                     visit(&mut self.row);
                     continue;
                 }
-                self.heap_fetches += 1;
             }
+            // Index-only or not (on a standby every row is fetched), counted.
+            self.heap_fetches += u64::from(self.index_only);
             let mask = self.mask.as_deref();
             let row = &mut self.row;
             let got = fetcher.fetch(*tid, snap, self.my, |t| {
