@@ -2136,15 +2136,12 @@ pub fn uses_columns(e: &Expr) -> bool {
 /// the server's state ([`Func::reaches_server`]). Such a filter may run while a scan
 /// holds a page (cursor rule 6).
 pub fn engine_free(e: &Expr) -> bool {
-    let mut todo = vec![e];
-    while let Some(e) = todo.pop() {
-        match e {
-            Expr::SubLink(_) => return false,
-            Expr::Call(f, _) if f.reaches_server() => return false,
-            _ => e.children(&mut todo),
-        }
-    }
-    true
+    // Asked once per scan a subquery runs (per outer row): no allocation.
+    !e.any(&mut |x| match x {
+        Expr::SubLink(_) => true,
+        Expr::Call(f, _) => f.reaches_server(),
+        _ => false,
+    })
 }
 
 impl Func {
@@ -2229,6 +2226,51 @@ impl Expr {
                     out.extend([expr, pattern]);
                     out.extend(escape.iter());
                 }
+            },
+        }
+    }
+
+    /// Whether `f` holds of this node or of any below it, walked without
+    /// allocating (the depth is bounded by binding, rule 4): for tests made per
+    /// row or per run of a subquery.
+    pub fn any(&self, f: &mut dyn FnMut(&Expr) -> bool) -> bool {
+        use crate::conditional::Special as S;
+        if f(self) {
+            return true;
+        }
+        let all = |l: &[Expr], f: &mut dyn FnMut(&Expr) -> bool| l.iter().any(|e| e.any(f));
+        match self {
+            Expr::Const(_)
+            | Expr::Param(_)
+            | Expr::Agg(_)
+            | Expr::Col(_)
+            | Expr::Outer(..)
+            | Expr::Window(_) => false,
+            Expr::SubLink(l) => match &l.kind {
+                crate::subquery::SubKind::Quantified { lhs, .. } => lhs.any(f),
+                _ => false,
+            },
+            Expr::Bin(a, _, b) => a.any(f) || b.any(f),
+            Expr::Bool(_, l) | Expr::Call(_, l) => all(l, f),
+            Expr::Not(a)
+            | Expr::Neg(a)
+            | Expr::IsNull(a, _)
+            | Expr::Cast(a, _)
+            | Expr::Fit(a, _) => a.any(f),
+            Expr::InList(a, l, _) => a.any(f) || all(l, f),
+            Expr::Special(s) => match &**s {
+                S::Case { whens, default } => {
+                    whens.iter().any(|(c, v)| c.any(f) || v.any(f)) || default.any(f)
+                }
+                S::Coalesce(l) | S::Extreme(l, _) => all(l, f),
+                S::NullIf(a, b) | S::Distinct(a, b, _) => a.any(f) || b.any(f),
+                S::BoolTest(a, _, _) => a.any(f),
+                S::Like {
+                    expr,
+                    pattern,
+                    escape,
+                    ..
+                } => expr.any(f) || pattern.any(f) || escape.as_ref().is_some_and(|e| e.any(f)),
             },
         }
     }
