@@ -178,7 +178,7 @@ impl Est {
 }
 
 /// PostgreSQL's parallel divisor: the workers, plus the leader's share.
-fn divisor(workers: usize) -> f64 {
+pub(crate) fn divisor(workers: usize) -> f64 {
     let w = workers as f64;
     w + (1.0 - 0.3 * w).max(0.0)
 }
@@ -188,14 +188,14 @@ fn divisor(workers: usize) -> f64 {
 /// condition's selectivity `sel` over `conds` conditions, the index's leading
 /// column's squared correlation with the heap, the share of heap pages not all
 /// visible (1 unless index-only), and the runs (`loops`) the scan makes.
-struct IndexRun {
-    tuples: f64,
-    pages: f64,
-    sel: f64,
-    conds: f64,
-    corr2: f64,
-    unseen: f64,
-    loops: f64,
+pub(crate) struct IndexRun {
+    pub tuples: f64,
+    pub pages: f64,
+    pub sel: f64,
+    pub conds: f64,
+    pub corr2: f64,
+    pub unseen: f64,
+    pub loops: f64,
 }
 
 impl IndexRun {
@@ -206,7 +206,7 @@ impl IndexRun {
     /// the correlation; over several runs the pages all runs fetch are counted
     /// once and shared among them (PostgreSQL's index_pages_fetched with a
     /// loop count, the table taken to fit in effective_cache_size).
-    fn costs(&self, u: &Units, empty: bool) -> (f64, f64, f64) {
+    pub fn costs(&self, u: &Units, empty: bool) -> (f64, f64, f64) {
         let (tuples, pages, loops) = (self.tuples, self.pages, self.loops.max(1.0));
         let height = match tuples {
             _ if empty => 0.0,
@@ -702,7 +702,7 @@ fn series_rows(start: &Expr, stop: &Expr, step: Option<&Expr>) -> f64 {
 
 /// The operators and functions `e` calls per evaluation (cost rule 4's unit; a
 /// subquery's own plan is costed by [`Costs::qual`]).
-fn ops(e: &Expr) -> f64 {
+pub(crate) fn ops(e: &Expr) -> f64 {
     let mut n = 0.0;
     let mut todo = vec![e];
     while let Some(x) = todo.pop() {

@@ -19,7 +19,11 @@
 //!    join each time); past 64 leaves, the query's own order.
 //! 5. A join with an equality between its sides is a hash join building the
 //!    smaller side; any other a nested loop over the smaller side, materialized.
-//!    Cost: the rows each join reads and makes.
+//!    Costs are `cost`'s, in PostgreSQL's units and by its formulas: each leaf
+//!    its planned scan's total ([`crate::cost::Costs`]); a hash join the smaller
+//!    side's rows hashed, the other's probed, half a bucket's rows compared per
+//!    probe and a tuple per joined row; a nested loop the inner side
+//!    materialized and re-read per outer row ([`join_cost`]).
 //! 6. The finished row is put back in the tree's layout (a projection), so nothing
 //!    above the join sees the order chosen.
 //! 7. Each leaf's scan is projected to the columns read above it (by the query, as
@@ -29,13 +33,16 @@
 //! 8. An OR over several leaves also filters each leaf that every arm restricts, by
 //!    the OR of the arms' conjuncts over it ([`or_restrictions`]).
 //! 9. A join of a table leaf whose index serves an equality with the other side
-//!    is a nested loop probing that index once per outer row (PostgreSQL's
-//!    parameterized index scan) when outer rows × ([`PROBE_ROWS`] + rows per probe)
-//!    is below what hashing costs (the table's rows scanned, both sides' rows
-//!    hashed or probed); the inner scan's index condition reads the outer row
-//!    ([`index_nested_loop`]). The order search weighs the same choice at each
-//!    join of one leaf ([`join_cost`]), each leaf costing its scan's rows, so an
-//!    order that reaches a large table through its index is found.
+//!    may be a nested loop probing that index once per outer row (PostgreSQL's
+//!    parameterized index scan; the inner scan's index condition reads the outer
+//!    row, [`index_nested_loop`]). The search weighs it at each join of one leaf
+//!    against the hash join ([`join_cost`]): the outer side's cost plus, per outer
+//!    row, one run of the index scan as `cost` rule 3 prices a scan run many
+//!    times (its descent, its index and heap pages, the pages all runs fetch
+//!    shared among them), the runs being the fewest rows of a leaf the probe's
+//!    key reads (PostgreSQL's get_loop_count); the join takes the method the
+//!    search chose, so an order that reaches a large table through its index is
+//!    found.
 //! 10. A WHERE conjunct with a correlated subquery that reads one leaf (its own
 //!     columns and the subquery's outer references) is tested at the first join
 //!     above that leaf, not after the last: the joins that shrink the leaf's rows
@@ -43,22 +50,30 @@
 //!     subquery's outer references index the tree's row, so the joined row is put
 //!     in that layout for the test ([`tested_whole`]). One over several leaves
 //!     stays above the whole tree.
+//! 11. Costs are weighed as parallel rule 2 runs the plan ([`Split`]): the
+//!     driving scan (the bottom of the outer side, the larger in rows at each
+//!     join) and the work per row of it are shared among the workers, so divided
+//!     by the parallel divisor where that scan is of a table of at least
+//!     `parallel::MIN_PAGES`; every inner side (a hash table built, a loop's
+//!     materialized rows) is run whole by each worker, so counted whole.
+//! 12. Equalities between plain columns of different leaves make classes of
+//!     equal columns (PostgreSQL's equivalence classes); a class over three
+//!     leaves or more adds the equality of each pair of its columns in leaves
+//!     not yet joined by it ([`equivalences`]), so `c.nk = s.nk AND s.nk =
+//!     n.nk` also joins `c` to `n` (TPC-H Q5's customer → nation). A derived
+//!     equality counts in the estimates only where the query's own leave its
+//!     leaves apart, and a join applies one equality of a class (the query's own
+//!     first); the others are implied.
 
 use crate::analyze::{JoinKind, Rel};
 use crate::bind::{BinOp, Expr};
+use crate::cost::{Costs, Units};
 use crate::estimate::{self, Sizes};
 use crate::planner::{self, Plan, Relations};
 use crate::SqlResult;
 
 /// Join order rule 4: leaves searched exhaustively.
 pub(crate) const EXHAUSTIVE: usize = 10;
-
-/// Join order rule 9: what one index probe of a nested loop costs, in rows a
-/// hash join reads (a row scanned, then hashed or probed: ~0.17 µs). Measured, not
-/// PostgreSQL's: at TPC-H scale 1, 227,597 orders probing `lineitem_pkey` took
-/// 1.03 s (4.5 µs a probe finding four rows, one worker) where scanning `lineitem`
-/// took 0.48 s and hash-joining it with those orders 1.45 s.
-const PROBE_ROWS: f64 = 25.0;
 
 /// Join order rule 4: leaves ordered at all (a bit each in a `u64`).
 const MAX_LEAVES: usize = 64;
@@ -73,6 +88,10 @@ struct Leaf<'q> {
     rows: f64,
     /// Its rows before its filter (what a full scan reads).
     base: f64,
+    /// Its planned scan's total cost (join order rule 5).
+    cost: f64,
+    /// Its table's pages (0 for any other leaf: join order rule 11).
+    pages: f64,
     /// Join order rule 9: the index probes that could read it from other leaves'
     /// rows.
     probes: Vec<Probe>,
@@ -84,6 +103,54 @@ struct Probe {
     outer: u64,
     /// The rows one probe fetches (before the leaf's own filter).
     fetched: f64,
+    /// The table's pages.
+    pages: f64,
+    /// The index's leading column's squared correlation with the heap.
+    corr2: f64,
+    /// The operators of the leaf's own filter, tested on each row fetched.
+    filter_ops: f64,
+}
+
+impl Probe {
+    /// Join order rule 9: one probe of `loops` (cost rule 3's index scan run).
+    fn cost(&self, base: f64, u: &Units, loops: f64) -> f64 {
+        let run = crate::cost::IndexRun {
+            tuples: base,
+            pages: self.pages,
+            sel: (self.fetched / base.max(1.0)).min(1.0),
+            conds: 1.0,
+            corr2: self.corr2,
+            unseen: 1.0,
+            loops,
+        };
+        let (startup, index, heap) = run.costs(u, self.pages == 0.0);
+        let rows = self.fetched.max(1.0);
+        startup + index + heap + rows * (u.cpu_tuple + self.filter_ops * u.cpu_operator)
+    }
+}
+
+/// What the join search weighs (join order rules 3–5, 9).
+struct Search<'a, 'q> {
+    leaves: &'a [Leaf<'q>],
+    conds: &'a [Cond],
+    sel: &'a [f64],
+    u: Units,
+    /// Planner rule 8: with sequential scans or hash joins off, an index probe is
+    /// taken wherever one serves.
+    forced: bool,
+    /// Join order rule 11: the parallel divisor (1 without workers).
+    divisor: f64,
+}
+
+/// How a join's two parts are joined (join order rules 5 and 9).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Method {
+    /// A hash join on their equalities, else a nested loop; `build` puts the
+    /// smaller side inside.
+    Keyed,
+    /// The second part, one table leaf, probed through its index per row of the
+    /// first.
+    Probe,
 }
 
 /// A join condition over the tree's row and the leaves it reads.
@@ -93,20 +160,49 @@ struct Cond {
     /// Join order rule 10: a correlated subquery's conjunct over one leaf, tested
     /// at the first join above it over the tree's row.
     lifted: bool,
+    /// Join order rule 12: the class of equal columns this equality belongs to,
+    /// where that class spans three leaves or more.
+    class: Option<usize>,
+    /// Join order rule 12: implied by the query's equalities, not among them.
+    derived: bool,
 }
 
 /// How a set of leaves is joined (the search's result).
 #[derive(Clone, Debug)]
 enum Tree {
     Leaf(usize),
-    Join(Box<Tree>, Box<Tree>),
+    Join(Box<Tree>, Box<Tree>, Method),
 }
 
 #[derive(Clone)]
 struct Best {
     cost: f64,
+    split: Split,
     rows: f64,
     tree: Tree,
+}
+
+/// A part's cost as parallel rule 2 would run it (join order rule 11): `spine`,
+/// its driving scan (the bottom of its outer side) and the work per row of it,
+/// shared among the workers; `whole`, what every worker runs whole (the inner
+/// sides: hash tables built, loops' materialized rows); `driver`, the driving
+/// scan's pages.
+#[derive(Clone, Copy)]
+struct Split {
+    spine: f64,
+    whole: f64,
+    driver: f64,
+}
+
+impl Split {
+    /// The elapsed cost: the spine divided by the parallel divisor where the
+    /// driving scan is large enough to be shared (parallel rule 2).
+    fn cost(&self, s: &Search<'_, '_>) -> f64 {
+        match self.driver >= f64::from(crate::parallel::MIN_PAGES) {
+            true => self.spine / s.divisor + self.whole,
+            false => self.spine + self.whole,
+        }
+    }
 }
 
 /// Whether `j` is flattened into its parent's join search (join order rule 1).
@@ -135,6 +231,8 @@ fn flatten<'q>(r: &'q Rel, offset: usize, leaves: &mut Vec<Leaf<'q>>, conds: &mu
             conjs: Vec::new(),
             rows: 0.0,
             base: 0.0,
+            cost: 0.0,
+            pages: 0.0,
             probes: Vec::new(),
         }),
     }
@@ -183,6 +281,8 @@ pub(crate) fn plan(
                 expr: c,
                 mask,
                 lifted: true,
+                class: None,
+                derived: false,
             });
             continue;
         }
@@ -200,24 +300,47 @@ pub(crate) fn plan(
                 expr: c,
                 mask,
                 lifted: false,
+                class: None,
+                derived: false,
             });
         }
     }
+    equivalences(&mut conds, &leaves);
     let sizes = Sizes::new(rels);
     for l in &mut leaves {
         l.rows = sizes.rel_rows(l.rel, &l.conjs);
         l.base = sizes.rel_rows(l.rel, &[]);
+        if let Rel::Table { name, .. } = l.rel {
+            l.pages = sizes.scan(name, []).map_or(0.0, |(_, p, _)| p);
+        }
     }
     let sel = selectivities(&leaves, &conds, &sizes);
     probe_paths(&mut leaves, &conds, &sizes, rels);
-    let best = if leaves.len() <= EXHAUSTIVE {
-        exhaustive(&leaves, &conds, &sel)
-    } else {
-        greedy(&leaves, &conds, &sel)
-    };
     let keep = kept_columns(width, needed, &conds, &top);
-    let mut used = vec![false; conds.len()];
-    let (p, layout) = build(&best.tree, (&leaves, &conds, &sel, &keep), &mut used, rels)?;
+    let plans = leaf_plans(&mut leaves, &keep, rels)?;
+    let sw = rels.switches();
+    let search = Search {
+        leaves: &leaves,
+        conds: &conds,
+        sel: &sel,
+        u: rels.units(),
+        forced: !sw.seqscan || !sw.hashjoin,
+        divisor: match sw.workers {
+            0 => 1.0,
+            w => crate::cost::divisor(w),
+        },
+    };
+    let best = if leaves.len() <= EXHAUSTIVE {
+        exhaustive(&search)
+    } else {
+        greedy(&search)
+    };
+    let mut done = Built {
+        used: vec![false; conds.len()],
+        plans,
+    };
+    let (p, layout) = build(&best.tree, (&leaves, &conds, &sel, &keep), &mut done, rels)?;
+    let used = done.used;
     // A lifted conjunct no join took (an index nested loop's) is tested on top.
     for (c, u) in conds.iter().zip(&used) {
         if c.lifted && !u {
@@ -298,59 +421,267 @@ fn selectivities(leaves: &[Leaf<'_>], conds: &[Cond], sizes: &Sizes<'_>) -> Vec<
     sel
 }
 
+/// Join order rule 5: each leaf's scan planned once and costed (its `cost`),
+/// kept for the join that reads it.
+fn leaf_plans(
+    leaves: &mut [Leaf<'_>],
+    keep: &[bool],
+    rels: &Relations<'_>,
+) -> SqlResult<Vec<Option<Planned>>> {
+    let mut plans = Vec::with_capacity(leaves.len());
+    for l in leaves.iter() {
+        plans.push(Some(leaf_plan(l, keep, rels)?));
+    }
+    let mut costs = Costs::new(rels);
+    for (l, p) in leaves.iter_mut().zip(&plans) {
+        l.cost = p.as_ref().map_or(0.0, |(p, _)| costs.of(p).total);
+    }
+    Ok(plans)
+}
+
+/// What `build` has taken: the conditions applied, and the leaves' scans planned
+/// for the search (each taken by the join that reads it).
+struct Built {
+    used: Vec<bool>,
+    plans: Vec<Option<Planned>>,
+}
+
+/// A part's plan and its row's layout (the tree-row column at each position).
+type Planned = (Plan, Vec<usize>);
+
 /// Estimated rows of the leaves in `mask` joined.
 fn rows_of(mask: u64, leaves: &[Leaf<'_>], conds: &[Cond], sel: &[f64]) -> f64 {
     let mut rows: f64 = (0..leaves.len())
         .filter(|i| mask & (1 << i) != 0)
         .map(|i| leaves[i].rows)
         .product();
+    // Join order rule 12: the query's own conditions as they are; a derived
+    // equality only joins what they leave apart — per class, the leaves its
+    // own equalities here do not connect, by the most selective derived ones.
+    let mut derived: Vec<(usize, Vec<(u64, f64)>)> = Vec::new();
     for (c, s) in conds.iter().zip(sel) {
-        if c.mask & mask == c.mask {
-            rows *= s;
+        if c.mask & mask != c.mask {
+            continue;
+        }
+        match (c.derived, c.class) {
+            (true, Some(k)) => match derived.iter_mut().find(|x| x.0 == k) {
+                Some(x) => x.1.push((c.mask, *s)),
+                None => derived.push((k, vec![(c.mask, *s)])),
+            },
+            _ => rows *= s,
+        }
+    }
+    for (k, mut links) in derived {
+        // The class's leaves here, grouped by the query's own equalities.
+        let mut groups: Vec<u64> = Vec::new();
+        let own = conds
+            .iter()
+            .filter(|c| c.class == Some(k) && !c.derived && c.mask & mask == c.mask);
+        for m in own.map(|c| c.mask).chain(links.iter().map(|l| l.0)) {
+            for bit in (0..64).filter(|b| m & (1u64 << b) != 0) {
+                if !groups.iter().any(|g| g & (1u64 << bit) != 0) {
+                    groups.push(1u64 << bit);
+                }
+            }
+        }
+        for c in conds
+            .iter()
+            .filter(|c| c.class == Some(k) && !c.derived && c.mask & mask == c.mask)
+        {
+            merge_groups(&mut groups, c.mask);
+        }
+        links.sort_by(|a, b| a.1.total_cmp(&b.1));
+        for (m, s) in links {
+            if merge_groups(&mut groups, m) {
+                rows *= s;
+            }
         }
     }
     rows.max(1.0)
 }
 
-/// Whether a condition joins `a` to `b`, and whether one of those is an equality.
-fn joins(a: u64, b: u64, conds: &[Cond]) -> (bool, bool) {
-    let mut any = (false, false);
+/// Merges the groups holding the leaves of `mask`; whether it joined two.
+fn merge_groups(groups: &mut Vec<u64>, mask: u64) -> bool {
+    let hit: Vec<usize> = (0..groups.len())
+        .filter(|&i| groups[i] & mask != 0)
+        .collect();
+    if hit.len() < 2 {
+        return false;
+    }
+    let mut merged = 0;
+    for &i in hit.iter().rev() {
+        merged |= groups.remove(i);
+    }
+    groups.push(merged);
+    true
+}
+
+/// Join order rule 12: equalities between plain columns of different leaves
+/// make classes of equal columns (PostgreSQL's equivalence classes); where a
+/// class spans three leaves or more, the equality of each pair of its columns
+/// in leaves no condition joins yet is added, so `a.x = b.y AND b.y = c.z`
+/// also joins `a` to `c` directly. (The binder casts a comparison of two types,
+/// so the columns of a class share one.)
+fn equivalences(conds: &mut Vec<Cond>, leaves: &[Leaf<'_>]) {
+    let leaf_of = |c: usize| {
+        leaves
+            .iter()
+            .position(|l| (l.offset..l.offset + l.width).contains(&c))
+    };
+    let mut classes: Vec<Vec<usize>> = Vec::new();
+    let mut members: Vec<Vec<usize>> = Vec::new();
+    for (k, c) in conds.iter().enumerate() {
+        let (Expr::Bin(a, BinOp::Eq, b), false) = (&c.expr, c.lifted) else {
+            continue;
+        };
+        let (Expr::Col(a), Expr::Col(b)) = (&**a, &**b) else {
+            continue;
+        };
+        if leaf_of(*a) == leaf_of(*b) {
+            continue;
+        }
+        let ia = classes.iter().position(|x| x.contains(a));
+        let ib = classes.iter().position(|x| x.contains(b));
+        match (ia, ib) {
+            (Some(i), Some(j)) if i == j => members[i].push(k),
+            (Some(i), Some(j)) => {
+                let (lo, hi) = (i.min(j), i.max(j));
+                let moved = classes.remove(hi);
+                let more = members.remove(hi);
+                classes[lo].extend(moved);
+                members[lo].extend(more);
+                members[lo].push(k);
+            }
+            (Some(i), None) => {
+                classes[i].push(*b);
+                members[i].push(k);
+            }
+            (None, Some(j)) => {
+                classes[j].push(*a);
+                members[j].push(k);
+            }
+            (None, None) => {
+                classes.push(vec![*a, *b]);
+                members.push(vec![k]);
+            }
+        }
+    }
+    for (id, (cols, ks)) in classes.iter().zip(&members).enumerate() {
+        let mut spanned = 0u64;
+        for &c in cols {
+            spanned |= leaf_of(c).map_or(0, |i| 1 << i);
+        }
+        if spanned.count_ones() < 3 {
+            continue;
+        }
+        for &k in ks {
+            conds[k].class = Some(id);
+        }
+        for (i, &x) in cols.iter().enumerate() {
+            for &y in &cols[i + 1..] {
+                let (Some(lx), Some(ly)) = (leaf_of(x), leaf_of(y)) else {
+                    continue;
+                };
+                let mask = (1u64 << lx) | (1u64 << ly);
+                if lx == ly || conds.iter().any(|c| c.class == Some(id) && c.mask == mask) {
+                    continue;
+                }
+                conds.push(Cond {
+                    expr: Expr::Bin(Box::new(Expr::Col(x)), BinOp::Eq, Box::new(Expr::Col(y))),
+                    mask,
+                    lifted: false,
+                    class: Some(id),
+                    derived: true,
+                });
+            }
+        }
+    }
+}
+
+/// Whether a condition joins `a` to `b`, and how many of those are equalities
+/// (a hash join's keys).
+fn joins(a: u64, b: u64, conds: &[Cond]) -> (bool, usize) {
+    let mut any = (false, 0);
     for c in conds {
         let m = c.mask;
         if m & a != 0 && m & b != 0 && m & !(a | b) == 0 {
             any.0 = true;
-            any.1 |= matches!(&c.expr, Expr::Bin(_, crate::bind::BinOp::Eq, _));
+            any.1 += usize::from(matches!(&c.expr, Expr::Bin(_, BinOp::Eq, _)));
         }
     }
     any
 }
 
-/// Join order rules 5 and 9: the cost of joining two sides of these sizes (each
-/// leaf's cost its scan's rows), the least of a hash join (or nested loop) and an
-/// index probe per row of one side into the other where that is one leaf with an
-/// index on a condition between them.
+/// Join order rules 5 and 9: the cost of joining two parts and how: the least
+/// of a hash join on their `keys` equalities (a nested loop without one) and an
+/// index probe per row of one part into the other where that is one leaf with an
+/// index on a condition between them. With `Method::Probe`, `swap` says the
+/// first part is the one probed.
 fn join_cost(
     (l, ml): (&Best, u64),
     (r, mr): (&Best, u64),
-    (rows, hashed): (f64, bool),
-    leaves: &[Leaf<'_>],
-) -> f64 {
-    let work = if hashed {
-        l.rows + r.rows
+    (rows, keys): (f64, usize),
+    s: &Search<'_, '_>,
+) -> (Split, Method, bool) {
+    let u = &s.u;
+    let (o, i) = if l.rows >= r.rows { (l, r) } else { (r, l) };
+    // Per outer row (shared among the workers) and for the inner side (built by
+    // each of them).
+    let (per_outer, build) = if keys > 0 {
+        let k = keys as f64;
+        (
+            o.rows * u.cpu_operator * k + 0.5 * u.cpu_operator * k * o.rows.max(rows),
+            i.rows * (u.cpu_operator * k + u.cpu_tuple),
+        )
     } else {
-        l.rows * r.rows
+        (
+            o.rows * i.rows * (u.cpu_tuple + 2.0 * u.cpu_operator),
+            2.0 * u.cpu_operator * i.rows,
+        )
     };
-    let mut cost = l.cost + r.cost + work + rows;
-    for ((o, mo), mi) in [((l, ml), mr), ((r, mr), ml)] {
+    let keyed = Split {
+        spine: o.split.spine + per_outer + rows * u.cpu_tuple,
+        whole: o.split.whole + i.split.spine + i.split.whole + build,
+        driver: o.split.driver,
+    };
+    let mut probe: Option<(Split, bool)> = None;
+    for ((o, mo), mi, swap) in [((l, ml), mr, false), ((r, mr), ml, true)] {
         if mi.count_ones() != 1 {
             continue;
         }
-        let leaf = &leaves[mi.trailing_zeros() as usize];
+        let leaf = &s.leaves[mi.trailing_zeros() as usize];
         for p in leaf.probes.iter().filter(|p| p.outer & !mo == 0) {
-            cost = cost.min(o.cost + o.rows * (PROBE_ROWS + p.fetched) + rows);
+            // PostgreSQL's get_loop_count: the runs whose fetches share pages
+            // are the fewest rows of a leaf the probe's key reads.
+            let loops = (0..s.leaves.len())
+                .filter(|k| p.outer & (1 << k) != 0)
+                .map(|k| s.leaves[k].rows)
+                .fold(f64::INFINITY, f64::min)
+                .clamp(1.0, f64::MAX);
+            let split = Split {
+                spine: o.split.spine + o.rows * p.cost(leaf.base, u, loops) + rows * u.cpu_tuple,
+                ..o.split
+            };
+            if probe.is_none_or(|(c, _)| split.cost(s) < c.cost(s)) {
+                probe = Some((split, swap));
+            }
         }
     }
-    cost
+    match probe {
+        Some((split, swap)) if s.forced || split.cost(s) < keyed.cost(s) => {
+            (split, Method::Probe, swap)
+        }
+        _ => (keyed, Method::Keyed, false),
+    }
+}
+
+/// The tree of joining `a` and `b` as `join_cost` chose.
+fn joined(a: &Tree, b: &Tree, (method, swap): (Method, bool)) -> Tree {
+    let (a, b) = (Box::new(a.clone()), Box::new(b.clone()));
+    match swap {
+        true => Tree::Join(b, a, method),
+        false => Tree::Join(a, b, method),
+    }
 }
 
 /// Join order rule 9: each table leaf's probes — an equality of one of its
@@ -375,7 +706,9 @@ fn probe_paths(leaves: &mut [Leaf<'_>], conds: &[Cond], sizes: &Sizes<'_>, rels:
         }
         let im = 1u64 << i;
         let inside = |c: usize| (l.offset..l.offset + l.width).contains(&c);
-        let indexed = |c: usize| entry.indexes.iter().any(|x| x.columns.first() == Some(&c));
+        let index_on = |c: usize| entry.indexes.iter().find(|x| x.columns.first() == Some(&c));
+        let pages = sizes.scan(name, []).map_or(0.0, |(_, p, _)| p);
+        let filter_ops: f64 = l.conjs.iter().map(crate::cost::ops).sum();
         let mut found = Vec::new();
         for c in conds
             .iter()
@@ -389,9 +722,9 @@ fn probe_paths(leaves: &mut [Leaf<'_>], conds: &[Cond], sizes: &Sizes<'_>, rels:
                 (Expr::Col(a), e) | (e, Expr::Col(a)) if inside(*a) && other(e) => *a,
                 _ => continue,
             };
-            if !indexed(col - l.offset) {
+            let Some(index) = index_on(col - l.offset) else {
                 continue;
-            }
+            };
             let outer = c.mask & !im;
             let sel = if outer.count_ones() == 1 {
                 let o = &leaves[outer.trailing_zeros() as usize];
@@ -406,59 +739,72 @@ fn probe_paths(leaves: &mut [Leaf<'_>], conds: &[Cond], sizes: &Sizes<'_>, rels:
             found.push(Probe {
                 outer,
                 fetched: sel * l.base,
+                pages,
+                corr2: sizes.index_correlation(name, &index.name).powi(2),
+                filter_ops,
             });
         }
         leaves[i].probes = found;
     }
 }
 
-fn exhaustive(leaves: &[Leaf<'_>], conds: &[Cond], sel: &[f64]) -> Best {
-    let n = leaves.len();
+/// A leaf as a part of the search: its scan the driving one.
+fn leaf_best(i: usize, l: &Leaf<'_>, s: &Search<'_, '_>) -> Best {
+    let split = Split {
+        spine: l.cost,
+        whole: 0.0,
+        driver: l.pages,
+    };
+    Best {
+        cost: split.cost(s),
+        split,
+        rows: l.rows,
+        tree: Tree::Leaf(i),
+    }
+}
+
+fn exhaustive(s: &Search<'_, '_>) -> Best {
+    let n = s.leaves.len();
     let full = (1u64 << n) - 1;
     let mut best: Vec<Option<Best>> = vec![None; 1 << n];
-    for (i, l) in leaves.iter().enumerate() {
-        best[1 << i] = Some(Best {
-            cost: l.base,
-            rows: l.rows,
-            tree: Tree::Leaf(i),
-        });
+    for (i, l) in s.leaves.iter().enumerate() {
+        best[1 << i] = Some(leaf_best(i, l, s));
     }
     for mask in 1..=full {
         if mask.count_ones() < 2 {
             continue;
         }
-        let rows = rows_of(mask, leaves, conds, sel);
+        let rows = rows_of(mask, s.leaves, s.conds, s.sel);
         let low = mask & mask.wrapping_neg();
         let mut found: Option<Best> = None;
         // Joins with a condition first; cross products only where none is.
         for cross in [false, true] {
-            let mut s = (mask - 1) & mask;
-            while s > 0 {
-                let t = mask & !s;
-                // Each split once, `s` holding the lowest leaf.
-                if s & low == 0 {
-                    s = (s - 1) & mask;
+            let mut a = (mask - 1) & mask;
+            while a > 0 {
+                let b = mask & !a;
+                // Each split once, `a` holding the lowest leaf.
+                if a & low == 0 {
+                    a = (a - 1) & mask;
                     continue;
                 }
-                let (linked, hashed) = joins(s, t, conds);
-                if let (Some(l), Some(r)) = (&best[s as usize], &best[t as usize]) {
+                let (linked, keys) = joins(a, b, s.conds);
+                if let (Some(l), Some(r)) = (&best[a as usize], &best[b as usize]) {
                     if linked != cross {
-                        let cost = join_cost((l, s), (r, t), (rows, hashed), leaves);
+                        let (split, method, swap) = join_cost((l, a), (r, b), (rows, keys), s);
+                        let cost = split.cost(s);
                         if found.as_ref().is_none_or(|f| cost < f.cost) {
                             found = Some(Best {
                                 cost,
+                                split,
                                 rows,
                                 // The side with the lowest leaf first: ties keep
                                 // the query's order.
-                                tree: Tree::Join(
-                                    Box::new(l.tree.clone()),
-                                    Box::new(r.tree.clone()),
-                                ),
+                                tree: joined(&l.tree, &r.tree, (method, swap)),
                             });
                         }
                     }
                 }
-                s = (s - 1) & mask;
+                a = (a - 1) & mask;
             }
             if found.is_some() {
                 break;
@@ -471,46 +817,43 @@ fn exhaustive(leaves: &[Leaf<'_>], conds: &[Cond], sel: &[f64]) -> Best {
         .expect("every set of leaves has a join order")
 }
 
-fn greedy(leaves: &[Leaf<'_>], conds: &[Cond], sel: &[f64]) -> Best {
-    let mut parts: Vec<(u64, Best)> = leaves
+fn greedy(s: &Search<'_, '_>) -> Best {
+    let mut parts: Vec<(u64, Best)> = s
+        .leaves
         .iter()
         .enumerate()
-        .map(|(i, l)| {
-            (
-                1u64 << i,
-                Best {
-                    cost: l.base,
-                    rows: l.rows,
-                    tree: Tree::Leaf(i),
-                },
-            )
-        })
+        .map(|(i, l)| (1u64 << i, leaf_best(i, l, s)))
         .collect();
     while parts.len() > 1 {
-        let mut pick: Option<(bool, f64, usize, usize)> = None;
+        // Linked by a condition, its cost, the two parts, how they join.
+        type Pick = (bool, Split, usize, usize, (Method, bool));
+        let mut pick: Option<Pick> = None;
         for i in 0..parts.len() {
             for k in i + 1..parts.len() {
-                let (linked, hashed) = joins(parts[i].0, parts[k].0, conds);
-                let rows = rows_of(parts[i].0 | parts[k].0, leaves, conds, sel);
+                let (linked, keys) = joins(parts[i].0, parts[k].0, s.conds);
+                let rows = rows_of(parts[i].0 | parts[k].0, s.leaves, s.conds, s.sel);
                 let (pi, pk) = (&parts[i], &parts[k]);
-                let cost = join_cost((&pi.1, pi.0), (&pk.1, pk.0), (rows, hashed), leaves);
-                let better = pick
-                    .is_none_or(|(pl, pc, _, _)| (linked && !pl) || (linked == pl && cost < pc));
+                let (split, method, swap) =
+                    join_cost((&pi.1, pi.0), (&pk.1, pk.0), (rows, keys), s);
+                let better = pick.as_ref().is_none_or(|&(pl, pc, ..)| {
+                    (linked && !pl) || (linked == pl && split.cost(s) < pc.cost(s))
+                });
                 if better {
-                    pick = Some((linked, cost, i, k));
+                    pick = Some((linked, split, i, k, (method, swap)));
                 }
             }
         }
-        let (_, cost, i, k) = pick.expect("two parts at least");
+        let (_, split, i, k, how) = pick.expect("two parts at least");
         let (mk, bk) = parts.remove(k);
         let (mi, bi) = parts.remove(i);
         let mask = mi | mk;
         parts.push((
             mask,
             Best {
-                cost,
-                rows: rows_of(mask, leaves, conds, sel),
-                tree: Tree::Join(Box::new(bi.tree), Box::new(bk.tree)),
+                cost: split.cost(s),
+                split,
+                rows: rows_of(mask, s.leaves, s.conds, s.sel),
+                tree: joined(&bi.tree, &bk.tree, how),
             },
         ));
     }
@@ -520,7 +863,7 @@ fn greedy(leaves: &[Leaf<'_>], conds: &[Cond], sel: &[f64]) -> Best {
 fn tree_mask(t: &Tree) -> u64 {
     match t {
         Tree::Leaf(i) => 1 << i,
-        Tree::Join(a, b) => tree_mask(a) | tree_mask(b),
+        Tree::Join(a, b, _) => tree_mask(a) | tree_mask(b),
     }
 }
 
@@ -528,20 +871,23 @@ fn tree_mask(t: &Tree) -> u64 {
 fn build(
     t: &Tree,
     (leaves, conds, sel, keep): (&[Leaf<'_>], &[Cond], &[f64], &[bool]),
-    used: &mut [bool],
+    done: &mut Built,
     rels: &Relations<'_>,
 ) -> SqlResult<(Plan, Vec<usize>)> {
-    let (a, b) = match t {
-        Tree::Leaf(i) => return leaf_plan(&leaves[*i], keep, rels),
-        Tree::Join(a, b) => (a, b),
+    let (a, b, m) = match t {
+        Tree::Leaf(i) => match done.plans[*i].take() {
+            Some(p) => return Ok(p),
+            None => return leaf_plan(&leaves[*i], keep, rels),
+        },
+        Tree::Join(a, b, m) => (a, b, m),
     };
-    for (o, i) in [(a, b), (b, a)] {
-        if let Some(p) = index_nested_loop((o, i), (leaves, conds, sel, keep), used, rels)? {
+    if *m == Method::Probe {
+        if let Some(p) = index_nested_loop((a, b), (leaves, conds, sel, keep), done, rels)? {
             return Ok(p);
         }
     }
-    let (pa, la) = build(a, (leaves, conds, sel, keep), used, rels)?;
-    let (pb, lb) = build(b, (leaves, conds, sel, keep), used, rels)?;
+    let (pa, la) = build(a, (leaves, conds, sel, keep), done, rels)?;
+    let (pb, lb) = build(b, (leaves, conds, sel, keep), done, rels)?;
     // The smaller side in bytes (rows by columns) is built (hashed or
     // materialized): the inner.
     let bytes =
@@ -552,10 +898,10 @@ fn build(
         ((pb, lb), (pa, la))
     };
     let mask = tree_mask(a) | tree_mask(b);
-    let (layout, here) = conds_at(conds, used, mask, (&lo, &li));
+    let (layout, here) = conds_at(conds, &mut done.used, mask, (&lo, &li));
     let widths = (lo.len(), li.len());
     let p = planner::keyed_join(JoinKind::Inner, (outer, inner), here, (widths, rels))?;
-    let lifted = lifted_at(conds, used, mask);
+    let lifted = lifted_at(conds, &mut done.used, mask);
     Ok((tested_whole(p, &layout, lifted, leaves), layout))
 }
 
@@ -615,13 +961,12 @@ fn tested_whole(p: Plan, layout: &[usize], conds: Vec<Expr>, leaves: &[Leaf<'_>]
 /// Join order rule 9: `inner`, a table leaf with an index on a column that a
 /// condition equates with an expression over `outer`, read by an index probe per
 /// outer row (a nested loop whose inner scan's index condition reads the outer row:
-/// PostgreSQL's parameterized index scan) when the probes are estimated to cost
-/// less than hashing: outer rows × ([`PROBE_ROWS`] + rows a probe finds) against
-/// the table's rows scanned and both sides' rows hashed or probed.
+/// PostgreSQL's parameterized index scan), as the search chose (`join_cost`);
+/// None where no index serves after all.
 fn index_nested_loop(
     (outer, inner): (&Tree, &Tree),
     (leaves, conds, sel, keep): (&[Leaf<'_>], &[Cond], &[f64], &[bool]),
-    used: &mut [bool],
+    done: &mut Built,
     rels: &Relations<'_>,
 ) -> SqlResult<Option<(Plan, Vec<usize>)>> {
     let Tree::Leaf(i) = inner else {
@@ -647,7 +992,7 @@ fn index_nested_loop(
         .iter()
         .enumerate()
         .filter_map(|(k, c)| {
-            if used[k] || c.mask & !(om | im) != 0 || c.mask & im == 0 || c.mask & om == 0 {
+            if done.used[k] || c.mask & !(om | im) != 0 || c.mask & im == 0 || c.mask & om == 0 {
                 return None;
             }
             let Expr::Bin(x, BinOp::Eq, y) = &c.expr else {
@@ -661,29 +1006,27 @@ fn index_nested_loop(
             }
         })
         .collect();
+    // Join order rule 12: one probe key per class of equal columns; the other
+    // equalities of the class are implied by it (marked used once the probe is).
+    let mut implied = Vec::new();
+    let mut eqs = eqs;
+    let mut seen = Vec::new();
+    eqs.retain(|(k, ..)| match conds[*k].class {
+        Some(c) if seen.contains(&c) => {
+            implied.push(*k);
+            false
+        }
+        Some(c) => {
+            seen.push(c);
+            true
+        }
+        None => true,
+    });
     if eqs.is_empty() {
         return Ok(None);
     }
-    let outer_rows = rows_of(om, leaves, conds, sel);
-    // The rows a probe fetches: the least any of the leaf's probes from this outer
-    // side finds (a condition sharing its selectivity with others has 1 of its own).
-    let per_probe = l
-        .probes
-        .iter()
-        .filter(|p| p.outer & !om == 0)
-        .map(|p| p.fetched)
-        .fold(l.base, f64::min)
-        .min(eqs.iter().map(|e| sel[e.0]).product::<f64>() * l.base);
-    // Planner rule 8: with sequential scans or hash joins off, probing is taken
-    // whenever an index serves.
-    let sw = rels.switches();
-    let forced = !sw.seqscan || !sw.hashjoin;
-    // Join order rule 9: against a hash join's scan of the leaf and its work.
-    if !forced && outer_rows * (PROBE_ROWS + per_probe) >= l.base + l.rows + outer_rows {
-        return Ok(None);
-    }
-    let saved = used.to_vec();
-    let (po, lo) = build(outer, (leaves, conds, sel, keep), used, rels)?;
+    let saved = done.used.clone();
+    let (po, lo) = build(outer, (leaves, conds, sel, keep), done, rels)?;
     // Each probe's key: the outer expression over the outer row, read as the row
     // the nested loop runs the inner scan for (level 1).
     let mut conjs = l.conjs.clone();
@@ -699,14 +1042,14 @@ fn index_nested_loop(
     if !probes(&scan) {
         // No index serves the probe: the join is planned the other ways, the outer
         // side's conditions not taken.
-        used.copy_from_slice(&saved);
+        done.used = saved;
         return Ok(None);
     }
     let (pi, li) = leaf_plan_of(scan, l, &conjs, keep, rels);
-    for (k, ..) in &eqs {
-        used[*k] = true;
+    for k in eqs.iter().map(|e| e.0).chain(implied) {
+        done.used[k] = true;
     }
-    let (layout, here) = conds_at(conds, used, om | im, (&lo, &li));
+    let (layout, here) = conds_at(conds, &mut done.used, om | im, (&lo, &li));
     let p = Plan::Lateral {
         kind: JoinKind::Inner,
         outer: Box::new(po),
@@ -728,9 +1071,18 @@ fn conds_at(
     let mut layout = lo.to_vec();
     layout.extend(li);
     let mut here = Vec::new();
+    // Join order rule 12: one equality of a class per join (the first: the
+    // query's own before a derived one); the others are implied.
+    let mut applied = Vec::new();
     for (k, c) in conds.iter().enumerate() {
         if !used[k] && !c.lifted && c.mask & mask == c.mask {
             used[k] = true;
+            if let Some(class) = c.class {
+                if applied.contains(&class) {
+                    continue;
+                }
+                applied.push(class);
+            }
             here.push(remap(c.expr.clone(), &layout));
         }
     }
