@@ -520,8 +520,9 @@ fn merge_groups(groups: &mut Vec<u64>, mask: u64) -> bool {
 /// make classes of equal columns (PostgreSQL's equivalence classes); where a
 /// class spans three leaves or more, the equality of each pair of its columns
 /// in leaves no condition joins yet is added, so `a.x = b.y AND b.y = c.z`
-/// also joins `a` to `c` directly. (The binder casts a comparison of two types,
-/// so the columns of a class share one.)
+/// also joins `a` to `c` directly; not where a leaf holds two columns of the
+/// class. (The binder casts a comparison of two types, so the columns of a class
+/// share one.)
 fn equivalences(conds: &mut Vec<Cond>, leaves: &[Leaf<'_>]) {
     let leaf_of = |c: usize| {
         leaves
@@ -571,7 +572,10 @@ fn equivalences(conds: &mut Vec<Cond>, leaves: &[Leaf<'_>]) {
         for &c in cols {
             spanned |= leaf_of(c).map_or(0, |i| 1 << i);
         }
-        if spanned.count_ones() < 3 {
+        // A leaf with two columns of the class (`a.x = b.y AND a.w = b.y`) is
+        // left as written: a join applying one of its equalities would not
+        // imply the other.
+        if spanned.count_ones() < 3 || (spanned.count_ones() as usize) < cols.len() {
             continue;
         }
         for &k in ks {
