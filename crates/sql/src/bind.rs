@@ -2183,62 +2183,23 @@ impl Expr {
     /// Pushes the operands of this node onto `out` (walks use an explicit stack:
     /// rule 4).
     pub fn children<'a>(&'a self, out: &mut Vec<&'a Expr>) {
-        use crate::conditional::Special as S;
-        match self {
-            Expr::Const(_)
-            | Expr::Param(_)
-            | Expr::Agg(_)
-            | Expr::Col(_)
-            | Expr::Outer(..)
-            | Expr::Window(_) => {}
-            Expr::SubLink(l) => {
-                if let crate::subquery::SubKind::Quantified { lhs, .. } = &l.kind {
-                    out.push(lhs);
-                }
-            }
-            Expr::Bin(a, _, b) => out.extend([&**a, &**b]),
-            Expr::Bool(_, l) | Expr::Call(_, l) => out.extend(l.iter()),
-            Expr::Not(a)
-            | Expr::Neg(a)
-            | Expr::IsNull(a, _)
-            | Expr::Cast(a, _)
-            | Expr::Fit(a, _) => out.push(a),
-            Expr::InList(a, l, _) => {
-                out.push(a);
-                out.extend(l.iter());
-            }
-            Expr::Special(s) => match &**s {
-                S::Case { whens, default } => {
-                    for (c, v) in whens {
-                        out.extend([c, v]);
-                    }
-                    out.push(default);
-                }
-                S::Coalesce(l) | S::Extreme(l, _) => out.extend(l.iter()),
-                S::NullIf(a, b) | S::Distinct(a, b, _) => out.extend([a, b]),
-                S::BoolTest(a, _, _) => out.push(a),
-                S::Like {
-                    expr,
-                    pattern,
-                    escape,
-                    ..
-                } => {
-                    out.extend([expr, pattern]);
-                    out.extend(escape.iter());
-                }
-            },
-        }
+        self.each_child(&mut |c| {
+            out.push(c);
+            false
+        });
     }
 
     /// Whether `f` holds of this node or of any below it, walked without
     /// allocating (the depth is bounded by binding, rule 4): for tests made per
     /// row or per run of a subquery.
     pub fn any(&self, f: &mut dyn FnMut(&Expr) -> bool) -> bool {
+        f(self) || self.each_child(&mut |c| c.any(f))
+    }
+
+    /// Gives `f` each operand of this node in turn, until it returns true
+    /// (then true).
+    fn each_child<'a>(&'a self, f: &mut dyn FnMut(&'a Expr) -> bool) -> bool {
         use crate::conditional::Special as S;
-        if f(self) {
-            return true;
-        }
-        let all = |l: &[Expr], f: &mut dyn FnMut(&Expr) -> bool| l.iter().any(|e| e.any(f));
         match self {
             Expr::Const(_)
             | Expr::Param(_)
@@ -2247,30 +2208,28 @@ impl Expr {
             | Expr::Outer(..)
             | Expr::Window(_) => false,
             Expr::SubLink(l) => match &l.kind {
-                crate::subquery::SubKind::Quantified { lhs, .. } => lhs.any(f),
+                crate::subquery::SubKind::Quantified { lhs, .. } => f(lhs),
                 _ => false,
             },
-            Expr::Bin(a, _, b) => a.any(f) || b.any(f),
-            Expr::Bool(_, l) | Expr::Call(_, l) => all(l, f),
+            Expr::Bin(a, _, b) => f(a) || f(b),
+            Expr::Bool(_, l) | Expr::Call(_, l) => l.iter().any(f),
             Expr::Not(a)
             | Expr::Neg(a)
             | Expr::IsNull(a, _)
             | Expr::Cast(a, _)
-            | Expr::Fit(a, _) => a.any(f),
-            Expr::InList(a, l, _) => a.any(f) || all(l, f),
+            | Expr::Fit(a, _) => f(a),
+            Expr::InList(a, l, _) => f(a) || l.iter().any(f),
             Expr::Special(s) => match &**s {
-                S::Case { whens, default } => {
-                    whens.iter().any(|(c, v)| c.any(f) || v.any(f)) || default.any(f)
-                }
-                S::Coalesce(l) | S::Extreme(l, _) => all(l, f),
-                S::NullIf(a, b) | S::Distinct(a, b, _) => a.any(f) || b.any(f),
-                S::BoolTest(a, _, _) => a.any(f),
+                S::Case { whens, default } => whens.iter().any(|(c, v)| f(c) || f(v)) || f(default),
+                S::Coalesce(l) | S::Extreme(l, _) => l.iter().any(f),
+                S::NullIf(a, b) | S::Distinct(a, b, _) => f(a) || f(b),
+                S::BoolTest(a, _, _) => f(a),
                 S::Like {
                     expr,
                     pattern,
                     escape,
                     ..
-                } => expr.any(f) || pattern.any(f) || escape.as_ref().is_some_and(|e| e.any(f)),
+                } => f(expr) || f(pattern) || escape.as_ref().is_some_and(f),
             },
         }
     }
