@@ -46,6 +46,7 @@ use strata_engine::{Engine, IndexCursor, SeqCursor, Snapshot, Txn};
 pub mod instrument;
 mod keymap;
 mod merge;
+mod sharedhash;
 mod workers;
 
 /// A result row.
@@ -75,6 +76,9 @@ pub struct Ctx<'a> {
     /// In a parallel worker's context, the next block of the plan's parallel scan,
     /// shared by the workers (parallel rule 2); None in the leader's.
     pub blocks: Option<std::sync::Arc<std::sync::atomic::AtomicU32>>,
+    /// In a parallel worker's context, the parallel hash joins' shared builds
+    /// (parallel rule 7); None in the leader's.
+    pub(crate) builds: Option<&'a sharedhash::Builds>,
 }
 
 impl Ctx<'_> {
@@ -160,6 +164,18 @@ impl<'a> Ctx<'a> {
             temp: self.temp,
             views: self.views,
             blocks: None,
+            builds: None,
+        }
+    }
+
+    /// This context with `blocks` as its parallel scan's (parallel rule 7: a
+    /// shared build's inner side reads its own share of its driving scan).
+    fn with_blocks(&self, blocks: Option<std::sync::Arc<std::sync::atomic::AtomicU32>>) -> Ctx<'a> {
+        Ctx {
+            outer: self.outer.clone(),
+            blocks,
+            builds: self.builds,
+            ..*self
         }
     }
 
@@ -502,13 +518,20 @@ fn join_op<'a>(p: &'a Plan) -> Op<'a> {
             inner_keys,
             residual,
             widths,
-        } => Box::new(JoinOp::new(
-            *kind,
-            (build(outer), build(inner)),
-            Some((outer_keys, inner_keys)),
-            residual,
-            *widths,
-        )),
+            parallel,
+        } => {
+            let mut j = JoinOp::new(
+                *kind,
+                (build(outer), build(inner)),
+                Some((outer_keys, inner_keys)),
+                residual,
+                *widths,
+            );
+            if *parallel {
+                j.shared = Some((p as *const Plan as usize, &**inner));
+            }
+            Box::new(j)
+        }
         Plan::MergeJoin {
             kind,
             outer,
@@ -1326,11 +1349,12 @@ struct JoinOp<'a> {
     keys: Option<(&'a [Expr], &'a [Expr])>,
     cond: &'a Option<Expr>,
     widths: (usize, usize),
-    rows: keymap::Packed,
+    /// The inner side held (and hashed): its own, or, in a parallel hash join,
+    /// the workers' shared table (parallel rule 7).
+    hashed: std::sync::Arc<Hashed>,
     matched: Vec<bool>,
-    /// Each key's inner rows: where they start in `rows` (a key's rows are
-    /// together, in the order they came) and how many.
-    table: keymap::KeyMap<(usize, usize)>,
+    /// A parallel hash join's plan node address and inner side (parallel rule 7).
+    shared: Option<(usize, &'a Plan)>,
     /// The outer row being joined, the inner candidates left, whether it matched.
     current: Option<(Tuple, Vec<usize>, usize, bool)>,
     /// The inner rows left to emit unmatched (RIGHT, FULL), once the outer ends.
@@ -1359,9 +1383,9 @@ impl<'a> JoinOp<'a> {
             keys: keys.map(|(o, i)| (&o[..], &i[..])),
             cond,
             widths,
-            rows: Default::default(),
+            hashed: Default::default(),
             matched: Vec::new(),
-            table: Default::default(),
+            shared: None,
             current: None,
             tail: None,
             probe: Vec::new(),
@@ -1372,18 +1396,30 @@ impl<'a> JoinOp<'a> {
     }
 
     /// Holds the inner side (and hashes it on its keys). A hash join's inner side
-    /// past hash_mem turns the join into a [`GraceJoin`].
+    /// past hash_mem turns the join into a [`GraceJoin`]; a parallel hash join's
+    /// in a worker is built with the other workers (parallel rule 7).
     fn build(&mut self, cx: &Ctx<'a>) -> SqlResult<()> {
-        let Some(mut inner) = self.inner.take() else {
+        let Some(inner) = self.inner.take() else {
             return Ok(());
         };
+        match (self.shared, cx.builds) {
+            (Some((key, _)), Some(builds)) if self.depth == 0 => {
+                self.build_shared(cx, &builds.get(key), inner)
+            }
+            _ => self.build_own(cx, cx, inner),
+        }
+    }
+
+    /// The inner side held by this join alone, pulled through `icx`.
+    fn build_own(&mut self, cx: &Ctx<'a>, icx: &Ctx<'a>, mut inner: Op<'a>) -> SqlResult<()> {
         let mut meter = Meter::new(cx, "The inner side of a join");
         let mut rows = Vec::new();
-        while let Some(r) = inner.next(cx)? {
+        while let Some(r) = inner.next(icx)? {
             if self.keys.is_some() && self.depth < SPILL_DEPTH && !meter.fits(&r, 0) {
                 rows.push(r);
                 let outer = std::mem::replace(&mut self.outer, Box::new(NoRows));
-                self.grace = Some(Box::new(GraceJoin::start(self, cx, rows, (inner, outer))?));
+                let sides = ((inner, icx), outer);
+                self.grace = Some(Box::new(GraceJoin::start(self, cx, rows, sides)?));
                 return Ok(());
             }
             if self.keys.is_none() || self.depth >= SPILL_DEPTH {
@@ -1395,55 +1431,45 @@ impl<'a> JoinOp<'a> {
             }
         }
         self.matched = vec![false; rows.len()];
-        let order = match self.keys {
-            Some((_, ikeys)) => Some(self.hash(cx, ikeys, &rows)?),
-            None => None,
-        };
-        self.rows = keymap::Packed::new(rows, order.as_deref());
+        self.hashed = std::sync::Arc::new(Hashed::new(cx, self.keys.map(|k| k.1), rows)?);
         Ok(())
     }
 
-    /// Hashes the held `rows` on `keys`: their places, each key's rows together
-    /// in the order they came, rows with a NULL key last (keymap rule 3).
-    fn hash(&mut self, cx: &Ctx<'a>, keys: &[Expr], rows: &[Tuple]) -> SqlResult<Vec<usize>> {
-        // First each key's group and row count, then the groups' starts.
-        let mut group = Vec::with_capacity(rows.len());
-        let mut counts: Vec<usize> = Vec::new();
-        let mut k = Vec::with_capacity(keys.len());
-        for r in rows {
-            if !key_into(cx, keys, r, &mut k)? {
-                group.push(END);
-                continue;
-            }
-            let next = counts.len();
-            let (g, n) = self.table.get_or_insert_with(&k, || (next, 0));
-            *n += 1;
-            group.push(*g);
-            if *g == next {
-                counts.push(0);
-            }
-            counts[*g] += 1;
+    /// Parallel rule 7 (shared hash rules 1–3): this worker's share of the inner
+    /// side added to the build, and the table all workers probe.
+    fn build_shared(
+        &mut self,
+        cx: &Ctx<'a>,
+        b: &std::sync::Arc<sharedhash::Build>,
+        mut inner: Op<'a>,
+    ) -> SqlResult<()> {
+        use sharedhash::Step;
+        let mut step = b.join(cx)?;
+        loop {
+            step = match step {
+                Step::Collect(p) => {
+                    let icx = cx.with_blocks(Some(b.blocks.clone()));
+                    let share = share(&mut inner, &icx, Meter::new(cx, "The inner side of a join"));
+                    b.add(cx, p, share)?
+                }
+                Step::Hash(p, rows) => {
+                    let hashed =
+                        Hashed::new(cx, self.keys.map(|k| k.1), rows).map(std::sync::Arc::new);
+                    p.done(&hashed);
+                    Step::Probe(hashed?)
+                }
+                Step::Probe(h) => {
+                    self.hashed = h;
+                    return Ok(());
+                }
+                Step::Whole => {
+                    // Shared hash rule 2: the inner side run anew, its scans whole.
+                    let plan = self.shared.expect("a parallel hash join").1;
+                    let icx = cx.with_blocks(None);
+                    return self.build_own(cx, &icx, build(plan));
+                }
+            };
         }
-        let mut start = 0;
-        let starts: Vec<usize> = counts
-            .iter()
-            .map(|n| {
-                start += n;
-                start - n
-            })
-            .collect();
-        for v in self.table.values_mut() {
-            v.0 = starts[v.0];
-        }
-        let mut fill = starts;
-        Ok(group
-            .into_iter()
-            .map(|g| {
-                let slot = fill.get_mut(g).unwrap_or(&mut start);
-                *slot += 1;
-                *slot - 1
-            })
-            .collect())
     }
 
     /// The inner rows an outer row may match, into `out` (last first), with no
@@ -1451,13 +1477,13 @@ impl<'a> JoinOp<'a> {
     fn candidates(&mut self, cx: &Ctx<'a>, row: &[Datum], out: &mut Vec<usize>) -> SqlResult<()> {
         out.clear();
         let Some((okeys, _)) = self.keys else {
-            out.extend((0..self.rows.len()).rev());
+            out.extend((0..self.hashed.rows.len()).rev());
             return Ok(());
         };
         if !key_into(cx, okeys, row, &mut self.probe)? {
             return Ok(());
         }
-        if let Some(&(start, n)) = self.table.get(&self.probe) {
+        if let Some(&(start, n)) = self.hashed.table.get(&self.probe) {
             out.extend((start..start + n).rev());
         }
         Ok(())
@@ -1465,17 +1491,107 @@ impl<'a> JoinOp<'a> {
 
     fn unmatched_inner(&mut self) -> Option<Tuple> {
         let at = self.tail.get_or_insert(0);
-        while *at < self.rows.len() {
+        while *at < self.hashed.rows.len() {
             let i = *at;
             *at += 1;
             if !self.matched[i] {
                 let mut out = vec![Datum::Null; self.widths.0];
-                self.rows.extend_row(i, &mut out);
+                self.hashed.rows.extend_row(i, &mut out);
                 return Some(out);
             }
         }
         None
     }
+}
+
+/// A join's inner side held: its rows and, for a hash join, each key's rows.
+#[derive(Default)]
+pub(super) struct Hashed {
+    rows: keymap::Packed,
+    /// Each key's inner rows: where they start in `rows` (a key's rows are
+    /// together, in the order they came) and how many.
+    table: keymap::KeyMap<(usize, usize)>,
+}
+
+impl Hashed {
+    /// `rows` held, hashed on `keys` if given: each key's rows together in the
+    /// order they came, rows with a NULL key last (keymap rule 3).
+    fn new(cx: &Ctx<'_>, keys: Option<&[Expr]>, rows: Vec<Tuple>) -> SqlResult<Hashed> {
+        let mut table = keymap::KeyMap::default();
+        let order = match keys {
+            Some(keys) => Some(hash_order(cx, keys, &rows, &mut table)?),
+            None => None,
+        };
+        Ok(Hashed {
+            rows: keymap::Packed::new(rows, order.as_deref()),
+            table,
+        })
+    }
+}
+
+/// Hashes `rows` on `keys` into `table`: each row's place, each key's rows
+/// together in the order they came, rows with a NULL key last.
+fn hash_order(
+    cx: &Ctx<'_>,
+    keys: &[Expr],
+    rows: &[Tuple],
+    table: &mut keymap::KeyMap<(usize, usize)>,
+) -> SqlResult<Vec<usize>> {
+    // First each key's group and row count, then the groups' starts.
+    let mut group = Vec::with_capacity(rows.len());
+    let mut counts: Vec<usize> = Vec::new();
+    let mut k = Vec::with_capacity(keys.len());
+    for r in rows {
+        if !key_into(cx, keys, r, &mut k)? {
+            group.push(END);
+            continue;
+        }
+        let next = counts.len();
+        let (g, n) = table.get_or_insert_with(&k, || (next, 0));
+        *n += 1;
+        group.push(*g);
+        if *g == next {
+            counts.push(0);
+        }
+        counts[*g] += 1;
+    }
+    let mut start = 0;
+    let starts: Vec<usize> = counts
+        .iter()
+        .map(|n| {
+            start += n;
+            start - n
+        })
+        .collect();
+    for v in table.values_mut() {
+        v.0 = starts[v.0];
+    }
+    let mut fill = starts;
+    Ok(group
+        .into_iter()
+        .map(|g| {
+            let slot = fill.get_mut(g).unwrap_or(&mut start);
+            *slot += 1;
+            *slot - 1
+        })
+        .collect())
+}
+
+/// Parallel rule 7: a worker's share of a shared build's inner side, pulled
+/// through `icx` (whose blocks are the build's); None past hash_mem (shared
+/// hash rule 2).
+fn share<'a>(inner: &mut Op<'a>, icx: &Ctx<'a>, mut meter: Meter) -> SqlResult<Option<Vec<Tuple>>> {
+    let mut rows = Vec::new();
+    while let Some(r) = inner.next(icx)? {
+        if !meter.fits(&r, 0) {
+            return Ok(None);
+        }
+        rows.push(r);
+        if rows.len().is_multiple_of(1024) {
+            (icx.check)()?;
+        }
+    }
+    Ok(Some(rows))
 }
 
 impl<'a> Node<'a> for JoinOp<'a> {
@@ -1519,10 +1635,13 @@ impl<'a> Node<'a> for JoinOp<'a> {
                 if !last {
                     joined.extend_from_slice(row);
                 }
-                self.rows.extend_row(i, &mut joined);
+                self.hashed.rows.extend_row(i, &mut joined);
                 if cx.holds(self.cond, &joined)? {
                     *hit = true;
-                    self.matched[i] = true;
+                    // Kept for RIGHT and FULL joins, never a shared build's.
+                    if let Some(m) = self.matched.get_mut(i) {
+                        *m = true;
+                    }
                     if last {
                         self.spare = std::mem::take(cands);
                         self.current = None;
@@ -1594,7 +1713,7 @@ impl<'a> GraceJoin<'a> {
         j: &JoinOp<'a>,
         cx: &Ctx<'a>,
         held: Vec<Tuple>,
-        (mut inner, mut outer): (Op<'a>, Op<'a>),
+        ((mut inner, icx), mut outer): ((Op<'a>, &Ctx<'a>), Op<'a>),
     ) -> SqlResult<Self> {
         let keys = j.keys.expect("a hash join");
         let mut g = GraceJoin {
@@ -1614,7 +1733,7 @@ impl<'a> GraceJoin<'a> {
         for r in held {
             g.place(cx, &mut files, r, false)?;
         }
-        while let Some(r) = inner.next(cx)? {
+        while let Some(r) = inner.next(icx)? {
             g.place(cx, &mut files, r, false)?;
         }
         while let Some(r) = outer.next(cx)? {
@@ -1848,6 +1967,26 @@ impl<'t> Groups<'t> {
         Ok(Some(self.groups.len() - 1))
     }
 
+    /// Parallel rule 4: a worker's group combined into these: its states added
+    /// to its key's group, or the group taken as it is (key and states moved, not
+    /// copied). False once memory is full and the key is new.
+    fn combine(&mut self, aggs: &[Agg], key: Tuple, states: Vec<AggState>) -> SqlResult<bool> {
+        let g = match self.index.get(key.as_slice()) {
+            Some(&g) => g,
+            None if self.groups.len() == 1 && key.is_empty() => 0,
+            None if !self.meter.fits(&key, 64 * aggs.len()) => return Ok(false),
+            None => {
+                self.index.insert(&key, self.groups.len());
+                self.groups.push((key, states));
+                return Ok(true);
+            }
+        };
+        for ((st, other), a) in self.groups[g].1.iter_mut().zip(states).zip(aggs) {
+            st.combine(a, other)?;
+        }
+        Ok(true)
+    }
+
     /// A row of a key with no group in memory, into its partition.
     fn spill(&mut self, key: &Tuple, row: &[Datum]) -> SqlResult<()> {
         let p = spill_part(self.depth, key);
@@ -1881,6 +2020,7 @@ fn group_row(
     states: Vec<AggState>,
 ) -> SqlResult<Tuple> {
     let nk = key.len();
+    key.reserve_exact(aggs.len());
     for (st, a) in states.into_iter().zip(aggs) {
         // Direct arguments read the group's keys (aggorder rule 2).
         let direct = a

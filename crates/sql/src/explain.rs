@@ -500,14 +500,17 @@ impl Explainer<'_> {
                 outer_keys,
                 inner_keys,
                 residual,
+                parallel,
                 ..
             } => {
                 let keys = (outer_keys.as_slice(), inner_keys.as_slice());
+                // Parallel rule 7: a shared build is PostgreSQL's Parallel Hash.
+                let method = if *parallel { "Parallel Hash" } else { "Hash" };
                 let (mut s, names) =
-                    self.keyed_join("Hash", *kind, (outer, inner), keys, residual)?;
+                    self.keyed_join(method, *kind, (outer, inner), keys, residual)?;
                 // Explain rule 2: the inner side under its Hash node.
                 let i = s.children.pop().expect("a join's inner side");
-                let mut hash = titled("Hash");
+                let mut hash = titled(method);
                 hash.est = i.est.as_ref().map(Est::hashed);
                 hash.actual = i.actual.clone();
                 hash.output = i.output.clone();
@@ -715,8 +718,9 @@ impl Explainer<'_> {
         let outer_width = names.len();
         names.extend(inames);
         let mut s = titled(join_title(method, kind));
-        s.details
-            .push(format!("{method} Cond: {}", and_text(conds)));
+        // PostgreSQL's Parallel Hash Join still shows a `Hash Cond`.
+        let cond = method.trim_start_matches("Parallel ");
+        s.details.push(format!("{cond} Cond: {}", and_text(conds)));
         self.filter_line(&mut s, "Join Filter", residual.as_ref(), &names);
         if matches!(kind, JoinKind::Semi | JoinKind::Anti) {
             names.truncate(outer_width);

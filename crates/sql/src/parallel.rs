@@ -45,6 +45,12 @@
 //!    leader about what reading it would: the workers must save more). The
 //!    leader gathers every row at the first pull — up to hash_mem in memory, the
 //!    rest in a temporary file — and its consumer reads them as they came.
+//! 7. Parallel hash: a hash join the driving scan's rows pass through (inner,
+//!    left, semi, anti) whose inner side is driven by a sequential scan of at
+//!    least `MIN_PAGES` has that side built by the workers together, each
+//!    reading a share of that scan's blocks, into one table they all probe
+//!    (PostgreSQL's Parallel Hash; `executor::sharedhash`), rather than by each
+//!    worker whole. The inner side's own joins are weighed the same way.
 
 use crate::aggregate::combinable;
 use crate::analyze::JoinKind;
@@ -82,6 +88,7 @@ fn walk(p: &mut Plan, rels: &Relations<'_>, workers: usize) {
                 .all(|a| combinable(a) && a.row_exprs().all(|e| safe_expr(e, Some(rels))));
         if exprs_safe && safe(input, Some(rels)) && drive(input, rels, false) {
             *w = workers;
+            share_builds(input, rels);
             return;
         }
     }
@@ -91,6 +98,7 @@ fn walk(p: &mut Plan, rels: &Relations<'_>, workers: usize) {
         Plan::Sort { input, keys, bound } => {
             if gatherable(input, rels, bound.is_none()) {
                 // Rule 6: a bounded sort is also run in each worker, on its share.
+                share_builds(input, rels);
                 let part = match bound {
                     Some(_) => Plan::Sort {
                         input: Box::new(take(input)),
@@ -110,6 +118,7 @@ fn walk(p: &mut Plan, rels: &Relations<'_>, workers: usize) {
         Plan::HashJoin { outer, inner, .. } => {
             walk(outer, rels, workers);
             if gatherable(inner, rels, true) {
+                share_builds(inner, rels);
                 **inner = Plan::Gather {
                     input: Box::new(take(inner)),
                     workers,
@@ -181,6 +190,50 @@ fn drive(p: &mut Plan, rels: &Relations<'_>, filtered: bool) -> bool {
     }
     *parallel = true;
     true
+}
+
+/// Rule 7: marks the hash joins on `p`'s spine whose inner sides the workers
+/// build together, and the scans that drive those sides parallel.
+fn share_builds(p: &mut Plan, rels: &Relations<'_>) {
+    let spine_kind = |k: &JoinKind| {
+        matches!(
+            k,
+            JoinKind::Inner | JoinKind::Left | JoinKind::Semi | JoinKind::Anti
+        )
+    };
+    match p {
+        Plan::Filter { input, .. } | Plan::Project { input, .. } => share_builds(input, rels),
+        Plan::NestLoop { kind, outer, .. } | Plan::Lateral { kind, outer, .. }
+            if spine_kind(kind) =>
+        {
+            share_builds(outer, rels)
+        }
+        Plan::HashJoin {
+            kind,
+            outer,
+            inner,
+            parallel,
+            ..
+        } if spine_kind(kind) => {
+            share_builds(outer, rels);
+            if has_parallel(inner) {
+                return;
+            }
+            if let Some(Plan::SeqScan {
+                table,
+                parallel: scan,
+                ..
+            }) = spine(inner)
+            {
+                if rels.pages(table) >= MIN_PAGES {
+                    *scan = true;
+                    *parallel = true;
+                    share_builds(inner, rels);
+                }
+            }
+        }
+        _ => {}
+    }
 }
 
 /// Rule 2: the scan at the bottom of `p`'s outer side, if it is a sequential one.

@@ -224,6 +224,9 @@ pub enum Plan {
         /// Over the joined row.
         residual: Option<Expr>,
         widths: (usize, usize),
+        /// Parallel rule 7: the inner side hashed once by the workers together,
+        /// each reading a share of its driving scan (PostgreSQL's Parallel Hash).
+        parallel: bool,
     },
     /// A join of two sides sorted ascending on their keys, plain columns
     /// (`executor::merge` rules; planner rule 8).
@@ -1101,6 +1104,7 @@ pub(crate) fn keyed_join(
         inner_keys: ikeys,
         residual: and_all(residual),
         widths,
+        parallel: false,
     };
     Ok(match merged {
         Some(m) => {
@@ -1598,6 +1602,7 @@ fn hash_smaller_side(p: Plan) -> Plan {
         inner_keys,
         residual,
         widths: (lw, rw),
+        ..
     } = p
     else {
         return p;
@@ -1613,6 +1618,7 @@ fn hash_smaller_side(p: Plan) -> Plan {
         inner_keys: outer_keys,
         residual,
         widths: (rw, lw),
+        parallel: false,
     };
     Plan::Project {
         input: Box::new(joined),

@@ -2109,6 +2109,69 @@ fn a_large_tables_aggregates_run_in_parallel_workers() {
     });
 }
 
+/// Parallel rule 7: a hash join whose inner side is a large table's scan has that
+/// side built by the workers together into one table (PostgreSQL's Parallel
+/// Hash); past hash_mem each worker builds it whole, spilling; an error in one
+/// worker's share is the statement's error.
+#[test]
+fn workers_build_a_large_inner_side_together() {
+    with_session(64 << 20, |s| {
+        // Two tables of 13,000 rows of ~720 bytes: each past 1024 pages.
+        let c = q(
+            s,
+            "CREATE TABLE pa (id int, g int, pad char(700));
+             CREATE TABLE pb (id int, w int, pad char(700));
+             INSERT INTO pa SELECT i, i % 5, 'a' FROM generate_series(1, 13000) i;
+             INSERT INTO pb SELECT i, i % 100, 'b' FROM generate_series(1, 13000) i;
+             ANALYZE pa; ANALYZE pb",
+        );
+        assert!(c.results.iter().all(|r| r.is_ok()), "{:?}", c.results);
+        let sql = "SELECT a.g, count(*), sum(b.w), min(b.id) FROM pa a JOIN pb b \
+                   ON b.id = a.id AND b.w < 90 GROUP BY a.g ORDER BY a.g";
+        let plan = rows(s, &format!("EXPLAIN (COSTS OFF) {sql}"));
+        assert!(
+            plan.iter().any(|l| l.trim() == "->  Parallel Hash")
+                && plan.iter().any(|l| l.contains("Parallel Hash Join"))
+                && plan.iter().any(|l| l.contains("Hash Cond: "))
+                && plan
+                    .iter()
+                    .filter(|l| l.contains("Parallel Seq Scan"))
+                    .count()
+                    == 2,
+            "{plan:?}"
+        );
+        let want = [
+            "0|2340|99450|5",
+            "1|2340|101790|1",
+            "2|2340|104130|2",
+            "3|2340|106470|3",
+            "4|2340|108810|4",
+        ];
+        assert_eq!(rows(s, sql), want);
+        // Shared hash rule 2: a share past hash_mem: each worker's whole build,
+        // spilled.
+        let plain = "SELECT count(*), sum(b.w) FROM pa a JOIN pb b ON b.id = a.id AND b.w < 90";
+        assert_eq!(rows(s, plain), ["11700|520650"]);
+        let c = q(s, "SET work_mem = '64kB'");
+        assert!(c.results.iter().all(|r| r.is_ok()), "{:?}", c.results);
+        assert_eq!(rows(s, plain), ["11700|520650"]);
+        // Shared hash rule 3: one worker's error is the statement's.
+        let c = q(s, "RESET work_mem");
+        assert!(c.results.iter().all(|r| r.is_ok()), "{:?}", c.results);
+        let bad = "SELECT count(*) FROM pa a JOIN pb b ON b.id = a.id AND 1 / (b.id - 6500) < 5";
+        let shape = rows(s, &format!("EXPLAIN (COSTS OFF) {bad}"));
+        assert!(
+            shape.windows(3).any(|w| w[0].trim() == "->  Parallel Hash"
+                && w[2].contains("Filter: ((1 / (id - 6500)) < 5)")),
+            "{shape:?}"
+        );
+        assert_eq!(codes(s, bad), ["22012"]);
+        let c = q(s, "SET max_parallel_workers_per_gather = 0");
+        assert!(c.results.iter().all(|r| r.is_ok()), "{:?}", c.results);
+        assert_eq!(rows(s, sql), want);
+    });
+}
+
 #[test]
 fn a_left_join_hashes_its_smaller_preserved_side() {
     with_session(8 << 20, |s| {

@@ -420,6 +420,7 @@ pub(crate) fn apply(
             inner_keys: ikeys,
             residual: planner::and_all(residual),
             widths: (width, iw),
+            parallel: false,
         };
     }
     Ok(p)

@@ -3306,6 +3306,7 @@ impl<'e> Session<'e> {
             temp: &temp,
             views: &views,
             blocks: None,
+            builds: None,
         };
         crate::executor::run(plan, &cx, &mut |r| {
             emit(r)?;
@@ -3399,6 +3400,7 @@ impl Streamer<'_> {
             temp: &temp,
             views: &views,
             blocks: None,
+            builds: None,
         };
         crate::executor::run(plan, &cx, &mut |mut r| {
             trim_padding(&mut r, trim);

@@ -26,12 +26,19 @@ struct Shared<'a> {
     temp: &'a crate::spill::Temp,
     /// The plans of the input's subqueries, by their key (parallel rule 3).
     subplans: &'a [(usize, Plan)],
+    /// The parallel hash joins' shared builds (parallel rule 7).
+    builds: &'a super::sharedhash::Builds,
 }
 
 impl<'a> Shared<'a> {
-    fn of(cx: &Ctx<'a>, subplans: &'a [(usize, Plan)]) -> Shared<'a> {
+    fn of(
+        cx: &Ctx<'a>,
+        subplans: &'a [(usize, Plan)],
+        builds: &'a super::sharedhash::Builds,
+    ) -> Shared<'a> {
         Shared {
             subplans,
+            builds,
             engine: cx.engine,
             snap: cx.snap,
             db: cx.db,
@@ -69,7 +76,8 @@ pub(super) fn aggregate(
     n: usize,
 ) -> SqlResult<Option<Vec<Tuple>>> {
     let subplans = subplans(cx, input)?;
-    let shared = Shared::of(cx, &subplans);
+    let builds = super::sharedhash::Builds::default();
+    let shared = Shared::of(cx, &subplans, &builds);
     let blocks = Arc::new(AtomicU32::new(0));
     let stop = AtomicBool::new(false);
     let spent = Spent::default();
@@ -203,6 +211,7 @@ fn in_worker<R>(
         temp: sh.temp,
         views: &no_views,
         blocks: Some(blocks),
+        builds: Some(sh.builds),
     };
     f(&cx)
 }
@@ -241,15 +250,8 @@ fn combine(
 ) -> SqlResult<Option<Vec<Tuple>>> {
     let mut groups = Groups::new(cx, aggs, !keys.is_empty(), 0);
     for (key, states) in parts.into_iter().flatten() {
-        let g = match keys.is_empty() {
-            true => 0,
-            false => match groups.group(cx, aggs, &key)? {
-                Some(g) => g,
-                None => return Ok(None),
-            },
-        };
-        for ((st, other), a) in groups.groups[g].1.iter_mut().zip(states).zip(aggs) {
-            st.combine(a, other)?;
+        if !groups.combine(aggs, key, states)? {
+            return Ok(None);
         }
     }
     Ok(Some(groups.finish(cx, aggs)?.0))
@@ -322,7 +324,8 @@ impl<'a> Node<'a> for GatherOp<'a> {
 /// they come.
 fn gather<'t>(cx: &Ctx<'t>, input: &Plan, n: usize) -> SqlResult<Gathered<'t>> {
     let subplans = subplans(cx, input)?;
-    let shared = Shared::of(cx, &subplans);
+    let builds = super::sharedhash::Builds::default();
+    let shared = Shared::of(cx, &subplans, &builds);
     let blocks = Arc::new(AtomicU32::new(0));
     let stop = AtomicBool::new(false);
     let spent = Spent::default();
