@@ -54,8 +54,11 @@
 //!     driving scan (the bottom of the outer side, the larger in rows at each
 //!     join) and the work per row of it are shared among the workers, so divided
 //!     by the parallel divisor where that scan is of a table of at least
-//!     `parallel::MIN_PAGES`; every inner side (a hash table built, a loop's
-//!     materialized rows) is run whole by each worker, so counted whole.
+//!     `parallel::MIN_PAGES`; an inner side is run whole by each worker, so
+//!     counted whole (a loop's materialized rows, a hash table built), except
+//!     a hash table whose side is driven by a scan of such a table: the workers
+//!     build it together (parallel rule 7), so that side's driving scan and
+//!     work per row are shared too.
 //! 12. Equalities between plain columns of different leaves make classes of
 //!     equal columns (PostgreSQL's equivalence classes); a class over three
 //!     leaves or more adds the equality of each pair of its columns in leaves
@@ -643,9 +646,17 @@ fn join_cost(
             2.0 * u.cpu_operator * i.rows,
         )
     };
+    // Parallel rule 7: a hash join's inner side driven by a large table's scan
+    // is built by the workers together (its driving scan and the work per row
+    // of it shared); any other is built whole by each.
+    let shared = keys > 0 && i.split.driver >= f64::from(crate::parallel::MIN_PAGES);
+    let (together, alone) = match shared {
+        true => (i.split.spine, 0.0),
+        false => (0.0, i.split.spine),
+    };
     let keyed = Split {
-        spine: o.split.spine + per_outer + rows * u.cpu_tuple,
-        whole: o.split.whole + i.split.spine + i.split.whole + build,
+        spine: o.split.spine + per_outer + rows * u.cpu_tuple + together,
+        whole: o.split.whole + alone + i.split.whole + build,
         driver: o.split.driver,
     };
     let mut probe: Option<(Split, bool)> = None;

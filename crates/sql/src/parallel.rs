@@ -16,10 +16,11 @@
 //!    outer side through filters, projections and the outer side of inner, left,
 //!    semi and anti joins — whose blocks the workers share (engine cursor rule 8),
 //!    so each row of it is read by one worker. Every other part of the input (a
-//!    hash join's inner side, a nested loop's held rows) is run whole by each
-//!    worker. The scan must be of at least `min_parallel_table_scan_size` (8MB,
-//!    1024 pages) and at least as large as the tables the workers run whole, so
-//!    more than half the work is shared.
+//!    hash join's inner side unless rule 7 shares it, a nested loop's held rows)
+//!    is run whole by each worker. The scan must be of at least
+//!    `min_parallel_table_scan_size` (8MB, 1024 pages) and at least as large as
+//!    the tables the workers run whole (not the scans rule 7 shares), so more
+//!    than half the work is shared.
 //! 3. Nothing in the input may reach past the worker's own rows: no function that
 //!    reaches the server or is volatile, no system view, WITH query or recursive
 //!    work table, and a subquery only if its own plan qualifies and holds no
@@ -195,12 +196,6 @@ fn drive(p: &mut Plan, rels: &Relations<'_>, filtered: bool) -> bool {
 /// Rule 7: marks the hash joins on `p`'s spine whose inner sides the workers
 /// build together, and the scans that drive those sides parallel.
 fn share_builds(p: &mut Plan, rels: &Relations<'_>) {
-    let spine_kind = |k: &JoinKind| {
-        matches!(
-            k,
-            JoinKind::Inner | JoinKind::Left | JoinKind::Semi | JoinKind::Anti
-        )
-    };
     match p {
         Plan::Filter { input, .. } | Plan::Project { input, .. } => share_builds(input, rels),
         Plan::NestLoop { kind, outer, .. } | Plan::Lateral { kind, outer, .. }
@@ -244,10 +239,7 @@ fn spine(p: &mut Plan) -> Option<&mut Plan> {
         Plan::NestLoop { kind, outer, .. }
         | Plan::HashJoin { kind, outer, .. }
         | Plan::Lateral { kind, outer, .. }
-            if matches!(
-                kind,
-                JoinKind::Inner | JoinKind::Left | JoinKind::Semi | JoinKind::Anti
-            ) =>
+            if spine_kind(kind) =>
         {
             spine(outer)
         }
@@ -255,11 +247,46 @@ fn spine(p: &mut Plan) -> Option<&mut Plan> {
     }
 }
 
-/// The pages of every table `p` scans sequentially (the driving scan's included).
+/// The pages of every table `p` scans sequentially (the driving scan's included)
+/// but those of the inner sides rule 7 has the workers build together.
 fn whole_pages(p: &Plan, rels: &Relations<'_>) -> u64 {
     match p {
         Plan::SeqScan { table, .. } => u64::from(rels.pages(table)),
+        Plan::Filter { input, .. } | Plan::Project { input, .. } => whole_pages(input, rels),
+        Plan::HashJoin {
+            kind, outer, inner, ..
+        } if spine_kind(kind) => {
+            let shared = match (has_parallel(inner), driving_table(inner)) {
+                (false, Some(t)) if rels.pages(t) >= MIN_PAGES => u64::from(rels.pages(t)),
+                _ => 0,
+            };
+            whole_pages(outer, rels) + whole_pages(inner, rels) - shared
+        }
         _ => p.children().into_iter().map(|c| whole_pages(c, rels)).sum(),
+    }
+}
+
+/// The joins the driving scan's rows pass through (rule 2).
+fn spine_kind(k: &JoinKind) -> bool {
+    matches!(
+        k,
+        JoinKind::Inner | JoinKind::Left | JoinKind::Semi | JoinKind::Anti
+    )
+}
+
+/// The table of the sequential scan at the bottom of `p`'s outer side (rule 2).
+fn driving_table(p: &Plan) -> Option<&str> {
+    match p {
+        Plan::SeqScan { table, .. } => Some(table),
+        Plan::Filter { input, .. } | Plan::Project { input, .. } => driving_table(input),
+        Plan::NestLoop { kind, outer, .. }
+        | Plan::HashJoin { kind, outer, .. }
+        | Plan::Lateral { kind, outer, .. }
+            if spine_kind(kind) =>
+        {
+            driving_table(outer)
+        }
+        _ => None,
     }
 }
 
