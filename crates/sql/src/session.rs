@@ -3159,7 +3159,7 @@ impl<'e> Session<'e> {
     /// The pages of `t` (of `pages`) the visibility map marks all visible: ANALYZE's
     /// relallvisible; 0 when unknown.
     pub(crate) fn planner_all_visible(&self, t: &str, pages: u32) -> u32 {
-        let Ok(Some(entry)) = self.planned_relation(t) else {
+        let Some(entry) = self.planned_arc(t) else {
             return 0;
         };
         let Some(dbe) = self.engine.database(&self.db) else {
@@ -3171,7 +3171,7 @@ impl<'e> Session<'e> {
     }
 
     fn relation_pages(&self, t: &str) -> u32 {
-        let Ok(Some(entry)) = self.planned_relation(t) else {
+        let Some(entry) = self.planned_arc(t) else {
             return 0;
         };
         let Some(dbe) = self.engine.database(&self.db) else {
@@ -3181,6 +3181,15 @@ impl<'e> Session<'e> {
             .smgr()
             .nblocks(entry.key(&dbe), ForkNumber::Main)
             .unwrap_or(0)
+    }
+
+    /// A relation's entry for the planner's counts, shared, not copied (None: a
+    /// system view or no such relation).
+    fn planned_arc(&self, t: &str) -> Option<Arc<strata_engine::RelEntry>> {
+        match crate::views::schema(t) {
+            Some(_) => None,
+            None => self.relation_arc(t),
+        }
     }
 
     /// A relation's entry for the planner (None: a system view).
