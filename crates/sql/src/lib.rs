@@ -27,8 +27,9 @@
 //! serve ORDER BY, LIMIT and min/max; `parallel` gives large aggregates, sorts and
 //! hash tables workers), [`explain`] (a plan as PostgreSQL prints it, with
 //! [`cost`]'s estimates), [`executor`] (pull operators; `executor::workers` runs a
-//! parallel plan's threads, `executor::keymap` is the hash table of hash joins and
-//! hash aggregation), [`copy`] (COPY's text and csv formats), [`sort`] (ORDER BY within
+//! parallel plan's threads, `executor::sharedhash` the hash tables its workers build
+//! together, `executor::keymap` is the hash table of hash joins and hash
+//! aggregation), [`copy`] (COPY's text and csv formats), [`sort`] (ORDER BY within
 //! `work_mem`, PostgreSQL's quicksort), [`frames`] (window frame clauses sqlparser
 //! does not parse), [`moments`] (the statistical aggregates), [`privileges`] (who may do what: ACL checks for every statement kind,
 //! PostgreSQL 15's rules), [`roles`] (CREATE/ALTER/DROP ROLE, membership, SET ROLE,
