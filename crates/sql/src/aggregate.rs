@@ -332,6 +332,12 @@ impl AggState {
         }
     }
 
+    /// Whether a value has been taken (planner rule 14's internal aggregate skips
+    /// its rows after the first non-NULL one).
+    pub fn has_value(&self) -> bool {
+        !self.acc.is_null()
+    }
+
     /// Whether the aggregate holds its rows for sorting: its rows come to
     /// [`AggState::step_ordered`].
     pub fn holds_rows(&self) -> bool {
@@ -417,6 +423,8 @@ impl AggState {
             }
             (AggFunc::BoolAnd, acc) => Datum::Bool(is_true(&v) && (acc.is_null() || is_true(&acc))),
             (AggFunc::BoolOr, acc) => Datum::Bool(is_true(&v) || is_true(&acc)),
+            (AggFunc::Any, Datum::Null) => v,
+            (AggFunc::Any, acc) => acc,
             (AggFunc::StringAgg, acc) => string_agg(acc, v, delim)?,
             (AggFunc::CountStar | AggFunc::Stat(_) | AggFunc::Ordered(_), _) => {
                 unreachable!("counted above or held")
@@ -438,6 +446,7 @@ impl AggState {
             (AggFunc::Max, x, y) => std::cmp::max_by(x, y, compare),
             (AggFunc::BoolAnd, x, y) => Datum::Bool(is_true(&x) && is_true(&y)),
             (AggFunc::BoolOr, x, y) => Datum::Bool(is_true(&x) || is_true(&y)),
+            (AggFunc::Any, x, _) => x,
             (f, ..) => unreachable!("{f:?} is not combinable"),
         };
         Ok(())
@@ -479,6 +488,7 @@ pub fn combinable(a: &Agg) -> bool {
                 | AggFunc::Max
                 | AggFunc::BoolAnd
                 | AggFunc::BoolOr
+                | AggFunc::Any
         )
 }
 

@@ -343,6 +343,9 @@ pub enum AggFunc {
     Stat(crate::moments::Stat),
     /// An ordered-set or hypothetical-set aggregate ([`crate::aggorder`]).
     Ordered(crate::aggorder::OrderedSet),
+    /// Internal: the value of any row of the group (its first non-NULL one), for
+    /// a GROUP BY column the group's primary key determines (planner rule 14).
+    Any,
 }
 
 /// A bound aggregate call ([`crate::aggregate`]).

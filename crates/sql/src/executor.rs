@@ -2105,6 +2105,10 @@ impl<'a> Node<'a> for GroupAggOp<'a> {
 fn step(cx: &Ctx<'_>, aggs: &[Agg], states: &mut [AggState], row: &[Datum]) -> SqlResult<()> {
     {
         for (a, st) in aggs.iter().zip(states.iter_mut()) {
+            // Planner rule 14: a group's value, once taken, is every row's.
+            if a.func == bind::AggFunc::Any && st.has_value() {
+                continue;
+            }
             if !cx.holds(&a.filter, row)? {
                 continue;
             }

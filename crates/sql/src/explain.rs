@@ -1264,6 +1264,11 @@ impl Explainer<'_> {
     fn agg(&mut self, a: &Agg, names: &[String]) -> SqlResult<String> {
         let f = match a.func {
             AggFunc::CountStar => return Ok(self.agg_filter("count(*)".into(), a, names)),
+            // Planner rule 14: the column itself, as PostgreSQL's output shows it.
+            AggFunc::Any => match &a.arg {
+                Some(x) => return self.expr(x, names),
+                None => "any",
+            },
             AggFunc::Count => "count",
             AggFunc::Sum => "sum",
             AggFunc::Min => "min",

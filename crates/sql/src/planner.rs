@@ -78,11 +78,16 @@
 //!     reads of the pages that are not. Where no condition bounds an index, the
 //!     smallest covering one is weighed against reading the table whole, as
 //!     PostgreSQL's check_index_only paths are (`count(*)` over an index).
+//! 14. A GROUP BY that holds every column of a table's primary key groups on
+//!     those and not on the table's other columns it holds: they are the same in
+//!     every row of a group, so each is taken from any row of it (an internal
+//!     aggregate; PostgreSQL's remove_useless_groupby_columns), and the row is
+//!     put back in the query's layout above the aggregate ([`dependent_keys`]).
 
 use crate::analyze::{
     Distinct, Grouping, Join, JoinKind, Query, Rel, Select, SetOp, SetTree, SortSpec,
 };
-use crate::bind::{Agg, BinOp, Expr, Func};
+use crate::bind::{Agg, AggFunc, BinOp, Expr, Func};
 use crate::plan::IndexPath;
 use crate::{SqlResult, SqlType};
 
@@ -373,6 +378,102 @@ fn aggregate(p: Plan, width: usize, (keys, aggs): (&[Expr], &[Agg]), sorted: boo
     }
 }
 
+/// Planner rule 14: the GROUP BY keys (their places, with their types) that are
+/// plain columns of a table whose primary key's columns are all keys too, not
+/// themselves in that key.
+fn dependent_keys(from: &Rel, keys: &[Expr], rels: &Relations<'_>) -> Vec<(usize, SqlType)> {
+    let mut tables = Vec::new();
+    table_leaves(from, 0, &mut tables);
+    let cols: Vec<Option<usize>> = keys
+        .iter()
+        .map(|k| match k {
+            Expr::Col(c) => Some(*c),
+            _ => None,
+        })
+        .collect();
+    let mut out: Vec<(usize, SqlType)> = Vec::new();
+    for (offset, width, name) in tables {
+        let Ok(Some(entry)) = rels.entry(name) else {
+            continue;
+        };
+        let Some(pk) = entry.indexes.iter().find(|i| i.primary) else {
+            continue;
+        };
+        if !pk.columns.iter().all(|c| cols.contains(&Some(offset + c))) {
+            continue;
+        }
+        for (i, c) in cols.iter().enumerate() {
+            let Some(c) = c.filter(|c| (offset..offset + width).contains(c)) else {
+                continue;
+            };
+            if !pk.columns.contains(&(c - offset)) && !out.iter().any(|(k, _)| *k == i) {
+                if let Some(col) = entry.columns.get(c - offset) {
+                    out.push((i, SqlType::of_column(col)));
+                }
+            }
+        }
+    }
+    out.sort_by_key(|(i, _)| *i);
+    out
+}
+
+/// The tables of a FROM (their row's offset, width and name), through its joins.
+fn table_leaves<'r>(r: &'r Rel, offset: usize, out: &mut Vec<(usize, usize, &'r str)>) {
+    match r {
+        Rel::Table { name, width, .. } => out.push((offset, *width, name)),
+        Rel::Join(j) => {
+            table_leaves(&j.left, offset, out);
+            table_leaves(&j.right, offset + j.left_width, out);
+        }
+        _ => {}
+    }
+}
+
+/// Planner rule 14: the aggregation grouped on the keys but the `dropped` ones,
+/// each of those taken from any row of its group by an internal aggregate, the
+/// row put back as keys then aggregates.
+fn grouped_on_fewer(
+    p: Plan,
+    width: usize,
+    (keys, aggs): (&[Expr], &[Agg]),
+    sorted: bool,
+    dropped: &[(usize, SqlType)],
+) -> Plan {
+    let is_dropped = |i: usize| dropped.iter().position(|(k, _)| *k == i);
+    let kept: Vec<Expr> = (0..keys.len())
+        .filter(|i| is_dropped(*i).is_none())
+        .map(|i| keys[i].clone())
+        .collect();
+    let mut all = aggs.to_vec();
+    all.extend(dropped.iter().map(|(i, ty)| Agg {
+        func: AggFunc::Any,
+        arg: Some(keys[*i].clone()),
+        ty: *ty,
+        distinct: false,
+        filter: None,
+        arg2: None,
+        order: Vec::new(),
+        direct: Vec::new(),
+    }));
+    let p = aggregate(p, width, (&kept, &all), sorted);
+    let (nk, na) = (kept.len(), aggs.len());
+    let mut next = 0;
+    let mut exprs: Vec<Expr> = (0..keys.len())
+        .map(|i| match is_dropped(i) {
+            Some(j) => Expr::Col(nk + na + j),
+            None => {
+                next += 1;
+                Expr::Col(next - 1)
+            }
+        })
+        .collect();
+    exprs.extend((0..na).map(|a| Expr::Col(nk + a)));
+    Plan::Project {
+        input: Box::new(p),
+        exprs,
+    }
+}
+
 /// Planner rule 3: the input columns a sorted aggregation reads (its keys' and
 /// its aggregates' row expressions), in order, when they are fewer than the
 /// input's; None when it reads them all or an expression could read the row
@@ -629,7 +730,10 @@ fn select(s: &Select, rels: &Relations<'_>) -> SqlResult<Plan> {
         // Rule 3, and rule 8's enable_hashagg.
         let sorted = !keys.is_empty()
             && (!rels.switches().hashagg || aggs.iter().any(|a| a.distinct || !a.order.is_empty()));
-        p = aggregate(p, s.from.width(), (keys, aggs), sorted);
+        p = match dependent_keys(&s.from, keys, rels) {
+            dropped if dropped.is_empty() => aggregate(p, s.from.width(), (keys, aggs), sorted),
+            dropped => grouped_on_fewer(p, s.from.width(), (keys, aggs), sorted, &dropped),
+        };
         if let Some(h) = having {
             p = Plan::Filter {
                 input: Box::new(p),

@@ -2172,6 +2172,62 @@ fn workers_build_a_large_inner_side_together() {
     });
 }
 
+/// Planner rule 14: a GROUP BY holding a table's whole primary key groups on it
+/// alone, the table's other columns taken from any row of each group.
+#[test]
+fn a_primary_key_in_group_by_makes_the_tables_other_columns_no_keys() {
+    with_session(8 << 20, |s| {
+        let c = q(
+            s,
+            "CREATE TABLE fd_t (id int PRIMARY KEY, name text, note text);
+             CREATE TABLE fd_c (a int, b int, w text, PRIMARY KEY (a, b));
+             CREATE TABLE fd_u (t_id int, v int);
+             INSERT INTO fd_t VALUES (1, 'one', NULL), (2, NULL, 'x'), (3, 'three', 'y');
+             INSERT INTO fd_c VALUES (1, 1, 'p'), (1, 2, 'q');
+             INSERT INTO fd_u VALUES (1, 10), (1, 10), (1, 5), (2, 7), (3, NULL), (9, 1)",
+        );
+        assert!(c.results.iter().all(|r| r.is_ok()), "{:?}", c.results);
+        let sql = "SELECT t.note, t.id, t.name, count(*), sum(u.v) FROM fd_t t JOIN fd_u u \
+                   ON u.t_id = t.id GROUP BY t.name, t.id, t.note ORDER BY t.id";
+        let plan = rows(s, &format!("EXPLAIN (COSTS OFF) {sql}"));
+        assert!(
+            plan.iter().any(|l| l.trim() == "Group Key: t.id")
+                && !plan.iter().any(|l| l.contains("Group Key: t.name")),
+            "{plan:?}"
+        );
+        let want = ["|1|one|3|25", "x|2||1|7", "y|3|three|1|"];
+        assert_eq!(rows(s, sql), want);
+        // Sorted aggregation (DISTINCT) and HAVING read the row as the query wrote it.
+        let distinct = "SELECT t.id, t.name, count(DISTINCT u.v) FROM fd_t t JOIN fd_u u \
+                        ON u.t_id = t.id GROUP BY t.id, t.name HAVING t.name IS NOT NULL ORDER BY 1";
+        assert_eq!(rows(s, distinct), ["1|one|2", "3|three|0"]);
+        // Only a whole primary key: not part of a composite one, nor a unique index.
+        let part = rows(s, "EXPLAIN (COSTS OFF) SELECT a, w FROM fd_c GROUP BY a, w");
+        assert!(
+            part.iter().any(|l| l.trim() == "Group Key: a, w"),
+            "{part:?}"
+        );
+        let whole = rows(
+            s,
+            "EXPLAIN (COSTS OFF) SELECT a, b, w FROM fd_c GROUP BY a, b, w",
+        );
+        assert!(
+            whole.iter().any(|l| l.trim() == "Group Key: a, b"),
+            "{whole:?}"
+        );
+        let c = q(
+            s,
+            "CREATE TABLE fd_q (k int NOT NULL, w text); CREATE UNIQUE INDEX fd_q_k ON fd_q (k)",
+        );
+        assert!(c.results.iter().all(|r| r.is_ok()), "{:?}", c.results);
+        let unique = rows(s, "EXPLAIN (COSTS OFF) SELECT k, w FROM fd_q GROUP BY k, w");
+        assert!(
+            unique.iter().any(|l| l.trim() == "Group Key: k, w"),
+            "{unique:?}"
+        );
+    });
+}
+
 #[test]
 fn a_left_join_hashes_its_smaller_preserved_side() {
     with_session(8 << 20, |s| {
