@@ -2657,12 +2657,21 @@ fn drop_only(mut tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
         _ => Keyword::NoKeyword,
     };
     let mut i = 1;
+    // Whether the last clause keyword of tokens[..seen] is FROM (a comma there
+    // separates FROM items), kept as `i` moves: one pass, however many commas.
+    let (mut in_from, mut seen) = (false, 0);
     while i + 1 < tokens.len() {
+        while seen < i {
+            if let Some(f) = from_clause(kw(&tokens[seen].token)) {
+                in_from = f;
+            }
+            seen += 1;
+        }
         let only = kw(&tokens[i].token) == Keyword::ONLY;
         let before = matches!(
             kw(&tokens[i - 1].token),
             Keyword::FROM | Keyword::JOIN | Keyword::UPDATE | Keyword::TRUNCATE | Keyword::TABLE
-        ) || (tokens[i - 1].token == Token::Comma && from_list(&tokens[..i]));
+        ) || (tokens[i - 1].token == Token::Comma && in_from);
         let name_after = matches!(tokens[i + 1].token, Token::Word(_) | Token::LParen);
         if only && before && name_after {
             tokens.remove(i);
@@ -2739,27 +2748,20 @@ fn recursive_view(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
     out
 }
 
-/// Whether the last clause keyword before the end of `tokens` is FROM (a comma
-/// there separates FROM items).
-fn from_list(tokens: &[TokenWithSpan]) -> bool {
-    for t in tokens.iter().rev() {
-        if let Token::Word(w) = &t.token {
-            if w.quote_style.is_none() {
-                match w.keyword {
-                    Keyword::FROM => return true,
-                    Keyword::SELECT
-                    | Keyword::WHERE
-                    | Keyword::SET
-                    | Keyword::GROUP
-                    | Keyword::ORDER
-                    | Keyword::VALUES
-                    | Keyword::RETURNING => return false,
-                    _ => {}
-                }
-            }
-        }
+/// Whether a clause keyword opens a FROM list (Some(true)) or another clause
+/// (Some(false)); None for any other token.
+fn from_clause(k: Keyword) -> Option<bool> {
+    match k {
+        Keyword::FROM => Some(true),
+        Keyword::SELECT
+        | Keyword::WHERE
+        | Keyword::SET
+        | Keyword::GROUP
+        | Keyword::ORDER
+        | Keyword::VALUES
+        | Keyword::RETURNING => Some(false),
+        _ => None,
     }
-    false
 }
 
 fn parse_with_sqlparser(tokens: Vec<TokenWithSpan>) -> SqlResult<Stmt> {
