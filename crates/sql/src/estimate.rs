@@ -253,7 +253,7 @@ impl<'a> Sizes<'a> {
 
 /// A table as the estimates see it: its entry, its rows, its statistics.
 pub(crate) struct Table {
-    entry: RelEntry,
+    entry: std::sync::Arc<RelEntry>,
     rows: f64,
     stats: Option<Arc<TableStats>>,
 }

@@ -93,8 +93,8 @@ use crate::{SqlResult, SqlType};
 
 /// What the planner asks of the catalog.
 pub trait RelSource {
-    /// A table's catalog entry (None: a system view or no such table).
-    fn entry(&self, name: &str) -> SqlResult<Option<strata_engine::RelEntry>>;
+    /// A table's catalog entry, shared (None: a system view or no such table).
+    fn entry(&self, name: &str) -> SqlResult<Option<std::sync::Arc<strata_engine::RelEntry>>>;
     /// A table's main-fork pages now, for estimates (`estimate` rule 1); 0 when
     /// unknown.
     fn pages(&self, _name: &str) -> u32 {
@@ -148,8 +148,8 @@ impl Default for Switches {
 }
 
 impl<F: Fn(&str) -> SqlResult<Option<strata_engine::RelEntry>>> RelSource for F {
-    fn entry(&self, name: &str) -> SqlResult<Option<strata_engine::RelEntry>> {
-        self(name)
+    fn entry(&self, name: &str) -> SqlResult<Option<std::sync::Arc<strata_engine::RelEntry>>> {
+        Ok(self(name)?.map(std::sync::Arc::new))
     }
 }
 

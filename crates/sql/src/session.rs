@@ -225,8 +225,8 @@ pub type Terminate = Box<dyn Fn() + Send>;
 struct PlannerCatalog<'s, 'e>(&'s Session<'e>);
 
 impl crate::planner::RelSource for PlannerCatalog<'_, '_> {
-    fn entry(&self, name: &str) -> SqlResult<Option<strata_engine::RelEntry>> {
-        self.0.planned_relation(name)
+    fn entry(&self, name: &str) -> SqlResult<Option<Arc<strata_engine::RelEntry>>> {
+        self.0.planned_shared(name)
     }
     fn pages(&self, name: &str) -> u32 {
         self.0.relation_pages(name)
@@ -1749,13 +1749,18 @@ impl<'e> Session<'e> {
 
     /// Relation `name` as this session sees it, shared; None if there is none.
     pub(crate) fn relation_arc(&self, name: &str) -> Option<Arc<strata_engine::RelEntry>> {
-        match &self.block {
+        self.relation_shared(name).ok()
+    }
+
+    /// Relation `name` as this session sees it, shared; 42P01 if there is none.
+    fn relation_shared(&self, name: &str) -> SqlResult<Arc<strata_engine::RelEntry>> {
+        Ok(match &self.block {
             Block::Open { txn: Some(t), .. } => {
-                let dbe = t.database(&self.db).ok()?;
-                t.relation(&dbe, name).ok()
+                let dbe = t.database(&self.db)?;
+                t.relation(&dbe, name)?
             }
-            _ => self.engine.relation(&self.db, name).ok(),
-        }
+            _ => self.engine.relation(&self.db, name)?,
+        })
     }
 
     /// Binds a query against the catalog as this session sees it (views expanded:
@@ -3186,18 +3191,16 @@ impl<'e> Session<'e> {
     /// A relation's entry for the planner's counts, shared, not copied (None: a
     /// system view or no such relation).
     fn planned_arc(&self, t: &str) -> Option<Arc<strata_engine::RelEntry>> {
-        match crate::views::schema(t) {
-            Some(_) => None,
-            None => self.relation_arc(t),
-        }
+        self.planned_shared(t).ok().flatten()
     }
 
-    /// A relation's entry for the planner (None: a system view).
-    fn planned_relation(&self, t: &str) -> SqlResult<Option<strata_engine::RelEntry>> {
+    /// A relation's entry for the planner, shared (None: a system view); the
+    /// error of a name that is not there.
+    fn planned_shared(&self, t: &str) -> SqlResult<Option<Arc<strata_engine::RelEntry>>> {
         if crate::views::schema(t).is_some() {
             return Ok(None);
         }
-        self.relation_entry(t).map(Some)
+        self.relation_shared(t).map(Some)
     }
 
     /// A system view's rows: the server's, or this session's own.
