@@ -219,6 +219,11 @@ impl<'e> SeqCursor<'e> {
         }
         let end = n.min(n0);
         let early = self.early_masks(rel.columns.len());
+        // Rule 5: a caller that reads no column (count(*)) is lent an all-NULL row;
+        // no tuple is decoded.
+        // The visitor may have taken the row: it is made again where it is not
+        // all NULL.
+        let none = early.is_none() && self.mask.as_ref().is_some_and(|m| !m.contains(&true));
         let mut seen = 0;
         while seen < SCAN_BATCH_ROWS {
             let Some(block) = self.claim(end) else {
@@ -238,6 +243,12 @@ impl<'e> SeqCursor<'e> {
                             return Ok(());
                         }
                         crate::toast::decode_more_into(sh, key, cols, t, rest, row)?;
+                    }
+                    None if none => {
+                        if row.len() != cols.len() || row.iter().any(|d| !d.is_null()) {
+                            row.clear();
+                            row.resize(cols.len(), Datum::Null);
+                        }
                     }
                     None => crate::toast::decode_row_into(sh, key, cols, t, mask, row)?,
                 }

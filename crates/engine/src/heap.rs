@@ -656,8 +656,9 @@ fn check_tuple(t: &[u8]) -> DecResult<()> {
 /// The live tuples of a page: (item index, bytes). Items that are too short to be
 /// tuples are an error (corruption), not a panic.
 pub fn page_tuples(p: &PageBuf) -> DecResult<Vec<(u16, &[u8])>> {
-    let mut out = Vec::new();
-    for i in 0..strata_page::item_count(p) {
+    let n = strata_page::item_count(p);
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
         if let Some(t) = strata_page::item(p, i) {
             check_tuple(t)?;
             out.push((i as u16, t));

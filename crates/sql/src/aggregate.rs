@@ -344,6 +344,45 @@ impl AggState {
         self.ordered.is_some()
     }
 
+    /// Steps a plain aggregate (no DISTINCT, ORDER BY or statistic) by one value
+    /// lent, not moved: a count, an integer sum that stays in range, or a min/max
+    /// that keeps its value copies nothing. False if it must take the general path
+    /// ([`AggState::step`]), which then does all of the step.
+    pub fn step_lent(&mut self, a: &Agg, v: &Datum) -> bool {
+        if self.seen.is_some() || self.moments.is_some() || self.ordered.is_some() {
+            return false;
+        }
+        match (a.func, &mut self.acc, v) {
+            (AggFunc::CountStar, ..) => self.n += 1,
+            (_, _, Datum::Null) if a.func != AggFunc::Any => {}
+            (AggFunc::Count, ..) => self.n += 1,
+            (AggFunc::Sum, Datum::Int8(acc), Datum::Int4(x)) => match acc.checked_add(i64::from(*x)) {
+                Some(sum) => {
+                    *acc = sum;
+                    self.n += 1;
+                }
+                None => return false,
+            },
+            (AggFunc::Min | AggFunc::Max, acc, v) if !acc.is_null() => {
+                let o = match (&*acc, v) {
+                    (Datum::Int4(x), Datum::Int4(y)) => y.cmp(x),
+                    (Datum::Int8(x), Datum::Int8(y)) => y.cmp(x),
+                    (x, y) => compare(y, x),
+                };
+                let want = match a.func {
+                    AggFunc::Min => Ordering::Less,
+                    _ => Ordering::Greater,
+                };
+                if o == want {
+                    *acc = v.clone();
+                }
+                self.n += 1;
+            }
+            _ => return false,
+        }
+        true
+    }
+
     /// Holds one input row's ORDER BY keys and argument values (aggorder rule 1).
     pub fn step_ordered(&mut self, keys: Vec<Datum>, v: Datum, d: Datum) -> SqlResult<()> {
         match &mut self.ordered {

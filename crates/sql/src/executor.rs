@@ -864,7 +864,11 @@ impl<'a> Node<'a> for Scan<'a> {
         loop {
             let more = match &mut self.cursor {
                 Cursor::Seq(c) => c.next_batch_visit_early(cx.snap, &check, &mut test, &mut visit),
-                Cursor::Index(c) => c.next_batch_visit(cx.snap, &check, &mut visit),
+                Cursor::Index(c) => {
+                    let more = c.next_batch_visit(cx.snap, &check, &mut visit);
+                    self.heap_fetches = c.heap_fetches();
+                    more
+                }
                 Cursor::Unopened | Cursor::Done => Ok(false),
             }
             .map_err(SqlError::from)?;
@@ -2101,6 +2105,9 @@ impl<'a> Node<'a> for GroupAggOp<'a> {
     }
 }
 
+/// The argument of an aggregate without one (count(*)).
+const NULL: Datum = Datum::Null;
+
 /// Feeds one row to a group's aggregates.
 fn step(cx: &Ctx<'_>, aggs: &[Agg], states: &mut [AggState], row: &[Datum]) -> SqlResult<()> {
     {
@@ -2108,6 +2115,17 @@ fn step(cx: &Ctx<'_>, aggs: &[Agg], states: &mut [AggState], row: &[Datum]) -> S
             // Planner rule 14: a group's value, once taken, is every row's.
             if a.func == bind::AggFunc::Any && st.has_value() {
                 continue;
+            }
+            // A bare column (or none) without FILTER: stepped by reference.
+            if a.filter.is_none() && a.arg2.is_none() {
+                let lent = match &a.arg {
+                    Some(Expr::Col(i)) => row.get(*i),
+                    None => Some(&NULL),
+                    Some(_) => None,
+                };
+                if lent.is_some_and(|v| st.step_lent(a, v)) {
+                    continue;
+                }
             }
             if !cx.holds(&a.filter, row)? {
                 continue;
@@ -2261,14 +2279,7 @@ impl<'a> SortOp<'a> {
     /// direction's default, then the value.
     fn keys_of(&self, row: &[Datum]) -> Vec<Datum> {
         let mut out = Vec::with_capacity(self.keys.len());
-        for s in self.keys {
-            let v = &row[s.col];
-            if s.nulls_first != s.desc {
-                // NULLs first ascending, or last descending: sort on "is not null".
-                out.push(Datum::Bool(!v.is_null()));
-            }
-            out.push(v.clone());
-        }
+        keys_into(self.keys, row, &mut out);
         out
     }
 
@@ -2289,6 +2300,7 @@ impl<'a> SortOp<'a> {
         };
         let mut sorter = crate::sort::Sorter::new(&desc, bound, cx.work_mem).spilling(cx.temp);
         let mut n = 0u64;
+        let mut ended = true;
         while let Some(row) = self.input.next(cx)? {
             n += 1;
             if n.is_multiple_of(1024) {
@@ -2296,9 +2308,45 @@ impl<'a> SortOp<'a> {
             }
             let k = self.keys_of(&row);
             sorter.push(row, k)?;
+            if sorter.bounded() {
+                ended = false;
+                break;
+            }
+        }
+        if !ended {
+            // Top-N (sort rule 2): the rest of the input is lent, and only the
+            // rows that beat the worst one held are copied. The keys are plain
+            // columns, and a bounded push writes no run: nothing here reaches the
+            // engine or the disk under the input's page locks.
+            let (keys, mut k) = (self.keys, Vec::with_capacity(desc.len()));
+            self.input.drain(cx, true, &mut |row| {
+                n += 1;
+                if n.is_multiple_of(1024) {
+                    (cx.check)()?;
+                }
+                k.clear();
+                keys_into(keys, row, &mut k);
+                match sorter.would_keep(&k) {
+                    true => sorter.push(row.to_vec(), k.clone()),
+                    false => Ok(()),
+                }
+            })?;
         }
         self.method = Some(sorter.method());
         sorter.finish_stream()
+    }
+}
+
+/// A row's sort keys into `out`: a NULL flag first where NULLs go against the
+/// direction's default, then the value.
+fn keys_into(keys: &[SortSpec], row: &[Datum], out: &mut Vec<Datum>) {
+    for s in keys {
+        let v = &row[s.col];
+        if s.nulls_first != s.desc {
+            // NULLs first ascending, or last descending: sort on "is not null".
+            out.push(Datum::Bool(!v.is_null()));
+        }
+        out.push(v.clone());
     }
 }
 

@@ -2695,3 +2695,67 @@ fn an_insert_without_a_column_list_gives_the_columns_it_leaves_their_defaults() 
         assert_eq!(got, want);
     });
 }
+
+/// A top-N sort lends the rows past its first 2n and copies only those that beat
+/// the worst one held (sort rule 2); a plain aggregate steps on lent values; a
+/// count(*) scan decodes no column. Each against a reference computed here, with
+/// NULLs, ties and both directions.
+#[test]
+fn top_n_sorts_and_plain_aggregates_match_a_reference() {
+    with_session(64 << 20, |s| {
+        let c = q(
+            s,
+            "CREATE TABLE tn (id int, v int, w text);
+             INSERT INTO tn SELECT i, CASE WHEN i % 97 = 0 THEN NULL ELSE (i * 7919) % 1001 END,
+                                   'w' || ((i * 31) % 503)
+                            FROM generate_series(1, 20000) i",
+        );
+        assert!(c.results.iter().all(|r| r.is_ok()), "{:?}", c.results);
+        let v = |i: i64| (i % 97 != 0).then_some((i * 7919) % 1001);
+        let mut all: Vec<(Option<i64>, i64)> = (1..=20000).map(|i| (v(i), i)).collect();
+        // v DESC NULLS LAST, id: NULLs after every value.
+        all.sort_by(|a, b| match (a.0, b.0) {
+            (None, None) => a.1.cmp(&b.1),
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (Some(x), Some(y)) => y.cmp(&x).then(a.1.cmp(&b.1)),
+        });
+        let show = |r: &(Option<i64>, i64)| match r.0 {
+            Some(x) => format!("{}|{x}", r.1),
+            None => format!("{}|", r.1),
+        };
+        let want: Vec<String> = all.iter().take(7).map(show).collect();
+        let got = rows(s, "SELECT id, v FROM tn ORDER BY v DESC NULLS LAST, id LIMIT 7");
+        assert_eq!(got, want);
+        // v NULLS FIRST, id DESC, past an OFFSET.
+        all.sort_by(|a, b| match (a.0, b.0) {
+            (None, None) => b.1.cmp(&a.1),
+            (None, Some(_)) => std::cmp::Ordering::Less,
+            (Some(_), None) => std::cmp::Ordering::Greater,
+            (Some(x), Some(y)) => x.cmp(&y).then(b.1.cmp(&a.1)),
+        });
+        let want: Vec<String> = all.iter().skip(200).take(5).map(show).collect();
+        let got = rows(
+            s,
+            "SELECT id, v FROM tn ORDER BY v NULLS FIRST, id DESC LIMIT 5 OFFSET 200",
+        );
+        assert_eq!(got, want);
+        let vals: Vec<i64> = (1..=20000).filter_map(v).collect();
+        let words: Vec<String> = (1..=20000).map(|i| format!("w{}", (i * 31) % 503)).collect();
+        let want = format!(
+            "20000|{}|{}|{}|{}|{}|{}",
+            vals.len(),
+            vals.iter().sum::<i64>(),
+            vals.iter().min().unwrap(),
+            vals.iter().max().unwrap(),
+            words.iter().min().unwrap(),
+            words.iter().max().unwrap()
+        );
+        let got = rows(
+            s,
+            "SELECT count(*), count(v), sum(v), min(v), max(v), min(w), max(w) FROM tn",
+        );
+        assert_eq!(got, [want]);
+        assert_eq!(rows(s, "SELECT count(*) FROM tn WHERE v IS NULL"), ["206"]);
+    });
+}

@@ -35,8 +35,13 @@ struct Keyed {
 
 /// The rows' order by their keys alone (ties are Equal).
 fn key_order(a: &Keyed, b: &Keyed, desc: &[bool]) -> Ordering {
+    keys_order(&a.keys, &b.keys, desc)
+}
+
+/// Two rows' order by their sort keys alone.
+fn keys_order(a: &[Datum], b: &[Datum], desc: &[bool]) -> Ordering {
     for (i, d) in desc.iter().enumerate() {
-        let o = compare(&a.keys[i], &b.keys[i]);
+        let o = compare(&a[i], &b[i]);
         let o = if *d { o.reverse() } else { o };
         if o != Ordering::Equal {
             return o;
@@ -244,6 +249,23 @@ impl<'a> Sorter<'a> {
     pub fn spilling(mut self, temp: &'a Temp) -> Self {
         self.temp = Some(temp);
         self
+    }
+
+    /// Whether rule 2's heap holds the best rows so far: from then on a row is
+    /// kept only if [`Sorter::would_keep`] says so, and a push never writes a run.
+    pub fn bounded(&self) -> bool {
+        self.heap.is_some()
+    }
+
+    /// Whether a row with sort keys `keys` would be kept: once [`Sorter::bounded`],
+    /// only if it sorts before the worst row held; asked before the row is
+    /// copied, so a top-N sort copies the rows it keeps only.
+    pub fn would_keep(&self, keys: &[Datum]) -> bool {
+        match self.heap.as_deref() {
+            Some([worst, ..]) => keys_order(&worst.keys, keys, &self.desc) == Ordering::Greater,
+            Some([]) => false,
+            None => true,
+        }
     }
 
     pub fn push(&mut self, vals: Vec<Datum>, keys: Vec<Datum>) -> SqlResult<()> {
