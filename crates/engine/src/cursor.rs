@@ -221,8 +221,6 @@ impl<'e> SeqCursor<'e> {
         let early = self.early_masks(rel.columns.len());
         // Rule 5: a caller that reads no column (count(*)) is lent an all-NULL row;
         // no tuple is decoded.
-        // The visitor may have taken the row: it is made again where it is not
-        // all NULL.
         let none = early.is_none() && self.mask.as_ref().is_some_and(|m| !m.contains(&true));
         let mut seen = 0;
         while seen < SCAN_BATCH_ROWS {
@@ -244,12 +242,7 @@ impl<'e> SeqCursor<'e> {
                         }
                         crate::toast::decode_more_into(sh, key, cols, t, rest, row)?;
                     }
-                    None if none => {
-                        if row.len() != cols.len() || row.iter().any(|d| !d.is_null()) {
-                            row.clear();
-                            row.resize(cols.len(), Datum::Null);
-                        }
-                    }
+                    None if none => all_null(row, cols.len()),
                     None => crate::toast::decode_row_into(sh, key, cols, t, mask, row)?,
                 }
                 visit(row);
@@ -449,13 +442,27 @@ impl<'e> IndexCursor<'e> {
             self.heap_fetches += u64::from(self.index_only);
             let mask = self.mask.as_deref();
             let row = &mut self.row;
-            let got = fetcher.fetch(*tid, snap, self.my, |t| {
-                crate::toast::decode_row_into(sh, heap, &rel.columns, t, mask, row)
+            let got = fetcher.fetch(*tid, snap, self.my, |t| match mask {
+                // Rule 5: no column read, none decoded.
+                Some(m) if !m.contains(&true) => {
+                    all_null(row, rel.columns.len());
+                    Ok(())
+                }
+                _ => crate::toast::decode_row_into(sh, heap, &rel.columns, t, mask, row),
             })?;
             if got.is_some() {
                 visit(row);
             }
         }
         Ok(())
+    }
+}
+
+/// `row` made `width` NULLs (rule 5's row when no column is read); the visitor
+/// may have taken or changed the last one.
+fn all_null(row: &mut Vec<Datum>, width: usize) {
+    if row.len() != width || row.iter().any(|d| !d.is_null()) {
+        row.clear();
+        row.resize(width, Datum::Null);
     }
 }

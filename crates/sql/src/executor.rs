@@ -30,6 +30,12 @@
 //! 6. A sequential scan's filter is tested in two steps ([`Early`]): its leading
 //!    conjuncts over the first one's columns on the row with only those decoded,
 //!    the rest once the other columns are (engine cursor rule 9).
+//! 7. A scan through its index with its projection fused decodes only the columns
+//!    the projection keeps and its residual conjuncts read
+//!    ([`read_through_index`]): the range enforces the other conjuncts.
+//! 8. A top-N sort (sort rule 2) pulls rows until its heap holds the best n, then
+//!    is lent the rest of its input and copies only the rows that beat the worst
+//!    one held.
 
 use crate::aggregate::AggState;
 use crate::analyze::{JoinKind, SetOp, SortSpec};
@@ -729,7 +735,10 @@ impl<'a> Scan<'a> {
         self.through_index = matches!(c, Cursor::Index(_));
         let c = match (c, self.cols) {
             (Cursor::Seq(s), Some(m)) => Cursor::Seq(s.only(m.to_vec())),
-            (Cursor::Index(i), Some(m)) => Cursor::Index(i.only(m.to_vec())),
+            (Cursor::Index(i), Some(m)) => match self.take {
+                Some(t) => Cursor::Index(i.only(read_through_index(m, t, &self.residual))),
+                None => Cursor::Index(i.only(m.to_vec())),
+            },
             (c, _) => c,
         };
         let c = match c {
@@ -913,6 +922,27 @@ impl<'a> Node<'a> for Scan<'a> {
 
 /// The filter a scan's rows are tested by: through an index, what its range does
 /// not enforce (plan rule 3); else the whole filter.
+/// Executor rule 7: the columns a scan through its index decodes when its
+/// projection is fused (`take`): those of `cols` the projection keeps or the
+/// residual conjuncts read. A column only the range's conjuncts read is decoded
+/// by a scan that falls back to the heap (the whole filter tests it), never
+/// through the index, which enforces them (count(*) over a key range decodes
+/// nothing).
+fn read_through_index(cols: &[bool], take: &[Expr], residual: &[&Expr]) -> Vec<bool> {
+    if !residual.iter().all(|e| bind::engine_free(e)) {
+        // A subquery's reads are not followed: all of `cols`.
+        return cols.to_vec();
+    }
+    let mut used = Vec::new();
+    for e in take.iter().chain(residual.iter().copied()) {
+        crate::privileges::expr_columns(e, &mut used);
+    }
+    cols.iter()
+        .enumerate()
+        .map(|(i, c)| *c && used.contains(&i))
+        .collect()
+}
+
 fn active<'f>(filter: &'f Option<Expr>, residual: &'f [&'f Expr], index: bool) -> Test<'f> {
     match index {
         true => Test::Conjs(residual),
@@ -2314,7 +2344,7 @@ impl<'a> SortOp<'a> {
             }
         }
         if !ended {
-            // Top-N (sort rule 2): the rest of the input is lent, and only the
+            // Rule 8 (sort rule 2): the rest of the input is lent, and only the
             // rows that beat the worst one held are copied. The keys are plain
             // columns, and a bounded push writes no run: nothing here reaches the
             // engine or the disk under the input's page locks.
