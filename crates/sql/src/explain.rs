@@ -332,6 +332,26 @@ fn lines(s: &Shown, depth: usize, (verbose, timing): (bool, bool), out: &mut Vec
     }
 }
 
+/// The output columns VERBOSE shows for `p`, whose columns are named `names`: a
+/// scan's projection that NULLs the columns only its filter reads (planner rule
+/// 9) shows those it gives, as PostgreSQL's scan shows its target list.
+fn output_names(p: &Plan, names: &[String]) -> Vec<String> {
+    match p {
+        Plan::Project { input, exprs }
+            if matches!(**input, Plan::SeqScan { .. } | Plan::IndexScan { .. }) =>
+        {
+            let null = |e: &Expr| matches!(e, Expr::Const(crate::Datum::Null));
+            names
+                .iter()
+                .zip(exprs)
+                .filter(|(_, e)| !null(e))
+                .map(|(n, _)| n.clone())
+                .collect()
+        }
+        _ => names.to_vec(),
+    }
+}
+
 fn titled(title: impl Into<String>) -> Shown {
     Shown {
         title: title.into(),
@@ -360,12 +380,13 @@ impl Explainer<'_> {
         if s.title != "Append" {
             // PostgreSQL shows none for Append, and qualifies a target list only
             // when the plan reads several relations.
+            let shown = output_names(p, &names);
             s.output = match (self.several, self.aliases.first()) {
                 (false, Some(a)) => {
                     let prefix = format!("{}.", ident(strata_engine::temp::bare(a)));
-                    names.iter().map(|n| n.replace(&prefix, "")).collect()
+                    shown.iter().map(|n| n.replace(&prefix, "")).collect()
                 }
-                _ => names.clone(),
+                _ => shown,
             };
         }
         Ok((s, names))

@@ -705,8 +705,9 @@ fn select(s: &Select, rels: &Relations<'_>) -> SqlResult<Plan> {
         }
         Rel::Table { name, alias, .. } => {
             let needed = needed_columns(s, &conjs, &semis);
+            let above = needed_columns(s, &[], &semis);
             let p = table_scan((name, alias), and_all(conjs), needed.as_deref(), rels)?;
-            read_only(p, needed, rels)
+            filter_only_nulled(read_only(p, needed.clone(), rels), needed, above)
         }
         from @ Rel::Join(_) => {
             let needed = needed_columns(s, &conjs, &semis);
@@ -880,6 +881,31 @@ fn narrow_scan(p: Plan, needed: &[bool], rels: &Relations<'_>) -> Plan {
         return p;
     }
     let exprs = needed
+        .iter()
+        .enumerate()
+        .map(|(i, n)| match n {
+            true => Expr::Col(i),
+            false => Expr::Const(crate::Datum::Null),
+        })
+        .collect();
+    Plan::Project {
+        input: Box::new(p),
+        exprs,
+    }
+}
+
+/// Planner rule 9 at a single table's index scan: the columns only its filter
+/// reads (`needed` but not `above`) are NULL in the rows it gives, by a
+/// projection fused into the scan; through its index the scan then decodes only
+/// what its residual conjuncts and the rest of the query read (executor rule 7).
+fn filter_only_nulled(p: Plan, needed: Option<Vec<bool>>, above: Option<Vec<bool>>) -> Plan {
+    let (Some(needed), Some(above)) = (needed, above) else {
+        return p;
+    };
+    if !matches!(p, Plan::IndexScan { .. }) || needed == above || needed.len() != above.len() {
+        return p;
+    }
+    let exprs = above
         .iter()
         .enumerate()
         .map(|(i, n)| match n {
