@@ -36,6 +36,13 @@
 //! 8. A top-N sort (sort rule 2) pulls rows until its heap holds the best n, then
 //!    is lent the rest of its input and copies only the rows that beat the worst
 //!    one held.
+//! 9. A hash join whose unmatched outer rows give nothing (inner, semi, right)
+//!    hands a sequential scan on its outer side a [`Probe`]: the scan decodes a
+//!    row's key columns first (with its filter's early ones, engine cursor rule
+//!    9) and drops the row there if its key is not in the built table, before
+//!    decoding or copying the rest, as PostgreSQL's lazy tuple deforming reads
+//!    a row's other columns only for the rows its join emits. EXPLAIN ANALYZE
+//!    counts the dropped rows as the scan's.
 
 use crate::aggregate::AggState;
 use crate::analyze::{JoinKind, SetOp, SortSpec};
@@ -371,6 +378,19 @@ trait Node<'a> {
         None
     }
 
+    /// Executor rule 9: asks the operator (a sequential scan not yet begun) to
+    /// drop the rows whose columns `probe.cols` fail `probe.test`, before it
+    /// decodes their other columns. False if it will not: every row comes.
+    fn prefilter(&mut self, _probe: Probe<'a>) -> bool {
+        false
+    }
+
+    /// The rows a prefilter dropped so far (EXPLAIN ANALYZE counts them as the
+    /// scan's, as PostgreSQL's scan gives them to its join).
+    fn prefiltered(&self) -> u64 {
+        0
+    }
+
     /// What EXPLAIN ANALYZE adds under it (a sort's method and memory).
     fn analysis(&self) -> Vec<String> {
         Vec::new()
@@ -384,6 +404,13 @@ trait Node<'a> {
 }
 
 type Op<'a> = Box<dyn Node<'a> + 'a>;
+
+/// Executor rule 9: a hash join's test of an outer row's key, given the key's
+/// values (the row's columns `cols`, in order); false drops the row.
+pub(super) struct Probe<'a> {
+    cols: Vec<usize>,
+    test: Box<dyn Fn(&[Datum]) -> bool + 'a>,
+}
 
 /// Runs `plan`, giving each row to `emit` until it returns false. The rows given.
 pub fn run<'a>(
@@ -631,6 +658,10 @@ struct Scan<'a> {
     /// (EXPLAIN ANALYZE's Heap Fetches).
     index_only: bool,
     heap_fetches: u64,
+    /// Executor rule 9: the join's key test, on the table's columns, and the rows
+    /// it dropped.
+    probe: Option<Probe<'a>>,
+    dropped: u64,
 }
 
 /// Executor rule 6: a sequential scan's filter split for the engine's early
@@ -707,6 +738,8 @@ impl<'a> Scan<'a> {
             rejected: 0,
             index_only: false,
             heap_fetches: 0,
+            probe: None,
+            dropped: 0,
         }
     }
 
@@ -749,10 +782,41 @@ impl<'a> Scan<'a> {
             (Cursor::Seq(_), Some(f)) if bind::engine_free(f) => Early::split(f, self.cols),
             _ => None,
         };
+        self.early_probe(matches!(c, Cursor::Seq(_)));
         Ok(match (c, &self.early) {
             (Cursor::Seq(s), Some(e)) => Cursor::Seq(s.early(e.cols.clone())),
             (c, _) => c,
         })
+    }
+
+    /// Rule 9 at the opening: the probe's columns join the early ones, its test
+    /// run after the early conjuncts; kept only for a sequential scan whose
+    /// filter is all early (a conjunct left for later could raise an error on a
+    /// row the probe drops).
+    fn early_probe(&mut self, seq: bool) {
+        let Some(probe) = &self.probe else {
+            return;
+        };
+        let all_early = match (self.filter, &self.early) {
+            (None, _) => true,
+            (Some(_), Some(e)) => e.rest.is_none(),
+            (Some(_), None) => false,
+        };
+        if !seq || !all_early {
+            self.probe = None;
+            return;
+        }
+        let early = self.early.get_or_insert_with(|| Early {
+            cols: Vec::new(),
+            test: None,
+            rest: None,
+        });
+        for &c in &probe.cols {
+            if early.cols.len() <= c {
+                early.cols.resize(c + 1, false);
+            }
+            early.cols[c] = true;
+        }
     }
 
     /// The next batch; false at the end. A filter that does not reach the engine
@@ -774,8 +838,12 @@ impl<'a> Scan<'a> {
             self.take,
         );
         let (early, recheck) = (self.early.as_ref(), std::cell::Cell::new(false));
-        let rejected = std::cell::Cell::new(0u64);
-        let mut test = |r: &[Datum]| early_test(cx, early, (&recheck, &rejected), r);
+        let (rejected, dropped) = (std::cell::Cell::new(0u64), std::cell::Cell::new(0u64));
+        let (probe, mut key) = (self.probe.as_ref(), Vec::new());
+        let mut test = |r: &[Datum]| {
+            early_test(cx, early, (&recheck, &rejected), r)
+                && (recheck.get() || probed(probe, r, &mut key, &dropped))
+        };
         let mut visit = |r: &mut Tuple| {
             if inline {
                 match rest_of(filter, early, &recheck).holds(cx, r) {
@@ -801,6 +869,7 @@ impl<'a> Scan<'a> {
         }
         .map_err(SqlError::from)?;
         self.rejected += rejected.get();
+        self.dropped += dropped.get();
         if !more {
             self.cursor = Cursor::Done;
         }
@@ -838,8 +907,12 @@ impl<'a> Node<'a> for Scan<'a> {
             self.take,
         );
         let (early, recheck) = (self.early.as_ref(), std::cell::Cell::new(false));
-        let rejected = std::cell::Cell::new(0u64);
-        let mut test = |r: &[Datum]| early_test(cx, early, (&recheck, &rejected), r);
+        let (rejected, dropped) = (std::cell::Cell::new(0u64), std::cell::Cell::new(0u64));
+        let (probe, mut key) = (self.probe.as_ref(), Vec::new());
+        let mut test = |r: &[Datum]| {
+            early_test(cx, early, (&recheck, &rejected), r)
+                && (recheck.get() || probed(probe, r, &mut key, &dropped))
+        };
         let failed = RefCell::new(None);
         let mut out: Tuple = Vec::new();
         let mut visit = |r: &mut Tuple| {
@@ -882,6 +955,7 @@ impl<'a> Node<'a> for Scan<'a> {
             }
             .map_err(SqlError::from)?;
             self.rejected += rejected.take();
+            self.dropped += dropped.take();
             if let Some(e) = failed.borrow_mut().take() {
                 return Err(e);
             }
@@ -918,6 +992,51 @@ impl<'a> Node<'a> for Scan<'a> {
     fn heap_fetches(&self) -> Option<u64> {
         self.index_only.then_some(self.heap_fetches)
     }
+
+    /// Rule 9: taken by a sequential scan not yet begun, its probe's columns
+    /// mapped through a fused projection to the table's.
+    fn prefilter(&mut self, mut probe: Probe<'a>) -> bool {
+        if !matches!(self.cursor, Cursor::Unopened) || self.path.is_some() || self.probe.is_some() {
+            return false;
+        }
+        if let Some(take) = self.take {
+            let mut cols = Vec::with_capacity(probe.cols.len());
+            for &c in &probe.cols {
+                match take.get(c) {
+                    Some(Expr::Col(t)) => cols.push(*t),
+                    _ => return false,
+                }
+            }
+            probe.cols = cols;
+        }
+        self.probe = Some(probe);
+        true
+    }
+
+    fn prefiltered(&self) -> u64 {
+        self.dropped
+    }
+}
+
+/// Rule 9: whether the row `r` (its early columns decoded) passes the probe, if
+/// any; a row dropped is counted in `dropped`. `key` is a buffer for a key of
+/// several columns.
+fn probed(probe: Option<&Probe<'_>>, r: &[Datum], key: &mut Tuple, dropped: &std::cell::Cell<u64>) -> bool {
+    let Some(p) = probe else {
+        return true;
+    };
+    let pass = match p.cols.as_slice() {
+        [c] => r.get(*c).is_some_and(|v| (p.test)(std::slice::from_ref(v))),
+        cols => {
+            key.clear();
+            key.extend(cols.iter().map(|c| r.get(*c).cloned().unwrap_or(Datum::Null)));
+            (p.test)(key)
+        }
+    };
+    if !pass {
+        dropped.set(dropped.get() + 1);
+    }
+    pass
 }
 
 /// The filter a scan's rows are tested by: through an index, what its range does
@@ -1376,6 +1495,10 @@ fn drain<'a>(op: &mut Op<'a>, cx: &Ctx<'a>, meter: &mut Meter) -> SqlResult<Vec<
 /// The group of an inner row whose key is NULL (it matches nothing).
 const END: usize = usize::MAX;
 
+/// Executor rule 9: the outer rows a join's prefilter tests before it stops
+/// testing, if more than half of them matched.
+const PROBE_SAMPLE: u32 = 4096;
+
 struct JoinOp<'a> {
     kind: JoinKind,
     outer: Op<'a>,
@@ -1438,10 +1561,54 @@ impl<'a> JoinOp<'a> {
         };
         match (self.shared, cx.builds) {
             (Some((key, _)), Some(builds)) if self.depth == 0 => {
-                self.build_shared(cx, &builds.get(key), inner)
+                self.build_shared(cx, &builds.get(key), inner)?
             }
-            _ => self.build_own(cx, cx, inner),
+            _ => self.build_own(cx, cx, inner)?,
         }
+        if self.grace.is_none() {
+            self.prefilter_outer();
+        }
+        Ok(())
+    }
+
+    /// Executor rule 9: an inner, semi or right hash join on plain outer columns
+    /// hands its outer scan the test of whether a row's key is in the table it
+    /// built (an outer row without a match gives nothing in these joins), so
+    /// the scan decodes the rest of a row only for a key that may match. Where
+    /// most keys match, the test stops asking after [`PROBE_SAMPLE`] rows.
+    fn prefilter_outer(&mut self) {
+        let Some((okeys, _)) = self.keys else {
+            return;
+        };
+        if !matches!(self.kind, JoinKind::Inner | JoinKind::Semi | JoinKind::Right) {
+            return;
+        }
+        let cols: Option<Vec<usize>> = okeys
+            .iter()
+            .map(|k| match k {
+                Expr::Col(c) => Some(*c),
+                _ => None,
+            })
+            .collect();
+        let Some(cols) = cols else {
+            return;
+        };
+        let hashed = self.hashed.clone();
+        let (seen, kept) = (std::cell::Cell::new(0u32), std::cell::Cell::new(0u32));
+        let test = move |key: &[Datum]| {
+            let n = seen.get();
+            if n >= PROBE_SAMPLE && kept.get() > n / 2 {
+                return true;
+            }
+            let hit = !key.iter().any(Datum::is_null) && hashed.table.get(key).is_some();
+            seen.set(n.saturating_add(1));
+            kept.set(kept.get() + u32::from(hit));
+            hit
+        };
+        self.outer.prefilter(Probe {
+            cols,
+            test: Box::new(test),
+        });
     }
 
     /// The inner side held by this join alone, pulled through `icx`.

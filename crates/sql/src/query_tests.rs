@@ -2759,3 +2759,46 @@ fn top_n_sorts_and_plain_aggregates_match_a_reference() {
         assert_eq!(rows(s, "SELECT count(*) FROM tn WHERE v IS NULL"), ["206"]);
     });
 }
+
+/// Executor rule 9: a hash join's outer scan drops the rows whose key is not in
+/// the built table before decoding the rest; the joins' rows are those of a
+/// reference computed here, EXPLAIN ANALYZE still counts every row the scan
+/// read, an outer join keeps its unmatched rows, and a filter's error on a row
+/// without a match is still raised.
+#[test]
+fn a_hash_joins_outer_scan_drops_keys_without_a_match_early() {
+    with_session(64 << 20, |s| {
+        let c = q(
+            s,
+            "CREATE TABLE big (k int, v text, n int);
+             CREATE TABLE small (k int, w text);
+             INSERT INTO big SELECT i, 'v' || i, i % 10 FROM generate_series(1, 30000) i;
+             INSERT INTO big VALUES (NULL, 'null key', 1);
+             INSERT INTO small SELECT i * 97, 'w' || i FROM generate_series(1, 200) i;
+             ANALYZE big; ANALYZE small",
+        );
+        assert!(c.results.iter().all(|r| r.is_ok()), "{:?}", c.results);
+        let sql = "SELECT count(*), sum(length(b.v)), min(s.w), max(b.k) FROM big b \
+                   JOIN small s ON s.k = b.k";
+        let plan = rows(s, &format!("EXPLAIN (COSTS OFF) {sql}")).join("\n");
+        assert!(plan.contains("Hash Join") && plan.contains("Seq Scan on big"), "{plan}");
+        let keys: Vec<i64> = (1..=200).map(|i| i * 97).filter(|k| *k <= 30000).collect();
+        let len: usize = keys.iter().map(|k| format!("v{k}").len()).sum();
+        let want = format!("{}|{len}|w1|{}", keys.len(), keys.last().unwrap());
+        assert_eq!(rows(s, sql), [want]);
+        // Every row the scan read is counted, the dropped ones too.
+        let shown = rows(s, &format!("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) {sql}"));
+        let scan = shown.iter().find(|l| l.contains("Seq Scan on big")).unwrap();
+        assert!(scan.contains("rows=30001 loops=1"), "{shown:?}");
+        // A semi join (IN) and a filtered scan alike.
+        let semi = "SELECT count(*) FROM big b WHERE b.n < 5 AND b.k IN (SELECT k FROM small)";
+        let want = keys.iter().filter(|k| *k % 10 < 5).count().to_string();
+        assert_eq!(rows(s, semi), [want]);
+        // A LEFT join keeps every outer row.
+        let left = "SELECT count(*), count(s.w) FROM big b LEFT JOIN small s ON s.k = b.k";
+        assert_eq!(rows(s, left), [format!("30001|{}", keys.len())]);
+        // The filter's error on a row whose key matches nothing is still raised.
+        let err = "SELECT count(*) FROM big b JOIN small s ON s.k = b.k WHERE 10 / (b.k - 5) > 0";
+        assert_eq!(codes(s, err), ["22012"]);
+    });
+}

@@ -261,6 +261,14 @@ impl<'a> Node<'a> for Counted<'a> {
     fn analysis(&self) -> Vec<String> {
         self.inner.analysis()
     }
+
+    fn prefilter(&mut self, probe: super::Probe<'a>) -> bool {
+        self.inner.prefilter(probe)
+    }
+
+    fn prefiltered(&self) -> u64 {
+        self.inner.prefiltered()
+    }
 }
 
 impl Drop for Counted<'_> {
@@ -268,6 +276,8 @@ impl Drop for Counted<'_> {
         if self.run.loops == 0 {
             return;
         }
+        // Executor rule 9: the rows a prefilter dropped were the scan's.
+        self.run.rows += self.inner.prefiltered();
         self.run.removed = self.inner.removed();
         self.run.heap_fetches = self.inner.heap_fetches();
         self.run.details = self.inner.analysis();
