@@ -527,7 +527,20 @@ impl Smgr {
         match self.state(rel, fork) {
             ForkState::Blocks(_) => true,
             ForkState::Absent => false,
-            ForkState::Unknown => self.vfs.exists(&self.segment_path(rel, fork, 0)),
+            ForkState::Unknown => {
+                let there = self.vfs.exists(&self.segment_path(rel, fork, 0));
+                if !there {
+                    // Kept as `nblocks` keeps it: a fork is created through
+                    // `create`, which records it (a never-vacuumed table's
+                    // visibility map was probed with a stat per index-only fetch).
+                    let mut inner = self.inner.lock();
+                    let state = &mut inner.handle(rel).forks[fork.index()];
+                    if *state == ForkState::Unknown {
+                        *state = ForkState::Absent;
+                    }
+                }
+                there
+            }
         }
     }
 
@@ -1001,6 +1014,25 @@ mod tests {
         s.unlink(&[b]).unwrap();
         assert_eq!(vfs.0.load(Ordering::SeqCst), 4);
         assert!(!s.segment_path(b, ForkNumber::Main, 0).exists());
+    }
+
+    /// An absent fork found absent once is remembered (a never-vacuumed table's
+    /// visibility map was looked for with a stat per index-only fetch); `create`
+    /// records the fork it makes.
+    #[test]
+    fn a_fork_found_absent_is_remembered_until_created() {
+        let (dir, s) = setup(4);
+        let r = rel(5, 7);
+        s.create_relation(r).unwrap();
+        let s = Smgr::open(dir.path(), Arc::new(StdVfs), 4).unwrap();
+        assert!(!s.exists(r, ForkNumber::Vm));
+        // Made behind the manager's back: not looked for again.
+        std::fs::write(s.segment_path(r, ForkNumber::Vm, 0), b"").unwrap();
+        assert!(!s.exists(r, ForkNumber::Vm));
+        std::fs::remove_file(s.segment_path(r, ForkNumber::Vm, 0)).unwrap();
+        s.create(r, ForkNumber::Vm, false).unwrap();
+        assert!(s.exists(r, ForkNumber::Vm));
+        assert_eq!(s.nblocks(r, ForkNumber::Vm).unwrap(), 0);
     }
 
     #[test]
