@@ -356,13 +356,15 @@ impl AggState {
             (AggFunc::CountStar, ..) => self.n += 1,
             (_, _, Datum::Null) if a.func != AggFunc::Any => {}
             (AggFunc::Count, ..) => self.n += 1,
-            (AggFunc::Sum, Datum::Int8(acc), Datum::Int4(x)) => match acc.checked_add(i64::from(*x)) {
-                Some(sum) => {
-                    *acc = sum;
-                    self.n += 1;
+            (AggFunc::Sum, Datum::Int8(acc), Datum::Int4(x)) => {
+                match acc.checked_add(i64::from(*x)) {
+                    Some(sum) => {
+                        *acc = sum;
+                        self.n += 1;
+                    }
+                    None => return false,
                 }
-                None => return false,
-            },
+            }
             (AggFunc::Min | AggFunc::Max, acc, v) if !acc.is_null() => {
                 let o = match (&*acc, v) {
                     (Datum::Int4(x), Datum::Int4(y)) => y.cmp(x),

@@ -409,8 +409,11 @@ type Op<'a> = Box<dyn Node<'a> + 'a>;
 /// values (the row's columns `cols`, in order); false drops the row.
 pub(super) struct Probe<'a> {
     cols: Vec<usize>,
-    test: Box<dyn Fn(&[Datum]) -> bool + 'a>,
+    test: KeyTest<'a>,
 }
+
+/// Whether a key's values may match (executor rule 9).
+type KeyTest<'a> = Box<dyn Fn(&[Datum]) -> bool + 'a>;
 
 /// Runs `plan`, giving each row to `emit` until it returns false. The rows given.
 pub fn run<'a>(
@@ -1021,7 +1024,12 @@ impl<'a> Node<'a> for Scan<'a> {
 /// Rule 9: whether the row `r` (its early columns decoded) passes the probe, if
 /// any; a row dropped is counted in `dropped`. `key` is a buffer for a key of
 /// several columns.
-fn probed(probe: Option<&Probe<'_>>, r: &[Datum], key: &mut Tuple, dropped: &std::cell::Cell<u64>) -> bool {
+fn probed(
+    probe: Option<&Probe<'_>>,
+    r: &[Datum],
+    key: &mut Tuple,
+    dropped: &std::cell::Cell<u64>,
+) -> bool {
     let Some(p) = probe else {
         return true;
     };
@@ -1029,7 +1037,10 @@ fn probed(probe: Option<&Probe<'_>>, r: &[Datum], key: &mut Tuple, dropped: &std
         [c] => r.get(*c).is_some_and(|v| (p.test)(std::slice::from_ref(v))),
         cols => {
             key.clear();
-            key.extend(cols.iter().map(|c| r.get(*c).cloned().unwrap_or(Datum::Null)));
+            key.extend(
+                cols.iter()
+                    .map(|c| r.get(*c).cloned().unwrap_or(Datum::Null)),
+            );
             (p.test)(key)
         }
     };
@@ -1580,7 +1591,10 @@ impl<'a> JoinOp<'a> {
         let Some((okeys, _)) = self.keys else {
             return;
         };
-        if !matches!(self.kind, JoinKind::Inner | JoinKind::Semi | JoinKind::Right) {
+        if !matches!(
+            self.kind,
+            JoinKind::Inner | JoinKind::Semi | JoinKind::Right
+        ) {
             return;
         }
         let cols: Option<Vec<usize>> = okeys

@@ -2725,7 +2725,10 @@ fn top_n_sorts_and_plain_aggregates_match_a_reference() {
             None => format!("{}|", r.1),
         };
         let want: Vec<String> = all.iter().take(7).map(show).collect();
-        let got = rows(s, "SELECT id, v FROM tn ORDER BY v DESC NULLS LAST, id LIMIT 7");
+        let got = rows(
+            s,
+            "SELECT id, v FROM tn ORDER BY v DESC NULLS LAST, id LIMIT 7",
+        );
         assert_eq!(got, want);
         // v NULLS FIRST, id DESC, past an OFFSET.
         all.sort_by(|a, b| match (a.0, b.0) {
@@ -2741,7 +2744,9 @@ fn top_n_sorts_and_plain_aggregates_match_a_reference() {
         );
         assert_eq!(got, want);
         let vals: Vec<i64> = (1..=20000).filter_map(v).collect();
-        let words: Vec<String> = (1..=20000).map(|i| format!("w{}", (i * 31) % 503)).collect();
+        let words: Vec<String> = (1..=20000)
+            .map(|i| format!("w{}", (i * 31) % 503))
+            .collect();
         let want = format!(
             "20000|{}|{}|{}|{}|{}|{}",
             vals.len(),
@@ -2781,14 +2786,23 @@ fn a_hash_joins_outer_scan_drops_keys_without_a_match_early() {
         let sql = "SELECT count(*), sum(length(b.v)), min(s.w), max(b.k) FROM big b \
                    JOIN small s ON s.k = b.k";
         let plan = rows(s, &format!("EXPLAIN (COSTS OFF) {sql}")).join("\n");
-        assert!(plan.contains("Hash Join") && plan.contains("Seq Scan on big"), "{plan}");
+        assert!(
+            plan.contains("Hash Join") && plan.contains("Seq Scan on big"),
+            "{plan}"
+        );
         let keys: Vec<i64> = (1..=200).map(|i| i * 97).filter(|k| *k <= 30000).collect();
         let len: usize = keys.iter().map(|k| format!("v{k}").len()).sum();
         let want = format!("{}|{len}|w1|{}", keys.len(), keys.last().unwrap());
         assert_eq!(rows(s, sql), [want]);
         // Every row the scan read is counted, the dropped ones too.
-        let shown = rows(s, &format!("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) {sql}"));
-        let scan = shown.iter().find(|l| l.contains("Seq Scan on big")).unwrap();
+        let shown = rows(
+            s,
+            &format!("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) {sql}"),
+        );
+        let scan = shown
+            .iter()
+            .find(|l| l.contains("Seq Scan on big"))
+            .unwrap();
         assert!(scan.contains("rows=30001 loops=1"), "{shown:?}");
         // A semi join (IN) and a filtered scan alike.
         let semi = "SELECT count(*) FROM big b WHERE b.n < 5 AND b.k IN (SELECT k FROM small)";
