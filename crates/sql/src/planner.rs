@@ -880,7 +880,13 @@ fn narrow_scan(p: Plan, needed: &[bool], rels: &Relations<'_>) -> Plan {
     if !filter_only {
         return p;
     }
-    let exprs = needed
+    nulling(p, needed)
+}
+
+/// `p` under a projection that keeps the columns `keep` marks and gives NULL for
+/// the others (planner rule 9).
+fn nulling(p: Plan, keep: &[bool]) -> Plan {
+    let exprs = keep
         .iter()
         .enumerate()
         .map(|(i, n)| match n {
@@ -905,18 +911,7 @@ fn filter_only_nulled(p: Plan, needed: Option<Vec<bool>>, above: Option<Vec<bool
     if !matches!(p, Plan::IndexScan { .. }) || needed == above || needed.len() != above.len() {
         return p;
     }
-    let exprs = above
-        .iter()
-        .enumerate()
-        .map(|(i, n)| match n {
-            true => Expr::Col(i),
-            false => Expr::Const(crate::Datum::Null),
-        })
-        .collect();
-    Plan::Project {
-        input: Box::new(p),
-        exprs,
-    }
+    nulling(p, &above)
 }
 
 /// The width of the rows a scan, filter or projection gives, where known without
