@@ -221,27 +221,78 @@ pub struct Registry {
 /// Asks one session to end.
 pub type Terminate = Box<dyn Fn() + Send>;
 
-/// The planner's view of the catalog through a session (its transaction's).
-struct PlannerCatalog<'s, 'e>(&'s Session<'e>);
+/// The planner's view of the catalog through a session (its transaction's): a
+/// relation's entry, pages and statistics looked up once for all the plans a
+/// statement makes (its subqueries' at their first run too), not at every
+/// costing of every path.
+struct PlannerCatalog<'s, 'e> {
+    session: &'s Session<'e>,
+    looked: std::cell::RefCell<HashMap<String, Looked>>,
+}
+
+/// What a [`PlannerCatalog`] has looked up of one relation.
+#[derive(Default)]
+struct Looked {
+    entry: Option<Option<Arc<strata_engine::RelEntry>>>,
+    pages: Option<u32>,
+    stats: Option<Option<Arc<strata_engine::TableStats>>>,
+}
+
+impl<'s, 'e> PlannerCatalog<'s, 'e> {
+    fn new(session: &'s Session<'e>) -> Self {
+        PlannerCatalog {
+            session,
+            looked: Default::default(),
+        }
+    }
+
+    /// The `part` of `name` looked up, by `make` the first time.
+    fn memo<T: Clone>(
+        &self,
+        name: &str,
+        part: fn(&mut Looked) -> &mut Option<T>,
+        make: impl FnOnce() -> SqlResult<T>,
+    ) -> SqlResult<T> {
+        if let Some(v) = self
+            .looked
+            .borrow_mut()
+            .get_mut(name)
+            .and_then(|l| part(l).clone())
+        {
+            return Ok(v);
+        }
+        let v = make()?;
+        let mut looked = self.looked.borrow_mut();
+        *part(looked.entry(name.to_string()).or_default()) = Some(v.clone());
+        Ok(v)
+    }
+}
 
 impl crate::planner::RelSource for PlannerCatalog<'_, '_> {
     fn entry(&self, name: &str) -> SqlResult<Option<Arc<strata_engine::RelEntry>>> {
-        self.0.planned_shared(name)
+        self.memo(name, |l| &mut l.entry, || self.session.planned_shared(name))
     }
     fn pages(&self, name: &str) -> u32 {
-        self.0.relation_pages(name)
+        let s = self.session;
+        let pages = self.memo(name, |l| &mut l.pages, || Ok(s.relation_pages(name)));
+        pages.unwrap_or(0)
     }
     fn stats(&self, name: &str) -> Option<std::sync::Arc<strata_engine::TableStats>> {
-        match &self.0.block {
-            Block::Open { txn: Some(t), .. } => t.table_stats(&self.0.db, name),
-            _ => self.0.engine.table_stats(&self.0.db, name),
-        }
+        let s = self.session;
+        let stats = || {
+            Ok(match &s.block {
+                Block::Open { txn: Some(t), .. } => t.table_stats(&s.db, name),
+                _ => s.engine.table_stats(&s.db, name),
+            })
+        };
+        self.memo(name, |l| &mut l.stats, stats).ok().flatten()
     }
     fn switches(&self) -> crate::planner::Switches {
-        self.0.switches()
+        self.session.switches()
     }
     fn units(&self) -> crate::cost::Units {
-        crate::cost::Units::from_settings(|n| self.0.vars.get(n).and_then(|v| v.parse().ok()))
+        let vars = &self.session.vars;
+        crate::cost::Units::from_settings(|n| vars.get(n).and_then(|v| v.parse().ok()))
     }
 }
 
@@ -3212,14 +3263,15 @@ impl<'e> Session<'e> {
     }
 
     fn plan_query(&self, q: &Query) -> SqlResult<crate::planner::Plan> {
-        crate::planner::plan(q, &PlannerCatalog(self))
+        crate::planner::plan(q, &PlannerCatalog::new(self))
     }
 
     /// A statement's plan, its aggregates over large tables made parallel
     /// (parallel rule 1).
     fn plan_statement(&self, q: &Query) -> SqlResult<crate::planner::Plan> {
-        let mut p = self.plan_query(q)?;
-        crate::parallel::parallelize(&mut p, &PlannerCatalog(self));
+        let rels = PlannerCatalog::new(self);
+        let mut p = crate::planner::plan(q, &rels)?;
+        crate::parallel::parallelize(&mut p, &rels);
         Ok(p)
     }
 
@@ -3256,7 +3308,7 @@ impl<'e> Session<'e> {
         params: &[Datum],
         (began, buffers): (std::time::Instant, strata_engine::BufferUsage),
     ) -> SqlResult<Vec<String>> {
-        let rels = PlannerCatalog(self);
+        let rels = PlannerCatalog::new(self);
         if !o.analyze {
             return crate::explain::explain(plan, &rels, o, None);
         }
@@ -3298,7 +3350,7 @@ impl<'e> Session<'e> {
             Some(t) => t.snapshot(),
             None => self.engine.snapshot(),
         };
-        let rels = PlannerCatalog(self);
+        let rels = PlannerCatalog::new(self);
         let temp = crate::spill::Temp::new(
             self.engine.data_dir(),
             settings::temp_file_limit_kb(self.vars.get("temp_file_limit")),

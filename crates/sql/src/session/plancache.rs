@@ -416,7 +416,7 @@ impl<'e> Session<'e> {
     /// A plan's total cost; with `planning`, PostgreSQL's charge for making it
     /// (rule 2).
     fn plan_cost(&self, plan: &Plan, planning: bool) -> f64 {
-        let rels = PlannerCatalog(self);
+        let rels = PlannerCatalog::new(self);
         let mut costs = crate::cost::Costs::new(&rels);
         let total = costs.of(plan).total;
         if !planning {
