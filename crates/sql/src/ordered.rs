@@ -19,6 +19,10 @@
 //! 3. The scan the rules put in is the select's own scan with a different access
 //!    path: the WHERE is still applied to every row (plan rule 3), so the rows are
 //!    those the sort would have had.
+//! 4. The select whose scan rule 1 replaces is planned without costing its own
+//!    access paths against each other ([`Shaped`]): only its shape is kept, and a
+//!    one-row probe (rule 2's subqueries, run at every execution) costs no table
+//!    costing.
 
 use crate::analyze::{Distinct, Query, Rel, Select, SetTree, SortSpec};
 use crate::bind::{AggFunc, Expr};
@@ -32,7 +36,7 @@ use crate::{Datum, SqlResult};
 pub(crate) fn ordered_body(
     q: &Query,
     rels: &Relations<'_>,
-    plain: &dyn Fn(&SetTree) -> SqlResult<Plan>,
+    plain: &dyn Fn(&SetTree, &Relations<'_>) -> SqlResult<Plan>,
 ) -> SqlResult<Option<Plan>> {
     let SetTree::Select(s) = &q.body else {
         return Ok(None);
@@ -69,7 +73,32 @@ pub(crate) fn ordered_body(
     if !forced && q.limit.is_none() && own.is_none_or(|p| p.index != path.index) {
         return Ok(None);
     }
-    Ok(with_scan(plain(&q.body)?, path, rels))
+    Ok(with_scan(plain(&q.body, &Shaped(rels))?, path, rels))
+}
+
+/// Rule 4: the catalog as the planner sees it with sequential scans off, so that
+/// a single table's scan is planned by its filter alone, without costs.
+struct Shaped<'r, 'a>(&'r Relations<'a>);
+
+impl crate::planner::RelSource for Shaped<'_, '_> {
+    fn entry(&self, name: &str) -> SqlResult<Option<std::sync::Arc<strata_engine::RelEntry>>> {
+        self.0.entry(name)
+    }
+    fn pages(&self, name: &str) -> u32 {
+        self.0.pages(name)
+    }
+    fn stats(&self, name: &str) -> Option<std::sync::Arc<strata_engine::TableStats>> {
+        self.0.stats(name)
+    }
+    fn units(&self) -> crate::cost::Units {
+        self.0.units()
+    }
+    fn switches(&self) -> crate::planner::Switches {
+        crate::planner::Switches {
+            seqscan: false,
+            ..self.0.switches()
+        }
+    }
 }
 
 /// The ORDER BY keys as the table's columns with their DESC and NULLS FIRST;

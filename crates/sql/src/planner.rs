@@ -546,7 +546,7 @@ fn ascending(cols: &[usize]) -> Vec<SortSpec> {
 
 /// Plans an analyzed query.
 pub fn plan(q: &Query, rels: &Relations<'_>) -> SqlResult<Plan> {
-    let ordered = crate::ordered::ordered_body(q, rels, &|t| set_tree(t, rels))?;
+    let ordered = crate::ordered::ordered_body(q, rels, &set_tree)?;
     let sorted = ordered.is_some();
     let body = match ordered {
         Some(p) => p,
