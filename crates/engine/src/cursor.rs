@@ -27,8 +27,9 @@
 //!    visits at least [`SCAN_BATCH_ROWS`] rows (index: entries), whole pages, as in
 //!    rule 1.
 //!
-//! 7. An index cursor's first batch reads [`FIRST_INDEX_BATCH`] entries, each next
-//!    one twice the last, up to [`SCAN_BATCH_ROWS`]: a lookup or a LIMIT that wants
+//! 7. An index cursor's first batch reads [`FIRST_INDEX_BATCH`] entries (fewer
+//!    if its caller wants fewer rows: [`IndexCursor::wanting`]), each next one
+//!    twice the last, up to [`SCAN_BATCH_ROWS`]: a lookup or a LIMIT that wants
 //!    a few rows fetches a few heap tuples, not a thousand.
 //! 8. A parallel scan's participants share its blocks ([`SeqCursor::shared`]): each
 //!    claims the next [`PARALLEL_CHUNK`] blocks from one counter, so each block is
@@ -309,6 +310,13 @@ impl<'e> IndexCursor<'e> {
     /// 11); the caller reads only the index's columns.
     pub fn index_only(mut self) -> Self {
         self.index_only = true;
+        self
+    }
+
+    /// Rule 7: the caller will take at most `rows` rows; the first batch reads
+    /// no more entries than that.
+    pub fn wanting(mut self, rows: usize) -> Self {
+        self.batch = rows.clamp(1, FIRST_INDEX_BATCH);
         self
     }
 

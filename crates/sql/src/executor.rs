@@ -43,6 +43,11 @@
 //!    decoding or copying the rest, as PostgreSQL's lazy tuple deforming reads
 //!    a row's other columns only for the rows its join emits. EXPLAIN ANALYZE
 //!    counts the dropped rows as the scan's.
+//! 10. A LIMIT tells its input, before the first row, how many rows it will take
+//!     at most ([`Node::bound`], PostgreSQL's ExecSetTupleBound), through
+//!     projections; an index scan's first batch then reads no more entries than
+//!     that (engine cursor rule 7): `LIMIT 1` (min/max, ordered rule 2) fetches
+//!     one heap tuple, not eight.
 
 use crate::aggregate::AggState;
 use crate::analyze::{JoinKind, SetOp, SortSpec};
@@ -391,6 +396,10 @@ trait Node<'a> {
         0
     }
 
+    /// Executor rule 10: at most `rows` rows will be pulled (told before the
+    /// first).
+    fn bound(&mut self, _rows: usize) {}
+
     /// What EXPLAIN ANALYZE adds under it (a sort's method and memory).
     fn analysis(&self) -> Vec<String> {
         Vec::new()
@@ -665,6 +674,8 @@ struct Scan<'a> {
     /// it dropped.
     probe: Option<Probe<'a>>,
     dropped: u64,
+    /// Executor rule 10: the rows a LIMIT above will take at most.
+    bound: Option<usize>,
 }
 
 /// Executor rule 6: a sequential scan's filter split for the engine's early
@@ -743,6 +754,7 @@ impl<'a> Scan<'a> {
             heap_fetches: 0,
             probe: None,
             dropped: 0,
+            bound: None,
         }
     }
 
@@ -780,6 +792,10 @@ impl<'a> Scan<'a> {
         let c = match c {
             Cursor::Index(i) if self.index_only => Cursor::Index(i.index_only()),
             c => c,
+        };
+        let c = match (c, self.bound) {
+            (Cursor::Index(i), Some(n)) => Cursor::Index(i.wanting(n)),
+            (c, _) => c,
         };
         self.early = match (&c, self.filter) {
             (Cursor::Seq(_), Some(f)) if bind::engine_free(f) => Early::split(f, self.cols),
@@ -883,6 +899,10 @@ impl<'a> Scan<'a> {
 }
 
 impl<'a> Node<'a> for Scan<'a> {
+    fn bound(&mut self, rows: usize) {
+        self.bound = Some(rows);
+    }
+
     fn drain(
         &mut self,
         cx: &Ctx<'a>,
@@ -1392,6 +1412,10 @@ fn moves(exprs: &[Expr]) -> bool {
 }
 
 impl<'a> Node<'a> for Project<'a> {
+    fn bound(&mut self, rows: usize) {
+        self.0.bound(rows);
+    }
+
     /// Projects each lent row into one buffer, lent on in turn.
     fn drain(
         &mut self,
@@ -2648,7 +2672,9 @@ impl<'a> Limit<'a> {
 impl<'a> Node<'a> for Limit<'a> {
     fn next(&mut self, cx: &Ctx<'a>) -> SqlResult<Option<Tuple>> {
         if self.left.is_none() {
-            self.left = Some(offset_limit(cx, self.offset, self.limit)?);
+            let (skip, give) = offset_limit(cx, self.offset, self.limit)?;
+            self.input.bound(skip.saturating_add(give));
+            self.left = Some((skip, give));
         }
         let (skip, give) = self.left.as_mut().expect("set above");
         if *give == 0 {

@@ -709,6 +709,33 @@ fn indexes_serve_order_by_limit_and_min_max() {
         );
         let plan = rows(s, "EXPLAIN (COSTS OFF) SELECT max(k) FROM ix").join("\n");
         assert!(plan.contains("Index Cond: (k IS NOT NULL)"), "{plan}");
+        // Executor rule 10: under LIMIT n the index reads n entries first, so an
+        // index-only probe of a page not all visible fetches one heap tuple per
+        // row taken, not a first batch's eight.
+        let sql = "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)";
+        let mut fetched = |query: &str| {
+            let lines = rows(s, &format!("{sql} {query}"));
+            let f: Vec<String> = lines
+                .iter()
+                .filter_map(|l| l.trim().strip_prefix("Heap Fetches: ").map(str::to_string))
+                .collect();
+            (f, lines)
+        };
+        let (f, lines) = fetched("SELECT min(k), max(k) FROM ix");
+        assert_eq!(f, ["1", "1"], "{lines:?}");
+        let (f, lines) = fetched("SELECT k FROM ix ORDER BY k LIMIT 3");
+        assert_eq!(f, ["3"], "{lines:?}");
+        for tail in [
+            "ORDER BY k LIMIT 2",
+            "WHERE k % 5 = 4 ORDER BY k DESC LIMIT 2 OFFSET 1",
+        ] {
+            let a = rows(s, &format!("SELECT k + 1 FROM ix {tail}"));
+            assert_eq!(
+                a,
+                rows(s, &format!("SELECT k + 1 FROM plain {tail}")),
+                "{tail}"
+            );
+        }
     });
 }
 

@@ -269,6 +269,10 @@ impl<'a> Node<'a> for Counted<'a> {
     fn prefiltered(&self) -> u64 {
         self.inner.prefiltered()
     }
+
+    fn bound(&mut self, rows: usize) {
+        self.inner.bound(rows);
+    }
 }
 
 impl Drop for Counted<'_> {
