@@ -142,6 +142,19 @@ impl<'a> Snapshot<'a> {
     }
 }
 
+/// A second hold of the same snapshot (a REPEATABLE READ transaction's, lent to
+/// each statement and to its writes), registered as the first is.
+impl Clone for Snapshot<'_> {
+    fn clone(&self) -> Self {
+        *self.sh.snapshots.lock().entry(self.horizon()).or_default() += 1;
+        Snapshot {
+            sh: self.sh,
+            xmax: self.xmax,
+            running: self.running,
+        }
+    }
+}
+
 impl Drop for Snapshot<'_> {
     fn drop(&mut self) {
         let mut m = self.sh.snapshots.lock();
@@ -499,16 +512,15 @@ pub fn delete_where(
     sh: &Shared,
     rel: RelKey,
     cols: &[heap::Column],
-    xid: Xid,
+    (snap, xid): (&Snapshot<'_>, Xid),
     pred: &mut dyn FnMut(&[heap::Datum]) -> bool,
     interrupt: crate::Interrupt<'_>,
 ) -> Result<u64> {
-    let snap = Snapshot::take(sh);
     let n = sh.smgr.nblocks(rel, ForkNumber::Main)?;
     let mut deleted = 0;
     for b in 0..n {
         interrupt()?;
-        let (offsets, chunks) = matching(sh, (rel, b), (&snap, xid), cols, pred, None)?;
+        let (offsets, chunks) = matching(sh, (rel, b), (snap, xid), cols, pred, None)?;
         if !offsets.is_empty() {
             deleted += offsets.len() as u64;
             crate::toast::delete_chunks(sh, rel, chunks, xid)?;
@@ -551,11 +563,28 @@ fn matching(
         row_chunks.clear();
         let row = crate::toast::decode_row_noting(sh, rel, cols, t, Some(&mut row_chunks))?;
         if pred(&row) {
+            updated_since(sh, t, xid)?;
             v.push(off);
             chunks.extend_from_slice(&row_chunks);
         }
     }
     Ok((v, chunks))
+}
+
+/// Engine rule 10: a row the writer `xid` sees in its snapshot and is about to
+/// change, whose deleter has committed since (the snapshot is a REPEATABLE READ
+/// transaction's, taken before): 40001, PostgreSQL's "could not serialize access
+/// due to concurrent update". With one writer (engine rule 1) no other deleter is
+/// in progress; at READ COMMITTED the statement's snapshot is taken after every
+/// other writer has ended, so this never fires there.
+fn updated_since(sh: &Shared, t: &[u8], xid: Xid) -> Result<()> {
+    let xmax = heap::tuple_xmax(t);
+    if xmax == Xid::INVALID || xmax == xid || !sh.clog.is_committed(xmax) {
+        return Ok(());
+    }
+    Err(EngineError::SerializationFailure(
+        "could not serialize access due to concurrent update".into(),
+    ))
 }
 
 /// [`delete_where`] over the rows at `tids` only (sorted by block: an index scan's
@@ -564,12 +593,11 @@ pub fn delete_tids(
     sh: &Shared,
     rel: RelKey,
     cols: &[heap::Column],
-    xid: Xid,
+    (snap, xid): (&Snapshot<'_>, Xid),
     tids: &[crate::catalog::Tid],
     pred: &mut dyn FnMut(&[heap::Datum]) -> bool,
     interrupt: crate::Interrupt<'_>,
 ) -> Result<u64> {
-    let snap = Snapshot::take(sh);
     let n = sh.smgr.nblocks(rel, ForkNumber::Main)?;
     let mut deleted = 0;
     for same in tids.chunk_by(|a, b| a.block == b.block) {
@@ -578,7 +606,7 @@ pub fn delete_tids(
             continue;
         }
         interrupt()?;
-        let (offsets, chunks) = matching(sh, (rel, b), (&snap, xid), cols, pred, Some(same))?;
+        let (offsets, chunks) = matching(sh, (rel, b), (snap, xid), cols, pred, Some(same))?;
         if !offsets.is_empty() {
             deleted += offsets.len() as u64;
             crate::toast::delete_chunks(sh, rel, chunks, xid)?;

@@ -907,15 +907,14 @@ pub(crate) fn scan_batches(
     sh: &Shared,
     resolve: ResolveIndex<'_>,
     range: &IndexRange,
-    my: Option<Xid>,
+    (snap, my): (&Snapshot<'_>, Option<Xid>),
     interrupt: Interrupt<'_>,
     f: &mut crate::RowVisitor<'_>,
 ) -> Result<()> {
-    let snap = Snapshot::take(sh);
     let mut cursor = crate::cursor::IndexCursor::new(sh, Box::new(resolve), range.clone(), my);
     let mut rows = Vec::new();
     loop {
-        let more = cursor.next_batch(&snap, interrupt, &mut rows)?;
+        let more = cursor.next_batch(snap, interrupt, &mut rows)?;
         for row in rows.drain(..) {
             if !f(row)? {
                 return Ok(());

@@ -68,6 +68,10 @@
 //!    the snapshot is two numbers: the next xid and the running xid (`Snapshot`).
 //!    Live snapshots are registered; VACUUM removes a deleted tuple only when its
 //!    deleter committed below the oldest of them.
+//! 10. A REPEATABLE READ transaction reads and writes as of one snapshot, taken at
+//!     its first statement ([`Txn::fix_snapshot`]); it changes only rows that
+//!     snapshot sees, and one whose deleter committed since fails with 40001 ("could
+//!     not serialize access due to concurrent update"), never silently skips it.
 
 mod access;
 pub mod acl;
@@ -304,6 +308,10 @@ pub enum EngineError {
     /// An ON CONFLICT DO UPDATE meeting a row twice.
     #[error("{0}")]
     CardinalityViolation(String),
+    /// A REPEATABLE READ transaction changing a row changed since its snapshot
+    /// (engine rule 10).
+    #[error("{0}")]
+    SerializationFailure(String),
     /// A second PRIMARY KEY, or a constraint naming a column twice.
     #[error("{0}")]
     InvalidTableDefinition(String),
@@ -394,6 +402,7 @@ impl EngineError {
             EngineError::NotNullViolation { .. } => "23502",
             EngineError::UniqueViolation { .. } => "23505",
             EngineError::CardinalityViolation(_) => "21000",
+            EngineError::SerializationFailure(_) => "40001",
             EngineError::InvalidTableDefinition(_) => "42P16",
             EngineError::DependentObjects(_) => "2BP01",
             EngineError::UndefinedObject(_) => "42704",
@@ -855,7 +864,7 @@ impl Engine {
             rel.has_storage()?;
             Ok((rel.key(dbe), rel.clone()))
         };
-        stream::scan_batches(&self.sh, &resolve, None, interrupt, f)
+        stream::scan_batches(&self.sh, &resolve, (&self.snapshot(), None), interrupt, f)
     }
 
     /// [`Engine::scan_each`] through index `index`'s `range` (index rule 4: the caller
@@ -876,7 +885,14 @@ impl Engine {
             let ix = xact::index_of(rel, index)?;
             Ok((rel.key(dbe), rel.clone(), rel.index_key(dbe, ix)))
         };
-        index::scan_batches(&self.sh, &resolve, range, None, interrupt, f)
+        index::scan_batches(
+            &self.sh,
+            &resolve,
+            range,
+            (&self.snapshot(), None),
+            interrupt,
+            f,
+        )
     }
 
     /// PostgreSQL's `bt_index_check(index, heapallindexed => true)`: index `index`'s

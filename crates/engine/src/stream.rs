@@ -49,15 +49,14 @@ pub(crate) type Resolve<'a> = &'a dyn Fn() -> Result<(RelKey, Arc<RelEntry>)>;
 pub(crate) fn scan_batches(
     sh: &Shared,
     resolve: Resolve<'_>,
-    my: Option<Xid>,
+    (snap, my): (&Snapshot<'_>, Option<Xid>),
     interrupt: Interrupt<'_>,
     f: &mut RowVisitor<'_>,
 ) -> Result<()> {
-    let snap = Snapshot::take(sh);
     let mut cursor = SeqCursor::new(sh, Box::new(resolve), my);
     let mut batch: Vec<Vec<Datum>> = Vec::new();
     loop {
-        let more = cursor.next_batch(&snap, interrupt, &mut batch)?;
+        let more = cursor.next_batch(snap, interrupt, &mut batch)?;
         for row in batch.drain(..) {
             if !f(row)? {
                 return Ok(());

@@ -142,6 +142,9 @@ pub struct Txn<'e> {
     finished: bool,
     /// It noted sequences in `Shared::txn_seqs`, to forget when it ends.
     seqs_noted: bool,
+    /// A REPEATABLE READ transaction's snapshot, taken at its first statement
+    /// (engine rule 10): every statement and write reads as of it.
+    fixed: Option<access::Snapshot<'e>>,
 }
 
 impl<'e> Txn<'e> {
@@ -163,7 +166,15 @@ impl<'e> Txn<'e> {
             created: Vec::new(),
             finished: false,
             seqs_noted: false,
+            fixed: None,
         }
+    }
+
+    /// Engine rule 10: the transaction reads and writes as of `snap` (a REPEATABLE
+    /// READ transaction's, taken at its first statement) rather than a snapshot
+    /// per statement.
+    pub fn fix_snapshot(&mut self, snap: access::Snapshot<'e>) {
+        self.fixed = Some(snap);
     }
 
     /// Makes `role` the acting role: the owner of the objects this transaction
@@ -1423,6 +1434,17 @@ impl<'e> Txn<'e> {
             let Some((tid, existing)) = found else {
                 continue;
             };
+            if let Some(fixed) = &self.fixed {
+                // Engine rule 10: the conflicting row must be one the transaction's
+                // snapshot sees (PostgreSQL's ExecCheckTIDVisible).
+                let seen =
+                    crate::index::find_visible(self.sh, keys, &rel, &key, (None, fixed), xid)?;
+                if seen.map(|(t, _)| t) != Some(tid) {
+                    return Err(EngineError::SerializationFailure(
+                        "could not serialize access due to concurrent update".into(),
+                    ));
+                }
+            }
             if updating && state.written.contains(&(tid.block.0, tid.offset)) {
                 return Err(EngineError::CardinalityViolation(
                     "ON CONFLICT DO UPDATE command cannot affect row a second time".into(),
@@ -1485,13 +1507,16 @@ impl<'e> Txn<'e> {
         let xid = self.xid();
         let key = rel.key(&dbe);
         let _d = self.sh.drop_lock.read();
+        let snap = self.snapshot();
+        let cols = &rel.columns;
         match access {
-            Access::Seq => access::delete_where(self.sh, key, &rel.columns, xid, pred, interrupt),
+            Access::Seq => access::delete_where(self.sh, key, cols, (&snap, xid), pred, interrupt),
             Access::Index { index, range } => {
                 let ix = index_of(&rel, index)?;
                 let ikey = rel.index_key(&dbe, ix);
                 let tids = crate::index::collect_tids(self.sh, key, ikey, range, xid)?;
-                access::delete_tids(self.sh, key, &rel.columns, xid, &tids, pred, interrupt)
+                let sx = (&snap, xid);
+                access::delete_tids(self.sh, key, cols, sx, &tids, pred, interrupt)
             }
         }
     }
@@ -1572,12 +1597,21 @@ impl<'e> Txn<'e> {
         let rel = self.stored(&dbe, table)?;
         let key = rel.key(&dbe);
         let resolve = || Ok((key, rel.clone()));
-        crate::stream::scan_batches(self.sh, &resolve, self.xid, interrupt, f)
+        crate::stream::scan_batches(
+            self.sh,
+            &resolve,
+            (&self.snapshot(), self.xid),
+            interrupt,
+            f,
+        )
     }
 
     /// A snapshot for one statement of this transaction (`cursor` rule 2).
     pub fn snapshot(&self) -> access::Snapshot<'e> {
-        access::Snapshot::take(self.sh)
+        match &self.fixed {
+            Some(s) => s.clone(),
+            None => access::Snapshot::take(self.sh),
+        }
     }
 
     /// A pull scan of `table` as this transaction sees it (`cursor` rules). Rows
@@ -1629,7 +1663,8 @@ impl<'e> Txn<'e> {
         let rel = self.stored(&dbe, table)?;
         let ikey = rel.index_key(&dbe, index_of(&rel, index)?);
         let resolve = || Ok((rel.key(&dbe), rel.clone(), ikey));
-        crate::index::scan_batches(self.sh, &resolve, range, self.xid, interrupt, f)
+        let snap = self.snapshot();
+        crate::index::scan_batches(self.sh, &resolve, range, (&snap, self.xid), interrupt, f)
     }
 
     /// VACUUM of one table or of every table of `db` (no transaction is in progress:

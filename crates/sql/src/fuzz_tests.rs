@@ -202,6 +202,16 @@ fn run(s: &mut Session<'_>, sql: &str) {
 
 /// Runs `f` with a session on a fresh cluster, on a thread with `stack` bytes.
 pub(crate) fn with_session(stack: usize, f: impl FnOnce(&mut Session<'_>) + Send + 'static) {
+    with_sessions(stack, |a, _| f(a))
+}
+
+/// Runs `f` with two sessions (ids 1 and 2) of one fresh cluster, on one thread
+/// with `stack` bytes: a test interleaves their statements (one may not wait for
+/// the other's writer lock).
+pub(crate) fn with_sessions(
+    stack: usize,
+    f: impl FnOnce(&mut Session<'_>, &mut Session<'_>) + Send + 'static,
+) {
     let t = std::thread::Builder::new()
         .stack_size(stack)
         .spawn(move || {
@@ -224,8 +234,10 @@ pub(crate) fn with_session(stack: usize, f: impl FnOnce(&mut Session<'_>) + Send
             };
             let interrupts = Arc::default();
             let mut s = Session::new(&engine, &server, "postgres", "strata", 1, interrupts);
+            let mut other = Session::new(&engine, &server, "postgres", "strata", 2, Arc::default());
             run(&mut s, "CREATE TABLE t (a int, b text)");
-            f(&mut s);
+            f(&mut s, &mut other);
+            other.close();
             s.close();
         })
         .unwrap();

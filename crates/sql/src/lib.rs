@@ -110,6 +110,8 @@ mod fuzz_tests;
 mod gather;
 pub mod grants;
 pub mod interval;
+#[cfg(test)]
+mod isolation_tests;
 mod joinorder;
 mod locate;
 pub mod mathfn;
@@ -934,12 +936,21 @@ pub struct CopyStmt {
 /// A DML statement's RETURNING list, as written (None: no RETURNING).
 pub type Returning = Option<Vec<ast::SelectItem>>;
 
+/// A transaction's modes, as BEGIN or SET TRANSACTION give them (None: not said).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TxnModes {
+    /// READ ONLY (`Some(true)`) or READ WRITE.
+    pub read_only: Option<bool>,
+    /// REPEATABLE READ (`Some(true)`) or READ COMMITTED / UNCOMMITTED.
+    pub repeatable: Option<bool>,
+}
+
 /// BEGIN, COMMIT, ROLLBACK and the savepoint commands.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Control {
-    /// BEGIN / START TRANSACTION, with READ ONLY (`Some(true)`) or READ WRITE.
+    /// BEGIN / START TRANSACTION, with its modes.
     Begin {
-        read_only: Option<bool>,
+        modes: TxnModes,
     },
     Commit,
     Rollback,
@@ -1132,7 +1143,7 @@ pub enum Utility {
     /// SET TRANSACTION modes (this block's), or SET SESSION CHARACTERISTICS AS
     /// TRANSACTION modes (`session`: the defaults of the blocks to come).
     SetTransaction {
-        read_only: Option<bool>,
+        modes: TxnModes,
         session: bool,
     },
 }
@@ -1918,8 +1929,8 @@ fn parse_txn_control(k: &mut Toks, w0: &str) -> SqlResult<Stmt> {
         "BEGIN" | "START" => {
             k.i += if w0 == "BEGIN" { 1 } else { 2 };
             let _ = k.word("WORK") || k.word("TRANSACTION");
-            let read_only = parse_txn_modes(k)?;
-            Ok(Stmt::Control(Control::Begin { read_only }))
+            let modes = parse_txn_modes(k)?;
+            Ok(Stmt::Control(Control::Begin { modes }))
         }
         "COMMIT" | "END" => {
             k.i += 1;
@@ -1964,33 +1975,39 @@ fn is_keyword(t: &Token) -> bool {
         && w.keyword != sqlparser::keywords::Keyword::NoKeyword)
 }
 
-/// A transaction's modes (BEGIN, SET TRANSACTION): READ ONLY or READ WRITE (the
-/// result: `Some(read_only)`), an isolation level (READ COMMITTED, and READ
-/// UNCOMMITTED, which PostgreSQL runs as READ COMMITTED; the others are refused,
-/// 0A000, until Strata has them), [NOT] DEFERRABLE (which matters only to a
-/// SERIALIZABLE READ ONLY transaction).
-fn parse_txn_modes(k: &mut Toks) -> SqlResult<Option<bool>> {
-    let mut read_only = None;
+/// A transaction's modes (BEGIN, SET TRANSACTION): READ ONLY or READ WRITE, an
+/// isolation level (READ COMMITTED, READ UNCOMMITTED — which PostgreSQL runs as
+/// READ COMMITTED — or REPEATABLE READ; SERIALIZABLE is refused, 0A000, until
+/// Strata has it), [NOT] DEFERRABLE (which matters only to a SERIALIZABLE READ
+/// ONLY transaction).
+fn parse_txn_modes(k: &mut Toks) -> SqlResult<TxnModes> {
+    let mut modes = TxnModes::default();
     while !k.at_end() {
         if k.words(&["ISOLATION", "LEVEL"]) {
-            if !(k.words(&["READ", "COMMITTED"]) || k.words(&["READ", "UNCOMMITTED"])) {
+            if k.words(&["REPEATABLE", "READ"]) {
+                modes.repeatable = Some(true);
+            } else if k.words(&["READ", "COMMITTED"]) || k.words(&["READ", "UNCOMMITTED"]) {
+                modes.repeatable = Some(false);
+            } else if k.word("SERIALIZABLE") {
                 return Err(isolation_unsupported());
+            } else {
+                return Err(k.near());
             }
         } else if k.words(&["READ", "WRITE"]) {
-            read_only = Some(false);
+            modes.read_only = Some(false);
         } else if k.words(&["READ", "ONLY"]) {
-            read_only = Some(true);
+            modes.read_only = Some(true);
         } else if k.word("DEFERRABLE") || k.words(&["NOT", "DEFERRABLE"]) {
         } else if !k.tok(&Token::Comma) {
             return Err(k.near());
         }
     }
-    Ok(read_only)
+    Ok(modes)
 }
 
-/// REPEATABLE READ and SERIALIZABLE, refused (never run as READ COMMITTED).
+/// SERIALIZABLE, refused (never run as another level).
 pub fn isolation_unsupported() -> SqlError {
-    SqlError::unsupported("isolation levels other than READ COMMITTED")
+    SqlError::unsupported("the SERIALIZABLE isolation level")
 }
 
 /// Whether an ALTER statement is `ALTER kind [IF EXISTS] name OWNER TO ...`.
@@ -2200,11 +2217,8 @@ fn parse_set(k: &mut Toks) -> SqlResult<Stmt> {
     }
     let session = !local && k.words(&["CHARACTERISTICS", "AS", "TRANSACTION"]);
     if session || k.word("TRANSACTION") {
-        let read_only = parse_txn_modes(k)?;
-        return Ok(Stmt::Utility(Utility::SetTransaction {
-            read_only,
-            session,
-        }));
+        let modes = parse_txn_modes(k)?;
+        return Ok(Stmt::Utility(Utility::SetTransaction { modes, session }));
     }
     let name = if k.words(&["TIME", "ZONE"]) {
         "timezone".to_string()
@@ -3896,7 +3910,7 @@ mod tests {
         );
         assert!(matches!(
             one("begin"),
-            Stmt::Control(Control::Begin { read_only: None })
+            Stmt::Control(Control::Begin { modes }) if modes == TxnModes::default()
         ));
         assert!(matches!(one("end"), Stmt::Control(Control::Commit)));
     }

@@ -74,6 +74,14 @@
 //!     every statement that writes ([`Stmt::write_verb`]) and nextval/setval with
 //!     PostgreSQL's 25006 "cannot execute X in a read-only transaction"; isolation
 //!     levels Strata does not have are refused (0A000), never run as another.
+//! 11. A REPEATABLE READ block (BEGIN ISOLATION LEVEL REPEATABLE READ, SET
+//!     TRANSACTION, `default_transaction_isolation` for blocks to come) takes one
+//!     snapshot at its first statement ([`Session::statement_snapshot`]) and every
+//!     statement reads as of it; its engine transaction writes as of it too
+//!     (engine rule 10: a row changed since fails with 40001). Its level can change
+//!     only before that first statement (25001). A statement outside a block is its
+//!     own transaction: its one snapshot serves either level. SERIALIZABLE is
+//!     refused (0A000).
 
 use super::bind::{self, Binder, Env, Expr, Row, Scope, SeqCall};
 use super::values::Rows;
@@ -544,6 +552,14 @@ pub struct Session<'e> {
     /// The open block is READ ONLY (session rule 10); outside a block,
     /// `default_transaction_read_only` says.
     read_only: bool,
+    /// The open block is REPEATABLE READ (session rule 11); outside a block,
+    /// `default_transaction_isolation` says.
+    repeatable: bool,
+    /// The open block's first statement has taken its snapshot (its isolation
+    /// level can no longer change, 25001), and a REPEATABLE READ block's
+    /// snapshot, which every statement of the block then reads as of.
+    first_snapshot: std::cell::Cell<bool>,
+    fixed: std::cell::OnceCell<strata_engine::Snapshot<'e>>,
     /// Its temporary tables (temp module).
     temps: crate::temp::Temps,
 }
@@ -1167,6 +1183,9 @@ impl<'e> Session<'e> {
             xact_start_us: crate::time::now_us(),
             seqs: Arc::default(),
             read_only: false,
+            repeatable: false,
+            first_snapshot: std::cell::Cell::new(false),
+            fixed: std::cell::OnceCell::new(),
             temps: Default::default(),
         }
     }
@@ -1444,6 +1463,65 @@ impl<'e> Session<'e> {
             .is_some_and(|v| v == "on")
     }
 
+    /// `default_transaction_isolation`, as SHOW gives it.
+    pub(crate) fn default_isolation(&self) -> String {
+        self.vars
+            .get("default_transaction_isolation")
+            .cloned()
+            .unwrap_or_else(|| "read committed".into())
+    }
+
+    /// Session rule 11: the current transaction's isolation level, as SHOW
+    /// transaction_isolation gives it.
+    pub(crate) fn isolation_now(&self) -> String {
+        match (&self.block, self.repeatable) {
+            (Block::Idle, _) => self.default_isolation(),
+            (_, true) => "repeatable read".into(),
+            (_, false) => match self.default_isolation().as_str() {
+                "read uncommitted" => "read uncommitted".into(),
+                _ => "read committed".into(),
+            },
+        }
+    }
+
+    /// SET TRANSACTION ISOLATION LEVEL (and `transaction_isolation`) in a block:
+    /// this block's level, before its first query only (25001, PostgreSQL's
+    /// words). Outside one, no effect.
+    pub(crate) fn set_block_isolation(&mut self, repeatable: bool) -> SqlResult<()> {
+        if !self.in_block() || repeatable == self.repeatable {
+            return Ok(());
+        }
+        if self.first_snapshot.get() {
+            return Err(SqlError::new(
+                "25001",
+                "SET TRANSACTION ISOLATION LEVEL must be called before any query",
+            ));
+        }
+        self.repeatable = repeatable;
+        Ok(())
+    }
+
+    /// Session rule 11: the snapshot a statement reads as of — the REPEATABLE
+    /// READ block's (taken at its first statement), or a new one.
+    pub(crate) fn statement_snapshot(&self) -> strata_engine::Snapshot<'e> {
+        let engine: &'e Engine = self.engine;
+        let txn = match &self.block {
+            Block::Open { txn, .. } => {
+                self.first_snapshot.set(true);
+                txn.as_deref()
+            }
+            _ => None,
+        };
+        let fresh = || match txn {
+            Some(t) => t.snapshot(),
+            None => engine.snapshot(),
+        };
+        match (&self.block, self.repeatable) {
+            (Block::Open { .. }, true) => self.fixed.get_or_init(fresh).clone(),
+            _ => fresh(),
+        }
+    }
+
     /// SET TRANSACTION READ ONLY / READ WRITE (and `transaction_read_only`) in a
     /// block: this block's mode (session rule 10). Outside one, no effect.
     pub(crate) fn set_block_read_only(&mut self, read_only: bool) {
@@ -1456,6 +1534,9 @@ impl<'e> Session<'e> {
     fn open_block(&mut self, implicit: bool) {
         debug_assert!(matches!(self.block, Block::Idle));
         self.read_only = self.default_read_only();
+        self.repeatable = self.default_isolation() == "repeatable read";
+        self.first_snapshot.set(false);
+        self.fixed = std::cell::OnceCell::new();
         self.xact_start_us = crate::time::now_us();
         self.block = Block::Open {
             txn: None,
@@ -1470,6 +1551,7 @@ impl<'e> Session<'e> {
     /// committed.
     fn end_block(&mut self, commit: bool) -> SqlResult<bool> {
         self.pipeline = false;
+        self.fixed.take();
         match std::mem::replace(&mut self.block, Block::Idle) {
             Block::Open { txn, .. } if commit => {
                 if let Some(mut t) = txn {
@@ -1520,6 +1602,7 @@ impl<'e> Session<'e> {
     pub fn fail(&mut self) {
         match std::mem::replace(&mut self.block, Block::Idle) {
             Block::Open { txn, implicit } => {
+                self.fixed.take();
                 if let Some(t) = txn {
                     let _ = t.abort();
                 }
@@ -2614,10 +2697,13 @@ impl<'e> Session<'e> {
     /// block state machine that statements ask for (see the module diagram).
     fn control(&mut self, c: &Control, notices: &mut Notices) -> SqlResult<Output> {
         match c {
-            Control::Begin { read_only } => {
+            Control::Begin { modes } => {
                 self.begin(notices)?;
-                if let Some(ro) = read_only {
-                    self.read_only = *ro;
+                if let Some(rr) = modes.repeatable {
+                    self.set_block_isolation(rr)?;
+                }
+                if let Some(ro) = modes.read_only {
+                    self.read_only = ro;
                 }
                 Ok(Output::TxnStart("BEGIN".into()))
             }
@@ -3110,6 +3196,13 @@ impl<'e> Session<'e> {
         };
         match engine.try_begin(deadline, &|| self.engine_check())? {
             Some(mut t) => {
+                if self.in_block() {
+                    self.first_snapshot.set(true);
+                }
+                if self.repeatable && self.in_block() {
+                    // Session rule 11: its writes, too, as of the block's snapshot.
+                    t.fix_snapshot(self.statement_snapshot());
+                }
                 // What it creates is the current role's (ddl rule 1's owner).
                 if let Ok(r) = crate::privileges::Catalog::role(&t, self.current_role()) {
                     t.act_as(r.oid);
@@ -3346,10 +3439,7 @@ impl<'e> Session<'e> {
             Block::Open { txn: Some(t), .. } => Some(&**t),
             _ => None,
         };
-        let snap = match txn {
-            Some(t) => t.snapshot(),
-            None => self.engine.snapshot(),
-        };
+        let snap = self.statement_snapshot();
         let rels = PlannerCatalog::new(self);
         let temp = crate::spill::Temp::new(
             self.engine.data_dir(),

@@ -485,14 +485,14 @@ fn startup_options(text: &str) -> SqlResult<Vec<(String, String)>> {
     Ok(out)
 }
 
-/// An isolation level (rule 4): READ COMMITTED, and READ UNCOMMITTED (which
-/// PostgreSQL runs as READ COMMITTED); REPEATABLE READ and SERIALIZABLE are
-/// refused (0A000) until Strata has them, never accepted and run as another.
+/// An isolation level (rule 4): READ COMMITTED, READ UNCOMMITTED (which
+/// PostgreSQL runs as READ COMMITTED) and REPEATABLE READ; SERIALIZABLE is
+/// refused (0A000) until Strata has it, never accepted and run as another.
 fn check_isolation(name: &str, value: &str) -> SqlResult<String> {
     let v = value.trim().to_ascii_lowercase();
     match v.as_str() {
-        "read committed" | "read uncommitted" => Ok(v),
-        "repeatable read" | "serializable" => Err(crate::isolation_unsupported()),
+        "read committed" | "read uncommitted" | "repeatable read" => Ok(v),
+        "serializable" => Err(crate::isolation_unsupported()),
         _ => Err(SqlError::new(
             "22023",
             format!("invalid value for parameter \"{name}\": \"{value}\""),

@@ -35,9 +35,7 @@ pub(crate) fn run(
     notices: &mut Notices,
 ) -> SqlResult<Output> {
     match u {
-        Utility::SetTransaction { read_only, session } => {
-            set_transaction(s, *read_only, *session, notices)
-        }
+        Utility::SetTransaction { modes, session } => set_transaction(s, *modes, *session, notices),
         Utility::Set { name, value, local } if *local => {
             set_local(s, name, value.as_deref(), notices)
         }
@@ -77,23 +75,37 @@ pub(crate) fn columns(u: &Utility) -> Vec<(String, SqlType)> {
 /// blocks to come (`default_transaction_read_only`).
 fn set_transaction(
     s: &mut Session<'_>,
-    read_only: Option<bool>,
+    modes: crate::TxnModes,
     session: bool,
     notices: &mut Notices,
 ) -> SqlResult<Output> {
     if session {
-        if let Some(ro) = read_only {
+        if let Some(ro) = modes.read_only {
             let v = if ro { "on" } else { "off" };
             s.vars_mut()
                 .insert("default_transaction_read_only".into(), v.into());
+        }
+        if let Some(rr) = modes.repeatable {
+            let v = if rr {
+                "repeatable read"
+            } else {
+                "read committed"
+            };
+            s.vars_mut()
+                .insert("default_transaction_isolation".into(), v.into());
         }
     } else if !s.in_block() {
         notices.push((
             "WARNING",
             "SET TRANSACTION can only be used in transaction blocks".into(),
         ));
-    } else if let Some(ro) = read_only {
-        s.set_block_read_only(ro);
+    } else {
+        if let Some(rr) = modes.repeatable {
+            s.set_block_isolation(rr)?;
+        }
+        if let Some(ro) = modes.read_only {
+            s.set_block_read_only(ro);
+        }
     }
     Ok(Output::Command("SET".into()))
 }
@@ -146,9 +158,16 @@ fn set(s: &mut Session<'_>, name: &str, value: Option<&str>) -> SqlResult<Output
         s.set_block_read_only(v == "on");
         return Ok(Output::Command("SET".into()));
     }
-    if matches!(name, "transaction_isolation" | "transaction_deferrable") {
-        let default = settings::default_of(name).unwrap_or_default();
-        settings::check(name, value.unwrap_or(default))?;
+    if name == "transaction_isolation" {
+        let level = match value {
+            Some(v) => settings::check(name, v)?,
+            None => s.default_isolation(),
+        };
+        s.set_block_isolation(level == "repeatable read")?;
+        return Ok(Output::Command("SET".into()));
+    }
+    if name == "transaction_deferrable" {
+        settings::check(name, value.unwrap_or("off"))?;
         return Ok(Output::Command("SET".into()));
     }
     match value {
@@ -218,6 +237,8 @@ fn show_rows(s: &Session<'_>, name: &str) -> SqlResult<Vec<Vec<Datum>>> {
     }
     let v = if name == "transaction_read_only" {
         (if s.read_only_now() { "on" } else { "off" }).into()
+    } else if name == "transaction_isolation" {
+        s.isolation_now()
     } else if let Some(v) = s.vars().get(name) {
         v.clone()
     } else if let Some((_, v, _)) = server.iter().find(|(n, _, _)| n == name) {
