@@ -858,13 +858,24 @@ impl Engine {
         interrupt: Interrupt<'_>,
         f: &mut RowVisitor<'_>,
     ) -> Result<()> {
+        self.scan_each_as(&self.snapshot(), (db, table), interrupt, f)
+    }
+
+    /// [`Engine::scan_each`] as of `snap` (a REPEATABLE READ block's: rule 10).
+    pub fn scan_each_as(
+        &self,
+        snap: &Snapshot<'_>,
+        (db, table): (&str, &str),
+        interrupt: Interrupt<'_>,
+        f: &mut RowVisitor<'_>,
+    ) -> Result<()> {
         let resolve = || {
             let cat = self.sh.catalog.read();
             let (dbe, rel) = cat.committed_table(db, table)?;
             rel.has_storage()?;
             Ok((rel.key(dbe), rel.clone()))
         };
-        stream::scan_batches(&self.sh, &resolve, (&self.snapshot(), None), interrupt, f)
+        stream::scan_batches(&self.sh, &resolve, (snap, None), interrupt, f)
     }
 
     /// [`Engine::scan_each`] through index `index`'s `range` (index rule 4: the caller
@@ -878,6 +889,20 @@ impl Engine {
         interrupt: Interrupt<'_>,
         f: &mut RowVisitor<'_>,
     ) -> Result<()> {
+        let at = (db, table, index);
+        self.scan_index_each_as(&self.snapshot(), at, range, interrupt, f)
+    }
+
+    /// [`Engine::scan_index_each`] as of `snap` (a REPEATABLE READ block's: rule
+    /// 10).
+    pub fn scan_index_each_as(
+        &self,
+        snap: &Snapshot<'_>,
+        (db, table, index): (&str, &str, &str),
+        range: &IndexRange,
+        interrupt: Interrupt<'_>,
+        f: &mut RowVisitor<'_>,
+    ) -> Result<()> {
         let resolve = || {
             let cat = self.sh.catalog.read();
             let (dbe, rel) = cat.committed_table(db, table)?;
@@ -885,14 +910,7 @@ impl Engine {
             let ix = xact::index_of(rel, index)?;
             Ok((rel.key(dbe), rel.clone(), rel.index_key(dbe, ix)))
         };
-        index::scan_batches(
-            &self.sh,
-            &resolve,
-            range,
-            (&self.snapshot(), None),
-            interrupt,
-            f,
-        )
+        index::scan_batches(&self.sh, &resolve, range, (snap, None), interrupt, f)
     }
 
     /// PostgreSQL's `bt_index_check(index, heapallindexed => true)`: index `index`'s

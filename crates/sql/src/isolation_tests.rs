@@ -26,6 +26,12 @@ fn repeatable_read_reads_one_snapshot_and_refuses_lost_updates() {
         assert_eq!(codes(b, "INSERT INTO rr VALUES (3, 30)"), [""]);
         assert_eq!(one(a, sum), "30", "the block's snapshot");
         assert_eq!(one(a, "SELECT count(*) FROM rr"), "4");
+        // COPY TO reads as of it too (pg_dump's COPY in its REPEATABLE READ block).
+        let copied = q(a, "COPY rr TO STDOUT").copied;
+        assert_eq!(
+            String::from_utf8_lossy(&copied),
+            "1\t10\n2\t20\n5\t50\n6\t60\n"
+        );
         assert_eq!(codes(a, "UPDATE rr SET v = v + 1 WHERE id = 2"), [""]);
         assert_eq!(one(a, sum), "31", "its own write, as of its snapshot");
         let e = error(a, "UPDATE rr SET v = 0 WHERE id = 1");

@@ -3498,10 +3498,16 @@ impl<'e> Session<'e> {
             (Block::Open { txn: Some(txn), .. }, Access::Index { index, range }) => {
                 txn.scan_index_each(db, table, index, range, &check, &mut visit)
             }
-            (_, Access::Seq) => self.engine.scan_each(db, table, &check, &mut visit),
-            (_, Access::Index { index, range }) => {
+            // Session rule 11: a REPEATABLE READ block's snapshot (COPY TO in it).
+            (_, Access::Seq) => {
+                let snap = self.statement_snapshot();
                 let e = self.engine;
-                e.scan_index_each(db, table, index, range, &check, &mut visit)
+                e.scan_each_as(&snap, (db, table), &check, &mut visit)
+            }
+            (_, Access::Index { index, range }) => {
+                let snap = self.statement_snapshot();
+                let e = self.engine;
+                e.scan_index_each_as(&snap, (db, table, index), range, &check, &mut visit)
             }
         };
         match failed {
