@@ -1581,11 +1581,14 @@ impl<'e> Txn<'e> {
         Ok(rows)
     }
 
-    /// Visits the rows of a table as this transaction sees them, in bounded batches
-    /// (`stream` rules 1-4; this transaction holds the writer lock, so nothing drops
-    /// or truncates the table meanwhile). Rows this transaction inserts while the
-    /// scan runs may be visited: a caller inserting into the table it scans must
-    /// collect first. O(pages read); memory O(one batch).
+    /// Visits the rows of a table as of now — every committed row and this
+    /// transaction's own, whatever its isolation level (rule 10 is for a
+    /// statement's own rows: a table's rewrite and referential checks read the
+    /// newest) — in bounded batches (`stream` rules 1-4; this transaction holds the
+    /// writer lock, so nothing drops or truncates the table meanwhile). Rows this
+    /// transaction inserts while the scan runs may be visited: a caller inserting
+    /// into the table it scans must collect first. O(pages read); memory O(one
+    /// batch).
     pub fn scan_each(
         &self,
         db: &str,
@@ -1593,17 +1596,35 @@ impl<'e> Txn<'e> {
         interrupt: Interrupt<'_>,
         f: &mut crate::RowVisitor<'_>,
     ) -> Result<()> {
+        let now = access::Snapshot::take(self.sh);
+        self.scan_each_as(&now, (db, table), interrupt, f)
+    }
+
+    /// [`Txn::scan_each`] as of `snap` (a statement's: COPY TO in a REPEATABLE READ
+    /// block reads its snapshot, rule 10).
+    pub fn scan_each_as(
+        &self,
+        snap: &access::Snapshot<'_>,
+        (db, table): (&str, &str),
+        interrupt: Interrupt<'_>,
+        f: &mut crate::RowVisitor<'_>,
+    ) -> Result<()> {
         let dbe = self.database(db)?;
         let rel = self.stored(&dbe, table)?;
         let key = rel.key(&dbe);
         let resolve = || Ok((key, rel.clone()));
-        crate::stream::scan_batches(
-            self.sh,
-            &resolve,
-            (&self.snapshot(), self.xid),
-            interrupt,
-            f,
-        )
+        crate::stream::scan_batches(self.sh, &resolve, (snap, self.xid), interrupt, f)
+    }
+
+    /// Runs `f` with the transaction's REPEATABLE READ snapshot set aside (rule
+    /// 10): what `f` deletes and updates it finds as of now. Referential actions
+    /// (ON DELETE CASCADE, SET NULL) must reach rows committed since the
+    /// snapshot, or they would leave orphans.
+    pub fn at_latest<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
+        let fixed = self.fixed.take();
+        let r = f(self);
+        self.fixed = fixed;
+        r
     }
 
     /// A snapshot for one statement of this transaction (`cursor` rule 2).
@@ -1647,9 +1668,10 @@ impl<'e> Txn<'e> {
         ))
     }
 
-    /// Visits the rows of `table` that index `index`'s `range` points at, as this
-    /// transaction sees them, in index order (index rule 4: the caller rechecks its
-    /// WHERE). Memory O(one batch).
+    /// Visits the rows of `table` that index `index`'s `range` points at, as of now
+    /// (as [`Txn::scan_each`]: a referential check's parent row is the newest), in
+    /// index order (index rule 4: the caller rechecks its WHERE). Memory O(one
+    /// batch).
     pub fn scan_index_each(
         &self,
         db: &str,
@@ -1663,8 +1685,8 @@ impl<'e> Txn<'e> {
         let rel = self.stored(&dbe, table)?;
         let ikey = rel.index_key(&dbe, index_of(&rel, index)?);
         let resolve = || Ok((rel.key(&dbe), rel.clone(), ikey));
-        let snap = self.snapshot();
-        crate::index::scan_batches(self.sh, &resolve, range, (&snap, self.xid), interrupt, f)
+        let now = access::Snapshot::take(self.sh);
+        crate::index::scan_batches(self.sh, &resolve, range, (&now, self.xid), interrupt, f)
     }
 
     /// VACUUM of one table or of every table of `db` (no transaction is in progress:

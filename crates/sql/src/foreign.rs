@@ -625,7 +625,9 @@ fn change_referencing(
                 false
             }
         };
-        t.delete_using(db, &child, Access::Seq, &mut pred, check)?;
+        // Engine rule 10: the children as of now, those committed since a
+        // REPEATABLE READ snapshot too (none left pointing at a deleted parent).
+        t.at_latest(|t| t.delete_using(db, &child, Access::Seq, &mut pred, check))?;
     } else {
         let mut f = |row: &[Datum]| -> Option<Vec<Datum>> {
             let new = match m.matched(row) {
@@ -641,7 +643,7 @@ fn change_referencing(
                 }
             }
         };
-        t.update_using(db, &child, Access::Seq, &mut f, check)?;
+        t.at_latest(|t| t.update_using(db, &child, Access::Seq, &mut f, check))?;
         next.deleting = false;
     }
     err.map_or(Ok(next), Err)

@@ -138,3 +138,44 @@ fn isolation_level_is_set_before_the_first_query() {
         );
     });
 }
+
+/// Referential integrity reads the newest rows whatever the level: a REPEATABLE
+/// READ block cannot insert a child of a parent deleted since its snapshot (23503,
+/// where PostgreSQL's row lock says 40001: no orphan either way), and its ON
+/// DELETE CASCADE reaches children committed since its snapshot. COPY TO after the
+/// block's own write still reads its snapshot and its own rows.
+#[test]
+fn repeatable_read_keeps_foreign_keys_whole() {
+    with_sessions(8 << 20, |a, b| {
+        q(
+            a,
+            "CREATE TABLE p (id int PRIMARY KEY);
+             CREATE TABLE c (id int PRIMARY KEY, pid int REFERENCES p ON DELETE CASCADE);
+             INSERT INTO p VALUES (1), (2)",
+        );
+        q(a, "BEGIN ISOLATION LEVEL REPEATABLE READ");
+        assert_eq!(one(a, "SELECT count(*) FROM p"), "2");
+        assert_eq!(codes(b, "DELETE FROM p WHERE id = 2"), [""]);
+        assert_eq!(codes(b, "INSERT INTO c VALUES (10, 1)"), [""]);
+        assert_eq!(
+            one(a, "SELECT count(*) FROM p"),
+            "2",
+            "the snapshot's parents"
+        );
+        assert_eq!(codes(a, "INSERT INTO c VALUES (20, 2)"), ["23503"]);
+        q(a, "ROLLBACK");
+        q(a, "BEGIN ISOLATION LEVEL REPEATABLE READ");
+        assert_eq!(one(a, "SELECT count(*) FROM c"), "1");
+        assert_eq!(codes(b, "INSERT INTO c VALUES (11, 1)"), [""]);
+        assert_eq!(codes(a, "INSERT INTO p VALUES (3)"), [""]);
+        let copied = q(a, "COPY p TO STDOUT").copied;
+        assert_eq!(String::from_utf8_lossy(&copied), "1\n3\n");
+        assert_eq!(codes(a, "DELETE FROM p WHERE id = 1"), [""]);
+        q(a, "COMMIT");
+        assert_eq!(
+            one(b, "SELECT count(*) FROM c"),
+            "0",
+            "no child left behind"
+        );
+    });
+}

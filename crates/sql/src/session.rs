@@ -3492,8 +3492,10 @@ impl<'e> Session<'e> {
         };
         let db = &self.db;
         let r = match (&self.block, path) {
+            // Session rule 11: the statement's snapshot (a REPEATABLE READ block's).
             (Block::Open { txn: Some(txn), .. }, Access::Seq) => {
-                txn.scan_each(db, table, &check, &mut visit)
+                let snap = self.statement_snapshot();
+                txn.scan_each_as(&snap, (db, table), &check, &mut visit)
             }
             (Block::Open { txn: Some(txn), .. }, Access::Index { index, range }) => {
                 txn.scan_index_each(db, table, index, range, &check, &mut visit)
