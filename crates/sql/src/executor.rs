@@ -132,7 +132,9 @@ impl Ctx<'_> {
 /// results of the uncorrelated ones (subquery rules 1 and 4).
 #[derive(Default)]
 pub struct SubCache {
-    plans: RefCell<HashMap<usize, Rc<Plan>>>,
+    /// Shared with parallel workers (one allocation: EXPLAIN ANALYZE counts a
+    /// worker's run of a subquery's nodes as the leader's, by their addresses).
+    plans: RefCell<HashMap<usize, std::sync::Arc<Plan>>>,
     kept: RefCell<HashMap<(usize, Tuple), Rc<Kept>>>,
     /// Correlated subqueries' outer columns: (scope depth, column).
     deps: RefCell<HashMap<usize, Rc<OuterDeps>>>,
@@ -144,7 +146,7 @@ pub struct SubCache {
 
 impl SubCache {
     /// The plan a subquery ran with in this statement, if it ran.
-    pub fn plan_run(&self, l: &SubLink) -> Option<Rc<Plan>> {
+    pub fn plan_run(&self, l: &SubLink) -> Option<std::sync::Arc<Plan>> {
         let key = l as *const SubLink as usize;
         self.plans.borrow().get(&key).cloned()
     }
@@ -198,11 +200,11 @@ impl<'a> Ctx<'a> {
     }
 
     /// The subquery's plan, made at its first use.
-    fn plan_of(&self, key: usize, q: &crate::analyze::Query) -> SqlResult<Rc<Plan>> {
+    fn plan_of(&self, key: usize, q: &crate::analyze::Query) -> SqlResult<std::sync::Arc<Plan>> {
         if let Some(p) = self.subs.plans.borrow().get(&key) {
             return Ok(p.clone());
         }
-        let p = Rc::new(crate::planner::plan(q, self.rels)?);
+        let p = std::sync::Arc::new(crate::planner::plan(q, self.rels)?);
         self.subs.plans.borrow_mut().insert(key, p.clone());
         Ok(p)
     }

@@ -120,7 +120,7 @@ struct Explainer<'r> {
     /// The nodes' estimates, with COSTS (explain rule 5).
     costs: Option<Costs<'r>>,
     /// The subqueries' plans shown (cost rule 7: kept while the estimates are).
-    kept: Vec<std::rc::Rc<Plan>>,
+    kept: Vec<std::sync::Arc<Plan>>,
     analysis: Option<&'r Analysis<'r>>,
     /// The statement's plan (where a WITH query's plan that ran is found).
     root: &'r Plan,
@@ -1348,7 +1348,7 @@ impl Explainer<'_> {
         let ran = self.analysis.and_then(|a| a.subs.plan_run(l));
         let plan = match ran {
             Some(p) => p,
-            None => std::rc::Rc::new(crate::planner::plan(&l.query, self.rels)?),
+            None => std::sync::Arc::new(crate::planner::plan(&l.query, self.rels)?),
         };
         // Kept to the end: the estimates know nodes by their addresses.
         self.kept.push(plan.clone());

@@ -2087,6 +2087,15 @@ fn a_large_tables_aggregates_run_in_parallel_workers() {
             sub.iter().any(|l| l.contains("Parallel Seq Scan")),
             "{sub:?}"
         );
+        // The subqueries the workers ran are counted on the leader's plan nodes:
+        // EXPLAIN ANALYZE shows their runs, not "(never executed)".
+        let analyzed = rows(
+            s,
+            &format!("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) {exists}"),
+        );
+        let text = analyzed.join("\n");
+        assert!(!text.contains("never executed"), "{text}");
+        assert!(text.contains("InitPlan 1"), "{text}");
         let agg = plan(s, "SELECT string_agg(pad, ',') FROM big");
         assert!(!agg.iter().any(|l| l.contains("Parallel")), "{agg:?}");
         // Parallel rule 6: a top-N sort runs in each worker under a Gather.

@@ -25,7 +25,7 @@ struct Shared<'a> {
     work_mem: usize,
     temp: &'a crate::spill::Temp,
     /// The plans of the input's subqueries, by their key (parallel rule 3).
-    subplans: &'a [(usize, Plan)],
+    subplans: &'a [(usize, Arc<Plan>)],
     /// The parallel hash joins' shared builds (parallel rule 7).
     builds: &'a super::sharedhash::Builds,
 }
@@ -33,7 +33,7 @@ struct Shared<'a> {
 impl<'a> Shared<'a> {
     fn of(
         cx: &Ctx<'a>,
-        subplans: &'a [(usize, Plan)],
+        subplans: &'a [(usize, Arc<Plan>)],
         builds: &'a super::sharedhash::Builds,
     ) -> Shared<'a> {
         Shared {
@@ -156,15 +156,16 @@ fn collect(
 }
 
 /// Parallel rule 3: the plans of the subqueries in `input`'s expressions, by
-/// their key, made by the leader: a worker has no catalog to plan them with.
-fn subplans(cx: &Ctx<'_>, input: &Plan) -> SqlResult<Vec<(usize, Plan)>> {
+/// their key, made by the leader: a worker has no catalog to plan them with. The
+/// leader's own (not copies), so a worker's run of them is counted on their nodes.
+fn subplans(cx: &Ctx<'_>, input: &Plan) -> SqlResult<Vec<(usize, Arc<Plan>)>> {
     let mut out = Vec::new();
     for n in crate::parallel::nodes(input) {
         let mut todo = crate::parallel::node_exprs(n).unwrap_or_default();
         while let Some(x) = todo.pop() {
             if let Expr::SubLink(l) = x {
                 let key = &**l as *const crate::subquery::SubLink as usize;
-                out.push((key, (*cx.plan_of(key, &l.query)?).clone()));
+                out.push((key, cx.plan_of(key, &l.query)?));
             }
             x.children(&mut todo);
         }
@@ -183,9 +184,7 @@ fn in_worker<R>(
 ) -> SqlResult<R> {
     let subs = SubCache::default();
     for (key, p) in sh.subplans {
-        subs.plans
-            .borrow_mut()
-            .insert(*key, std::rc::Rc::new(p.clone()));
+        subs.plans.borrow_mut().insert(*key, p.clone());
     }
     let check = || match stop.load(Ordering::Relaxed) {
         true => Err(SqlError::new(
